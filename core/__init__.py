@@ -1,0 +1,1 @@
+"""AgentOS: agents whose whole state lives in files."""

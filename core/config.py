@@ -1,0 +1,176 @@
+"""Configuration: frozen dataclasses with documented defaults, read from YAML.
+
+Two files are merged over the defaults, later ones winning key by key:
+``$AGENTOS_HOME/config.yaml`` (every agent) and ``<agent>/config/config.yaml``
+(one agent). Unknown sections or keys are errors that list the valid ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from core.errors import ConfigError
+from core.paths import AgentPaths, agents_home
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Hot and warm tiers."""
+
+    max_entry_bytes: int = 64 * 1024
+    """Largest LOG.md entry content, in UTF-8 bytes; larger entries are refused."""
+    lock_timeout_s: float = 30.0
+    """How long a write waits for the agent's lock before failing."""
+    compact_log_bytes: int = 50 * 1024
+    """LOG.md is compacted into the cold tier once it is larger than this."""
+    compact_log_entries: int = 100
+    """... or once this many entries were appended since the last SUMMARY."""
+    auto_compact: bool = True
+    """Compact LOG.md automatically when an append crosses a threshold."""
+    context_tokens: int = 2000
+    """Default token budget of ``format_context_for_prompt``."""
+
+
+@dataclass(frozen=True)
+class ColdConfig:
+    """Cold tier: LanceDB and its embedder."""
+
+    embedder: str = "minilm"
+    """``minilm`` (offline all-MiniLM-L6-v2) or ``ollama:<model>`` (e.g. ``ollama:nomic-embed-text``)."""
+    chunk_tokens: int = 400
+    """Target size of an archive chunk, cut on entry boundaries."""
+    optimize_every: int = 50
+    """Compact LanceDB's small fragments after this many writes."""
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """Conversation-memory provider."""
+
+    name: str = "lcm"
+    """``lcm`` (lossless summary DAG) or ``simple`` (sliding window)."""
+    fresh_tail: int = 20
+    """Most recent messages always sent verbatim."""
+    context_threshold: float = 0.75
+    """Fraction of the context budget that triggers incremental compaction."""
+    leaf_chunk_size: int = 10
+    """Fewest messages summarised into one leaf summary."""
+    leaf_chunk_max_tokens: int = 20_000
+    """Most source tokens summarised into one leaf summary."""
+    max_rounds: int = 10
+    """Most leaf+condensed rounds of one full compaction."""
+    deadline_s: float = 300.0
+    """A full compaction stops starting new rounds after this many seconds."""
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """LLM backend."""
+
+    backend: str = "auto"
+    """``auto`` (Ollama, else offline with a warning), ``ollama`` or ``offline``."""
+    model: str = "llama3.1"
+    """Ollama chat model."""
+    host: str = ""
+    """Ollama address; empty means ``$OLLAMA_HOST`` or ``http://127.0.0.1:11434``."""
+    timeout_s: float = 120.0
+    """Seconds to wait for one model reply."""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The engine loop."""
+
+    max_steps: int = 25
+    """Most planner calls in one run."""
+    max_retries: int = 3
+    """Most recovery attempts after errors in one run."""
+    context_budget: int = 8000
+    """Token budget of the conversation assembled for each LLM call."""
+    memory_tokens: int = 2000
+    """Token budget of the memory context (NOW, LOG, facts) in the system prompt."""
+
+
+@dataclass(frozen=True)
+class SessionCompactionConfig:
+    """Session compaction (``/compact`` and automatic)."""
+
+    max_tokens: int = 80_000
+    """Compact a session before a turn once it holds more tokens than this; -1 disables."""
+    keep_tail: int = 20
+    """Recent messages kept verbatim by a handoff compaction."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every option, grouped by concern."""
+
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    cold: ColdConfig = field(default_factory=ColdConfig)
+    provider: ProviderConfig = field(default_factory=ProviderConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    compaction: SessionCompactionConfig = field(default_factory=SessionCompactionConfig)
+
+
+def config_files(paths: AgentPaths | None = None) -> list[Path]:
+    """The config files read for an agent (or for all agents), lowest precedence first."""
+    files = [agents_home() / "config.yaml"]
+    if paths is not None:
+        files.append(paths.config_dir / "config.yaml")
+    return files
+
+
+def load_config(paths: AgentPaths | None = None) -> Config:
+    """Read the config files that exist and merge them over the defaults."""
+    config = Config()
+    for path in config_files(paths):
+        if path.is_file():
+            config = merge(config, _read_yaml(path), source=str(path))
+    return config
+
+
+def merge(config: Config, data: dict[str, Any], source: str = "config") -> Config:
+    """Return ``config`` with the sections and keys of ``data`` replaced."""
+    sections = {f.name: f for f in dataclasses.fields(Config)}
+    changes = {}
+    for section, values in data.items():
+        if section not in sections:
+            raise ConfigError(f"{source}: unknown section {section!r}; valid: {', '.join(sections)}")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{source}: section {section!r} must be a mapping")
+        current = getattr(config, section)
+        changes[section] = _merge_section(current, values, f"{source}: {section}")
+    return dataclasses.replace(config, **changes)
+
+
+def _merge_section(current: Any, values: dict[str, Any], where: str) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(current)}
+    updates = {}
+    for key, value in values.items():
+        if key not in fields:
+            raise ConfigError(f"{where}: unknown option {key!r}; valid: {', '.join(fields)}")
+        expected = type(getattr(current, key))
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise ConfigError(f"{where}.{key} must be {expected.__name__}, got {value!r}")
+        updates[key] = value
+    return dataclasses.replace(current, **updates)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    return data

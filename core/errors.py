@@ -1,0 +1,114 @@
+"""The one exception tree of AgentOS.
+
+Every error the library raises on purpose is an ``AgentOSError``; third-party
+errors are converted at the boundary with ``raise X(...) from exc``. Messages
+say what to do next.
+
+    AgentOSError
+    ├── ConfigError                 a config file or option is wrong
+    ├── ValidationError (ValueError) bad input; nothing was written
+    │   ├── InvalidAgentNameError
+    │   └── ToolArgumentError       a model called a tool with bad arguments
+    ├── NotFoundError (LookupError)
+    │   ├── UnknownAgentError
+    │   ├── SessionNotFoundError
+    │   ├── SummaryNotFoundError
+    │   └── UnknownSkillError
+    ├── StorageError                a file or database could not be read or written
+    │   ├── LockTimeoutError        another process holds the agent's lock
+    │   └── CorruptionError         a file on disk does not match its checksum
+    ├── ColdStoreError              LanceDB or the embedder failed
+    │   └── EmbedderMismatchError   the store was built by another embedder
+    ├── ProviderError               a conversation-memory provider failed
+    │   └── SummarizerError         a summary could not be produced
+    ├── BackendError                an LLM or embedding backend failed
+    │   ├── BackendUnavailableError the model server does not answer
+    │   └── ModelNotFoundError      the server does not have the model
+    └── EngineError                 a run could not complete
+"""
+
+from __future__ import annotations
+
+
+class AgentOSError(Exception):
+    """Base of every error AgentOS raises on purpose."""
+
+
+class ConfigError(AgentOSError):
+    """A config file or option is invalid."""
+
+
+class ValidationError(AgentOSError, ValueError):
+    """Input was rejected before anything was written."""
+
+
+class InvalidAgentNameError(ValidationError):
+    """An agent name is not of the form ``[a-z0-9][a-z0-9_-]{0,63}``."""
+
+
+class ToolArgumentError(ValidationError):
+    """A model called a tool or skill with arguments that do not fit its schema."""
+
+
+class NotFoundError(AgentOSError, LookupError):
+    """A named thing does not exist."""
+
+
+class UnknownAgentError(NotFoundError):
+    """No agent folder of that name exists."""
+
+
+class SessionNotFoundError(NotFoundError):
+    """No conversation is stored for that session."""
+
+
+class SummaryNotFoundError(NotFoundError):
+    """No summary of that id exists."""
+
+
+class UnknownSkillError(NotFoundError):
+    """No skill of that name is registered."""
+
+
+class StorageError(AgentOSError):
+    """A memory file or the database could not be read or written."""
+
+
+class LockTimeoutError(StorageError):
+    """The agent's lock could not be taken in time."""
+
+
+class CorruptionError(StorageError):
+    """Data on disk failed its checksum or could not be parsed."""
+
+
+class ColdStoreError(AgentOSError):
+    """The cold store (LanceDB) or its embedder failed."""
+
+
+class EmbedderMismatchError(ColdStoreError):
+    """The cold store was built with another embedding model or dimension."""
+
+
+class ProviderError(AgentOSError):
+    """A conversation-memory provider failed."""
+
+
+class SummarizerError(ProviderError):
+    """A summarizer failed, timed out or returned unusable text."""
+
+
+class BackendError(AgentOSError):
+    """An LLM or embedding backend failed."""
+
+
+class BackendUnavailableError(BackendError):
+    """The model server cannot be reached."""
+
+
+class ModelNotFoundError(BackendError):
+    """The model server does not have the requested model."""
+
+
+class EngineError(AgentOSError):
+    """An engine run could not complete."""

@@ -1,0 +1,78 @@
+"""The memory context injected into every prompt: NOW, recent LOG entries and facts."""
+
+from __future__ import annotations
+
+from core.memory.facts import REDACTED, Fact
+from core.memory.log_format import LogEntry
+from core.memory.now_file import NowState
+from core.memory.tokens import estimate_tokens
+
+ENTRY_PREVIEW_CHARS = 400
+FACTS_SHARE = 0.4
+"""Facts may take this share of what is left after NOW; the LOG takes the rest."""
+
+
+def render_now(now: NowState) -> list[str]:
+    """NOW.md as prompt lines."""
+    lines = [
+        f"status: {now.status} (version {now.version}, updated {now.updated_at or 'never'})",
+        f"objective: {now.objective or '(none)'}",
+        f"current step: {now.current_step or '(none)'}",
+    ]
+    if now.plan:
+        lines.append("plan:")
+        lines += [f"- [{'x' if s.done else ' '}] {s.text}" for s in now.plan]
+    if now.blockers:
+        lines.append("blockers: " + "; ".join(now.blockers))
+    if now.resume_hint:
+        lines.append(f"resume hint: {now.resume_hint}")
+    return lines
+
+
+def render_entry(entry: LogEntry) -> str:
+    """One LOG entry as a prompt line, its text shortened."""
+    text = " ".join(entry.content.split())
+    if len(text) > ENTRY_PREVIEW_CHARS:
+        text = text[: ENTRY_PREVIEW_CHARS - 1] + "…"
+    return f"- #{entry.seq} {entry.ts} {entry.type}: {text}"
+
+
+def render_fact(fact: Fact) -> str:
+    """One fact as a prompt line; a secret shows only that it exists."""
+    if fact.category == "secret":
+        return f"- {fact.key} (secret): {REDACTED} (call get_fact to read it)"
+    return f"- {fact.key} ({fact.category}): {fact.value}"
+
+
+def format_context(
+    agent: str, now: NowState, entries: list[LogEntry], facts: list[Fact], max_tokens: int
+) -> str:
+    """Return the memory context within ``max_tokens``: NOW first, then the newest LOG entries and facts."""
+    head = [f"# Memory of agent {agent}", "", "## NOW (current objective and plan)", *render_now(now)]
+    budget = max_tokens - estimate_tokens("\n".join(head))
+    if budget <= 0:
+        return _clip("\n".join(head), max_tokens)
+    fact_lines = _fit([render_fact(f) for f in facts], int(budget * FACTS_SHARE))
+    budget -= estimate_tokens("\n".join(fact_lines)) + 20
+    log_lines = list(reversed(_fit([render_entry(e) for e in reversed(entries)], budget)))
+    parts = head
+    parts += ["", "## Recent activity (LOG.md, oldest first)", *(log_lines or ["(no entries)"])]
+    parts += ["", "## Facts", *(fact_lines or ["(none saved)"])]
+    if len(fact_lines) < len(facts):
+        parts.append(f"({len(facts) - len(fact_lines)} more facts: use get_fact)")
+    return "\n".join(parts)
+
+
+def _fit(lines: list[str], budget: int) -> list[str]:
+    kept = []
+    for line in lines:
+        cost = estimate_tokens(line) + 1
+        if cost > budget:
+            break
+        kept.append(line)
+        budget -= cost
+    return kept
+
+
+def _clip(text: str, max_tokens: int) -> str:
+    return text[: max(0, max_tokens) * 4]

@@ -1,0 +1,255 @@
+"""LOG.md on disk: crash-safe appends, tail reads, full scans and torn-tail repair.
+
+Every append happens under the agent's lock, as one ``os.write`` of the whole
+line followed by ``fdatasync``. Readers need no lock: a line is either whole
+(and its CRC proves it) or it is the torn tail of a crashed writer, which the
+next writer, or :meth:`LogFile.repair`, moves to ``memory/quarantine/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from core.errors import CorruptionError, StorageError, ValidationError
+from core.memory.fsutil import atomic_write, fsync_dir, write_all
+from core.memory.locking import AgentLock
+from core.memory.log_format import (
+    HEADER,
+    LogEntry,
+    check_entry_type,
+    check_text,
+    decode_line,
+    encode_entry,
+    is_header,
+    utc_timestamp,
+)
+
+log = logging.getLogger(__name__)
+
+_TAIL_BLOCK = 8192
+
+
+@dataclass
+class BadLine:
+    """A line of LOG.md that failed to parse; it is skipped, the lines after it are kept."""
+
+    line_no: int
+    """1-based physical line number."""
+    offset: int
+    """Byte offset of the line's start."""
+    reason: str
+    """Why it was rejected."""
+
+
+@dataclass
+class ScanResult:
+    """Every readable entry of a LOG.md, plus the lines that were not."""
+
+    entries: list[LogEntry] = field(default_factory=list)
+    bad_lines: list[BadLine] = field(default_factory=list)
+
+
+class LogFile:
+    """One agent's LOG.md."""
+
+    def __init__(
+        self, path: Path, lock: AgentLock, quarantine_dir: Path, max_entry_bytes: int = 64 * 1024
+    ) -> None:
+        self.path = path
+        self.lock = lock
+        self.quarantine_dir = quarantine_dir
+        self.max_entry_bytes = max_entry_bytes
+        self._cache: tuple[int, int, int] | None = None  # (inode, size, last seq)
+
+    def ensure_exists(self) -> bool:
+        """Create LOG.md with its header if missing; return True if created."""
+        if self.path.exists():
+            return False
+        with self.lock.hold():
+            if self.path.exists():
+                return False
+            atomic_write(self.path, HEADER.encode("utf-8"))
+            return True
+
+    def build_line(
+        self, seq: int, entry_type: str, content: object, metadata: dict[str, Any] | None
+    ) -> tuple[LogEntry, bytes]:
+        """Validate an entry and return it with its encoded line."""
+        check_entry_type(entry_type)
+        text = check_text(content, "LOG entry content")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+        size = len(text.encode("utf-8"))
+        if size > self.max_entry_bytes:
+            raise ValidationError(
+                f"LOG entry of {size} bytes exceeds the limit of {self.max_entry_bytes} bytes; "
+                "store large content in the workspace or with store_memory and log a pointer"
+            )
+        ts = utc_timestamp()
+        line = encode_entry(seq, ts, entry_type, text, metadata)
+        if len(line) > self.max_entry_bytes + 4096 + size:
+            raise ValidationError("LOG entry metadata is too large")
+        return LogEntry(seq, ts, entry_type, text, dict(metadata or {})), line
+
+    def append(
+        self, entry_type: str, content: object, metadata: dict[str, Any] | None = None
+    ) -> LogEntry:
+        """Append one entry and return it; raises ValidationError and writes nothing on bad input."""
+        check_entry_type(entry_type)
+        with self.lock.hold():
+            self.ensure_exists()
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                last_seq = self._last_seq_locked(fd)
+                entry, line = self.build_line(last_seq + 1, entry_type, content, metadata)
+                write_all(fd, line)
+                os.fdatasync(fd)
+                stat = os.fstat(fd)
+                self._cache = (stat.st_ino, stat.st_size, entry.seq)
+            except OSError as exc:
+                raise StorageError(f"cannot append to {self.path}: {exc}") from exc
+            finally:
+                os.close(fd)
+        return entry
+
+    def last_seq(self) -> int:
+        """Return the seq of the last whole entry (0 for an empty log)."""
+        for entry in self.tail(1):
+            return entry.seq
+        return self._header_floor()
+
+    def _last_seq_locked(self, fd: int) -> int:
+        stat = os.fstat(fd)
+        if self._cache and self._cache[:2] == (stat.st_ino, stat.st_size):
+            return self._cache[2]
+        if stat.st_size and _read_at(fd, stat.st_size - 1, 1) != b"\n":
+            self._repair_locked()
+        entries = self.tail(1)
+        return entries[0].seq if entries else self._header_floor()
+
+    def _header_floor(self) -> int:
+        """The seq before the first entry, as a compacted log's header may record it."""
+        try:
+            with open(self.path, "rb") as handle:
+                first = handle.readline()
+        except FileNotFoundError:
+            return 0
+        marker = b"last_seq="
+        if is_header(first) and marker in first:
+            digits = first.split(marker, 1)[1].split()[0].rstrip(b"->")
+            if digits.isdigit():
+                return int(digits)
+        return 0
+
+    def tail(self, n: int = 20) -> list[LogEntry]:
+        """Return the last ``n`` readable entries, oldest first, reading from the file's end."""
+        if n <= 0:
+            return []
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return []
+        try:
+            size = os.fstat(fd).st_size
+            found: list[LogEntry] = []
+            end = size
+            carry = b""
+            while end > 0 and len(found) < n:
+                start = max(0, end - _TAIL_BLOCK)
+                block = _read_at(fd, start, end - start) + carry
+                lines = block.split(b"\n")
+                carry = lines[0] if start > 0 else b""
+                body = lines[1:] if start > 0 else lines
+                for raw in reversed(body):
+                    if len(found) >= n:
+                        break
+                    entry = _parse_or_none(raw)
+                    if entry is not None:
+                        found.append(entry)
+                end = start
+            return list(reversed(found))
+        finally:
+            os.close(fd)
+
+    def scan(self) -> ScanResult:
+        """Parse the whole file; damaged lines are reported and skipped."""
+        result = ScanResult()
+        for line_no, offset, raw, complete in self._lines():
+            if not raw or (line_no == 1 and is_header(raw)):
+                continue
+            if not complete:
+                result.bad_lines.append(BadLine(line_no, offset, "torn line (no newline)"))
+                continue
+            try:
+                result.entries.append(decode_line(raw))
+            except CorruptionError as exc:
+                result.bad_lines.append(BadLine(line_no, offset, str(exc)))
+        for bad in result.bad_lines:
+            log.warning("%s line %d skipped: %s", self.path, bad.line_no, bad.reason)
+        return result
+
+    def _lines(self) -> Iterator[tuple[int, int, bytes, bool]]:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        offset = 0
+        for line_no, raw in enumerate(data.split(b"\n"), start=1):
+            complete = offset + len(raw) < len(data)
+            if raw or complete:
+                yield line_no, offset, raw, complete
+            offset += len(raw) + 1
+
+    def repair(self) -> Path | None:
+        """Move a torn or corrupt tail to the quarantine folder; return its file, if any."""
+        with self.lock.hold():
+            return self._repair_locked()
+
+    def _repair_locked(self) -> Path | None:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        keep = len(data)
+        if not data.endswith(b"\n"):
+            keep = data.rfind(b"\n") + 1
+        while keep > 0:
+            start = data.rfind(b"\n", 0, keep - 1) + 1
+            raw = data[start : keep - 1]
+            if start == 0 and is_header(raw):
+                break
+            if _parse_or_none(raw) is not None:
+                break
+            keep = start
+        if keep == len(data):
+            return None
+        self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+        target = self.quarantine_dir / f"LOG-tail-{utc_timestamp().replace(':', '')}-{os.getpid()}.md"
+        atomic_write(target, data[keep:])
+        with open(self.path, "r+b") as handle:
+            handle.truncate(keep)
+            handle.flush()
+            os.fsync(handle.fileno())
+        fsync_dir(self.path.parent)
+        self._cache = None
+        log.warning(
+            "LOG.md had a torn tail of %d bytes; moved it to %s", len(data) - keep, target
+        )
+        return target
+
+
+def _read_at(fd: int, offset: int, length: int) -> bytes:
+    return os.pread(fd, length, offset)
+
+
+def _parse_or_none(raw: bytes) -> LogEntry | None:
+    if not raw or is_header(raw):
+        return None
+    try:
+        return decode_line(raw)
+    except CorruptionError:
+        return None

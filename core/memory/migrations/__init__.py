@@ -1,0 +1,1 @@
+"""Numbered migrations of memory.db: one module ``mNNN_name.py`` each, with ``apply(conn)``."""

@@ -1,0 +1,254 @@
+"""MemoryManager: one agent's memory, all tiers behind one object.
+
+    from core.memory_manager import MemoryManager
+    manager = MemoryManager("finn")   # creates agents/finn/memory/ on first use
+
+Hot tier: NOW.md (``update_now``, ``read_now``). Warm tier: LOG.md
+(``append_log``, ``read_log``). Facts in memory.db (``save_fact``, ``get_fact``,
+``list_facts``, ``delete_fact``). ``format_context_for_prompt`` renders all of
+it for an LLM. Every write is crash-safe and serialised by the agent's lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from core.config import Config, load_config
+from core.errors import ValidationError
+from core.memory import log_index, now_file
+from core.memory.context import format_context
+from core.memory.db import Database
+from core.memory.facts import FactStore, redact
+from core.memory.locking import AgentLock
+from core.memory.log_file import LogFile, ScanResult
+from core.memory.log_format import LogEntry, check_text, utc_timestamp
+from core.memory.now_file import STATUSES, NowState
+from core.paths import AgentPaths
+
+log = logging.getLogger(__name__)
+
+
+class MemoryManager:
+    """The memory of one agent: NOW.md, LOG.md, facts and (with the cold tier) recall."""
+
+    def __init__(self, agent_name: str, home: Path | None = None, config: Config | None = None) -> None:
+        """Open (creating on first use) the memory of ``agent_name``.
+
+        Raises:
+            InvalidAgentNameError: the name is not ``[a-z0-9][a-z0-9_-]{0,63}``; nothing is created.
+        """
+        self.paths = AgentPaths.for_agent(agent_name, home)
+        self.agent_name = agent_name
+        self.config = config or load_config(self.paths)
+        self.created: list[Path] = self.paths.ensure_memory_dirs()
+        self.lock = AgentLock(self.paths.lock_file, self.config.memory.lock_timeout_s)
+        self.db = Database(self.paths.db_file)
+        self.log = LogFile(
+            self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes
+        )
+        self.facts = FactStore(self.db)
+        self._open()
+
+    def _open(self) -> None:
+        if not self.paths.db_file.exists():
+            self.created.append(self.paths.db_file)
+        self.db.conn  # creates and migrates memory.db
+        if self.log.ensure_exists():
+            self.created.append(self.paths.log_file)
+        else:
+            self.log.repair()
+        if not self.paths.now_file.exists():
+            with self.lock.hold():
+                if not self.paths.now_file.exists():
+                    initial = NowState(agent=self.agent_name, updated_at=utc_timestamp())
+                    now_file.write(self.paths.now_file, initial)
+                    self.created.append(self.paths.now_file)
+        log_index.reconcile(self.db, self.log)
+
+    # -- hot tier -------------------------------------------------------------
+
+    def update_now(
+        self,
+        status: str | None = None,
+        next_steps: list[str] | None = None,
+        *,
+        new_status: str | None = None,
+        state: str | None = None,
+        objective: str | None = None,
+        current_step: str | None = None,
+        done_steps: list[str] | None = None,
+        blockers: list[str] | None = None,
+        resume_hint: str | None = None,
+        run_id: str | None = ...,  # type: ignore[assignment]
+    ) -> dict[str, Any]:
+        """Rewrite NOW.md atomically and log a NOW_UPDATE entry; return the new NOW.
+
+        Args:
+            status: a lifecycle state (idle, active, blocked, error, interrupted,
+                done) or, as in the seed, free text such as "Analyzing portfolio
+                data", which becomes ``current_step`` (the state becomes
+                ``active`` unless ``state`` says otherwise). ``new_status`` is an alias.
+            next_steps: the open plan steps, replacing the previous open ones.
+            state: the lifecycle state, when ``status`` is free text.
+            objective, current_step, blockers, resume_hint: replace those fields.
+            done_steps: plan steps to tick off.
+            run_id: the run writing NOW.md (``None`` clears it).
+
+        Raises:
+            ValidationError: bad input; NOW.md and LOG.md are unchanged.
+        """
+        text = status if status is not None else new_status
+        if text is not None and text not in STATUSES:
+            current_step = current_step if current_step is not None else check_text(text, "status")
+            text = None
+        lifecycle = state or text or ("active" if current_step or next_steps else None)
+        secrets = self.facts.secret_values()
+        with self.lock.hold():
+            before = now_file.read(self.paths.now_file, self.agent_name)
+            after = now_file.advance(
+                before,
+                status=lifecycle,
+                objective=redact(objective, secrets),
+                current_step=redact(current_step, secrets),
+                next_steps=redact(next_steps, secrets),
+                done_steps=redact(done_steps, secrets),
+                blockers=redact(blockers, secrets),
+                resume_hint=redact(resume_hint, secrets),
+                run_id=run_id,
+            )
+            now_file.encode(after)  # refuse an oversize NOW before anything is logged
+            entry = self._append_locked(
+                "NOW_UPDATE",
+                after.current_step or after.status,
+                {"status": after.status, "objective": after.objective, "next_steps": after.next_steps,
+                 "version": before.version + 1},
+                secrets,
+            )
+            after = replace(after, version=before.version + 1, updated_at=entry.ts, log_seq=entry.seq)
+            now_file.write(self.paths.now_file, after)
+        return self.read_now()
+
+    def now_state(self) -> NowState:
+        """NOW.md as a :class:`NowState`."""
+        return now_file.read(self.paths.now_file, self.agent_name)
+
+    def read_now(self) -> dict[str, Any]:
+        """NOW.md parsed: its front matter fields, plan, blockers, resume hint and ``body`` text."""
+        data = self.now_state().as_dict()
+        text = self.paths.now_file.read_text(encoding="utf-8")
+        data["body"] = text.split("\n---\n", 1)[1] if "\n---\n" in text else ""
+        return data
+
+    # -- warm tier ------------------------------------------------------------
+
+    def append_log(self, entry_type: str, content: Any, metadata: dict[str, Any] | None = None) -> int:
+        """Append one entry to LOG.md (secrets redacted) and return its seq.
+
+        Raises:
+            ValidationError: unknown type (the message lists the valid ones), oversize
+                content, invalid UTF-8 or NUL bytes; nothing is written.
+        """
+        secrets = self.facts.secret_values()
+        with self.lock.hold():
+            entry = self._append_locked(entry_type, content, metadata, secrets)
+        return entry.seq
+
+    def _append_locked(
+        self, entry_type: str, content: Any, metadata: dict[str, Any] | None, secrets: list[str]
+    ) -> LogEntry:
+        if isinstance(content, (bytes, bytearray)):
+            content = check_text(content, "LOG entry content")
+        entry = self.log.append(entry_type, redact(content, secrets), redact(metadata, secrets))
+        log_index.record(self.db, [entry])
+        return entry
+
+    def read_log(self, last_n: int = 20) -> list[dict[str, Any]]:
+        """The last ``last_n`` LOG.md entries, oldest first, as dicts (seq, ts, type, content, metadata)."""
+        return [entry.as_dict() for entry in self.log.tail(last_n)]
+
+    def log_since(self, seq: int) -> list[dict[str, Any]]:
+        """Every LOG.md entry after ``seq``, oldest first."""
+        return [e.as_dict() for e in self.log.scan().entries if e.seq > seq]
+
+    def scan_log(self) -> ScanResult:
+        """Parse all of LOG.md, reporting damaged lines."""
+        return self.log.scan()
+
+    # -- runs -----------------------------------------------------------------
+
+    def start_run(self, objective: str, run_id: str | None = None) -> str:
+        """Log RUN_START for a new run and return its id."""
+        run_id = run_id or uuid.uuid4().hex[:12]
+        self.append_log("RUN_START", objective, {"run_id": run_id})
+        return run_id
+
+    def end_run(self, run_id: str, outcome: str = "done", detail: str = "") -> int:
+        """Log RUN_END for ``run_id`` with its outcome (done, error, ...)."""
+        return self.append_log("RUN_END", detail or outcome, {"run_id": run_id, "outcome": outcome})
+
+    def mark_interrupted(self, run_id: str) -> int:
+        """Log INTERRUPTED for a run that never ended (its process died)."""
+        return self.append_log("INTERRUPTED", f"run {run_id} was interrupted", {"run_id": run_id})
+
+    def interrupted_runs(self) -> list[dict[str, Any]]:
+        """Runs that logged RUN_START but no RUN_END or INTERRUPTED: ``{run_id, seq, started_at}``."""
+        log_index.reconcile(self.db, self.log)
+        return log_index.interrupted_runs(self.db)
+
+    def rebuild_log_index(self) -> int:
+        """Recreate ``log_metadata`` from LOG.md and the archives; return the rows written."""
+        archives = sorted(self.paths.archive_dir.glob("LOG-*.md"))
+        return log_index.rebuild(self.db, self.log, [(p.stem, p) for p in archives])
+
+    # -- facts ----------------------------------------------------------------
+
+    def save_fact(self, key: str, value: Any, category: str = "general") -> dict[str, Any]:
+        """Store a fact (insert or update); return it, a secret's value redacted.
+
+        Raises:
+            ValidationError: non-string key, unknown category, invalid text; nothing is written.
+        """
+        return self.facts.save(key, value, category).as_dict()
+
+    def get_fact(self, key: str) -> str | None:
+        """The value stored under ``key`` (secrets included), or None."""
+        fact = self.facts.get(key)
+        return fact.value if fact else None
+
+    def list_facts(self, category: str | None = None) -> list[dict[str, Any]]:
+        """All facts (or one category's), secret values redacted."""
+        return [fact.as_dict() for fact in self.facts.list(category)]
+
+    def delete_fact(self, key: str) -> bool:
+        """Delete a fact; return True if it existed."""
+        return self.facts.delete(key)
+
+    # -- prompt ---------------------------------------------------------------
+
+    def format_context_for_prompt(self, max_tokens: int | None = None, log_entries: int = 50) -> str:
+        """NOW, the newest LOG entries and the facts (secrets redacted) within ``max_tokens``."""
+        budget = max_tokens if max_tokens is not None else self.config.memory.context_tokens
+        if not isinstance(budget, int) or budget <= 0:
+            raise ValidationError("max_tokens must be a positive integer")
+        secrets = self.facts.secret_values()
+        entries = [
+            replace(e, content=redact(e.content, secrets)) for e in self.log.tail(log_entries)
+        ]
+        return format_context(self.agent_name, self.now_state(), entries, self.facts.list(), budget)
+
+    def close(self) -> None:
+        """Release database connections. Safe to call twice."""
+        self.db.close()
+
+    def __enter__(self) -> "MemoryManager":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MemoryManager({self.agent_name!r}, root={str(self.paths.root)!r})"
