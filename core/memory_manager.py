@@ -129,8 +129,8 @@ class MemoryManager:
                 secrets,
             )
             after = replace(after, version=before.version + 1, updated_at=entry.ts, log_seq=entry.seq)
-            now_file.write(self.paths.now_file, after)
-        return self.read_now()
+            data = now_file.write(self.paths.now_file, after)
+        return now_file.document(after, data.decode("utf-8"))
 
     def now_state(self) -> NowState:
         """NOW.md as a :class:`NowState`."""
@@ -138,10 +138,8 @@ class MemoryManager:
 
     def read_now(self) -> dict[str, Any]:
         """NOW.md parsed: its front matter fields, plan, blockers, resume hint and ``body`` text."""
-        data = self.now_state().as_dict()
-        text = self.paths.now_file.read_text(encoding="utf-8")
-        data["body"] = text.split("\n---\n", 1)[1] if "\n---\n" in text else ""
-        return data
+        # One read: the front matter and the body always come from the same version.
+        return now_file.document(*now_file.load(self.paths.now_file, self.agent_name))
 
     # -- warm tier ------------------------------------------------------------
 
