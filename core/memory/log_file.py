@@ -21,6 +21,7 @@ from core.memory.log_format import (
     HEADER,
     LogEntry,
     check_entry_type,
+    check_metadata,
     check_text,
     decode_line,
     encode_entry,
@@ -83,6 +84,7 @@ class LogFile:
         text = check_text(content, "LOG entry content")
         if metadata is not None and not isinstance(metadata, dict):
             raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+        check_metadata(metadata)
         size = len(text.encode("utf-8"))
         if size > self.max_entry_bytes:
             raise ValidationError(
@@ -91,8 +93,12 @@ class LogFile:
             )
         ts = utc_timestamp()
         line = encode_entry(seq, ts, entry_type, text, metadata)
-        if len(line) > self.max_entry_bytes + 4096 + size:
-            raise ValidationError("LOG entry metadata is too large")
+        meta_limit = self.max_entry_bytes + 4096
+        if len(line) - size > meta_limit:
+            raise ValidationError(
+                f"LOG entry metadata of {len(line) - size} bytes (encoded) exceeds the limit of "
+                f"{meta_limit} bytes; log a pointer to large data instead"
+            )
         return LogEntry(seq, ts, entry_type, text, dict(metadata or {})), line
 
     def append(

@@ -34,6 +34,7 @@ ENTRY_TYPES = (
 
 HEADER = "<!-- AgentOS LOG.md v1: one entry a line: - <seq> <utc-ts> <TYPE> <json> crc32=<hex> -->\n"
 CRC_MARK = b" crc32="
+MAX_METADATA_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,22 @@ def check_text(value: object, what: str) -> str:
     if "\x00" in value:
         raise ValidationError(f"{what} contains a NUL byte")
     return value
+
+
+def check_metadata(value: object, what: str = "LOG entry metadata", depth: int = 0) -> None:
+    """Raise ValidationError if a string anywhere in ``value`` (keys included) is invalid text."""
+    if depth > MAX_METADATA_DEPTH:
+        raise ValidationError(f"{what} nests deeper than {MAX_METADATA_DEPTH} levels (or refers to itself)")
+    if isinstance(value, (str, bytes, bytearray)):
+        check_text(value, what)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str):
+                check_text(key, f"{what} key")
+            check_metadata(item, what, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            check_metadata(item, what, depth + 1)
 
 
 def check_entry_type(entry_type: object) -> str:
