@@ -1,0 +1,27 @@
+"""Skill log_activity: append a thought, observation or note to LOG.md."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from core.skills.base import memory_for, skill_metadata
+
+
+def execute(
+    agent_name: str,
+    content: str,
+    entry_type: Literal["THOUGHT", "TOOL_USE", "USER_FEEDBACK", "ERROR", "SYSTEM"] = "THOUGHT",
+    metadata: dict | None = None,
+) -> dict[str, Any]:
+    """Append an entry to your activity log (LOG.md), e.g. a decision and its reason.
+
+    Args:
+        content: the text of the entry.
+        entry_type: THOUGHT, TOOL_USE, USER_FEEDBACK, ERROR or SYSTEM.
+        metadata: optional JSON object with details (paths, parameters).
+    """
+    seq = memory_for(agent_name).append_log(entry_type, content, metadata)
+    return {"logged": True, "seq": seq}
+
+
+SKILL_METADATA = skill_metadata(execute, name="log_activity")
