@@ -44,23 +44,34 @@ def render_fact(fact: Fact) -> str:
     return f"- {fact.key} ({fact.category}): {fact.value}"
 
 
+LOG_TITLE = "## Recent activity (LOG.md, oldest first)"
+FACTS_TITLE = "## Facts"
+
+
 def format_context(
     agent: str, now: NowState, entries: list[LogEntry], facts: list[Fact], max_tokens: int
 ) -> str:
     """Return the memory context within ``max_tokens``: NOW first, then the newest LOG entries and facts."""
     head = [f"# Memory of agent {agent}", "", "## NOW (current objective and plan)", *render_now(now)]
-    budget = max_tokens - estimate_tokens("\n".join(head))
+    # The titles, placeholders and the "more facts" note are paid for up front, whether used or not,
+    # so that the lines fitted below can never push the whole text over the budget.
+    scaffold = ["", LOG_TITLE, "(no entries)", "", FACTS_TITLE, "(none saved)", _more_facts(len(facts))]
+    budget = max_tokens - estimate_tokens("\n".join(head + scaffold)) - 1
     if budget <= 0:
         return _clip("\n".join(head), max_tokens)
     fact_lines = _fit([render_fact(f) for f in facts], int(budget * FACTS_SHARE))
-    budget -= estimate_tokens("\n".join(fact_lines)) + 20
+    budget -= sum(estimate_tokens(line) + 1 for line in fact_lines)
     log_lines = list(reversed(_fit([render_entry(e) for e in reversed(entries)], budget)))
     parts = head
-    parts += ["", "## Recent activity (LOG.md, oldest first)", *(log_lines or ["(no entries)"])]
-    parts += ["", "## Facts", *(fact_lines or ["(none saved)"])]
+    parts += ["", LOG_TITLE, *(log_lines or ["(no entries)"])]
+    parts += ["", FACTS_TITLE, *(fact_lines or ["(none saved)"])]
     if len(fact_lines) < len(facts):
-        parts.append(f"({len(facts) - len(fact_lines)} more facts: use get_fact)")
+        parts.append(_more_facts(len(facts) - len(fact_lines)))
     return "\n".join(parts)
+
+
+def _more_facts(count: int) -> str:
+    return f"({count} more facts: use get_fact)"
 
 
 def _fit(lines: list[str], budget: int) -> list[str]:
