@@ -23,6 +23,7 @@ from core.memory import log_index, now_file
 from core.memory.context import format_context
 from core.memory.db import Database
 from core.memory.facts import FactStore, redact
+from core.memory.fsutil import remove_stale_temp_files
 from core.memory.locking import AgentLock
 from core.memory.log_file import LogFile, ScanResult
 from core.memory.log_format import LogEntry, check_text, utc_timestamp
@@ -61,12 +62,14 @@ class MemoryManager:
             self.created.append(self.paths.log_file)
         else:
             self.log.repair()
-        if not self.paths.now_file.exists():
-            with self.lock.hold():
-                if not self.paths.now_file.exists():
-                    initial = NowState(agent=self.agent_name, updated_at=utc_timestamp())
-                    now_file.write(self.paths.now_file, initial)
-                    self.created.append(self.paths.now_file)
+        with self.lock.hold():
+            for path in (self.paths.now_file, self.paths.log_file):
+                for stale in remove_stale_temp_files(path):
+                    log.warning("removed %s, left by a writer that was killed", stale)
+            if not self.paths.now_file.exists():
+                initial = NowState(agent=self.agent_name, updated_at=utc_timestamp())
+                now_file.write(self.paths.now_file, initial)
+                self.created.append(self.paths.now_file)
         log_index.reconcile(self.db, self.log)
 
     # -- hot tier -------------------------------------------------------------

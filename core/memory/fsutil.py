@@ -20,15 +20,27 @@ def atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     fsync_dir(path.parent)
+
+
+def remove_stale_temp_files(path: Path) -> list[Path]:
+    """Delete the temp files ``atomic_write`` left beside ``path`` when its writer was killed.
+
+    Call it only under the lock that every writer of ``path`` holds, so no temp file is live.
+    """
+    stale = list(path.parent.glob(f".{path.name}.*.tmp"))
+    for tmp in stale:
+        tmp.unlink(missing_ok=True)
+    return stale
 
 
 def write_all(fd: int, data: bytes) -> None:
