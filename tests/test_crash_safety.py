@@ -1,0 +1,192 @@
+"""Crash safety, tested with real SIGKILLs of child processes and hand-damaged files (issue item 5)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core.memory_manager import MemoryManager
+from memory_format_checks import LOG_LINE, parse_log_file, parse_now_file
+
+ROOT = Path(__file__).resolve().parent.parent
+TRIALS = 40
+
+WRITER = """
+import os, random, sys
+from core.memory_manager import MemoryManager
+
+manager = MemoryManager("finn")  # opening repairs whatever the last kill left
+print("ready", flush=True)
+pid, i = os.getpid(), 0
+while True:
+    i += 1
+    if i % 3 == 0:
+        manager.update_now("active", [f"step {i}", "next"], objective=f"obj-{pid}-{i}")
+    else:
+        manager.append_log("TOOL_USE", f"call {i} " + "x" * random.randrange(2000), {"pid": pid, "i": i})
+"""
+
+RUN_STARTER = """
+import time
+from core.memory_manager import MemoryManager
+
+manager = MemoryManager("finn")
+print(manager.start_run("a run that will be killed"), flush=True)
+time.sleep(60)
+"""
+
+
+def spawn(script: str, home: Path) -> subprocess.Popen:
+    """Start a fresh interpreter running ``script`` on the agents home ``home``."""
+    env = dict(os.environ, AGENTOS_HOME=str(home), PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def kill(proc: subprocess.Popen) -> None:
+    """SIGKILL ``proc`` and reap it."""
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+def only_tail_may_be_damaged(log_path: Path) -> None:
+    """Before repair, every LOG.md line but the last is whole and valid."""
+    lines = log_path.read_bytes().split(b"\n")
+    body = lines[1:-1]  # header first; the piece after the last newline is the tail
+    for line in body[:-1]:
+        assert LOG_LINE.match(line), line[:120]
+
+
+def check_after_kill(home: Path) -> dict:
+    """Open the agent as a restart would and check every crash-safety rule; return NOW's front matter."""
+    memory = home / "finn" / "memory"
+    only_tail_may_be_damaged(memory / "LOG.md")
+    with MemoryManager("finn") as manager:  # quarantines a torn tail
+        entries = parse_log_file(memory / "LOG.md")
+        seqs = [e["seq"] for e in entries]
+        assert seqs == sorted(set(seqs)), "seqs must strictly increase without duplicates"
+        front, _ = parse_now_file(memory / "NOW.md")  # never torn
+        assert not list(memory.glob(".*.tmp")), "a killed writer's temp file was left behind"
+        if front["version"]:
+            writes = [e for e in entries if e["type"] == "NOW_UPDATE"
+                      and e["meta"]["version"] == front["version"] and e["seq"] == front["log_seq"]]
+            assert len(writes) == 1 and writes[0]["meta"]["objective"] == front["objective"]
+            newest = max(e["meta"]["version"] for e in entries if e["type"] == "NOW_UPDATE")
+            assert newest in (front["version"], front["version"] + 1)  # killed before the replace
+        indexed = manager.db.conn.execute("SELECT * FROM log_metadata ORDER BY id").fetchall()
+        assert [r["id"] for r in indexed] == seqs
+        manager.rebuild_log_index()
+        rebuilt = manager.db.conn.execute("SELECT * FROM log_metadata ORDER BY id").fetchall()
+        assert [tuple(r) for r in rebuilt] == [tuple(r) for r in indexed]
+    return front
+
+
+def test_sigkill_during_appends_and_now_writes(agents_home: Path) -> None:
+    """After each of many SIGKILLs at random moments, LOG.md, NOW.md and log_metadata are consistent."""
+    rng = random.Random(20260131)
+    versions, entries_seen = [], []
+    MemoryManager("finn").close()
+    for trial in range(TRIALS):
+        proc = spawn(WRITER, agents_home)
+        if trial % 4 == 3:
+            time.sleep(rng.uniform(0.02, 0.25))  # may land while the child is still opening or repairing
+        else:
+            assert proc.stdout.readline() == "ready\n", proc.stderr.read()
+            time.sleep(rng.uniform(0.0, 0.05))
+        kill(proc)
+        front = check_after_kill(agents_home)
+        versions.append(front["version"])
+        entries_seen.append(len(parse_log_file(agents_home / "finn" / "memory" / "LOG.md")))
+    assert versions == sorted(versions) and versions[-1] > 0
+    assert entries_seen == sorted(entries_seen) and entries_seen[-1] > TRIALS
+
+
+def _append_raw(path: Path, data: bytes) -> None:
+    with open(path, "ab") as handle:
+        handle.write(data)
+
+
+def test_torn_tail_without_newline_is_quarantined(manager: MemoryManager) -> None:
+    """A last line with no newline is moved to memory/quarantine/ and cut off; appends continue."""
+    for i in range(3):
+        manager.append_log("THOUGHT", f"t{i}")
+    torn = b'- 4 2026-01-31T12:00:00.000Z THOUGHT {"text":"half a li'
+    _append_raw(manager.paths.log_file, torn)
+    with MemoryManager("finn") as again:
+        assert [e["seq"] for e in parse_log_file(again.paths.log_file)] == [1, 2, 3]
+        quarantined = list(again.paths.quarantine_dir.iterdir())
+        assert [q.read_bytes() for q in quarantined] == [torn]
+        assert again.append_log("THOUGHT", "after repair") == 4
+
+
+def test_bad_crc_on_the_last_line_is_quarantined(manager: MemoryManager) -> None:
+    """A whole last line whose CRC fails is quarantined and cut; its seq is then reused by no valid line."""
+    for i in range(3):
+        manager.append_log("THOUGHT", f"t{i}")
+    lines = manager.paths.log_file.read_bytes().split(b"\n")
+    damaged = lines[-2].replace(b"t2", b"t9")
+    manager.paths.log_file.write_bytes(b"\n".join(lines[:-2] + [damaged, b""]))
+    with MemoryManager("finn") as again:
+        assert [e["content"] for e in again.read_log()] == ["t0", "t1"]
+        assert [q.read_bytes() for q in again.paths.quarantine_dir.iterdir()] == [damaged + b"\n"]
+        assert again.append_log("THOUGHT", "next") == 3
+        parse_log_file(again.paths.log_file)
+
+
+def test_corrupt_middle_line_is_reported_and_skipped(manager: MemoryManager) -> None:
+    """A bad line in the middle is reported in ScanResult.bad_lines and skipped; later lines stay."""
+    for i in range(5):
+        manager.append_log("THOUGHT", f"entry {i}")
+    lines = manager.paths.log_file.read_bytes().split(b"\n")
+    lines[3] = lines[3].replace(b"entry 2", b"entry X")  # header is line 1, so seq 3 is line 4
+    manager.paths.log_file.write_bytes(b"\n".join(lines))
+    with MemoryManager("finn") as again:
+        scan = again.scan_log()
+        assert [(b.line_no, "crc32" in b.reason) for b in scan.bad_lines] == [(4, True)]
+        assert [e.seq for e in scan.entries] == [1, 2, 4, 5]
+        assert [e["content"] for e in again.read_log()] == ["entry 0", "entry 1", "entry 3", "entry 4"]
+        assert not any(again.paths.quarantine_dir.iterdir())
+        assert again.append_log("THOUGHT", "entry 5") == 6
+
+
+def test_index_lagging_log_is_reconciled_on_open(manager: MemoryManager) -> None:
+    """If a process died between the LOG append and the index insert, the next open indexes the entry."""
+    for i in range(4):
+        manager.append_log("THOUGHT", f"t{i}")
+    with manager.db.transaction() as conn:
+        conn.execute("DELETE FROM log_metadata WHERE id >= 3")
+    with MemoryManager("finn") as again:
+        ids = [r[0] for r in again.db.conn.execute("SELECT id FROM log_metadata ORDER BY id")]
+        assert ids == [1, 2, 3, 4]
+
+
+def test_killed_run_is_reported_as_interrupted(agents_home: Path) -> None:
+    """A child SIGKILLed after start_run leaves a RUN_START without RUN_END: interrupted_runs() lists it."""
+    proc = spawn(RUN_STARTER, agents_home)
+    run_id = proc.stdout.readline().strip()
+    assert run_id, proc.stderr.read()
+    kill(proc)
+    with MemoryManager("finn") as manager:
+        assert [r["run_id"] for r in manager.interrupted_runs()] == [run_id]
+        manager.mark_interrupted(run_id)
+        assert manager.interrupted_runs() == []
+
+
+@pytest.mark.parametrize("leftover", [b"", b"---\nschema: agentos.now/1\nversion: 9"])
+def test_stale_now_temp_file_does_not_replace_now(manager: MemoryManager, leftover: bytes) -> None:
+    """A temp file left by a writer killed mid-write never becomes NOW.md and is removed on open."""
+    manager.update_now("active", ["keep me"])
+    stale = manager.paths.memory_dir / f".NOW.md.{os.getpid() + 1}.tmp"
+    stale.write_bytes(leftover)
+    with MemoryManager("finn") as again:
+        assert again.read_now()["next_steps"] == ["keep me"]
+        assert not stale.exists()
