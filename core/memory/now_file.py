@@ -192,12 +192,20 @@ def parse(text: str, agent: str) -> NowState:
     )
 
 
+_SECTIONS = ("Objective", "Plan", "Blockers", "Resume hint")
+
+
 def _sections(body: str) -> dict[str, list[str]]:
     sections: dict[str, list[str]] = {}
     current = None
+    expected = list(_SECTIONS)
     for line in body.splitlines():
-        if line.startswith("## "):
-            current = line[3:].strip()
+        heading = line[3:].strip() if line.startswith("## ") else None
+        if expected and heading == expected[0]:
+            # The headings come once each, in this order: any other "## ..." line is text
+            # (an objective or resume hint that looks like a heading).
+            expected.pop(0)
+            current = heading
             sections[current] = []
         elif current is not None and line.strip():
             sections[current].append(line)
