@@ -117,6 +117,23 @@ def test_now_fields_round_trip_any_text(manager: MemoryManager, text: str) -> No
     assert manager.read_now()["objective"] == flat
 
 
+LINE_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+                    min_size=1, max_size=40).map(lambda t: " ".join(t.split())).filter(
+                        lambda t: t and t != "(none)")
+
+
+@given(steps=st.lists(LINE_TEXT, max_size=4, unique=True), blockers=st.lists(LINE_TEXT, max_size=3),
+       hint=LINE_TEXT, objective=st.sampled_from(["## Plan", "## Resume hint", "plain objective"]))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_now_body_round_trips_plan_blockers_and_hint(manager: MemoryManager, steps, blockers, hint,
+                                                     objective) -> None:
+    """Plan steps, blockers and the resume hint read back as written, even text that looks like a heading."""
+    manager.update_now("active", steps, blockers=blockers, resume_hint=hint, objective=objective)
+    now = manager.read_now()
+    assert (now["next_steps"], now["blockers"], now["resume_hint"]) == (steps, blockers, hint)
+    assert now["objective"] == objective
+
+
 # -- LOG.md -------------------------------------------------------------------
 
 
