@@ -118,6 +118,10 @@ class Config:
     compaction: SessionCompactionConfig = field(default_factory=SessionCompactionConfig)
 
 
+MAY_BE_NEGATIVE = {"compaction.max_tokens"}
+"""Options where a negative value has a documented meaning (-1 disables)."""
+
+
 def config_files(paths: AgentPaths | None = None) -> list[Path]:
     """The config files read for an agent (or for all agents), lowest precedence first."""
     files = [agents_home() / "config.yaml"]
@@ -160,6 +164,8 @@ def _merge_section(current: Any, values: dict[str, Any], where: str) -> Any:
             value = float(value)
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise ConfigError(f"{where}.{key} must be {expected.__name__}, got {value!r}")
+        if expected in (int, float) and value < 0 and f"{where.split(': ')[-1]}.{key}" not in MAY_BE_NEGATIVE:
+            raise ConfigError(f"{where}.{key} must not be negative, got {value!r}")
         updates[key] = value
     return dataclasses.replace(current, **updates)
 

@@ -169,6 +169,8 @@ class MemoryManager:
 
     def read_log(self, last_n: int = 20) -> list[dict[str, Any]]:
         """The last ``last_n`` LOG.md entries, oldest first, as dicts (seq, ts, type, content, metadata)."""
+        if not isinstance(last_n, int) or isinstance(last_n, bool) or last_n < 0:
+            raise ValidationError(f"last_n must be a non-negative integer, got {last_n!r}")
         return [entry.as_dict() for entry in self.log.tail(last_n)]
 
     def log_since(self, seq: int) -> list[dict[str, Any]]:
@@ -233,7 +235,7 @@ class MemoryManager:
     def format_context_for_prompt(self, max_tokens: int | None = None, log_entries: int = 50) -> str:
         """NOW, the newest LOG entries and the facts (secrets redacted) within ``max_tokens``."""
         budget = max_tokens if max_tokens is not None else self.config.memory.context_tokens
-        if not isinstance(budget, int) or budget <= 0:
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise ValidationError("max_tokens must be a positive integer")
         secrets = self.facts.secret_values()
         entries = [
