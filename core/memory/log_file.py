@@ -209,7 +209,27 @@ class LogFile:
         with self.lock.hold():
             return self._repair_locked()
 
+    def _tail_is_sound(self) -> bool:
+        """True when the file ends with a newline and its last line is a valid entry or the header."""
+        try:
+            with open(self.path, "rb") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                handle.seek(max(0, size - _TAIL_BLOCK))
+                block = handle.read()
+        except FileNotFoundError:
+            return True
+        if not block:
+            return True
+        if not block.endswith(b"\n"):
+            return False
+        last = block[:-1].rsplit(b"\n", 1)[-1]
+        if len(block) < size and b"\n" not in block[:-1]:
+            return False  # a last line longer than the block: let the full check decide
+        return is_header(last) or _parse_or_none(last) is not None
+
     def _repair_locked(self) -> Path | None:
+        if self._tail_is_sound():
+            return None
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:

@@ -1,0 +1,79 @@
+"""Create an agent's folders and memory stack, and say what was created.
+
+    python -m core.memory_initializer --agent finn [--show]
+
+Idempotent: a second run creates nothing and says so. ``--show`` prints the
+agent's memory as the model sees it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from core.errors import AgentOSError
+from core.memory_manager import MemoryManager
+from core.paths import AgentPaths
+
+AGENT_TEMPLATE = """# {name}
+
+## Identity
+You are {name}, an AgentOS agent. Your memory lives in files: NOW.md (what you are doing),
+LOG.md (what you did), facts and long-term recall. You survive restarts.
+
+## Rules
+- Update your status with update_status whenever the objective or the plan changes.
+- Save facts about the user as soon as you learn them (save_fact); secrets go in category secret.
+- When the user says "continue", resume from NOW.md instead of starting over.
+
+## Capabilities
+Memory skills (update_status, log_activity, save_fact, get_fact, recall_memory), the memory tool,
+and files in your workspace.
+"""
+
+
+def initialize_agent_memory(agent_name: str) -> list[Path]:
+    """Create the folders and memory files of ``agent_name`` that are missing; return them."""
+    paths = AgentPaths.for_agent(agent_name)
+    created = []
+    for folder in (paths.root, paths.config_dir, paths.skills_dir, paths.directives_dir, paths.workspace_dir):
+        if not folder.is_dir():
+            folder.mkdir(parents=True, exist_ok=True)
+            created.append(folder)
+    agent_file = paths.config_dir / "AGENT.md"
+    if not agent_file.exists():
+        agent_file.write_text(AGENT_TEMPLATE.format(name=agent_name), encoding="utf-8")
+        created.append(agent_file)
+    with MemoryManager(agent_name) as manager:
+        created += manager.created
+    return created
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m core.memory_initializer", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agent", required=True, help="agent name, e.g. finn")
+    parser.add_argument("--show", action="store_true", help="print the agent's memory afterwards")
+    args = parser.parse_args(argv)
+    try:
+        created = initialize_agent_memory(args.agent)
+        paths = AgentPaths.for_agent(args.agent)
+        if created:
+            print(f"Initialised agent {args.agent!r} in {paths.root}:")
+            for path in created:
+                print(f"  created {path.relative_to(paths.root.parent)}{'/' if path.is_dir() else ''}")
+        else:
+            print(f"Agent {args.agent!r} is already initialised in {paths.root}: nothing to create.")
+        if args.show:
+            with MemoryManager(args.agent) as manager:
+                print()
+                print(manager.format_context_for_prompt())
+    except AgentOSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Create .venv and install AgentOS's pinned dependencies (torch's CPU build first).
+# Idempotent: a second run with unchanged requirements.txt only checks the stamp.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv with $PYTHON" >&2
+    "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.agentos-requirements
+want="$(sha256sum requirements.txt | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "setup: installing dependencies (about a minute the first time)" >&2
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    # torch first and alone: sentence-transformers would otherwise pull a multi-GB CUDA build.
+    .venv/bin/python -m pip install --quiet "$(grep -E '^torch==' requirements.txt)"
+    .venv/bin/python -m pip install --quiet -r requirements.txt
+    echo "$want" > "$stamp"
+fi

@@ -1,0 +1,52 @@
+"""python -m core.memory_initializer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from core.memory_initializer import initialize_agent_memory
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str, home: Path) -> subprocess.CompletedProcess:
+    env = {"AGENTOS_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-m", "core.memory_initializer", *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_creates_stack_and_says_so(agents_home: Path) -> None:
+    """A first run creates the folders and memory files and lists them."""
+    result = run("--agent", "finn", home=agents_home)
+    assert result.returncode == 0, result.stderr
+    for name in ("NOW.md", "LOG.md", "memory.db"):
+        assert (agents_home / "finn" / "memory" / name).is_file()
+        assert f"memory/{name}" in result.stdout
+    assert (agents_home / "finn" / "config" / "AGENT.md").is_file()
+
+
+def test_is_idempotent(agents_home: Path) -> None:
+    """A second run creates nothing, changes nothing and says so."""
+    initialize_agent_memory("finn")
+    now = (agents_home / "finn" / "memory" / "NOW.md").read_bytes()
+    assert initialize_agent_memory("finn") == []
+    result = run("--agent", "finn", home=agents_home)
+    assert "nothing to create" in result.stdout
+    assert (agents_home / "finn" / "memory" / "NOW.md").read_bytes() == now
+
+
+def test_show_prints_memory(agents_home: Path) -> None:
+    """--show prints the memory context the model would see."""
+    result = run("--agent", "finn", "--show", home=agents_home)
+    assert "## NOW" in result.stdout and "## Facts" in result.stdout
+
+
+def test_bad_name_is_one_line_error(agents_home: Path) -> None:
+    """An invalid agent name is a one-line error, exit 2, and nothing is created."""
+    result = run("--agent", "../evil", home=agents_home)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: invalid agent name")
+    assert "Traceback" not in result.stderr
+    assert not agents_home.exists()
