@@ -31,6 +31,8 @@ class AgentState(TypedDict, total=False):
     """The conversation session (also the checkpoint thread)."""
     messages: list[dict[str, Any]]
     """Ollama chat dicts of this turn: the user message, assistant replies, tool results."""
+    pending_tool_calls: list[dict[str, Any]]
+    """Tool calls of the last assistant message not yet run: ``{id, name, arguments}``."""
     steps: int
     """LLM calls made so far in this turn."""
     tool_calls_done: int
