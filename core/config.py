@@ -65,7 +65,13 @@ class ProviderConfig:
     max_rounds: int = 10
     """Most leaf+condensed rounds of one full compaction."""
     deadline_s: float = 300.0
-    """A full compaction stops starting new rounds after this many seconds."""
+    """A compaction stops starting new summaries after this many seconds."""
+    summarizer_timeout_s: float = 120.0
+    """Longest wait for one summary; a late answer fails the compaction and is discarded."""
+    leaf_target_tokens: int = 1200
+    """Longest leaf summary asked for (else a third of its source)."""
+    condensed_target_tokens: int = 2000
+    """Longest condensed summary asked for (else a third of its source)."""
 
 
 @dataclass(frozen=True)

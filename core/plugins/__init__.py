@@ -1,0 +1,1 @@
+"""Plugins: conversation-memory providers under ``core.plugins.memory``."""

@@ -1,0 +1,163 @@
+"""Reading LCM history: assemble, full-text search, describe/expand of summaries, review text."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Iterator
+
+from core.errors import SummaryNotFoundError, ValidationError
+from core.memory.provider.types import (
+    DescribeResult,
+    ExpandChild,
+    ExpandMessage,
+    ExpandResult,
+    SearchQuery,
+    SearchResult,
+    SearchScope,
+)
+from core.plugins.memory.lcm.render import render_message_line, render_summary_line, summary_message
+from core.plugins.memory.store import MESSAGE_COLUMNS, message_from_row
+from core.plugins.memory.window import WindowItem
+
+SNIPPET_TOKENS = 32
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+_CONTEXT_SQL = f"""
+SELECT i.token_count, i.summary_id, {MESSAGE_COLUMNS},
+       s.id AS sid, s.kind, s.depth, s.content AS s_content, s.descendant_count, s.earliest_at, s.latest_at
+FROM ctx_items i
+LEFT JOIN ctx_messages m ON m.id = i.message_id
+LEFT JOIN ctx_summaries s ON s.id = i.summary_id
+WHERE i.conversation_id = ? ORDER BY i.position DESC
+"""
+
+
+def context_newest_first(conn: sqlite3.Connection, conv: int) -> Iterator[WindowItem]:
+    """The conversation's context items, newest first, read lazily so assembly stops at the budget."""
+    for row in conn.execute(_CONTEXT_SQL, (conv,)):
+        if row["summary_id"] is None:
+            yield WindowItem(message_from_row(row), row["token_count"])
+        else:
+            summary = {"id": row["sid"], "kind": row["kind"], "depth": row["depth"], "content": row["s_content"],
+                       "descendant_count": row["descendant_count"], "earliest_at": row["earliest_at"],
+                       "latest_at": row["latest_at"]}
+            yield WindowItem(summary_message(summary), row["token_count"], is_summary=True)
+
+
+def fts_query(text: object) -> str:
+    """``text`` as an FTS5 query matching all its words, each quoted so no character is an operator."""
+    if not isinstance(text, str):
+        raise ValidationError(f"search text must be a string, got {type(text).__name__}")
+    words = _WORD.findall(text)
+    if not words:
+        raise ValidationError(f"search text {text!r} has no words to look for")
+    return " ".join('"' + word.replace('"', '""') + '"' for word in words)
+
+
+def search(conn: sqlite3.Connection, conv: int, query: SearchQuery) -> list[SearchResult]:
+    """Best matches first, by BM25, with snippets; matches are marked with ``[...]``."""
+    if not isinstance(query.limit, int) or query.limit <= 0:
+        raise ValidationError(f"search limit must be a positive integer, got {query.limit!r}")
+    match = fts_query(query.text)
+    hits: list[SearchResult] = []
+    if query.scope in (SearchScope.BOTH, SearchScope.MESSAGES):
+        rows = conn.execute(
+            "SELECT m.id, m.created_at AS at, snippet(ctx_messages_fts, 0, '[', ']', '…', ?) AS snip,"
+            " bm25(ctx_messages_fts) AS rank FROM ctx_messages_fts JOIN ctx_messages m"
+            " ON m.id = ctx_messages_fts.rowid WHERE ctx_messages_fts MATCH ? AND m.conversation_id = ?"
+            " ORDER BY rank LIMIT ?", (SNIPPET_TOKENS, match, conv, query.limit))
+        hits += [SearchResult("message", f"msg_{r['id']}", r["snip"], -r["rank"], r["at"]) for r in rows]
+    if query.scope in (SearchScope.BOTH, SearchScope.SUMMARIES):
+        rows = conn.execute(
+            "SELECT s.id, s.created_at AS at, snippet(ctx_summaries_fts, 0, '[', ']', '…', ?) AS snip,"
+            " bm25(ctx_summaries_fts) AS rank FROM ctx_summaries_fts JOIN ctx_summaries s"
+            " ON s.rowid = ctx_summaries_fts.rowid WHERE ctx_summaries_fts MATCH ? AND s.conversation_id = ?"
+            " ORDER BY rank LIMIT ?", (SNIPPET_TOKENS, match, conv, query.limit))
+        hits += [SearchResult("summary", r["id"], r["snip"], -r["rank"], r["at"]) for r in rows]
+    hits.sort(key=lambda hit: hit.score, reverse=True)
+    return hits[: query.limit]
+
+
+def summary_row(conn: sqlite3.Connection, summary_id: object, conv: int | None) -> sqlite3.Row:
+    """The summary ``summary_id`` (of conversation ``conv`` when given), else SummaryNotFoundError."""
+    if not isinstance(summary_id, str):
+        raise ValidationError(f"a summary id is a string like 'sum_0123abcd', got {summary_id!r}")
+    row = conn.execute("SELECT * FROM ctx_summaries WHERE id = ?", (summary_id,)).fetchone()
+    if row is None or (conv is not None and row["conversation_id"] != conv):
+        raise SummaryNotFoundError(
+            f"no summary {summary_id!r} in this session; summary ids appear in context as '[summary sum_…]'"
+        )
+    return row
+
+
+def describe(conn: sqlite3.Connection, summary_id: str, conv: int | None) -> DescribeResult:
+    """Metadata and lineage of one summary."""
+    row = summary_row(conn, summary_id, conv)
+    parents = conn.execute("SELECT parent_id FROM ctx_summary_parents WHERE child_id = ?", (summary_id,))
+    if row["kind"] == "leaf":
+        children = conn.execute(
+            "SELECT 'msg_' || message_id FROM ctx_summary_messages WHERE summary_id = ? ORDER BY ordinal",
+            (summary_id,))
+    else:
+        children = conn.execute(
+            "SELECT child_id FROM ctx_summary_parents WHERE parent_id = ? ORDER BY ordinal", (summary_id,))
+    return DescribeResult(
+        summary_id=row["id"], kind=row["kind"], depth=row["depth"], content=row["content"],
+        earliest_at=row["earliest_at"], latest_at=row["latest_at"], descendant_count=row["descendant_count"],
+        token_count=row["token_count"], parent_ids=tuple(r[0] for r in parents),
+        child_ids=tuple(r[0] for r in children),
+    )
+
+
+def expand(conn: sqlite3.Connection, summary_id: str, token_cap: int, conv: int | None) -> ExpandResult:
+    """The children of a summary, in order, until ``token_cap`` (at least one is always returned)."""
+    if not isinstance(token_cap, int) or token_cap <= 0:
+        raise ValidationError(f"token_cap must be a positive integer, got {token_cap!r}")
+    row = summary_row(conn, summary_id, conv)
+    used, truncated = 0, False
+    if row["kind"] == "leaf":
+        rows = conn.execute(
+            f"SELECT {MESSAGE_COLUMNS}, m.token_count FROM ctx_summary_messages sm JOIN ctx_messages m"
+            " ON m.id = sm.message_id WHERE sm.summary_id = ? ORDER BY sm.ordinal", (summary_id,))
+        messages = []
+        for r in rows:
+            if messages and used + r["token_count"] > token_cap:
+                truncated = True
+                break
+            used += r["token_count"]
+            messages.append(ExpandMessage(f"msg_{r['id']}", message_from_row(r)))
+        return ExpandResult(summary_id, messages=tuple(messages), truncated=truncated)
+    rows = conn.execute(
+        "SELECT s.* FROM ctx_summary_parents p JOIN ctx_summaries s ON s.id = p.child_id"
+        " WHERE p.parent_id = ? ORDER BY p.ordinal", (summary_id,))
+    children = []
+    for r in rows:
+        if children and used + r["token_count"] > token_cap:
+            truncated = True
+            break
+        used += r["token_count"]
+        children.append(ExpandChild(r["id"], r["kind"], r["depth"], r["content"], r["token_count"]))
+    return ExpandResult(summary_id, children=tuple(children), truncated=truncated)
+
+
+def review_context(conn: sqlite3.Connection, conv: int, since: str) -> str:
+    """Summaries in context as background, then the messages (since ``since`` when given)."""
+    summaries = conn.execute(
+        "SELECT s.* FROM ctx_items i JOIN ctx_summaries s ON s.id = i.summary_id"
+        " WHERE i.conversation_id = ? ORDER BY i.position", (conv,)).fetchall()
+    if since:
+        messages = conn.execute(
+            "SELECT * FROM ctx_messages WHERE conversation_id = ? AND created_at >= ? ORDER BY seq", (conv, since))
+    else:
+        messages = conn.execute(
+            "SELECT m.* FROM ctx_items i JOIN ctx_messages m ON m.id = i.message_id"
+            " WHERE i.conversation_id = ? ORDER BY i.position", (conv,))
+    lines = [render_message_line(r) for r in messages]
+    if not summaries and not lines:
+        return ""
+    parts = []
+    if summaries:
+        parts += ["## Background (summaries)", *(render_summary_line(r) for r in summaries), ""]
+    parts += ["## Conversation", *(lines or ["(no new messages)"])]
+    return "\n".join(parts)

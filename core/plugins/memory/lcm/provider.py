@@ -1,0 +1,194 @@
+"""LCMProvider: lossless context management over memory.db.
+
+Messages are never deleted: compaction replaces runs of context items by
+summaries that link to what they cover, so every message stays reachable
+through ``describe``/``expand``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from core.config import ProviderConfig
+from core.memory.db import Database
+from core.memory.provider.messages import Message
+from core.memory.provider.types import (
+    ChangeEntry,
+    CompactionMode,
+    CompactionResult,
+    ConstraintEntry,
+    DescribeResult,
+    ExpandResult,
+    ListOptions,
+    SearchQuery,
+    SearchResult,
+    Session,
+    SessionInfo,
+    SessionSnapshot,
+    SessionStats,
+)
+from core.plugins.memory import window
+from core.plugins.memory.lcm import explore
+from core.plugins.memory.lcm.compaction import CompactionEngine
+from core.plugins.memory.profile import ProfileRepository
+from core.plugins.memory.store import ConversationStore, check_session
+
+log = logging.getLogger(__name__)
+
+
+class LCMProvider:
+    """The LCM provider: every capability of the contract."""
+
+    name = "lcm"
+
+    def __init__(self, db_path: Path | str, summarizer=None, config: ProviderConfig | None = None) -> None:
+        """Open the provider over memory.db at ``db_path``.
+
+        Args:
+            db_path: the agent's memory.db (created and migrated on first use).
+            summarizer: an object with ``summarize(text, options) -> str``; None disables compaction.
+            config: limits of compaction and the default fresh tail.
+        """
+        self.config = config or ProviderConfig()
+        self.db = Database(Path(db_path))
+        self.store = ConversationStore(self.db)
+        self.profiles = ProfileRepository(self.db)
+        self.summarizer = summarizer
+        self.engine = CompactionEngine(self.db, self.store, summarizer, self.config)
+
+    # -- Provider --------------------------------------------------------------
+
+    def bootstrap(self, session: Session) -> None:
+        """Create the session's conversation record if missing."""
+        self.store.ensure(session)
+
+    def append(self, session: Session, messages: list[Message]) -> None:
+        """Store one turn in one transaction."""
+        self.store.append(session, messages)
+
+    def assemble(self, session: Session, budget: int, fresh_tail: int | None = None) -> list[Message]:
+        """Fresh tail plus older messages and summaries within ``budget``, oldest first."""
+        budget, fresh_tail = window.check_window(budget, self.config.fresh_tail if fresh_tail is None else fresh_tail)
+        conv = self.store.conversation_id(check_session(session).id)
+        if conv is None:
+            return []
+        return window.select(explore.context_newest_first(self.db.conn, conv), budget, fresh_tail)
+
+    def stats(self, session: Session) -> SessionStats:
+        """Counts of the session; zeros when unknown."""
+        return self.store.stats(session)
+
+    def close(self) -> None:
+        """Close the database connections; safe twice."""
+        self.db.close()
+
+    # -- Compactor -------------------------------------------------------------
+
+    def needs_compaction(self, session: Session, budget: int, threshold: float | None = None) -> bool:
+        """True when a summarizer exists and the context exceeds ``threshold * budget`` tokens."""
+        conv = self.store.conversation_id(check_session(session).id)
+        if conv is None or self.summarizer is None:
+            return False
+        limit = budget * (self.config.context_threshold if threshold is None else threshold)
+        return self.store.context_tokens(conv) > limit
+
+    def compact(self, session: Session, mode: CompactionMode = CompactionMode.INCREMENTAL) -> CompactionResult:
+        """Summarise older context (see ``CompactionEngine``)."""
+        conv = self.store.conversation_id(check_session(session).id)
+        if conv is None:
+            return CompactionResult(stopped="done")
+        return self.engine.compact(conv, CompactionMode(mode))
+
+    # -- Searcher / Explorer / Reviewer -----------------------------------------
+
+    def search(self, session: Session, query: SearchQuery) -> list[SearchResult]:
+        """BM25-ranked full-text search of the session's messages and/or summaries."""
+        conv = self.store.conversation_id(check_session(session).id)
+        if conv is None:
+            explore.fts_query(query.text)
+            return []
+        return explore.search(self.db.conn, conv, query)
+
+    def describe(self, summary_id: str, session: Session | None = None) -> DescribeResult:
+        """Metadata and lineage of a summary."""
+        return explore.describe(self.db.conn, summary_id, self._scope(session))
+
+    def expand(self, summary_id: str, token_cap: int = 4000, session: Session | None = None) -> ExpandResult:
+        """Source messages of a leaf; child summaries of a condensed summary."""
+        return explore.expand(self.db.conn, summary_id, token_cap, self._scope(session))
+
+    def build_review_context(self, session: Session, since: str = "") -> str:
+        """Background summaries plus messages since ``since``; "" when there is nothing."""
+        conv = self.store.conversation_id(check_session(session).id)
+        return "" if conv is None else explore.review_context(self.db.conn, conv, since)
+
+    def _scope(self, session: Session | None) -> int | None:
+        if session is None:
+            return None
+        # An unknown session owns no summaries: -1 matches none.
+        conv = self.store.conversation_id(check_session(session).id)
+        return -1 if conv is None else conv
+
+    # -- SessionManager --------------------------------------------------------
+
+    def save_info(self, info: SessionInfo) -> None:
+        """Create or update a session's metadata."""
+        self.store.save_info(info)
+
+    def load_info(self, session_id: str) -> SessionInfo:
+        """A session's metadata (SessionNotFoundError when unknown)."""
+        return self.store.load_info(session_id)
+
+    def list_info(self, options: ListOptions = ListOptions()) -> list[SessionInfo]:
+        """Sessions, most recently active first."""
+        return self.store.list_info(options)
+
+    def load_history(self, session_id: str) -> list[Message]:
+        """Every stored message, oldest first."""
+        return self.store.load_history(session_id)
+
+    # -- ProfileStore, versions, constraints, changelog, snapshots ---------------
+
+    def get_profile(self, user_id: str, agent_id: str) -> str:
+        return self.profiles.get("profile", user_id, agent_id)
+
+    def set_profile(self, user_id: str, agent_id: str, content: str) -> None:
+        self.profiles.set("profile", user_id, agent_id, content)
+
+    def get_agent_soul(self, user_id: str, agent_id: str) -> str:
+        return self.profiles.get("soul", user_id, agent_id)
+
+    def set_agent_soul(self, user_id: str, agent_id: str, content: str) -> None:
+        self.profiles.set("soul", user_id, agent_id, content)
+
+    def get_profile_at(self, user_id: str, agent_id: str, version: int) -> str:
+        return self.profiles.get_at("profile", user_id, agent_id, version)
+
+    def get_agent_soul_at(self, user_id: str, agent_id: str, version: int) -> str:
+        return self.profiles.get_at("soul", user_id, agent_id, version)
+
+    def get_constraints(self, user_id: str, agent_id: str) -> list[ConstraintEntry]:
+        return self.profiles.constraints(user_id, agent_id)
+
+    def get_constraints_at(self, user_id: str, agent_id: str, version: int) -> list[ConstraintEntry]:
+        return self.profiles.constraints(user_id, agent_id, version)
+
+    def add_constraint(self, user_id: str, agent_id: str, text: str) -> list[ConstraintEntry]:
+        return self.profiles.add_constraint(user_id, agent_id, text)
+
+    def remove_constraint(self, user_id: str, agent_id: str, constraint_id: str) -> list[ConstraintEntry]:
+        return self.profiles.remove_constraint(user_id, agent_id, constraint_id)
+
+    def read_changelog(self, user_id: str, agent_id: str, scope: str = "", limit: int = 20) -> list[ChangeEntry]:
+        return self.profiles.changelog(user_id, agent_id, scope, limit)
+
+    def write_changelog(self, entry: ChangeEntry) -> None:
+        self.profiles.write_entry(entry)
+
+    def get_or_create_session_snapshot(self, session_id: str, user_id: str, agent_id: str) -> SessionSnapshot:
+        return self.profiles.snapshot(session_id, user_id, agent_id)
+
+    def advance_session_snapshot(self, session_id: str, user_id: str, agent_id: str) -> None:
+        self.profiles.advance_snapshot(session_id, user_id, agent_id)
+

@@ -1,0 +1,246 @@
+"""Conversation storage shared by every provider: ``ctx_conversations``, ``ctx_messages`` and ``ctx_items``.
+
+Because LCM and Simple store messages the same way, a session can switch
+between them and keep its history.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from typing import Iterable, Iterator
+
+from core.errors import SessionNotFoundError, StorageError, ValidationError
+from core.memory.db import Database
+from core.memory.provider.messages import (
+    Message,
+    check_message,
+    tool_calls_from_json,
+    tool_calls_to_json,
+    utc_now,
+)
+from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
+
+TITLE_CHARS = 60
+MESSAGE_COLUMNS = "m.id, m.role, m.content, m.tool_calls, m.tool_name, m.created_at"
+
+
+def message_from_row(row: sqlite3.Row) -> Message:
+    """A stored message (selected with ``MESSAGE_COLUMNS``)."""
+    return Message(
+        role=row["role"],
+        content=row["content"],
+        tool_calls=tool_calls_from_json(row["tool_calls"]),
+        tool_name=row["tool_name"],
+        created_at=row["created_at"],
+    )
+
+
+def check_session(session: object) -> Session:
+    """Raise ValidationError unless ``session`` is a Session with a non-empty id."""
+    if not isinstance(session, Session) or not isinstance(session.id, str) or not session.id:
+        raise ValidationError(f"expected a Session with a non-empty id, got {session!r}")
+    return session
+
+
+class ConversationStore:
+    """Messages and context items of every session in one memory.db."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        # session id -> conversation id never changes once created, so it is cached.
+        self._ids: dict[str, int] = {}
+        self._ids_guard = threading.Lock()
+
+    def conversation_id(self, session_id: str) -> int | None:
+        """The conversation of ``session_id``, or None when it has none."""
+        with self._ids_guard:
+            cached = self._ids.get(session_id)
+        if cached is not None:
+            return cached
+        row = self.db.conn.execute(
+            "SELECT id FROM ctx_conversations WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        with self._ids_guard:
+            self._ids[session_id] = row["id"]
+        return row["id"]
+
+    def ensure(self, session: Session) -> int:
+        """Create the session's conversation when missing; return its id."""
+        check_session(session)
+        found = self.conversation_id(session.id)
+        if found is not None:
+            return found
+        with self.db.transaction() as conn:
+            self._insert_conversation(conn, session)
+        return self.conversation_id(session.id)  # type: ignore[return-value]
+
+    def _insert_conversation(self, conn: sqlite3.Connection, session: Session) -> None:
+        now = utc_now()
+        conn.execute(
+            "INSERT OR IGNORE INTO ctx_conversations"
+            " (session_id, agent_id, user_id, channel, created_at, last_active) VALUES (?, ?, ?, ?, ?, ?)",
+            (session.id, session.agent_id, session.user_id, session.channel, now, now),
+        )
+
+    def append(self, session: Session, messages: Iterable[Message]) -> list[int]:
+        """Store one turn in one transaction; return the new message ids.
+
+        Raises:
+            ValidationError: a message is malformed; nothing was stored.
+        """
+        check_session(session)
+        batch = list(messages)
+        for message in batch:
+            if not isinstance(message, Message):
+                raise ValidationError(f"expected Message objects, got {type(message).__name__}")
+            check_message(message)
+        if not batch:
+            return []
+        now = utc_now()
+        try:
+            with self.db.transaction() as conn:
+                self._insert_conversation(conn, session)
+                return self._insert_messages(conn, session, batch, now)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot store messages of session {session.id!r}: {exc}") from exc
+
+    def _insert_messages(
+        self, conn: sqlite3.Connection, session: Session, batch: list[Message], now: str
+    ) -> list[int]:
+        # Read inside the write transaction: concurrent appends serialise on BEGIN IMMEDIATE.
+        conv = conn.execute(
+            "SELECT id, title FROM ctx_conversations WHERE session_id = ?", (session.id,)
+        ).fetchone()
+        seq = conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM ctx_messages WHERE conversation_id = ?", (conv["id"],)
+        ).fetchone()[0]
+        position = conn.execute(
+            "SELECT COALESCE(MAX(position), 0) FROM ctx_items WHERE conversation_id = ?", (conv["id"],)
+        ).fetchone()[0]
+        ids = []
+        for message in batch:
+            seq += 1
+            position += 1
+            tokens = message.tokens()
+            cursor = conn.execute(
+                "INSERT INTO ctx_messages (conversation_id, seq, role, content, tool_calls, tool_name,"
+                " token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (conv["id"], seq, message.role, message.content, tool_calls_to_json(message.tool_calls),
+                 message.tool_name, tokens, message.created_at or now),
+            )
+            ids.append(cursor.lastrowid)
+            conn.execute(
+                "INSERT INTO ctx_items (conversation_id, position, message_id, token_count) VALUES (?, ?, ?, ?)",
+                (conv["id"], position, cursor.lastrowid, tokens),
+            )
+        title = conv["title"] or _title(batch)
+        conn.execute(
+            "UPDATE ctx_conversations SET last_active = ?, title = ? WHERE id = ?", (now, title, conv["id"])
+        )
+        return ids
+
+    def stats(self, session: Session) -> SessionStats:
+        """Counts of the session; zero stats when unknown."""
+        conv = self.conversation_id(check_session(session).id)
+        if conv is None:
+            return SessionStats()
+        conn = self.db.conn
+        messages = conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(token_count), 0), MIN(created_at), MAX(created_at)"
+            " FROM ctx_messages WHERE conversation_id = ?", (conv,)
+        ).fetchone()
+        summaries = conn.execute("SELECT COUNT(*) FROM ctx_summaries WHERE conversation_id = ?", (conv,)).fetchone()
+        return SessionStats(
+            message_count=messages[0],
+            token_count=messages[1],
+            summary_count=summaries[0],
+            context_tokens=self.context_tokens(conv),
+            oldest_at=messages[2] or "",
+            newest_at=messages[3] or "",
+        )
+
+    def context_tokens(self, conv: int) -> int:
+        """Tokens of the conversation's current context items."""
+        row = self.db.conn.execute(
+            "SELECT COALESCE(SUM(token_count), 0) FROM ctx_items WHERE conversation_id = ?", (conv,)
+        ).fetchone()
+        return row[0]
+
+    def load_history(self, session_id: str) -> list[Message]:
+        """Every message of the session, oldest first."""
+        conv = self.conversation_id(session_id)
+        if conv is None:
+            return []
+        rows = self.db.conn.execute(
+            f"SELECT {MESSAGE_COLUMNS} FROM ctx_messages m WHERE m.conversation_id = ? ORDER BY m.seq", (conv,)
+        )
+        return [message_from_row(row) for row in rows]
+
+    def messages_newest_first(self, conv: int) -> Iterator[sqlite3.Row]:
+        """A lazy cursor over the conversation's messages, newest first."""
+        return self.db.conn.execute(
+            f"SELECT {MESSAGE_COLUMNS}, m.token_count FROM ctx_messages m"
+            " WHERE m.conversation_id = ? ORDER BY m.seq DESC", (conv,)
+        )
+
+    # -- session metadata ------------------------------------------------------
+
+    def save_info(self, info: SessionInfo) -> None:
+        """Create or update the session's metadata."""
+        if not isinstance(info, SessionInfo) or not info.id:
+            raise ValidationError(f"expected a SessionInfo with a non-empty id, got {info!r}")
+        now = utc_now()
+        with self.db.transaction() as conn:
+            self._insert_conversation(conn, Session(info.id, info.agent_id, info.user_id, info.channel))
+            conn.execute(
+                "UPDATE ctx_conversations SET agent_id = ?, user_id = ?, channel = ?, title = ?, archived = ?,"
+                " last_active = ? WHERE session_id = ?",
+                (info.agent_id, info.user_id, info.channel, info.title, int(info.archived),
+                 info.last_active or now, info.id),
+            )
+
+    def load_info(self, session_id: str) -> SessionInfo:
+        """The session's metadata.
+
+        Raises:
+            SessionNotFoundError: the session has no conversation.
+        """
+        row = self.db.conn.execute("SELECT * FROM ctx_conversations WHERE session_id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFoundError(f"no conversation is stored for session {session_id!r}")
+        return _info(row)
+
+    def list_info(self, options: ListOptions) -> list[SessionInfo]:
+        """Sessions matching ``options``, most recently active first."""
+        where, args = ["1 = 1"], []
+        if options.agent_id:
+            where.append("agent_id = ?")
+            args.append(options.agent_id)
+        if options.user_id is not None:
+            where.append("user_id = ?")
+            args.append(options.user_id)
+        if not options.include_archived:
+            where.append("archived = 0")
+        sql = f"SELECT * FROM ctx_conversations WHERE {' AND '.join(where)} ORDER BY last_active DESC, id DESC"
+        sql += " LIMIT ? OFFSET ?"
+        args += [options.limit if options.limit > 0 else -1, max(0, options.offset)]
+        return [_info(row) for row in self.db.conn.execute(sql, args)]
+
+
+def _title(batch: list[Message]) -> str:
+    for message in batch:
+        if message.role == "user" and message.content.strip():
+            text = " ".join(message.content.split())
+            return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
+    return ""
+
+
+def _info(row: sqlite3.Row) -> SessionInfo:
+    return SessionInfo(
+        id=row["session_id"], agent_id=row["agent_id"], user_id=row["user_id"], channel=row["channel"],
+        title=row["title"], created_at=row["created_at"], last_active=row["last_active"],
+        archived=bool(row["archived"]),
+    )
