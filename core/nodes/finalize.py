@@ -21,7 +21,11 @@ def finalize(state: AgentState, rt: Runtime) -> dict[str, Any]:
     if outcome != "done":
         response = _failure_text(state, outcome)
     if rt.find_logged("STEP_END", "turn_id", turn_id) is None:
-        rt.conversation.append_turn(turn_id, _turn_messages(state, response, outcome))
+        # STEP_START marks the save as begun: a re-run after a kill then checks for a stored copy.
+        maybe_stored = rt.find_logged("STEP_START", "turn_id", turn_id) is not None
+        if not maybe_stored:
+            rt.log("STEP_START", f"saving turn {turn_id}", turn_id=turn_id)
+        rt.conversation.append_turn(turn_id, _turn_messages(state, response, outcome), maybe_stored)
         if state.get("auto_log_enabled", True):
             rt.log("THOUGHT", f"response: {preview(response)}", turn_id=turn_id, kind="response",
                    outcome=outcome, steps=state.get("steps", 0), tool_calls=state.get("tool_calls_done", 0))
