@@ -59,9 +59,9 @@ class Raw:
     message: dict[str, Any]
 
 
-def tool_call(name: str, content: str = "", **arguments: Any) -> dict[str, Any]:
-    """A reply in which the model calls one tool."""
-    return {"content": content, "tool_calls": [{"function": {"name": name, "arguments": arguments}}]}
+def tool_call(name: str, /, **arguments: Any) -> dict[str, Any]:
+    """A reply in which the model calls one tool (every keyword is an argument of the tool)."""
+    return {"content": "", "tool_calls": [{"function": {"name": name, "arguments": arguments}}]}
 
 
 def tool_calls(*calls: tuple[str, dict[str, Any]], content: str = "") -> dict[str, Any]:
