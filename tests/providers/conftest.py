@@ -18,7 +18,9 @@ PROVIDER_FACTORIES: dict[str, Callable[[Path, ProviderConfig], object]] = {
     "simple": lambda db, config: SimpleProvider(db, config=config),
 }
 
-SMALL_CONFIG = ProviderConfig(fresh_tail=4, leaf_chunk_size=4, leaf_chunk_max_tokens=400)
+SMALL_CONFIG = ProviderConfig(
+    fresh_tail=4, leaf_chunk_size=4, leaf_chunk_max_tokens=300, leaf_target_tokens=60, condensed_target_tokens=80
+)
 
 
 @pytest.fixture

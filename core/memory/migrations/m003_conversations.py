@@ -62,7 +62,7 @@ CREATE TABLE ctx_items (
     token_count INTEGER NOT NULL,
     PRIMARY KEY (conversation_id, position),
     CHECK ((message_id IS NULL) <> (summary_id IS NULL))
-) WITHOUT ROWID;
+);
 
 -- Leaf summary -> its source messages, in order.
 CREATE TABLE ctx_summary_messages (
@@ -70,7 +70,7 @@ CREATE TABLE ctx_summary_messages (
     message_id INTEGER NOT NULL REFERENCES ctx_messages (id),
     ordinal INTEGER NOT NULL,
     PRIMARY KEY (summary_id, ordinal)
-) WITHOUT ROWID;
+);
 CREATE UNIQUE INDEX ctx_summary_messages_message ON ctx_summary_messages (message_id);
 
 -- Condensed summary (parent) -> the summaries it was built from (children), in order.
@@ -79,7 +79,7 @@ CREATE TABLE ctx_summary_parents (
     child_id TEXT NOT NULL REFERENCES ctx_summaries (id),
     ordinal INTEGER NOT NULL,
     PRIMARY KEY (parent_id, ordinal)
-) WITHOUT ROWID;
+);
 CREATE UNIQUE INDEX ctx_summary_parents_child ON ctx_summary_parents (child_id);
 
 -- Profile, soul and constraints per (user, agent), sharing one version counter.

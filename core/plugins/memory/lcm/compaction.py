@@ -152,6 +152,8 @@ class CompactionEngine:
         summary = self._summarize(text, SummarizeOptions(previous=previous, target_tokens=target), run)
         node = _Node("leaf", 0, summary, estimate_tokens(text), len(rows),
                      rows[0]["created_at"], rows[-1]["created_at"])
+        if not _shrinks(node, chunk):
+            return False
         with self.db.transaction() as conn:
             if not _unchanged(conn, conv, chunk):
                 return False
@@ -175,6 +177,8 @@ class CompactionEngine:
         summary = self._summarize(text, options, run)
         node = _Node("condensed", depth, summary, estimate_tokens(text), sum(r["descendant_count"] for r in rows),
                      min(r["earliest_at"] for r in rows), max(r["latest_at"] for r in rows))
+        if not _shrinks(node, group):
+            return False
         with self.db.transaction() as conn:
             if not _unchanged(conn, conv, group):
                 return False
@@ -225,6 +229,20 @@ def _previous_summary(older: list[plan.Item], chunk: list[plan.Item], contents: 
     return ""
 
 
+def _rendered_tokens(summary_id: str, node: _Node) -> int:
+    return estimate_tokens(render_summary(summary_id, node.kind, node.depth, node.descendants,
+                                          node.earliest_at, node.latest_at, node.content))
+
+
+def _shrinks(node: _Node, items: list[plan.Item]) -> bool:
+    """True when the rendered summary costs fewer context tokens than the items it would replace."""
+    replaced = sum(item.tokens for item in items)
+    if _rendered_tokens("sum_" + "0" * 16, node) < replaced:
+        return True
+    log.debug("summary of %d items would not shrink the context (%d tokens); kept as is", len(items), replaced)
+    return False
+
+
 def _unchanged(conn, conv: int, items: list[plan.Item]) -> bool:
     """True when the items are still in the context exactly as planned (read inside the transaction)."""
     rows = conn.execute(
@@ -240,12 +258,10 @@ def _unchanged(conn, conv: int, items: list[plan.Item]) -> bool:
 
 def _insert_summary(conn, conv: int, node: _Node) -> str:
     summary_id = "sum_" + uuid.uuid4().hex[:16]
-    rendered = render_summary(summary_id, node.kind, node.depth, node.descendants,
-                              node.earliest_at, node.latest_at, node.content)
     conn.execute(
         "INSERT INTO ctx_summaries (id, conversation_id, kind, depth, content, token_count, source_token_count,"
         " descendant_count, earliest_at, latest_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (summary_id, conv, node.kind, node.depth, node.content, estimate_tokens(rendered), node.source_tokens,
+        (summary_id, conv, node.kind, node.depth, node.content, _rendered_tokens(summary_id, node), node.source_tokens,
          node.descendants, node.earliest_at, node.latest_at, utc_now()),
     )
     return summary_id
