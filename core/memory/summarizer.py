@@ -1,0 +1,103 @@
+"""Summaries of LOG.md entries for compaction, with seed 001's escalation.
+
+1. the normal prompt (``prompts/log_summary.md``);
+2. if the answer is empty or longer than 150% of the target, the aggressive
+   prompt (``prompts/log_summary_aggressive.md``);
+3. if that fails too, or no LLM is configured or reachable, the deterministic
+   extractive summary of the *source* entries (:mod:`core.memory.extractive`).
+
+The LLM is any callable ``generate(prompt) -> str``; it signals failure by
+raising :class:`BackendError` (or :class:`SummarizerError`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+from core.errors import BackendError, SummarizerError
+from core.memory.cold_index import render_entry
+from core.memory.extractive import extractive_summary
+from core.memory.log_format import LogEntry
+from core.memory.tokens import estimate_tokens
+
+log = logging.getLogger(__name__)
+
+Generate = Callable[[str], str]
+"""An LLM backend: prompt in, text out."""
+
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+OVERSIZE_RATIO = 1.5
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A summary and how it was made."""
+
+    text: str
+    method: str
+    """``llm``, ``llm-aggressive``, ``deterministic`` or ``given``."""
+
+
+class Summarizer(Protocol):
+    """Turns LOG.md entries into one summary text."""
+
+    def summarize(self, entries: Sequence[LogEntry]) -> Summary:
+        """Return a non-empty summary of ``entries``."""
+
+
+def load_prompt(name: str) -> str:
+    """The Markdown prompt ``prompts/<name>.md``."""
+    return (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
+
+
+def render_prompt(name: str, entries: Sequence[LogEntry], target_tokens: int) -> str:
+    """Fill a prompt's ``{{placeholders}}`` (plain replacement: entries may hold braces)."""
+    values = {
+        "first_seq": str(entries[0].seq if entries else 0),
+        "last_seq": str(entries[-1].seq if entries else 0),
+        "target_tokens": str(target_tokens),
+        "entries": "\n".join(render_entry(e) for e in entries),
+    }
+    text = load_prompt(name)
+    for key, value in values.items():
+        text = text.replace("{{" + key + "}}", value)
+    return text
+
+
+class LogSummarizer:
+    """The escalating summarizer: LLM, shorter LLM, then deterministic."""
+
+    def __init__(self, generate: Generate | None, target_tokens: int = 500) -> None:
+        self.generate = generate
+        self.target_tokens = target_tokens
+
+    def summarize(self, entries: Sequence[LogEntry]) -> Summary:
+        if self.generate is None:
+            log.warning("no LLM backend for LOG.md compaction: using the deterministic summary")
+            return self.deterministic(entries)
+        for prompt, method in (("log_summary", "llm"), ("log_summary_aggressive", "llm-aggressive")):
+            text = self._ask(render_prompt(prompt, entries, self.target_tokens))
+            if text is None:
+                break
+            if text and estimate_tokens(text) <= OVERSIZE_RATIO * self.target_tokens:
+                log.info("LOG.md summary by %s: %d tokens", method, estimate_tokens(text))
+                return Summary(text, method)
+            log.warning("LOG.md summary by %s unusable (%d tokens, target %d)",
+                        method, estimate_tokens(text), self.target_tokens)
+        return self.deterministic(entries)
+
+    def _ask(self, prompt: str) -> str | None:
+        """The LLM's answer, stripped; None when the backend failed (no use trying again)."""
+        try:
+            answer = self.generate(prompt)  # type: ignore[misc]
+        except (BackendError, SummarizerError) as exc:
+            log.warning("LLM summary failed (%s): using the deterministic summary", exc)
+            return None
+        return answer.strip() if isinstance(answer, str) else ""
+
+    def deterministic(self, entries: Sequence[LogEntry]) -> Summary:
+        """The extractive summary of the source entries."""
+        return Summary(extractive_summary(entries, self.target_tokens), "deterministic")
