@@ -50,11 +50,14 @@ def main(argv: list[str] | None = None) -> int:
             print(engine.notice, file=sys.stderr)
             if engine.recovered:
                 print(f"Found {len(engine.recovered)} interrupted run(s); NOW.md says where it stopped.", file=sys.stderr)
-            if args.resume:
-                return _turn(engine, engine.resume)
-            if args.task is not None:
-                return _turn(engine, lambda: engine.run(args.task))
-            return interactive(engine)
+            try:
+                if args.resume:
+                    return _turn(engine, engine.resume)
+                if args.task is not None:
+                    return _turn(engine, lambda: engine.run(args.task))
+                return interactive(engine)
+            finally:
+                engine.manager.close()  # lets a background LOG.md compaction finish before exit
     except AgentOSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -37,6 +37,7 @@ def make_engine():
     yield make
     for engine in opened:
         engine.close()
+        engine.manager.close()  # waits for a background LOG.md compaction before the test's home goes
 
 
 def run_cli(*args: str, timeout: float = 60, **popen) -> subprocess.CompletedProcess:
