@@ -30,6 +30,8 @@ _REMEMBER = re.compile(r"^(?:please\s+)?(?:remember(?:\s+that)?\s+)?my\s+(?P<key
 _QUESTION = re.compile(r"^(?:what(?:'s| is)|tell me)\s+my\s+(?P<key>[\w\s-]{1,60}?)\s*\??$", re.IGNORECASE)
 _CONTINUE = re.compile(r"^(?:continue|resume|go on|carry on)\b", re.IGNORECASE)
 _STATUS = re.compile(r"^(?:status|what are you doing|where are we)\b", re.IGNORECASE)
+HANDOFF_MARK = "You are handing this session over"
+_WRITTEN_PATH = re.compile(r'"name": "write_file", "arguments": \{"path": "([^"]+)"')
 _SECRET_WORDS = ("key", "password", "passwd", "token", "secret", "pin", "passphrase", "credential")
 
 
@@ -54,6 +56,8 @@ class OfflineBackend:
         offered = {t["function"]["name"] for t in tools}
         system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
         user, results = _last_request(messages)
+        if user.startswith(HANDOFF_MARK):
+            return ChatReply(text=handoff_summary(user))
         if results:
             return ChatReply(text=_conclude(user, results, system))
         return self._respond(user.strip(), system, offered)
@@ -145,3 +149,22 @@ def _continue_text(now: dict[str, str], resumed: bool = False) -> str:
     step = now.get("next") or now.get("current step") or "(no open step)"
     verb = "Resumed" if resumed else "Continuing"
     return f"{verb} '{now['objective']}'. Next step: {step}. (A model is needed to carry it out.)"
+
+
+def handoff_summary(prompt: str) -> str:
+    """A deterministic handoff summary (seed 002 sections) extracted from the transcript in ``prompt``."""
+    transcript = prompt.split("# Conversation", 1)[-1]
+    lines = [line.strip() for line in transcript.splitlines() if line.strip()]
+    users = [line[6:] for line in lines if line.startswith("user: ")]
+    answers = [line[11:] for line in lines if line.startswith("assistant: ") and line[11:].strip()]
+    files = sorted(set(_WRITTEN_PATH.findall(transcript)))
+    failures = [line for line in lines if '"error"' in line][-3:]
+    return "\n".join([
+        "## Goal", users[0][:300] if users else "(unknown)",
+        "## Progress", *(f"- {a[:200]}" for a in answers[-5:]), *([] if answers else ["(nothing yet)"]),
+        "## Key Decisions", "(not recorded by the offline backend)",
+        "## Files Changed", *(f"- {f}" for f in files), *([] if files else ["(none)"]),
+        "## Current State", answers[-1][:300] if answers else "(no answer yet)",
+        "## Blockers / Gotchas", *(f"- {f[:200]}" for f in failures), *([] if failures else ["(none)"]),
+        "## Next Steps", f"- Continue from the last request: {users[-1][:200]}" if users else "- Ask the user",
+    ])
