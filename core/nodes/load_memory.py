@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from core.nodes.runtime import Runtime, is_continue, mask_credentials
+from core.nodes.runtime import Runtime, keeps_objective, mask_credentials
 from core.state import AgentState
 from core.system_prompt import memory_context
 
@@ -19,9 +19,9 @@ def load_memory(state: AgentState, rt: Runtime) -> dict[str, Any]:
     masked = mask_credentials(task)
     if state.get("auto_log_enabled", True) and rt.find_logged("USER_FEEDBACK", "turn_id", turn_id) is None:
         rt.log("USER_FEEDBACK", masked, turn_id=turn_id, session=state["session_id"])
-        if is_continue(task):
-            # "Continue" keeps the objective in NOW; it only reactivates it.
-            rt.manager.update_now(state="active", current_step="Resuming the objective", run_id=rt.run_id)
+        if keeps_objective(task):
+            # "continue" and "status" are about the objective in NOW: they must not replace it.
+            rt.manager.update_now(state="active", current_step=f"Handling '{_objective(masked)}'", run_id=rt.run_id)
         else:
             rt.manager.update_now(state="active", objective=_objective(masked),
                                   current_step="Working on the user's request", run_id=rt.run_id)

@@ -65,9 +65,17 @@ def mask_credentials(text: str) -> str:
 _CONTINUE = re.compile(r"^\s*(continue|resume|go on|carry on|keep going)\b[\s.!]*$", re.IGNORECASE)
 
 
+_STATUS = re.compile(r"^\s*(status|what are you doing|where are we)\b[\s.?!]*$", re.IGNORECASE)
+
+
 def is_continue(task: str) -> bool:
     """True if the user only asks to continue the interrupted objective."""
     return bool(_CONTINUE.match(task))
+
+
+def keeps_objective(task: str) -> bool:
+    """True for requests about the current objective ("continue", "status") that must not replace it."""
+    return is_continue(task) or bool(_STATUS.match(task))
 
 
 def to_json(value: Any) -> str:
