@@ -26,7 +26,6 @@ from core.memory.provider import (
     VersionedProfileStore,
     build_tool,
     capabilities,
-    estimate_tokens,
 )
 from tests.providers.conftest import conversation, same, turn
 

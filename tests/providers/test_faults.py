@@ -12,7 +12,7 @@ import time
 import pytest
 
 from core.errors import BackendError, SummarizerError
-from core.memory.provider import CompactionMode, Session
+from core.memory.provider import CompactionMode
 from core.plugins.memory.lcm import LCMProvider, LLMSummarizer
 from tests.providers.conftest import SMALL_CONFIG, conversation
 from tests.providers.test_concurrency import ROOT, SESSION, assert_lossless

@@ -20,7 +20,6 @@ from core.memory.tokens import estimate_tokens
 from core.plugins.memory import open_provider
 from core.plugins.memory.lcm import DeterministicSummarizer, LCMProvider, LLMSummarizer
 from core.plugins.memory.lcm.summarizer import build_prompt
-from core.plugins.memory.simple import SimpleProvider
 from tests.providers.conftest import SMALL_CONFIG, conversation, same
 
 

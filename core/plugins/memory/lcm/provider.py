@@ -7,7 +7,6 @@ through ``describe``/``expand``.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from core.config import ProviderConfig
@@ -33,8 +32,6 @@ from core.plugins.memory.lcm import explore
 from core.plugins.memory.lcm.compaction import CompactionEngine
 from core.plugins.memory.profile import ProfileRepository
 from core.plugins.memory.store import ConversationStore, check_session
-
-log = logging.getLogger(__name__)
 
 
 class LCMProvider:
