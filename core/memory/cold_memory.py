@@ -30,7 +30,7 @@ from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
 from core.memory.log_format import check_text, utc_timestamp
-from core.memory.summarizer import Generate, LogSummarizer
+from core.memory.summarizer import Generate, LogSummarizer, ollama_generate
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -49,8 +49,8 @@ class ColdMemory:
         self.paths = paths
         self.config = config
         self.db = db
-        self.summary_llm: Generate | None = None
-        """The LLM used to summarise LOG.md (``generate(prompt) -> str``); None: deterministic summary."""
+        self.summary_llm: Generate | None = ollama_generate(config)
+        """The LLM that summarises LOG.md (``generate(prompt) -> str``); None: the deterministic summary."""
         self.indexer = ColdIndexer(db, paths.archive_dir, self.store, config.cold.chunk_tokens)
         self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
         self._store: ColdStore | None = None

@@ -111,7 +111,7 @@ class ColdStore:
             try:
                 # A zero interval makes every read see other processes' writes.
                 db = lancedb.connect(self.path, read_consistency_interval=timedelta(0))
-                if TABLE in db.table_names():
+                if TABLE in db.list_tables().tables:
                     table = db.open_table(TABLE)
                 else:
                     table = self._create(db)
@@ -273,7 +273,7 @@ class ColdStore:
 
         with self._guard, self.writing():
             db = lancedb.connect(self.path)
-            if TABLE in db.table_names():
+            if TABLE in db.list_tables().tables:
                 db.drop_table(TABLE)
             self._table = None
 

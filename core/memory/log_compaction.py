@@ -235,7 +235,7 @@ class LogCompactor:
             report.summary_method = made.method
             summary_entry, new_size = self._swap(plan, made.text, report)
             log_index.mark_compacted(self.db, plan.entries, plan.archive_id, summary_entry)
-            self._record(plan.archive_id, summary_entry, len(plan.source), new_size)
+            self.record(plan.archive_id, summary_entry, len(plan.source), new_size)
             report.done = True
             log.info("LOG.md compacted: entries %d-%d -> %s (%d -> %d bytes, summary by %s)",
                      plan.first_seq, plan.last_seq, report.archive_path, report.bytes_before,
@@ -326,8 +326,8 @@ class LogCompactor:
             raise StorageError(f"cannot write archive {path}: {exc}") from exc
         return sha
 
-    def _record(self, archive_id: str, summary: LogEntry, source_bytes: int, new_size: int) -> None:
-        """Step 4: the ``compaction_history`` row (idempotent)."""
+    def record(self, archive_id: str, summary: LogEntry, source_bytes: int, new_size: int) -> None:
+        """Step 4: the ``compaction_history`` row of the compaction ``summary`` closed (idempotent)."""
         covers = summary.metadata["covers"]
         with self.db.transaction() as conn:
             conn.execute(
@@ -361,7 +361,7 @@ class LogCompactor:
         except FileNotFoundError as exc:
             raise CorruptionError(f"LOG.md's summary points at {archive}, which is missing") from exc
         log_index.mark_compacted(self.db, archived, archive_id, first)
-        self._record(archive_id, first, first.metadata.get("source_bytes", 0), self.log.path.stat().st_size)
+        self.record(archive_id, first, first.metadata.get("source_bytes", 0), self.log.path.stat().st_size)
         log.warning("finished the interrupted compaction into %s", archive)
         return [archive_id]
 

@@ -11,6 +11,10 @@ import sqlite3
 from core.memory.db import execute_script
 
 _NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+# An upsert, not INSERT OR REPLACE: an outer statement's conflict policy (the facts'
+# own upsert) would override "OR REPLACE" inside a trigger body.
+_QUEUE = "INSERT INTO cold_pending (item, queued_at) VALUES ({item}, {now}) " \
+    "ON CONFLICT (item) DO UPDATE SET queued_at = excluded.queued_at, attempts = 0, last_error = NULL;"
 
 
 def apply(conn: sqlite3.Connection) -> None:
@@ -36,17 +40,17 @@ def apply(conn: sqlite3.Connection) -> None:
         );
 
         CREATE TRIGGER user_facts_cold_insert AFTER INSERT ON user_facts BEGIN
-            INSERT OR REPLACE INTO cold_pending (item, queued_at) VALUES ('fact:' || NEW.key, {_NOW});
+            {_QUEUE.format(item="'fact:' || NEW.key", now=_NOW)}
         END;
         CREATE TRIGGER user_facts_cold_update AFTER UPDATE ON user_facts BEGIN
-            INSERT OR REPLACE INTO cold_pending (item, queued_at) VALUES ('fact:' || OLD.key, {_NOW});
-            INSERT OR REPLACE INTO cold_pending (item, queued_at) VALUES ('fact:' || NEW.key, {_NOW});
+            {_QUEUE.format(item="'fact:' || OLD.key", now=_NOW)}
+            {_QUEUE.format(item="'fact:' || NEW.key", now=_NOW)}
         END;
         CREATE TRIGGER user_facts_cold_delete AFTER DELETE ON user_facts BEGIN
-            INSERT OR REPLACE INTO cold_pending (item, queued_at) VALUES ('fact:' || OLD.key, {_NOW});
+            {_QUEUE.format(item="'fact:' || OLD.key", now=_NOW)}
         END;
         CREATE TRIGGER cold_notes_queue AFTER INSERT ON cold_notes BEGIN
-            INSERT OR REPLACE INTO cold_pending (item, queued_at) VALUES ('note:' || NEW.id, {_NOW});
+            {_QUEUE.format(item="'note:' || NEW.id", now=_NOW)}
         END;
         """,
     )
