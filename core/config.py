@@ -32,6 +32,8 @@ class MemoryConfig:
     """... or once this many entries were appended since the last SUMMARY."""
     auto_compact: bool = True
     """Compact LOG.md automatically when an append crosses a threshold."""
+    compact_summary_tokens: int = 500
+    """Target length of the SUMMARY entry that replaces compacted entries."""
     context_tokens: int = 2000
     """Default token budget of ``format_context_for_prompt``."""
 

@@ -20,6 +20,8 @@ from typing import Any
 from core.config import Config, load_config
 from core.errors import ValidationError
 from core.memory import log_index, now_file
+from core.memory.cold_memory import ColdMemory
+from core.memory.log_compaction import CompactionReport
 from core.memory.context import format_context
 from core.memory.db import Database
 from core.memory.facts import FactStore, redact
@@ -52,6 +54,7 @@ class MemoryManager:
             self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes
         )
         self.facts = FactStore(self.db)
+        self.cold = ColdMemory(self.paths, self.config, self.db, self.log, self.lock)
         self._open()
 
     def _open(self) -> None:
@@ -71,6 +74,7 @@ class MemoryManager:
                 now_file.write(self.paths.now_file, initial)
                 self.created.append(self.paths.now_file)
         log_index.reconcile(self.db, self.log)
+        self.cold.at_open()
 
     # -- hot tier -------------------------------------------------------------
 
@@ -165,6 +169,7 @@ class MemoryManager:
             content = check_text(content, "LOG entry content")
         entry = self.log.append(entry_type, redact(content, secrets), redact(metadata, secrets))
         log_index.record(self.db, [entry])
+        self.cold.after_append()
         return entry
 
     def read_log(self, last_n: int = 20) -> list[dict[str, Any]]:
@@ -230,6 +235,47 @@ class MemoryManager:
         """Delete a fact; return True if it existed."""
         return self.facts.delete(key)
 
+    # -- cold tier ------------------------------------------------------------
+
+    def store_memory(self, content: Any, metadata: dict[str, Any] | None = None, kind: str = "note") -> str:
+        """Store text in the cold tier (secrets redacted) and return its id.
+
+        The text is saved in memory.db first; if the embedder or LanceDB fails,
+        indexing is retried at the next sync and the text is never lost.
+
+        Raises:
+            ValidationError: empty or oversize content, kind not ``note``/``summary``.
+            EmbedderMismatchError: the store was built with another embedder.
+        """
+        return self.cold.store_memory(content, metadata, kind, self.facts.secret_values())
+
+    def recall_memory(
+        self, query: str, n_results: int = 5, kind: str | list[str] | None = None,
+        since: Any = None, until: Any = None,
+    ) -> list[dict[str, Any]]:
+        """Search the cold tier by meaning and words; best first.
+
+        Args:
+            query: what to look for.
+            n_results: how many results (1-100).
+            kind: ``log_archive``, ``fact``, ``note`` or ``summary`` (or a list of them).
+            since, until: only chunks created in this window (datetime or ISO-8601).
+
+        Returns:
+            ``{content, metadata, score, source, created_at, kind, id}`` dicts.
+        """
+        return self.cold.recall(query, n_results, kind, since, until, self.facts.secret_values())
+
+    def compact_log(self, summary: str | None = None, *, force: bool = True, dry_run: bool = False) -> CompactionReport:
+        """Compact LOG.md now: archive its entries, keep one SUMMARY, index the archive.
+
+        Args:
+            summary: used as is; otherwise the summarizer writes it (``cold.summary_llm``, else deterministic).
+            force: compact even below the thresholds (the default for an explicit call).
+            dry_run: report what would be archived; change nothing.
+        """
+        return self.cold.compact(summary, force=force, dry_run=dry_run)
+
     # -- prompt ---------------------------------------------------------------
 
     def format_context_for_prompt(self, max_tokens: int | None = None, log_entries: int = 50) -> str:
@@ -244,7 +290,8 @@ class MemoryManager:
         return format_context(self.agent_name, self.now_state(), entries, self.facts.list(), budget)
 
     def close(self) -> None:
-        """Release database connections. Safe to call twice."""
+        """Wait for background compaction, release the cold store and databases. Safe to call twice."""
+        self.cold.close()
         self.db.close()
 
     def __enter__(self) -> "MemoryManager":

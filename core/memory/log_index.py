@@ -77,3 +77,18 @@ def interrupted_runs(db: Database) -> list[dict]:
            ORDER BY s.id"""
     ).fetchall()
     return [{"run_id": r["run_id"], "seq": r["seq"], "started_at": r["timestamp"]} for r in rows]
+
+
+def mark_compacted(db: Database, archived: Iterable[LogEntry], archive_id: str, summary: LogEntry) -> None:
+    """Index a compaction: ``archived`` entries now live in ``archive_id``; ``summary`` took its seq."""
+    archived = list(archived)
+    with db.transaction() as conn:
+        conn.executemany(_INSERT, [_row(e, archive_id) for e in archived])
+        if archived:
+            conn.execute(
+                "UPDATE log_metadata SET compacted = 1, archive_id = ? WHERE id BETWEEN ? AND ?",
+                (archive_id, archived[0].seq, archived[-1].seq),
+            )
+        # The summary reuses the seq of the reservation entry it replaces.
+        conn.execute("DELETE FROM log_metadata WHERE id = ?", (summary.seq,))
+        conn.execute(_INSERT, _row(summary))

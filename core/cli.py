@@ -1,0 +1,121 @@
+"""The command line of the engine: one task, or an interactive session.
+
+    python -m core.engine --agent finn "Research Python asyncio and create a summary"
+    python -m core.engine --agent finn                 # interactive
+    python -m core.engine --agent finn --resume        # continue an interrupted run
+
+Interactive commands: /compact /status /now /log /facts /recall QUERY /exit.
+Library errors are printed as one line and exit non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Callable
+
+from core.errors import AgentOSError
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+"""0: done; 1: the turn ended in error or at the step limit; 2: a library error stopped the engine."""
+
+
+def parser() -> argparse.ArgumentParser:
+    cli = argparse.ArgumentParser(prog="python -m core.engine", description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    cli.add_argument("--agent", required=True, help="agent name, e.g. finn (its folder is $AGENTOS_HOME/<agent>)")
+    cli.add_argument("task", nargs="?", help="what to do; omit for the interactive mode")
+    cli.add_argument("--model", help="Ollama model (default: llm.model in the config)")
+    cli.add_argument("--host", help="Ollama address (default: llm.host, $OLLAMA_HOST, http://127.0.0.1:11434)")
+    cli.add_argument("--session", default="main", help="conversation session name (default: main)")
+    cli.add_argument("--resume", action="store_true", help="continue the interrupted run from its checkpoint")
+    cli.add_argument("--offline", action="store_true", help="use the offline backend (no model server)")
+    cli.add_argument("-v", "--verbose", action="store_true", help="log each LLM call and turn to stderr")
+    return cli
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the engine from the command line; return the exit code."""
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    from core.engine import Engine  # imported here so --help stays instant
+
+    try:
+        with Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host) as engine:
+            print(engine.notice, file=sys.stderr)
+            if engine.recovered:
+                print(f"Found {len(engine.recovered)} interrupted run(s); NOW.md says where it stopped.", file=sys.stderr)
+            try:
+                if args.resume:
+                    return _turn(engine, engine.resume)
+                if args.task is not None:
+                    return _turn(engine, lambda: engine.run(args.task))
+                return interactive(engine)
+            finally:
+                engine.manager.close()  # lets a background LOG.md compaction finish before exit
+    except AgentOSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _turn(engine, start: Callable) -> int:
+    from core.spinner import Spinner
+
+    with Spinner(f"{engine.paths.name} is working"):
+        result = start()
+    print(result.response)
+    if not result.ok:
+        print(f"error: the run ended with outcome {result.outcome}; NOW.md says what to do next", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def interactive(engine) -> int:
+    """Read requests and commands until /exit or end of input."""
+    print(f"Talking to {engine.paths.name} (session {engine.session.id}). /exit to leave.", file=sys.stderr)
+    while True:
+        try:
+            line = input("> ").strip()
+        except EOFError:
+            return EXIT_OK
+        if not line:
+            continue
+        if line in ("/exit", "/quit"):
+            return EXIT_OK
+        try:
+            if line.startswith("/"):
+                print(command(engine, line))
+            else:
+                _turn(engine, lambda: engine.run(line))
+        except AgentOSError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+
+
+def command(engine, line: str) -> str:
+    """Run one slash command and return its text."""
+    name, _, rest = line.partition(" ")
+    manager = engine.manager
+    if name == "/compact":
+        report = engine.compact()
+        head = f"Compacted ({report.method}): {report.tokens_before} -> {report.tokens_after} tokens."
+        return f"{head}\n\n{report.summary}" if report.summary else head
+    if name == "/status":
+        now = manager.now_state()
+        return (f"{engine.notice}\nsession {engine.session.id}: {engine.conversation.message_count()} messages, "
+                f"~{engine.conversation.tokens()} tokens\nNOW: {now.status} - {now.current_step or '(no step)'}")
+    if name == "/now":
+        return manager.paths.now_file.read_text(encoding="utf-8")
+    if name == "/log":
+        return "\n".join(f"#{e['seq']} {e['ts']} {e['type']}: {e['content']}" for e in manager.read_log(20))
+    if name == "/facts":
+        return "\n".join(f"{f['key']} ({f['category']}): {f['value']}" for f in manager.list_facts()) or "(no facts)"
+    if name == "/recall":
+        if not rest.strip():
+            return "usage: /recall QUERY"
+        return json.dumps(manager.recall_memory(rest.strip()), indent=1, ensure_ascii=False, default=str)
+    return "commands: /compact /status /now /log /facts /recall QUERY /exit"

@@ -1,0 +1,220 @@
+"""One agent session in the conversation-memory provider, as the engine sees it.
+
+The engine reads the conversation through :meth:`Conversation.history` (the
+provider's ``assemble``) and stores each finished turn with
+:meth:`Conversation.append_turn`. A provider without its own compaction gets
+seed 002's handoff compaction: a structured summary replaces all but the last
+``keep_tail`` messages in what the model sees. The summary lives in
+``memory/sessions/<session>.handoff.json`` (atomic replace); the messages stay
+stored, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from core import prompts
+from core.errors import CorruptionError, SummarizerError, ValidationError
+from core.memory.fsutil import atomic_write
+from core.memory.log_format import utc_timestamp
+from core.memory.provider.capabilities import Compactor, ConstraintStore, ProfileStore, SessionManager
+from core.memory.provider.messages import Message
+from core.memory.provider.types import CompactionMode, Session
+from core.memory.tokens import estimate_tokens
+from core.paths import AgentPaths
+from core.system_prompt import Identity
+
+log = logging.getLogger(__name__)
+
+EVERYTHING = 10**12
+"""A budget and fresh tail larger than any session: "give me all of it"."""
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """A handoff summary standing in for the first ``covered`` messages of the session."""
+
+    summary: str
+    covered: int
+    created_at: str
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    """What a session compaction did, for the user."""
+
+    method: str
+    """``lcm`` (the provider's full compaction) or ``handoff`` (seed 002 summary)."""
+    tokens_before: int
+    tokens_after: int
+    summary: str = ""
+    """The handoff summary (empty for LCM)."""
+
+
+class Conversation:
+    """The session's messages through the provider, plus handoff compaction when the provider has none."""
+
+    def __init__(self, provider: Any, session: Session, paths: AgentPaths, fresh_tail: int) -> None:
+        self.provider = provider
+        self.session = session
+        self.fresh_tail = fresh_tail
+        self.handoff_file = paths.memory_dir / "sessions" / f"{_safe(session.id)}.handoff.json"
+        provider.bootstrap(session)
+
+    # -- reading ----------------------------------------------------------------
+
+    def history(self, budget: int) -> list[dict[str, Any]]:
+        """Earlier turns as Ollama chat dicts, oldest first, within ``budget`` tokens (the fresh tail always)."""
+        handoff = self.handoff()
+        if handoff is None:
+            messages = self.provider.assemble(self.session, max(0, budget), self.fresh_tail)
+            return [m.to_ollama() for m in messages]
+        prefix = _handoff_messages(handoff)
+        rest = _fit(self._all_messages()[handoff.covered:], budget - _tokens(prefix), self.fresh_tail)
+        return prefix + [m.to_ollama() for m in rest]
+
+    def tokens(self) -> int:
+        """Tokens the session would put before the model now (its size for auto-compaction)."""
+        handoff = self.handoff()
+        if handoff is not None:
+            return estimate_tokens(handoff.summary) + sum(m.tokens() for m in self._all_messages()[handoff.covered:])
+        stats = self.provider.stats(self.session)
+        return stats.context_tokens or stats.token_count
+
+    def message_count(self) -> int:
+        """Messages stored for the session."""
+        return self.provider.stats(self.session).message_count
+
+    def handoff(self) -> Handoff | None:
+        """The current handoff summary, if the session was compacted that way."""
+        try:
+            data = json.loads(self.handoff_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise CorruptionError(f"cannot read {self.handoff_file}: {exc}; delete it to drop the summary") from exc
+        return Handoff(str(data["summary"]), int(data["covered"]), str(data.get("created_at", "")))
+
+    def identity(self) -> Identity:
+        """Soul, constraints and user profile from the provider's profile store (when it has one)."""
+        user, agent = self.session.user_id, self.session.agent_id
+        soul = profile = ""
+        constraints: tuple[str, ...] = ()
+        if isinstance(self.provider, ProfileStore):
+            soul = self.provider.get_agent_soul(user, agent)
+            profile = self.provider.get_profile(user, agent)
+        if isinstance(self.provider, ConstraintStore):
+            constraints = tuple(c.text for c in self.provider.get_constraints(user, agent))
+        return Identity(soul=soul, constraints=constraints, profile=profile)
+
+    # -- writing ----------------------------------------------------------------
+
+    def append_turn(self, turn_id: str, messages: list[dict[str, Any]], maybe_stored: bool = False) -> bool:
+        """Store one finished turn; return False if it was already stored.
+
+        ``maybe_stored`` says an earlier attempt may have stored it before a kill:
+        then the session's last messages are compared with the turn first.
+
+        Raises:
+            ValidationError: a message is malformed; nothing is stored.
+        """
+        converted = [Message.from_ollama(m) for m in messages]
+        if not converted:
+            return False
+        last = self.provider.assemble(self.session, 1, len(converted)) if maybe_stored else []
+        if maybe_stored and [_key(m) for m in last[-len(converted):]] == [_key(m) for m in converted]:
+            log.info("turn %s is already in session %s", turn_id, self.session.id)
+            return False
+        self.provider.append(self.session, converted)
+        return True
+
+    def compact(self, summarize, keep_tail: int) -> CompactionReport:
+        """Compact the session: the provider's full compaction if it has one, else a handoff summary.
+
+        ``summarize(prompt) -> text`` asks the backend. On any failure the session is untouched.
+
+        Raises:
+            SummarizerError: the summary failed or was empty.
+        """
+        before = self.tokens()
+        if isinstance(self.provider, Compactor):
+            self.provider.compact(self.session, CompactionMode.FULL)
+            return CompactionReport("lcm", before, self.tokens())
+        return self._handoff_compact(summarize, keep_tail, before)
+
+    def _handoff_compact(self, summarize, keep_tail: int, before: int) -> CompactionReport:
+        messages = self._all_messages()
+        previous = self.handoff()
+        start = previous.covered if previous else 0
+        covered = _cut(messages, max(start, len(messages) - max(0, keep_tail)))
+        if covered <= start:
+            raise ValidationError(f"nothing to compact: the session has at most {keep_tail} messages since the last summary")
+        transcript = _transcript(previous, messages[start:covered])
+        summary = summarize(f"{prompts.load('HANDOFF')}\n\n# Conversation\n\n{transcript}")
+        if not isinstance(summary, str) or not summary.strip():
+            raise SummarizerError("empty summary response: the session was left untouched")
+        record = {"summary": summary.strip(), "covered": covered, "created_at": utc_timestamp(),
+                  "session": self.session.id}
+        self.handoff_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.handoff_file, json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8"))
+        return CompactionReport("handoff", before, self.tokens(), summary.strip())
+
+    def _all_messages(self) -> list[Message]:
+        if isinstance(self.provider, SessionManager):
+            return self.provider.load_history(self.session.id)
+        return self.provider.assemble(self.session, EVERYTHING, EVERYTHING)
+
+
+def _handoff_messages(handoff: Handoff) -> list[dict[str, Any]]:
+    """Seed 002: the summary as a user message and an assistant acknowledgment."""
+    return [
+        {"role": "user", "content": f"[Summary of the earlier conversation]\n\n{handoff.summary}"},
+        {"role": "assistant", "content": prompts.load("HANDOFF_ACK")},
+    ]
+
+
+def _cut(messages: list[Message], index: int) -> int:
+    """Move a cut back so the kept tail never starts with a tool result cut off from its call."""
+    while 0 < index < len(messages) and messages[index].role == "tool":
+        index -= 1
+    return index
+
+
+def _fit(messages: list[Message], budget: int, fresh_tail: int) -> list[Message]:
+    kept: list[Message] = []
+    for position, message in enumerate(reversed(messages)):
+        cost = message.tokens()
+        if position >= fresh_tail and cost > budget:
+            break
+        kept.append(message)
+        budget -= cost
+    kept.reverse()
+    while kept and kept[0].role == "tool":
+        kept.pop(0)
+    return kept
+
+
+def _transcript(previous: Handoff | None, messages: list[Message]) -> str:
+    lines = []
+    if previous:
+        lines.append(f"[Summary of what came before]\n{previous.summary}\n")
+    for message in messages:
+        name = f" ({message.tool_name})" if message.tool_name else ""
+        lines.append(f"{message.role}{name}: {message.text()}")
+    return "\n".join(lines)
+
+
+def _tokens(messages: list[dict[str, Any]]) -> int:
+    return sum(estimate_tokens(str(m.get("content") or "")) for m in messages)
+
+
+def _key(message: Message) -> tuple[str, str, str]:
+    return message.role, message.content, message.tool_name
+
+
+def _safe(session_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)

@@ -1,0 +1,275 @@
+"""The engine: a LangGraph loop that runs one agent on its memory.
+
+    python -m core.engine --agent finn "Research Python asyncio and create a summary"
+    python core/engine.py --agent finn "Continue"
+
+Graph: load_memory → planner ⇄ tools → finalize, checkpointed after every node
+in ``memory/checkpoints.db`` (LangGraph's SQLite saver, strict durability), one
+thread per agent session. A run killed at any moment is found on the next start
+(RUN_START without RUN_END → INTERRUPTED) and its turn goes on from the last
+checkpoint: only the interrupted node runs again, and it skips what LOG.md
+shows it already did.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if __name__ == "__main__" and not __package__:
+    # Run as a file (python core/engine.py): import the package from the repository root, not core/.
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+import logging
+import sqlite3
+import traceback
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+
+from core.config import Config, load_config
+from core.conversation import CompactionReport, Conversation
+from core.errors import AgentOSError, EngineError
+from core.llm.backend import Backend
+from core.llm.select import choose_backend
+from core.memory.provider.types import Session
+from core.memory_tool import memory_tools
+from core.nodes.finalize import finalize
+from core.nodes.load_memory import load_memory
+from core.nodes.planner import planner
+from core.nodes.runtime import Runtime, is_continue, mask_credentials
+from core.nodes.tools import tools
+from core.paths import AgentPaths
+from core.plugins.memory import open_provider
+from core.session_compaction import auto_compact, compact_session, summarizer_for
+from core.skills.base import memory_for
+from core.state import AgentState
+from core.toolbox import build_toolbox
+
+log = logging.getLogger(__name__)
+
+LOCAL_USER = "local"
+"""The user id of the command line (profiles and constraints are per user and agent)."""
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """How a turn ended."""
+
+    response: str
+    """The answer for the user (or what went wrong and what to do)."""
+    outcome: str
+    """``done``, ``error`` or ``step_limit``."""
+    run_id: str
+    steps: int = 0
+    tool_calls: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "done"
+
+
+def build_graph(rt: Runtime, checkpointer: Any) -> Any:
+    """The compiled graph: load_memory → planner ⇄ tools → finalize."""
+    graph = StateGraph(AgentState)
+    graph.add_node("load_memory", lambda state: load_memory(state, rt))
+    graph.add_node("planner", lambda state: planner(state, rt))
+    graph.add_node("tools", lambda state: tools(state, rt))
+    graph.add_node("finalize", lambda state: finalize(state, rt))
+    graph.add_edge(START, "load_memory")
+    graph.add_edge("load_memory", "planner")
+    graph.add_conditional_edges("planner", lambda state: after_planner(state, rt), ["tools", "planner", "finalize"])
+    graph.add_conditional_edges("tools", lambda state: after_tools(state, rt), ["planner", "finalize"])
+    graph.add_edge("finalize", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def after_planner(state: AgentState, rt: Runtime) -> str:
+    """Run the tools the model asked for, retry a failed call, or finish."""
+    if state.get("outcome") or state.get("retries", 0) > rt.config.engine.max_retries:
+        return "finalize"
+    if state.get("pending_tool_calls"):
+        return "tools"
+    if state["messages"] and state["messages"][-1]["role"] == "assistant":
+        return "finalize"
+    return "planner"
+
+
+def after_tools(state: AgentState, rt: Runtime) -> str:
+    """Back to the model with the results, unless errors used up the retries."""
+    return "finalize" if state.get("retries", 0) > rt.config.engine.max_retries else "planner"
+
+
+class Engine:
+    """One agent session: memory, backend, tools, conversation and the checkpointed graph."""
+
+    def __init__(
+        self,
+        agent_name: str,
+        *,
+        session: str = "main",
+        offline: bool = False,
+        model: str | None = None,
+        host: str | None = None,
+        backend: Backend | None = None,
+        config: Config | None = None,
+    ) -> None:
+        """Open the agent (creating its memory on first use) and recover interrupted runs.
+
+        Raises:
+            InvalidAgentNameError, ConfigError: bad agent name or config; nothing is created.
+        """
+        self.paths = AgentPaths.for_agent(agent_name)
+        self.config = config or load_config(self.paths)
+        self.manager = memory_for(agent_name)
+        if backend is None:
+            choice = choose_backend(self.config.llm, offline=offline, model=model, host=host)
+            backend, self.notice = choice.backend, choice.notice
+        else:
+            self.notice = f"backend: {backend.name}, model {backend.model}"
+        self.backend = backend
+        self.provider = open_provider(None, self.paths.db_file, summarizer=self._summarizer(),
+                                      config=self.config.provider)
+        self.session = Session(id=f"{agent_name}:{session}", agent_id=agent_name, user_id=LOCAL_USER, channel="cli")
+        self.conversation = Conversation(self.provider, self.session, self.paths, self.config.provider.fresh_tail)
+        toolbox = build_toolbox(self.paths, extra=memory_tools(self.provider, self.session))
+        self.runtime = Runtime(self.manager, backend, toolbox, self.conversation, self.config,
+                               identity=self.conversation.identity)
+        self._saver_conn = sqlite3.connect(self.paths.checkpoints_file, check_same_thread=False)
+        self.graph = build_graph(self.runtime, SqliteSaver(self._saver_conn))
+        self.thread = {"configurable": {"thread_id": self.session.id},
+                       "recursion_limit": 2 * self.config.engine.max_steps + 10}
+        self.recovered = self.recover()
+
+    def _summarizer(self) -> Any:
+        from core.plugins.memory.lcm import DeterministicSummarizer, LLMSummarizer
+
+        if self.backend.name == "offline":
+            return DeterministicSummarizer()
+        return LLMSummarizer(summarizer_for(self.backend))
+
+    # -- runs -------------------------------------------------------------------
+
+    def recover(self) -> list[str]:
+        """Mark runs that never ended (their process died) INTERRUPTED; NOW → interrupted. Return their ids."""
+        runs = [run["run_id"] for run in self.manager.interrupted_runs()]
+        for run_id in runs:
+            self.manager.mark_interrupted(run_id)
+        if runs:
+            self.manager.update_now(
+                state="interrupted", current_step="Interrupted: the last run stopped before it finished",
+                resume_hint=f"Say 'continue' or run: python -m core.engine --agent {self.paths.name} --resume",
+                run_id=None,
+            )
+            log.warning("agent %s: %d interrupted run(s) found: %s", self.paths.name, len(runs), ", ".join(runs))
+        return runs
+
+    def pending_turn(self) -> dict[str, Any] | None:
+        """The state of a turn that stopped before finishing (from the checkpoint), or None."""
+        snapshot = self.graph.get_state(self.thread)
+        return dict(snapshot.values) if snapshot.next else None
+
+    def run(self, task: str) -> TurnResult:
+        """Run one turn for ``task``; "continue" resumes an unfinished turn from its checkpoint.
+
+        Raises:
+            BackendUnavailableError, ModelNotFoundError: the model cannot be reached (NOW and LOG say so).
+            ValidationError: ``task`` is empty or not text.
+        """
+        if not isinstance(task, str) or not task.strip():
+            raise EngineError("the task is empty: say what the agent should do")
+        pending = self.pending_turn()
+        if pending is not None and is_continue(task):
+            return self.resume()
+        if pending is not None:
+            self.manager.append_log("SYSTEM", f"unfinished turn {pending.get('turn_id')} set aside for a new request",
+                                    {"turn_id": pending.get("turn_id"), "kind": "turn_abandoned"})
+        self.runtime.notes.clear()
+        report = auto_compact(self.conversation, self.backend, self.config.compaction, self.manager)
+        if report is not None:
+            log.info("session compacted before the turn: %s -> %s tokens", report.tokens_before, report.tokens_after)
+        return self._invoke(self._new_turn(task), task)
+
+    def resume(self) -> TurnResult:
+        """Continue the unfinished turn from its checkpoint, or the interrupted objective in NOW.md.
+
+        Raises:
+            EngineError: there is nothing to resume.
+        """
+        pending = self.pending_turn()
+        if pending is None:
+            now = self.manager.now_state()
+            if now.objective and now.status in ("interrupted", "error", "active", "blocked"):
+                return self._invoke(self._new_turn("Continue"), "Continue")
+            raise EngineError("nothing to resume: the last turn finished and NOW.md has no open objective")
+        self.runtime.resumed = True
+        try:
+            return self._invoke(None, f"resume: {pending.get('task', '')}")
+        finally:
+            self.runtime.resumed = False
+
+    def compact(self) -> CompactionReport:
+        """Compact the session now (``/compact``).
+
+        Raises:
+            SummarizerError: the summary failed or was empty; the session is untouched.
+        """
+        return compact_session(self.conversation, self.backend, self.config.compaction, self.manager)
+
+    def _new_turn(self, task: str) -> AgentState:
+        return AgentState(
+            task=task, turn_id=uuid.uuid4().hex[:12], session_id=self.session.id, agent_name=self.paths.name,
+            auto_log_enabled=True, memory_context=None, messages=[], pending_tool_calls=[], steps=0,
+            tool_calls_done=0, retries=0, errors=[], final_response="", outcome="",
+        )
+
+    def _invoke(self, state: AgentState | None, objective: str) -> TurnResult:
+        run_id = self.manager.start_run(mask_credentials(objective)[:300])
+        self.runtime.run_id = run_id
+        try:
+            final = self.graph.invoke(state, self.thread, durability="sync")
+        except BaseException as exc:
+            self._fail(run_id, exc)
+            raise
+        outcome = final.get("outcome") or "error"
+        response = final.get("final_response") or ""
+        self.manager.end_run(run_id, outcome, response[:500] if outcome == "done" else (final.get("errors") or [""])[-1])
+        return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0))
+
+    def _fail(self, run_id: str, exc: BaseException) -> None:
+        """Self-annealing for an error that stops the run: log it, NOW says what to do, RUN_END error."""
+        if isinstance(exc, KeyboardInterrupt):
+            self.manager.end_run(run_id, "interrupted", "stopped by the user")
+            self.manager.update_now(state="interrupted", current_step="Stopped by the user",
+                                    resume_hint=f"Run: python -m core.engine --agent {self.paths.name} --resume")
+            return
+        line = f"{type(exc).__name__}: {exc}"
+        self.manager.append_log("ERROR", line, {"run_id": run_id, "traceback": traceback.format_exc()})
+        self.manager.update_now(
+            state="error", current_step="Error encountered - recovery needed", blockers=[line[:300]],
+            next_steps=["Review LOG.md", "Fix the cause (see the error)", "Run again with --resume"],
+            resume_hint=f"After fixing the cause run: python -m core.engine --agent {self.paths.name} --resume",
+        )
+        self.manager.end_run(run_id, "error", line[:500])
+        if not isinstance(exc, AgentOSError):
+            log.error("run %s failed with an unexpected error", run_id, exc_info=exc)
+
+    def close(self) -> None:
+        """Close the checkpoint database and the provider. Safe twice."""
+        self._saver_conn.close()
+        self.provider.close()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+if __name__ == "__main__":
+    from core.cli import main
+
+    sys.exit(main())

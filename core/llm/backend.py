@@ -1,0 +1,59 @@
+"""The Backend protocol: one chat call with tools, one reply.
+
+Messages are Ollama chat dicts (``{"role", "content", "tool_calls", "tool_name"}``),
+tools are Ollama/OpenAI tool definitions. A backend turns its vendor's
+errors into :class:`core.errors.BackendError` subclasses at the boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call requested by the model."""
+
+    name: str
+    """The tool's name, as offered."""
+    arguments: dict[str, Any]
+    """The arguments object (already parsed from JSON)."""
+    id: str = ""
+    """A stable id the engine assigns, so a re-run never repeats a finished call."""
+
+    def as_message_part(self) -> dict[str, Any]:
+        """The call in the shape of an Ollama assistant message's ``tool_calls`` item."""
+        return {"function": {"name": self.name, "arguments": dict(self.arguments)}}
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """The model's answer to one chat call."""
+
+    text: str = ""
+    """Assistant text (may be empty when the model only calls tools)."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Tools the model wants run before it answers."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """Token counts reported by the backend (``prompt_tokens``, ``completion_tokens``) if any."""
+
+
+class Backend(Protocol):
+    """An LLM that can chat with tool calling."""
+
+    name: str
+    """``ollama`` or ``offline``."""
+    model: str
+    """The model used, for messages to the user."""
+
+    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+        """Send the conversation (system prompt first) and the tool definitions; return the reply.
+
+        Raises:
+            BackendUnavailableError: the model server cannot be reached.
+            ModelNotFoundError: the server lacks the model.
+            ToolArgumentError: the model produced a tool call whose arguments are not a JSON object.
+            BackendError: any other failure of the backend.
+        """
+        ...

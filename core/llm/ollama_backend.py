@@ -1,0 +1,110 @@
+"""The Ollama backend, through the official ``ollama`` client.
+
+The client is always built explicitly with ``ollama.Client(host=..., timeout=...)``:
+the module-level client reads ``OLLAMA_HOST`` once at import and would ignore
+a host chosen later. Vendor errors become :mod:`core.errors` errors here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import httpx
+import ollama
+import pydantic
+
+from core.errors import BackendError, BackendUnavailableError, ModelNotFoundError, ToolArgumentError
+from core.llm.backend import ChatReply, ToolCall
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+PING_TIMEOUT_S = 2.0
+
+
+def resolve_host(flag: str | None = None, configured: str = "") -> str:
+    """The Ollama address: the ``--host`` flag, else the config's ``llm.host``, else ``$OLLAMA_HOST``, else the default."""
+    return flag or configured or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+
+
+class OllamaBackend:
+    """Chat with tool calling against an Ollama server."""
+
+    name = "ollama"
+
+    def __init__(self, model: str, host: str = DEFAULT_HOST, timeout_s: float = 120.0) -> None:
+        self.model = model
+        self.host = host
+        self.timeout_s = timeout_s
+        self.client = ollama.Client(host=host, timeout=timeout_s)
+
+    def ping(self) -> bool:
+        """True if a server answers at the host within a couple of seconds."""
+        probe = ollama.Client(host=self.host, timeout=PING_TIMEOUT_S)
+        try:
+            probe.list()
+        except (ConnectionError, httpx.HTTPError, ollama.ResponseError, pydantic.ValidationError) as exc:
+            log.info("no Ollama at %s: %s", self.host, exc)
+            return False
+        finally:
+            probe.close()
+        return True
+
+    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+        """One chat call; see :meth:`core.llm.backend.Backend.chat`."""
+        log.info("LLM call: ollama %s at %s, %d messages, %d tools", self.model, self.host, len(messages), len(tools))
+        try:
+            response = self.client.chat(model=self.model, messages=messages, tools=tools or None)
+        except ConnectionError as exc:
+            raise BackendUnavailableError(
+                f"no Ollama server answers at {self.host}: start it with `ollama serve`, set OLLAMA_HOST, "
+                "or run with --offline"
+            ) from exc
+        except httpx.TimeoutException as exc:
+            raise BackendError(
+                f"Ollama at {self.host} did not answer within {self.timeout_s:g}s: raise llm.timeout_s "
+                "or use a smaller model"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise BackendUnavailableError(f"cannot talk to Ollama at {self.host}: {exc}") from exc
+        except ollama.ResponseError as exc:
+            raise _response_error(exc, self.model) from exc
+        except pydantic.ValidationError as exc:
+            raise ToolArgumentError(
+                f"the model's reply could not be read (tool call arguments must be a JSON object): "
+                f"{_first_error(exc)}"
+            ) from exc
+        return _reply(response)
+
+
+def _response_error(exc: ollama.ResponseError, model: str) -> BackendError:
+    message = str(exc.error)
+    if exc.status_code == 404 or "not found" in message.lower():
+        return ModelNotFoundError(f"Ollama has no model {model!r}: run `ollama pull {model}` or pass --model")
+    if "tool call" in message.lower():
+        return ToolArgumentError(f"the model produced a malformed tool call: {message}")
+    return BackendError(f"Ollama failed (HTTP {exc.status_code}): {message}")
+
+
+def _first_error(exc: pydantic.ValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return str(exc)
+    first = errors[0]
+    return f"{'.'.join(map(str, first.get('loc', ())))}: {first.get('msg', '')}"
+
+
+def _reply(response: ollama.ChatResponse) -> ChatReply:
+    message = response.message
+    calls = tuple(
+        ToolCall(name=call.function.name, arguments=dict(call.function.arguments or {}))
+        for call in (message.tool_calls or ())
+    )
+    usage = {}
+    if response.prompt_eval_count is not None:
+        usage["prompt_tokens"] = response.prompt_eval_count
+    if response.eval_count is not None:
+        usage["completion_tokens"] = response.eval_count
+    return ChatReply(text=message.content or "", tool_calls=calls, usage=usage)

@@ -1,0 +1,217 @@
+"""What goes into the cold store, and keeping it in step with its sources.
+
+The sources of truth are files and memory.db: LOG.md archives (chunked on
+entry boundaries, plus their summary), facts (never ``secret`` ones) and
+notes stored with ``store_memory``. Work still to do is recorded next to the
+source, so a crash or a failing embedder only delays indexing:
+
+- ``compaction_history.indexed_at IS NULL``: an archive whose chunks are not in yet;
+- ``cold_pending``: facts and notes changed since they were indexed (queued by
+  triggers in the same transaction as the change).
+
+:meth:`ColdIndexer.sync` does that work; it is idempotent because every chunk
+id is derived from its source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Callable, Iterable
+
+from core.errors import BackendError, ColdStoreError, CorruptionError
+from core.memory.cold_store import Chunk, ColdStore
+from core.memory.db import Database
+from core.memory.log_format import LogEntry, decode_line, is_header, utc_timestamp
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int], None]
+"""Called with the number of chunks just written."""
+
+_BATCH = 256
+
+
+def parse_log_bytes(data: bytes, where: str) -> list[LogEntry]:
+    """The readable entries of LOG.md-format bytes; damaged lines are reported and skipped."""
+    entries = []
+    for line_no, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw or (line_no == 1 and is_header(raw)):
+            continue
+        try:
+            entries.append(decode_line(raw))
+        except CorruptionError as exc:
+            log.warning("%s line %d skipped: %s", where, line_no, exc)
+    return entries
+
+
+def render_entry(entry: LogEntry) -> str:
+    """One entry as chunk text: ``[seq ts TYPE] content``."""
+    return f"[{entry.seq} {entry.ts} {entry.type}] {entry.content}"
+
+
+def archive_chunks(archive_id: str, entries: Iterable[LogEntry], chunk_tokens: int) -> list[Chunk]:
+    """Cut an archive's entries into chunks of about ``chunk_tokens``, never across two entries' middles.
+
+    Whole entries are packed together; an entry longer than a chunk is split
+    into pieces of its own. SUMMARY entries are skipped: each is indexed as the
+    ``summary`` chunk of its own compaction.
+    """
+    limit = max(200, chunk_tokens * 4)
+    pieces: list[list[tuple[LogEntry, str]]] = [[]]
+    size = 0
+    for entry in entries:
+        if entry.type == "SUMMARY":
+            continue
+        text = render_entry(entry)
+        parts = [text[i : i + limit] for i in range(0, len(text), limit)]
+        for part in parts:
+            if pieces[-1] and size + len(part) > limit:
+                pieces.append([])
+                size = 0
+            pieces[-1].append((entry, part))
+            size += len(part) + 1
+    return [_archive_chunk(archive_id, n, group) for n, group in enumerate(p for p in pieces if p)]
+
+
+def _archive_chunk(archive_id: str, number: int, group: list[tuple[LogEntry, str]]) -> Chunk:
+    first, last = group[0][0], group[-1][0]
+    return Chunk(
+        id=f"log:{archive_id}:{number}",
+        origin=f"archive:{archive_id}",
+        kind="log_archive",
+        text="\n".join(part for _, part in group),
+        source=f"archive/{archive_id}.md#seq={first.seq}-{last.seq}",
+        created_at=first.ts,
+        metadata={"archive_id": archive_id, "chunk_no": number, "first_seq": first.seq,
+                  "last_seq": last.seq, "types": sorted({e.type for e, _ in group})},
+    )
+
+
+def summary_chunk(archive_id: str, text: str, first_seq: int, last_seq: int, created_at: str) -> Chunk:
+    """The summary of one compaction as a ``summary`` chunk."""
+    return Chunk(
+        id=f"summary:{archive_id}", origin=f"archive:{archive_id}", kind="summary", text=text,
+        source=f"archive/{archive_id}.md#seq={first_seq}-{last_seq}", created_at=created_at,
+        metadata={"archive_id": archive_id, "first_seq": first_seq, "last_seq": last_seq},
+    )
+
+
+class ColdIndexer:
+    """Brings the cold store in line with archives, facts and notes."""
+
+    def __init__(self, db: Database, archive_dir: Path, store: Callable[[], ColdStore], chunk_tokens: int) -> None:
+        self.db = db
+        self.archive_dir = archive_dir
+        self._store = store
+        self.chunk_tokens = chunk_tokens
+
+    def pending(self) -> int:
+        """How many archives and items wait to be indexed (one cheap query, no LanceDB)."""
+        return self.db.conn.execute(
+            "SELECT (SELECT count(*) FROM cold_pending)"
+            " + (SELECT count(*) FROM compaction_history WHERE indexed_at IS NULL)"
+        ).fetchone()[0]
+
+    def sync(self, progress: Progress | None = None) -> int:
+        """Index every pending archive, fact and note; return the chunks written.
+
+        Raises:
+            BackendError, ColdStoreError: indexing failed; the work stays pending.
+            CorruptionError: an archive does not match its recorded sha256.
+        """
+        written = 0
+        archives = self.db.conn.execute(
+            "SELECT archive_id FROM compaction_history WHERE indexed_at IS NULL ORDER BY first_seq"
+        ).fetchall()
+        for row in archives:
+            count = self.index_archive(row["archive_id"])
+            written += count
+            if progress:
+                progress(count)
+        while True:
+            batch = self.db.conn.execute(
+                "SELECT item, queued_at FROM cold_pending ORDER BY queued_at LIMIT ?", (_BATCH,)
+            ).fetchall()
+            if not batch:
+                return written
+            count = self._sync_items([(r["item"], r["queued_at"]) for r in batch])
+            written += count
+            if progress:
+                progress(count)
+
+    def index_archive(self, archive_id: str) -> int:
+        """(Re)index one compacted archive and its summary; return the chunks written."""
+        row = self.db.conn.execute(
+            "SELECT * FROM compaction_history WHERE archive_id = ?", (archive_id,)
+        ).fetchone()
+        path = self.archive_dir / f"{archive_id}.md"
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ColdStoreError(f"cannot read archive {path}: {exc}") from exc
+        if row["archive_sha256"] and hashlib.sha256(data).hexdigest() != row["archive_sha256"]:
+            raise CorruptionError(f"archive {path} does not match its sha256 in compaction_history")
+        entries = parse_log_bytes(data, str(path))
+        chunks = archive_chunks(archive_id, entries, self.chunk_tokens)
+        if row["summary"].strip():
+            created = entries[-1].ts if entries else row["compacted_at"]
+            chunks.append(summary_chunk(archive_id, row["summary"], row["first_seq"], row["last_seq"], created))
+        written = self._store().upsert({f"archive:{archive_id}": chunks})
+        with self.db.transaction() as conn:
+            conn.execute(
+                "UPDATE compaction_history SET indexed_at = ? WHERE archive_id = ?", (utc_timestamp(), archive_id)
+            )
+        log.info("indexed archive %s: %d chunks", archive_id, written)
+        return written
+
+    def _sync_items(self, batch: list[tuple[str, str]]) -> int:
+        groups = {item: self._item_chunks(item) for item, _ in batch}
+        try:
+            written = self._store().upsert(groups)
+        except (BackendError, ColdStoreError) as exc:
+            with self.db.transaction() as conn:
+                conn.executemany(
+                    "UPDATE cold_pending SET attempts = attempts + 1, last_error = ? WHERE item = ?",
+                    [(str(exc)[:500], item) for item, _ in batch],
+                )
+            raise
+        with self.db.transaction() as conn:
+            # An item changed again while we indexed keeps its newer queue row.
+            conn.executemany("DELETE FROM cold_pending WHERE item = ? AND queued_at = ?", batch)
+        return written
+
+    def _item_chunks(self, item: str) -> list[Chunk]:
+        kind, _, key = item.partition(":")
+        conn = self.db.conn
+        if kind == "fact":
+            fact = conn.execute("SELECT * FROM user_facts WHERE key = ?", (key,)).fetchone()
+            if fact is None or fact["category"] == "secret":
+                return []
+            return [Chunk(
+                id=item, origin=item, kind="fact", text=f"{fact['key']}: {fact['value']}", source=item,
+                created_at=fact["updated_at"], metadata={"key": fact["key"], "category": fact["category"]},
+            )]
+        note = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (key,)).fetchone()
+        if kind != "note" or note is None:
+            return []
+        return [Chunk(
+            id=item, origin=item, kind=note["kind"], text=note["text"], source=item,
+            created_at=note["created_at"], metadata=json.loads(note["metadata"]),
+        )]
+
+    def mark_all_pending(self) -> None:
+        """Queue every archive, fact and note again (the first step of a full re-index)."""
+        now = utc_timestamp()
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE compaction_history SET indexed_at = NULL")
+            conn.execute(
+                "INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT 'fact:' || key, ? FROM user_facts",
+                (now,),
+            )
+            conn.execute(
+                "INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT 'note:' || id, ? FROM cold_notes",
+                (now,),
+            )

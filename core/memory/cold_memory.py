@@ -1,0 +1,213 @@
+"""The cold tier of one agent behind the MemoryManager: notes, recall, LOG.md compaction.
+
+Nothing heavy happens until it is needed: the LanceDB table is opened, and
+the embedding model loaded, on the first store or recall (or when pending
+archives are indexed). Automatic compaction runs in a background thread so
+that ``append_log`` stays a ~millisecond call: the LLM summary and the first
+load of the embedding model (~6 s) never delay the caller, and a failing cold
+tier never makes an append fail. A process that dies mid-compaction is the
+same case as a SIGKILL, which the protocol recovers from.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from core.config import Config
+from core.errors import AgentOSError, BackendError, ColdStoreError, EmbedderMismatchError, ValidationError
+from core.memory.cold_index import ColdIndexer, Progress
+from core.memory.cold_store import KINDS, ColdStore
+from core.memory.db import Database
+from core.memory.embedders import make_embedder
+from core.memory.facts import redact
+from core.memory.locking import AgentLock
+from core.memory.log_compaction import CompactionReport, LogCompactor
+from core.memory.log_file import LogFile
+from core.memory.log_format import check_text, utc_timestamp
+from core.memory.summarizer import Generate, LogSummarizer, ollama_generate
+from core.paths import AgentPaths
+
+log = logging.getLogger(__name__)
+
+NOTE_KINDS = ("note", "summary")
+"""Kinds ``store_memory`` accepts; ``log_archive`` and ``fact`` chunks come from their sources."""
+MAX_RESULTS = 100
+AUTO_RETRY_S = 60.0
+"""After a failed automatic compaction, appends do not retry it for this long."""
+
+
+class ColdMemory:
+    """Cold store, indexer and LOG.md compactor of one agent."""
+
+    def __init__(self, paths: AgentPaths, config: Config, db: Database, log_file: LogFile, lock: AgentLock) -> None:
+        self.paths = paths
+        self.config = config
+        self.db = db
+        self.summary_llm: Generate | None = ollama_generate(config)
+        """The LLM that summarises LOG.md (``generate(prompt) -> str``); None: the deterministic summary."""
+        self.indexer = ColdIndexer(db, paths.archive_dir, self.store, config.cold.chunk_tokens)
+        self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
+        self._store: ColdStore | None = None
+        self._guard = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self._auto_failed_at = 0.0
+
+    def store(self) -> ColdStore:
+        """The cold store, created on first use (no LanceDB or torch import before)."""
+        with self._guard:
+            if self._store is None:
+                self._store = ColdStore(
+                    self.paths.lancedb_dir, make_embedder(self.config), self.paths.memory_dir / ".cold.lock",
+                    reindex_hint=f"python scripts/rebuild_index.py --agent {self.paths.name}",
+                    optimize_every=self.config.cold.optimize_every,
+                )
+            return self._store
+
+    # -- notes and recall -------------------------------------------------------
+
+    def store_memory(self, content: Any, metadata: dict | None, kind: str, secrets: list[str]) -> str:
+        """Save a note in memory.db and index it; return its id (see ``MemoryManager.store_memory``)."""
+        text = check_text(content, "memory content").strip()
+        if not text:
+            raise ValidationError("memory content must not be empty")
+        if len(text.encode("utf-8")) > self.config.memory.max_entry_bytes:
+            raise ValidationError(f"memory content exceeds {self.config.memory.max_entry_bytes} bytes")
+        if kind not in NOTE_KINDS:
+            raise ValidationError(f"store_memory kind must be one of {', '.join(NOTE_KINDS)}, got {kind!r}")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+        try:
+            meta_json = json.dumps(redact(metadata or {}, secrets), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from exc
+        note_id = uuid.uuid4().hex
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO cold_notes (id, kind, text, metadata, created_at) VALUES (?, ?, ?, ?, ?)",
+                (note_id, kind, redact(text, secrets), meta_json, utc_timestamp()),
+            )
+        try:
+            self.indexer.sync()
+        except EmbedderMismatchError:
+            raise
+        except (BackendError, ColdStoreError) as exc:
+            log.warning("note %s saved; indexing it failed and will be retried: %s", note_id, exc)
+        return f"note:{note_id}"
+
+    def recall(
+        self, query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
+        secrets: list[str],
+    ) -> list[dict[str, Any]]:
+        """Hybrid search of the cold tier (see ``MemoryManager.recall_memory``)."""
+        text = check_text(query, "query").strip()
+        if not text:
+            raise ValidationError("query must not be empty")
+        if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
+            raise ValidationError(f"n_results must be an integer from 1 to {MAX_RESULTS}")
+        kinds = [kind] if isinstance(kind, str) else kind
+        if kinds is not None and (not kinds or any(k not in KINDS for k in kinds)):
+            raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {kind!r}")
+        window = _time_bound(since, "since"), _time_bound(until, "until")
+        store = self.store()
+        if self.indexer.pending():
+            self.indexer.sync()  # read your own writes: facts saved a moment ago are found
+        hits = store.search(text, n_results, kinds, *window)
+        return [
+            {"content": redact(h.chunk.text, secrets), "metadata": redact(h.chunk.metadata, secrets),
+             "score": h.score, "source": h.chunk.source, "created_at": h.chunk.created_at,
+             "kind": h.chunk.kind, "id": h.chunk.id}
+            for h in hits
+        ]
+
+    # -- compaction -------------------------------------------------------------
+
+    def compact(
+        self, summary: str | None = None, *, force: bool = True, dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> CompactionReport:
+        """Compact LOG.md now (waiting for a running compaction)."""
+        summarizer = LogSummarizer(self.summary_llm, self.config.memory.compact_summary_tokens)
+        return self.compactor.run(summarizer, summary, force=force, dry_run=dry_run, progress=progress)
+
+    def after_append(self) -> None:
+        """Start a background compaction if LOG.md just crossed a threshold (cheap otherwise)."""
+        if not self.config.memory.auto_compact or time.monotonic() - self._auto_failed_at < AUTO_RETRY_S:
+            return
+        if self._busy() or not self.compactor.over_threshold():
+            return
+        self._start(self._auto_compact, "compaction")
+
+    def at_open(self) -> None:
+        """Finish an interrupted compaction's indexing in the background, if any is pending."""
+        history = self.db.conn.execute(
+            "SELECT 1 FROM compaction_history WHERE indexed_at IS NULL LIMIT 1"
+        ).fetchone()
+        first = self.compactor.first_entry()
+        unrecorded = first is not None and first.type == "SUMMARY" and not self.db.conn.execute(
+            "SELECT 1 FROM compaction_history WHERE last_seq = ?", (first.metadata.get("covers", [0, 0])[1],)
+        ).fetchone()
+        if history or unrecorded:
+            self._start(self._recover, "recovery")
+
+    def _start(self, target, what: str) -> None:
+        with self._guard:
+            if self._worker is not None and self._worker.is_alive():
+                return
+            self._worker = threading.Thread(target=target, name=f"agentos-{what}-{self.paths.name}", daemon=True)
+            self._worker.start()
+
+    def _busy(self) -> bool:
+        worker = self._worker
+        return worker is not None and worker.is_alive()
+
+    def _auto_compact(self) -> None:
+        summarizer = LogSummarizer(self.summary_llm, self.config.memory.compact_summary_tokens)
+        try:
+            self.compactor.run(summarizer, wait=False)
+        except AgentOSError as exc:
+            # A background run has no caller to raise to: the log stays whole and the next append retries.
+            self._auto_failed_at = time.monotonic()
+            log.error("automatic LOG.md compaction failed (LOG.md is unchanged or complete): %s", exc)
+
+    def _recover(self) -> None:
+        try:
+            self.compactor.recover()
+        except AgentOSError as exc:
+            log.error("finishing an interrupted LOG.md compaction failed (retried at next start): %s", exc)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for a background compaction or recovery; return True if none is running."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
+        return not self._busy()
+
+    def close(self) -> None:
+        """Wait for background work, then release the cold store."""
+        self.wait()
+        with self._guard:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
+def _time_bound(value: Any, what: str) -> str | None:
+    """A ``since``/``until`` bound (datetime or ISO-8601 text) in the store's UTC format."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise ValidationError(f"{what} must be an ISO-8601 time, got {value!r}") from exc
+    if not isinstance(value, datetime):
+        raise ValidationError(f"{what} must be a datetime or ISO-8601 text, got {type(value).__name__}")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return utc_timestamp(value)

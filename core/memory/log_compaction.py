@@ -1,0 +1,385 @@
+"""LOG.md compaction: old entries go to an immutable archive and the cold store; one SUMMARY stays.
+
+The protocol (DESIGN.md, "Compaction of LOG.md"); every step can be redone
+after a SIGKILL, and no seq is ever lost or doubled:
+
+1. **reserve** (agent lock): note the last seq L and the byte offset O where
+   entry L ends, and append a SYSTEM entry ``{"compaction": "reserved",
+   "covers": [first, L]}`` with seq S = L + 1;
+2. **summarise** bytes ``[0, O)`` with no lock held (an LLM may take a while);
+3. **swap** (agent lock): write ``archive/LOG-<first>-<L>.md`` = bytes ``[0, O)``
+   exactly (atomically; an existing one with the same sha256 is reused), then
+   replace LOG.md atomically with: header + SUMMARY entry of seq S (covers,
+   archive, sha256, the text) + every line after the reservation;
+4. **record** the ``compaction_history`` row (and mark the archived seqs in ``log_metadata``);
+5. **index** the archive's chunks and summary in the cold store.
+
+A crash before the swap leaves a reservation that the next run resumes (the
+archive's bytes are the same, so a written archive is reused). A crash after
+it leaves a SUMMARY whose ``covers`` tell :meth:`LogCompactor.finish_pending`
+what to record. Indexing failures (LanceDB, the embedder) only leave
+``indexed_at`` empty; the next start retries. Runs are serialised by
+``memory/.compact.lock``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Iterator, Optional
+
+from core.config import Config
+from core.errors import (
+    BackendError,
+    ColdStoreError,
+    CorruptionError,
+    LockTimeoutError,
+    StorageError,
+    ValidationError,
+)
+from core.memory import log_index
+from core.memory.cold_index import ColdIndexer, Progress, parse_log_bytes
+from core.memory.db import Database
+from core.memory.fsutil import atomic_write
+from core.memory.locking import AgentLock
+from core.memory.log_file import LogFile
+from core.memory.log_format import HEADER, LogEntry, check_text, decode_line, is_header
+from core.memory.summarizer import Summarizer, Summary
+from core.paths import AgentPaths
+
+log = logging.getLogger(__name__)
+
+RESERVED = "reserved"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one compaction archives: LOG.md bytes ``[0, offset)``, entries first..last."""
+
+    first_seq: int
+    last_seq: int
+    seq: int
+    """The reservation's seq, which the SUMMARY takes over."""
+    offset: int
+    """Start of the reservation line (end of entry ``last_seq``)."""
+    line_end: int
+    """End of the reservation line: everything after it is kept."""
+    source: bytes
+    entries: tuple[LogEntry, ...]
+    resumed: bool
+
+    @property
+    def archive_id(self) -> str:
+        return f"LOG-{self.first_seq}-{self.last_seq}"
+
+
+@dataclass
+class CompactionReport:
+    """The outcome of :meth:`LogCompactor.run`."""
+
+    done: bool = False
+    """True when LOG.md was swapped by this run."""
+    reason: str = ""
+    """Why nothing was done (below threshold, busy, empty) or what a dry run would do."""
+    archive_id: Optional[str] = None
+    archive_path: Optional[Path] = None
+    first_seq: int = 0
+    last_seq: int = 0
+    entries: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    summary_method: str = ""
+    chunks_indexed: int = 0
+    index_error: Optional[str] = None
+    """Set when the cold store failed; the archive is indexed at the next start."""
+    resumed: bool = False
+    """True when this run finished a compaction a killed process had started."""
+    recovered: list[str] = field(default_factory=list)
+    """Archives whose interrupted post-swap steps this run finished."""
+
+
+def compacted_header(seq: int) -> bytes:
+    """The header of a compacted LOG.md; ``last_seq`` keeps seqs increasing if every entry is lost."""
+    return (HEADER.rstrip("\n")[: -len("-->")] + f"last_seq={seq} -->\n").encode("utf-8")
+
+
+def _lines(data: bytes):
+    """``(start, end, entry or None)`` for every complete line; end includes the newline."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        if end < 0:
+            return
+        raw = data[start:end]
+        entry = None
+        if raw and not (start == 0 and is_header(raw)):
+            try:
+                entry = decode_line(raw)
+            except CorruptionError:
+                entry = None
+        yield start, end + 1, entry
+        start = end + 1
+
+
+class LogCompactor:
+    """Compacts one agent's LOG.md."""
+
+    def __init__(
+        self, paths: AgentPaths, lock: AgentLock, log_file: LogFile, db: Database,
+        indexer: ColdIndexer, config: Config,
+    ) -> None:
+        self.paths = paths
+        self.lock = lock
+        self.log = log_file
+        self.db = db
+        self.indexer = indexer
+        self.config = config
+        self._head_cache: tuple[int, int] | None = None  # (inode, seq before the entries counted)
+
+    @contextmanager
+    def exclusive(self, wait: bool) -> Iterator[bool]:
+        """Hold the lock that serialises this agent's compactions; yield False if busy and not ``wait``."""
+        timeout = self.config.memory.lock_timeout_s if wait else 0.0
+        holder = AgentLock(self.paths.memory_dir / ".compact.lock", timeout).hold()
+        try:
+            holder.__enter__()
+        except LockTimeoutError:
+            if wait:
+                raise
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            holder.__exit__(None, None, None)
+
+    # -- thresholds -------------------------------------------------------------
+
+    def over_threshold(self) -> bool:
+        """True when LOG.md is over the size or entry-count threshold (cheap: no full read)."""
+        try:
+            stat = self.log.path.stat()
+        except FileNotFoundError:
+            return False
+        if stat.st_size > self.config.memory.compact_log_bytes:
+            return True
+        return self.log.last_seq() - self._base_seq(stat.st_ino) > self.config.memory.compact_log_entries
+
+    def _base_seq(self, inode: int) -> int:
+        """The seq after which entries count towards the threshold: the SUMMARY's, or the one before the first."""
+        if self._head_cache and self._head_cache[0] == inode:
+            return self._head_cache[1]
+        first = self.first_entry()
+        base = 0 if first is None else (first.seq if first.type == "SUMMARY" else first.seq - 1)
+        self._head_cache = (inode, base)
+        return base
+
+    def first_entry(self) -> LogEntry | None:
+        """The first readable entry of LOG.md."""
+        try:
+            with open(self.log.path, "rb") as handle:
+                for line_no, raw in enumerate(handle, start=1):
+                    if not raw.endswith(b"\n") or (line_no == 1 and is_header(raw.rstrip(b"\n"))):
+                        continue
+                    try:
+                        return decode_line(raw.rstrip(b"\n"))
+                    except CorruptionError:
+                        continue
+        except FileNotFoundError:
+            return None
+        return None
+
+    # -- the protocol -------------------------------------------------------------
+
+    def run(
+        self, summarizer: Summarizer, summary: str | None = None, *, force: bool = False,
+        dry_run: bool = False, wait: bool = True, index: bool = True, progress: Progress | None = None,
+    ) -> CompactionReport:
+        """Compact LOG.md if over a threshold (or ``force``); finish any interrupted compaction first.
+
+        Args:
+            summarizer: makes the SUMMARY text when ``summary`` is not given.
+            summary: a ready summary, used as is.
+            force: compact even below the thresholds.
+            dry_run: report what would be archived; change nothing.
+            wait: wait for another running compaction (else return at once, ``reason="busy"``).
+            index: index the archive in the cold store now (else at the next sync).
+
+        Raises:
+            LockTimeoutError: ``wait`` and another compaction held the lock too long.
+            CorruptionError: LOG.md or an archive changed under the compaction; nothing was lost.
+        """
+        if summary is not None and not check_text(summary, "summary").strip():
+            raise ValidationError("a given summary must not be empty")
+        report = CompactionReport()
+        with self.exclusive(wait) as acquired:
+            if not acquired:
+                report.reason = "busy: another compaction is running"
+                return report
+            if not dry_run:
+                report.recovered = self.finish_pending()
+            plan = self._plan(force, dry_run, report)
+            if plan is None:
+                return self._index(report, progress) if index and not dry_run else report
+            report.first_seq, report.last_seq, report.entries = plan.first_seq, plan.last_seq, len(plan.entries)
+            report.archive_id, report.resumed = plan.archive_id, plan.resumed
+            report.archive_path = self.paths.archive_dir / f"{plan.archive_id}.md"
+            if dry_run:
+                report.reason = f"would archive entries {plan.first_seq}-{plan.last_seq}"
+                return report
+            made = Summary(summary, "given") if summary is not None else summarizer.summarize(plan.entries)
+            report.summary_method = made.method
+            summary_entry, new_size = self._swap(plan, made.text, report)
+            log_index.mark_compacted(self.db, plan.entries, plan.archive_id, summary_entry)
+            self.record(plan.archive_id, summary_entry, len(plan.source), new_size)
+            report.done = True
+            log.info("LOG.md compacted: entries %d-%d -> %s (%d -> %d bytes, summary by %s)",
+                     plan.first_seq, plan.last_seq, report.archive_path, report.bytes_before,
+                     report.bytes_after, made.method)
+        return self._index(report, progress) if index else report
+
+    def _plan(self, force: bool, dry_run: bool, report: CompactionReport) -> Plan | None:
+        """Step 1: find an interrupted reservation, or make one (under the agent lock)."""
+        with self.lock.hold():
+            self.log.repair()
+            data = self.log.path.read_bytes()
+            report.bytes_before = len(data)
+            lines = list(_lines(data))
+            entries = [entry for _, _, entry in lines if entry is not None]
+            if not entries:
+                report.reason = "LOG.md has no entries"
+                return None
+            resumed = self._find_reservation(data, lines, entries[0].seq)
+            if resumed is not None:
+                return resumed
+            if not (force or self.over_threshold()):
+                report.reason = "below the compaction thresholds"
+                return None
+            if all(e.type == "SUMMARY" for e in entries):
+                report.reason = "LOG.md holds only a summary"
+                return None
+            first, last = entries[0].seq, entries[-1].seq
+            if dry_run:
+                return Plan(first, last, last + 1, len(data), len(data), data, tuple(entries), False)
+            self.log.append("SYSTEM", f"LOG.md compaction started: entries {first}-{last} will be archived",
+                            {"compaction": RESERVED, "covers": [first, last]})
+            data = self.log.path.read_bytes()
+            plan = self._find_reservation(data, list(_lines(data)), first)
+            if plan is None:
+                raise StorageError("the compaction reservation was not found in LOG.md after appending it")
+            return replace(plan, resumed=False)
+
+    @staticmethod
+    def _find_reservation(data: bytes, lines: list, first_seq: int) -> Plan | None:
+        """The reservation that covers LOG.md from its first entry up to the line before it, if any."""
+        previous = None
+        for start, end, entry in lines:
+            if entry is None:
+                continue
+            meta = entry.metadata
+            if (entry.type == "SYSTEM" and meta.get("compaction") == RESERVED and previous is not None
+                    and meta.get("covers") == [first_seq, previous.seq]):
+                source = data[:start]
+                archived = tuple(parse_log_bytes(source, "LOG.md"))
+                return Plan(first_seq, previous.seq, entry.seq, start, end, source, archived, True)
+            previous = entry
+        return None
+
+    def _swap(self, plan: Plan, text: str, report: CompactionReport) -> tuple[LogEntry, int]:
+        """Step 3: write the archive, then replace LOG.md (under the agent lock)."""
+        with self.lock.hold():
+            data = self.log.path.read_bytes()
+            line = data[plan.offset : plan.line_end]
+            if data[: plan.offset] != plan.source or decode_line(line.rstrip(b"\n")).seq != plan.seq:
+                raise CorruptionError(
+                    "LOG.md changed under the compaction (edited by hand?); nothing was archived: run it again"
+                )
+            sha = self._write_archive(plan)
+            meta = {"covers": [plan.first_seq, plan.last_seq], "archive": f"archive/{plan.archive_id}.md",
+                    "sha256": sha, "entries": len(plan.entries), "source_bytes": len(plan.source),
+                    "method": report.summary_method}
+            summary_entry, summary_line = self.log.build_line(plan.seq, "SUMMARY", text, meta)
+            new = compacted_header(plan.seq) + summary_line + data[plan.line_end :]
+            try:
+                atomic_write(self.log.path, new)
+            except OSError as exc:
+                raise StorageError(f"cannot rewrite {self.log.path}: {exc}") from exc
+            report.bytes_after = len(new)
+        return summary_entry, len(new)
+
+    def _write_archive(self, plan: Plan) -> str:
+        sha = hashlib.sha256(plan.source).hexdigest()
+        path = self.paths.archive_dir / f"{plan.archive_id}.md"
+        self.paths.archive_dir.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            if hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+                raise CorruptionError(f"archive {path} exists with other content; LOG.md was left unchanged")
+            return sha  # written by a run that was killed before its swap
+        try:
+            atomic_write(path, plan.source)
+            os.chmod(path, 0o444)
+        except OSError as exc:
+            raise StorageError(f"cannot write archive {path}: {exc}") from exc
+        return sha
+
+    def record(self, archive_id: str, summary: LogEntry, source_bytes: int, new_size: int) -> None:
+        """Step 4: the ``compaction_history`` row of the compaction ``summary`` closed (idempotent)."""
+        covers = summary.metadata["covers"]
+        with self.db.transaction() as conn:
+            conn.execute(
+                """INSERT OR IGNORE INTO compaction_history (compacted_at, entries_count, summary, archive_id,
+                       original_size_kb, new_size_kb, first_seq, last_seq, archive_sha256)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (summary.ts, summary.metadata.get("entries", 0), summary.content, archive_id,
+                 source_bytes / 1024, new_size / 1024, covers[0], covers[1], summary.metadata["sha256"]),
+            )
+
+    def finish_pending(self) -> list[str]:
+        """Finish the steps after a swap that a killed run left undone; return the archives recorded."""
+        # Temp files of a killed archive or LOG.md write; the run is redone from its reservation.
+        for leftover in self.paths.archive_dir.glob(".LOG-*.tmp"):
+            leftover.unlink()
+        with self.lock.hold():
+            for leftover in self.paths.memory_dir.glob(".LOG.md.*.tmp"):
+                leftover.unlink()
+        first = self.first_entry()
+        if first is None or first.type != "SUMMARY" or "covers" not in first.metadata:
+            return []
+        archive_id = Path(first.metadata["archive"]).stem
+        known = self.db.conn.execute(
+            "SELECT 1 FROM compaction_history WHERE archive_id = ?", (archive_id,)
+        ).fetchone()
+        if known:
+            return []
+        archive = self.paths.archive_dir / f"{archive_id}.md"
+        try:
+            archived = parse_log_bytes(archive.read_bytes(), str(archive))
+        except FileNotFoundError as exc:
+            raise CorruptionError(f"LOG.md's summary points at {archive}, which is missing") from exc
+        log_index.mark_compacted(self.db, archived, archive_id, first)
+        self.record(archive_id, first, first.metadata.get("source_bytes", 0), self.log.path.stat().st_size)
+        log.warning("finished the interrupted compaction into %s", archive)
+        return [archive_id]
+
+    def recover(self, progress: Progress | None = None) -> CompactionReport:
+        """Finish interrupted post-swap steps and index what is pending; skip if a compaction is running."""
+        report = CompactionReport()
+        with self.exclusive(wait=False) as acquired:
+            if not acquired:
+                report.reason = "busy: another compaction is running"
+                return report
+            report.recovered = self.finish_pending()
+        return self._index(report, progress)
+
+    def _index(self, report: CompactionReport, progress: Progress | None) -> CompactionReport:
+        """Step 5: index pending archives; a failing cold store leaves them pending, never loses data."""
+        try:
+            report.chunks_indexed = self.indexer.sync(progress)
+        except (BackendError, ColdStoreError) as exc:
+            report.index_error = str(exc)
+            log.warning("LOG.md archive not indexed yet (retried at the next start): %s", exc)
+        return report

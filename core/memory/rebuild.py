@@ -1,0 +1,63 @@
+"""Recreate every index of an agent from its files: the files are the source of truth.
+
+``log_metadata`` comes from LOG.md and the archives, ``compaction_history``
+from the SUMMARY entries (each records its archive, covers and sha256), and
+the LanceDB table from the archives, the facts and the notes, embedded with
+the configured embedder. Every item is queued before the table is dropped, so
+an interrupted rebuild is finished by the next sync.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.memory.cold_index import Progress, parse_log_bytes
+
+if TYPE_CHECKING:
+    from core.memory_manager import MemoryManager
+
+
+@dataclass(frozen=True)
+class RebuildResult:
+    """What :func:`rebuild_all` recreated."""
+
+    log_rows: int
+    compactions: int
+    chunks: int
+    embedder: str
+
+
+def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> RebuildResult:
+    """Rebuild ``log_metadata``, ``compaction_history`` and the cold store of ``manager``'s agent."""
+    cold = manager.cold
+    cold.wait()
+    with cold.compactor.exclusive(wait=True):
+        cold.compactor.finish_pending()
+        log_rows = manager.rebuild_log_index()
+        compactions = _rebuild_history(manager)
+        cold.indexer.mark_all_pending()
+        store = cold.store()
+        store.drop()
+        chunks = cold.indexer.sync(progress)
+    return RebuildResult(log_rows, compactions, chunks, store.embedder.name)
+
+
+def _rebuild_history(manager: "MemoryManager") -> int:
+    """Record a ``compaction_history`` row for every SUMMARY entry found in the files."""
+    archives = sorted(manager.paths.archive_dir.glob("LOG-*.md"), key=_first_seq)
+    sources = [(p, p.read_bytes()) for p in archives] + [(manager.paths.log_file, manager.paths.log_file.read_bytes())]
+    recorded = 0
+    for path, data in sources:
+        for entry in parse_log_bytes(data, str(path)):
+            if entry.type == "SUMMARY" and "covers" in entry.metadata and "archive" in entry.metadata:
+                archive_id = Path(entry.metadata["archive"]).stem
+                manager.cold.compactor.record(archive_id, entry, entry.metadata.get("source_bytes", 0), 0)
+                recorded += 1
+    return recorded
+
+
+def _first_seq(path: Path) -> int:
+    parts = path.stem.split("-")
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0

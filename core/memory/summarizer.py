@@ -1,0 +1,134 @@
+"""Summaries of LOG.md entries for compaction, with seed 001's escalation.
+
+1. the normal prompt (``prompts/log_summary.md``);
+2. if the answer is empty or longer than 150% of the target, the aggressive
+   prompt (``prompts/log_summary_aggressive.md``);
+3. if that fails too, or no LLM is configured or reachable, the deterministic
+   extractive summary of the *source* entries (:mod:`core.memory.extractive`).
+
+The LLM is any callable ``generate(prompt) -> str``; it signals failure by
+raising :class:`BackendError` (or :class:`SummarizerError`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+
+from core.errors import BackendError, BackendUnavailableError, SummarizerError
+from core.memory.embedders import DEFAULT_OLLAMA_HOST
+from core.memory.cold_index import render_entry
+from core.memory.extractive import extractive_summary
+from core.memory.log_format import LogEntry
+from core.memory.tokens import estimate_tokens
+
+if TYPE_CHECKING:
+    from core.config import Config
+
+log = logging.getLogger(__name__)
+
+Generate = Callable[[str], str]
+"""An LLM backend: prompt in, text out."""
+
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+OVERSIZE_RATIO = 1.5
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A summary and how it was made."""
+
+    text: str
+    method: str
+    """``llm``, ``llm-aggressive``, ``deterministic`` or ``given``."""
+
+
+class Summarizer(Protocol):
+    """Turns LOG.md entries into one summary text."""
+
+    def summarize(self, entries: Sequence[LogEntry]) -> Summary:
+        """Return a non-empty summary of ``entries``."""
+
+
+def load_prompt(name: str) -> str:
+    """The Markdown prompt ``prompts/<name>.md``."""
+    return (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
+
+
+def render_prompt(name: str, entries: Sequence[LogEntry], target_tokens: int) -> str:
+    """Fill a prompt's ``{{placeholders}}`` (plain replacement: entries may hold braces)."""
+    values = {
+        "first_seq": str(entries[0].seq if entries else 0),
+        "last_seq": str(entries[-1].seq if entries else 0),
+        "target_tokens": str(target_tokens),
+        "entries": "\n".join(render_entry(e) for e in entries),
+    }
+    text = load_prompt(name)
+    for key, value in values.items():
+        text = text.replace("{{" + key + "}}", value)
+    return text
+
+
+class LogSummarizer:
+    """The escalating summarizer: LLM, shorter LLM, then deterministic."""
+
+    def __init__(self, generate: Generate | None, target_tokens: int = 500) -> None:
+        self.generate = generate
+        self.target_tokens = target_tokens
+
+    def summarize(self, entries: Sequence[LogEntry]) -> Summary:
+        if self.generate is None:
+            log.warning("no LLM backend for LOG.md compaction: using the deterministic summary")
+            return self.deterministic(entries)
+        for prompt, method in (("log_summary", "llm"), ("log_summary_aggressive", "llm-aggressive")):
+            text = self._ask(render_prompt(prompt, entries, self.target_tokens))
+            if text is None:
+                break
+            if text and estimate_tokens(text) <= OVERSIZE_RATIO * self.target_tokens:
+                log.info("LOG.md summary by %s: %d tokens", method, estimate_tokens(text))
+                return Summary(text, method)
+            log.warning("LOG.md summary by %s unusable (%d tokens, target %d)",
+                        method, estimate_tokens(text), self.target_tokens)
+        return self.deterministic(entries)
+
+    def _ask(self, prompt: str) -> str | None:
+        """The LLM's answer, stripped; None when the backend failed (no use trying again)."""
+        try:
+            answer = self.generate(prompt)  # type: ignore[misc]
+        except (BackendError, SummarizerError) as exc:
+            log.warning("LLM summary failed (%s): using the deterministic summary", exc)
+            return None
+        return answer.strip() if isinstance(answer, str) else ""
+
+    def deterministic(self, entries: Sequence[LogEntry]) -> Summary:
+        """The extractive summary of the source entries."""
+        return Summary(extractive_summary(entries, self.target_tokens), "deterministic")
+
+
+def ollama_generate(config: "Config") -> Generate | None:
+    """A ``generate`` callable on the configured Ollama chat model, or None for the offline backend.
+
+    With ``llm.backend: auto`` an unreachable server makes the first call raise
+    BackendUnavailableError, so the summarizer falls back to the deterministic summary.
+    """
+    if config.llm.backend == "offline":
+        return None
+    host = config.llm.host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+
+    def generate(prompt: str) -> str:
+        import httpx
+        import ollama
+
+        client = ollama.Client(host=host, timeout=config.llm.timeout_s)
+        try:
+            reply = client.chat(model=config.llm.model, messages=[{"role": "user", "content": prompt}])
+        except ollama.ResponseError as exc:
+            raise BackendError(f"Ollama model {config.llm.model!r} failed: {exc}") from exc
+        except (ConnectionError, httpx.TransportError) as exc:
+            raise BackendUnavailableError(f"Ollama at {host} does not answer: {exc}") from exc
+        return reply.message.content or ""
+
+    return generate

@@ -1,0 +1,88 @@
+"""What the nodes share during one run: memory, backend, tools, conversation, config."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from core.config import Config
+from core.conversation import Conversation
+from core.llm.backend import Backend
+from core.memory_manager import MemoryManager
+from core.system_prompt import Identity
+from core.toolbox import Toolbox
+
+SCAN_ENTRIES = 400
+"""How far back in LOG.md a node looks for what it already did."""
+RESULT_PREVIEW_CHARS = 2000
+
+_CREDENTIAL = re.compile(
+    r"(?i)\b(api[ _-]?key|password|passwd|passphrase|token|secret|pin)(\s*(?:is|=|:)\s*)(\S+)"
+)
+
+
+@dataclass
+class Runtime:
+    """Everything a node needs besides the state; rebuilt by each process, never checkpointed."""
+
+    manager: MemoryManager
+    backend: Backend
+    toolbox: Toolbox
+    conversation: Conversation
+    config: Config
+    identity: Callable[[], Identity] = Identity
+    """Reads soul, constraints and profile fresh (they may change between calls)."""
+    run_id: str = ""
+    """The current process's run (RUN_START ... RUN_END)."""
+    resumed: bool = False
+    """True when this run continues a turn from its checkpoint."""
+    notes: list[str] = field(default_factory=list)
+    """Extra system prompt sections for this run (e.g. a compaction warning)."""
+
+    def log(self, entry_type: str, content: Any, **meta: Any) -> int:
+        """Append to LOG.md with the run id in the metadata."""
+        return self.manager.append_log(entry_type, content, {"run_id": self.run_id, **meta})
+
+    def find_logged(self, entry_type: str, key: str, value: str) -> dict[str, Any] | None:
+        """The newest recent LOG entry of ``entry_type`` whose metadata ``key`` equals ``value``."""
+        for entry in reversed(self.manager.read_log(SCAN_ENTRIES)):
+            if entry["type"] == entry_type and entry["metadata"].get(key) == value:
+                return entry
+        return None
+
+
+def mask_credentials(text: str) -> str:
+    """Hide values that follow words like "API key is" before they reach NOW.md or the log.
+
+    The secret fact a model saves is redacted everywhere by the memory manager, but
+    the user's request is written before any fact exists; this covers that gap.
+    """
+    return _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}[REDACTED]", text)
+
+
+_CONTINUE = re.compile(r"^\s*(continue|resume|go on|carry on|keep going)\b[\s.!]*$", re.IGNORECASE)
+
+
+_STATUS = re.compile(r"^\s*(status|what are you doing|where are we)\b[\s.?!]*$", re.IGNORECASE)
+
+
+def is_continue(task: str) -> bool:
+    """True if the user only asks to continue the interrupted objective."""
+    return bool(_CONTINUE.match(task))
+
+
+def keeps_objective(task: str) -> bool:
+    """True for requests about the current objective ("continue", "status") that must not replace it."""
+    return is_continue(task) or bool(_STATUS.match(task))
+
+
+def to_json(value: Any) -> str:
+    """A tool result as the JSON text sent back to the model."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def preview(text: str, limit: int = RESULT_PREVIEW_CHARS) -> str:
+    """``text`` shortened for the log."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

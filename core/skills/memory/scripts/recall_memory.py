@@ -1,0 +1,34 @@
+"""Skill recall_memory: search the agent's cold memory (archived log, facts, notes) by meaning and words."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from core.errors import ToolArgumentError
+from core.skills.base import memory_for, skill_metadata
+
+MAX_RESULTS = 20
+
+
+def execute(
+    agent_name: str = "finn",
+    *,
+    query: str,
+    n_results: int = 3,
+    kind: Optional[Literal["log_archive", "fact", "note", "summary"]] = None,
+) -> list[dict[str, Any]]:
+    """Search long-term memory: compacted log history, saved facts and stored notes. Use it when NOW, the recent log and the facts do not answer the question.
+
+    Args:
+        query: what to look for, in plain words, e.g. "stocks the user asked about last week".
+        n_results: how many results to return (1-20).
+        kind: only this kind: log_archive (old log entries), fact, note or summary.
+    """
+    if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
+        raise ToolArgumentError(f"recall_memory: n_results must be an integer from 1 to {MAX_RESULTS}")
+    if not isinstance(query, str) or not query.strip():
+        raise ToolArgumentError("recall_memory: query must be a non-empty string")
+    return memory_for(agent_name).recall_memory(query, n_results=n_results, kind=kind)
+
+
+SKILL_METADATA = skill_metadata(execute, name="recall_memory")

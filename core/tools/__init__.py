@@ -1,0 +1,1 @@
+"""Engine tools that are not memory skills: the workspace file tools."""

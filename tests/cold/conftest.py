@@ -1,0 +1,40 @@
+"""Fixtures of the cold-tier tests: the real MiniLM model (loaded once) and a loopback Ollama."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cold import fake_ollama
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The real all-MiniLM-L6-v2 model, loaded once for the whole session."""
+    from core.memory.embedders import load_minilm
+
+    return load_minilm()
+
+
+@pytest.fixture(scope="session")
+def ollama_url():
+    """URL of an Ollama-compatible server on 127.0.0.1 serving ``fake-embed``."""
+    server, url = fake_ollama.start()
+    yield url
+    server.shutdown()
+
+
+@pytest.fixture
+def ollama_home(agents_home: Path, ollama_url: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An agents home whose config embeds with the loopback Ollama and summarises offline."""
+    monkeypatch.setenv("OLLAMA_HOST", ollama_url)
+    write_config(agents_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"}})
+    return agents_home
+
+
+def write_config(home: Path, data: dict) -> None:
+    """Write ``<home>/config.yaml``."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")

@@ -1,0 +1,52 @@
+"""Fixtures of the engine tests: a scripted Ollama-compatible server and engines that use it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.ollama_server import ScriptedOllama
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch):
+    """A started scripted server; ``OLLAMA_HOST`` points at it."""
+    with ScriptedOllama() as scripted:
+        monkeypatch.setenv("OLLAMA_HOST", scripted.host)
+        yield scripted
+
+
+@pytest.fixture
+def make_engine():
+    """Open engines for agent finn on the real Ollama backend (through ``OLLAMA_HOST``); closed after the test."""
+    from core.engine import Engine
+
+    opened = []
+
+    def make(**kwargs):
+        engine = Engine("finn", **kwargs)
+        opened.append(engine)
+        return engine
+
+    yield make
+    for engine in opened:
+        engine.close()
+        engine.manager.close()  # waits for a background LOG.md compaction before the test's home goes
+
+
+def run_cli(*args: str, timeout: float = 60, **popen) -> subprocess.CompletedProcess:
+    """Run ``python -m core.engine ARGS`` in a subprocess with the test's environment."""
+    return subprocess.run([sys.executable, "-m", "core.engine", *args], cwd=ROOT, env=dict(os.environ),
+                          capture_output=True, text=True, timeout=timeout, **popen)
+
+
+def write_config(home: Path, text: str) -> None:
+    """Write the agents-wide config.yaml."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(text, encoding="utf-8")

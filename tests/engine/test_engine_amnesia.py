@@ -1,0 +1,60 @@
+"""The Amnesia Test: a real SIGKILL of the engine mid-task, then "Continue"."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+from core.memory_manager import MemoryManager
+from tests.engine.conftest import ROOT, run_cli, write_config
+from tests.ollama_server import Block, tool_call, tool_calls
+
+TASK = "Research Python decorators and outline a blog post"
+
+
+def test_killed_run_resumes_without_redoing_the_finished_step(server, agents_home):
+    """After kill -9 mid-task, "Continue" resumes: the prompt shows the finished step and its tool call is not redone."""
+    write_config(agents_home, "llm:\n  backend: ollama\n")
+    blocked = Block()
+    server.enqueue(
+        tool_calls(("write_file", {"path": "research.md", "content": "Decorators wrap functions."}),
+                   ("update_status", {"new_status": "Research done", "done_steps": ["Research decorators"],
+                                      "next_steps": ["Write the outline"]})),
+        blocked,
+        tool_call("write_file", path="outline.md", content="1. What a decorator is"),
+        "The outline is in outline.md.",
+    )
+    engine = subprocess.Popen([sys.executable, "-m", "core.engine", "--agent", "finn", TASK], cwd=ROOT,
+                              env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert blocked.entered.wait(60), "the engine never made its second LLM call"
+        engine.send_signal(signal.SIGKILL)
+        engine.wait(10)
+    finally:
+        if engine.poll() is None:
+            engine.kill()
+    assert engine.returncode == -signal.SIGKILL
+
+    result = run_cli("--agent", "finn", "Continue")
+    assert result.returncode == 0, result.stderr
+    assert "interrupted run" in result.stderr
+    assert "outline.md" in result.stdout
+
+    after_restart = server.chat_requests[2]
+    system = after_restart["messages"][0]["content"]
+    assert "- [x] Research decorators" in system
+    assert "write_file" in system and "research.md" in system
+    assert any(m["role"] == "tool" and m.get("tool_name") == "write_file" for m in after_restart["messages"])
+
+    memory = MemoryManager("finn")
+    entries = memory.scan_log().entries
+    research_writes = [e for e in entries if e.type == "TOOL_USE" and e.metadata.get("tool") == "write_file"
+                       and e.metadata["arguments"]["path"] == "research.md"]
+    assert len(research_writes) == 1
+    assert [e.type for e in entries].count("INTERRUPTED") == 1
+    assert entries[-1].type == "RUN_END" and entries[-1].metadata["outcome"] == "done"
+    assert (agents_home / "finn" / "workspace" / "outline.md").is_file()
+    assert memory.now_state().status == "done"
+    memory.close()

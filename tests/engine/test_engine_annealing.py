@@ -1,0 +1,127 @@
+"""Self-annealing, malformed tool calls and a model server that is down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.memory_manager import MemoryManager
+from tests.engine.conftest import run_cli, write_config
+from tests.ollama_server import Error, raw, tool_call
+
+BROKEN_SKILL = '''
+from core.skills.base import skill_metadata
+
+
+def execute(agent_name: str, url: str) -> dict:
+    """Fetch a web page.
+
+    Args:
+        url: the address.
+    """
+    raise RuntimeError("network unreachable while fetching " + url)
+
+
+SKILL_METADATA = skill_metadata(execute, name="fetch_page")
+'''
+
+
+def _install_broken_skill(home: Path) -> None:
+    skills = home / "finn" / "skills"
+    skills.mkdir(parents=True, exist_ok=True)
+    (skills / "fetch_page.py").write_text(BROKEN_SKILL, encoding="utf-8")
+
+
+def test_failing_tool_is_logged_and_the_model_recovers(server, agents_home, make_engine):
+    """A tool that raises: ERROR with traceback in LOG.md, NOW goes to error, and the model is re-prompted to recover."""
+    write_config(agents_home, "llm:\n  backend: ollama\n")
+    _install_broken_skill(agents_home)
+    seen_now = []
+    server.enqueue(tool_call("fetch_page", url="https://example.org"),
+                   lambda body: seen_now.append(MemoryManager("finn").now_state().status) or
+                   "I could not fetch the page: the network is unreachable.")
+    result = make_engine().run("Summarise https://example.org")
+
+    assert result.ok and "could not fetch" in result.response
+    assert seen_now == ["error"]
+    entries = MemoryManager("finn").scan_log().entries
+    errors = [e for e in entries if e.type == "ERROR"]
+    assert len(errors) == 1 and "RuntimeError" in errors[0].content
+    assert "Traceback" in errors[0].metadata["traceback"]
+    retry_prompt = server.chat_requests[1]["messages"]
+    assert "## Recovery" in retry_prompt[0]["content"] and "network unreachable" in retry_prompt[0]["content"]
+    assert "network unreachable" in retry_prompt[-1]["content"] and retry_prompt[-1]["role"] == "tool"
+
+
+def test_run_that_keeps_failing_exits_non_zero_with_recovery_steps(server, agents_home):
+    """Still failing after max_retries: exit code 1, RUN_END outcome error, NOW says what to do."""
+    write_config(agents_home, "llm:\n  backend: ollama\nengine:\n  max_retries: 1\n")
+    _install_broken_skill(agents_home)
+    server.enqueue(tool_call("fetch_page", url="https://a.example"), tool_call("fetch_page", url="https://b.example"))
+    result = run_cli("--agent", "finn", "Summarise two pages")
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    memory = MemoryManager("finn")
+    now = memory.now_state()
+    assert now.status == "error" and "--resume" in now.resume_hint
+    assert "Review the ERROR entries in LOG.md" in now.next_steps
+    run_end = [e for e in memory.scan_log().entries if e.type == "RUN_END"][-1]
+    assert run_end.metadata["outcome"] == "error"
+
+
+def test_malformed_tool_calls_are_fed_back_to_the_model(server, agents_home, make_engine):
+    """Unparseable tool arguments and arguments that miss the schema both reach the model as errors it can fix."""
+    write_config(agents_home, "llm:\n  backend: ollama\n")
+    server.enqueue(
+        raw({"content": "", "tool_calls": [{"function": {"name": "save_fact", "arguments": "{key: broken"}}]}),
+        tool_call("save_fact", key="city"),
+        tool_call("save_fact", key="city", value="Lisbon", category="personal"),
+        "Saved: you live in Lisbon.",
+    )
+    result = make_engine().run("I live in Lisbon, remember it")
+
+    assert result.ok
+    second = server.chat_requests[1]["messages"]
+    assert second[-1]["role"] == "user" and "malformed tool call" in second[-1]["content"]
+    third = server.chat_requests[2]["messages"]
+    assert third[-1]["role"] == "tool" and "missing required argument" in third[-1]["content"]
+    assert MemoryManager("finn").get_fact("city") == "Lisbon"
+
+
+def test_ollama_down_is_one_line_error_and_recorded(agents_home, monkeypatch):
+    """With llm.backend ollama and no server: one-line error, exit 2, ERROR and RUN_END error in LOG, NOW error."""
+    write_config(agents_home, "llm:\n  backend: ollama\n")
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    result = run_cli("--agent", "finn", "Do something")
+
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: no Ollama server answers at http://127.0.0.1:9")
+    assert "Traceback" not in result.stderr
+    memory = MemoryManager("finn")
+    types = [e.type for e in memory.scan_log().entries]
+    assert "ERROR" in types and types[-1] == "RUN_END"
+    assert memory.now_state().status == "error"
+
+
+def test_auto_backend_falls_back_to_offline_and_says_so(agents_home, monkeypatch):
+    """llm.backend auto with no server: the offline backend answers, announced on stderr."""
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    result = run_cli("--agent", "finn", "remember that my favourite colour is teal")
+
+    assert result.returncode == 0, result.stderr
+    assert "No Ollama answers at http://127.0.0.1:9" in result.stderr and "OFFLINE" in result.stderr
+    assert MemoryManager("finn").get_fact("favourite_colour") == "teal"
+
+
+def test_missing_model_and_server_errors(server, agents_home, make_engine):
+    """A model the server lacks is ModelNotFoundError; an HTTP 500 is retried as a recoverable error."""
+    import pytest
+
+    from core.errors import ModelNotFoundError
+
+    write_config(agents_home, "llm:\n  backend: ollama\n")
+    with pytest.raises(ModelNotFoundError, match="ollama pull"):
+        make_engine(model="no-such-model").run("hello")
+    server.enqueue(Error(500, "out of memory"), "Hello again.")
+    result = make_engine().run("hello")
+    assert result.ok and result.response == "Hello again."

@@ -1,0 +1,102 @@
+"""The command line, the offline backend, start-up cost, the system prompt and the workspace tools."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from core.errors import ToolArgumentError
+from core.memory_manager import MemoryManager
+from core.tools.workspace import Workspace
+from tests.engine.conftest import ROOT, run_cli, write_config
+from tests.ollama_server import tool_call
+
+
+def test_import_and_help_do_not_load_torch():
+    """Importing the engine (and --help) never imports torch or sentence-transformers."""
+    code = "import sys, core.engine, core.cli; print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "[]", result.stderr
+    helped = subprocess.run([sys.executable, "core/engine.py", "--help"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert helped.returncode == 0 and "--resume" in helped.stdout
+
+
+def test_offline_backend_drives_the_memory_skills(agents_home):
+    """Offline: 'remember that', 'what is my', 'status' and 'continue' work through the skills, announced on stderr."""
+    saved = run_cli("--agent", "finn", "--offline", "remember that my API key is sk-999")
+    assert saved.returncode == 0 and "OFFLINE" in saved.stderr
+    asked = run_cli("--agent", "finn", "--offline", "What is my API key?")
+    assert "sk-999" in asked.stdout
+    memory = MemoryManager("finn")
+    assert memory.facts.get("api_key").category == "secret"
+    assert "sk-999" not in memory.paths.now_file.read_text(encoding="utf-8")
+    memory.update_now(objective="Write the report", next_steps=["Draft the intro", "Add figures"], state="interrupted")
+    status = run_cli("--agent", "finn", "--offline", "status")
+    assert "Write the report" in status.stdout
+    resumed = run_cli("--agent", "finn", "--offline", "continue")
+    assert resumed.returncode == 0 and "Draft the intro" in resumed.stdout
+    assert "Resumed: Draft the intro" in memory.now_state().current_step or memory.now_state().status == "done"
+
+
+def test_interactive_mode_commands(agents_home):
+    """Interactive mode answers /status, /now, /facts, /log and a request, then leaves on /exit."""
+    lines = "remember that my city is Porto\n/facts\n/now\n/status\n/log\n/nope\n/exit\n"
+    result = subprocess.run([sys.executable, "-m", "core.engine", "--agent", "finn", "--offline"], cwd=ROOT,
+                            input=lines, capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "city (personal): Porto" in out
+    assert "schema: agentos.now/1" in out
+    assert "session finn:main" in out
+    assert "USER_FEEDBACK" in out
+    assert "commands: /compact" in out
+
+
+def test_bad_agent_name_is_one_line_error(agents_home):
+    """A bad agent name is a one-line error with exit code 2 and creates nothing."""
+    result = run_cli("--agent", "../evil", "hi")
+    assert result.returncode == 2 and result.stderr.startswith("error: invalid agent name")
+    assert not agents_home.exists() or not any(agents_home.iterdir())
+
+
+def test_system_prompt_order_and_freshness(server, agents_home, make_engine):
+    """Each LLM call gets SYSTEM → AGENT.md → directives → NOW → log since NOW → facts, rebuilt after every tool call."""
+    write_config(agents_home, "llm:\n  backend: ollama\n")
+    config = agents_home / "finn" / "config"
+    config.mkdir(parents=True)
+    (config / "AGENT.md").write_text("# Finn\nYou are Finn.", encoding="utf-8")
+    directives = agents_home / "finn" / "directives"
+    directives.mkdir()
+    (directives / "style.md").write_text("Answer in British English.", encoding="utf-8")
+    server.enqueue(tool_call("update_status", new_status="Checking the weather", next_steps=["Read forecast"]),
+                   "It will rain.")
+    make_engine().run("Will it rain?")
+
+    first, second = server.system_prompts()
+    order = ["# AgentOS", "You are Finn.", "British English", "## NOW", "## Log since NOW", "## Facts"]
+    positions = [second.index(marker) for marker in order]
+    assert positions == sorted(positions)
+    assert "Checking the weather" not in first and "Checking the weather" in second
+    assert "- [ ] Read forecast" in second
+
+
+def test_workspace_confines_paths(tmp_path):
+    """read/write/list stay in the workspace: '..', absolute paths and escaping symlinks are refused."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("top secret", encoding="utf-8")
+    workspace = Workspace(tmp_path / "ws")
+    workspace.write_file("notes/a.md", "hello")
+    (tmp_path / "ws" / "link").symlink_to(outside)
+    for bad in ("../outside/secret.txt", "/etc/passwd", "notes/../../outside/secret.txt", "link/secret.txt"):
+        with pytest.raises(ToolArgumentError):
+            workspace.read_file(bad)
+    with pytest.raises(ToolArgumentError):
+        workspace.write_file("link/new.txt", "x")
+    assert not (outside / "new.txt").exists()
+    assert workspace.read_file("notes/a.md")["content"] == "hello"
+    assert workspace.list_files()["files"] == ["notes/a.md"]
