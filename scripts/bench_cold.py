@@ -1,0 +1,164 @@
+"""Benchmark the cold tier and print measured figures beside the targets.
+
+Measures, in a temporary agents home with the real all-MiniLM-L6-v2 model:
+recall p50/p95 (query embedding + hybrid search) at 10k and 100k chunks,
+store throughput, and the time to compact a 50 KB LOG.md with the
+deterministic summarizer. The 10k corpus is made of distinct log-like
+sentences, each embedded by the model. The 100k table holds those 10k real
+vectors plus 90k variants: each variant's text is a base sentence with a
+distinct suffix and its vector the base vector plus small Gaussian noise,
+re-normalised (embedding 100k sentences would take ~8 minutes on 2 cores).
+``--quick`` uses 2k chunks and skips 100k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tqdm import tqdm  # noqa: E402
+
+SUBJECTS = ["the user", "the agent", "the planner", "the report job", "the portfolio tool", "the scheduler"]
+VERBS = ["asked about", "downloaded", "failed to parse", "summarised", "compared", "saved a fact about",
+         "decided to drop", "retried", "plotted", "flagged an error in"]
+OBJECTS = ["AAPL quarterly earnings", "the EUR/USD exchange rate", "a CSV of daily returns", "Nvidia stock",
+           "the staging deploy", "the monthly budget", "Tesla delivery numbers", "the API rate limit",
+           "bond yields", "the weekly newsletter", "a timeout from the quotes service", "Maria's feedback"]
+QUERIES = ["Which stocks did the user ask about?", "deploy error on staging", "exchange rate euro dollar",
+           "what did the agent decide to drop", "timeout from quotes service", "user feedback about the report",
+           "monthly budget summary", "bond yields plotted", "rate limit of the API", "newsletter"]
+
+
+def sentences(n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    return [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} (run {i}, step {rng.randint(1, 99)})"
+            for i in range(n)]
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
+
+
+def build_table(store, texts: list[str], vectors, copies: int) -> None:
+    """Add ``len(texts) * copies`` rows: the real vectors, then noisy re-normalised variants."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(0)
+    for copy in tqdm(range(copies), desc="filling table", unit="x10k" if len(texts) == 10_000 else "batch"):
+        batch = vectors if copy == 0 else vectors + rng.normal(0, 0.02, vectors.shape).astype("float32")
+        batch = batch / np.linalg.norm(batch, axis=1, keepdims=True)
+        rows = pa.table({
+            "id": [f"note:{copy}-{i}" for i in range(len(texts))],
+            "origin": [f"note:{copy}-{i}" for i in range(len(texts))],
+            "kind": ["note"] * len(texts),
+            "text": texts if copy == 0 else [f"{t} [variant {copy}]" for t in texts],
+            "source": [f"note:{copy}-{i}" for i in range(len(texts))],
+            "created_at": ["2026-01-01T00:00:00.000Z"] * len(texts),
+            "metadata": ["{}"] * len(texts),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(batch.ravel()), vectors.shape[1]),
+        })
+        store.table.add(rows)
+    store.optimize()
+
+
+def bench_recall(store, runs: int) -> tuple[float, float]:
+    for query in QUERIES:  # warm caches
+        store.search(query, 5)
+    samples = []
+    for i in range(runs):
+        start = time.perf_counter()
+        store.search(QUERIES[i % len(QUERIES)], 5)
+        samples.append((time.perf_counter() - start) * 1000)
+    return percentiles(samples)
+
+
+def bench_compaction(home: Path) -> tuple[float, float, int]:
+    """Seconds to compact a 50 KB LOG.md (deterministic summary, no indexing) and to index it."""
+    from core.memory.summarizer import LogSummarizer
+    from core.memory_manager import MemoryManager
+
+    config_dir = home / "bench" / "config"
+    config_dir.mkdir(parents=True)
+    (config_dir / "config.yaml").write_text("llm: {backend: offline}\nmemory: {auto_compact: false}\n")
+    with MemoryManager("bench", home=home) as manager:
+        texts = sentences(400, seed=3)
+        i = 0
+        while manager.paths.log_file.stat().st_size < 50 * 1024:
+            kind = "ERROR" if i % 17 == 0 else "TOOL_USE"
+            manager.append_log(kind, texts[i % len(texts)] + " " + "detail " * 12)
+            i += 1
+        size = manager.paths.log_file.stat().st_size
+        start = time.perf_counter()
+        manager.cold.compactor.run(LogSummarizer(None, 500), force=True, index=False)
+        compact_s = time.perf_counter() - start
+        start = time.perf_counter()
+        manager.cold.indexer.sync()
+        return compact_s, time.perf_counter() - start, size
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="2k chunks, no 100k table (about a minute)")
+    parser.add_argument("--runs", type=int, default=100, help="recall queries timed per table size")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from core.memory.cold_store import ColdStore
+    from core.memory.embedders import MiniLMEmbedder, load_minilm
+
+    load_minilm()
+    base = 2_000 if args.quick else 10_000
+    work = Path(tempfile.mkdtemp(prefix="agentos-bench-"))
+    embedder = MiniLMEmbedder()
+    texts = sentences(base)
+    start = time.perf_counter()
+    vectors = embedder.embed(texts)
+    embed_rate = base / (time.perf_counter() - start)
+
+    results = []
+    sizes = [(base, 1)] + ([] if args.quick else [(100_000, 10)])
+    for total, copies in sizes:
+        store = ColdStore(work / f"lancedb-{total}", embedder, work / f".cold-{total}.lock", reindex_hint="-")
+        build_table(store, texts, vectors, copies)
+        p50, p95 = bench_recall(store, args.runs)
+        results.append((total, p50, p95))
+
+    store = ColdStore(work / "lancedb-store", embedder, work / ".cold-store.lock", reindex_hint="-")
+    from core.memory.cold_store import Chunk
+
+    chunks = [Chunk(f"note:{i}", f"note:{i}", "note", t, f"note:{i}", "2026-01-01T00:00:00.000Z")
+              for i, t in enumerate(sentences(1000, seed=11))]
+    start = time.perf_counter()
+    for i in range(0, len(chunks), 100):
+        store.upsert({c.origin: [c] for c in chunks[i : i + 100]})
+    store_rate = len(chunks) / (time.perf_counter() - start)
+    single = []
+    for c in chunks[:30]:
+        t0 = time.perf_counter()
+        store.upsert({c.origin + "-single": [Chunk(c.id + "-single", c.origin + "-single", "note", c.text, c.source,
+                                                    c.created_at)]})
+        single.append((time.perf_counter() - t0) * 1000)
+    compact_s, index_s, log_size = bench_compaction(work / "agents")
+
+    print(f"\nembedding model: all-MiniLM-L6-v2, CPU, 1 torch thread; {embed_rate:.0f} sentences/s")
+    for total, p50, p95 in results:
+        target = "  (target p50 <= 20 ms)" if total == 10_000 else ""
+        print(f"recall @ {total:>7,} chunks: p50 {p50:6.1f} ms   p95 {p95:6.1f} ms{target}")
+    print(f"store throughput: {store_rate:.0f} chunks/s in batches of 100; one chunk: p50 "
+          f"{statistics.median(single):.1f} ms")
+    print(f"compaction of a {log_size / 1024:.1f} KB LOG.md, deterministic summary: {compact_s:.3f} s "
+          f"(target <= 2 s); indexing its chunks: {index_s:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
