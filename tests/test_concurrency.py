@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from core.memory_manager import MemoryManager
 from memory_format_checks import parse_log_file, parse_now_file
 
@@ -30,6 +32,13 @@ for i in range(count):
         manager.update_now("active", [f"writer {writer} step {i}"], objective=f"w{writer}-{i}")
 manager.close()
 """
+
+
+@pytest.fixture(autouse=True)
+def whole_log(agents_home: Path) -> None:
+    """These tests count every line of LOG.md: keep it from being compacted into archives."""
+    agents_home.mkdir(parents=True, exist_ok=True)
+    (agents_home / "config.yaml").write_text("memory:\n  auto_compact: false\n")
 
 
 def run_workers(home: Path, tmp_path: Path, mode: str, writers: int, count: int,
