@@ -34,6 +34,8 @@ class MemoryConfig:
     """Compact LOG.md automatically when an append crosses a threshold."""
     compact_summary_tokens: int = 500
     """Target length of the SUMMARY entry that replaces compacted entries."""
+    compact_summarizer: str = "llm"
+    """``llm`` (the configured LLM backend; the deterministic summary when none answers) or ``deterministic``."""
     context_tokens: int = 2000
     """Default token budget of ``format_context_for_prompt``."""
 

@@ -33,7 +33,7 @@ from langgraph.graph import END, START, StateGraph
 from core.config import Config, load_config
 from core.conversation import CompactionReport, Conversation
 from core.errors import AgentOSError, EngineError
-from core.llm.backend import Backend
+from core.llm.backend import Backend, generate_with
 from core.llm.select import choose_backend
 from core.memory.provider.types import Session
 from core.memory_tool import memory_tools
@@ -44,7 +44,7 @@ from core.nodes.runtime import Runtime, is_continue, mask_credentials
 from core.nodes.tools import tools
 from core.paths import AgentPaths
 from core.plugins.memory import open_provider
-from core.session_compaction import auto_compact, compact_session, summarizer_for
+from core.session_compaction import auto_compact, compact_session
 from core.skills.base import memory_for
 from core.state import AgentState
 from core.toolbox import build_toolbox
@@ -131,6 +131,8 @@ class Engine:
         else:
             self.notice = f"backend: {backend.name}, model {backend.model}"
         self.backend = backend
+        if backend.name != "offline" and self.config.memory.compact_summarizer == "llm":
+            self.manager.cold.summary_llm = generate_with(backend)  # LOG.md summaries by the run's model
         self.provider = open_provider(None, self.paths.db_file, summarizer=self._summarizer(),
                                       config=self.config.provider)
         self.session = Session(id=f"{agent_name}:{session}", agent_id=agent_name, user_id=LOCAL_USER, channel="cli")
@@ -149,7 +151,7 @@ class Engine:
 
         if self.backend.name == "offline":
             return DeterministicSummarizer()
-        return LLMSummarizer(summarizer_for(self.backend))
+        return LLMSummarizer(generate_with(self.backend))
 
     # -- runs -------------------------------------------------------------------
 

@@ -11,22 +11,14 @@ the turn goes on with the full history.
 from __future__ import annotations
 
 import logging
-from typing import Callable
 
 from core.config import SessionCompactionConfig
 from core.conversation import CompactionReport, Conversation
 from core.errors import AgentOSError, BackendError, SummarizerError
-from core.llm.backend import Backend
+from core.llm.backend import Backend, generate_with
 from core.memory_manager import MemoryManager
 
 log = logging.getLogger(__name__)
-
-
-def summarizer_for(backend: Backend) -> Callable[[str], str]:
-    """``generate(prompt) -> text`` through the backend, without tools."""
-    def generate(prompt: str) -> str:
-        return backend.chat([{"role": "user", "content": prompt}], []).text
-    return generate
 
 
 def needs_compaction(conversation: Conversation, config: SessionCompactionConfig) -> bool:
@@ -46,7 +38,7 @@ def compact_session(
         ValidationError: there is nothing to compact yet.
     """
     try:
-        report = conversation.compact(summarizer_for(backend), config.keep_tail)
+        report = conversation.compact(generate_with(backend), config.keep_tail)
     except BackendError as exc:
         raise SummarizerError(f"the backend could not write the summary: {exc}; the session was left untouched") from exc
     manager.append_log("SYSTEM", f"session {conversation.session.id} compacted ({report.method}): "

@@ -8,7 +8,7 @@ errors into :class:`core.errors.BackendError` subclasses at the boundary.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 
 @dataclass(frozen=True)
@@ -57,3 +57,10 @@ class Backend(Protocol):
             BackendError: any other failure of the backend.
         """
         ...
+
+
+def generate_with(backend: Backend) -> Callable[[str], str]:
+    """``generate(prompt) -> text``: one chat call through ``backend`` without tools (for summarizers)."""
+    def generate(prompt: str) -> str:
+        return backend.chat([{"role": "user", "content": prompt}], []).text
+    return generate

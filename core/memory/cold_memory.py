@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from core.config import Config
-from core.errors import AgentOSError, BackendError, ColdStoreError, EmbedderMismatchError, ValidationError
+from core.errors import AgentOSError, BackendError, ColdStoreError, ConfigError, EmbedderMismatchError, ValidationError
 from core.memory.cold_index import ColdIndexer, Progress
 from core.memory.cold_store import KINDS, ColdStore
 from core.memory.db import Database
@@ -30,7 +30,7 @@ from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
 from core.memory.log_format import check_text, utc_timestamp
-from core.memory.summarizer import Generate, LogSummarizer, ollama_generate
+from core.memory.summarizer import Generate, LogSummarizer
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -49,8 +49,8 @@ class ColdMemory:
         self.paths = paths
         self.config = config
         self.db = db
-        self.summary_llm: Generate | None = ollama_generate(config)
-        """The LLM that summarises LOG.md (``generate(prompt) -> str``); None: the deterministic summary."""
+        self.summary_llm: Generate | None = None
+        """The LLM that summarises LOG.md (``generate(prompt) -> str``); None: chosen from the config."""
         self.indexer = ColdIndexer(db, paths.archive_dir, self.store, config.cold.chunk_tokens)
         self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
         self._store: ColdStore | None = None
@@ -132,8 +132,24 @@ class ColdMemory:
         progress: Progress | None = None,
     ) -> CompactionReport:
         """Compact LOG.md now (waiting for a running compaction)."""
-        summarizer = LogSummarizer(self.summary_llm, self.config.memory.compact_summary_tokens)
+        summarizer = self.summarizer()
         return self.compactor.run(summarizer, summary, force=force, dry_run=dry_run, progress=progress)
+
+    def summarizer(self) -> LogSummarizer:
+        """The LOG.md summarizer: ``summary_llm`` if set, else the configured backend, else deterministic."""
+        return LogSummarizer(self.summary_llm or self._configured_llm(), self.config.memory.compact_summary_tokens)
+
+    def _configured_llm(self) -> Generate | None:
+        choice = self.config.memory.compact_summarizer
+        if choice not in ("llm", "deterministic"):
+            raise ConfigError(f"memory.compact_summarizer must be llm or deterministic, got {choice!r}")
+        if choice == "deterministic" or self.config.llm.backend == "offline":
+            return None
+        from core.llm.backend import generate_with
+        from core.llm.select import choose_backend
+
+        backend = choose_backend(self.config.llm).backend
+        return None if backend.name == "offline" else generate_with(backend)
 
     def after_append(self) -> None:
         """Start a background compaction if LOG.md just crossed a threshold (cheap otherwise)."""
@@ -167,7 +183,7 @@ class ColdMemory:
         return worker is not None and worker.is_alive()
 
     def _auto_compact(self) -> None:
-        summarizer = LogSummarizer(self.summary_llm, self.config.memory.compact_summary_tokens)
+        summarizer = self.summarizer()
         try:
             self.compactor.run(summarizer, wait=False)
         except AgentOSError as exc:

@@ -265,8 +265,10 @@ class LogCompactor:
             first, last = entries[0].seq, entries[-1].seq
             if dry_run:
                 return Plan(first, last, last + 1, len(data), len(data), data, tuple(entries), False)
-            self.log.append("SYSTEM", f"LOG.md compaction started: entries {first}-{last} will be archived",
-                            {"compaction": RESERVED, "covers": [first, last]})
+            reservation = self.log.append(
+                "SYSTEM", f"LOG.md compaction started: entries {first}-{last} will be archived",
+                {"compaction": RESERVED, "covers": [first, last]})
+            log_index.record(self.db, [reservation])  # under the lock, like every append: no gap in the index
             data = self.log.path.read_bytes()
             plan = self._find_reservation(data, list(_lines(data)), first)
             if plan is None:

@@ -13,13 +13,11 @@ raising :class:`BackendError` (or :class:`SummarizerError`).
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
-from core.errors import BackendError, BackendUnavailableError, SummarizerError
-from core.memory.embedders import DEFAULT_OLLAMA_HOST
+from core.errors import BackendError, SummarizerError
 from core.memory.cold_index import render_entry
 from core.memory.extractive import extractive_summary
 from core.memory.log_format import LogEntry
@@ -106,29 +104,3 @@ class LogSummarizer:
     def deterministic(self, entries: Sequence[LogEntry]) -> Summary:
         """The extractive summary of the source entries."""
         return Summary(extractive_summary(entries, self.target_tokens), "deterministic")
-
-
-def ollama_generate(config: "Config") -> Generate | None:
-    """A ``generate`` callable on the configured Ollama chat model, or None for the offline backend.
-
-    With ``llm.backend: auto`` an unreachable server makes the first call raise
-    BackendUnavailableError, so the summarizer falls back to the deterministic summary.
-    """
-    if config.llm.backend == "offline":
-        return None
-    host = config.llm.host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
-
-    def generate(prompt: str) -> str:
-        import httpx
-        import ollama
-
-        client = ollama.Client(host=host, timeout=config.llm.timeout_s)
-        try:
-            reply = client.chat(model=config.llm.model, messages=[{"role": "user", "content": prompt}])
-        except ollama.ResponseError as exc:
-            raise BackendError(f"Ollama model {config.llm.model!r} failed: {exc}") from exc
-        except (ConnectionError, httpx.TransportError) as exc:
-            raise BackendUnavailableError(f"Ollama at {host} does not answer: {exc}") from exc
-        return reply.message.content or ""
-
-    return generate
