@@ -255,8 +255,10 @@ def encode(state: NowState) -> bytes:
 
 def write(path: Path, state: NowState) -> bytes:
     """Atomically replace NOW.md with ``state`` (the caller holds the agent's lock); return its bytes."""
+    global _last_parsed
     data = encode(state)
     atomic_write(path, data)
+    _last_parsed = (state.agent, data.decode("utf-8"), state)  # the next read of this text needs no parse
     return data
 
 
