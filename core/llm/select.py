@@ -42,5 +42,5 @@ def choose_backend(
     ollama = OllamaBackend(model or config.model, resolve_host(host, config.host), config.timeout_s)
     if kind == "ollama" or ollama.ping():
         return Choice(ollama, f"backend: ollama, model {ollama.model} at {ollama.host}")
-    log.warning("no Ollama at %s; using the offline backend", ollama.host)
+    log.info("no Ollama at %s; using the offline backend", ollama.host)
     return Choice(OfflineBackend(), f"No Ollama answers at {ollama.host}. {NOTICE}")

@@ -1,0 +1,33 @@
+"""The README stays true: its commands, and every config option with its default."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import yaml
+
+from core.config import Config
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _first_block(after_heading: str, language: str) -> str:
+    section = README.split(after_heading, 1)[1]
+    return re.search(rf"```{language}\n(.*?)```", section, re.DOTALL).group(1)
+
+
+def test_config_block_lists_every_option_with_its_default() -> None:
+    """The README's configuration block equals the defaults in core/config.py, option by option."""
+    documented = yaml.safe_load(_first_block("## Configuration", "yaml"))
+    assert documented == dataclasses.asdict(Config())
+
+
+def test_opens_with_setup_and_run_and_test_commands() -> None:
+    """The first code block holds the two commands; .ci/run runs the test one."""
+    run, test = _first_block("# AgentOS", "bash").strip().splitlines()
+    assert run.startswith("./scripts/setup.sh && ") and "core.engine --agent finn" in run
+    assert test == "./scripts/setup.sh && .venv/bin/python -m pytest"
+    assert test in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
