@@ -12,7 +12,7 @@ from pathlib import Path
 
 from core import prompts
 from core.errors import StorageError
-from core.memory.context import render_entry, render_fact, render_now
+from core.memory.context import fit_lines, fit_newest, more_facts_note, render_entry, render_fact, render_now
 from core.memory.facts import redact
 from core.memory.tokens import estimate_tokens
 from core.memory_manager import MemoryManager
@@ -95,33 +95,18 @@ def memory_context(manager: MemoryManager, max_tokens: int) -> str:
     head = ["# Memory", "", "## NOW (NOW.md: current objective and plan)", *render_now(now)]
     budget = max_tokens - estimate_tokens("\n".join(head))
     facts = [render_fact(f) for f in manager.facts.list()]
-    fact_lines = _fit(facts, max(0, int(budget * 0.3)))
+    fact_lines = fit_lines(facts, max(0, int(budget * 0.3)))
     budget -= estimate_tokens("\n".join(fact_lines)) + 30
-    since_lines = _fit_newest([render_entry(e) for e in since], int(budget * 0.75))
+    since_lines = fit_newest([render_entry(e) for e in since], int(budget * 0.75))
     budget -= estimate_tokens("\n".join(since_lines))
-    tail_lines = _fit_newest([render_entry(e) for e in tail], budget)
+    tail_lines = fit_newest([render_entry(e) for e in tail], budget)
     parts = head + ["", f"## Log since NOW was written (LOG.md after #{now.log_seq})"]
     parts += since_lines or ["(nothing since)"]
     parts += ["", "## Earlier activity (LOG.md tail)", *(tail_lines or ["(none)"])]
     parts += ["", "## Facts (secrets hidden: call get_fact)", *(fact_lines or ["(none saved)"])]
     if len(fact_lines) < len(facts):
-        parts.append(f"({len(facts) - len(fact_lines)} more facts: use get_fact)")
+        parts.append(more_facts_note(len(facts) - len(fact_lines)))
     return "\n".join(parts)
-
-
-def _fit(lines: list[str], budget: int) -> list[str]:
-    kept = []
-    for line in lines:
-        cost = estimate_tokens(line) + 1
-        if cost > budget:
-            break
-        kept.append(line)
-        budget -= cost
-    return kept
-
-
-def _fit_newest(lines: list[str], budget: int) -> list[str]:
-    return list(reversed(_fit(list(reversed(lines)), budget)))
 
 
 def _read(path: Path) -> str:

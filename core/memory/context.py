@@ -55,26 +55,27 @@ def format_context(
     head = [f"# Memory of agent {agent}", "", "## NOW (current objective and plan)", *render_now(now)]
     # The titles, placeholders and the "more facts" note are paid for up front, whether used or not,
     # so that the lines fitted below can never push the whole text over the budget.
-    scaffold = ["", LOG_TITLE, "(no entries)", "", FACTS_TITLE, "(none saved)", _more_facts(len(facts))]
+    scaffold = ["", LOG_TITLE, "(no entries)", "", FACTS_TITLE, "(none saved)", more_facts_note(len(facts))]
     budget = max_tokens - estimate_tokens("\n".join(head + scaffold)) - 1
     if budget <= 0:
         return _clip("\n".join(head), max_tokens)
-    fact_lines = _fit([render_fact(f) for f in facts], int(budget * FACTS_SHARE))
+    fact_lines = fit_lines([render_fact(f) for f in facts], int(budget * FACTS_SHARE))
     budget -= sum(estimate_tokens(line) + 1 for line in fact_lines)
-    log_lines = list(reversed(_fit([render_entry(e) for e in reversed(entries)], budget)))
+    log_lines = fit_newest([render_entry(e) for e in entries], budget)
     parts = head
     parts += ["", LOG_TITLE, *(log_lines or ["(no entries)"])]
     parts += ["", FACTS_TITLE, *(fact_lines or ["(none saved)"])]
     if len(fact_lines) < len(facts):
-        parts.append(_more_facts(len(facts) - len(fact_lines)))
+        parts.append(more_facts_note(len(facts) - len(fact_lines)))
     return "\n".join(parts)
 
 
-def _more_facts(count: int) -> str:
+def more_facts_note(count: int) -> str:
     return f"({count} more facts: use get_fact)"
 
 
-def _fit(lines: list[str], budget: int) -> list[str]:
+def fit_lines(lines: list[str], budget: int) -> list[str]:
+    """The leading ``lines`` that fit ``budget`` tokens together."""
     kept = []
     for line in lines:
         cost = estimate_tokens(line) + 1
@@ -83,6 +84,11 @@ def _fit(lines: list[str], budget: int) -> list[str]:
         kept.append(line)
         budget -= cost
     return kept
+
+
+def fit_newest(lines: list[str], budget: int) -> list[str]:
+    """The trailing ``lines`` that fit ``budget`` tokens together, in their order."""
+    return list(reversed(fit_lines(list(reversed(lines)), budget)))
 
 
 def _clip(text: str, max_tokens: int) -> str:

@@ -15,16 +15,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from core.errors import BackendError, SummarizerError
 from core.memory.cold_index import render_entry
 from core.memory.extractive import extractive_summary
 from core.memory.log_format import LogEntry
 from core.memory.tokens import estimate_tokens
-
-if TYPE_CHECKING:
-    from core.config import Config
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.config import ProviderConfig
-from core.memory.db import Database
 from core.memory.provider.messages import Message
 from core.memory.provider.types import (
     ChangeEntry,
@@ -19,22 +18,19 @@ from core.memory.provider.types import (
     ConstraintEntry,
     DescribeResult,
     ExpandResult,
-    ListOptions,
     SearchQuery,
     SearchResult,
     Session,
-    SessionInfo,
     SessionSnapshot,
-    SessionStats,
 )
 from core.plugins.memory import window
+from core.plugins.memory.base import StoredConversations
 from core.plugins.memory.lcm import explore
 from core.plugins.memory.lcm.compaction import CompactionEngine
-from core.plugins.memory.profile import ProfileRepository
-from core.plugins.memory.store import ConversationStore, check_session
+from core.plugins.memory.store import check_session
 
 
-class LCMProvider:
+class LCMProvider(StoredConversations):
     """The LCM provider: every capability of the contract."""
 
     name = "lcm"
@@ -47,22 +43,11 @@ class LCMProvider:
             summarizer: an object with ``summarize(text, options) -> str``; None disables compaction.
             config: limits of compaction and the default fresh tail.
         """
-        self.config = config or ProviderConfig()
-        self.db = Database(Path(db_path))
-        self.store = ConversationStore(self.db)
-        self.profiles = ProfileRepository(self.db)
+        super().__init__(db_path, config)
         self.summarizer = summarizer
         self.engine = CompactionEngine(self.db, self.store, summarizer, self.config)
 
     # -- Provider --------------------------------------------------------------
-
-    def bootstrap(self, session: Session) -> None:
-        """Create the session's conversation record if missing."""
-        self.store.ensure(session)
-
-    def append(self, session: Session, messages: list[Message]) -> None:
-        """Store one turn in one transaction."""
-        self.store.append(session, messages)
 
     def assemble(self, session: Session, budget: int, fresh_tail: int | None = None) -> list[Message]:
         """Fresh tail plus older messages and summaries within ``budget``, oldest first."""
@@ -71,14 +56,6 @@ class LCMProvider:
         if conv is None:
             return []
         return window.select(explore.context_newest_first(self.db.conn, conv), budget, fresh_tail)
-
-    def stats(self, session: Session) -> SessionStats:
-        """Counts of the session; zeros when unknown."""
-        return self.store.stats(session)
-
-    def close(self) -> None:
-        """Close the database connections; safe twice."""
-        self.db.close()
 
     # -- Compactor -------------------------------------------------------------
 
@@ -126,38 +103,6 @@ class LCMProvider:
         # An unknown session owns no summaries: -1 matches none.
         conv = self.store.conversation_id(check_session(session).id)
         return -1 if conv is None else conv
-
-    # -- SessionManager --------------------------------------------------------
-
-    def save_info(self, info: SessionInfo) -> None:
-        """Create or update a session's metadata."""
-        self.store.save_info(info)
-
-    def load_info(self, session_id: str) -> SessionInfo:
-        """A session's metadata (SessionNotFoundError when unknown)."""
-        return self.store.load_info(session_id)
-
-    def list_info(self, options: ListOptions = ListOptions()) -> list[SessionInfo]:
-        """Sessions, most recently active first."""
-        return self.store.list_info(options)
-
-    def load_history(self, session_id: str) -> list[Message]:
-        """Every stored message, oldest first."""
-        return self.store.load_history(session_id)
-
-    # -- ProfileStore, versions, constraints, changelog, snapshots ---------------
-
-    def get_profile(self, user_id: str, agent_id: str) -> str:
-        return self.profiles.get("profile", user_id, agent_id)
-
-    def set_profile(self, user_id: str, agent_id: str, content: str) -> None:
-        self.profiles.set("profile", user_id, agent_id, content)
-
-    def get_agent_soul(self, user_id: str, agent_id: str) -> str:
-        return self.profiles.get("soul", user_id, agent_id)
-
-    def set_agent_soul(self, user_id: str, agent_id: str, content: str) -> None:
-        self.profiles.set("soul", user_id, agent_id, content)
 
     def get_profile_at(self, user_id: str, agent_id: str, version: int) -> str:
         return self.profiles.get_at("profile", user_id, agent_id, version)

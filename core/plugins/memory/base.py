@@ -1,0 +1,76 @@
+"""What every provider over memory.db shares: the conversation store, sessions and profiles.
+
+LCM and Simple store messages, session metadata, profile and soul in the same
+tables, which is what lets a session switch between them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.config import ProviderConfig
+from core.memory.db import Database
+from core.memory.provider.messages import Message
+from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
+from core.plugins.memory.profile import ProfileRepository
+from core.plugins.memory.store import ConversationStore
+
+
+class StoredConversations:
+    """Provider basics + SessionManager + ProfileStore over one memory.db."""
+
+    def __init__(self, db_path: Path | str, config: ProviderConfig | None = None) -> None:
+        self.config = config or ProviderConfig()
+        self.db = Database(Path(db_path))
+        self.store = ConversationStore(self.db)
+        self.profiles = ProfileRepository(self.db)
+
+    # -- Provider --------------------------------------------------------------
+
+    def bootstrap(self, session: Session) -> None:
+        """Create the session's conversation record if missing."""
+        self.store.ensure(session)
+
+    def append(self, session: Session, messages: list[Message]) -> None:
+        """Store one turn in one transaction."""
+        self.store.append(session, messages)
+
+    def stats(self, session: Session) -> SessionStats:
+        """Counts of the session; zeros when unknown."""
+        return self.store.stats(session)
+
+    def close(self) -> None:
+        """Close the database connections; safe twice."""
+        self.db.close()
+
+    # -- SessionManager --------------------------------------------------------
+
+    def save_info(self, info: SessionInfo) -> None:
+        """Create or update a session's metadata."""
+        self.store.save_info(info)
+
+    def load_info(self, session_id: str) -> SessionInfo:
+        """A session's metadata (SessionNotFoundError when unknown)."""
+        return self.store.load_info(session_id)
+
+    def list_info(self, options: ListOptions = ListOptions()) -> list[SessionInfo]:
+        """Sessions, most recently active first."""
+        return self.store.list_info(options)
+
+    def load_history(self, session_id: str) -> list[Message]:
+        """Every stored message, oldest first."""
+        return self.store.load_history(session_id)
+
+    # -- ProfileStore ------------------------------------------------------------
+
+    def get_profile(self, user_id: str, agent_id: str) -> str:
+        return self.profiles.get("profile", user_id, agent_id)
+
+    def set_profile(self, user_id: str, agent_id: str, content: str) -> None:
+        self.profiles.set("profile", user_id, agent_id, content)
+
+    def get_agent_soul(self, user_id: str, agent_id: str) -> str:
+        return self.profiles.get("soul", user_id, agent_id)
+
+    def set_agent_soul(self, user_id: str, agent_id: str, content: str) -> None:
+        self.profiles.set("soul", user_id, agent_id, content)
