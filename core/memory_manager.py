@@ -51,7 +51,8 @@ class MemoryManager:
         self.lock = AgentLock(self.paths.lock_file, self.config.memory.lock_timeout_s)
         self.db = Database(self.paths.db_file)
         self.log = LogFile(
-            self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes
+            self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes,
+            seq_floor=lambda: log_index.last_indexed_seq(self.db),
         )
         self.facts = FactStore(self.db)
         self.cold = ColdMemory(self.paths, self.config, self.db, self.log, self.lock)

@@ -116,7 +116,7 @@ def _append_raw(path: Path, data: bytes) -> None:
 
 
 def test_torn_tail_without_newline_is_quarantined(manager: MemoryManager) -> None:
-    """A last line with no newline is moved to memory/quarantine/ and cut off; appends continue."""
+    """A last line with no newline is moved to memory/quarantine/ and cut off; appends continue after its seq."""
     for i in range(3):
         manager.append_log("THOUGHT", f"t{i}")
     torn = b'- 4 2026-01-31T12:00:00.000Z THOUGHT {"text":"half a li'
@@ -125,11 +125,11 @@ def test_torn_tail_without_newline_is_quarantined(manager: MemoryManager) -> Non
         assert [e["seq"] for e in parse_log_file(again.paths.log_file)] == [1, 2, 3]
         quarantined = list(again.paths.quarantine_dir.iterdir())
         assert [q.read_bytes() for q in quarantined] == [torn]
-        assert again.append_log("THOUGHT", "after repair") == 4
+        assert again.append_log("THOUGHT", "after repair") == 5  # 4 is in the quarantined line
 
 
 def test_bad_crc_on_the_last_line_is_quarantined(manager: MemoryManager) -> None:
-    """A whole last line whose CRC fails is quarantined and cut; its seq is then reused by no valid line."""
+    """A whole last line whose CRC fails is quarantined and cut; its seq is never handed out again."""
     for i in range(3):
         manager.append_log("THOUGHT", f"t{i}")
     lines = manager.paths.log_file.read_bytes().split(b"\n")
@@ -138,7 +138,7 @@ def test_bad_crc_on_the_last_line_is_quarantined(manager: MemoryManager) -> None
     with MemoryManager("finn") as again:
         assert [e["content"] for e in again.read_log()] == ["t0", "t1"]
         assert [q.read_bytes() for q in again.paths.quarantine_dir.iterdir()] == [damaged + b"\n"]
-        assert again.append_log("THOUGHT", "next") == 3
+        assert again.append_log("THOUGHT", "next") == 4
         parse_log_file(again.paths.log_file)
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from core.errors import CorruptionError, StorageError, ValidationError
 from core.memory.fsutil import atomic_write, fsync_dir, write_all
@@ -32,6 +33,7 @@ from core.memory.log_format import (
 log = logging.getLogger(__name__)
 
 _TAIL_BLOCK = 8192
+_SEQ_PREFIX = re.compile(rb"(?m)^- (\d+) ")
 
 
 @dataclass
@@ -58,13 +60,17 @@ class LogFile:
     """One agent's LOG.md."""
 
     def __init__(
-        self, path: Path, lock: AgentLock, quarantine_dir: Path, max_entry_bytes: int = 64 * 1024
+        self, path: Path, lock: AgentLock, quarantine_dir: Path, max_entry_bytes: int = 64 * 1024,
+        seq_floor: Callable[[], int] | None = None,
     ) -> None:
+        """``seq_floor()`` returns the highest seq ever handed out (the index's), so none is reused."""
         self.path = path
         self.lock = lock
         self.quarantine_dir = quarantine_dir
         self.max_entry_bytes = max_entry_bytes
+        self.seq_floor = seq_floor
         self._cache: tuple[int, int, int] | None = None  # (inode, size, last seq)
+        self._quarantined_seq = 0  # highest seq seen in a tail this process moved to quarantine
 
     def ensure_exists(self) -> bool:
         """Create LOG.md with its header if missing; return True if created."""
@@ -135,7 +141,9 @@ class LogFile:
         if stat.st_size and _read_at(fd, stat.st_size - 1, 1) != b"\n":
             self._repair_locked()
         entries = self.tail(1)
-        return entries[0].seq if entries else self._header_floor()
+        last = entries[0].seq if entries else self._header_floor()
+        floor = self.seq_floor() if self.seq_floor is not None else 0
+        return max(last, floor, self._quarantined_seq)
 
     def _header_floor(self) -> int:
         """The seq before the first entry, as a compacted log's header may record it."""
@@ -253,6 +261,8 @@ class LogFile:
             keep = start
         if keep == len(data):
             return None
+        seqs = [int(s) for s in _SEQ_PREFIX.findall(data[keep:])]
+        self._quarantined_seq = max([self._quarantined_seq, *seqs])
         self.quarantine_dir.mkdir(parents=True, exist_ok=True)
         target = self.quarantine_dir / f"LOG-tail-{utc_timestamp().replace(':', '')}-{os.getpid()}.md"
         atomic_write(target, data[keep:])
