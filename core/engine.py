@@ -141,7 +141,8 @@ class Engine:
         self.runtime = Runtime(self.manager, backend, toolbox, self.conversation, self.config,
                                identity=self.conversation.identity)
         self._saver_conn = sqlite3.connect(self.paths.checkpoints_file, check_same_thread=False)
-        self.graph = build_graph(self.runtime, SqliteSaver(self._saver_conn))
+        self._saver = SqliteSaver(self._saver_conn)
+        self.graph = build_graph(self.runtime, self._saver)
         self.thread = {"configurable": {"thread_id": self.session.id},
                        "recursion_limit": 2 * self.config.engine.max_steps + 10}
         self.recovered = self.recover()
@@ -239,6 +240,9 @@ class Engine:
         outcome = final.get("outcome") or "error"
         response = final.get("final_response") or ""
         self.manager.end_run(run_id, outcome, response[:500] if outcome == "done" else (final.get("errors") or [""])[-1])
+        # The finished turn is in the provider (secrets redacted): its checkpoints, which hold the
+        # raw messages, are no longer needed to resume anything.
+        self._saver.delete_thread(self.session.id)
         return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0))
 
     def _fail(self, run_id: str, exc: BaseException) -> None:

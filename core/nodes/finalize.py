@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from core.memory.facts import redact
 from core.nodes.runtime import Runtime, preview
 from core.state import AgentState
 
@@ -25,7 +26,8 @@ def finalize(state: AgentState, rt: Runtime) -> dict[str, Any]:
         maybe_stored = rt.find_logged("STEP_START", "turn_id", turn_id) is not None
         if not maybe_stored:
             rt.log("STEP_START", f"saving turn {turn_id}", turn_id=turn_id)
-        rt.conversation.append_turn(turn_id, _turn_messages(state, response, outcome), maybe_stored)
+        secrets = rt.manager.facts.secret_values()  # a secret told in this turn is saved by now
+        rt.conversation.append_turn(turn_id, redact(_turn_messages(state, response, outcome), secrets), maybe_stored)
         if state.get("auto_log_enabled", True):
             rt.log("THOUGHT", f"response: {preview(response)}", turn_id=turn_id, kind="response",
                    outcome=outcome, steps=state.get("steps", 0), tool_calls=state.get("tool_calls_done", 0))

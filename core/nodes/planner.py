@@ -6,7 +6,8 @@ import logging
 import traceback
 from typing import Any
 
-from core.errors import BackendUnavailableError, ModelNotFoundError, ToolArgumentError, BackendError
+from core.errors import BackendError, BackendUnavailableError, ModelNotFoundError, ToolArgumentError
+from core.memory.facts import redact
 from core.memory.tokens import estimate_tokens
 from core.nodes.runtime import Runtime
 from core.state import AgentState
@@ -61,7 +62,9 @@ def conversation(state: AgentState, rt: Runtime, system: str) -> list[dict[str, 
     current = state["messages"]
     used = estimate_tokens(system) + sum(estimate_tokens(str(m.get("content") or "")) for m in current)
     budget = max(0, rt.config.engine.context_budget - used)
-    return [*rt.conversation.history(budget), *current]
+    # Earlier turns never carry a secret back into a prompt; this turn's get_fact reply may.
+    history = redact(rt.conversation.history(budget), rt.manager.facts.secret_values())
+    return [*history, *current]
 
 
 def _extras(state: AgentState, rt: Runtime) -> PromptExtras:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.engine.conftest import write_config
 from tests.ollama_server import tool_call
 
@@ -46,6 +48,12 @@ def test_secret_is_recalled_after_fifty_turns_and_never_leaks(server, agents_hom
     assert len(server.chat_requests) >= FILLER_TURNS + 4
     for prompt in server.system_prompts():
         assert SECRET not in _facts_section(prompt)
+    for request in server.chat_requests[2:-1]:  # every filler turn: the conversation carries no secret
+        assert SECRET not in json.dumps(request["messages"]), "a later prompt replayed the secret"
+    leaking = [m for m in last_request["messages"] if SECRET in json.dumps(m)]
+    assert [m["role"] for m in leaking] == ["tool"], "only get_fact's reply may hold the secret"
+    assert SECRET not in (memory_dir := agents_home / "finn" / "memory" / "checkpoints.db").read_bytes().decode(
+        "latin-1"), f"{memory_dir} keeps the raw turn after it finished"
     assert "api_key (secret): [REDACTED]" in _facts_section(server.system_prompts()[-1])
     assert SECRET not in now_file.read_text(encoding="utf-8")
     memory_dir = agents_home / "finn" / "memory"
@@ -58,7 +66,5 @@ def test_secret_is_recalled_after_fifty_turns_and_never_leaks(server, agents_hom
 
 
 def _tool_value(body) -> str:
-    import json
-
     tool = [m for m in body["messages"] if m["role"] == "tool"][-1]
     return json.loads(tool["content"])["value"]
