@@ -109,25 +109,14 @@ class MemoryManager:
         Raises:
             ValidationError: bad input; NOW.md and LOG.md are unchanged.
         """
-        text = status if status is not None else new_status
-        if text is not None and text not in STATUSES:
-            current_step = current_step if current_step is not None else check_text(text, "status")
-            text = None
-        lifecycle = state or text or ("active" if current_step or next_steps else None)
-        secrets = self.facts.secret_values()
+        lifecycle, current_step = _lifecycle(status if status is not None else new_status, state,
+                                             current_step, next_steps)
+        fields = {"objective": objective, "current_step": current_step, "next_steps": next_steps,
+                  "done_steps": done_steps, "blockers": blockers, "resume_hint": resume_hint}
         with self.lock.hold():
+            secrets = self.facts.secret_values()  # under the lock: a secret saved meanwhile is known
             before = now_file.read(self.paths.now_file, self.agent_name)
-            after = now_file.advance(
-                before,
-                status=lifecycle,
-                objective=redact(objective, secrets),
-                current_step=redact(current_step, secrets),
-                next_steps=redact(next_steps, secrets),
-                done_steps=redact(done_steps, secrets),
-                blockers=redact(blockers, secrets),
-                resume_hint=redact(resume_hint, secrets),
-                run_id=run_id,
-            )
+            after = now_file.advance(before, status=lifecycle, run_id=run_id, **redact(fields, secrets))
             now_file.encode(after)  # refuse an oversize NOW before anything is logged
             entry = self._append_locked(
                 "NOW_UPDATE",
@@ -158,9 +147,8 @@ class MemoryManager:
             ValidationError: unknown type (the message lists the valid ones), oversize
                 content, invalid UTF-8 or NUL bytes; nothing is written.
         """
-        secrets = self.facts.secret_values()
         with self.lock.hold():
-            entry = self._append_locked(entry_type, content, metadata, secrets)
+            entry = self._append_locked(entry_type, content, metadata, self.facts.secret_values())
         return entry.seq
 
     def _append_locked(
@@ -303,3 +291,13 @@ class MemoryManager:
 
     def __repr__(self) -> str:
         return f"MemoryManager({self.agent_name!r}, root={str(self.paths.root)!r})"
+
+
+def _lifecycle(
+    status: str | None, state: str | None, current_step: str | None, next_steps: list[str] | None
+) -> tuple[str | None, str | None]:
+    """Split ``update_now``'s status into (lifecycle state, current step): free text is the step."""
+    if status is not None and status not in STATUSES:
+        current_step = current_step if current_step is not None else check_text(status, "status")
+        status = None
+    return state or status or ("active" if current_step or next_steps else None), current_step

@@ -59,8 +59,9 @@ def execute_script(conn: sqlite3.Connection, script: str) -> None:
 
 
 def open_connection(path: Path) -> sqlite3.Connection:
-    """Open ``path`` with the pragmas every connection needs (no migrations)."""
+    """Open ``path`` with the pragmas every connection needs (no migrations); create its folder."""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(
             path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
         )
@@ -69,7 +70,7 @@ def open_connection(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
-    except sqlite3.Error as exc:
+    except (OSError, sqlite3.Error) as exc:
         raise StorageError(f"cannot open database {path}: {exc}") from exc
     return conn
 

@@ -69,7 +69,7 @@ class LogFile:
         self.quarantine_dir = quarantine_dir
         self.max_entry_bytes = max_entry_bytes
         self.seq_floor = seq_floor
-        self._cache: tuple[int, int, int] | None = None  # (inode, size, last seq)
+        self._cache: tuple[tuple[int, int, int], int] | None = None  # ((inode, size, mtime), last seq)
         self._quarantined_seq = 0  # highest seq seen in a tail this process moved to quarantine
 
     def ensure_exists(self) -> bool:
@@ -120,8 +120,7 @@ class LogFile:
                 entry, line = self.build_line(last_seq + 1, entry_type, content, metadata)
                 write_all(fd, line)
                 os.fdatasync(fd)
-                stat = os.fstat(fd)
-                self._cache = (stat.st_ino, stat.st_size, entry.seq)
+                self._cache = (_identity(os.fstat(fd)), entry.seq)
             except OSError as exc:
                 raise StorageError(f"cannot append to {self.path}: {exc}") from exc
             finally:
@@ -136,8 +135,8 @@ class LogFile:
 
     def _last_seq_locked(self, fd: int) -> int:
         stat = os.fstat(fd)
-        if self._cache and self._cache[:2] == (stat.st_ino, stat.st_size):
-            return self._cache[2]
+        if self._cache and self._cache[0] == _identity(stat):
+            return self._cache[1]
         if stat.st_size and _read_at(fd, stat.st_size - 1, 1) != b"\n":
             self._repair_locked()
         entries = self.tail(1)
@@ -276,6 +275,11 @@ class LogFile:
             "LOG.md had a torn tail of %d bytes; moved it to %s", len(data) - keep, target
         )
         return target
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int, int]:
+    """What tells this LOG.md apart from any other version of it (a replaced file may reuse the inode)."""
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def _read_at(fd: int, offset: int, length: int) -> bytes:

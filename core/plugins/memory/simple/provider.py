@@ -21,8 +21,8 @@ class SimpleProvider(StoredConversations):
 
     name = "simple"
 
-    def __init__(self, db_path: Path | str, config: ProviderConfig | None = None, **_ignored) -> None:
-        """Open the provider over memory.db at ``db_path`` (a summarizer, if passed, is not used)."""
+    def __init__(self, db_path: Path | str, summarizer: object = None, config: ProviderConfig | None = None) -> None:
+        """Open the provider over memory.db at ``db_path`` (it keeps no summaries: ``summarizer`` is unused)."""
         super().__init__(db_path, config)
 
     def assemble(self, session: Session, budget: int, fresh_tail: int | None = None) -> list[Message]:
