@@ -19,6 +19,7 @@ from typing import Callable, Protocol, Sequence
 
 from core.errors import BackendError, SummarizerError
 from core.memory.cold_index import render_entry
+from core.memory.escalation import escalate
 from core.memory.extractive import extractive_summary
 from core.memory.log_format import LogEntry
 from core.memory.tokens import estimate_tokens
@@ -29,7 +30,8 @@ Generate = Callable[[str], str]
 """An LLM backend: prompt in, text out."""
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
-OVERSIZE_RATIO = 1.5
+PROMPTS = ("log_summary", "log_summary_aggressive")
+METHODS = ("llm", "llm-aggressive")
 
 
 @dataclass(frozen=True)
@@ -78,25 +80,18 @@ class LogSummarizer:
         if self.generate is None:
             log.warning("no LLM backend for LOG.md compaction: using the deterministic summary")
             return self.deterministic(entries)
-        for prompt, method in (("log_summary", "llm"), ("log_summary_aggressive", "llm-aggressive")):
-            text = self._ask(render_prompt(prompt, entries, self.target_tokens))
-            if text is None:
-                break
-            if text and estimate_tokens(text) <= OVERSIZE_RATIO * self.target_tokens:
-                log.info("LOG.md summary by %s: %d tokens", method, estimate_tokens(text))
-                return Summary(text, method)
-            log.warning("LOG.md summary by %s unusable (%d tokens, target %d)",
-                        method, estimate_tokens(text), self.target_tokens)
-        return self.deterministic(entries)
-
-    def _ask(self, prompt: str) -> str | None:
-        """The LLM's answer, stripped; None when the backend failed (no use trying again)."""
+        prompts = [render_prompt(name, entries, self.target_tokens) for name in PROMPTS]
         try:
-            answer = self.generate(prompt)  # type: ignore[misc]
+            found = escalate(self.generate, prompts, self.target_tokens)
         except (BackendError, SummarizerError) as exc:
             log.warning("LLM summary failed (%s): using the deterministic summary", exc)
-            return None
-        return answer.strip() if isinstance(answer, str) else ""
+            return self.deterministic(entries)
+        if found is None:
+            log.warning("LLM summaries over %d tokens: using the deterministic summary", self.target_tokens)
+            return self.deterministic(entries)
+        index, text = found
+        log.info("LOG.md summary by %s: %d tokens", METHODS[index], estimate_tokens(text))
+        return Summary(text, METHODS[index])
 
     def deterministic(self, entries: Sequence[LogEntry]) -> Summary:
         """The extractive summary of the source entries."""

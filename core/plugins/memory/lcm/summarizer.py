@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Callable
 
 from core.errors import AgentOSError, SummarizerError
+from core.memory.escalation import escalate
 from core.memory.provider.types import SummarizeOptions
 from core.memory.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
-ESCALATION_FACTOR = 1.5
 LINE_CHARS = 200
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
@@ -86,13 +86,9 @@ class LLMSummarizer:
         Raises:
             SummarizerError: the model failed or answered with nothing.
         """
-        limit = target_tokens(text, options) * ESCALATION_FACTOR
-        for aggressive in (False, True):
-            answer = self._ask(build_prompt(text, replace(options, aggressive=aggressive)))
-            if estimate_tokens(answer) <= limit:
-                return answer
-            log.info("summary of %d tokens is over %d; escalating", estimate_tokens(answer), int(limit))
-        return self.fallback.summarize(text, options)
+        prompts = [build_prompt(text, replace(options, aggressive=aggressive)) for aggressive in (False, True)]
+        found = escalate(self._ask, prompts, target_tokens(text, options))
+        return found[1] if found else self.fallback.summarize(text, options)
 
     def _ask(self, prompt: str) -> str:
         try:
