@@ -2,7 +2,7 @@
 
 Measures p50/p99 of: read NOW, read the last 20 LOG entries, append a LOG
 entry (with fsync), update NOW, save a fact and get a fact, on an agent whose
-LOG.md already holds --prefill entries. Every figure is printed beside the
+LOG.md already holds --entries entries. Every figure is printed beside the
 seed's figure and the target (5x under the seed; append p50 <= 1 ms), with
 PASS/FAIL per row. Runs in a temporary AGENTOS_HOME unless --home is given;
 exits non-zero if a target is missed.

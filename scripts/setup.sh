@@ -15,7 +15,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "setup: installing dependencies (about a minute the first time)" >&2
     .venv/bin/python -m pip install --quiet --upgrade pip
     # torch first and alone: sentence-transformers would otherwise pull a multi-GB CUDA build.
-    .venv/bin/python -m pip install --quiet "$(grep -E '^torch==' requirements.txt)"
+    # Where the CPU wheel is not provided locally, TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+    # fetches it from PyTorch's own index instead.
+    .venv/bin/python -m pip install --quiet ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} \
+        "$(grep -E '^torch==' requirements.txt)"
     .venv/bin/python -m pip install --quiet -r requirements.txt
     echo "$want" > "$stamp"
 fi
