@@ -31,3 +31,14 @@ def test_opens_with_setup_and_run_and_test_commands() -> None:
     assert run.startswith("./scripts/setup.sh && ") and "core.engine --agent finn" in run
     assert test == "./scripts/setup.sh && .venv/bin/python -m pytest"
     assert test in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_python_snippets_run(agents_home: Path, capsys) -> None:
+    """Every Python block of the README runs as written, in order, on a fresh agents home."""
+    blocks = re.findall(r"```python\n(.*?)```", README, re.DOTALL)
+    assert len(blocks) >= 3
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - the README is ours
+    out = capsys.readouterr().out
+    assert "## Facts" in out and '"source_type": "message"' in out and "137" in out
