@@ -27,6 +27,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from filelock import FileLock, Timeout
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
@@ -121,10 +122,22 @@ class Engine:
 
         Raises:
             InvalidAgentNameError, ConfigError: bad agent name or config; nothing is created.
+            EngineError: another engine is running this agent.
         """
         self.paths = AgentPaths.for_agent(agent_name)
         self.config = config or load_config(self.paths)
         self.manager = memory_for(agent_name)
+        self._run_lock = _hold_run_lock(self.paths)
+        try:
+            self._open(session, offline, model, host, backend)
+        except BaseException:
+            self._run_lock.release()
+            raise
+        self.recovered = self.recover()
+
+    def _open(self, session: str, offline: bool, model: str | None, host: str | None,
+              backend: Backend | None) -> None:
+        """Choose the backend, open the provider, the tools and the checkpointed graph."""
         if backend is None:
             choice = choose_backend(self.config.llm, offline=offline, model=model, host=host)
             backend, self.notice = choice.backend, choice.notice
@@ -135,7 +148,8 @@ class Engine:
             self.manager.cold.summary_llm = generate_with(backend)  # LOG.md summaries by the run's model
         self.provider = open_provider(None, self.paths.db_file, summarizer=self._summarizer(),
                                       config=self.config.provider)
-        self.session = Session(id=f"{agent_name}:{session}", agent_id=agent_name, user_id=LOCAL_USER, channel="cli")
+        name = self.paths.name
+        self.session = Session(id=f"{name}:{session}", agent_id=name, user_id=LOCAL_USER, channel="cli")
         self.conversation = Conversation(self.provider, self.session, self.paths, self.config.provider.fresh_tail)
         toolbox = build_toolbox(self.paths, extra=memory_tools(self.provider, self.session))
         self.runtime = Runtime(self.manager, backend, toolbox, self.conversation, self.config,
@@ -145,7 +159,6 @@ class Engine:
         self.graph = build_graph(self.runtime, self._saver)
         self.thread = {"configurable": {"thread_id": self.session.id},
                        "recursion_limit": 2 * self.config.engine.max_steps + 10}
-        self.recovered = self.recover()
 
     def _summarizer(self) -> Any:
         from core.plugins.memory.lcm import DeterministicSummarizer, LLMSummarizer
@@ -264,15 +277,31 @@ class Engine:
             log.error("run %s failed with an unexpected error", run_id, exc_info=exc)
 
     def close(self) -> None:
-        """Close the checkpoint database and the provider. Safe twice."""
+        """Close the checkpoint database and the provider, and let another engine run the agent. Safe twice."""
         self._saver_conn.close()
         self.provider.close()
+        self._run_lock.release()
 
     def __enter__(self) -> "Engine":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _hold_run_lock(paths: AgentPaths) -> FileLock:
+    """Take the agent's engine lock: one engine an agent, so a live run is never taken for a killed one.
+
+    The operating system drops the lock of a killed process, so a crash never leaves it stuck.
+    """
+    lock = FileLock(str(paths.memory_dir / ".engine.lock"), thread_local=False)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout as exc:
+        raise EngineError(
+            f"agent {paths.name} is already running in another engine: wait for it to finish or stop it"
+        ) from exc
+    return lock
 
 
 if __name__ == "__main__":

@@ -113,6 +113,19 @@ def test_auto_backend_falls_back_to_offline_and_says_so(agents_home, monkeypatch
     assert MemoryManager("finn").get_fact("favourite_colour") == "teal"
 
 
+def test_second_engine_on_a_running_agent_is_refused(agents_home, make_engine):
+    """While one engine runs an agent, another is refused with a clear error; once closed, it may start."""
+    import pytest
+
+    from core.errors import EngineError
+
+    first = make_engine(offline=True)
+    with pytest.raises(EngineError, match="already running"):
+        make_engine(offline=True)
+    first.close()
+    assert make_engine(offline=True).run("status").ok
+
+
 def test_missing_model_and_server_errors(server, agents_home, make_engine):
     """A model the server lacks is ModelNotFoundError; an HTTP 500 is retried as a recoverable error."""
     import pytest
@@ -120,8 +133,10 @@ def test_missing_model_and_server_errors(server, agents_home, make_engine):
     from core.errors import ModelNotFoundError
 
     write_config(agents_home, "llm:\n  backend: ollama\n")
+    missing = make_engine(model="no-such-model")
     with pytest.raises(ModelNotFoundError, match="ollama pull"):
-        make_engine(model="no-such-model").run("hello")
+        missing.run("hello")
+    missing.close()  # one engine an agent at a time
     server.enqueue(Error(500, "out of memory"), "Hello again.")
     result = make_engine().run("hello")
     assert result.ok and result.response == "Hello again."
