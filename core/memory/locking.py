@@ -18,8 +18,17 @@ from filelock import FileLock, Timeout
 from core.errors import LockTimeoutError
 
 _registry_guard = threading.Lock()
-_thread_locks: dict[Path, threading.RLock] = {}
-_file_locks: dict[Path, FileLock] = {}
+_shared: dict[Path, "_Shared"] = {}
+
+
+class _Shared:
+    """The locks of one lock file, shared by every AgentLock of this process on it."""
+
+    def __init__(self, lock_file: Path) -> None:
+        self.thread_lock = threading.RLock()
+        self.file_lock = FileLock(str(lock_file), thread_local=False)
+        self.depth = 0
+        """How deep the thread that holds ``thread_lock`` has entered; only that thread changes it."""
 
 
 class AgentLock:
@@ -29,27 +38,29 @@ class AgentLock:
         self.lock_file = lock_file
         self.timeout = timeout
         with _registry_guard:
-            self._thread_lock = _thread_locks.setdefault(lock_file, threading.RLock())
-            self._file_lock = _file_locks.setdefault(
-                lock_file, FileLock(str(lock_file), thread_local=False)
-            )
+            self._shared = _shared.setdefault(lock_file, _Shared(lock_file))
 
     @contextmanager
     def hold(self) -> Iterator[None]:
         """Hold the lock for the duration of the ``with`` block."""
-        if not self._thread_lock.acquire(timeout=self.timeout):
+        shared = self._shared
+        if not shared.thread_lock.acquire(timeout=self.timeout):
             raise LockTimeoutError(self._busy_message())
         try:
-            try:
-                self._file_lock.acquire(timeout=self.timeout)
-            except Timeout as exc:
-                raise LockTimeoutError(self._busy_message()) from exc
+            if shared.depth == 0:  # re-entry needs no second trip through the file lock
+                try:
+                    shared.file_lock.acquire(timeout=self.timeout)
+                except Timeout as exc:
+                    raise LockTimeoutError(self._busy_message()) from exc
+            shared.depth += 1
             try:
                 yield
             finally:
-                self._file_lock.release()
+                shared.depth -= 1
+                if shared.depth == 0:
+                    shared.file_lock.release()
         finally:
-            self._thread_lock.release()
+            shared.thread_lock.release()
 
     def _busy_message(self) -> str:
         return (
