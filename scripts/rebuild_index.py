@@ -1,6 +1,8 @@
 """Recreate an agent's indexes from the files: log_metadata from LOG.md and the archives, the
 compaction history from the SUMMARY entries, and the LanceDB cold store from the archives,
 facts and notes, embedded with the configured embedder (use it after changing cold.embedder).
+It ends by optimizing the table, which builds the approximate vector index once the table
+holds cold.ann_min_rows chunks (below that, vector search is exact).
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"log_metadata rows: {result.log_rows}")
     print(f"compactions recorded: {result.compactions}")
     print(f"chunks indexed: {result.chunks} (embedder {result.embedder})")
+    index = result.vector_index
+    if index is None:
+        print(f"vector index: none, exact search (below cold.ann_min_rows={manager.config.cold.ann_min_rows})")
+    else:
+        print(f"vector index: {index['type']} over {index['indexed_rows']} chunks")
     return 0
 
 
