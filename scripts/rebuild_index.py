@@ -34,11 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"log_metadata rows: {result.log_rows}")
     print(f"compactions recorded: {result.compactions}")
     print(f"chunks indexed: {result.chunks} (embedder {result.embedder})")
-    index = result.vector_index
-    if index is None:
-        print(f"vector index: none, exact search (below cold.ann_min_rows={manager.config.cold.ann_min_rows})")
-    else:
+    index, min_rows = result.vector_index, manager.config.cold.ann_min_rows
+    if index is not None:
         print(f"vector index: {index['type']} over {index['indexed_rows']} chunks")
+    elif min_rows and result.chunks >= min_rows:
+        print("vector index: none, its build failed (see the log): vector search is exact")
+    else:
+        print(f"vector index: none, vector search is exact (cold.ann_min_rows = {min_rows})")
     return 0
 
 

@@ -3,15 +3,11 @@
 Search is hybrid: a vector search and LanceDB's native full-text search run
 with the same filters and their rankings are fused by reciprocal rank fusion
 (RRF), so a query matches by meaning and by exact words (names, error codes).
-The full-text query runs while the query is being embedded.
+The full-text query runs alongside the vector query.
 
-Tables of at least ``ann_min_rows`` chunks get an IVF_FLAT vector index
-(cosine, about sqrt(rows) partitions; it keeps the exact vectors, so probing
-enough partitions loses almost nothing). It is built and retrained by
-:meth:`ColdStore.optimize`, which writers run in a background thread every
-``optimize_every`` writes, never by a search. Rows added after the last
-optimize are not in the index yet: LanceDB searches them exactly and merges
-both result sets, so a fresh chunk is found at once.
+Tables of at least ``ann_min_rows`` chunks get an ANN vector index (see
+:mod:`core.memory.ann_index`), built by :meth:`ColdStore.optimize`, which
+writers run in a background thread every ``optimize_every`` writes.
 
 The table's schema metadata records the embedder and dimension that built it;
 opening it with another embedder raises :class:`EmbedderMismatchError`.
@@ -24,9 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,6 +31,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from filelock import FileLock, Timeout
 
 from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError, ValidationError
+from core.memory import ann_index
 from core.memory.embedders import Embedder
 
 log = logging.getLogger(__name__)
@@ -47,13 +42,6 @@ RRF_K = 60
 """The usual RRF constant: a rank-r hit scores 1 / (RRF_K + r)."""
 CLEANUP_AFTER = timedelta(hours=1)
 """Table versions older than this are deleted by :meth:`ColdStore.optimize`."""
-VECTOR_INDEX = "vector_idx"
-ANN_NPROBES = 40
-"""IVF partitions probed per query: with ~sqrt(rows) partitions this kept recall@10
-at 0.99-1.0 of exact search on MiniLM embeddings at 10k and 100k chunks."""
-ANN_MAX_SEGMENTS = 8
-"""Each optimize that folds new rows in adds an index segment (and keeps the old
-partitioning); past this many the index is retrained on the whole table."""
 _META_EMBEDDER = b"agentos.embedder"
 _META_DIMENSION = b"agentos.dimension"
 
@@ -266,37 +254,11 @@ class ColdStore:
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot optimize the cold store {self.path}: {exc}") from exc
             log.info("cold store %s optimized (version %d)", self.path, table.version)
-            self._index_vectors(table)
-
-    def _index_vectors(self, table) -> None:
-        """Build the ANN index when the table is big enough; retrain it once it has many segments."""
-        if not self.ann_min_rows:
-            return
-        rows = table.count_rows()
-        if rows < self.ann_min_rows:
-            return
-        stats = table.index_stats(VECTOR_INDEX)
-        if stats is not None and stats.num_indices <= ANN_MAX_SEGMENTS:
-            return
-        from lancedb.index import IvfFlat
-
-        start = time.perf_counter()
-        config = IvfFlat(distance_type="cosine", num_partitions=max(1, round(math.sqrt(rows))))
-        try:
-            table.create_index("vector", config=config, replace=True, name=VECTOR_INDEX)
-        except (OSError, ValueError, RuntimeError) as exc:
-            log.warning("building the vector index of %s failed; search stays exact: %s", self.path, exc)
-            return
-        log.info("vector index of %s built over %d chunks (%d partitions) in %.1f s",
-                 self.path, rows, config.num_partitions, time.perf_counter() - start)
+            ann_index.maintain(table, self.ann_min_rows, self.path)
 
     def vector_index(self) -> dict[str, Any] | None:
-        """The ANN index's type and covered rows, or None while search is exact."""
-        stats = self.table.index_stats(VECTOR_INDEX)
-        if stats is None:
-            return None
-        return {"type": stats.index_type, "indexed_rows": stats.num_indexed_rows,
-                "unindexed_rows": stats.num_unindexed_rows, "segments": stats.num_indices}
+        """The ANN index's type, indexed/unindexed rows and segments, or None while search is exact."""
+        return ann_index.describe(self.table)
 
     def _optimize_soon(self) -> None:
         """Run :meth:`optimize` in the background (once at a time) so that writers do not wait for it."""
@@ -336,8 +298,12 @@ class ColdStore:
         with self._guard:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="cold-fts")
+        vector = self.embedder.embed([query])[0]
+        # Started after the embedding, not during it: the forward pass re-takes the GIL between
+        # its hundreds of small operations, and a concurrent LanceDB call's Python threads slowed
+        # it by ~4 ms, more than the ~3 ms full-text search that overlapped.
         words = self._pool.submit(self._fts, table, query, where, depth)
-        nearest = self.nearest(self.embedder.embed([query])[0], depth, where)
+        nearest = self.nearest(vector, depth, where)
         return fuse([nearest, words.result()], n_results)
 
     def nearest(self, vector, depth: int, where: str | None = None, *, exact: bool = False) -> list[dict]:
@@ -352,11 +318,7 @@ class ColdStore:
 
     def vector_query(self, vector, *, exact: bool = False):
         """The LanceDB query :meth:`nearest` runs (its ``explain_plan()`` shows whether the index is used)."""
-        query = self.table.search(vector).distance_type("cosine")
-        if exact:
-            return query.bypass_vector_index()
-        # A narrow ``where`` may leave too few rows in the first partitions: 0 lets it probe on.
-        return query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0)
+        return ann_index.nearest_query(self.table, vector, exact=exact)
 
     def _fts(self, table, query: str, where: str | None, depth: int) -> list[dict]:
         try:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import core.memory.cold_store as cold_store
+import core.memory.ann_index as ann_index
 from core.memory.cold_store import Chunk, ColdStore
 from core.memory.embedders import MiniLMEmbedder
 
@@ -93,7 +93,7 @@ def test_ann_top10_matches_exact_search_on_real_sentences(indexed, corpus, monke
     assert recall_at_10(indexed, query_vectors) >= 0.98
     partitions = round(len(corpus[0]) ** 0.5)
     # Production probes 40 of ~316 partitions at 100k chunks; probe the same share here.
-    monkeypatch.setattr(cold_store, "ANN_NPROBES", max(1, partitions // 8))
+    monkeypatch.setattr(ann_index, "ANN_NPROBES", max(1, partitions // 8))
     assert recall_at_10(indexed, query_vectors) >= 0.9
 
 
@@ -112,7 +112,7 @@ def test_rows_added_after_the_index_are_found_at_once_and_folded_in_by_optimize(
 
 def test_index_is_retrained_once_optimize_stacked_too_many_segments(indexed, corpus, monkeypatch):
     """Each optimize with new rows adds an index segment; past ANN_MAX_SEGMENTS the index is rebuilt as one."""
-    monkeypatch.setattr(cold_store, "ANN_MAX_SEGMENTS", 2)
+    monkeypatch.setattr(ann_index, "ANN_MAX_SEGMENTS", 2)
     segments = []
     for n in range(3):
         text = f"extra note {n} on the staging deploy"
@@ -147,7 +147,7 @@ def test_a_failed_index_build_is_logged_and_search_stays_exact(tmp_path, corpus,
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(LanceTable, "create_index", no_space)
-    with caplog.at_level(logging.WARNING, logger="core.memory.cold_store"):
+    with caplog.at_level(logging.WARNING, logger="core.memory.ann_index"):
         store.optimize()
     assert "search stays exact" in caplog.text and store.vector_index() is None
     assert store.nearest(query_vectors[0], 10) == store.nearest(query_vectors[0], 10, exact=True)
@@ -165,3 +165,20 @@ def test_writes_start_a_background_optimize_that_builds_the_index(tmp_path, mini
     assert again.vector_index() is not None
     assert again.search("note number 2 about the staging deploy", 1)[0].chunk.id == "note:2"
     again.close()
+
+
+def test_rebuild_index_builds_the_vector_index(agents_home, minilm):
+    """rebuild_all (scripts/rebuild_index.py) ends with an optimize that indexes a big enough table."""
+    from core.memory.rebuild import rebuild_all
+    from core.memory_manager import MemoryManager
+    from tests.cold.conftest import write_config
+
+    write_config(agents_home, {"cold": {"ann_min_rows": 3}, "llm": {"backend": "offline"},
+                               "memory": {"auto_compact": False}})
+    with MemoryManager("finn") as manager:
+        for text in ("The user prefers euros", "Deploy failed on staging", "Maria liked the report",
+                     "Nvidia earnings are due on Wednesday"):
+            manager.store_memory(text)
+        result = rebuild_all(manager)
+        assert result.chunks == 4 and result.vector_index["indexed_rows"] == 4
+        assert manager.recall_memory("when are Nvidia's results published?", 1)[0]["content"].startswith("Nvidia")
