@@ -49,7 +49,15 @@ class ColdConfig:
     chunk_tokens: int = 400
     """Target size of an archive chunk, cut on entry boundaries."""
     optimize_every: int = 50
-    """Compact LanceDB's small fragments after this many writes."""
+    """Compact LanceDB's small fragments after this many writes (in a background thread)."""
+    ann_min_rows: int = 5000
+    """Chunks from which the table gets an approximate vector index (IVF_FLAT, cosine).
+
+    The index is built (and later retrained) by the background optimize step, by
+    ``scripts/rebuild_index.py`` and by ``ColdStore.optimize()``, never during a
+    search; rows added since are searched exactly until the next optimize folds
+    them in. Smaller tables, and a failed build, use exact search. 0 turns it off.
+    """
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """Recreate an agent's indexes from the files: log_metadata from LOG.md and the archives, the
 compaction history from the SUMMARY entries, and the LanceDB cold store from the archives,
 facts and notes, embedded with the configured embedder (use it after changing cold.embedder).
+It ends by optimizing the table, which builds the approximate vector index once the table
+holds cold.ann_min_rows chunks (below that, vector search is exact).
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"log_metadata rows: {result.log_rows}")
     print(f"compactions recorded: {result.compactions}")
     print(f"chunks indexed: {result.chunks} (embedder {result.embedder})")
+    index, min_rows = result.vector_index, manager.config.cold.ann_min_rows
+    if index is not None:
+        print(f"vector index: {index['type']} over {index['indexed_rows']} chunks")
+    elif min_rows and result.chunks >= min_rows:
+        print("vector index: none, its build failed (see the log): vector search is exact")
+    else:
+        print(f"vector index: none, vector search is exact (cold.ann_min_rows = {min_rows})")
     return 0
 
 

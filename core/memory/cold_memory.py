@@ -66,6 +66,7 @@ class ColdMemory:
                     self.paths.lancedb_dir, make_embedder(self.config), self.paths.memory_dir / ".cold.lock",
                     reindex_hint=f"python scripts/rebuild_index.py --agent {self.paths.name}",
                     optimize_every=self.config.cold.optimize_every,
+                    ann_min_rows=self.config.cold.ann_min_rows,
                 )
             return self._store
 

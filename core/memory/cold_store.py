@@ -3,7 +3,11 @@
 Search is hybrid: a vector search and LanceDB's native full-text search run
 with the same filters and their rankings are fused by reciprocal rank fusion
 (RRF), so a query matches by meaning and by exact words (names, error codes).
-The full-text query runs while the query is being embedded.
+The full-text query runs alongside the vector query.
+
+Tables of at least ``ann_min_rows`` chunks get an ANN vector index (see
+:mod:`core.memory.ann_index`), built by :meth:`ColdStore.optimize`, which
+writers run in a background thread every ``optimize_every`` writes.
 
 The table's schema metadata records the embedder and dimension that built it;
 opening it with another embedder raises :class:`EmbedderMismatchError`.
@@ -17,15 +21,17 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from filelock import FileLock, Timeout
 
 from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError, ValidationError
+from core.memory import ann_index
 from core.memory.embedders import Embedder
 
 log = logging.getLogger(__name__)
@@ -77,18 +83,23 @@ class ColdStore:
 
     def __init__(
         self, path: Path, embedder: Embedder, lock_file: Path, *, reindex_hint: str,
-        optimize_every: int = 50, lock_timeout_s: float = 60.0,
+        optimize_every: int = 50, ann_min_rows: int = 5000, lock_timeout_s: float = 60.0,
     ) -> None:
         self.path = path
         self.embedder = embedder
         self.reindex_hint = reindex_hint
         self.optimize_every = optimize_every
+        self.ann_min_rows = ann_min_rows
         self._write_lock = FileLock(str(lock_file), thread_local=False)
+        # The file lock is shared by this process's threads; this one orders them.
+        self._thread_writer = threading.RLock()
         self._lock_timeout_s = lock_timeout_s
         self._guard = threading.RLock()
         self._table = None
         self._writes = 0
         self._pool: ThreadPoolExecutor | None = None
+        self._maintenance: ThreadPoolExecutor | None = None
+        self._optimizing: Future | None = None
 
     # -- opening --------------------------------------------------------------
 
@@ -164,12 +175,22 @@ class ColdStore:
                 count += 1
         return count, size
 
-    def writing(self):
-        """The cross-process write lock of this store."""
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """The write lock of this store, across threads and processes."""
+        if not self._thread_writer.acquire(timeout=self._lock_timeout_s):
+            raise LockTimeoutError(f"the cold store {self.path} is busy (lock held by another thread)")
         try:
-            return self._write_lock.acquire(timeout=self._lock_timeout_s)
-        except Timeout as exc:
-            raise LockTimeoutError(f"the cold store {self.path} is busy (lock held by another process)") from exc
+            try:
+                self._write_lock.acquire(timeout=self._lock_timeout_s)
+            except Timeout as exc:
+                raise LockTimeoutError(f"the cold store {self.path} is busy (lock held by another process)") from exc
+            try:
+                yield
+            finally:
+                self._write_lock.release()
+        finally:
+            self._thread_writer.release()
 
     @property
     def dimension(self) -> int:
@@ -208,8 +229,8 @@ class ColdStore:
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot write to the cold store {self.path}: {exc}") from exc
             self._writes += 1
-            if self._writes % self.optimize_every == 0:
-                self._optimize_locked(table, CLEANUP_AFTER)
+        if self._writes % self.optimize_every == 0:
+            self._optimize_soon()
         return len(rows)
 
     def _delete_stale(self, table, origin_chunks: dict[str, list[Chunk]]) -> None:
@@ -220,16 +241,40 @@ class ColdStore:
             table.delete(where)
 
     def optimize(self, cleanup_older_than: timedelta = CLEANUP_AFTER) -> None:
-        """Merge small fragments, fold new rows into the indexes, delete old versions."""
-        with self.writing():
-            self._optimize_locked(self.table, cleanup_older_than)
+        """Merge small fragments, fold new rows into the indexes, delete old versions, and
+        build or retrain the vector index once the table has ``ann_min_rows`` chunks.
 
-    def _optimize_locked(self, table, cleanup_older_than: timedelta) -> None:
+        Searches go on meanwhile; writers wait. A failed index build is logged and
+        leaves exact search in place.
+        """
+        table = self.table  # before the write lock: opening takes ``_guard`` first
+        with self.writing():
+            try:
+                table.optimize(cleanup_older_than=cleanup_older_than)
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise ColdStoreError(f"cannot optimize the cold store {self.path}: {exc}") from exc
+            log.info("cold store %s optimized (version %d)", self.path, table.version)
+            ann_index.maintain(table, self.ann_min_rows, self.path)
+
+    def vector_index(self) -> dict[str, Any] | None:
+        """The ANN index's type, indexed/unindexed rows and segments, or None while search is exact."""
+        return ann_index.describe(self.table)
+
+    def _optimize_soon(self) -> None:
+        """Run :meth:`optimize` in the background (once at a time) so that writers do not wait for it."""
+        with self._guard:
+            if self._optimizing is not None and not self._optimizing.done():
+                return
+            if self._maintenance is None:
+                self._maintenance = ThreadPoolExecutor(1, thread_name_prefix="cold-optimize")
+            self._optimizing = self._maintenance.submit(self._optimize_in_background)
+
+    def _optimize_in_background(self) -> None:
         try:
-            table.optimize(cleanup_older_than=cleanup_older_than)
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise ColdStoreError(f"cannot optimize the cold store {self.path}: {exc}") from exc
-        log.info("cold store %s optimized (version %d)", self.path, table.version)
+            self.optimize()
+        except (ColdStoreError, LockTimeoutError) as exc:
+            # Nothing is lost: the next batch of writes tries again.
+            log.warning("background optimize of the cold store %s failed: %s", self.path, exc)
 
     # -- reading --------------------------------------------------------------
 
@@ -253,13 +298,27 @@ class ColdStore:
         with self._guard:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="cold-fts")
-        words = self._pool.submit(self._fts, table, query, where, depth)
         vector = self.embedder.embed([query])[0]
+        # Started after the embedding, not during it: the forward pass re-takes the GIL between
+        # its hundreds of small operations, and a concurrent LanceDB call's Python threads slowed
+        # it by ~4 ms, more than the ~3 ms full-text search that overlapped.
+        words = self._pool.submit(self._fts, table, query, where, depth)
+        nearest = self.nearest(vector, depth, where)
+        return fuse([nearest, words.result()], n_results)
+
+    def nearest(self, vector, depth: int, where: str | None = None, *, exact: bool = False) -> list[dict]:
+        """The ``depth`` rows closest to ``vector`` (cosine), through the ANN index if any, best first.
+
+        ``exact=True`` bypasses the index (to measure what it loses).
+        """
         try:
-            nearest = _run(table.search(vector).distance_type("cosine"), where, depth, "_distance")
+            return _run(self.vector_query(vector, exact=exact), where, depth, "_distance")
         except (OSError, ValueError, RuntimeError) as exc:
             raise ColdStoreError(f"vector search failed in {self.path}: {exc}") from exc
-        return fuse([nearest, words.result()], n_results)
+
+    def vector_query(self, vector, *, exact: bool = False):
+        """The LanceDB query :meth:`nearest` runs (its ``explain_plan()`` shows whether the index is used)."""
+        return ann_index.nearest_query(self.table, vector, exact=exact)
 
     def _fts(self, table, query: str, where: str | None, depth: int) -> list[dict]:
         try:
@@ -278,11 +337,14 @@ class ColdStore:
             self._table = None
 
     def close(self) -> None:
-        """Release the search thread and the table handle."""
+        """Wait for a background optimize, release the search thread and the table handle."""
         with self._guard:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-                self._pool = None
+            pools = [p for p in (self._maintenance, self._pool) if p is not None]
+            self._maintenance = self._pool = None
+        # Outside ``_guard``: the background optimize needs it to reach the table.
+        for pool in pools:
+            pool.shutdown(wait=True)
+        with self._guard:
             self._table = None
 
 

@@ -4,7 +4,8 @@
 from the SUMMARY entries (each records its archive, covers and sha256), and
 the LanceDB table from the archives, the facts and the notes, embedded with
 the configured embedder. Every item is queued before the table is dropped, so
-an interrupted rebuild is finished by the next sync.
+an interrupted rebuild is finished by the next sync. The table is then optimized,
+which builds its vector index when it holds ``cold.ann_min_rows`` chunks or more.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class RebuildResult:
     compactions: int
     chunks: int
     embedder: str
+    vector_index: dict | None
+    """``ColdStore.vector_index()`` after the rebuild: None means exact vector search."""
 
 
 def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> RebuildResult:
@@ -41,7 +44,8 @@ def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> R
         store = cold.store()
         store.drop()
         chunks = cold.indexer.sync(progress)
-    return RebuildResult(log_rows, compactions, chunks, store.embedder.name)
+        store.optimize()
+    return RebuildResult(log_rows, compactions, chunks, store.embedder.name, store.vector_index())
 
 
 def _rebuild_history(manager: "MemoryManager") -> int:

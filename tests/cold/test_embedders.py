@@ -61,3 +61,13 @@ def test_make_embedder_follows_config_and_rejects_unknown_names():
     )
     with pytest.raises(ConfigError, match="minilm"):
         make_embedder(replace(Config(), cold=ColdConfig(embedder="word2vec")))
+
+
+def test_one_text_fast_path_matches_batch_encoding(minilm):
+    """A single text (the recall query path) embeds exactly as it does inside a batch, long texts included."""
+    embedder = MiniLMEmbedder()
+    short = "Deploy failed with error E4031 on the staging server"
+    long = " ".join(f"step {i}: the agent retried the quotes download after a timeout" for i in range(60))
+    batch = embedder.embed(["an unrelated first text", short, long])
+    for i, text in ((1, short), (2, long)):
+        assert np.allclose(embedder.embed([text])[0], batch[i], atol=1e-5)

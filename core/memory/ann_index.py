@@ -1,0 +1,75 @@
+"""The cold store's approximate-nearest-neighbour (ANN) vector index.
+
+Tables of at least ``cold.ann_min_rows`` chunks get an IVF_FLAT index (cosine,
+about sqrt(rows) partitions). IVF_FLAT keeps the exact vectors, so probing
+enough partitions loses almost nothing, and it trains in seconds (an HNSW
+graph over 100k chunks took a minute and found fewer of the exact
+neighbours). The index is built and retrained by ``ColdStore.optimize``, never
+by a search. Rows added after the last optimize are outside the index:
+LanceDB searches them exactly and merges both result sets, so a fresh chunk
+is found at once; the next optimize folds them in as a new index segment.
+lancedb is imported on first use.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+INDEX_NAME = "vector_idx"
+ANN_NPROBES = 40
+"""IVF partitions probed at least per query: with ~sqrt(rows) partitions this kept
+recall@10 at 0.99-1.0 of exact search on MiniLM embeddings at 10k and 100k chunks."""
+ANN_MAX_SEGMENTS = 8
+"""Each optimize that folds new rows in adds an index segment and keeps the old
+partitioning; past this many segments the index is retrained on the whole table."""
+
+
+def maintain(table, min_rows: int, where: Path) -> None:
+    """Build the index once ``table`` has ``min_rows`` rows (0: never); retrain it when it has
+    too many segments. A failed build is logged and leaves exact search in place.
+
+    The caller holds the store's write lock.
+    """
+    if not min_rows:
+        return
+    rows = table.count_rows()
+    if rows < min_rows:
+        return
+    stats = table.index_stats(INDEX_NAME)
+    if stats is not None and stats.num_indices <= ANN_MAX_SEGMENTS:
+        return
+    from lancedb.index import IvfFlat
+
+    start = time.perf_counter()
+    config = IvfFlat(distance_type="cosine", num_partitions=max(1, round(math.sqrt(rows))))
+    try:
+        table.create_index("vector", config=config, replace=True, name=INDEX_NAME)
+    except (OSError, ValueError, RuntimeError) as exc:
+        log.warning("building the vector index of %s failed; search stays exact: %s", where, exc)
+        return
+    log.info("vector index of %s built over %d chunks (%d partitions) in %.1f s",
+             where, rows, config.num_partitions, time.perf_counter() - start)
+
+
+def describe(table) -> dict[str, Any] | None:
+    """The index's type, indexed and unindexed rows and segments; None while search is exact."""
+    stats = table.index_stats(INDEX_NAME)
+    if stats is None:
+        return None
+    return {"type": stats.index_type, "indexed_rows": stats.num_indexed_rows,
+            "unindexed_rows": stats.num_unindexed_rows, "segments": stats.num_indices}
+
+
+def nearest_query(table, vector, *, exact: bool = False):
+    """A cosine vector query of ``table``: through the index if there is one, unless ``exact``."""
+    query = table.search(vector).distance_type("cosine")
+    if exact:
+        return query.bypass_vector_index()
+    # A narrow filter may leave too few rows in the first partitions: maximum 0 lets it probe on.
+    return query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0)
