@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from core.config import ColdConfig
     from core.memory.cold_store import ColdStore
-    from core.memory.embedders import MiniLMEmbedder, load_minilm
+    from core.llm.embedders import MiniLMEmbedder, load_minilm
 
     load_minilm()
     base = 2_000 if args.quick else 10_000

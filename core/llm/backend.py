@@ -7,8 +7,18 @@ errors into :class:`core.errors.BackendError` subclasses at the boundary.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
+
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+"""Where Ollama listens unless told otherwise."""
+
+
+def resolve_host(flag: str | None = None, configured: str = "") -> str:
+    """The Ollama address: a ``--host`` flag, else the config's ``llm.host``, else ``$OLLAMA_HOST``, else the default."""
+    return flag or configured or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
 
 
 @dataclass(frozen=True)

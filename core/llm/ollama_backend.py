@@ -8,25 +8,19 @@ a host chosen later. Vendor errors become :mod:`core.errors` errors here.
 from __future__ import annotations
 
 import logging
-import os
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import httpx
 import ollama
 import pydantic
 
 from core.errors import BackendError, BackendUnavailableError, ModelNotFoundError, ToolArgumentError
-from core.llm.backend import ChatReply, ToolCall
+from core.llm.backend import DEFAULT_HOST, ChatReply, ToolCall
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HOST = "http://127.0.0.1:11434"
 PING_TIMEOUT_S = 2.0
-
-
-def resolve_host(flag: str | None = None, configured: str = "") -> str:
-    """The Ollama address: the ``--host`` flag, else the config's ``llm.host``, else ``$OLLAMA_HOST``, else the default."""
-    return flag or configured or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
 
 
 class OllamaBackend:
@@ -55,28 +49,38 @@ class OllamaBackend:
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
         """One chat call; see :meth:`core.llm.backend.Backend.chat`."""
         log.info("LLM call: ollama %s at %s, %d messages, %d tools", self.model, self.host, len(messages), len(tools))
-        try:
-            response = self.client.chat(model=self.model, messages=messages, tools=tools or None)
-        except ConnectionError as exc:
-            raise BackendUnavailableError(
-                f"no Ollama server answers at {self.host}: start it with `ollama serve`, set OLLAMA_HOST, "
-                "or run with --offline"
-            ) from exc
-        except httpx.TimeoutException as exc:
-            raise BackendError(
-                f"Ollama at {self.host} did not answer within {self.timeout_s:g}s: raise llm.timeout_s "
-                "or use a smaller model"
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise BackendUnavailableError(f"cannot talk to Ollama at {self.host}: {exc}") from exc
-        except ollama.ResponseError as exc:
-            raise _response_error(exc, self.model) from exc
-        except pydantic.ValidationError as exc:
-            raise ToolArgumentError(
-                f"the model's reply could not be read (tool call arguments must be a JSON object): "
-                f"{_first_error(exc)}"
-            ) from exc
+        with ollama_errors(self.host, self.model, self.timeout_s):
+            try:
+                response = self.client.chat(model=self.model, messages=messages, tools=tools or None)
+            except pydantic.ValidationError as exc:
+                raise ToolArgumentError(
+                    f"the model's reply could not be read (tool call arguments must be a JSON object): "
+                    f"{_first_error(exc)}"
+                ) from exc
         return _reply(response)
+
+
+@contextmanager
+def ollama_errors(host: str, model: str, timeout_s: float,
+                  fix: str = "set OLLAMA_HOST, or run with --offline") -> Iterator[None]:
+    """Turn the ``ollama`` client's errors inside the block into :mod:`core.errors` errors.
+
+    ``fix`` ends the message of an unreachable server: what else the user can do.
+    """
+    try:
+        yield
+    except ConnectionError as exc:
+        raise BackendUnavailableError(
+            f"no Ollama server answers at {host}: start it with `ollama serve`, {fix}"
+        ) from exc
+    except httpx.TimeoutException as exc:
+        raise BackendError(
+            f"Ollama at {host} did not answer within {timeout_s:g}s: raise llm.timeout_s or use a smaller model"
+        ) from exc
+    except httpx.HTTPError as exc:
+        raise BackendUnavailableError(f"cannot talk to Ollama at {host}: {exc}") from exc
+    except ollama.ResponseError as exc:
+        raise _response_error(exc, model) from exc
 
 
 def _response_error(exc: ollama.ResponseError, model: str) -> BackendError:

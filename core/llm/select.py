@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from core.config import LLMConfig
 from core.errors import ConfigError
-from core.llm.backend import Backend
+from core.llm.backend import Backend, resolve_host
 from core.llm.offline import NOTICE, OfflineBackend
-from core.llm.ollama_backend import OllamaBackend, resolve_host
+from core.llm.ollama_backend import OllamaBackend
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from core.errors import AgentOSError, BackendError, ColdStoreError, ConfigError,
 from core.memory.cold_index import ColdIndexer, Progress
 from core.memory.cold_store import KINDS, ColdStore
 from core.memory.db import Database
-from core.memory.embedders import make_embedder
+from core.llm.embedders import make_embedder
 from core.memory.facts import redact
 from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor

@@ -32,7 +32,7 @@ from filelock import FileLock, Timeout
 
 from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError, ValidationError
 from core.memory import ann_index
-from core.memory.embedders import Embedder
+from core.llm.embedders import Embedder
 
 log = logging.getLogger(__name__)
 

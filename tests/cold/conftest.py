@@ -13,7 +13,7 @@ from tests.cold import fake_ollama
 @pytest.fixture(scope="session")
 def minilm():
     """The real all-MiniLM-L6-v2 model, loaded once for the whole session."""
-    from core.memory.embedders import load_minilm
+    from core.llm.embedders import load_minilm
 
     return load_minilm()
 

@@ -13,7 +13,7 @@ import pytest
 
 import core.memory.ann_index as ann_index
 from core.memory.cold_store import Chunk, ColdStore
-from core.memory.embedders import MiniLMEmbedder
+from core.llm.embedders import MiniLMEmbedder
 
 DOC_MODULES = ["argparse", "asyncio", "collections", "csv", "datetime", "decimal", "email", "fractions",
                "functools", "http.client", "json", "logging", "pathlib", "shutil", "sqlite3", "statistics",

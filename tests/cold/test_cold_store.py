@@ -12,7 +12,7 @@ import pytest
 
 from core.errors import EmbedderMismatchError, ValidationError
 from core.memory.cold_store import Chunk, ColdStore
-from core.memory.embedders import MiniLMEmbedder, OllamaEmbedder
+from core.llm.embedders import MiniLMEmbedder, OllamaEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,7 +106,7 @@ def test_a_handle_sees_writes_of_another_process(tmp_path, ollama_url):
     code = textwrap.dedent(f"""
         from pathlib import Path
         from core.memory.cold_store import Chunk, ColdStore
-        from core.memory.embedders import OllamaEmbedder
+        from core.llm.embedders import OllamaEmbedder
         s = ColdStore(Path({str(tmp_path / 'lancedb')!r}), OllamaEmbedder('fake-embed', host={ollama_url!r}),
                       Path({str(tmp_path / '.cold.lock')!r}), reindex_hint='x')
         s.upsert({{'note:2': [Chunk('note:2', 'note:2', 'note', 'second', 'note:2', '2026-01-01T00:00:00.000Z')]}})

@@ -130,7 +130,7 @@ def test_a_failing_cold_store_still_archives_and_indexing_is_retried_at_next_sta
     with MemoryManager("finn") as manager:
         fill(manager, 8)
         report = manager.compact_log()
-        assert report.done and report.index_error and "does not answer" in report.index_error
+        assert report.done and report.index_error and "no Ollama server answers" in report.index_error
         assert manager.scan_log().entries[0].type == "SUMMARY"
         assert manager.db.conn.execute("SELECT indexed_at FROM compaction_history").fetchone()[0] is None
     server, url = fake_ollama.start()

@@ -12,7 +12,7 @@ import pytest
 
 from core.config import ColdConfig, Config
 from core.errors import BackendUnavailableError, ConfigError, ModelNotFoundError
-from core.memory.embedders import MINILM_NAME, MiniLMEmbedder, OllamaEmbedder, make_embedder
+from core.llm.embedders import MINILM_NAME, MiniLMEmbedder, OllamaEmbedder, make_embedder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,7 +49,7 @@ def test_ollama_unknown_model_and_refused_connection_become_clear_errors(ollama_
     """A missing model raises ModelNotFoundError naming `ollama pull`; a dead server BackendUnavailableError."""
     with pytest.raises(ModelNotFoundError, match="ollama pull no-such-model"):
         OllamaEmbedder("no-such-model", host=ollama_url).embed(["x"])
-    with pytest.raises(BackendUnavailableError, match="does not answer"):
+    with pytest.raises(BackendUnavailableError, match="cold.embedder to minilm"):
         OllamaEmbedder("fake-embed", host="http://127.0.0.1:9").embed(["x"])
 
 

@@ -19,7 +19,8 @@ import os
 import threading
 from typing import TYPE_CHECKING, Protocol, Sequence
 
-from core.errors import BackendError, BackendUnavailableError, ConfigError, ModelNotFoundError
+from core.errors import BackendError, ConfigError
+from core.llm.backend import resolve_host
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,7 +31,6 @@ log = logging.getLogger(__name__)
 
 MINILM_NAME = "minilm:all-MiniLM-L6-v2"
 MINILM_DIMENSION = 384
-DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
 _model_guard = threading.Lock()
 _minilm_model = None
@@ -128,7 +128,7 @@ class OllamaEmbedder:
 
     def __init__(self, model: str, host: str = "", timeout_s: float = 120.0) -> None:
         self.model = model
-        self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+        self.host = resolve_host(configured=host)
         self.timeout_s = timeout_s
         self.name = f"ollama:{model}"
         self._dimension: int | None = None
@@ -151,24 +151,16 @@ class OllamaEmbedder:
         return vectors
 
     def _call(self, texts: list[str]):
-        import httpx
+        # Imported here: the offline default must not pay for the ollama client.
         import ollama
+
+        from core.llm.ollama_backend import ollama_errors
 
         if self._client is None:
             # The module-level client reads OLLAMA_HOST at import; an explicit one follows our config.
             self._client = ollama.Client(host=self.host, timeout=self.timeout_s)
-        try:
+        with ollama_errors(self.host, self.model, self.timeout_s, fix="or set cold.embedder to minilm"):
             return self._client.embed(model=self.model, input=texts)
-        except ollama.ResponseError as exc:
-            if exc.status_code == 404:
-                raise ModelNotFoundError(
-                    f"Ollama at {self.host} has no model {self.model!r}: run `ollama pull {self.model}`"
-                ) from exc
-            raise BackendError(f"Ollama embedding with {self.model!r} failed: {exc}") from exc
-        except (ConnectionError, httpx.TransportError) as exc:
-            raise BackendUnavailableError(
-                f"Ollama at {self.host} does not answer ({exc}); start it or set cold.embedder to minilm"
-            ) from exc
 
     def __repr__(self) -> str:
         return f"OllamaEmbedder({self.model!r}, host={self.host!r})"
