@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -76,14 +77,12 @@ def raw(message: dict[str, Any]) -> Raw:
 
 
 def embed_text(text: str) -> list[float]:
-    """A deterministic, normalised bag-of-words vector (hashing trick) for test embeddings."""
+    """A unit bag-of-words vector (hashing trick): texts sharing words are close; a constant slot keeps it non-zero."""
     vector = [0.0] * EMBED_DIM
-    for word in text.lower().split():
-        digest = hashlib.sha256(word.encode()).digest()
-        vector[digest[0] % EMBED_DIM] += 1.0 if digest[1] % 2 else -1.0
-    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
-    if norm == 1.0 and not any(vector):
-        vector[0] = 1.0
+    vector[0] = 0.5
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vector[1 + hashlib.sha256(word.encode()).digest()[0] % (EMBED_DIM - 1)] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector))
     return [v / norm for v in vector]
 
 
@@ -195,7 +194,8 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                 texts = body.get("input")
                 texts = [texts] if isinstance(texts, str) else list(texts or [])
                 server.record(self.path, body)
-                self._json(200, {"model": body.get("model"), "embeddings": [embed_text(t) for t in texts]})
+                self._known_model(body, lambda: {"model": body.get("model"),
+                                                 "embeddings": [embed_text(t) for t in texts]})
             else:
                 self._json(404, {"error": f"unknown endpoint {self.path}"})
 

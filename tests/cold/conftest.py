@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cold import fake_ollama
+from tests.ollama_server import ScriptedOllama
+
+EMBED_MODELS = ("fake-embed", "nomic-embed-text")
 
 
 @pytest.fixture(scope="session")
@@ -21,9 +23,8 @@ def minilm():
 @pytest.fixture(scope="session")
 def ollama_url():
     """URL of an Ollama-compatible server on 127.0.0.1 serving ``fake-embed``."""
-    server, url = fake_ollama.start()
-    yield url
-    server.shutdown()
+    with ScriptedOllama(models=EMBED_MODELS) as server:
+        yield server.host
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import pytest
 from core.errors import ValidationError
 from core.memory.log_compaction import compacted_header
 from core.memory_manager import MemoryManager
-from tests.cold import fake_ollama
+from tests.cold.conftest import EMBED_MODELS
+from tests.ollama_server import ScriptedOllama
 from tests.cold.conftest import write_config
 from tests.cold.helpers import assert_each_seq_once
 
@@ -133,15 +134,12 @@ def test_a_failing_cold_store_still_archives_and_indexing_is_retried_at_next_sta
         assert report.done and report.index_error and "no Ollama server answers" in report.index_error
         assert manager.scan_log().entries[0].type == "SUMMARY"
         assert manager.db.conn.execute("SELECT indexed_at FROM compaction_history").fetchone()[0] is None
-    server, url = fake_ollama.start()
-    try:
-        monkeypatch.setenv("OLLAMA_HOST", url)
+    with ScriptedOllama(models=EMBED_MODELS) as server:
+        monkeypatch.setenv("OLLAMA_HOST", server.host)
         with MemoryManager("finn") as manager:
             assert manager.cold.wait(timeout=60)
             assert manager.db.conn.execute("SELECT indexed_at FROM compaction_history").fetchone()[0]
             assert manager.cold.store().count("archive:LOG-1-8") >= 2
-    finally:
-        server.shutdown()
 
 
 def test_rebuild_index_recreates_everything_from_the_files(mm):
