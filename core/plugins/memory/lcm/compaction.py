@@ -37,6 +37,8 @@ LEFT JOIN ctx_messages m ON m.id = i.message_id
 LEFT JOIN ctx_summaries s ON s.id = i.summary_id
 WHERE i.conversation_id = ? ORDER BY i.position
 """
+_LEAF_LINKS = "INSERT INTO ctx_summary_messages (summary_id, message_id, ordinal) VALUES (?, ?, ?)"
+_CONDENSED_LINKS = "INSERT INTO ctx_summary_parents (parent_id, child_id, ordinal) VALUES (?, ?, ?)"
 
 
 @dataclass
@@ -152,17 +154,8 @@ class CompactionEngine:
         summary = self._summarize(text, SummarizeOptions(previous=previous, target_tokens=target), run)
         node = _Node("leaf", 0, summary, estimate_tokens(text), len(rows),
                      rows[0]["created_at"], rows[-1]["created_at"])
-        if not _shrinks(node, chunk):
+        if not self._commit(conv, chunk, node, _LEAF_LINKS, ids):
             return False
-        with self.db.transaction() as conn:
-            if not _unchanged(conn, conv, chunk):
-                return False
-            summary_id = _insert_summary(conn, conv, node)
-            conn.executemany(
-                "INSERT INTO ctx_summary_messages (summary_id, message_id, ordinal) VALUES (?, ?, ?)",
-                [(summary_id, message_id, n) for n, message_id in enumerate(ids)],
-            )
-            _replace_items(conn, conv, chunk, summary_id, node)
         run.leaf += 1
         run.messages += len(chunk)
         return True
@@ -177,18 +170,25 @@ class CompactionEngine:
         summary = self._summarize(text, options, run)
         node = _Node("condensed", depth, summary, estimate_tokens(text), sum(r["descendant_count"] for r in rows),
                      min(r["earliest_at"] for r in rows), max(r["latest_at"] for r in rows))
-        if not _shrinks(node, group):
+        if not self._commit(conv, group, node, _CONDENSED_LINKS, ids):
+            return False
+        run.condensed += 1
+        return True
+
+    def _commit(self, conv: int, items: list, node: "_Node", links: str, sources: list) -> bool:
+        """Store ``node`` in place of ``items``, linked to ``sources``, in one transaction.
+
+        False (nothing written) when the summary would not shrink the context or the
+        items changed while the summarizer ran.
+        """
+        if not _shrinks(node, items):
             return False
         with self.db.transaction() as conn:
-            if not _unchanged(conn, conv, group):
+            if not _unchanged(conn, conv, items):
                 return False
-            parent_id = _insert_summary(conn, conv, node)
-            conn.executemany(
-                "INSERT INTO ctx_summary_parents (parent_id, child_id, ordinal) VALUES (?, ?, ?)",
-                [(parent_id, child_id, n) for n, child_id in enumerate(ids)],
-            )
-            _replace_items(conn, conv, group, parent_id, node)
-        run.condensed += 1
+            summary_id = _insert_summary(conn, conv, node)
+            conn.executemany(links, [(summary_id, source, n) for n, source in enumerate(sources)])
+            _replace_items(conn, conv, items, summary_id, node)
         return True
 
     def _summarize(self, text: str, options: SummarizeOptions, run: _Run) -> str:
