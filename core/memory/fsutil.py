@@ -6,6 +6,10 @@ import os
 from pathlib import Path
 
 
+datasync = getattr(os, "fdatasync", os.fsync)
+"""Flush a file's bytes and size (``fdatasync``; plain ``fsync`` where the system lacks it, e.g. macOS)."""
+
+
 def fsync_dir(folder: Path) -> None:
     """Flush a folder's entries (a rename or a new file) to disk."""
     fd = os.open(folder, os.O_RDONLY)

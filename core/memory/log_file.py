@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from core.errors import CorruptionError, StorageError, ValidationError
-from core.memory.fsutil import atomic_write, fsync_dir, write_all
+from core.memory.fsutil import atomic_write, datasync, fsync_dir, write_all
 from core.memory.locking import AgentLock
 from core.memory.log_format import (
     HEADER,
@@ -119,7 +119,7 @@ class LogFile:
                 last_seq = self._last_seq_locked(fd)
                 entry, line = self.build_line(last_seq + 1, entry_type, content, metadata)
                 write_all(fd, line)
-                os.fdatasync(fd)
+                datasync(fd)
                 self._cache = (_identity(os.fstat(fd)), entry.seq)
             except OSError as exc:
                 raise StorageError(f"cannot append to {self.path}: {exc}") from exc
