@@ -116,6 +116,8 @@ def test_a_handle_sees_writes_of_another_process(tmp_path, ollama_url):
     assert reader.search("second", 1)[0].chunk.text == "second"
 
 
+# No other reader or writer uses this table, which is what cleaning every old version needs.
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 def test_optimize_merges_fragments_and_removes_old_versions(tmp_path, ollama_url):
     """optimize() compacts small appends into fewer fragments and cleans old versions; rows survive."""
     s = open_store(tmp_path, OllamaEmbedder("fake-embed", host=ollama_url))
