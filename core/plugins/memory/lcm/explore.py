@@ -115,30 +115,30 @@ def expand(conn: sqlite3.Connection, summary_id: str, token_cap: int, conv: int 
     if not isinstance(token_cap, int) or token_cap <= 0:
         raise ValidationError(f"token_cap must be a positive integer, got {token_cap!r}")
     row = summary_row(conn, summary_id, conv)
-    used, truncated = 0, False
     if row["kind"] == "leaf":
         rows = conn.execute(
             f"SELECT {MESSAGE_COLUMNS}, m.token_count FROM ctx_summary_messages sm JOIN ctx_messages m"
             " ON m.id = sm.message_id WHERE sm.summary_id = ? ORDER BY sm.ordinal", (summary_id,))
-        messages = []
-        for r in rows:
-            if messages and used + r["token_count"] > token_cap:
-                truncated = True
-                break
-            used += r["token_count"]
-            messages.append(ExpandMessage(f"msg_{r['id']}", message_from_row(r)))
-        return ExpandResult(summary_id, messages=tuple(messages), truncated=truncated)
+        kept, truncated = _within(rows, token_cap)
+        messages = tuple(ExpandMessage(f"msg_{r['id']}", message_from_row(r)) for r in kept)
+        return ExpandResult(summary_id, messages=messages, truncated=truncated)
     rows = conn.execute(
         "SELECT s.* FROM ctx_summary_parents p JOIN ctx_summaries s ON s.id = p.child_id"
         " WHERE p.parent_id = ? ORDER BY p.ordinal", (summary_id,))
-    children = []
-    for r in rows:
-        if children and used + r["token_count"] > token_cap:
-            truncated = True
-            break
-        used += r["token_count"]
-        children.append(ExpandChild(r["id"], r["kind"], r["depth"], r["content"], r["token_count"]))
-    return ExpandResult(summary_id, children=tuple(children), truncated=truncated)
+    kept, truncated = _within(rows, token_cap)
+    children = tuple(ExpandChild(r["id"], r["kind"], r["depth"], r["content"], r["token_count"]) for r in kept)
+    return ExpandResult(summary_id, children=children, truncated=truncated)
+
+
+def _within(rows, token_cap: int) -> tuple[list, bool]:
+    """The leading rows whose ``token_count`` fits ``token_cap`` (always the first); and whether any was cut."""
+    kept, used = [], 0
+    for row in rows:
+        if kept and used + row["token_count"] > token_cap:
+            return kept, True
+        used += row["token_count"]
+        kept.append(row)
+    return kept, False
 
 
 def review_context(conn: sqlite3.Connection, conv: int, since: str) -> str:
