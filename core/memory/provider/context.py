@@ -52,11 +52,6 @@ def current_session() -> Session:
     return session
 
 
-def session_id() -> str:
-    """The bound session's id."""
-    return current_session().id
-
-
 def user_id() -> str:
     """The bound session's user."""
     return current_session().user_id

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from core.errors import ValidationError
 from core.memory.tokens import estimate_tokens
 
 ROLES = ("system", "user", "assistant", "tool")
-
-
-def utc_now() -> str:
-    """The current UTC time as ISO-8601 with milliseconds and ``Z``."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)

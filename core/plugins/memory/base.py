@@ -7,13 +7,15 @@ tables, which is what lets a session switch between them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 from core.config import ProviderConfig
 from core.memory.db import Database
 from core.memory.provider.messages import Message
 from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
+from core.plugins.memory import window
 from core.plugins.memory.profile import ProfileRepository
-from core.plugins.memory.store import ConversationStore
+from core.plugins.memory.store import ConversationStore, check_session
 
 
 class StoredConversations:
@@ -34,6 +36,20 @@ class StoredConversations:
     def append(self, session: Session, messages: list[Message]) -> None:
         """Store one turn in one transaction."""
         self.store.append(session, messages)
+
+    def assemble(self, session: Session, budget: int, fresh_tail: int | None = None) -> list[Message]:
+        """The fresh tail always, then older context while it fits ``budget``; oldest first."""
+        budget, fresh_tail = window.check_window(budget, self.config.fresh_tail if fresh_tail is None else fresh_tail)
+        conv = self._conversation(session)
+        return [] if conv is None else window.select(self._window_items(conv), budget, fresh_tail)
+
+    def _window_items(self, conv: int) -> Iterable[window.WindowItem]:
+        """The conversation's context, newest first, as ``assemble`` chooses from it."""
+        raise NotImplementedError
+
+    def _conversation(self, session: Session) -> int | None:
+        """The id of the session's conversation, or None when it has none yet."""
+        return self.store.conversation_id(check_session(session).id)
 
     def stats(self, session: Session) -> SessionStats:
         """Counts of the session; zeros when unknown."""

@@ -14,7 +14,7 @@ import uuid
 from core.errors import ValidationError
 from core.memory.db import Database
 from core.memory.provider import context
-from core.memory.provider.messages import utc_now
+from core.memory.log_format import utc_timestamp
 from core.memory.provider.types import ChangeEntry, ConstraintEntry, SessionSnapshot
 
 SCOPES = ("profile", "soul", "constraint")
@@ -96,7 +96,7 @@ class ProfileRepository:
         check_text(text, "constraint")
         if not text.strip():
             raise ValidationError("a constraint needs some text")
-        entry = {"id": "con_" + uuid.uuid4().hex[:12], "text": text, "created_at": utc_now()}
+        entry = {"id": "con_" + uuid.uuid4().hex[:12], "text": text, "created_at": utc_timestamp()}
         with self.db.transaction() as conn:
             self._write(conn, "constraint", user_id, agent_id,
                         lambda before: json.dumps(json.loads(before) + [entry], ensure_ascii=False), "create")
@@ -127,7 +127,7 @@ class ProfileRepository:
                  entry.version_after, entry.before_text, entry.after_text, entry.source, entry.session_id)
 
     def _write(self, conn: sqlite3.Connection, scope: str, user_id: str, agent_id: str, change, action: str) -> int:
-        now = utc_now()
+        now = utc_timestamp()
         conn.execute(
             "INSERT OR IGNORE INTO ctx_agent_memory (user_id, agent_id, updated_at) VALUES (?, ?, ?)",
             (user_id, agent_id, now),
@@ -160,7 +160,7 @@ class ProfileRepository:
             conn.execute(
                 "INSERT OR IGNORE INTO ctx_session_snapshots (session_id, user_id, agent_id, version, updated_at)"
                 " VALUES (?, ?, ?, ?, ?)",
-                (session_id, user_id, agent_id, self._version_in(conn, user_id, agent_id), utc_now()),
+                (session_id, user_id, agent_id, self._version_in(conn, user_id, agent_id), utc_timestamp()),
             )
             row = conn.execute("SELECT * FROM ctx_session_snapshots WHERE session_id = ?", (session_id,)).fetchone()
         return SessionSnapshot(row["session_id"], row["user_id"], row["agent_id"], row["version"], row["updated_at"])
@@ -172,7 +172,7 @@ class ProfileRepository:
                 "INSERT INTO ctx_session_snapshots (session_id, user_id, agent_id, version, updated_at)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
                 " version = excluded.version, updated_at = excluded.updated_at",
-                (session_id, user_id, agent_id, self._version_in(conn, user_id, agent_id), utc_now()),
+                (session_id, user_id, agent_id, self._version_in(conn, user_id, agent_id), utc_timestamp()),
             )
 
     def _version_in(self, conn: sqlite3.Connection, user_id: str, agent_id: str) -> int:
@@ -186,7 +186,7 @@ def _log(conn, user_id, agent_id, scope, action, before_v, after_v, before, afte
         " version_after, before_text, after_text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (user_id, agent_id, session_id if session_id is not None else _bound_session_id(), scope, action,
          str(getattr(source, "value", source) or context.change_source().value), before_v, after_v,
-         before, after, utc_now()),
+         before, after, utc_timestamp()),
     )
 
 

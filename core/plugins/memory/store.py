@@ -12,12 +12,12 @@ from typing import Iterable, Iterator
 
 from core.errors import SessionNotFoundError, StorageError, ValidationError
 from core.memory.db import Database
+from core.memory.log_format import utc_timestamp
 from core.memory.provider.messages import (
     Message,
     check_message,
     tool_calls_from_json,
     tool_calls_to_json,
-    utc_now,
 )
 from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
 
@@ -78,7 +78,7 @@ class ConversationStore:
         return self.conversation_id(session.id)  # type: ignore[return-value]
 
     def _insert_conversation(self, conn: sqlite3.Connection, session: Session) -> None:
-        now = utc_now()
+        now = utc_timestamp()
         conn.execute(
             "INSERT OR IGNORE INTO ctx_conversations"
             " (session_id, agent_id, user_id, channel, created_at, last_active) VALUES (?, ?, ?, ?, ?, ?)",
@@ -99,7 +99,7 @@ class ConversationStore:
             check_message(message)
         if not batch:
             return []
-        now = utc_now()
+        now = utc_timestamp()
         try:
             with self.db.transaction() as conn:
                 self._insert_conversation(conn, session)
@@ -192,7 +192,7 @@ class ConversationStore:
         """Create or update the session's metadata."""
         if not isinstance(info, SessionInfo) or not info.id:
             raise ValidationError(f"expected a SessionInfo with a non-empty id, got {info!r}")
-        now = utc_now()
+        now = utc_timestamp()
         with self.db.transaction() as conn:
             self._insert_conversation(conn, Session(info.id, info.agent_id, info.user_id, info.channel))
             conn.execute(

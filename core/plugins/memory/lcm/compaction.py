@@ -20,7 +20,7 @@ from pathlib import Path
 from core.config import ProviderConfig
 from core.memory.db import Database
 from core.memory.locking import AgentLock
-from core.memory.provider.messages import utc_now
+from core.memory.log_format import utc_timestamp
 from core.memory.provider.types import CompactionMode, CompactionResult, SummarizeOptions
 from core.memory.tokens import estimate_tokens
 from core.plugins.memory.lcm import plan
@@ -123,11 +123,12 @@ class CompactionEngine:
         items, contents = self._items(conv)
         older = items[: plan.tail_start(items, self.config.fresh_tail)]
         created = 0
+        index_of = {item.position: n for n, item in enumerate(older)}
         for chunk in plan.leaf_chunks(older, self.config.leaf_chunk_size, self.config.leaf_chunk_max_tokens):
             if run.expired():
                 run.stopped = "deadline"
                 break
-            previous = _previous_summary(older, chunk, contents)
+            previous = _previous_summary(older, index_of[chunk[0].position], contents)
             if self._summarize_leaf(conv, chunk, previous, run):
                 created += 1
         return created
@@ -135,14 +136,14 @@ class CompactionEngine:
     def _condensed_pass(self, conv: int, run: _Run) -> int:
         if run.stopped == "deadline":
             return 0
-        items, contents = self._items(conv)
+        items, _ = self._items(conv)
         older = items[: plan.tail_start(items, self.config.fresh_tail)]
         created = 0
         for group in plan.condensed_groups(older, self.config.leaf_chunk_max_tokens):
             if run.expired():
                 run.stopped = "deadline"
                 break
-            if self._summarize_condensed(conv, group, contents, run):
+            if self._summarize_condensed(conv, group, run):
                 created += 1
         return created
 
@@ -160,7 +161,7 @@ class CompactionEngine:
         run.messages += len(chunk)
         return True
 
-    def _summarize_condensed(self, conv: int, group: list[plan.Item], contents: dict[str, str], run: _Run) -> bool:
+    def _summarize_condensed(self, conv: int, group: list[plan.Item], run: _Run) -> bool:
         ids = [item.summary_id for item in group]
         rows = self._summary_rows(ids)
         text = "\n\n".join(render_summary_line(row) for row in rows)
@@ -222,8 +223,7 @@ class _Node:
     latest_at: str
 
 
-def _previous_summary(older: list[plan.Item], chunk: list[plan.Item], contents: dict[str, str]) -> str:
-    index = older.index(chunk[0])
+def _previous_summary(older: list[plan.Item], index: int, contents: dict[str, str]) -> str:
     if index > 0 and older[index - 1].summary_id:
         return contents.get(older[index - 1].summary_id, "")
     return ""
@@ -262,7 +262,7 @@ def _insert_summary(conn, conv: int, node: _Node) -> str:
         "INSERT INTO ctx_summaries (id, conversation_id, kind, depth, content, token_count, source_token_count,"
         " descendant_count, earliest_at, latest_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (summary_id, conv, node.kind, node.depth, node.content, _rendered_tokens(summary_id, node), node.source_tokens,
-         node.descendants, node.earliest_at, node.latest_at, utc_now()),
+         node.descendants, node.earliest_at, node.latest_at, utc_timestamp()),
     )
     return summary_id
 

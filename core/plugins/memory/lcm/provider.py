@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.config import ProviderConfig
-from core.memory.provider.messages import Message
 from core.memory.provider.types import (
     ChangeEntry,
     CompactionMode,
@@ -23,11 +22,9 @@ from core.memory.provider.types import (
     Session,
     SessionSnapshot,
 )
-from core.plugins.memory import window
 from core.plugins.memory.base import StoredConversations
 from core.plugins.memory.lcm import explore
 from core.plugins.memory.lcm.compaction import CompactionEngine
-from core.plugins.memory.store import check_session
 
 
 class LCMProvider(StoredConversations):
@@ -44,32 +41,27 @@ class LCMProvider(StoredConversations):
             config: limits of compaction and the default fresh tail.
         """
         super().__init__(db_path, config)
-        self.summarizer = summarizer
         self.engine = CompactionEngine(self.db, self.store, summarizer, self.config)
 
     # -- Provider --------------------------------------------------------------
 
-    def assemble(self, session: Session, budget: int, fresh_tail: int | None = None) -> list[Message]:
-        """Fresh tail plus older messages and summaries within ``budget``, oldest first."""
-        budget, fresh_tail = window.check_window(budget, self.config.fresh_tail if fresh_tail is None else fresh_tail)
-        conv = self.store.conversation_id(check_session(session).id)
-        if conv is None:
-            return []
-        return window.select(explore.context_newest_first(self.db.conn, conv), budget, fresh_tail)
+    def _window_items(self, conv: int):
+        """Context items newest first: messages and the summaries that stand in for older ones."""
+        return explore.context_newest_first(self.db.conn, conv)
 
     # -- Compactor -------------------------------------------------------------
 
     def needs_compaction(self, session: Session, budget: int, threshold: float | None = None) -> bool:
         """True when a summarizer exists and the context exceeds ``threshold * budget`` tokens."""
-        conv = self.store.conversation_id(check_session(session).id)
-        if conv is None or self.summarizer is None:
+        conv = self._conversation(session)
+        if conv is None or self.engine.summarizer is None:
             return False
         limit = budget * (self.config.context_threshold if threshold is None else threshold)
         return self.store.context_tokens(conv) > limit
 
     def compact(self, session: Session, mode: CompactionMode = CompactionMode.INCREMENTAL) -> CompactionResult:
         """Summarise older context (see ``CompactionEngine``)."""
-        conv = self.store.conversation_id(check_session(session).id)
+        conv = self._conversation(session)
         if conv is None:
             return CompactionResult(stopped="done")
         return self.engine.compact(conv, CompactionMode(mode))
@@ -78,7 +70,7 @@ class LCMProvider(StoredConversations):
 
     def search(self, session: Session, query: SearchQuery) -> list[SearchResult]:
         """BM25-ranked full-text search of the session's messages and/or summaries."""
-        conv = self.store.conversation_id(check_session(session).id)
+        conv = self._conversation(session)
         if conv is None:
             explore.fts_query(query.text)
             return []
@@ -94,14 +86,14 @@ class LCMProvider(StoredConversations):
 
     def build_review_context(self, session: Session, since: str = "") -> str:
         """Background summaries plus messages since ``since``; "" when there is nothing."""
-        conv = self.store.conversation_id(check_session(session).id)
+        conv = self._conversation(session)
         return "" if conv is None else explore.review_context(self.db.conn, conv, since)
 
     def _scope(self, session: Session | None) -> int | None:
         if session is None:
             return None
         # An unknown session owns no summaries: -1 matches none.
-        conv = self.store.conversation_id(check_session(session).id)
+        conv = self._conversation(session)
         return -1 if conv is None else conv
 
     def get_profile_at(self, user_id: str, agent_id: str, version: int) -> str:

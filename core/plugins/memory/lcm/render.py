@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.memory.provider.messages import Message, tool_calls_from_json
+from core.memory.provider.messages import Message
+from core.plugins.memory.store import message_from_row
 
 
 def render_summary(summary_id: str, kind: str, depth: int, descendants: int,
@@ -25,8 +26,7 @@ def summary_message(row) -> Message:
 
 def render_message_line(row: sqlite3.Row) -> str:
     """A ``ctx_messages`` row as one block of summarizer input."""
-    message = Message(role=row["role"], content=row["content"], tool_calls=tool_calls_from_json(row["tool_calls"]),
-                      tool_name=row["tool_name"])
+    message = message_from_row(row)
     who = f"tool {message.tool_name}" if message.role == "tool" and message.tool_name else message.role
     return f"[{row['created_at']} {who}] {message.text()}"
 
