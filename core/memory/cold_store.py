@@ -22,17 +22,15 @@ import json
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
-
-from filelock import FileLock, Timeout
+from typing import Any, Iterable, Sequence
 
 from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError, ValidationError
-from core.memory import ann_index
 from core.llm.embedders import Embedder
+from core.memory import ann_index
+from core.memory.locking import AgentLock
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +88,7 @@ class ColdStore:
         self.reindex_hint = reindex_hint
         self.optimize_every = optimize_every
         self.ann_min_rows = ann_min_rows
-        self._write_lock = FileLock(str(lock_file), thread_local=False)
-        # The file lock is shared by this process's threads; this one orders them.
-        self._thread_writer = threading.RLock()
-        self._lock_timeout_s = lock_timeout_s
+        self._write_lock = AgentLock(lock_file, lock_timeout_s)
         self._guard = threading.RLock()
         self._table = None
         self._writes = 0
@@ -175,22 +170,9 @@ class ColdStore:
                 count += 1
         return count, size
 
-    @contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self):
         """The write lock of this store, across threads and processes."""
-        if not self._thread_writer.acquire(timeout=self._lock_timeout_s):
-            raise LockTimeoutError(f"the cold store {self.path} is busy (lock held by another thread)")
-        try:
-            try:
-                self._write_lock.acquire(timeout=self._lock_timeout_s)
-            except Timeout as exc:
-                raise LockTimeoutError(f"the cold store {self.path} is busy (lock held by another process)") from exc
-            try:
-                yield
-            finally:
-                self._write_lock.release()
-        finally:
-            self._thread_writer.release()
+        return self._write_lock.hold()
 
     @property
     def dimension(self) -> int:
@@ -213,10 +195,11 @@ class ColdStore:
             if chunk.kind not in KINDS:
                 raise ValidationError(f"unknown chunk kind {chunk.kind!r}; valid: {', '.join(KINDS)}")
         vectors = self.embedder.embed([c.text for c in chunks]) if chunks else None
-        if vectors is not None and vectors.shape[1] != self.dimension:
+        dimension = self.dimension if vectors is not None else 0
+        if vectors is not None and vectors.shape[1] != dimension:
             raise EmbedderMismatchError(
                 f"embedder {self.embedder.name} returned {vectors.shape[1]}-d vectors but the cold store "
-                f"holds {self.dimension}-d ones; re-index it with: {self.reindex_hint}"
+                f"holds {dimension}-d ones; re-index it with: {self.reindex_hint}"
             )
         rows = [_row(c, v) for c, v in zip(chunks, vectors if vectors is not None else [])]
         table = self.table
@@ -278,10 +261,9 @@ class ColdStore:
 
     # -- reading --------------------------------------------------------------
 
-    def count(self, origin_prefix: str | None = None) -> int:
-        """Number of chunks (whose origin starts with ``origin_prefix``)."""
-        where = None if origin_prefix is None else f"origin LIKE {sql_string(_like_prefix(origin_prefix))} ESCAPE '\\'"
-        return self.table.count_rows(where)
+    def count(self, origin: str | None = None) -> int:
+        """Number of chunks (of one ``origin``)."""
+        return self.table.count_rows(None if origin is None else f"origin = {sql_string(origin)}")
 
     def ids(self) -> list[str]:
         """Every chunk id (duplicates included: there should be none)."""
@@ -377,10 +359,6 @@ def _where(kinds: Sequence[str] | None, since: str | None, until: str | None) ->
     if until:
         clauses.append(f"created_at <= {sql_string(until)}")
     return " AND ".join(clauses) or None
-
-
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def fuse(rankings: Iterable[list[dict]], n_results: int) -> list[Hit]:

@@ -10,7 +10,7 @@ untouched), so errors of ``generate`` propagate.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Sequence
+from typing import Callable, Iterable
 
 from core.memory.tokens import estimate_tokens
 
@@ -20,7 +20,7 @@ OVERSIZE_RATIO = 1.5
 """An answer longer than this multiple of the target escalates to the next prompt."""
 
 
-def escalate(generate: Callable[[str], str], prompts: Sequence[str], target_tokens: int) -> tuple[int, str] | None:
+def escalate(generate: Callable[[str], str], prompts: Iterable[str], target_tokens: int) -> tuple[int, str] | None:
     """Ask ``prompts`` in turn; return ``(index, answer)`` of the first usable answer, or None if none is."""
     limit = OVERSIZE_RATIO * target_tokens
     for index, prompt in enumerate(prompts):

@@ -44,7 +44,7 @@ from core.errors import (
 from core.memory import log_index
 from core.memory.cold_index import ColdIndexer, Progress, parse_log_bytes
 from core.memory.db import Database
-from core.memory.fsutil import atomic_write
+from core.memory.fsutil import atomic_write, remove_stale_temp_files
 from core.memory.locking import AgentLock
 from core.memory.log_file import LogFile
 from core.memory.log_format import HEADER, LogEntry, check_text, decode_line, is_header
@@ -346,8 +346,7 @@ class LogCompactor:
         for leftover in self.paths.archive_dir.glob(".LOG-*.tmp"):
             leftover.unlink()
         with self.lock.hold():
-            for leftover in self.paths.memory_dir.glob(".LOG.md.*.tmp"):
-                leftover.unlink()
+            remove_stale_temp_files(self.log.path)
         first = self.first_entry()
         if first is None or first.type != "SUMMARY" or "covers" not in first.metadata:
             return []

@@ -129,6 +129,12 @@ class LogFile:
 
     def last_seq(self) -> int:
         """Return the seq of the last whole entry (0 for an empty log)."""
+        cache = self._cache
+        try:
+            if cache and cache[0] == _identity(self.path.stat()):
+                return cache[1]  # this process wrote the last line of this very file
+        except FileNotFoundError:
+            return 0
         for entry in self.tail(1):
             return entry.seq
         return self._header_floor()

@@ -80,7 +80,7 @@ class LogSummarizer:
         if self.generate is None:
             log.warning("no LLM backend for LOG.md compaction: using the deterministic summary")
             return self.deterministic(entries)
-        prompts = [render_prompt(name, entries, self.target_tokens) for name in PROMPTS]
+        prompts = (render_prompt(name, entries, self.target_tokens) for name in PROMPTS)  # built when asked
         try:
             found = escalate(self.generate, prompts, self.target_tokens)
         except (BackendError, SummarizerError) as exc:
