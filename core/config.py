@@ -167,11 +167,12 @@ def merge(config: Config, data: dict[str, Any], source: str = "config") -> Confi
         if not isinstance(values, dict):
             raise ConfigError(f"{source}: section {section!r} must be a mapping")
         current = getattr(config, section)
-        changes[section] = _merge_section(current, values, f"{source}: {section}")
+        changes[section] = _merge_section(current, values, source, section)
     return dataclasses.replace(config, **changes)
 
 
-def _merge_section(current: Any, values: dict[str, Any], where: str) -> Any:
+def _merge_section(current: Any, values: dict[str, Any], source: str, section: str) -> Any:
+    where = f"{source}: {section}"
     fields = {f.name: f for f in dataclasses.fields(current)}
     updates = {}
     for key, value in values.items():
@@ -182,7 +183,7 @@ def _merge_section(current: Any, values: dict[str, Any], where: str) -> Any:
             value = float(value)
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise ConfigError(f"{where}.{key} must be {expected.__name__}, got {value!r}")
-        if expected in (int, float) and value < 0 and f"{where.split(': ')[-1]}.{key}" not in MAY_BE_NEGATIVE:
+        if expected in (int, float) and value < 0 and f"{section}.{key}" not in MAY_BE_NEGATIVE:
             raise ConfigError(f"{where}.{key} must not be negative, got {value!r}")
         updates[key] = value
     return dataclasses.replace(current, **updates)

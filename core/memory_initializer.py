@@ -36,11 +36,8 @@ and files in your workspace.
 def initialize_agent_memory(agent_name: str) -> list[Path]:
     """Create the folders and memory files of ``agent_name`` that are missing; return them."""
     paths = AgentPaths.for_agent(agent_name)
-    created = []
-    for folder in (paths.root, paths.config_dir, paths.skills_dir, paths.directives_dir, paths.workspace_dir):
-        if not folder.is_dir():
-            folder.mkdir(parents=True, exist_ok=True)
-            created.append(folder)
+    created = paths.ensure_dirs(paths.root, paths.config_dir, paths.skills_dir, paths.directives_dir,
+                                paths.workspace_dir)
     agent_file = paths.config_dir / "AGENT.md"
     if not agent_file.exists():
         agent_file.write_text(AGENT_TEMPLATE.format(name=agent_name), encoding="utf-8")

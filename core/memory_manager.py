@@ -126,8 +126,8 @@ class MemoryManager:
                 secrets,
             )
             after = replace(after, version=before.version + 1, updated_at=entry.ts, log_seq=entry.seq)
-            data = now_file.write(self.paths.now_file, after)
-        return now_file.document(after, data.decode("utf-8"))
+            text = now_file.write(self.paths.now_file, after)
+        return now_file.document(after, text)
 
     def now_state(self) -> NowState:
         """NOW.md as a :class:`NowState`."""

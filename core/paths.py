@@ -101,8 +101,13 @@ class AgentPaths:
 
     def ensure_memory_dirs(self) -> list[Path]:
         """Create the memory folders that are missing; return the ones created."""
+        return self.ensure_dirs(self.memory_dir, self.archive_dir, self.quarantine_dir)
+
+    @staticmethod
+    def ensure_dirs(*folders: Path) -> list[Path]:
+        """Create the ``folders`` that are missing, in order; return the ones created."""
         created = []
-        for folder in (self.memory_dir, self.archive_dir, self.quarantine_dir):
+        for folder in folders:
             if not folder.is_dir():
                 folder.mkdir(parents=True, exist_ok=True)
                 created.append(folder)

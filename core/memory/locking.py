@@ -38,7 +38,9 @@ class AgentLock:
         self.lock_file = lock_file
         self.timeout = timeout
         with _registry_guard:
-            self._shared = _shared.setdefault(lock_file, _Shared(lock_file))
+            if lock_file not in _shared:
+                _shared[lock_file] = _Shared(lock_file)
+            self._shared = _shared[lock_file]
 
     @contextmanager
     def hold(self) -> Iterator[None]:

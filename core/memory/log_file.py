@@ -226,7 +226,7 @@ class LogFile:
     def repair(self) -> Path | None:
         """Move a torn or corrupt tail to the quarantine folder; return its file, if any."""
         with self.lock.hold():
-            return self._repair_locked()
+            return None if self._tail_is_sound() else self._repair_locked()
 
     def _tail_is_sound(self) -> bool:
         """True when the file ends with a newline and its last line is a valid entry or the header."""
@@ -247,8 +247,6 @@ class LogFile:
         return is_header(last) or _parse_or_none(last) is not None
 
     def _repair_locked(self) -> Path | None:
-        if self._tail_is_sound():
-            return None
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:

@@ -253,13 +253,14 @@ def encode(state: NowState) -> bytes:
     return data
 
 
-def write(path: Path, state: NowState) -> bytes:
-    """Atomically replace NOW.md with ``state`` (the caller holds the agent's lock); return its bytes."""
+def write(path: Path, state: NowState) -> str:
+    """Atomically replace NOW.md with ``state`` (the caller holds the agent's lock); return its text."""
     global _last_parsed
     data = encode(state)
     atomic_write(path, data)
-    _last_parsed = (state.agent, data.decode("utf-8"), state)  # the next read of this text needs no parse
-    return data
+    text = data.decode("utf-8")
+    _last_parsed = (state.agent, text, state)  # the next read of this text needs no parse
+    return text
 
 
 def advance(
@@ -286,6 +287,8 @@ def advance(
     for name, value in (("objective", objective), ("current_step", current_step), ("resume_hint", resume_hint)):
         if value is not None:
             changes[name] = _one_line(check_text(value, name), name)
+    if changes.get("resume_hint") == "(none)":
+        changes["resume_hint"] = ""  # the body writes an empty hint as "(none)": both read back as ""
     if status is not None:
         changes["status"] = status
     if run_id is not ...:
