@@ -18,8 +18,6 @@ from typing import Callable
 
 from core.errors import AgentOSError
 
-log = logging.getLogger(__name__)
-
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 """0: done; 1: the turn ended in error or at the step limit; 2: a library error stopped the engine."""
 

@@ -20,6 +20,12 @@ if __name__ == "__main__" and not __package__:
     # Run as a file (python core/engine.py): import the package from the repository root, not core/.
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+if __name__ == "__main__":
+    # Before the heavy imports below: the CLI loads the engine only when a run needs it.
+    from core.cli import main
+
+    sys.exit(main())
+
 import logging
 import sqlite3
 import traceback
@@ -302,9 +308,3 @@ def _hold_run_lock(paths: AgentPaths) -> FileLock:
             f"agent {paths.name} is already running in another engine: wait for it to finish or stop it"
         ) from exc
     return lock
-
-
-if __name__ == "__main__":
-    from core.cli import main
-
-    sys.exit(main())

@@ -51,9 +51,10 @@ def build_system_prompt(
 ) -> tuple[str, str]:
     """Return ``(system_prompt, memory_context)``; the memory part fits ``memory_tokens``."""
     paths = manager.paths
+    secrets = manager.facts.secret_values()
     parts = [prompts.load("SYSTEM")]
     parts += _identity_sections(paths, identity)
-    memory = memory_context(manager, memory_tokens)
+    memory = memory_context(manager, memory_tokens, secrets)
     parts.append(memory)
     if extras.resumed:
         parts.append(prompts.load("RESUME"))
@@ -61,7 +62,6 @@ def build_system_prompt(
         errors = "\n".join(f"- {line}" for line in extras.errors[-5:])
         parts.append(prompts.load("RECOVERY") + "\n\nErrors so far:\n" + errors)
     parts += list(extras.notes)
-    secrets = manager.facts.secret_values()
     return redact("\n\n".join(p for p in parts if p), secrets), memory
 
 
@@ -85,10 +85,9 @@ def _identity_sections(paths: AgentPaths, identity: Identity) -> list[str]:
     return sections
 
 
-def memory_context(manager: MemoryManager, max_tokens: int) -> str:
+def memory_context(manager: MemoryManager, max_tokens: int, secrets: list[str]) -> str:
     """NOW.md, the LOG.md entries since NOW was written plus the tail, and the facts, within ``max_tokens``."""
     now = manager.now_state()
-    secrets = manager.facts.secret_values()
     entries = [replace(e, content=redact(e.content, secrets)) for e in manager.log.tail(TAIL_ENTRIES + SINCE_ENTRIES)]
     since = [e for e in entries if e.seq > now.log_seq][-SINCE_ENTRIES:]
     tail = [e for e in entries if e.seq <= now.log_seq][-TAIL_ENTRIES:]

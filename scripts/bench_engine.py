@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as home:
         os.environ["AGENTOS_HOME"] = home
         from core.engine import Engine
-        from core.system_prompt import build_system_prompt
+        from core.system_prompt import PromptExtras, build_system_prompt
 
         started = time.perf_counter()
         engine = Engine("bench", offline=True)
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("offline turn (median)", timings[len(timings) // 2], 250, f"p90 {timings[int(len(timings) * 0.9)]:.0f} ms"))
         started = time.perf_counter()
         for _ in range(20):
-            build_system_prompt(engine.manager, engine.conversation.identity(), _extras(), 2000)
+            build_system_prompt(engine.manager, engine.conversation.identity(), PromptExtras(), 2000)
         rows.append(("build system prompt", (time.perf_counter() - started) * 1000 / 20, 20, ""))
         engine.close()
         engine.manager.close()
@@ -57,12 +57,6 @@ def main(argv: list[str] | None = None) -> int:
         flag = "ok" if measured <= target else "SLOW"
         print(f"{name:28} {measured:8.1f}ms {target:8d}ms  {flag} {note}")
     return 0
-
-
-def _extras():
-    from core.system_prompt import PromptExtras
-
-    return PromptExtras()
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import json
 import re
 from typing import Any
 
+from core import prompts
 from core.llm.backend import ChatReply, ToolCall
 
 NOTICE = (
@@ -30,7 +31,6 @@ _REMEMBER = re.compile(r"^(?:please\s+)?(?:remember(?:\s+that)?\s+)?my\s+(?P<key
 _QUESTION = re.compile(r"^(?:what(?:'s| is)|tell me)\s+my\s+(?P<key>[\w\s-]{1,60}?)\s*\??$", re.IGNORECASE)
 _CONTINUE = re.compile(r"^(?:continue|resume|go on|carry on)\b", re.IGNORECASE)
 _STATUS = re.compile(r"^(?:status|what are you doing|where are we)\b", re.IGNORECASE)
-HANDOFF_MARK = "You are handing this session over"
 _WRITTEN_PATH = re.compile(r'"name": "write_file", "arguments": \{"path": "([^"]+)"')
 _SECRET_WORDS = ("key", "password", "passwd", "token", "secret", "pin", "passphrase", "credential")
 
@@ -56,7 +56,7 @@ class OfflineBackend:
         offered = {t["function"]["name"] for t in tools}
         system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
         user, results = _last_request(messages)
-        if user.startswith(HANDOFF_MARK):
+        if user.startswith(prompts.load("HANDOFF")):
             return ChatReply(text=handoff_summary(user))
         if results:
             return ChatReply(text=_conclude(user, results, system))

@@ -9,7 +9,6 @@ from core.config import LLMConfig
 from core.errors import ConfigError
 from core.llm.backend import Backend, resolve_host
 from core.llm.offline import NOTICE, OfflineBackend
-from core.llm.ollama_backend import OllamaBackend
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +38,8 @@ def choose_backend(
         raise ConfigError(f"llm.backend must be one of {', '.join(BACKENDS)}, got {kind!r}")
     if kind == "offline":
         return Choice(OfflineBackend(), NOTICE)
+    from core.llm.ollama_backend import OllamaBackend  # the ollama client only when Ollama may be used
+
     ollama = OllamaBackend(model or config.model, resolve_host(host, config.host), config.timeout_s)
     if kind == "ollama" or ollama.ping():
         return Choice(ollama, f"backend: ollama, model {ollama.model} at {ollama.host}")

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from core.memory.facts import redact
-from core.nodes.runtime import Runtime, preview
+from core.nodes.runtime import SCAN_ENTRIES, Runtime, preview
 from core.state import AgentState
 
 log = logging.getLogger(__name__)
@@ -21,9 +21,10 @@ def finalize(state: AgentState, rt: Runtime) -> dict[str, Any]:
     response = state.get("final_response") or ""
     if outcome != "done":
         response = _failure_text(state, outcome)
-    if rt.find_logged("STEP_END", "turn_id", turn_id) is None:
+    steps = {e["type"] for e in rt.manager.read_log(SCAN_ENTRIES) if e["metadata"].get("turn_id") == turn_id}
+    if "STEP_END" not in steps:
         # STEP_START marks the save as begun: a re-run after a kill then checks for a stored copy.
-        maybe_stored = rt.find_logged("STEP_START", "turn_id", turn_id) is not None
+        maybe_stored = "STEP_START" in steps
         if not maybe_stored:
             rt.log("STEP_START", f"saving turn {turn_id}", turn_id=turn_id)
         secrets = rt.manager.facts.secret_values()  # a secret told in this turn is saved by now

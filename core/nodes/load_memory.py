@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from core.nodes.runtime import Runtime, keeps_objective, mask_credentials
+from core.nodes.runtime import Runtime, keeps_objective, mask_credentials, preview
 from core.state import AgentState
-from core.system_prompt import memory_context
 
 log = logging.getLogger(__name__)
 
@@ -26,12 +25,9 @@ def load_memory(state: AgentState, rt: Runtime) -> dict[str, Any]:
             rt.manager.update_now(state="active", objective=_objective(masked),
                                   current_step="Working on the user's request", run_id=rt.run_id)
     log.info("turn %s of agent %s: %s", turn_id, state["agent_name"], _objective(masked))
-    return {
-        "messages": [{"role": "user", "content": task}],
-        "memory_context": memory_context(rt.manager, rt.config.engine.memory_tokens),
-    }
+    # The planner rebuilds the memory context before every LLM call and puts it in the state.
+    return {"messages": [{"role": "user", "content": task}]}
 
 
 def _objective(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= 300 else flat[:299] + "…"
+    return preview(" ".join(text.split()), 300)

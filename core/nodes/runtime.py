@@ -10,6 +10,7 @@ from typing import Any, Callable
 from core.config import Config
 from core.conversation import Conversation
 from core.llm.backend import Backend
+from core.memory.facts import REDACTED
 from core.memory_manager import MemoryManager
 from core.system_prompt import Identity
 from core.toolbox import Toolbox
@@ -45,12 +46,13 @@ class Runtime:
         """Append to LOG.md with the run id in the metadata."""
         return self.manager.append_log(entry_type, content, {"run_id": self.run_id, **meta})
 
+    def logged(self, entry_type: str, key: str) -> dict[Any, dict[str, Any]]:
+        """Recent LOG entries of ``entry_type`` by their metadata ``key`` (the newest wins), in one read."""
+        return {e["metadata"].get(key): e for e in self.manager.read_log(SCAN_ENTRIES) if e["type"] == entry_type}
+
     def find_logged(self, entry_type: str, key: str, value: str) -> dict[str, Any] | None:
         """The newest recent LOG entry of ``entry_type`` whose metadata ``key`` equals ``value``."""
-        for entry in reversed(self.manager.read_log(SCAN_ENTRIES)):
-            if entry["type"] == entry_type and entry["metadata"].get(key) == value:
-                return entry
-        return None
+        return self.logged(entry_type, key).get(value)
 
 
 def mask_credentials(text: str) -> str:
@@ -59,7 +61,7 @@ def mask_credentials(text: str) -> str:
     The secret fact a model saves is redacted everywhere by the memory manager, but
     the user's request is written before any fact exists; this covers that gap.
     """
-    return _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}[REDACTED]", text)
+    return _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 
 
 _CONTINUE = re.compile(r"^\s*(continue|resume|go on|carry on|keep going)\b[\s.!]*$", re.IGNORECASE)

@@ -25,8 +25,9 @@ def tools(state: AgentState, rt: Runtime) -> dict[str, Any]:
     errors = list(state.get("errors", []))
     retries = state.get("retries", 0)
     done = state.get("tool_calls_done", 0)
+    done_before = rt.logged("TOOL_USE", "call_id")  # calls a killed run already finished
     for call in state.get("pending_tool_calls", []):
-        content, failure = _run_once(call, state, rt)
+        content, failure = _run_once(call, state, rt, done_before.get(call["id"]))
         messages.append({"role": "tool", "content": content, "tool_name": call["name"]})
         done += 1
         if failure:
@@ -36,9 +37,10 @@ def tools(state: AgentState, rt: Runtime) -> dict[str, Any]:
             "tool_calls_done": done}
 
 
-def _run_once(call: dict[str, Any], state: AgentState, rt: Runtime) -> tuple[str, str]:
+def _run_once(
+    call: dict[str, Any], state: AgentState, rt: Runtime, logged: dict[str, Any] | None
+) -> tuple[str, str]:
     """Return ``(result_text, failure_line)``; ``failure_line`` is empty on success."""
-    logged = rt.find_logged("TOOL_USE", "call_id", call["id"])
     if logged is not None and not rt.toolbox.is_read_only(call["name"]):
         log.info("tool call %s already done before a restart; reusing its logged result", call["id"])
         meta = logged["metadata"]
