@@ -24,7 +24,8 @@ from typing import Callable, Iterable
 from core.errors import BackendError, ColdStoreError, CorruptionError
 from core.memory.cold_store import Chunk, ColdStore
 from core.memory.db import Database
-from core.memory.log_format import LogEntry, decode_line, is_header, utc_timestamp
+from core.memory.log_file import scan_bytes
+from core.memory.log_format import LogEntry, utc_timestamp
 
 log = logging.getLogger(__name__)
 
@@ -32,19 +33,6 @@ Progress = Callable[[int], None]
 """Called with the number of chunks just written."""
 
 _BATCH = 256
-
-
-def parse_log_bytes(data: bytes, where: str) -> list[LogEntry]:
-    """The readable entries of LOG.md-format bytes; damaged lines are reported and skipped."""
-    entries = []
-    for line_no, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw or (line_no == 1 and is_header(raw)):
-            continue
-        try:
-            entries.append(decode_line(raw))
-        except CorruptionError as exc:
-            log.warning("%s line %d skipped: %s", where, line_no, exc)
-    return entries
 
 
 def render_entry(entry: LogEntry) -> str:
@@ -154,7 +142,7 @@ class ColdIndexer:
             raise ColdStoreError(f"cannot read archive {path}: {exc}") from exc
         if row["archive_sha256"] and hashlib.sha256(data).hexdigest() != row["archive_sha256"]:
             raise CorruptionError(f"archive {path} does not match its sha256 in compaction_history")
-        entries = parse_log_bytes(data, str(path))
+        entries = scan_bytes(data, path).entries
         chunks = archive_chunks(archive_id, entries, self.chunk_tokens)
         if row["summary"].strip():
             created = entries[-1].ts if entries else row["compacted_at"]

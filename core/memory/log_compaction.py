@@ -42,11 +42,11 @@ from core.errors import (
     ValidationError,
 )
 from core.memory import log_index
-from core.memory.cold_index import ColdIndexer, Progress, parse_log_bytes
+from core.memory.cold_index import ColdIndexer, Progress
 from core.memory.db import Database
 from core.memory.fsutil import atomic_write, remove_stale_temp_files
 from core.memory.locking import AgentLock
-from core.memory.log_file import LogFile
+from core.memory.log_file import LogFile, scan_bytes
 from core.memory.log_format import HEADER, LogEntry, check_text, decode_line, is_header
 from core.memory.summarizer import Summarizer, Summary
 from core.paths import AgentPaths
@@ -286,7 +286,7 @@ class LogCompactor:
             if (entry.type == "SYSTEM" and meta.get("compaction") == RESERVED and previous is not None
                     and meta.get("covers") == [first_seq, previous.seq]):
                 source = data[:start]
-                archived = tuple(parse_log_bytes(source, "LOG.md"))
+                archived = tuple(scan_bytes(source, "LOG.md").entries)
                 return Plan(first_seq, previous.seq, entry.seq, start, end, source, archived, True)
             previous = entry
         return None
@@ -358,7 +358,7 @@ class LogCompactor:
             return []
         archive = self.paths.archive_dir / f"{archive_id}.md"
         try:
-            archived = parse_log_bytes(archive.read_bytes(), str(archive))
+            archived = scan_bytes(archive.read_bytes(), archive).entries
         except FileNotFoundError as exc:
             raise CorruptionError(f"LOG.md's summary points at {archive}, which is missing") from exc
         log_index.mark_compacted(self.db, archived, archive_id, first)

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from core.errors import CorruptionError, StorageError, ValidationError
 from core.memory.fsutil import atomic_write, datasync, fsync_dir, write_all
@@ -196,32 +196,11 @@ class LogFile:
 
     def scan(self) -> ScanResult:
         """Parse the whole file; damaged lines are reported and skipped."""
-        result = ScanResult()
-        for line_no, offset, raw, complete in self._lines():
-            if not raw or (line_no == 1 and is_header(raw)):
-                continue
-            if not complete:
-                result.bad_lines.append(BadLine(line_no, offset, "torn line (no newline)"))
-                continue
-            try:
-                result.entries.append(decode_line(raw))
-            except CorruptionError as exc:
-                result.bad_lines.append(BadLine(line_no, offset, str(exc)))
-        for bad in result.bad_lines:
-            log.warning("%s line %d skipped: %s", self.path, bad.line_no, bad.reason)
-        return result
-
-    def _lines(self) -> Iterator[tuple[int, int, bytes, bool]]:
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            return
-        offset = 0
-        for line_no, raw in enumerate(data.split(b"\n"), start=1):
-            complete = offset + len(raw) < len(data)
-            if raw or complete:
-                yield line_no, offset, raw, complete
-            offset += len(raw) + 1
+            return ScanResult()
+        return scan_bytes(data, self.path)
 
     def repair(self) -> Path | None:
         """Move a torn or corrupt tail to the quarantine folder; return its file, if any."""
@@ -279,6 +258,27 @@ class LogFile:
             "LOG.md had a torn tail of %d bytes; moved it to %s", len(data) - keep, target
         )
         return target
+
+
+def scan_bytes(data: bytes, where: object) -> ScanResult:
+    """Parse LOG.md-format bytes (a log or an archive); damaged lines are reported and skipped."""
+    result = ScanResult()
+    offset = 0
+    for line_no, raw in enumerate(data.split(b"\n"), start=1):
+        complete = offset + len(raw) < len(data)
+        start, offset = offset, offset + len(raw) + 1
+        if not raw or (line_no == 1 and is_header(raw)):
+            continue
+        if not complete:
+            result.bad_lines.append(BadLine(line_no, start, "torn line (no newline)"))
+            continue
+        try:
+            result.entries.append(decode_line(raw))
+        except CorruptionError as exc:
+            result.bad_lines.append(BadLine(line_no, start, str(exc)))
+    for bad in result.bad_lines:
+        log.warning("%s line %d skipped: %s", where, bad.line_no, bad.reason)
+    return result
 
 
 def _identity(stat: os.stat_result) -> tuple[int, int, int]:

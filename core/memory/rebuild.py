@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.memory.cold_index import Progress, parse_log_bytes
+from core.memory.cold_index import Progress
+from core.memory.log_file import scan_bytes
 
 if TYPE_CHECKING:
     from core.memory_manager import MemoryManager
@@ -54,7 +55,7 @@ def _rebuild_history(manager: "MemoryManager") -> int:
     sources = [(p, p.read_bytes()) for p in archives] + [(manager.paths.log_file, manager.paths.log_file.read_bytes())]
     recorded = 0
     for path, data in sources:
-        for entry in parse_log_bytes(data, str(path)):
+        for entry in scan_bytes(data, path).entries:
             if entry.type == "SUMMARY" and "covers" in entry.metadata and "archive" in entry.metadata:
                 archive_id = Path(entry.metadata["archive"]).stem
                 manager.cold.compactor.record(archive_id, entry, entry.metadata.get("source_bytes", 0), 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from core.memory.cold_index import parse_log_bytes
+from core.memory.log_file import scan_bytes
 
 
 def seq_counts(memory_dir: Path) -> Counter:
@@ -13,7 +13,7 @@ def seq_counts(memory_dir: Path) -> Counter:
     counts: Counter = Counter()
     files = [memory_dir / "LOG.md", *sorted((memory_dir / "archive").glob("LOG-*.md"))]
     for path in files:
-        counts.update(e.seq for e in parse_log_bytes(path.read_bytes(), str(path)))
+        counts.update(e.seq for e in scan_bytes(path.read_bytes(), path).entries)
     return counts
 
 

@@ -11,7 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from core.memory.cold_index import archive_chunks, parse_log_bytes
+from core.memory.cold_index import archive_chunks
+from core.memory.log_file import scan_bytes
 from core.memory_manager import MemoryManager
 from tests.cold.conftest import write_config
 from tests.cold.helpers import assert_each_seq_once
@@ -41,7 +42,7 @@ def check_consistent(manager: MemoryManager) -> None:
     assert len(ids) == len(set(ids)), "no duplicate chunks"
     for archive in archives:
         path = manager.paths.archive_dir / f"{archive}.md"
-        expected = len(archive_chunks(archive, parse_log_bytes(path.read_bytes(), archive), 400)) + 1
+        expected = len(archive_chunks(archive, scan_bytes(path.read_bytes(), archive).entries, 400)) + 1
         assert store.count(f"archive:{archive}") == expected
     assert not list(manager.paths.memory_dir.glob(".LOG.md.*.tmp"))
     assert not list(manager.paths.archive_dir.glob(".*.tmp"))
