@@ -165,7 +165,7 @@ class ColdMemory:
         history = self.db.conn.execute(
             "SELECT 1 FROM compaction_history WHERE indexed_at IS NULL LIMIT 1"
         ).fetchone()
-        first = self.compactor.first_entry()
+        first = self.compactor.log.first_entry()
         unrecorded = first is not None and first.type == "SUMMARY" and not self.db.conn.execute(
             "SELECT 1 FROM compaction_history WHERE last_seq = ?", (first.metadata.get("covers", [0, 0])[1],)
         ).fetchone()

@@ -46,8 +46,8 @@ from core.memory.cold_index import ColdIndexer, Progress
 from core.memory.db import Database
 from core.memory.fsutil import atomic_write, remove_stale_temp_files
 from core.memory.locking import AgentLock
-from core.memory.log_file import LogFile, scan_bytes
-from core.memory.log_format import HEADER, LogEntry, check_text, decode_line, is_header
+from core.memory.log_file import LogFile, parse_or_none, scan_bytes
+from core.memory.log_format import HEADER, LogEntry, check_text, decode_line
 from core.memory.summarizer import Summarizer, Summary
 from core.paths import AgentPaths
 
@@ -114,14 +114,7 @@ def _lines(data: bytes):
         end = data.find(b"\n", start)
         if end < 0:
             return
-        raw = data[start:end]
-        entry = None
-        if raw and not (start == 0 and is_header(raw)):
-            try:
-                entry = decode_line(raw)
-            except CorruptionError:
-                entry = None
-        yield start, end + 1, entry
+        yield start, end + 1, parse_or_none(data[start:end])
         start = end + 1
 
 
@@ -173,25 +166,10 @@ class LogCompactor:
         """The seq after which entries count towards the threshold: the SUMMARY's, or the one before the first."""
         if self._head_cache and self._head_cache[0] == inode:
             return self._head_cache[1]
-        first = self.first_entry()
+        first = self.log.first_entry()
         base = 0 if first is None else (first.seq if first.type == "SUMMARY" else first.seq - 1)
         self._head_cache = (inode, base)
         return base
-
-    def first_entry(self) -> LogEntry | None:
-        """The first readable entry of LOG.md."""
-        try:
-            with open(self.log.path, "rb") as handle:
-                for line_no, raw in enumerate(handle, start=1):
-                    if not raw.endswith(b"\n") or (line_no == 1 and is_header(raw.rstrip(b"\n"))):
-                        continue
-                    try:
-                        return decode_line(raw.rstrip(b"\n"))
-                    except CorruptionError:
-                        continue
-        except FileNotFoundError:
-            return None
-        return None
 
     # -- the protocol -------------------------------------------------------------
 
@@ -347,7 +325,7 @@ class LogCompactor:
             leftover.unlink()
         with self.lock.hold():
             remove_stale_temp_files(self.log.path)
-        first = self.first_entry()
+        first = self.log.first_entry()
         if first is None or first.type != "SUMMARY" or "covers" not in first.metadata:
             return []
         archive_id = Path(first.metadata["archive"]).stem

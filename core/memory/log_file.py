@@ -164,6 +164,17 @@ class LogFile:
                 return int(digits)
         return 0
 
+    def first_entry(self) -> LogEntry | None:
+        """The first readable entry (the SUMMARY of a compacted log), or None."""
+        try:
+            with open(self.path, "rb") as handle:
+                for raw in handle:
+                    if raw.endswith(b"\n") and (entry := parse_or_none(raw[:-1])) is not None:
+                        return entry
+        except FileNotFoundError:
+            pass
+        return None
+
     def tail(self, n: int = 20) -> list[LogEntry]:
         """Return the last ``n`` readable entries, oldest first, reading from the file's end."""
         if n <= 0:
@@ -186,7 +197,7 @@ class LogFile:
                 for raw in reversed(body):
                     if len(found) >= n:
                         break
-                    entry = _parse_or_none(raw)
+                    entry = parse_or_none(raw)
                     if entry is not None:
                         found.append(entry)
                 end = start
@@ -223,7 +234,7 @@ class LogFile:
         last = block[:-1].rsplit(b"\n", 1)[-1]
         if len(block) < size and b"\n" not in block[:-1]:
             return False  # a last line longer than the block: let the full check decide
-        return is_header(last) or _parse_or_none(last) is not None
+        return is_header(last) or parse_or_none(last) is not None
 
     def _repair_locked(self) -> Path | None:
         try:
@@ -238,7 +249,7 @@ class LogFile:
             raw = data[start : keep - 1]
             if start == 0 and is_header(raw):
                 break
-            if _parse_or_none(raw) is not None:
+            if parse_or_none(raw) is not None:
                 break
             keep = start
         if keep == len(data):
@@ -290,7 +301,8 @@ def _read_at(fd: int, offset: int, length: int) -> bytes:
     return os.pread(fd, length, offset)
 
 
-def _parse_or_none(raw: bytes) -> LogEntry | None:
+def parse_or_none(raw: bytes) -> LogEntry | None:
+    """The entry on one line (without its newline), or None for a header, blank or damaged line."""
     if not raw or is_header(raw):
         return None
     try:
