@@ -1,34 +1,93 @@
 """The per-agent lock that serialises every write to an agent's memory files.
 
-A process-wide re-entrant thread lock is paired with a ``filelock`` on
+A process-wide re-entrant thread lock is paired with an exclusive ``flock`` on
 ``memory/.lock``, so threads of one process and separate processes both queue
 behind the same lock, and a holder may re-enter it (``update_now`` logs while
-holding it).
+holding it). It is the lock ``filelock`` takes on POSIX systems, so a tool that
+holds ``filelock.FileLock("memory/.lock")`` is serialised with the agent too; the
+difference is that the lock file stays open between holds, which makes taking
+the lock one system call instead of an open, a lock and a close. The OS drops
+the lock when its holder dies, even by SIGKILL.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from filelock import FileLock, Timeout
-
-from core.errors import LockTimeoutError
+from core.errors import LockTimeoutError, StorageError
 
 _registry_guard = threading.Lock()
 _shared: dict[Path, "_Shared"] = {}
 
+_FIRST_WAIT_S = 0.0005
+_LONGEST_WAIT_S = 0.02
+
 
 class _Shared:
-    """The locks of one lock file, shared by every AgentLock of this process on it."""
+    """The locks of one lock file in one process, shared by every AgentLock on it there."""
 
     def __init__(self, lock_file: Path) -> None:
+        self.lock_file = lock_file
+        self.pid = os.getpid()
+        """A forked child makes its own: an inherited descriptor would share the parent's flock."""
         self.thread_lock = threading.RLock()
-        self.file_lock = FileLock(str(lock_file), thread_local=False)
         self.depth = 0
         """How deep the thread that holds ``thread_lock`` has entered; only that thread changes it."""
+        self._fd = -1
+
+    def lock_file_until(self, deadline: float) -> bool:
+        """Take the flock, waiting until ``deadline`` (``time.monotonic()``); False if it stays busy."""
+        wait = _FIRST_WAIT_S
+        while True:
+            if self._fd < 0:
+                self._open()
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                time.sleep(min(wait, left))
+                wait = min(wait * 2, _LONGEST_WAIT_S)
+                continue
+            except OSError as exc:
+                raise StorageError(f"cannot lock {self.lock_file}: {exc}") from exc
+            if os.fstat(self._fd).st_nlink:
+                return True
+            self.close()  # the lock file was deleted or replaced: lock the one at its path now
+
+    def unlock_file(self) -> None:
+        if self.pid == os.getpid():  # in a forked child the descriptor is the parent's: leave its lock
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def _open(self) -> None:
+        try:
+            self.lock_file.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StorageError(f"cannot open the lock file {self.lock_file}: {exc}") from exc
+
+
+def _shared_for(lock_file: Path) -> _Shared:
+    """This process's locks of ``lock_file``."""
+    with _registry_guard:
+        shared = _shared.get(lock_file)
+        if shared is None or shared.pid != os.getpid():
+            if shared is not None:
+                shared.close()  # closing a child's copy leaves the parent's flock alone
+            shared = _shared[lock_file] = _Shared(lock_file)
+        return shared
 
 
 class AgentLock:
@@ -37,30 +96,27 @@ class AgentLock:
     def __init__(self, lock_file: Path, timeout: float = 30.0) -> None:
         self.lock_file = lock_file
         self.timeout = timeout
-        with _registry_guard:
-            if lock_file not in _shared:
-                _shared[lock_file] = _Shared(lock_file)
-            self._shared = _shared[lock_file]
+        self._shared = _shared_for(lock_file)
 
     @contextmanager
     def hold(self) -> Iterator[None]:
         """Hold the lock for the duration of the ``with`` block."""
         shared = self._shared
+        if shared.pid != os.getpid():  # this process was forked from the one that made it
+            shared = self._shared = _shared_for(self.lock_file)
+        deadline = time.monotonic() + self.timeout
         if not shared.thread_lock.acquire(timeout=self.timeout):
             raise LockTimeoutError(self._busy_message())
         try:
-            if shared.depth == 0:  # re-entry needs no second trip through the file lock
-                try:
-                    shared.file_lock.acquire(timeout=self.timeout)
-                except Timeout as exc:
-                    raise LockTimeoutError(self._busy_message()) from exc
+            if shared.depth == 0 and not shared.lock_file_until(deadline):  # re-entry takes no second flock
+                raise LockTimeoutError(self._busy_message())
             shared.depth += 1
             try:
                 yield
             finally:
                 shared.depth -= 1
                 if shared.depth == 0:
-                    shared.file_lock.release()
+                    shared.unlock_file()
         finally:
             shared.thread_lock.release()
 

@@ -1,0 +1,146 @@
+"""The agent's lock: one holder at a time across threads, processes, forks and filelock users."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+from core.errors import LockTimeoutError
+from core.memory.locking import AgentLock
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from filelock import FileLock
+lock = FileLock(sys.argv[1], thread_local=False)
+lock.acquire()
+Path(sys.argv[2]).touch()
+time.sleep(60)
+"""
+
+
+def start_holder(tmp_path: Path, lock_file: Path) -> subprocess.Popen:
+    """A process that takes ``filelock.FileLock(lock_file)`` and keeps it until killed."""
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock_file), str(ready)])
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the holder did not start"
+        time.sleep(0.01)
+    return proc
+
+
+def test_a_filelock_holder_excludes_the_agent_until_it_is_killed(tmp_path: Path) -> None:
+    lock_file = tmp_path / "memory" / ".lock"
+    lock_file.parent.mkdir()
+    holder = start_holder(tmp_path, lock_file)
+    try:
+        with pytest.raises(LockTimeoutError, match="another process"):
+            with AgentLock(lock_file, timeout=0.2).hold():
+                pass
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    entered = False
+    with AgentLock(lock_file, timeout=5).hold():  # the OS released the dead holder's lock
+        entered = True
+    assert entered
+
+
+def test_the_agent_lock_excludes_filelock_users(tmp_path: Path) -> None:
+    lock_file = tmp_path / ".lock"
+    with AgentLock(lock_file).hold():
+        other = FileLock(str(lock_file), thread_local=False)
+        assert not _acquired(other)
+    assert _acquired(other)
+    other.release()
+
+
+def _acquired(lock: FileLock) -> bool:
+    try:
+        lock.acquire(timeout=0.05)
+    except TimeoutError:
+        return False
+    return True
+
+
+def test_reentry_holds_until_the_outermost_block_ends(tmp_path: Path) -> None:
+    lock_file = tmp_path / ".lock"
+    lock = AgentLock(lock_file)
+    other = FileLock(str(lock_file), thread_local=False)
+    with lock.hold():
+        with AgentLock(lock_file).hold():  # another AgentLock on the same file shares the holder
+            pass
+        assert not _acquired(other)
+    assert _acquired(other)
+    other.release()
+
+
+def test_threads_take_turns(tmp_path: Path) -> None:
+    lock = AgentLock(tmp_path / ".lock")
+    inside = []
+    overlaps = []
+
+    def work() -> None:
+        for _ in range(200):
+            with lock.hold():
+                inside.append(1)
+                if len(inside) > 1:
+                    overlaps.append(len(inside))
+                inside.pop()
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not overlaps
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_share_its_parents_hold(tmp_path: Path) -> None:
+    """The child inherits the open lock file; it must open its own, or flock would let it in."""
+    lock = AgentLock(tmp_path / ".lock", timeout=0.2)
+    with lock.hold():
+        pid = os.fork()
+        if pid == 0:  # the child: the parent holds the lock, so this must time out
+            try:
+                with lock.hold():
+                    os._exit(1)
+            except LockTimeoutError:
+                os._exit(0)
+            os._exit(2)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_deleted_lock_file_is_recreated_and_locked(tmp_path: Path) -> None:
+    """Someone deleting memory/.lock must not leave the agent locking a file nobody else can see."""
+    lock_file = tmp_path / ".lock"
+    lock = AgentLock(lock_file)
+    with lock.hold():
+        pass
+    lock_file.unlink()
+    with lock.hold():
+        assert lock_file.exists()
+        assert not _acquired(FileLock(str(lock_file), thread_local=False))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_leaving_an_inherited_block_keeps_its_parents_lock(tmp_path: Path) -> None:
+    lock_file = tmp_path / ".lock"
+    with AgentLock(lock_file).hold():
+        pid = os.fork()
+        if pid:
+            os.waitpid(pid, 0)  # the child has left the block and exited
+            assert not _acquired(FileLock(str(lock_file), thread_local=False))
+    if pid == 0:
+        os._exit(0)
