@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import logging
 import uuid
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from core.config import Config, load_config
 from core.errors import ValidationError
@@ -118,15 +119,19 @@ class MemoryManager:
             before = now_file.read(self.paths.now_file, self.agent_name)
             after = now_file.advance(before, status=lifecycle, run_id=run_id, **redact(fields, secrets))
             now_file.encode(after)  # refuse an oversize NOW before anything is logged
-            entry = self._append_locked(
-                "NOW_UPDATE",
-                after.current_step or after.status,
-                {"status": after.status, "objective": after.objective, "next_steps": after.next_steps,
-                 "version": before.version + 1},
-                secrets,
-            )
-            after = replace(after, version=before.version + 1, updated_at=entry.ts, log_seq=entry.seq)
-            text = now_file.write(self.paths.now_file, after)
+            summary = {"status": after.status, "objective": after.objective, "next_steps": after.next_steps,
+                       "version": before.version + 1}
+            staged = None
+            try:
+                with self._appending("NOW_UPDATE", after.current_step or after.status, summary, secrets) as entry:
+                    after = replace(after, version=before.version + 1, updated_at=entry.ts, log_seq=entry.seq)
+                    # Written before the log line is flushed, so the two go to disk together.
+                    staged, text = now_file.stage(self.paths.now_file, after, start_flush=True)
+            except BaseException:
+                if staged is not None:
+                    staged.discard()
+                raise
+            staged.install()  # only now, with its NOW_UPDATE line durable, does NOW.md change
         return now_file.document(after, text)
 
     def now_state(self) -> NowState:
@@ -147,19 +152,21 @@ class MemoryManager:
             ValidationError: unknown type (the message lists the valid ones), oversize
                 content, invalid UTF-8 or NUL bytes; nothing is written.
         """
-        with self.lock.hold():
-            entry = self._append_locked(entry_type, content, metadata, self.facts.secret_values())
+        with self.lock.hold(), self._appending(entry_type, content, metadata, self.facts.secret_values()) as entry:
+            pass
         return entry.seq
 
-    def _append_locked(
+    @contextmanager
+    def _appending(
         self, entry_type: str, content: Any, metadata: dict[str, Any] | None, secrets: list[str]
-    ) -> LogEntry:
+    ) -> Iterator[LogEntry]:
+        """Append one entry with ``secrets`` redacted and index it; see :meth:`LogFile.appending`."""
         if isinstance(content, (bytes, bytearray)):
             content = check_text(content, "LOG entry content")
-        entry = self.log.append(entry_type, redact(content, secrets), redact(metadata, secrets))
-        log_index.record(self.db, [entry])
+        with self.log.appending(entry_type, redact(content, secrets), redact(metadata, secrets)) as entry:
+            log_index.record(self.db, [entry])
+            yield entry
         self.cold.after_append()
-        return entry
 
     def read_log(self, last_n: int = 20) -> list[dict[str, Any]]:
         """The last ``last_n`` LOG.md entries, oldest first, as dicts (seq, ts, type, content, metadata)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.config import load_config
-from core.errors import ConfigError, InvalidAgentNameError
+from core.errors import ConfigError, InvalidAgentNameError, StorageError
 from core.memory.log_format import ENTRY_TYPES
 from core.memory.tokens import estimate_tokens
 from core.memory_manager import MemoryManager
@@ -70,6 +71,41 @@ def test_now_version_grows_by_one_per_write(manager: MemoryManager) -> None:
         manager.update_now("active", [f"step {i}"])
         versions.append(parse_now_file(manager.paths.now_file)[0]["version"])
     assert versions == list(range(versions[0], versions[0] + 6))
+
+
+def test_a_now_md_that_cannot_be_written_is_a_storage_error_and_stays_as_it_was(
+        manager: MemoryManager, monkeypatch) -> None:
+    """A failing disk: update_now raises StorageError, NOW.md keeps its version, no temp file stays."""
+    manager.update_now("active", ["first"], objective="before the failure")
+    before = manager.paths.now_file.read_bytes()
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(StorageError, match="cannot write .*NOW.md"):
+        manager.update_now("active", ["second"], objective="lost to the failure")
+    monkeypatch.undo()
+    assert manager.paths.now_file.read_bytes() == before
+    assert not list(manager.paths.memory_dir.glob(".NOW.md.*.tmp"))
+    after = manager.update_now("active", ["third"], objective="after the failure")
+    assert after["version"] == parse_now_file(manager.paths.now_file)[0]["version"] == 2
+
+
+def test_a_log_flush_failure_leaves_now_md_as_it_was(manager: MemoryManager, monkeypatch) -> None:
+    """NOW.md's next version is staged while its NOW_UPDATE line flushes; if that flush fails, it is dropped."""
+    from core.memory import log_file
+
+    before = manager.paths.now_file.read_bytes()
+
+    def failing_datasync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(log_file, "datasync", failing_datasync)
+    with pytest.raises(StorageError, match="cannot flush .*LOG.md"):
+        manager.update_now("active", ["never installed"])
+    assert manager.paths.now_file.read_bytes() == before
+    assert not list(manager.paths.memory_dir.glob(".NOW.md.*.tmp"))
 
 
 def test_now_body_is_a_plan_checklist(manager: MemoryManager) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from core.errors import StorageError
+
 
 datasync = getattr(os, "fdatasync", os.fsync)
 """Flush a file's bytes and size (``fdatasync``; plain ``fsync`` where the system lacks it, e.g. macOS)."""
@@ -21,19 +23,73 @@ def fsync_dir(folder: Path) -> None:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data``: temp file, fsync, ``os.replace``, fsync of the folder."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
+    StagedFile(path, data).install()
+
+
+class StagedFile:
+    """The next content of a file, written to a temp file beside it but not yet in its place.
+
+    ``install()`` makes it durable and atomically takes the file's place; ``discard()``
+    drops it. Until then readers see the old file, and a crash leaves only a temp file
+    that :func:`remove_stale_temp_files` sweeps. Failures raise StorageError and leave
+    the file as it was.
+    """
+
+    def __init__(self, path: Path, data: bytes, *, start_flush: bool = False) -> None:
+        """Write the temp file; with ``start_flush`` its writeback starts at once, so that a
+        flush the caller makes meanwhile (of another file) and ``install()`` wait on less."""
+        self.path = path
+        self.tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
-            write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
+            self._fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        except OSError as exc:
+            raise self._error(exc) from exc
+        try:
+            write_all(self._fd, data)
+            if start_flush:
+                start_writeback(self._fd)
+        except BaseException as exc:
+            self.discard()
+            if isinstance(exc, OSError):
+                raise self._error(exc) from exc
+            raise
+
+    def install(self) -> None:
+        """fsync the temp file, ``os.replace`` it onto the path, fsync the folder."""
+        try:
+            try:
+                os.fsync(self._fd)
+            finally:
+                os.close(self._fd)
+            os.replace(self.tmp, self.path)
+        except BaseException as exc:
+            self.tmp.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise self._error(exc) from exc
+            raise
+        try:
+            fsync_dir(self.path.parent)
+        except OSError as exc:
+            raise self._error(exc) from exc
+
+    def discard(self) -> None:
+        """Delete the temp file; the file at the path stays as it was."""
+        os.close(self._fd)
+        self.tmp.unlink(missing_ok=True)
+
+    def _error(self, exc: OSError) -> StorageError:
+        return StorageError(f"cannot write {self.path}: {exc}")
+
+
+def start_writeback(fd: int) -> None:
+    """Start writing ``fd``'s dirty pages to disk without waiting for them.
+
+    Linux starts the writeback on ``POSIX_FADV_DONTNEED`` (pages still dirty or under
+    writeback stay cached); where the call does not exist this does nothing, and the
+    later fsync does all the work as usual.
+    """
+    if hasattr(os, "posix_fadvise"):
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
 def remove_stale_temp_files(path: Path) -> list[Path]:

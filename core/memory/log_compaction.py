@@ -284,10 +284,7 @@ class LogCompactor:
                     "method": report.summary_method}
             summary_entry, summary_line = self.log.build_line(plan.seq, "SUMMARY", text, meta)
             new = compacted_header(plan.seq) + summary_line + data[plan.line_end :]
-            try:
-                atomic_write(self.log.path, new)
-            except OSError as exc:
-                raise StorageError(f"cannot rewrite {self.log.path}: {exc}") from exc
+            atomic_write(self.log.path, new)
             report.bytes_after = len(new)
         return summary_entry, len(new)
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from core.errors import CorruptionError, StorageError, ValidationError
 from core.memory.fsutil import atomic_write, datasync, fsync_dir, write_all
@@ -111,21 +112,42 @@ class LogFile:
         self, entry_type: str, content: object, metadata: dict[str, Any] | None = None
     ) -> LogEntry:
         """Append one entry and return it; raises ValidationError and writes nothing on bad input."""
+        with self.appending(entry_type, content, metadata) as entry:
+            pass
+        return entry
+
+    @contextmanager
+    def appending(
+        self, entry_type: str, content: object, metadata: dict[str, Any] | None = None
+    ) -> Iterator[LogEntry]:
+        """Append one entry, yielding it once its line is written; the line is flushed as the block ends.
+
+        A write that the block starts reaches the disk along with that flush: ``update_now``
+        writes NOW.md's temp file there. Raises ValidationError and writes nothing on bad input.
+        """
         check_entry_type(entry_type)
         with self.lock.hold():
             self.ensure_exists()
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                last_seq = self._last_seq_locked(fd)
-                entry, line = self.build_line(last_seq + 1, entry_type, content, metadata)
-                write_all(fd, line)
-                datasync(fd)
-                self._cache = (_identity(os.fstat(fd)), entry.seq)
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             except OSError as exc:
                 raise StorageError(f"cannot append to {self.path}: {exc}") from exc
+            try:
+                try:
+                    entry, line = self.build_line(self._last_seq_locked(fd) + 1, entry_type, content, metadata)
+                    write_all(fd, line)
+                    self._cache = (_identity(os.fstat(fd)), entry.seq)
+                except OSError as exc:
+                    raise StorageError(f"cannot append to {self.path}: {exc}") from exc
+                try:
+                    yield entry
+                finally:
+                    try:
+                        datasync(fd)
+                    except OSError as exc:
+                        raise StorageError(f"cannot flush {self.path}: {exc}") from exc
             finally:
                 os.close(fd)
-        return entry
 
     def last_seq(self) -> int:
         """Return the seq of the last whole entry (0 for an empty log)."""

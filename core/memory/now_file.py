@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from core.errors import CorruptionError, StorageError, ValidationError
-from core.memory.fsutil import atomic_write
+from core.memory.fsutil import StagedFile
 from core.memory.log_format import check_text
 
 SCHEMA = "agentos.now/1"
@@ -255,12 +255,19 @@ def encode(state: NowState) -> bytes:
 
 def write(path: Path, state: NowState) -> str:
     """Atomically replace NOW.md with ``state`` (the caller holds the agent's lock); return its text."""
+    staged, text = stage(path, state)
+    staged.install()
+    return text
+
+
+def stage(path: Path, state: NowState, *, start_flush: bool = False) -> tuple[StagedFile, str]:
+    """NOW.md's next version in a temp file, with its text; ``install()`` puts it in place."""
     global _last_parsed
     data = encode(state)
-    atomic_write(path, data)
+    staged = StagedFile(path, data, start_flush=start_flush)
     text = data.decode("utf-8")
     _last_parsed = (state.agent, text, state)  # the next read of this text needs no parse
-    return text
+    return staged, text
 
 
 def advance(
