@@ -144,3 +144,18 @@ def test_a_forked_child_leaving_an_inherited_block_keeps_its_parents_lock(tmp_pa
             assert not _acquired(FileLock(str(lock_file), thread_local=False))
     if pid == 0:
         os._exit(0)
+
+
+def test_a_lock_that_does_not_keep_its_file_open_closes_it_after_each_hold(tmp_path: Path) -> None:
+    """Per-conversation locks must not hold a descriptor each for the life of the process."""
+    def open_descriptors() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    locks = [AgentLock(tmp_path / f"conversation-{i}.lock", keep_open=False) for i in range(50)]
+    before = open_descriptors()
+    for lock in locks:
+        with lock.hold():
+            pass
+    assert open_descriptors() == before
+    with locks[0].hold():  # and it still excludes others while held
+        assert not _acquired(FileLock(str(locks[0].lock_file), thread_local=False))

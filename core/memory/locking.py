@@ -5,9 +5,9 @@ A process-wide re-entrant thread lock is paired with an exclusive ``flock`` on
 behind the same lock, and a holder may re-enter it (``update_now`` logs while
 holding it). It is the lock ``filelock`` takes on POSIX systems, so a tool that
 holds ``filelock.FileLock("memory/.lock")`` is serialised with the agent too; the
-difference is that the lock file stays open between holds, which makes taking
-the lock one system call instead of an open, a lock and a close. The OS drops
-the lock when its holder dies, even by SIGKILL.
+difference is that a lock taken often keeps its file open between holds, which
+makes taking it one system call instead of an open, a lock and a close. The OS
+drops the lock when its holder dies, even by SIGKILL.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ _LONGEST_WAIT_S = 0.02
 class _Shared:
     """The locks of one lock file in one process, shared by every AgentLock on it there."""
 
-    def __init__(self, lock_file: Path) -> None:
+    def __init__(self, lock_file: Path, keep_open: bool) -> None:
         self.lock_file = lock_file
+        self.keep_open = keep_open
         self.pid = os.getpid()
         """A forked child makes its own: an inherited descriptor would share the parent's flock."""
         self.thread_lock = threading.RLock()
@@ -52,6 +53,8 @@ class _Shared:
             except BlockingIOError:
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    if not self.keep_open:
+                        self.close()
                     return False
                 time.sleep(min(wait, left))
                 wait = min(wait * 2, _LONGEST_WAIT_S)
@@ -65,6 +68,8 @@ class _Shared:
     def unlock_file(self) -> None:
         if self.pid == os.getpid():  # in a forked child the descriptor is the parent's: leave its lock
             fcntl.flock(self._fd, fcntl.LOCK_UN)
+            if not self.keep_open:
+                self.close()
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -79,31 +84,34 @@ class _Shared:
             raise StorageError(f"cannot open the lock file {self.lock_file}: {exc}") from exc
 
 
-def _shared_for(lock_file: Path) -> _Shared:
+def _shared_for(lock_file: Path, keep_open: bool) -> _Shared:
     """This process's locks of ``lock_file``."""
     with _registry_guard:
         shared = _shared.get(lock_file)
         if shared is None or shared.pid != os.getpid():
             if shared is not None:
                 shared.close()  # closing a child's copy leaves the parent's flock alone
-            shared = _shared[lock_file] = _Shared(lock_file)
+            shared = _shared[lock_file] = _Shared(lock_file, keep_open)
         return shared
 
 
 class AgentLock:
     """A re-entrant lock shared by all threads and processes that write one agent's memory."""
 
-    def __init__(self, lock_file: Path, timeout: float = 30.0) -> None:
+    def __init__(self, lock_file: Path, timeout: float = 30.0, *, keep_open: bool = True) -> None:
+        """``keep_open=False`` closes the lock file after each hold: for locks taken rarely but
+        on many files (one per conversation), which would otherwise each keep a descriptor."""
         self.lock_file = lock_file
         self.timeout = timeout
-        self._shared = _shared_for(lock_file)
+        self.keep_open = keep_open
+        self._shared = _shared_for(lock_file, keep_open)
 
     @contextmanager
     def hold(self) -> Iterator[None]:
         """Hold the lock for the duration of the ``with`` block."""
         shared = self._shared
         if shared.pid != os.getpid():  # this process was forked from the one that made it
-            shared = self._shared = _shared_for(self.lock_file)
+            shared = self._shared = _shared_for(self.lock_file, self.keep_open)
         deadline = time.monotonic() + self.timeout
         if not shared.thread_lock.acquire(timeout=self.timeout):
             raise LockTimeoutError(self._busy_message())

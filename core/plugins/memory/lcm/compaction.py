@@ -74,7 +74,7 @@ class CompactionEngine:
             tokens = self.store.context_tokens(conv)
             return CompactionResult(tokens_before=tokens, tokens_after=tokens, stopped="no_summarizer")
         self.lock_dir.mkdir(parents=True, exist_ok=True)
-        lock = AgentLock(self.lock_dir / f"conversation-{conv}.lock", timeout=self.config.deadline_s)
+        lock = AgentLock(self.lock_dir / f"conversation-{conv}.lock", timeout=self.config.deadline_s, keep_open=False)
         with lock.hold():
             return self._compact_locked(conv, mode)
 
