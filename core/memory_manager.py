@@ -118,7 +118,10 @@ class MemoryManager:
             secrets = self.facts.secret_values()  # under the lock: a secret saved meanwhile is known
             before = now_file.read(self.paths.now_file, self.agent_name)
             after = now_file.advance(before, status=lifecycle, run_id=run_id, **redact(fields, secrets))
-            now_file.encode(after)  # refuse an oversize NOW before anything is logged
+            # Refuse an oversize NOW before anything is logged: sized with the longest values
+            # the fields filled in after the append can take.
+            now_file.encode(replace(after, version=before.version + 1, updated_at=utc_timestamp(),
+                                    log_seq=now_file.MAX_SEQ))
             summary = {"status": after.status, "objective": after.objective, "next_steps": after.next_steps,
                        "version": before.version + 1}
             staged = None
@@ -164,8 +167,8 @@ class MemoryManager:
         if isinstance(content, (bytes, bytearray)):
             content = check_text(content, "LOG entry content")
         with self.log.appending(entry_type, redact(content, secrets), redact(metadata, secrets)) as entry:
-            log_index.record(self.db, [entry])
             yield entry
+        log_index.record(self.db, [entry])  # only once the line is durable: the index may lag, never lead
         self.cold.after_append()
 
     def read_log(self, last_n: int = 20) -> list[dict[str, Any]]:

@@ -159,3 +159,60 @@ def test_a_lock_that_does_not_keep_its_file_open_closes_it_after_each_hold(tmp_p
     assert open_descriptors() == before
     with locks[0].hold():  # and it still excludes others while held
         assert not _acquired(FileLock(str(locks[0].lock_file), thread_local=False))
+
+
+FORKING_HOLDER = """
+import os, sys, time
+from pathlib import Path
+from core.memory.locking import AgentLock
+
+lock = AgentLock(Path(sys.argv[1]))
+with lock.hold():  # the lock file is open from here on
+    pass
+child = os.fork()
+if child == 0:  # a worker that never touches the lock, and outlives its parent
+    time.sleep(60)
+    os._exit(0)
+held = lock.hold()
+held.__enter__()
+print(child, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_worker_does_not_keep_a_killed_holders_lock(tmp_path: Path) -> None:
+    """A child inherits the open lock file; it must close it, or the flock would outlive its parent."""
+    lock_file = tmp_path / ".lock"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    holder = subprocess.Popen([sys.executable, "-c", FORKING_HOLDER, str(lock_file)], env=env,
+                              stdout=subprocess.PIPE, text=True)
+    worker = int(holder.stdout.readline())
+    try:
+        with pytest.raises(LockTimeoutError):
+            with AgentLock(lock_file, timeout=0.2).hold():
+                pass
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        holder.stdout.close()
+        os.kill(worker, 0)  # the worker still runs
+        entered = False
+        with AgentLock(lock_file, timeout=5).hold():
+            entered = True
+        assert entered
+    finally:
+        os.kill(worker, signal.SIGKILL)
+
+
+def test_a_lock_that_does_not_keep_its_file_open_closes_it_when_it_times_out(tmp_path: Path) -> None:
+    lock_file = tmp_path / "conversation-1.lock"
+    holder = FileLock(str(lock_file), thread_local=False)
+    holder.acquire()
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        with pytest.raises(LockTimeoutError):
+            with AgentLock(lock_file, timeout=0.05, keep_open=False).hold():
+                pass
+        assert len(os.listdir("/proc/self/fd")) == before
+    finally:
+        holder.release()

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.config import load_config
-from core.errors import ConfigError, InvalidAgentNameError, StorageError
+from core.errors import ConfigError, InvalidAgentNameError, StorageError, ValidationError
 from core.memory.log_format import ENTRY_TYPES
 from core.memory.tokens import estimate_tokens
 from core.memory_manager import MemoryManager
@@ -106,6 +106,53 @@ def test_a_log_flush_failure_leaves_now_md_as_it_was(manager: MemoryManager, mon
         manager.update_now("active", ["never installed"])
     assert manager.paths.now_file.read_bytes() == before
     assert not list(manager.paths.memory_dir.glob(".NOW.md.*.tmp"))
+
+
+def test_update_now_replaces_now_md_only_after_its_log_line_is_durable(manager: MemoryManager,
+                                                                        monkeypatch) -> None:
+    """The order of the flushes: LOG.md line, index row, NOW.md's temp file, the rename, the folder."""
+    from core.memory import log_file, log_index
+
+    events: list[str] = []
+
+    def named(fd: int) -> str:
+        return Path(os.readlink(f"/proc/self/fd/{fd}")).name
+
+    def spy(label, real):
+        def call(*args):
+            events.append(label(*args))
+            return real(*args)
+        return call
+
+    monkeypatch.setattr(log_file, "datasync", spy(lambda fd: f"flush {named(fd)}", log_file.datasync))
+    monkeypatch.setattr(log_index, "record", spy(lambda db, entries: "index", log_index.record))
+    monkeypatch.setattr(os, "fsync", spy(lambda fd: f"fsync {named(fd)}", os.fsync))
+    monkeypatch.setattr(os, "replace", spy(lambda src, dst: f"replace onto {Path(dst).name}", os.replace))
+    manager.update_now("active", ["check the order"])
+    assert events == ["flush LOG.md", "index", f"fsync .NOW.md.{os.getpid()}.tmp", "replace onto NOW.md",
+                      "fsync memory"]
+
+
+def test_an_oversize_now_is_refused_before_anything_is_logged(manager: MemoryManager) -> None:
+    """A NOW that fits only with its old log_seq is refused whole: the new seq has more digits."""
+    from dataclasses import replace
+
+    from core.memory import now_file
+
+    for i in range(12):  # NOW.md's log_seq has one digit, the next entry's seq two
+        manager.append_log("THOUGHT", f"thought {i}")
+    before = manager.now_state()
+    steps = ["x" * 1900] * 8
+    plan = now_file.advance(before, status="active", next_steps=steps, resume_hint="h")
+    size_as_is = len(now_file.encode(replace(plan, version=before.version + 1)))
+    hint = "h" * (1 + now_file.MAX_NOW_BYTES - size_as_is)  # exactly at the limit with the old log_seq
+    assert len(now_file.encode(replace(plan, version=before.version + 1, resume_hint=hint))) == now_file.MAX_NOW_BYTES
+    log_before = manager.paths.log_file.read_bytes()
+    now_before = manager.paths.now_file.read_bytes()
+    with pytest.raises(ValidationError, match="NOW.md would be"):
+        manager.update_now("active", steps, resume_hint=hint)
+    assert manager.paths.log_file.read_bytes() == log_before
+    assert manager.paths.now_file.read_bytes() == now_before
 
 
 def test_now_body_is_a_plan_checklist(manager: MemoryManager) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 from pathlib import Path
 
 from core.errors import StorageError
@@ -60,10 +61,10 @@ class StagedFile:
             try:
                 os.fsync(self._fd)
             finally:
-                os.close(self._fd)
+                self._close()
             os.replace(self.tmp, self.path)
         except BaseException as exc:
-            self.tmp.unlink(missing_ok=True)
+            self.discard()
             if isinstance(exc, OSError):
                 raise self._error(exc) from exc
             raise
@@ -73,9 +74,17 @@ class StagedFile:
             raise self._error(exc) from exc
 
     def discard(self) -> None:
-        """Delete the temp file; the file at the path stays as it was."""
-        os.close(self._fd)
-        self.tmp.unlink(missing_ok=True)
+        """Delete the temp file; the file at the path stays as it was. Never raises: it cleans up
+        after another failure, which is the one to report."""
+        with suppress(OSError):
+            self._close()
+        with suppress(OSError):
+            self.tmp.unlink(missing_ok=True)
+
+    def _close(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     def _error(self, exc: OSError) -> StorageError:
         return StorageError(f"cannot write {self.path}: {exc}")
@@ -89,7 +98,8 @@ def start_writeback(fd: int) -> None:
     later fsync does all the work as usual.
     """
     if hasattr(os, "posix_fadvise"):
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        with suppress(OSError):  # a hint: if it is refused, the fsync does the work
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
 def remove_stale_temp_files(path: Path) -> list[Path]:

@@ -24,6 +24,7 @@ from core.errors import LockTimeoutError, StorageError
 
 _registry_guard = threading.Lock()
 _shared: dict[Path, "_Shared"] = {}
+_fork_hook_registered = False
 
 _FIRST_WAIT_S = 0.0005
 _LONGEST_WAIT_S = 0.02
@@ -50,6 +51,7 @@ class _Shared:
                 self._open()
             try:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                in_place = os.fstat(self._fd).st_nlink > 0
             except BlockingIOError:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -60,8 +62,9 @@ class _Shared:
                 wait = min(wait * 2, _LONGEST_WAIT_S)
                 continue
             except OSError as exc:
+                self.close()  # which drops the flock if it was taken
                 raise StorageError(f"cannot lock {self.lock_file}: {exc}") from exc
-            if os.fstat(self._fd).st_nlink:
+            if in_place:
                 return True
             self.close()  # the lock file was deleted or replaced: lock the one at its path now
 
@@ -86,13 +89,29 @@ class _Shared:
 
 def _shared_for(lock_file: Path, keep_open: bool) -> _Shared:
     """This process's locks of ``lock_file``."""
+    global _fork_hook_registered
     with _registry_guard:
+        if not _fork_hook_registered:
+            os.register_at_fork(after_in_child=_forget_inherited_locks)
+            _fork_hook_registered = True
         shared = _shared.get(lock_file)
         if shared is None or shared.pid != os.getpid():
-            if shared is not None:
-                shared.close()  # closing a child's copy leaves the parent's flock alone
             shared = _shared[lock_file] = _Shared(lock_file, keep_open)
+        shared.keep_open = shared.keep_open and keep_open  # one caller asking to close is enough
         return shared
+
+
+def _forget_inherited_locks() -> None:
+    """In a forked child: close the inherited lock files and start a fresh registry.
+
+    An inherited open lock file shares the parent's flock, so while the child lived a
+    parent killed in the middle of a write would leave the agent locked.
+    """
+    global _registry_guard
+    _registry_guard = threading.Lock()  # another thread of the parent may have held it
+    for shared in _shared.values():
+        shared.close()
+    _shared.clear()
 
 
 class AgentLock:

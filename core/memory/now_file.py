@@ -34,6 +34,8 @@ from core.memory.log_format import check_text
 SCHEMA = "agentos.now/1"
 STATUSES = ("idle", "active", "blocked", "error", "interrupted", "done")
 MAX_NOW_BYTES = 16 * 1024
+MAX_SEQ = 2**63 - 1
+"""The highest seq memory.db can index (SQLite's largest integer)."""
 KEEP_DONE_STEPS = 10
 
 _PLAN_ITEM = re.compile(r"^- \[( |x|X)\] (.*)$")
