@@ -95,7 +95,7 @@ def _shared_for(lock_file: Path, keep_open: bool) -> _Shared:
             os.register_at_fork(after_in_child=_forget_inherited_locks)
             _fork_hook_registered = True
         shared = _shared.get(lock_file)
-        if shared is None or shared.pid != os.getpid():
+        if shared is None:  # a forked child starts with an empty registry (_forget_inherited_locks)
             shared = _shared[lock_file] = _Shared(lock_file, keep_open)
         shared.keep_open = shared.keep_open and keep_open  # one caller asking to close is enough
         return shared
