@@ -6,6 +6,7 @@ say what to do next.
 
     AgentOSError
     ├── ConfigError                 a config file or option is wrong
+    │   └── ContextWindowTooSmallError  the model's window cannot hold the fixed prompt parts
     ├── ValidationError (ValueError) bad input; nothing was written
     │   ├── InvalidAgentNameError
     │   └── ToolArgumentError       a model called a tool with bad arguments
@@ -36,6 +37,10 @@ class AgentOSError(Exception):
 
 class ConfigError(AgentOSError):
     """A config file or option is invalid."""
+
+
+class ContextWindowTooSmallError(ConfigError):
+    """The model's context window cannot hold the prompt's fixed parts and a reply."""
 
 
 class ValidationError(AgentOSError, ValueError):

@@ -1,0 +1,32 @@
+"""The exit codes of every AgentOS command, the same across all of them.
+
+    0    done
+    1    the run ended in error or at the step limit (NOW.md says what to do next)
+    2    usage or config error (a bad flag, option, agent name or config file)
+    3    the run is blocked: the backend cannot carry out the task (the offline backend)
+    4    not found (an agent, session, summary or file that does not exist)
+    5    storage error (a memory file or the database could not be read or written,
+         or another process holds the agent)
+    6    model backend error (no server, unknown model, a failing model call)
+    130  interrupted (Ctrl-C)
+"""
+
+from __future__ import annotations
+
+from core.errors import (AgentOSError, BackendError, ColdStoreError, ConfigError, NotFoundError,
+                         StorageError, ValidationError)
+
+OK, FAILED, USAGE, BLOCKED, NOT_FOUND, STORAGE, BACKEND, INTERRUPTED = 0, 1, 2, 3, 4, 5, 6, 130
+
+
+def for_error(exc: AgentOSError) -> int:
+    """The exit code for a library error that stopped a command."""
+    if isinstance(exc, NotFoundError):
+        return NOT_FOUND
+    if isinstance(exc, (StorageError, ColdStoreError)):
+        return STORAGE
+    if isinstance(exc, BackendError):
+        return BACKEND
+    if isinstance(exc, (ConfigError, ValidationError)):
+        return USAGE
+    return FAILED

@@ -1,0 +1,32 @@
+"""A model's context window: how many tokens one request may hold, and how text is counted.
+
+The window is chosen per model (see :mod:`core.llm.ollama_backend`); every budget of the
+engine and of the summarizers is derived from it. ``chars_per_token`` starts at four and is
+refined from what the server reports it really counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_CHARS_PER_TOKEN = 4.0
+
+
+@dataclass
+class ContextWindow:
+    """The token window of one model."""
+
+    num_ctx: int
+    """Tokens the model is run with (sent as ``options.num_ctx`` on every call)."""
+    chars_per_token: float = DEFAULT_CHARS_PER_TOKEN
+    """Characters per token for this model's tokenizer (learned from ``prompt_eval_count``)."""
+
+    def tokens(self, text: str) -> int:
+        """Estimated tokens of ``text``: at least one for non-empty text."""
+        if not text:
+            return 0
+        return max(1, int(len(text) / self.chars_per_token + 0.999))
+
+    def chars(self, tokens: int) -> int:
+        """How many characters of text fit in ``tokens`` tokens."""
+        return max(0, int(tokens * self.chars_per_token))
