@@ -13,8 +13,27 @@ Replies are taken from a queue in order; each one may be a text, a
 :func:`tool_call` reply, an :class:`Error`, a :class:`Block` (the request waits
 until the test releases it or kills the client), :func:`raw` JSON, or a
 callable that builds the reply from the request. Every request is recorded.
+A tool call written as JSON in the reply text (as small local models do) is
+just a text reply: ``server.enqueue('{"name": "save_fact", "arguments": {...}}')``.
 Endpoints: ``/api/chat`` (stream and non-stream), ``/api/tags``, ``/api/show``,
 ``/api/embed``, ``/api/version``.
+
+The context window behaves like Ollama's:
+
+- a request runs with ``options.num_ctx``; without it, with the Modelfile's
+  ``num_ctx`` if the model has one, else Ollama's default of 4096 tokens; a value
+  above the model's ``context_length`` is lowered to it;
+- a prompt over the window loses its oldest non-system messages first (the last
+  message is always kept); if the system messages and the last message alone
+  are still too long, the rendered prompt's beginning is cut;
+- ``prompt_eval_count`` is the number of tokens kept, ``eval_count`` those of
+  the reply; what was kept is recorded in :attr:`ScriptedOllama.prompts`;
+- ``/api/show`` reports ``model_info["<arch>.context_length"]`` and, when the
+  Modelfile sets it, ``num_ctx`` in ``parameters``.
+
+Tokens are counted by :func:`tokenize`, a deterministic word-piece tokenizer
+(about 3.5 characters per token on English prose, fewer on JSON), deliberately
+not the four characters per token an engine would guess.
 """
 
 from __future__ import annotations
@@ -31,6 +50,58 @@ from typing import Any, Callable
 
 CREATED_AT = "2026-01-31T12:00:00.000000Z"
 EMBED_DIM = 64
+OLLAMA_DEFAULT_NUM_CTX = 4096
+"""What Ollama runs a model with when neither the request nor the Modelfile sets ``num_ctx``."""
+MESSAGE_OVERHEAD_TOKENS = 5
+"""Tokens the chat template adds around each message (role header and end-of-turn markers)."""
+PROMPT_OVERHEAD_TOKENS = 5
+"""Tokens the template adds once (begin-of-text and the assistant header that starts the reply)."""
+STREAM_CHUNK_CHARS = 8
+
+_TOKEN = re.compile(r"\s*\w{1,4}|\s*[^\w\s]|\s+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Split ``text`` into tokens: word pieces of up to four characters (with their leading
+    whitespace), each punctuation mark, trailing whitespace. Lossless: ``"".join(tokenize(t)) == t``."""
+    return _TOKEN.findall(text)
+
+
+def count_tokens(text: str) -> int:
+    """How many tokens :func:`tokenize` makes of ``text``."""
+    return len(_TOKEN.findall(text))
+
+
+@dataclass
+class Prompt:
+    """What one ``/api/chat`` request put in front of the model, after the window was applied."""
+
+    num_ctx: int
+    """The window the request ran with."""
+    messages: list[dict[str, Any]]
+    """The messages the model saw (a cut message holds only its kept end)."""
+    tokens: int
+    """Tokens kept: the ``prompt_eval_count`` reported."""
+    full_tokens: int
+    """Tokens of the whole prompt as sent."""
+    dropped_messages: int
+    """Oldest non-system messages left out."""
+    cut_tokens: int
+    """Tokens cut from the beginning of what remained."""
+    tools: bool
+    """The request offered tools (a planner call; summarizer calls offer none)."""
+    options: dict[str, Any]
+    keep_alive: Any
+
+    @property
+    def truncated(self) -> bool:
+        """The model did not see the whole prompt."""
+        return self.dropped_messages > 0 or self.cut_tokens > 0
+
+    @property
+    def text(self) -> str:
+        """Everything the model saw, the messages' contents joined by blank lines."""
+        return "\n\n".join(_content_text(m) for m in self.messages)
 
 
 @dataclass
@@ -89,12 +160,24 @@ def embed_text(text: str) -> list[float]:
 class ScriptedOllama:
     """The server: start it, enqueue replies, run the code under test, read ``requests``."""
 
-    def __init__(self, models: tuple[str, ...] = ("llama3.1",), default: Any = None) -> None:
+    def __init__(self, models: tuple[str, ...] = ("llama3.1",), default: Any = None, *,
+                 context_length: int = 131072, modelfile_num_ctx: int | None = None,
+                 architecture: str = "llama") -> None:
         self.models = set(models)
         self.default = default
         """Reply when the queue is empty; ``None`` answers HTTP 500 'script exhausted'."""
+        self.context_length = context_length
+        """The model's trained context length, as ``/api/show`` reports it."""
+        self.modelfile_num_ctx = modelfile_num_ctx
+        """A ``PARAMETER num_ctx`` of the Modelfile, if any: the window when a request sends none."""
+        self.architecture = architecture
+        self.summarizer: Callable[[str], str] | None = None
+        """If set, answers every chat request that offers no tools (summarizer calls) from the text the
+        model kept, without taking a reply from the queue."""
         self.replies: deque[Any] = deque()
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.prompts: list[Prompt] = []
+        """One entry per answered ``/api/chat`` request: what the model saw."""
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -111,6 +194,41 @@ class ScriptedOllama:
         """The bodies of every ``/api/chat`` request, in arrival order."""
         with self._lock:
             return [body for path, body in self.requests if path == "/api/chat"]
+
+    @property
+    def truncated(self) -> list[Prompt]:
+        """The chat requests of which the model saw only a part."""
+        with self._lock:
+            return [p for p in self.prompts if p.truncated]
+
+    def planner_prompts(self) -> list[Prompt]:
+        """The chat requests that offered tools."""
+        with self._lock:
+            return [p for p in self.prompts if p.tools]
+
+    def summarizer_prompts(self) -> list[Prompt]:
+        """The chat requests that offered no tools."""
+        with self._lock:
+            return [p for p in self.prompts if not p.tools]
+
+    def window_of(self, body: dict[str, Any]) -> int:
+        """The ``num_ctx`` a request runs with, as Ollama chooses it."""
+        requested = (body.get("options") or {}).get("num_ctx")
+        num_ctx = int(requested or self.modelfile_num_ctx or OLLAMA_DEFAULT_NUM_CTX)
+        return min(num_ctx, self.context_length) if self.context_length else num_ctx
+
+    def show(self) -> dict[str, Any]:
+        """The ``/api/show`` answer."""
+        parameters = 'stop "<|eot_id|>"'
+        modelfile = "FROM /models/test.gguf\n"
+        if self.modelfile_num_ctx:
+            parameters = f"num_ctx {self.modelfile_num_ctx}\n{parameters}"
+            modelfile += f"PARAMETER num_ctx {self.modelfile_num_ctx}\n"
+        return {"modelfile": modelfile, "parameters": parameters, "template": "{{ .Prompt }}",
+                "details": {"family": self.architecture, "format": "gguf"},
+                "model_info": {"general.architecture": self.architecture,
+                               f"{self.architecture}.context_length": self.context_length},
+                "capabilities": ["completion", "tools"]}
 
     def system_prompts(self) -> list[str]:
         """The system message of every chat request."""
@@ -148,9 +266,14 @@ class ScriptedOllama:
         with self._lock:
             self.requests.append((path, body))
 
-    def next_reply(self, path: str, body: dict[str, Any]) -> Any:
+    def next_reply(self, path: str, body: dict[str, Any], prompt: Prompt | None = None) -> Any:
         with self._lock:
             self.requests.append((path, body))
+            if prompt is not None:
+                self.prompts.append(prompt)
+            if prompt is not None and not prompt.tools and self.summarizer is not None:
+                summarizer = self.summarizer
+                return lambda _body: summarizer(prompt.text)
             if self.replies:
                 return self.replies.popleft()
             return self.default
@@ -187,9 +310,8 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
             if self.path == "/api/chat":
                 self._chat(body)
             elif self.path == "/api/show":
-                self._known_model(body, lambda: {"modelfile": "", "parameters": "", "template": "",
-                                                 "details": {"family": "test"}, "model_info": {},
-                                                 "capabilities": ["completion", "tools"]})
+                server.record(self.path, body)
+                self._known_model(body, server.show)
             elif self.path == "/api/embed":
                 texts = body.get("input")
                 texts = [texts] if isinstance(texts, str) else list(texts or [])
@@ -212,7 +334,8 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                 server.record("/api/chat", body)
                 self._json(404, {"error": f'model "{model}" not found, try pulling it first'})
                 return
-            reply = server.next_reply("/api/chat", body)
+            prompt = fit_window(body, server.window_of(body))
+            reply = server.next_reply("/api/chat", body, prompt)
             while isinstance(reply, Block):
                 reply = server.wait_released(reply)
             if callable(reply):
@@ -223,17 +346,20 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                 self._json(reply.status, {"error": reply.message})
             else:
                 message = _message(reply)
+                counts = {"prompt_eval_count": prompt.tokens, "eval_count": _reply_tokens(message)}
                 if body.get("stream", True):
-                    self._stream(model, message)
+                    self._stream(model, message, counts)
                 else:
-                    self._json(200, _response(model, message, done=True))
+                    self._json(200, _response(model, message, done=True, counts=counts))
 
-        def _stream(self, model: str, message: dict[str, Any]) -> None:
+        def _stream(self, model: str, message: dict[str, Any], counts: dict[str, int]) -> None:
             text = message.get("content") or ""
-            parts = [_response(model, {"role": "assistant", "content": text[i:i + 8]}, done=False)
-                     for i in range(0, len(text), 8)]
-            final = dict(message, content="")
-            parts.append(_response(model, final, done=True))
+            parts = [_response(model, {"role": "assistant", "content": text[i:i + STREAM_CHUNK_CHARS]}, done=False)
+                     for i in range(0, len(text), STREAM_CHUNK_CHARS)]
+            rest = {k: v for k, v in message.items() if k != "content"}
+            if rest.get("tool_calls"):  # Ollama sends the calls in a chunk of their own, before the final one
+                parts.append(_response(model, dict(rest, content=""), done=False))
+            parts.append(_response(model, {"role": "assistant", "content": ""}, done=True, counts=counts))
             data = b"".join(json.dumps(p).encode() + b"\n" for p in parts)
             self.send_response(200)
             self.send_header("Content-Type", "application/x-ndjson")
@@ -263,15 +389,81 @@ def _message(reply: Any) -> dict[str, Any]:
     return dict({"role": "assistant", "content": ""}, **reply)
 
 
-def _response(model: str, message: dict[str, Any], done: bool) -> dict[str, Any]:
+def _response(model: str, message: dict[str, Any], done: bool,
+              counts: dict[str, int] | None = None) -> dict[str, Any]:
     payload: dict[str, Any] = {"model": model, "created_at": CREATED_AT, "message": message, "done": done}
     if done:
-        payload.update(done_reason="stop", prompt_eval_count=10, eval_count=5,
-                       total_duration=1000, eval_duration=500)
+        payload.update(done_reason="stop", total_duration=1000, eval_duration=500,
+                       **(counts or {"prompt_eval_count": 10, "eval_count": 5}))
     return payload
 
 
-def _model_entry(name: str) -> dict[str, Any]:
-    return {"name": f"{name}:latest", "model": f"{name}:latest", "modified_at": CREATED_AT,
-            "size": 1, "digest": hashlib.sha256(name.encode()).hexdigest(),
-            "details": {"format": "gguf", "family": "test"}}
+def _content_text(message: dict[str, Any]) -> str:
+    text = str(message.get("content") or "")
+    calls = message.get("tool_calls")
+    if calls:
+        text += json.dumps(calls)
+    return text
+
+
+def _reply_tokens(message: dict[str, Any]) -> int:
+    return count_tokens(_content_text(message)) + 1
+
+
+def fit_window(body: dict[str, Any], num_ctx: int) -> Prompt:
+    """Apply Ollama's truncation to a chat request: what the model sees with ``num_ctx`` tokens.
+
+    As Ollama's chat prompt: going back from the last message, the oldest non-system messages that
+    do not fit are left out (system messages and the last message always stay). If that is still
+    over the window, the runner cuts the prompt's beginning (the tool definitions are rendered right
+    after the system messages, so they go with the beginning).
+    """
+    messages = [dict(m) for m in body.get("messages") or []]
+    tools = body.get("tools") or []
+    tools_tokens = count_tokens(json.dumps(tools)) if tools else 0
+    sizes = [MESSAGE_OVERHEAD_TOKENS + count_tokens(_content_text(m)) for m in messages]
+    full = PROMPT_OVERHEAD_TOKENS + tools_tokens + sum(sizes)
+    system = [i for i, m in enumerate(messages) if m.get("role") == "system"]
+    start = max(0, len(messages) - 1)
+    fixed = PROMPT_OVERHEAD_TOKENS + tools_tokens + (sizes[start] if messages else 0)
+    for i in range(start - 1, -1, -1):  # Ollama's loop: extend back while system-before-i + messages[i:] fits
+        total = fixed + sum(sizes[j] for j in system if j < i) + sum(sizes[i:start])
+        if total > num_ctx:
+            break
+        start = i
+    kept_idx = [j for j in system if j < start] + list(range(start, len(messages)))
+    dropped = len(messages) - len(kept_idx)
+    kept = [messages[j] for j in kept_idx]
+    used = PROMPT_OVERHEAD_TOKENS + tools_tokens + sum(sizes[j] for j in kept_idx)
+    cut = max(0, used - num_ctx)
+    if cut:
+        kept = _cut_front(kept, tools_tokens, cut)
+        used = num_ctx
+    options = dict(body.get("options") or {})
+    return Prompt(num_ctx=num_ctx, messages=kept, tokens=used, full_tokens=full, dropped_messages=dropped,
+                  cut_tokens=cut, tools=bool(tools), options=options, keep_alive=body.get("keep_alive"))
+
+
+def _cut_front(messages: list[dict[str, Any]], tools_tokens: int, tokens: int) -> list[dict[str, Any]]:
+    """Remove ``tokens`` tokens from the beginning of the rendering: the system messages first,
+    then the tool definitions rendered after them, then the conversation."""
+    tokens = max(0, tokens - PROMPT_OVERHEAD_TOKENS)
+    out: list[dict[str, Any]] = []
+    tools_pending = tools_tokens > 0
+    for message in messages:
+        if tools_pending and message.get("role") != "system":
+            cut = min(tokens, tools_tokens)
+            tokens -= cut
+            tools_pending = False
+        size = MESSAGE_OVERHEAD_TOKENS + count_tokens(_content_text(message))
+        if tokens >= size:
+            tokens -= size
+            continue
+        if tokens > 0:
+            pieces = tokenize(_content_text(message))
+            skip = max(0, tokens - MESSAGE_OVERHEAD_TOKENS)
+            message = dict(message, content="".join(pieces[skip:]))
+            message.pop("tool_calls", None)
+            tokens = 0
+        out.append(message)
+    return out
