@@ -98,6 +98,10 @@ class LLMConfig:
     """Ollama address; empty means ``$OLLAMA_HOST`` or ``http://127.0.0.1:11434``."""
     timeout_s: float = 120.0
     """Seconds to wait for one model reply."""
+    num_ctx: int = 16384
+    """Most tokens of one request; the window is the smaller of this and the model's own length."""
+    keep_alive: str = "5m"
+    """How long Ollama keeps the model loaded after a call (sent with every call)."""
 
 
 @dataclass(frozen=True)
@@ -108,10 +112,10 @@ class EngineConfig:
     """Most planner calls in one run."""
     max_retries: int = 3
     """Most recovery attempts after errors in one run."""
-    context_budget: int = 8000
-    """Token budget of the conversation assembled for each LLM call."""
-    memory_tokens: int = 2000
-    """Token budget of the memory context (NOW, LOG, facts) in the system prompt."""
+    context_budget: int = 0
+    """Token budget of the conversation assembled for each LLM call; 0 derives it from the model's window."""
+    memory_tokens: int = 0
+    """Token budget of the memory context (NOW, LOG, facts) in the system prompt; 0 derives it from the window."""
 
 
 @dataclass(frozen=True)

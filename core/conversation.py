@@ -67,14 +67,16 @@ class Conversation:
 
     # -- reading ----------------------------------------------------------------
 
-    def history(self, budget: int) -> list[dict[str, Any]]:
-        """Earlier turns as Ollama chat dicts, oldest first, within ``budget`` tokens (the fresh tail always)."""
+    def history(self, budget: int, fresh_tail: int | None = None) -> list[dict[str, Any]]:
+        """Earlier turns as Ollama chat dicts, oldest first, within ``budget`` tokens (the fresh tail always;
+        ``fresh_tail`` overrides the configured one)."""
+        tail = self.fresh_tail if fresh_tail is None else fresh_tail
         handoff = self.handoff()
         if handoff is None:
-            messages = self.provider.assemble(self.session, max(0, budget), self.fresh_tail)
+            messages = self.provider.assemble(self.session, max(0, budget), tail)
             return [m.to_ollama() for m in messages]
         prefix = _handoff_messages(handoff)
-        rest = _fit(self._all_messages()[handoff.covered:], budget - _tokens(prefix), self.fresh_tail)
+        rest = _fit(self._all_messages()[handoff.covered:], budget - _tokens(prefix), tail)
         return prefix + [m.to_ollama() for m in rest]
 
     def tokens(self) -> int:

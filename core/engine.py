@@ -39,7 +39,8 @@ from langgraph.graph import END, START, StateGraph
 
 from core.config import Config, load_config
 from core.conversation import CompactionReport, Conversation
-from core.errors import AgentOSError, EngineError
+from core.context_builder import ContextBuilder
+from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError
 from core.llm.backend import Backend, generate_with
 from core.llm.select import choose_backend
 from core.memory.provider.types import Session
@@ -160,11 +161,31 @@ class Engine:
         toolbox = build_toolbox(self.paths, extra=memory_tools(self.provider, self.session))
         self.runtime = Runtime(self.manager, backend, toolbox, self.conversation, self.config,
                                identity=self.conversation.identity)
+        self.runtime.context = ContextBuilder(self.runtime)
+        self._check_window()
         self._saver_conn = sqlite3.connect(self.paths.checkpoints_file, check_same_thread=False)
         self._saver = SqliteSaver(self._saver_conn)
         self.graph = build_graph(self.runtime, self._saver)
         self.thread = {"configurable": {"thread_id": self.session.id},
                        "recursion_limit": 2 * self.config.engine.max_steps + 10}
+
+    def _check_window(self) -> None:
+        """Fail at start-up when the model's window cannot hold the prompt's fixed parts.
+
+        A server that cannot be asked now is not an error here: the first model call reports it.
+
+        Raises:
+            ContextWindowTooSmallError: the window is too small (the message says what to set).
+        """
+        try:
+            budgets = self.runtime.context.check()
+        except ContextWindowTooSmallError:
+            self.provider.close()
+            raise
+        except BackendError as exc:
+            log.info("model window not checked at start-up: %s", exc)
+            return
+        log.info("budgets of %s: %s", self.backend.model, budgets)
 
     def _summarizer(self) -> Any:
         from core.plugins.memory.lcm import DeterministicSummarizer, LLMSummarizer

@@ -17,6 +17,9 @@ import pydantic
 
 from core.errors import BackendError, BackendUnavailableError, ModelNotFoundError, ToolArgumentError
 from core.llm.backend import DEFAULT_HOST, ChatReply, ToolCall
+from core.llm.model_window import (RatioStore, WindowMeter, choose_num_ctx, initial_ratio, model_limits,
+                                   prompt_chars)
+from core.llm.window import ContextWindow
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +31,44 @@ class OllamaBackend:
 
     name = "ollama"
 
-    def __init__(self, model: str, host: str = DEFAULT_HOST, timeout_s: float = 120.0) -> None:
+    def __init__(self, model: str, host: str = DEFAULT_HOST, timeout_s: float = 120.0, *,
+                 num_ctx: int = 16384, keep_alive: str = "5m", ratios: RatioStore | None = None) -> None:
         self.model = model
         self.host = host
         self.timeout_s = timeout_s
+        self.num_ctx = num_ctx
+        """The configured window (``llm.num_ctx``); the model's own limits may lower it."""
+        self.keep_alive = keep_alive
+        self.ratios = ratios
         self.client = ollama.Client(host=host, timeout=timeout_s)
+        self._meter: WindowMeter | None = None
+
+    @property
+    def window(self) -> ContextWindow:
+        """The model's window, asked from ``/api/show`` on first use.
+
+        Raises:
+            BackendUnavailableError, ModelNotFoundError, BackendError: the server cannot tell.
+        """
+        return self.meter.window
+
+    @property
+    def meter(self) -> WindowMeter:
+        """The window and the comparison of estimates with the server's counts."""
+        if self._meter is None:
+            with ollama_errors(self.host, self.model, self.timeout_s):
+                show = self.client.show(self.model)
+            length, modelfile = model_limits(show)
+            num_ctx = choose_num_ctx(self.num_ctx, length, modelfile)
+            log.info("window of %s: %d tokens (model %s, Modelfile num_ctx %s, llm.num_ctx %d)",
+                     self.model, num_ctx, length, modelfile, self.num_ctx)
+            window = ContextWindow(num_ctx, initial_ratio(self.ratios, self.model))
+            self._meter = WindowMeter(window, self.model, self.ratios)
+        return self._meter
+
+    def options(self) -> dict[str, Any]:
+        """What every chat call sends besides the messages: the window and how long the model stays loaded."""
+        return {"options": {"num_ctx": self.window.num_ctx}, "keep_alive": self.keep_alive}
 
     def ping(self) -> bool:
         """True if a server answers at the host within a couple of seconds."""
@@ -49,14 +85,16 @@ class OllamaBackend:
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
         """One chat call; see :meth:`core.llm.backend.Backend.chat`."""
         log.info("LLM call: ollama %s at %s, %d messages, %d tools", self.model, self.host, len(messages), len(tools))
+        extra = self.options()
         with ollama_errors(self.host, self.model, self.timeout_s):
             try:
-                response = self.client.chat(model=self.model, messages=messages, tools=tools or None)
+                response = self.client.chat(model=self.model, messages=messages, tools=tools or None, **extra)
             except pydantic.ValidationError as exc:
                 raise ToolArgumentError(
                     f"the model's reply could not be read (tool call arguments must be a JSON object): "
                     f"{_first_error(exc)}"
                 ) from exc
+        self.meter.observe(prompt_chars(messages, tools), response.prompt_eval_count)
         return _reply(response)
 
 

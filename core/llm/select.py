@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from core.config import LLMConfig
 from core.errors import ConfigError
 from core.llm.backend import Backend, resolve_host
+from core.llm.model_window import RatioStore
+from core.llm.window import ContextWindow
 from core.llm.offline import NOTICE, OfflineBackend
 
 log = logging.getLogger(__name__)
@@ -37,11 +39,19 @@ def choose_backend(
     if kind not in BACKENDS:
         raise ConfigError(f"llm.backend must be one of {', '.join(BACKENDS)}, got {kind!r}")
     if kind == "offline":
-        return Choice(OfflineBackend(), NOTICE)
+        return Choice(_offline(config), NOTICE)
     from core.llm.ollama_backend import OllamaBackend  # the ollama client only when Ollama may be used
 
-    ollama = OllamaBackend(model or config.model, resolve_host(host, config.host), config.timeout_s)
+    ollama = OllamaBackend(model or config.model, resolve_host(host, config.host), config.timeout_s,
+                           num_ctx=config.num_ctx, keep_alive=config.keep_alive, ratios=RatioStore())
     if kind == "ollama" or ollama.ping():
         return Choice(ollama, f"backend: ollama, model {ollama.model} at {ollama.host}")
     log.info("no Ollama at %s; using the offline backend", ollama.host)
-    return Choice(OfflineBackend(), f"No Ollama answers at {ollama.host}. {NOTICE}")
+    return Choice(_offline(config), f"No Ollama answers at {ollama.host}. {NOTICE}")
+
+
+def _offline(config: LLMConfig) -> OfflineBackend:
+    """The offline backend, with the configured window (it has no model to ask)."""
+    backend = OfflineBackend()
+    backend.window = ContextWindow(config.num_ctx or LLMConfig.num_ctx)
+    return backend

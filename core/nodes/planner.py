@@ -1,4 +1,5 @@
-"""planner: one LLM call with a freshly built system prompt, the assembled conversation and the tools."""
+"""planner: one LLM call with a freshly built system prompt, the assembled conversation and the tools,
+sized to the model's window by :mod:`core.context_builder`."""
 
 from __future__ import annotations
 
@@ -6,12 +7,11 @@ import logging
 import traceback
 from typing import Any
 
-from core.errors import BackendError, BackendUnavailableError, ModelNotFoundError, ToolArgumentError
-from core.memory.facts import redact
-from core.memory.tokens import estimate_tokens
+from core.errors import (BackendError, BackendUnavailableError, ContextWindowTooSmallError, ModelNotFoundError,
+                         ToolArgumentError)
 from core.nodes.runtime import Runtime
 from core.state import AgentState
-from core.system_prompt import PromptExtras, build_system_prompt
+from core.system_prompt import PromptExtras
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +31,11 @@ def planner(state: AgentState, rt: Runtime) -> dict[str, Any]:
     if steps >= rt.config.engine.max_steps:
         message = f"step limit reached ({rt.config.engine.max_steps} LLM calls) before the task was finished"
         return {"outcome": "step_limit", "errors": [*state.get("errors", []), message]}
-    system, memory = build_system_prompt(rt.manager, rt.identity(), _extras(state, rt), rt.config.engine.memory_tokens)
-    messages = [{"role": "system", "content": system}, *conversation(state, rt, system)]
     try:
-        reply = rt.backend.chat(messages, rt.toolbox.definitions())
-    except (BackendUnavailableError, ModelNotFoundError):
+        prompt = rt.context.build(state, _extras(state, rt))
+        memory = prompt.memory
+        reply = rt.backend.chat(prompt.messages, prompt.tools)
+    except (BackendUnavailableError, ModelNotFoundError, ContextWindowTooSmallError):
         raise
     except ToolArgumentError as exc:
         note = {"role": "user", "content": MALFORMED_CALL_NOTE.format(error=exc)}
@@ -55,16 +55,6 @@ def planner(state: AgentState, rt: Runtime) -> dict[str, Any]:
         "memory_context": memory,
         "final_response": "" if pending else reply.text,
     }
-
-
-def conversation(state: AgentState, rt: Runtime, system: str) -> list[dict[str, Any]]:
-    """Earlier turns from the provider within the budget left, then this turn's messages."""
-    current = state["messages"]
-    used = estimate_tokens(system) + sum(estimate_tokens(str(m.get("content") or "")) for m in current)
-    budget = max(0, rt.config.engine.context_budget - used)
-    # Earlier turns never carry a secret back into a prompt; this turn's get_fact reply may.
-    history = redact(rt.conversation.history(budget), rt.manager.facts.secret_values())
-    return [*history, *current]
 
 
 def _extras(state: AgentState, rt: Runtime) -> PromptExtras:

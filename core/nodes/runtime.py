@@ -41,6 +41,8 @@ class Runtime:
     """True when this run continues a turn from its checkpoint."""
     notes: list[str] = field(default_factory=list)
     """Extra system prompt sections for this run (e.g. a compaction warning)."""
+    context: Any = None
+    """The session's :class:`core.context_builder.ContextBuilder` (set by the engine)."""
 
     def log(self, entry_type: str, content: Any, **meta: Any) -> int:
         """Append to LOG.md with the run id in the metadata."""

@@ -23,6 +23,8 @@ def test_secret_is_recalled_after_fifty_turns_and_never_leaks(server, agents_hom
                               "memory:\n  compact_summarizer: deterministic\n")
     engine = make_engine()
     now_file = engine.paths.now_file
+    # Past the history budget the LCM provider compacts before a planner call: its summaries come from here.
+    server.summarizer = lambda prompt: "Summary: the user listed unrelated gardening points; the assistant noted them."
 
     def reply_checking_now(text):
         def reply(body):

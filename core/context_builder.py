@@ -1,0 +1,169 @@
+"""The prompt of each planner call, sized to the model's window.
+
+Before every call: the system prompt is built with the memory context trimmed
+to its budget (see :mod:`core.budgets`); a provider that can compact is asked
+``needs_compaction(budget, threshold)`` and, when it says yes, runs one
+incremental compaction so older turns live on as summaries (a failure warns and
+the turn goes on with the full history); the earlier turns are assembled within
+what the window has left after this turn's messages, whose largest tool results
+are shortened if they alone would overflow it. What does not fit is never lost
+silently: the first time in a session that part of the conversation stays out of
+the prompt, a WARNING and a LOG.md entry say so.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from core import budgets as sizing
+from core.budgets import Budgets
+from core.errors import AgentOSError
+from core.memory.facts import redact
+from core.memory.provider.capabilities import Compactor
+from core.memory.provider.types import CompactionMode, CompactionResult
+from core.memory.tokens import estimate_tokens
+from core.system_prompt import PromptExtras, build_system_prompt
+
+log = logging.getLogger(__name__)
+
+CLIPPED_NOTE = "\n[... {cut} characters of this result left out to fit the model's window; ask for less]"
+LOSS_TOLERANCE = 0.05
+"""Share of the conversation that may differ between the stored and the assembled estimate (wrappers)."""
+
+
+@dataclass
+class Prompt:
+    """One planner call's request."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    memory: str
+    budgets: Budgets
+    compaction: CompactionResult | None = None
+
+
+class ContextBuilder:
+    """Builds planner prompts for one session; remembers what it already reported."""
+
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt
+        self.loss_reported = False
+        self.last: Prompt | None = None
+
+    def check(self) -> Budgets:
+        """Size the fixed parts now (at start-up).
+
+        Raises:
+            ContextWindowTooSmallError: the window cannot hold them.
+        """
+        window = sizing.window_of(self.rt.backend, self.rt.config)
+        system, memory = self._system(PromptExtras(), window)
+        return self._plan(window, system, memory, self.rt.toolbox.definitions())
+
+    def build(self, state: dict[str, Any], extras: PromptExtras) -> Prompt:
+        """The messages and tools of the next planner call.
+
+        Raises:
+            ContextWindowTooSmallError: the window cannot hold the fixed parts.
+            BackendError: the model's window could not be asked.
+        """
+        rt = self.rt
+        window = sizing.window_of(rt.backend, rt.config)
+        tools = rt.toolbox.definitions()
+        system, memory = self._system(extras, window)
+        budgets = self._plan(window, system, memory, tools)
+        left = min(budgets.history, budgets.num_ctx - budgets.reply - budgets.margin - budgets.tools
+                   - window.tokens(system))
+        current = fit_current(state["messages"], window, left)
+        left -= sum(window.tokens(_text(m)) for m in current)
+        units = sizing.estimate_units(window, max(0, left))
+        compaction = self._compact_if_needed(units)
+        history = rt.conversation.history(units)
+        if _estimate(history) > units:  # the protected fresh tail alone is too long: newest first within the budget
+            history = rt.conversation.history(units, fresh_tail=0)
+        self._report_loss(history)
+        history = redact(history, rt.manager.facts.secret_values())
+        prompt = Prompt([{"role": "system", "content": system}, *history, *current], tools, memory, budgets,
+                        compaction)
+        self.last = prompt
+        return prompt
+
+    def _system(self, extras: PromptExtras, window: Any) -> tuple[str, str]:
+        memory_units = sizing.estimate_units(window, sizing.memory_budget(window.num_ctx, self.rt.config))
+        return build_system_prompt(self.rt.manager, self.rt.identity(), extras, memory_units)
+
+    def _plan(self, window: Any, system: str, memory: str, tools: list[dict[str, Any]]) -> Budgets:
+        base = max(0, window.tokens(system) - window.tokens(memory))
+        model = f"model {getattr(self.rt.backend, 'model', '?')!r}"
+        return sizing.plan(window, self.rt.config, sizing.tools_tokens(window, tools), base, model)
+
+    def _compact_if_needed(self, units: int) -> CompactionResult | None:
+        """One incremental compaction when the provider says the history passes the threshold."""
+        rt = self.rt
+        provider, session = rt.conversation.provider, rt.conversation.session
+        if not isinstance(provider, Compactor) or rt.conversation.handoff() is not None:
+            return None
+        threshold = rt.config.provider.context_threshold
+        try:
+            if not provider.needs_compaction(session, units, threshold):
+                return None
+            result = provider.compact(session, CompactionMode.INCREMENTAL)
+        except AgentOSError as exc:
+            log.warning("compaction before the model call failed, going on with the full history: %s", exc)
+            rt.manager.append_log("SYSTEM", f"compaction before the model call failed: {exc}",
+                                  {"kind": "context_compaction", "outcome": "warning"})
+            return None
+        log.info("conversation compacted before the model call: %s -> %s tokens (%d messages into %d+%d summaries)",
+                 result.tokens_before, result.tokens_after, result.messages_compacted,
+                 result.leaf_summaries_created, result.condensed_summaries_created)
+        return result
+
+    def _report_loss(self, history: list[dict[str, Any]]) -> None:
+        """Warn once per session when part of the conversation stays out of the prompt."""
+        if self.loss_reported:
+            return
+        stored = self.rt.conversation.tokens()
+        sent = _estimate(history)
+        if stored <= sent * (1 + LOSS_TOLERANCE) + 10:
+            return
+        self.loss_reported = True
+        message = (f"the conversation holds ~{stored} tokens but only ~{sent} fit the model's window: older turns "
+                   f"are left out of the prompt (they stay stored; /compact summarises them, or use the lcm "
+                   f"provider, or a model with a longer context)")
+        log.warning("%s", message)
+        self.rt.manager.append_log("SYSTEM", message, {"kind": "context_overflow", "stored_tokens": stored,
+                                                       "sent_tokens": sent})
+
+
+def fit_current(messages: list[dict[str, Any]], window: Any, budget: int) -> list[dict[str, Any]]:
+    """This turn's messages; when they overflow ``budget`` tokens, the largest tool results are shortened."""
+    sizes = [window.tokens(_text(m)) for m in messages]
+    excess = sum(sizes) - budget
+    if excess <= 0:
+        return messages
+    out = [dict(m) for m in messages]
+    tools = sorted((i for i, m in enumerate(out) if m.get("role") == "tool"), key=lambda i: -sizes[i])
+    for i in tools:
+        if excess <= 0:
+            break
+        content = str(out[i].get("content") or "")
+        keep_tokens = max(sizes[i] - excess - window.tokens(CLIPPED_NOTE) - 8, sizes[i] // 10, 16)
+        keep = window.chars(keep_tokens)
+        if keep >= len(content):
+            continue
+        out[i]["content"] = content[:keep] + CLIPPED_NOTE.format(cut=len(content) - keep)
+        excess -= sizes[i] - window.tokens(out[i]["content"])
+    return out
+
+
+def _text(message: dict[str, Any]) -> str:
+    text = str(message.get("content") or "")
+    if message.get("tool_calls"):
+        text += str(message["tool_calls"])
+    return text
+
+
+def _estimate(messages: list[dict[str, Any]]) -> int:
+    return sum(estimate_tokens(_text(m)) for m in messages)

@@ -1,0 +1,187 @@
+"""Choosing a model's window and learning how its tokenizer counts.
+
+The window is min(the model's trained context length, a ``num_ctx`` set in its
+Modelfile, the configured ``llm.num_ctx``). After every reply the prompt size the
+server reports (``prompt_eval_count``) is compared with the engine's own
+estimate: the characters-per-token ratio is learned from it (smoothed and
+bounded, kept per model in ``$AGENTOS_HOME/token_ratios.json``), and a count far
+below the estimate near the window's size means the server cut the prompt: a
+WARNING with both numbers, and the ratio is lowered so later budgets are smaller.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from core.errors import StorageError
+from core.llm.window import DEFAULT_CHARS_PER_TOKEN, ContextWindow
+from core.memory.fsutil import atomic_write
+from core.paths import agents_home
+
+log = logging.getLogger(__name__)
+
+RATIOS_FILE = "token_ratios.json"
+MIN_RATIO = 1.5
+"""Fewest characters per token believed (below that a count is taken for noise)."""
+MAX_RATIO = 8.0
+SMOOTHING = 0.5
+"""Weight of a new observation in the learned ratio."""
+TRUNCATION_SHARE = 0.8
+"""A reported count below this share of the estimate, for a prompt near the window, means it was cut."""
+NEAR_WINDOW = 0.85
+"""An estimate above this share of the window counts as "near" it."""
+MIN_LEARN_CHARS = 200
+"""Prompts shorter than this teach nothing (the template's fixed tokens dominate)."""
+
+_NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
+
+
+def model_limits(show: Mapping[str, Any] | Any) -> tuple[int | None, int | None]:
+    """``(context_length, modelfile_num_ctx)`` from an ``/api/show`` answer (None when it says nothing)."""
+    info = _field(show, "modelinfo") or _field(show, "model_info") or {}
+    length = None
+    arch = info.get("general.architecture")
+    keys = [f"{arch}.context_length"] if arch else []
+    keys += [k for k in info if k.endswith(".context_length")]
+    for key in keys:
+        value = info.get(key)
+        if isinstance(value, int) and value > 0:
+            length = value
+            break
+    match = _NUM_CTX.search(_field(show, "parameters") or "")
+    return length, int(match.group(1)) if match else None
+
+
+def choose_num_ctx(configured: int, context_length: int | None, modelfile_num_ctx: int | None) -> int:
+    """The window: the smallest of the model's length, the Modelfile's ``num_ctx`` and the configured one."""
+    return min(v for v in (configured, context_length, modelfile_num_ctx) if v)
+
+
+def _field(obj: Any, name: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+class RatioStore:
+    """Learned characters-per-token ratios by model, in ``$AGENTOS_HOME/token_ratios.json``."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or agents_home() / RATIOS_FILE
+        self._lock = threading.Lock()
+
+    def get(self, model: str) -> float | None:
+        """The ratio learned for ``model``, or None."""
+        value = self._read().get(model)
+        return float(value) if isinstance(value, (int, float)) and MIN_RATIO <= value <= MAX_RATIO else None
+
+    def put(self, model: str, ratio: float) -> None:
+        """Record ``ratio`` for ``model`` (atomic replace of the file)."""
+        with self._lock:
+            data = self._read()
+            data[model] = round(ratio, 4)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.path, json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            raise StorageError(f"cannot read {self.path}: {exc}; delete it to relearn the token ratios") from exc
+        return data if isinstance(data, dict) else {}
+
+
+@dataclass
+class PromptReport:
+    """The last prompt: the engine's estimate against what the server counted."""
+
+    chars: int = 0
+    estimated: int = 0
+    reported: int = 0
+    truncated: bool = False
+
+    @property
+    def error(self) -> float:
+        """Relative error of the estimate (+0.2: the estimate was 20% too high)."""
+        return (self.estimated - self.reported) / self.reported if self.reported else 0.0
+
+
+class WindowMeter:
+    """Compares each prompt's estimate with the reported count; learns the ratio; spots cut prompts."""
+
+    def __init__(self, window: ContextWindow, model: str, store: RatioStore | None = None) -> None:
+        self.window = window
+        self.model = model
+        self.store = store
+        self.last: PromptReport | None = None
+        self.errors: list[float] = []
+        """Relative estimate errors of every prompt measured (for benchmarks and ``/status``)."""
+
+    def observe(self, chars: int, reported: int | None) -> PromptReport | None:
+        """Take the server's count for a prompt of ``chars`` characters; return the comparison."""
+        if not reported or chars <= 0:
+            return None
+        num_ctx = self.window.num_ctx
+        estimated = max(1, int(chars / self.window.chars_per_token))
+        report = PromptReport(chars=chars, estimated=estimated, reported=reported)
+        near = estimated >= NEAR_WINDOW * num_ctx or reported >= NEAR_WINDOW * num_ctx
+        if near and reported < TRUNCATION_SHARE * estimated:
+            report.truncated = True
+            log.warning("the model saw %d tokens of a prompt estimated at %d (window %d): the server cut it; "
+                        "budgets are lowered for the next calls", reported, estimated, num_ctx)
+            self._set_ratio(min(self.window.chars_per_token, chars / max(num_ctx, reported) * 0.95))
+        elif chars >= MIN_LEARN_CHARS and reported < num_ctx:
+            self.errors.append(report.error)
+            observed = min(MAX_RATIO, max(MIN_RATIO, chars / reported))
+            self._set_ratio((1 - SMOOTHING) * self.window.chars_per_token + SMOOTHING * observed)
+        self.last = report
+        return report
+
+    def _set_ratio(self, ratio: float) -> None:
+        ratio = min(MAX_RATIO, max(MIN_RATIO, ratio))
+        changed = abs(ratio - self.window.chars_per_token) >= 0.01
+        self.window.chars_per_token = ratio
+        if changed and self.store is not None:
+            try:
+                self.store.put(self.model, ratio)
+            except (OSError, StorageError) as exc:
+                log.warning("cannot save the learned token ratio of %s: %s", self.model, exc)
+
+    def describe(self) -> str:
+        """One line for ``/status``."""
+        head = f"window {self.window.num_ctx} tokens, {self.window.chars_per_token:.2f} chars/token"
+        if self.last is None:
+            return f"{head}; no prompt measured yet"
+        last = self.last
+        cut = " (CUT by the server)" if last.truncated else ""
+        return (f"{head}; last prompt {last.reported} tokens (estimated {last.estimated}, "
+                f"error {last.error:+.0%}){cut}")
+
+
+def initial_ratio(store: RatioStore | None, model: str) -> float:
+    """The learned ratio of ``model`` if any, else the default."""
+    if store is None:
+        return DEFAULT_CHARS_PER_TOKEN
+    try:
+        return store.get(model) or DEFAULT_CHARS_PER_TOKEN
+    except StorageError as exc:
+        log.warning("%s; starting from %.1f characters per token", exc, DEFAULT_CHARS_PER_TOKEN)
+        return DEFAULT_CHARS_PER_TOKEN
+
+
+def prompt_chars(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    """Characters of a chat request as the engine counts them: message texts, tool calls, tool definitions."""
+    total = len(json.dumps(tools, ensure_ascii=False)) if tools else 0
+    for message in messages:
+        total += len(str(message.get("content") or ""))
+        if message.get("tool_calls"):
+            total += len(json.dumps(message["tool_calls"], ensure_ascii=False, default=str))
+    return total
