@@ -101,11 +101,14 @@ def command(engine, line: str) -> str:
     if name == "/compact":
         report = engine.compact()
         head = f"Compacted ({report.method}): {report.tokens_before} -> {report.tokens_after} tokens."
+        if report.details:
+            head += f"\n{report.details}."
         return f"{head}\n\n{report.summary}" if report.summary else head
     if name == "/status":
         now = manager.now_state()
         return (f"{engine.notice}\nsession {engine.session.id}: {engine.conversation.message_count()} messages, "
-                f"~{engine.conversation.tokens()} tokens\nNOW: {now.status} - {now.current_step or '(no step)'}")
+                f"~{engine.conversation.tokens()} tokens\n{engine.window_status()}\n"
+                f"NOW: {now.status} - {now.current_step or '(no step)'}")
     if name == "/now":
         return manager.paths.now_file.read_text(encoding="utf-8")
     if name == "/log":

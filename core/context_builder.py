@@ -24,11 +24,16 @@ from core.memory.facts import redact
 from core.memory.provider.capabilities import Compactor
 from core.memory.provider.types import CompactionMode, CompactionResult
 from core.memory.tokens import estimate_tokens
+from core.plugins.memory.lcm.provider import LCMProvider
 from core.system_prompt import PromptExtras, build_system_prompt
 
 log = logging.getLogger(__name__)
 
 CLIPPED_NOTE = "\n[... {cut} characters of this result left out to fit the model's window; ask for less]"
+MIN_FRESH_TAIL = 2
+"""Newest messages always sent verbatim, however small the window."""
+MIN_LEAF = 2
+"""Fewest messages of a leaf summary made because the window is full."""
 LOSS_TOLERANCE = 0.05
 """Share of the conversation that may differ between the stored and the assembled estimate (wrappers)."""
 
@@ -79,8 +84,9 @@ class ContextBuilder:
         current = fit_current(state["messages"], window, left)
         left -= sum(window.tokens(_text(m)) for m in current)
         units = sizing.estimate_units(window, max(0, left))
-        compaction = self._compact_if_needed(units)
-        history = rt.conversation.history(units)
+        tail = self._fresh_tail(units)
+        compaction = self._compact_if_needed(units, tail)
+        history = rt.conversation.history(units, fresh_tail=tail)
         if _estimate(history) > units:  # the protected fresh tail alone is too long: newest first within the budget
             history = rt.conversation.history(units, fresh_tail=0)
         self._report_loss(history)
@@ -99,7 +105,20 @@ class ContextBuilder:
         model = f"model {getattr(self.rt.backend, 'model', '?')!r}"
         return sizing.plan(window, self.rt.config, sizing.tools_tokens(window, tools), base, model)
 
-    def _compact_if_needed(self, units: int) -> CompactionResult | None:
+    def _fresh_tail(self, units: int) -> int:
+        """The configured fresh tail, shortened to the newest messages that fill half the history budget
+        (so the summaries of older turns keep room beside it); at least two messages."""
+        conversation = self.rt.conversation
+        configured = conversation.fresh_tail
+        newest = conversation.provider.assemble(conversation.session, units // 2, 0)
+        fitting = 0
+        for message in reversed(newest):
+            if message.summary_id:
+                break
+            fitting += 1
+        return max(MIN_FRESH_TAIL, min(configured, fitting))
+
+    def _compact_if_needed(self, units: int, tail: int) -> CompactionResult | None:
         """One incremental compaction when the provider says the history passes the threshold."""
         rt = self.rt
         provider, session = rt.conversation.provider, rt.conversation.session
@@ -109,7 +128,10 @@ class ContextBuilder:
         try:
             if not provider.needs_compaction(session, units, threshold):
                 return None
-            result = provider.compact(session, CompactionMode.INCREMENTAL)
+            if isinstance(provider, LCMProvider):  # under the window's pressure: the tail that fits, small leaves
+                result = provider.compact(session, CompactionMode.INCREMENTAL, fresh_tail=tail, min_leaf=MIN_LEAF)
+            else:
+                result = provider.compact(session, CompactionMode.INCREMENTAL)
         except AgentOSError as exc:
             log.warning("compaction before the model call failed, going on with the full history: %s", exc)
             rt.manager.append_log("SYSTEM", f"compaction before the model call failed: {exc}",

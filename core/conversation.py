@@ -52,7 +52,9 @@ class CompactionReport:
     tokens_before: int
     tokens_after: int
     summary: str = ""
-    """The handoff summary (empty for LCM)."""
+    """The handoff summary, or LCM's newest summary in the context."""
+    details: str = ""
+    """What was compacted (LCM: messages and summaries)."""
 
 
 class Conversation:
@@ -144,8 +146,12 @@ class Conversation:
         """
         before = self.tokens()
         if isinstance(self.provider, Compactor):
-            self.provider.compact(self.session, CompactionMode.FULL)
-            return CompactionReport("lcm", before, self.tokens())
+            result = self.provider.compact(self.session, CompactionMode.FULL, fresh_tail=keep_tail)
+            top = self.provider.top_summary(self.session) if hasattr(self.provider, "top_summary") else ""
+            done = (f"{result.messages_compacted} messages into {result.leaf_summaries_created} leaf and "
+                    f"{result.condensed_summaries_created} condensed summaries, the newest {keep_tail} kept "
+                    f"as they are ({result.stopped})")
+            return CompactionReport("lcm", before, self.tokens(), top, details=done)
         return self._handoff_compact(summarize, keep_tail, before)
 
     def _handoff_compact(self, summarize, keep_tail: int, before: int) -> CompactionReport:

@@ -39,6 +39,7 @@ from langgraph.graph import END, START, StateGraph
 
 from core.config import Config, load_config
 from core.conversation import CompactionReport, Conversation
+from core.budgets import window_of
 from core.context_builder import ContextBuilder
 from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError
 from core.llm.backend import Backend, generate_with
@@ -186,6 +187,14 @@ class Engine:
             log.info("model window not checked at start-up: %s", exc)
             return
         log.info("budgets of %s: %s", self.backend.model, budgets)
+
+    def window_status(self) -> str:
+        """The model's window, the last prompt's size and the estimate's error (``/status``)."""
+        describe = getattr(self.backend, "describe_window", None)
+        if describe is not None:
+            return describe()
+        window = window_of(self.backend, self.config)
+        return f"window {window.num_ctx} tokens, {window.chars_per_token:.2f} chars/token; no prompt measured yet"
 
     def _summarizer(self) -> Any:
         from core.plugins.memory.lcm import DeterministicSummarizer, LLMSummarizer

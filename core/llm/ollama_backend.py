@@ -66,6 +66,12 @@ class OllamaBackend:
             self._meter = WindowMeter(window, self.model, self.ratios)
         return self._meter
 
+    def describe_window(self) -> str:
+        """The window, the last prompt's size and the estimate's error, for ``/status``."""
+        if self._meter is None:
+            return f"window: not asked yet (llm.num_ctx {self.num_ctx})"
+        return self._meter.describe()
+
     def options(self) -> dict[str, Any]:
         """What every chat call sends besides the messages: the window and how long the model stays loaded."""
         return {"options": {"num_ctx": self.window.num_ctx}, "keep_alive": self.keep_alive}

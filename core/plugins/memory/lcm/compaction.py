@@ -46,6 +46,10 @@ class _Run:
     """Counters of one compaction."""
 
     deadline: float
+    fresh_tail: int = 0
+    """Newest messages left out of this compaction."""
+    min_leaf: int = 1
+    """Fewest messages summarised into one leaf summary."""
     leaf: int = 0
     condensed: int = 0
     messages: int = 0
@@ -67,8 +71,11 @@ class CompactionEngine:
         self.config = config
         self.lock_dir = Path(db.path).parent / "ctx-locks"
 
-    def compact(self, conv: int, mode: CompactionMode) -> CompactionResult:
-        """Compact conversation ``conv``; see the module docstring for the guarantees."""
+    def compact(self, conv: int, mode: CompactionMode, fresh_tail: int | None = None,
+                min_leaf: int | None = None) -> CompactionResult:
+        """Compact conversation ``conv``, leaving its newest ``fresh_tail`` messages (default: the
+        configured fresh tail) as they are, with leaves of at least ``min_leaf`` messages (default: the
+        configured ``leaf_chunk_size``); see the module docstring for the guarantees."""
         if self.summarizer is None:
             log.warning("conversation %s not compacted: no summarizer is configured", conv)
             tokens = self.store.context_tokens(conv)
@@ -76,10 +83,12 @@ class CompactionEngine:
         self.lock_dir.mkdir(parents=True, exist_ok=True)
         lock = AgentLock(self.lock_dir / f"conversation-{conv}.lock", timeout=self.config.deadline_s, keep_open=False)
         with lock.hold():
-            return self._compact_locked(conv, mode)
+            return self._compact_locked(conv, mode, _Run(
+                deadline=time.monotonic() + self.config.deadline_s,
+                fresh_tail=self.config.fresh_tail if fresh_tail is None else fresh_tail,
+                min_leaf=self.config.leaf_chunk_size if min_leaf is None else max(1, min_leaf)))
 
-    def _compact_locked(self, conv: int, mode: CompactionMode) -> CompactionResult:
-        run = _Run(deadline=time.monotonic() + self.config.deadline_s)
+    def _compact_locked(self, conv: int, mode: CompactionMode, run: _Run) -> CompactionResult:
         tokens_before = tokens = self.store.context_tokens(conv)
         max_rounds = self.config.max_rounds if mode is CompactionMode.FULL else 1
         rounds = 0
@@ -121,10 +130,10 @@ class CompactionEngine:
 
     def _leaf_pass(self, conv: int, run: _Run) -> int:
         items, contents = self._items(conv)
-        older = items[: plan.tail_start(items, self.config.fresh_tail)]
+        older = items[: plan.tail_start(items, run.fresh_tail)]
         created = 0
         index_of = {item.position: n for n, item in enumerate(older)}
-        for chunk in plan.leaf_chunks(older, self.config.leaf_chunk_size, self.config.leaf_chunk_max_tokens):
+        for chunk in plan.leaf_chunks(older, run.min_leaf, self.config.leaf_chunk_max_tokens):
             if run.expired():
                 run.stopped = "deadline"
                 break
@@ -137,7 +146,7 @@ class CompactionEngine:
         if run.stopped == "deadline":
             return 0
         items, _ = self._items(conv)
-        older = items[: plan.tail_start(items, self.config.fresh_tail)]
+        older = items[: plan.tail_start(items, run.fresh_tail)]
         created = 0
         for group in plan.condensed_groups(older, self.config.leaf_chunk_max_tokens):
             if run.expired():

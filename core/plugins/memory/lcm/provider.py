@@ -59,12 +59,25 @@ class LCMProvider(StoredConversations):
         limit = budget * (self.config.context_threshold if threshold is None else threshold)
         return self.store.context_tokens(conv) > limit
 
-    def compact(self, session: Session, mode: CompactionMode = CompactionMode.INCREMENTAL) -> CompactionResult:
-        """Summarise older context (see ``CompactionEngine``)."""
+    def compact(self, session: Session, mode: CompactionMode = CompactionMode.INCREMENTAL,
+                fresh_tail: int | None = None, min_leaf: int | None = None) -> CompactionResult:
+        """Summarise older context, all but the newest ``fresh_tail`` messages (default: the configured
+        fresh tail), in leaves of at least ``min_leaf`` messages (default: ``leaf_chunk_size``);
+        see ``CompactionEngine``."""
         conv = self._conversation(session)
         if conv is None:
             return CompactionResult(stopped="done")
-        return self.engine.compact(conv, CompactionMode(mode))
+        return self.engine.compact(conv, CompactionMode(mode), fresh_tail, min_leaf)
+
+    def top_summary(self, session: Session) -> str:
+        """The newest summary in the session's context (what a compaction produced last), or ""."""
+        conv = self._conversation(session)
+        if conv is None:
+            return ""
+        row = self.db.conn.execute(
+            "SELECT s.content FROM ctx_items i JOIN ctx_summaries s ON s.id = i.summary_id"
+            " WHERE i.conversation_id = ? ORDER BY i.position DESC LIMIT 1", (conv,)).fetchone()
+        return row[0] if row else ""
 
     # -- Searcher / Explorer / Reviewer -----------------------------------------
 

@@ -1,0 +1,82 @@
+"""Fixtures of the window tests: an Ollama-like server with a given window, engines on it, a summarising model."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.engine.conftest import write_config  # noqa: F401 - shared by the tests of this folder
+from tests.ollama_server import ScriptedOllama
+
+_SECTION = re.compile(r"^## (Messages|Summaries)\s*$", re.MULTILINE)
+_END = re.compile(r"^## (Summary|Merged summary)\s*$", re.MULTILINE)
+_SENTENCE = re.compile(r"^.*?[.!?](?=\s|$)")
+_STAMP = re.compile(r"^\[[^\]]*\]\s*")
+_TARGET = re.compile(r"about\s+(\d+)\s+tokens")
+_DIGIT = re.compile(r"\d")
+_CHATTER = {"noted.", "ok.", "thanks.", "saved."}
+
+
+def summarising_model(prompt: str) -> str:
+    """What a small model answers to a summary prompt, following its instructions: the first sentence of
+    each block it was shown, chatter and repetition dropped, sentences with facts (numbers) first, within
+    the "about N tokens" asked for, in their original order.
+
+    It reads only what the server kept of the prompt, so a cut prompt gives a summary of the kept part.
+    """
+    starts = list(_SECTION.finditer(prompt))
+    body = prompt[starts[-1].end():] if starts else prompt
+    end = _END.search(body)
+    body = body[: end.start()] if end else body
+    target = _TARGET.search(prompt)
+    budget = int(target.group(1)) * 4 if target else 2000
+    sentences: list[str] = []
+    for line in body.splitlines():
+        line = _STAMP.sub("", line.strip().lstrip("- ").strip())
+        match = _SENTENCE.match(line)
+        sentence = (match.group(0) if match else line)[:160]
+        if sentence and sentence not in sentences and sentence.lower() not in _CHATTER:
+            sentences.append(sentence)
+    ranked = sorted(range(len(sentences)), key=lambda i: (not _DIGIT.search(sentences[i]), i))
+    chosen, used = set(), 0
+    for i in ranked:
+        if used + len(sentences[i]) + 3 > budget and chosen:
+            break
+        chosen.add(i)
+        used += len(sentences[i]) + 3
+    return "\n".join(f"- {sentences[i]}" for i in sorted(chosen)) or "- (nothing to summarise)"
+
+
+@pytest.fixture
+def make_server(monkeypatch: pytest.MonkeyPatch):
+    """Start ``ScriptedOllama(**kwargs)``; ``OLLAMA_HOST`` points at the last one started."""
+    started = []
+
+    def make(**kwargs) -> ScriptedOllama:
+        server = ScriptedOllama(**kwargs).start()
+        started.append(server)
+        monkeypatch.setenv("OLLAMA_HOST", server.host)
+        return server
+
+    yield make
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def make_engine():
+    """Open engines for agent finn on the Ollama backend; closed after the test."""
+    from core.engine import Engine
+
+    opened = []
+
+    def make(**kwargs):
+        engine = Engine("finn", **kwargs)
+        opened.append(engine)
+        return engine
+
+    yield make
+    for engine in opened:
+        engine.close()
+        engine.manager.close()

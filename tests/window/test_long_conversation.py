@@ -1,0 +1,50 @@
+"""A long conversation on a model with a small window: nothing is cut, the first turn's fact stays in reach."""
+
+from __future__ import annotations
+
+import random
+
+from tests.window.conftest import summarising_model, write_config
+
+TURNS = 42
+FACT = "My locker code is 4417 and the locker is in hall B."
+WORDS = ("harbour", "lantern", "orchard", "gravel", "copper", "meadow", "ribbon", "thistle", "canvas", "pepper",
+         "saddle", "marble", "willow", "garnet", "timber", "beacon", "cobalt", "juniper", "parcel", "quarry")
+
+
+def note(turn: int, rng: random.Random) -> str:
+    """A note of about 1,200 characters: a first sentence that names it, then filler prose."""
+    text = f"Note {turn} is about the {rng.choice(WORDS)} project."
+    while len(text) < 1200:
+        text += " " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
+    return text
+
+
+def test_forty_two_long_turns_fit_the_window_and_keep_the_first_fact(make_server, agents_home, make_engine):
+    """42 turns of ~1,200-character notes on an 8,192-token model: no request is truncated, every call sends
+    num_ctx and keep_alive, LCM compacts in the loop, and the last prompt holds the turn-1 fact (raw or
+    summarised) without any tool call."""
+    server = make_server(context_length=8192, default="Noted.")
+    server.summarizer = summarising_model
+    # LOG.md compaction's pieces are another change's concern; its summaries here need no model.
+    write_config(agents_home, "llm:\n  backend: ollama\nmemory:\n  compact_summarizer: deterministic\n")
+    engine = make_engine()
+    rng = random.Random(9)
+    assert engine.run(f"{FACT} " + note(1, rng)).ok
+    for turn in range(2, TURNS + 1):
+        assert engine.run(note(turn, rng)).ok
+    server.enqueue("Your locker code is 4417, in hall B.")
+    result = engine.run("What is my locker code?")
+
+    assert result.ok and "4417" in result.response and result.tool_calls == 0
+    assert server.truncated == [], [(p.full_tokens, p.num_ctx, p.tools) for p in server.truncated]
+    chats = server.chat_requests
+    assert len(chats) > TURNS + 1 and all(
+        body["options"]["num_ctx"] == 8192 and body["keep_alive"] == "5m" for body in chats)
+    summaries = server.summarizer_prompts()
+    assert summaries, "the LCM provider never compacted while the engine ran"
+    last = server.planner_prompts()[-1]
+    assert "4417" in last.text
+    assert any("[summary " in str(m.get("content")) for m in last.messages), "older turns live on as summaries"
+    assert not any(m.get("role") == "tool" for m in last.messages)
+    assert max(p.tokens for p in server.planner_prompts()) > 4096, "the window was used, not Ollama's default"
