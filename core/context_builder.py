@@ -6,7 +6,7 @@ to its budget (see :mod:`core.budgets`); a provider that can compact is asked
 incremental compaction so older turns live on as summaries (a failure warns and
 the turn goes on with the full history); the earlier turns are assembled within
 what the window has left after this turn's messages, whose largest tool results
-are shortened if they alone would overflow it. What does not fit is never lost
+(then other messages) are shortened if they alone would overflow it. What does not fit is never lost
 silently: the first time in a session that part of the conversation stays out of
 the prompt, a WARNING and a LOG.md entry say so.
 """
@@ -34,6 +34,7 @@ MIN_FRESH_TAIL = 2
 """Newest messages always sent verbatim, however small the window."""
 MIN_LEAF = 2
 """Fewest messages of a leaf summary made because the window is full."""
+MIDDLE_NOTE = "\n[... {cut} characters of this message left out to fit the model's window ...]\n"
 LOSS_TOLERANCE = 0.05
 """Share of the conversation that may differ between the stored and the assembled estimate (wrappers)."""
 
@@ -160,22 +161,30 @@ class ContextBuilder:
 
 
 def fit_current(messages: list[dict[str, Any]], window: Any, budget: int) -> list[dict[str, Any]]:
-    """This turn's messages; when they overflow ``budget`` tokens, the largest tool results are shortened."""
+    """This turn's messages; when they overflow ``budget`` tokens, the largest tool results are shortened
+    (their end goes), then the largest other messages (their middle goes)."""
     sizes = [window.tokens(_text(m)) for m in messages]
     excess = sum(sizes) - budget
     if excess <= 0:
         return messages
     out = [dict(m) for m in messages]
     tools = sorted((i for i, m in enumerate(out) if m.get("role") == "tool"), key=lambda i: -sizes[i])
-    for i in tools:
+    others = sorted((i for i, m in enumerate(out) if m.get("role") != "tool"), key=lambda i: -sizes[i])
+    for i in [*tools, *others]:
         if excess <= 0:
             break
         content = str(out[i].get("content") or "")
-        keep_tokens = max(sizes[i] - excess - window.tokens(CLIPPED_NOTE) - 8, sizes[i] // 10, 16)
+        keep_tokens = max(sizes[i] - excess - window.tokens(CLIPPED_NOTE) - 8, 16)
         keep = window.chars(keep_tokens)
         if keep >= len(content):
             continue
-        out[i]["content"] = content[:keep] + CLIPPED_NOTE.format(cut=len(content) - keep)
+        if out[i].get("role") == "tool":
+            out[i]["content"] = content[:keep] + CLIPPED_NOTE.format(cut=len(content) - keep)
+        else:  # a request: its beginning and its end (where the question usually is)
+            head = keep * 2 // 3
+            tail = keep - head
+            out[i]["content"] = (content[:head] + MIDDLE_NOTE.format(cut=len(content) - keep)
+                                 + content[len(content) - tail:])
         excess -= sizes[i] - window.tokens(out[i]["content"])
     return out
 

@@ -4,9 +4,10 @@ The window is min(the model's trained context length, a ``num_ctx`` set in its
 Modelfile, the configured ``llm.num_ctx``). After every reply the prompt size the
 server reports (``prompt_eval_count``) is compared with the engine's own
 estimate: the characters-per-token ratio is learned from it (smoothed and
-bounded, kept per model in ``$AGENTOS_HOME/token_ratios.json``), and a count far
-below the estimate near the window's size means the server cut the prompt: a
-WARNING with both numbers, and the ratio is lowered so later budgets are smaller.
+bounded, kept per model in ``$AGENTOS_HOME/token_ratios.json``). A count that
+fills the window, or one far below the estimate near the window's size (older
+messages dropped), means the server cut the prompt: a WARNING with both numbers,
+and the ratio is lowered so later budgets are smaller.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ SMOOTHING = 0.5
 """Weight of a new observation in the learned ratio."""
 TRUNCATION_SHARE = 0.8
 """A reported count below this share of the estimate, for a prompt near the window, means it was cut."""
+FULL_WINDOW = 0.98
+"""A reported count this close to the window means the server cut the prompt to fit (a prompt the engine
+sized itself always leaves room for the reply)."""
 NEAR_WINDOW = 0.85
 """An estimate above this share of the window counts as "near" it."""
 MIN_LEARN_CHARS = 200
@@ -133,7 +137,8 @@ class WindowMeter:
         estimated = max(1, int(chars / self.window.chars_per_token))
         report = PromptReport(chars=chars, estimated=estimated, reported=reported)
         near = estimated >= NEAR_WINDOW * num_ctx or reported >= NEAR_WINDOW * num_ctx
-        if near and reported < TRUNCATION_SHARE * estimated:
+        full = reported >= FULL_WINDOW * num_ctx
+        if full or (near and reported < TRUNCATION_SHARE * estimated):
             report.truncated = True
             log.warning("the model saw %d tokens of a prompt estimated at %d (window %d): the server cut it; "
                         "budgets are lowered for the next calls", reported, estimated, num_ctx)

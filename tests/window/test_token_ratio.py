@@ -1,0 +1,89 @@
+"""What the model really got: the learned characters-per-token ratio, its file, and cut prompts."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from core.llm.model_window import RatioStore
+from tests.ollama_server import count_tokens
+from tests.window.conftest import write_config
+
+ROOT = Path(__file__).resolve().parents[2]
+PROSE = ("The harbour lantern glowed over the gravel path while the copper kettle sang in the orchard; "
+         "nobody knew why the meadow smelled of pepper and thistle that evening. ")
+
+
+def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_server, agents_home, make_engine):
+    """After a few calls the estimate matches the server's count within 5%, and a new engine starts from it."""
+    server = make_server(default="Noted.")
+    write_config(agents_home, "llm:\n  backend: ollama\n")
+    engine = make_engine()
+    assert engine.backend.window.chars_per_token == 4.0
+    for turn in range(4):
+        assert engine.run(f"Point {turn}. " + PROSE * 3).ok
+    learned = engine.backend.window.chars_per_token
+    assert learned < 3.6, "the server's tokenizer counts more tokens than chars/4"
+    last = engine.backend.meter.last
+    assert last.reported == server.prompts[-1].tokens and abs(last.error) < 0.05
+    assert "last prompt" in engine.window_status() and "error" in engine.window_status()
+    saved = json.loads((agents_home / "token_ratios.json").read_text())
+    assert abs(saved["llama3.1"] - learned) < 0.01
+    engine.close()
+    engine.manager.close()
+    again = make_engine()
+    assert abs(again.backend.window.chars_per_token - learned) < 0.01
+
+
+def test_a_prompt_cut_by_the_server_is_a_warning_with_both_numbers(make_server, agents_home, make_engine, caplog):
+    """A wrong learned ratio (8 chars/token) makes the engine overfill the window with a long request: the
+    server cuts the prompt, the engine logs both counts and lowers the ratio, and the next request fits."""
+    server = make_server(context_length=8192, default="Noted.")
+    write_config(agents_home, "llm:\n  backend: ollama\n")
+    (agents_home / "token_ratios.json").write_text(json.dumps({"llama3.1": 8.0}))
+    engine = make_engine()
+    caplog.set_level(logging.WARNING, logger="core.llm.model_window")
+    document = PROSE * 150  # ~25,000 characters: ~3,100 tokens at 8 a token, ~7,000 really
+    assert engine.run("Read this. " + document + " What is it about?").ok
+    assert len(server.truncated) == 1
+    cut = server.truncated[0]
+    warnings = [r.getMessage() for r in caplog.records if "cut it" in r.getMessage()]
+    assert warnings and f"saw {cut.tokens} tokens" in warnings[0] and "estimated at" in warnings[0]
+    assert engine.backend.window.chars_per_token < 4.0
+    assert "CUT" in engine.window_status()
+    assert engine.run("Read this too. " + document + " What is it about?").ok
+    # (LCM's summary of the long first turn is one summarizer call: splitting it to fit is another change's)
+    assert [p for p in server.truncated if p.tools] == [cut], "after the warning the planner's prompts fit"
+    last = server.planner_prompts()[-1]
+    assert last.text.rstrip().endswith("What is it about?") and "left out to fit the model's window" in last.text
+
+
+def test_count_tokens_is_not_chars_over_four():
+    """The test server's tokenizer is what makes learning matter."""
+    ratio = len(PROSE * 10) / count_tokens(PROSE * 10)
+    assert 3.0 < ratio < 3.8
+
+
+def test_a_killed_writer_leaves_the_ratio_file_whole(tmp_path):
+    """SIGKILL during a stream of ratio updates: the file is the old or the new JSON, never torn."""
+    path = tmp_path / "token_ratios.json"
+    code = ("import sys\nfrom pathlib import Path\nfrom core.llm.model_window import RatioStore\n"
+            "store = RatioStore(Path(sys.argv[1]))\ni = 0\n"
+            "while True:\n    store.put(f'model{i % 50}', 2.0 + (i % 100) / 50)\n    i += 1\n")
+    for _ in range(3):
+        child = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=ROOT)
+        deadline = time.monotonic() + 20
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        data = json.loads(path.read_text())
+        assert data and all(2.0 <= v <= 4.0 for v in data.values())
+        assert RatioStore(path).get("model0") is not None
