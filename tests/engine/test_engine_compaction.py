@@ -80,8 +80,9 @@ def test_failed_automatic_compaction_warns_and_the_turn_goes_on(server, agents_h
 
 def test_lcm_session_runs_the_providers_full_compaction(server, agents_home, make_engine):
     """With LCM, automatic compaction is the provider's full compaction: summaries appear, context shrinks."""
+    # A session compaction keeps compaction.keep_tail messages verbatim, with LCM too.
     write_config(agents_home, "llm:\n  backend: ollama\nprovider:\n  fresh_tail: 4\n  leaf_chunk_size: 4\n"
-                              "compaction:\n  max_tokens: 600\n")
+                              "compaction:\n  max_tokens: 600\n  keep_tail: 4\n")
     server.default = scripted(summary_reply="The user described garden plans: sun, water, compost.")
     engine = make_engine()
     for turn in range(8):
