@@ -143,10 +143,11 @@ class WindowMeter:
             log.warning("the model saw %d tokens of a prompt estimated at %d (window %d): the server cut it; "
                         "budgets are lowered for the next calls", reported, estimated, num_ctx)
             self._set_ratio(min(self.window.chars_per_token, chars / max(num_ctx, reported) * 0.95))
-        elif chars >= MIN_LEARN_CHARS and reported < num_ctx:
+        elif chars >= MIN_LEARN_CHARS and MIN_RATIO <= chars / reported <= MAX_RATIO:
+            # (a count outside the bounds is not learned from: some Ollama versions counted only the
+            # tokens not already in the prompt cache)
             self.errors.append(report.error)
-            observed = min(MAX_RATIO, max(MIN_RATIO, chars / reported))
-            self._set_ratio((1 - SMOOTHING) * self.window.chars_per_token + SMOOTHING * observed)
+            self._set_ratio((1 - SMOOTHING) * self.window.chars_per_token + SMOOTHING * chars / reported)
         self.last = report
         return report
 
