@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"Compacted session {args.agent}:{args.session} ({report.method}): "
           f"{report.tokens_before} -> {report.tokens_after} tokens")
+    if report.details:
+        print(report.details)
     if report.summary:
         print(report.summary)
     return 0

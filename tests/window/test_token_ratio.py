@@ -32,7 +32,11 @@ def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_ser
     assert learned < 3.6, "the server's tokenizer counts more tokens than chars/4"
     last = engine.backend.meter.last
     assert last.reported == server.prompts[-1].tokens and abs(last.error) < 0.05
-    assert "last prompt" in engine.window_status() and "error" in engine.window_status()
+    from core.cli import command
+
+    status = command(engine, "/status")
+    assert "window 131072 tokens" not in status and "window 16384 tokens" in status
+    assert "last prompt" in status and "error" in status
     saved = json.loads((agents_home / "token_ratios.json").read_text())
     assert abs(saved["llama3.1"] - learned) < 0.01
     engine.close()
