@@ -105,11 +105,11 @@ def overhead(engine, runs: int) -> list[float]:
     return times
 
 
-def estimate_errors(engine, turns: int, rng: random.Random) -> list[float]:
-    """Relative errors of the engine's estimate against ``prompt_eval_count``, turn by turn."""
+def estimate_reports(engine, turns: int, rng: random.Random) -> list:
+    """The engine's estimate against ``prompt_eval_count``, turn by turn."""
     for turn in range(turns):
         engine.run(f"Note {turn}. " + " ".join(sentence(rng, rng.randint(8, 20)) for _ in range(rng.randint(3, 12))))
-    return list(engine.backend.meter.errors)
+    return list(engine.backend.meter.reports)
 
 
 def main() -> int:
@@ -146,7 +146,7 @@ def main() -> int:
             with Engine("bench") as engine:
                 fill_session(engine, args.messages, rng)
                 times = overhead(engine, args.runs)
-                errors = estimate_errors(engine, args.window_turns, rng)
+                reports = estimate_reports(engine, args.window_turns, rng)
                 window = engine.backend.window
                 engine.manager.close()
         except AgentOSError as exc:
@@ -156,13 +156,18 @@ def main() -> int:
             if server is not None:
                 server.stop()
     p50, p95 = statistics.median(times), sorted(times)[int(len(times) * 0.95) - 1]
-    first = abs(errors[0]) if errors else float("nan")
-    learned = statistics.mean(abs(e) for e in errors[len(errors) // 2:]) if errors else float("nan")
+    if not reports:
+        print("error: the server reported no prompt_eval_count", file=sys.stderr)
+        return 1
+    first = abs(reports[0].error)
+    quarter = statistics.mean(abs(r.chars / 4 - r.reported) / r.reported for r in reports)
+    learned = statistics.mean(abs(r.error) for r in reports[len(reports) // 2:])
     model = "test server tokenizer" if not args.host else f"{args.model} at {args.host}"
     rows = [
         (f"planner prompt build p50, {args.messages}-message session", f"{p50:.2f} ms", f"<= {OVERHEAD_TARGET_MS} ms"),
         ("planner prompt build p95", f"{p95:.2f} ms", "(reported)"),
-        (f"estimate error, first prompt ({model})", f"{first:.1%}", "(chars/4 before learning)"),
+        (f"estimate error of chars/4 ({model})", f"{quarter:.1%}", "(mean |err| over every prompt)"),
+        ("estimate error, first prompt", f"{first:.1%}", "(3 chars/token before learning)"),
         ("estimate error after learning (mean |err|, 2nd half)", f"{learned:.1%}", "<= 10%"),
         ("learned characters per token", f"{window.chars_per_token:.2f}", f"(window {window.num_ctx} tokens)"),
     ]

@@ -16,12 +16,13 @@ import json
 import logging
 import re
 import threading
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from core.errors import StorageError
-from core.llm.window import DEFAULT_CHARS_PER_TOKEN, ContextWindow
+from core.llm.window import ContextWindow
 from core.memory.fsutil import atomic_write
 from core.paths import agents_home
 
@@ -42,6 +43,12 @@ NEAR_WINDOW = 0.85
 """An estimate above this share of the window counts as "near" it."""
 MIN_LEARN_CHARS = 200
 """Prompts shorter than this teach nothing (the template's fixed tokens dominate)."""
+
+KEPT_REPORTS = 1000
+UNLEARNED_CHARS_PER_TOKEN = 3.0
+"""The ratio a model starts with before its first reply is measured: on the safe side of most
+tokenizers (English prose is 3.5-4.5 characters a token, code and JSON fewer), so the first prompts
+are not cut; the first replies correct it."""
 
 _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
@@ -126,8 +133,8 @@ class WindowMeter:
         self.model = model
         self.store = store
         self.last: PromptReport | None = None
-        self.errors: list[float] = []
-        """Relative estimate errors of every prompt measured (for benchmarks and ``/status``)."""
+        self.reports: deque[PromptReport] = deque(maxlen=KEPT_REPORTS)
+        """The latest prompts learned from, oldest first (for benchmarks)."""
 
     def observe(self, chars: int, reported: int | None) -> PromptReport | None:
         """Take the server's count for a prompt of ``chars`` characters; return the comparison."""
@@ -146,7 +153,7 @@ class WindowMeter:
         elif chars >= MIN_LEARN_CHARS and MIN_RATIO <= chars / reported <= MAX_RATIO:
             # (a count outside the bounds is not learned from: some Ollama versions counted only the
             # tokens not already in the prompt cache)
-            self.errors.append(report.error)
+            self.reports.append(report)
             self._set_ratio((1 - SMOOTHING) * self.window.chars_per_token + SMOOTHING * chars / reported)
         self.last = report
         return report
@@ -173,14 +180,14 @@ class WindowMeter:
 
 
 def initial_ratio(store: RatioStore | None, model: str) -> float:
-    """The learned ratio of ``model`` if any, else the default."""
+    """The learned ratio of ``model`` if any, else :data:`UNLEARNED_CHARS_PER_TOKEN`."""
     if store is None:
-        return DEFAULT_CHARS_PER_TOKEN
+        return UNLEARNED_CHARS_PER_TOKEN
     try:
-        return store.get(model) or DEFAULT_CHARS_PER_TOKEN
+        return store.get(model) or UNLEARNED_CHARS_PER_TOKEN
     except StorageError as exc:
-        log.warning("%s; starting from %.1f characters per token", exc, DEFAULT_CHARS_PER_TOKEN)
-        return DEFAULT_CHARS_PER_TOKEN
+        log.warning("%s; starting from %.1f characters per token", exc, UNLEARNED_CHARS_PER_TOKEN)
+        return UNLEARNED_CHARS_PER_TOKEN
 
 
 def prompt_chars(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
