@@ -91,6 +91,7 @@ class ContextBuilder:
         if _estimate(history) > units:  # the protected fresh tail alone is too long: newest first within the budget
             history = rt.conversation.history(units, fresh_tail=0)
         self._report_loss(history)
+        # Earlier turns never carry a secret back into a prompt; this turn's get_fact reply may.
         history = redact(history, rt.manager.facts.secret_values())
         prompt = Prompt([{"role": "system", "content": system}, *history, *current], tools, memory, budgets,
                         compaction)
