@@ -5,7 +5,7 @@
     python -m core.engine --agent finn --resume        # continue an interrupted run
 
 Interactive commands: /compact /status /now /log /facts /recall QUERY /exit.
-Library errors are printed as one line and exit non-zero.
+Library errors are printed as one line; the exit codes are those of :mod:`core.exit_codes`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ import logging
 import sys
 from typing import Callable
 
+from core import exit_codes
 from core.errors import AgentOSError
+from core.spinner import progress
 
-EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
-"""0: done; 1: the turn ended in error or at the step limit; 2: a library error stopped the engine."""
+EXIT_OK, EXIT_FAILED, EXIT_BLOCKED = exit_codes.OK, exit_codes.FAILED, exit_codes.BLOCKED
+"""See :mod:`core.exit_codes`: the same codes for every command."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -58,15 +60,29 @@ def main(argv: list[str] | None = None) -> int:
                 engine.manager.close()  # lets a background LOG.md compaction finish before exit
     except AgentOSError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return exit_codes.for_error(exc)
+    except KeyboardInterrupt:
+        print("interrupted: NOW.md says where the run stopped; --resume continues it", file=sys.stderr)
+        return exit_codes.INTERRUPTED
 
 
 def _turn(engine, start: Callable) -> int:
+    """Run one turn with the reply streaming to the terminal; return its exit code."""
+    from core.reply_display import ReplyDisplay
     from core.spinner import Spinner
 
-    with Spinner(f"{engine.paths.name} is working"):
-        result = start()
-    print(result.response)
+    display = ReplyDisplay()
+    engine.runtime.on_text = display
+    try:
+        with Spinner(f"{engine.paths.name} is working"):
+            result = start()
+    finally:
+        engine.runtime.on_text = None
+    display.finish(result.response)
+    if result.outcome == "blocked":
+        print(f"blocked: {engine.paths.name} cannot do this with the {engine.backend.name} backend; "
+              f"run with a model and --resume to carry it out", file=sys.stderr)
+        return EXIT_BLOCKED
     if not result.ok:
         print(f"error: the run ended with outcome {result.outcome}; NOW.md says what to do next", file=sys.stderr)
         return EXIT_FAILED
@@ -87,7 +103,11 @@ def interactive(engine) -> int:
             return EXIT_OK
         try:
             if line.startswith("/"):
-                print(command(engine, line))
+                from core.spinner import Spinner
+
+                with Spinner(line.split()[0][1:]):
+                    text = command(engine, line)
+                print(text)
             else:
                 _turn(engine, lambda: engine.run(line))
         except AgentOSError as exc:
@@ -99,7 +119,8 @@ def command(engine, line: str) -> str:
     name, _, rest = line.partition(" ")
     manager = engine.manager
     if name == "/compact":
-        report = engine.compact()
+        with progress("compacting the session"):
+            report = engine.compact()
         head = f"Compacted ({report.method}): {report.tokens_before} -> {report.tokens_after} tokens."
         if report.details:
             head += f"\n{report.details}."
@@ -118,5 +139,7 @@ def command(engine, line: str) -> str:
     if name == "/recall":
         if not rest.strip():
             return "usage: /recall QUERY"
-        return json.dumps(manager.recall_memory(rest.strip()), indent=1, ensure_ascii=False, default=str)
+        with progress("searching memory"):
+            found = manager.recall_memory(rest.strip())
+        return json.dumps(found, indent=1, ensure_ascii=False, default=str)
     return "commands: /compact /status /now /log /facts /recall QUERY /exit"

@@ -123,7 +123,7 @@ class SessionCompactionConfig:
     """Session compaction (``/compact`` and automatic)."""
 
     max_tokens: int = 80_000
-    """Compact a session before a turn once it holds more tokens than this; -1 disables."""
+    """Compact a session before a turn once it holds more tokens than this; 0 means this default, -1 disables."""
     keep_tail: int = 20
     """Recent messages kept verbatim by a handoff compaction."""
 
@@ -141,7 +141,9 @@ class Config:
 
 
 MAY_BE_NEGATIVE = {"compaction.max_tokens"}
-"""Options where a negative value has a documented meaning (-1 disables)."""
+"""Options where -1 has a documented meaning (disables); any other negative value is an error."""
+ZERO_MEANS_DEFAULT = {"compaction.max_tokens"}
+"""Options where 0 stands for the default (seed 002)."""
 
 
 def config_files(paths: AgentPaths | None = None) -> list[Path]:
@@ -187,8 +189,12 @@ def _merge_section(current: Any, values: dict[str, Any], source: str, section: s
             value = float(value)
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise ConfigError(f"{where}.{key} must be {expected.__name__}, got {value!r}")
-        if expected in (int, float) and value < 0 and f"{section}.{key}" not in MAY_BE_NEGATIVE:
-            raise ConfigError(f"{where}.{key} must not be negative, got {value!r}")
+        name = f"{section}.{key}"
+        if expected in (int, float) and value < 0 and (name not in MAY_BE_NEGATIVE or value != -1):
+            allowed = " (or -1 to disable)" if name in MAY_BE_NEGATIVE else ""
+            raise ConfigError(f"{where}.{key} must not be negative{allowed}, got {value!r}")
+        if value == 0 and name in ZERO_MEANS_DEFAULT:
+            value = getattr(type(current)(), key)
         updates[key] = value
     return dataclasses.replace(current, **updates)
 

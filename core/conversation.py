@@ -65,6 +65,8 @@ class Conversation:
         self.session = session
         self.fresh_tail = fresh_tail
         self.handoff_file = paths.memory_dir / "sessions" / f"{_safe(session.id)}.handoff.json"
+        self.warned: set[str] = set()
+        """Warnings already given in this session (each is given once)."""
         provider.bootstrap(session)
 
     # -- reading ----------------------------------------------------------------
@@ -165,6 +167,10 @@ class Conversation:
         summary = summarize(f"{prompts.load('HANDOFF')}\n\n# Conversation\n\n{transcript}")
         if not isinstance(summary, str) or not summary.strip():
             raise SummarizerError("empty summary response: the session was left untouched")
+        replaced = estimate_tokens(transcript)
+        if estimate_tokens(summary.strip()) >= replaced:
+            raise SummarizerError(f"the summary ({estimate_tokens(summary.strip())} tokens) is not smaller than "
+                                  f"what it would replace ({replaced} tokens): the session was left untouched")
         record = {"summary": summary.strip(), "covered": covered, "created_at": utc_timestamp(),
                   "session": self.session.id}
         self.handoff_file.parent.mkdir(parents=True, exist_ok=True)

@@ -288,7 +288,8 @@ class Engine:
             raise
         outcome = final.get("outcome") or "error"
         response = final.get("final_response") or ""
-        self.manager.end_run(run_id, outcome, response[:500] if outcome == "done" else (final.get("errors") or [""])[-1])
+        detail = response[:500] if outcome == "done" else (final.get("errors") or [""])[-1]
+        self.manager.end_run(run_id, outcome, detail)
         # The finished turn is in the provider (secrets redacted): its checkpoints, which hold the
         # raw messages, are no longer needed to resume anything.
         self._saver.delete_thread(self.session.id)

@@ -57,7 +57,11 @@ def auto_compact(
     try:
         return compact_session(conversation, backend, config, manager)
     except AgentOSError as exc:
-        log.warning("automatic session compaction failed, continuing with the full history: %s", exc)
-        manager.append_log("SYSTEM", f"automatic session compaction failed: {exc}",
-                           {"kind": "session_compaction", "outcome": "warning"})
+        # Once per session and kind: a tail that alone is over the threshold would otherwise warn every turn.
+        kind = type(exc).__name__
+        if kind not in conversation.warned:
+            conversation.warned.add(kind)
+            log.warning("automatic session compaction failed, continuing with the full history: %s", exc)
+            manager.append_log("SYSTEM", f"automatic session compaction failed: {exc}",
+                               {"kind": "session_compaction", "outcome": "warning"})
         return None

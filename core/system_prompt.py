@@ -1,6 +1,6 @@
 """The system prompt, rebuilt before every LLM call from the files that hold the agent's state.
 
-Order: SYSTEM.md → AGENT.md / soul → standing directives → constraints → user
+Order: SYSTEM.md (the agent's ``config/SYSTEM.md`` replaces the built-in one) → AGENT.md / soul → standing directives → constraints → user
 profile → NOW.md → LOG.md since NOW's ``log_seq`` and its tail → facts (secrets
 redacted). Identity and rules first, so they frame the memory that follows.
 """
@@ -52,7 +52,7 @@ def build_system_prompt(
     """Return ``(system_prompt, memory_context)``; the memory part fits ``memory_tokens``."""
     paths = manager.paths
     secrets = manager.facts.secret_values()
-    parts = [prompts.load("SYSTEM")]
+    parts = [base_instructions(paths)]
     parts += _identity_sections(paths, identity)
     memory = memory_context(manager, memory_tokens, secrets)
     parts.append(memory)
@@ -63,6 +63,12 @@ def build_system_prompt(
         parts.append(prompts.load("RECOVERY") + "\n\nErrors so far:\n" + errors)
     parts += list(extras.notes)
     return redact("\n\n".join(p for p in parts if p), secrets), memory
+
+
+def base_instructions(paths: AgentPaths) -> str:
+    """The agent's ``config/SYSTEM.md`` when it has one (it replaces the built-in instructions), else the built-in."""
+    own = _read(paths.config_dir / "SYSTEM.md")
+    return own if own.strip() else prompts.load("SYSTEM")
 
 
 def _identity_sections(paths: AgentPaths, identity: Identity) -> list[str]:

@@ -11,8 +11,7 @@ from typing import Any, Callable
 
 from core.errors import ToolArgumentError, UnknownSkillError
 from core.paths import AgentPaths
-from core.skills.arguments import check_arguments
-from core.skills.base import skill_metadata
+from core.skills.base import function_arguments, skill_metadata
 from core.skills.registry import discover
 from core.tools.workspace import Workspace
 
@@ -72,16 +71,12 @@ def workspace_tools(paths: AgentPaths) -> list[Tool]:
     workspace = Workspace(paths.workspace_dir)
     tools = []
     for function in (workspace.read_file, workspace.write_file, workspace.list_files):
-        meta = skill_metadata(function, name=function.__name__)
-        definition = {"type": "function", "function": meta}
-        tools.append(Tool(meta["name"], definition, _checked(function, meta)))
+        name = function.__name__
+        arguments = function_arguments(function, name)
+        description = skill_metadata(function, name)["description"]
+        definition = {"type": "function", "function": arguments.tool_function(name, description)}
+        tools.append(Tool(name, definition, lambda args, f=function, a=arguments: f(**a.validate(args))))
     return tools
-
-
-def _checked(function: Callable[..., Any], meta: dict[str, Any]) -> Callable[[dict[str, Any]], Any]:
-    def run(arguments: Any) -> Any:
-        return function(**check_arguments(meta["name"], meta["parameters"], arguments))
-    return run
 
 
 def build_toolbox(paths: AgentPaths, extra: list[Tool] | None = None) -> Toolbox:

@@ -467,3 +467,10 @@ def _cut_front(messages: list[dict[str, Any]], tools_tokens: int, tokens: int) -
             tokens = 0
         out.append(message)
     return out
+
+
+def _model_entry(name: str) -> dict[str, Any]:
+    """One model of the ``/api/tags`` list."""
+    return {"name": f"{name}:latest", "model": f"{name}:latest", "modified_at": CREATED_AT,
+            "size": 1, "digest": hashlib.sha256(name.encode()).hexdigest(),
+            "details": {"format": "gguf", "family": "test"}}

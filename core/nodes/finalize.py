@@ -19,7 +19,7 @@ def finalize(state: AgentState, rt: Runtime) -> dict[str, Any]:
     outcome = _outcome(state, rt)
     turn_id = state["turn_id"]
     response = state.get("final_response") or ""
-    if outcome != "done":
+    if outcome not in ("done", "blocked"):
         response = _failure_text(state, outcome)
     steps = {e["type"] for e in rt.manager.read_log(SCAN_ENTRIES) if e["metadata"].get("turn_id") == turn_id}
     if "STEP_END" not in steps:
@@ -56,7 +56,7 @@ def _failure_text(state: AgentState, outcome: str) -> str:
 def _turn_messages(state: AgentState, response: str, outcome: str) -> list[dict[str, Any]]:
     """The turn as stored in the conversation: a failed turn ends with the failure text."""
     messages = list(state["messages"])
-    if outcome != "done" or not messages or messages[-1]["role"] != "assistant":
+    if outcome not in ("done", "blocked") or not messages or messages[-1]["role"] != "assistant":
         messages.append({"role": "assistant", "content": response})
     return messages
 
@@ -67,6 +67,16 @@ def _update_now(state: AgentState, rt: Runtime, outcome: str) -> None:
         # Re-setting the objective redacts secrets learnt during the turn.
         rt.manager.update_now(state="done", objective=now.objective, current_step="Finished the last request",
                               blockers=[], resume_hint="Waiting for the next request", run_id=rt.run_id)
+        return
+    if outcome == "blocked":
+        # The objective stays: a run with a model picks it up with --resume.
+        reason = (state.get("errors") or ["the backend cannot carry out the task"])[-1]
+        rt.manager.update_now(
+            state="blocked", objective=now.objective, current_step="Blocked: the backend cannot do this task",
+            blockers=[preview(reason, 300)],
+            resume_hint=f"run with a model: python -m core.engine --agent {rt.manager.agent_name} --resume",
+            run_id=rt.run_id,
+        )
         return
     last = (state.get("errors") or ["unknown error"])[-1]
     rt.manager.update_now(

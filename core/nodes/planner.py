@@ -34,7 +34,9 @@ def planner(state: AgentState, rt: Runtime) -> dict[str, Any]:
     try:
         prompt = rt.context.build(state, _extras(state, rt))
         memory = prompt.memory
-        reply = rt.backend.chat(prompt.messages, prompt.tools)
+        reply = rt.backend.chat(prompt.messages, prompt.tools, rt.on_text)
+        if rt.on_text is not None:
+            rt.on_text.end_reply()
     except (BackendUnavailableError, ModelNotFoundError, ContextWindowTooSmallError):
         raise
     except ToolArgumentError as exc:
@@ -48,13 +50,17 @@ def planner(state: AgentState, rt: Runtime) -> dict[str, Any]:
         assistant["tool_calls"] = [call.as_message_part() for call in reply.tool_calls]
         pending = [{"id": f"{state['turn_id']}:{steps}:{i}", "name": c.name, "arguments": dict(c.arguments)}
                    for i, c in enumerate(reply.tool_calls)]
-    return {
+    update = {
         "messages": [*state["messages"], assistant],
         "pending_tool_calls": pending,
         "steps": steps + 1,
         "memory_context": memory,
         "final_response": "" if pending else reply.text,
     }
+    if reply.blocked and not pending:
+        update["outcome"] = "blocked"
+        update["errors"] = [*state.get("errors", []), reply.blocked]
+    return update
 
 
 def _extras(state: AgentState, rt: Runtime) -> PromptExtras:

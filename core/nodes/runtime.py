@@ -43,6 +43,9 @@ class Runtime:
     """Extra system prompt sections for this run (e.g. a compaction warning)."""
     context: Any = None
     """The session's :class:`core.context_builder.ContextBuilder` (set by the engine)."""
+    on_text: Any = None
+    """A :class:`core.reply_display.ReplyDisplay` (or any text sink with ``end_reply()``) that shows the
+    model's reply as it streams; None when nobody watches."""
 
     def log(self, entry_type: str, content: Any, **meta: Any) -> int:
         """Append to LOG.md with the run id in the metadata."""

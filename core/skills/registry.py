@@ -18,11 +18,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+import pydantic
+
 import core.skills
 from core.errors import ToolArgumentError, UnknownSkillError, ValidationError
 from core.paths import AgentPaths
-from core.skills.arguments import check_arguments
-from core.skills.base import BOUND_PARAMETERS
+from core.skills.arguments import Arguments
+from core.skills.base import function_arguments
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,8 @@ class Skill:
     execute: Callable[..., Any]
     source: str
     """Module or file the skill came from."""
+    arguments: Arguments
+    """How a model's arguments are checked before ``execute`` runs."""
 
     def tool_definition(self) -> dict[str, Any]:
         """The skill in the tool format of Ollama and OpenAI chat APIs."""
@@ -50,9 +54,7 @@ class Skill:
         Raises:
             ToolArgumentError: the arguments do not fit the schema, or try to set ``agent_name``.
         """
-        if isinstance(arguments, dict) and any(p in arguments for p in BOUND_PARAMETERS):
-            raise ToolArgumentError(f"{self.name}: agent_name is set by the engine, not by the model")
-        return self.execute(agent_name=agent_name, **check_arguments(self.name, self.parameters, arguments))
+        return self.execute(agent_name=agent_name, **self.arguments.validate(arguments))
 
 
 def skill_from_module(module: ModuleType) -> Skill | None:
@@ -62,9 +64,21 @@ def skill_from_module(module: ModuleType) -> Skill | None:
     if not isinstance(meta, dict) or not callable(execute):
         return None
     try:
-        return Skill(meta["name"], meta["description"], meta["parameters"], execute, module.__name__)
+        name, description, parameters = meta["name"], meta["description"], meta["parameters"]
     except KeyError as exc:
         raise ValidationError(f"skill module {module.__name__}: SKILL_METADATA lacks {exc}") from exc
+    return Skill(name, description, parameters, execute, module.__name__, _arguments(name, parameters, execute))
+
+
+def _arguments(name: str, parameters: dict[str, Any], execute: Callable[..., Any]) -> Arguments:
+    """The pydantic model of ``execute`` when its schema is the one offered, else the offered schema itself."""
+    try:
+        typed = function_arguments(execute, name)
+    except (TypeError, NameError, pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError):
+        typed = None  # hints pydantic cannot read: the hand-written schema is checked instead
+    if typed is not None and typed.schema == parameters:
+        return typed
+    return Arguments.of_schema(name, parameters)
 
 
 def builtin_skills() -> dict[str, Skill]:

@@ -89,12 +89,12 @@ def test_malformed_tool_calls_are_fed_back_to_the_model(server, agents_home, mak
 
 
 def test_ollama_down_is_one_line_error_and_recorded(agents_home, monkeypatch):
-    """With llm.backend ollama and no server: one-line error, exit 2, ERROR and RUN_END error in LOG, NOW error."""
+    """With llm.backend ollama and no server: one-line error, exit 6 (backend), ERROR and RUN_END error in LOG, NOW error."""
     write_config(agents_home, "llm:\n  backend: ollama\n")
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     result = run_cli("--agent", "finn", "Do something")
 
-    assert result.returncode == 2
+    assert result.returncode == 6  # core.exit_codes.BACKEND
     assert result.stderr.strip().splitlines()[-1].startswith("error: no Ollama server answers at http://127.0.0.1:9")
     assert "Traceback" not in result.stderr
     memory = MemoryManager("finn")

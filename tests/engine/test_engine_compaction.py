@@ -101,10 +101,57 @@ def test_compact_script_with_offline_backend_writes_a_handoff(agents_home):
     from tests.engine.conftest import ROOT
 
     write_config(agents_home, "provider:\n  name: simple\ncompaction:\n  keep_tail: 2\n")
-    for fact in ("my city is Lisbon", "my dog is Rex", "my car is red"):
+    plan = "sow tomatoes in March, move them to the raised beds in May, water twice a week " * 4
+    for fact in ("my city is Lisbon", f"my garden plan is {plan}", f"my backup plan is {plan}"):
         assert run_cli("--agent", "finn", "--offline", f"remember that {fact}").returncode == 0
     result = subprocess.run([sys.executable, "scripts/compact_session.py", "--agent", "finn", "--offline"],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "(handoff)" in result.stdout and "## Next Steps" in result.stdout
     assert "remember that my city is Lisbon" in result.stdout
+
+
+def test_a_summary_that_would_not_shrink_the_session_is_refused(server, agents_home, make_engine):
+    """A handoff summary longer than what it replaces is refused; the session is left as it was."""
+    write_config(agents_home, "llm:\n  backend: ollama\nprovider:\n  name: simple\n"
+                              "compaction:\n  max_tokens: -1\n  keep_tail: 2\n")
+    server.default = scripted(summary_reply=HANDOFF + "\n" + LONG * 20)
+    engine = make_engine()
+    for turn in range(3):
+        engine.run(f"Step {turn}: {LONG}")
+    before = engine.conversation.history(100_000)
+    with pytest.raises(SummarizerError, match="not smaller"):
+        engine.compact()
+    assert engine.conversation.handoff() is None
+    assert engine.conversation.history(100_000) == before
+
+
+def test_a_kept_tail_over_the_threshold_warns_once(server, agents_home, make_engine, caplog):
+    """When the kept tail alone is over max_tokens there is nothing to compact: one warning, not one a turn."""
+    write_config(agents_home, "llm:\n  backend: ollama\nprovider:\n  name: simple\n"
+                              "compaction:\n  max_tokens: 50\n  keep_tail: 40\n")
+    server.default = scripted()
+    engine = make_engine()
+    caplog.set_level("WARNING", logger="core.session_compaction")
+    for turn in range(4):
+        assert engine.run(f"Step {turn}: {LONG}").ok
+    warnings = [r for r in caplog.records if "automatic session compaction failed" in r.getMessage()]
+    assert len(warnings) == 1
+    assert engine.paths.log_file.read_text(encoding="utf-8").count("automatic session compaction failed") == 1
+
+
+@pytest.mark.parametrize("value, expected", [(0, 80_000), (-1, -1), (1234, 1234)])
+def test_max_tokens_zero_means_the_default(agents_home, value, expected):
+    from core.config import load_config
+
+    write_config(agents_home, f"compaction:\n  max_tokens: {value}\n")
+    assert load_config().compaction.max_tokens == expected
+
+
+def test_max_tokens_below_minus_one_is_a_config_error(agents_home):
+    from core.config import load_config
+    from core.errors import ConfigError
+
+    write_config(agents_home, "compaction:\n  max_tokens: -5\n")
+    with pytest.raises(ConfigError, match="-1 to disable"):
+        load_config()

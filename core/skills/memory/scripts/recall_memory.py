@@ -11,7 +11,7 @@ MAX_RESULTS = 20
 
 
 def execute(
-    agent_name: str = "finn",
+    agent_name: str,
     *,
     query: str,
     n_results: int = 3,
