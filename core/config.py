@@ -36,6 +36,10 @@ class MemoryConfig:
     """Target length of the SUMMARY entry that replaces compacted entries."""
     compact_summarizer: str = "llm"
     """``llm`` (the configured LLM backend; the deterministic summary when none answers) or ``deterministic``."""
+    compact_timeout_s: float = 120.0
+    """Longest wait for one summarizer call of LOG.md compaction; then that piece is summarised deterministically."""
+    compact_deadline_s: float = 900.0
+    """Longest time one LOG.md compaction spends asking the model; what is left is summarised deterministically."""
     context_tokens: int = 2000
     """Default token budget of ``format_context_for_prompt``."""
 

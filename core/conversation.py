@@ -19,6 +19,7 @@ from typing import Any
 
 from core import prompts
 from core.errors import CorruptionError, SummarizerError, ValidationError
+from core.memory.fitting import pack, room_chars, window_of_generate
 from core.memory.fsutil import atomic_write
 from core.memory.log_format import utc_timestamp
 from core.memory.provider.capabilities import Compactor, ConstraintStore, ProfileStore, SessionManager
@@ -164,7 +165,7 @@ class Conversation:
         if covered <= start:
             raise ValidationError(f"nothing to compact: the session has at most {keep_tail} messages since the last summary")
         transcript = _transcript(previous, messages[start:covered])
-        summary = summarize(f"{prompts.load('HANDOFF')}\n\n# Conversation\n\n{transcript}")
+        summary = handoff_summary(summarize, transcript)
         if not isinstance(summary, str) or not summary.strip():
             raise SummarizerError("empty summary response: the session was left untouched")
         replaced = estimate_tokens(transcript)
@@ -210,6 +211,22 @@ def _fit(messages: list[Message], budget: int, fresh_tail: int) -> list[Message]
     while kept and kept[0].role == "tool":
         kept.pop(0)
     return kept
+
+
+def handoff_summary(summarize, transcript: str) -> str:
+    """The handoff summary of ``transcript``; a transcript too long for the model's window is read in
+    pieces that fit, each prompt carrying the summary so far (so no prompt is ever cut)."""
+    head = prompts.load("HANDOFF")
+    room = room_chars(window_of_generate(summarize), len(head) + 64)
+    pieces = pack(transcript.splitlines(), room // 2 if len(transcript) > room else room)
+    summary = ""
+    for number, piece in enumerate(pieces, 1):
+        so_far = f"# Summary so far (parts 1-{number - 1} of {len(pieces)})\n\n{summary}\n\n" if summary else ""
+        part = f" (part {number} of {len(pieces)})" if len(pieces) > 1 else ""
+        summary = summarize(f"{head}\n\n{so_far}# Conversation{part}\n\n" + "\n".join(piece))
+        if not isinstance(summary, str) or not summary.strip():
+            return ""
+    return summary
 
 
 def _transcript(previous: Handoff | None, messages: list[Message]) -> str:

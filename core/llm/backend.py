@@ -79,8 +79,19 @@ class Backend(Protocol):
         ...
 
 
-def generate_with(backend: Backend) -> Callable[[str], str]:
-    """``generate(prompt) -> text``: one chat call through ``backend`` without tools (for summarizers)."""
-    def generate(prompt: str) -> str:
-        return backend.chat([{"role": "user", "content": prompt}], []).text
-    return generate
+class BackendGenerate:
+    """``generate(prompt) -> text``: one chat call through a backend without tools (for summarizers).
+
+    It keeps its backend, so a summarizer can size its pieces to the backend's window.
+    """
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    def __call__(self, prompt: str) -> str:
+        return self.backend.chat([{"role": "user", "content": prompt}], []).text
+
+
+def generate_with(backend: Backend) -> BackendGenerate:
+    """``generate(prompt) -> text`` through ``backend``."""
+    return BackendGenerate(backend)

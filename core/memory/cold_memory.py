@@ -23,9 +23,11 @@ from core.config import Config
 from core.errors import AgentOSError, BackendError, ColdStoreError, ConfigError, EmbedderMismatchError, ValidationError
 from core.memory.cold_index import ColdIndexer, Progress
 from core.memory.cold_store import KINDS, ColdStore
-from core.memory.db import Database
 from core.llm.embedders import make_embedder
+from core.llm.window import ContextWindow
+from core.memory.db import Database
 from core.memory.facts import redact
+from core.memory.fitting import window_of_generate
 from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
@@ -51,6 +53,9 @@ class ColdMemory:
         self.db = db
         self.summary_llm: Generate | None = None
         """The LLM that summarises LOG.md (``generate(prompt) -> str``); None: chosen from the config."""
+        self.summary_window: ContextWindow | None = None
+        """That LLM's window (None: asked from its backend, else Ollama's default is assumed)."""
+        self._closing = threading.Event()
         self.indexer = ColdIndexer(db, paths.archive_dir, self.store, config.cold.chunk_tokens)
         self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
         self._store: ColdStore | None = None
@@ -138,7 +143,12 @@ class ColdMemory:
 
     def summarizer(self) -> LogSummarizer:
         """The LOG.md summarizer: ``summary_llm`` if set, else the configured backend, else deterministic."""
-        return LogSummarizer(self.summary_llm or self._configured_llm(), self.config.memory.compact_summary_tokens)
+        memory = self.config.memory
+        generate = self.summary_llm or self._configured_llm()
+        window = self.summary_window or window_of_generate(generate)
+        return LogSummarizer(generate, memory.compact_summary_tokens, window=window,
+                             timeout_s=memory.compact_timeout_s, deadline_s=memory.compact_deadline_s,
+                             cancel=self._closing)
 
     def _configured_llm(self) -> Generate | None:
         choice = self.config.memory.compact_summarizer
@@ -206,7 +216,8 @@ class ColdMemory:
         return not self._busy()
 
     def close(self) -> None:
-        """Wait for background work, then release the cold store."""
+        """Wait for background work (a model call it waits for is abandoned), then release the cold store."""
+        self._closing.set()
         self.wait()
         with self._guard:
             if self._store is not None:

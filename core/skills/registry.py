@@ -21,7 +21,7 @@ from typing import Any, Callable
 import pydantic
 
 import core.skills
-from core.errors import ToolArgumentError, UnknownSkillError, ValidationError
+from core.errors import UnknownSkillError, ValidationError
 from core.paths import AgentPaths
 from core.skills.arguments import Arguments
 from core.skills.base import function_arguments

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Callable
 
 from core.errors import AgentOSError, SummarizerError
+from core.llm.window import ContextWindow
 from core.memory.escalation import escalate
+from core.memory.fitting import map_reduce, room_chars, window_of_generate
 from core.memory.provider.types import SummarizeOptions
 from core.memory.tokens import estimate_tokens
 
@@ -73,12 +75,19 @@ class DeterministicSummarizer:
 
 
 class LLMSummarizer:
-    """Summaries from a language model, escalating normal -> aggressive -> deterministic."""
+    """Summaries from a language model, escalating normal -> aggressive -> deterministic.
 
-    def __init__(self, generate: Callable[[str], str], fallback: DeterministicSummarizer | None = None) -> None:
-        """``generate(prompt) -> text`` calls the model (any backend)."""
+    A text whose prompt would not fit the model's window is summarised in pieces that do, and the
+    pieces' summaries are then summarised together (:mod:`core.memory.fitting`).
+    """
+
+    def __init__(self, generate: Callable[[str], str], fallback: DeterministicSummarizer | None = None,
+                 window: ContextWindow | None = None) -> None:
+        """``generate(prompt) -> text`` calls the model (any backend); ``window`` is its window (by default
+        the window of the backend behind ``generate``, else Ollama's default)."""
         self.generate = generate
         self.fallback = fallback or DeterministicSummarizer()
+        self.window = window
 
     def summarize(self, text: str, options: SummarizeOptions) -> str:
         """A summary no longer than 150% of the target.
@@ -86,6 +95,24 @@ class LLMSummarizer:
         Raises:
             SummarizerError: the model failed or answered with nothing.
         """
+        window = self.window or window_of_generate(self.generate)
+        room = room_chars(window, len(build_prompt("", replace(options, aggressive=True))) + 32)
+        if len(text) <= room:
+            return self._escalated(text, options)
+        target = target_tokens(text, options)
+
+        def piece(part: str, index: int) -> str:
+            share = max(1, target * len(part) // max(1, len(text)))
+            return self._escalated(part, replace(options, target_tokens=max(share, estimate_tokens(part) // 6)))
+
+        def merge(summaries: str, round_: int) -> str:
+            return self._escalated(summaries, replace(options, is_condensed=True, previous="", target_tokens=target))
+
+        summary, calls = map_reduce(text.splitlines(), room, piece, merge)
+        log.info("summary of %d characters in pieces of %d: %d model calls", len(text), room, calls)
+        return summary
+
+    def _escalated(self, text: str, options: SummarizeOptions) -> str:
         prompts = [build_prompt(text, replace(options, aggressive=aggressive)) for aggressive in (False, True)]
         found = escalate(self._ask, prompts, target_tokens(text, options))
         return found[1] if found else self.fallback.summarize(text, options)
