@@ -3,6 +3,9 @@
     python -m core.engine --agent finn "Research Python asyncio and create a summary"
     python -m core.engine --agent finn                 # interactive
     python -m core.engine --agent finn --resume        # continue an interrupted run
+    python -m core.engine --agent new --create "..."  # an agent that does not exist yet
+
+The same command is ``agentos run``.
 
 Interactive commands: /compact /status /now /log /facts /recall QUERY /exit.
 Library errors are printed as one line; the exit codes are those of :mod:`core.exit_codes`.
@@ -18,34 +21,48 @@ from typing import Callable
 
 from core import exit_codes
 from core.errors import AgentOSError
+from core.paths import existing_agent
 from core.spinner import progress
 
 EXIT_OK, EXIT_FAILED, EXIT_BLOCKED = exit_codes.OK, exit_codes.FAILED, exit_codes.BLOCKED
 """See :mod:`core.exit_codes`: the same codes for every command."""
 
 
-def parser() -> argparse.ArgumentParser:
-    cli = argparse.ArgumentParser(prog="python -m core.engine", description=__doc__,
+def parser(prog: str = "python -m core.engine") -> argparse.ArgumentParser:
+    """The engine's command line (``agentos run`` adds the same arguments to its subcommand)."""
+    cli = argparse.ArgumentParser(prog=prog, description=__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    cli.add_argument("--agent", required=True, help="agent name, e.g. finn (its folder is $AGENTOS_HOME/<agent>)")
+    add_arguments(cli)
+    return cli
+
+
+def add_arguments(cli: argparse.ArgumentParser) -> None:
+    """The engine's flags."""
+    cli.add_argument("--agent", required=True, help="agent name, e.g. finn (its folder is <agents home>/<agent>)")
     cli.add_argument("task", nargs="?", help="what to do; omit for the interactive mode")
+    cli.add_argument("--create", action="store_true", help="create the agent if it does not exist yet")
     cli.add_argument("--model", help="Ollama model (default: llm.model in the config)")
     cli.add_argument("--host", help="Ollama address (default: llm.host, $OLLAMA_HOST, http://127.0.0.1:11434)")
     cli.add_argument("--session", default="main", help="conversation session name (default: main)")
     cli.add_argument("--resume", action="store_true", help="continue the interrupted run from its checkpoint")
     cli.add_argument("--offline", action="store_true", help="use the offline backend (no model server)")
     cli.add_argument("-v", "--verbose", action="store_true", help="log each LLM call and turn to stderr")
-    return cli
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the engine from the command line; return the exit code."""
-    args = parser().parse_args(argv)
+    return execute(parser().parse_args(argv))
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run the engine with parsed arguments; library errors become one line on stderr and an exit code."""
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    from core.engine import Engine  # imported here so --help stays instant
-
     try:
+        if not args.create:
+            existing_agent(args.agent)  # an unknown agent is an error that lists the agents, not a new one
+        from core.engine import Engine  # imported here so --help stays instant
+
         with Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host) as engine:
             print(engine.notice, file=sys.stderr)
             if engine.recovered:

@@ -206,10 +206,20 @@ def _merge_section(current: Any, values: dict[str, Any], source: str, section: s
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(_yaml_error(path, exc)) from exc
     except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+        raise ConfigError(f"cannot read config {path}: {' '.join(str(exc).split())}") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of sections")
     return data
+
+
+def _yaml_error(path: Path, exc: yaml.MarkedYAMLError) -> str:
+    """One line: ``<file>:<line>:<column>: invalid YAML: <problem>`` (line and column from 1)."""
+    mark = exc.problem_mark or exc.context_mark
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+    problem = " ".join(str(exc.problem or exc.context or "syntax error").split())
+    return f"{where}: invalid YAML: {problem}; fix the file or remove it"

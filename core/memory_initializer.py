@@ -1,6 +1,6 @@
 """Create an agent's folders and memory stack, and say what was created.
 
-    python -m core.memory_initializer --agent finn [--show]
+    python -m core.memory_initializer --agent finn [--show]    # the same as: agentos init --agent finn
 
 Idempotent: a second run creates nothing and says so. ``--show`` prints the
 agent's memory as the model sees it.
@@ -8,11 +8,9 @@ agent's memory as the model sees it.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from core.errors import AgentOSError
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths
 
@@ -47,29 +45,21 @@ def initialize_agent_memory(agent_name: str) -> list[Path]:
     return created
 
 
+def report(agent_name: str, created: list[Path]) -> str:
+    """What :func:`initialize_agent_memory` created, as lines of text."""
+    paths = AgentPaths.for_agent(agent_name)
+    if not created:
+        return f"Agent {agent_name!r} is already initialised in {paths.root}: nothing to create."
+    lines = [f"Initialised agent {agent_name!r} in {paths.root}:"]
+    lines += [f"  created {path.relative_to(paths.root.parent)}{'/' if path.is_dir() else ''}" for path in created]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m core.memory_initializer", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--agent", required=True, help="agent name, e.g. finn")
-    parser.add_argument("--show", action="store_true", help="print the agent's memory afterwards")
-    args = parser.parse_args(argv)
-    try:
-        created = initialize_agent_memory(args.agent)
-        paths = AgentPaths.for_agent(args.agent)
-        if created:
-            print(f"Initialised agent {args.agent!r} in {paths.root}:")
-            for path in created:
-                print(f"  created {path.relative_to(paths.root.parent)}{'/' if path.is_dir() else ''}")
-        else:
-            print(f"Agent {args.agent!r} is already initialised in {paths.root}: nothing to create.")
-        if args.show:
-            with MemoryManager(args.agent) as manager:
-                print()
-                print(manager.format_context_for_prompt())
-    except AgentOSError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    """``python -m core.memory_initializer``: the same as ``agentos init``."""
+    from core.commands import main as agentos
+
+    return agentos(["init", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """Where an agent's files live.
 
-The agents home is ``$AGENTOS_HOME`` or ``./agents``; each agent is a folder
-``<home>/<name>/`` whose layout is described by :class:`AgentPaths`. Nothing
-here touches the disk except :meth:`AgentPaths.ensure_memory_dirs`.
+The agents home is ``$AGENTOS_HOME``, else ``./agents`` when that folder exists
+in the working folder, else the per-user data folder (``platformdirs``); each
+agent is a folder ``<home>/<name>/`` whose layout is described by
+:class:`AgentPaths`. Nothing here writes to the disk except
+:meth:`AgentPaths.ensure_memory_dirs` and :meth:`AgentPaths.ensure_dirs`.
 """
 
 from __future__ import annotations
@@ -12,14 +14,56 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import InvalidAgentNameError
+import platformdirs
+
+from core.errors import InvalidAgentNameError, UnknownAgentError
 
 AGENT_NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+HOME_VARIABLE = "AGENTOS_HOME"
+LOCAL_HOME = "agents"
+"""The agents folder of a checkout, used when it exists in the working folder."""
 
 
 def agents_home() -> Path:
-    """Return the agents home: ``$AGENTOS_HOME`` if set, else ``./agents``."""
-    return Path(os.environ.get("AGENTOS_HOME") or "agents").absolute()
+    """The agents home: ``$AGENTOS_HOME``, else ``./agents`` if it exists, else the per-user data folder."""
+    return home_and_source()[0]
+
+
+def home_and_source() -> tuple[Path, str]:
+    """The agents home and why it was chosen (for ``agentos status``)."""
+    configured = os.environ.get(HOME_VARIABLE)
+    if configured:
+        return Path(configured).expanduser().absolute(), f"${HOME_VARIABLE}"
+    local = Path(LOCAL_HOME)
+    if local.is_dir():
+        return local.absolute(), f"./{LOCAL_HOME} in the working folder"
+    user_data = Path(platformdirs.user_data_dir("agentos", appauthor=False)) / LOCAL_HOME
+    return user_data, "the per-user data folder"
+
+
+def list_agents(home: Path | None = None) -> list[str]:
+    """The names of the agents in ``home`` (default: the agents home), sorted."""
+    home = home or agents_home()
+    if not home.is_dir():
+        return []
+    return sorted(p.name for p in home.iterdir() if p.is_dir() and AGENT_NAME_PATTERN.fullmatch(p.name))
+
+
+def existing_agent(name: str, home: Path | None = None) -> "AgentPaths":
+    """The paths of agent ``name``, which must already exist; nothing is created.
+
+    Raises:
+        InvalidAgentNameError: the name is not valid.
+        UnknownAgentError: there is no such agent (the message lists the agents and how to create one).
+    """
+    paths = AgentPaths.for_agent(name, home)
+    if not paths.root.is_dir():
+        found = list_agents(paths.root.parent)
+        known = f"agents there: {', '.join(found)}" if found else "there are no agents there yet"
+        raise UnknownAgentError(
+            f"no agent named {name!r} in {paths.root.parent} ({known}); create it with: agentos init --agent {name}"
+        )
+    return paths
 
 
 def validate_agent_name(name: object) -> str:

@@ -41,8 +41,8 @@ def make_engine():
 
 
 def run_cli(*args: str, timeout: float = 60, **popen) -> subprocess.CompletedProcess:
-    """Run ``python -m core.engine ARGS`` in a subprocess with the test's environment."""
-    return subprocess.run([sys.executable, "-m", "core.engine", *args], cwd=ROOT, env=dict(os.environ),
+    """Run ``python -m core.engine --create ARGS`` in a subprocess with the test's environment."""
+    return subprocess.run([sys.executable, "-m", "core.engine", "--create", *args], cwd=ROOT, env=dict(os.environ),
                           capture_output=True, text=True, timeout=timeout, **popen)
 
 

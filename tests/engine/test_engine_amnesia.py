@@ -27,7 +27,7 @@ def test_killed_run_resumes_without_redoing_the_finished_step(server, agents_hom
         tool_call("write_file", path="outline.md", content="1. What a decorator is"),
         "The outline is in outline.md.",
     )
-    engine = subprocess.Popen([sys.executable, "-m", "core.engine", "--agent", "finn", TASK], cwd=ROOT,
+    engine = subprocess.Popen([sys.executable, "-m", "core.engine", "--create", "--agent", "finn", TASK], cwd=ROOT,
                               env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert blocked.entered.wait(60), "the engine never made its second LLM call"
@@ -99,7 +99,7 @@ def test_kill_inside_the_tools_node_redoes_only_the_unfinished_call(server, agen
                    ("collect_notes", {"topic": "decorators"})),
         "Research saved; notes collected.",
     )
-    engine = subprocess.Popen([sys.executable, "-m", "core.engine", "--agent", "finn", TASK], cwd=ROOT,
+    engine = subprocess.Popen([sys.executable, "-m", "core.engine", "--create", "--agent", "finn", TASK], cwd=ROOT,
                               env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     calls = skills / "calls"
     try:

@@ -1,0 +1,66 @@
+"""The ``agentos`` command: thin subcommands, each a call to one core function.
+
+    agentos run --agent finn "Research Python asyncio"   # the engine (python -m core.engine)
+    agentos status [--agent finn] [--json]
+    agentos export --agent finn finn.agentos.tar.gz
+
+Subcommands are registered with :func:`core.commands.base.command` in the
+modules of :data:`MODULES`: adding a module there adds its subcommands. Each
+docstring is the subcommand's ``--help``. Library errors are one line on
+stderr, with the exit codes of :mod:`core.exit_codes`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from core import __version__, exit_codes
+from core.commands.base import REGISTRY
+from core.errors import AgentOSError
+
+MODULES = (
+    "core.commands.agents",
+    "core.commands.memory",
+    "core.commands.maintenance",
+    "core.commands.transfer",
+    "core.commands.serve",
+)
+"""The modules whose subcommands ``agentos`` offers, in the order ``--help`` lists them."""
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``agentos`` argument parser with every registered subcommand."""
+    for module in MODULES:
+        importlib.import_module(module)
+    cli = argparse.ArgumentParser(prog="agentos", description=__doc__.split("\n\n")[0],
+                                  formatter_class=argparse.RawDescriptionHelpFormatter,
+                                  epilog="Run 'agentos COMMAND --help' for a command's options.")
+    cli.add_argument("--version", action="version", version=f"agentos {__version__}")
+    cli.add_argument("-v", "--verbose", action="store_true", help="log to stderr what the library does")
+    subcommands = cli.add_subparsers(title="commands", dest="command", metavar="COMMAND")
+    for command in REGISTRY.values():
+        command.add_to(subcommands)
+    return cli
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``agentos`` with ``argv`` (default: the process's arguments); return the exit code."""
+    cli = parser()
+    args = cli.parse_args(argv)
+    if args.command is None:
+        cli.print_help(sys.stderr)
+        return exit_codes.USAGE
+    if args.command != "run":  # the engine sets up its own logging
+        logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                            format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return REGISTRY[args.command].run(args) or exit_codes.OK
+    except AgentOSError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return exit_codes.for_error(exc)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return exit_codes.INTERRUPTED

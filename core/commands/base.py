@@ -1,0 +1,77 @@
+"""The subcommand table of ``agentos`` and the helpers every subcommand uses."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from core.memory_manager import MemoryManager
+from core.paths import existing_agent
+
+Run = Callable[[argparse.Namespace], "int | None"]
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argparse argument of a subcommand."""
+
+    flags: tuple[str, ...]
+    options: dict[str, Any]
+
+
+def arg(*flags: str, **options: Any) -> Arg:
+    """An argument, written as for ``ArgumentParser.add_argument``."""
+    return Arg(flags, options)
+
+
+AGENT = arg("--agent", required=True, metavar="NAME", help="the agent, e.g. finn")
+JSON = arg("--json", action="store_true", help="print JSON for scripts instead of text")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``agentos`` subcommand."""
+
+    name: str
+    run: Run
+    arguments: tuple[Arg, ...] = ()
+    configure: Callable[[argparse.ArgumentParser], None] | None = None
+    """Adds the arguments itself (``run`` shares the engine's parser)."""
+
+    def add_to(self, subcommands: Any) -> None:
+        doc = inspect.getdoc(self.run) or ""
+        sub = subcommands.add_parser(self.name, help=doc.split("\n")[0], description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+        if self.configure is not None:
+            self.configure(sub)
+        for argument in self.arguments:
+            sub.add_argument(*argument.flags, **argument.options)
+
+
+REGISTRY: dict[str, Command] = {}
+"""Every subcommand by name, in registration order."""
+
+
+def command(name: str, *arguments: Arg, configure: Callable[[argparse.ArgumentParser], None] | None = None):
+    """Register the decorated ``run(args) -> exit code`` as subcommand ``name``; its docstring is the help."""
+    def register(run: Run) -> Run:
+        REGISTRY[name] = Command(name, run, arguments, configure)
+        return run
+    return register
+
+
+def open_memory(name: str) -> MemoryManager:
+    """The memory of an agent that exists (UnknownAgentError lists the agents; nothing is created)."""
+    existing_agent(name)
+    return MemoryManager(name)
+
+
+def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
+    """Print ``data`` as JSON with ``--json``, else ``text``."""
+    if getattr(args, "json", False):
+        print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    else:
+        print(text() if callable(text) else text)

@@ -1,0 +1,107 @@
+"""Subcommands that maintain an agent's memory: compact-log, compact-session, rebuild-index."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tqdm import tqdm
+
+from core.commands.base import AGENT, arg, command, open_memory
+from core.memory.log_compaction import CompactionReport
+from core.memory.rebuild import rebuild_all
+from core.paths import existing_agent
+from core.spinner import Spinner
+
+
+@command("compact-log", AGENT, arg("--dry-run", action="store_true", help="show what would be archived; change nothing"),
+         arg("--force", action="store_true", help="compact even below the size/entry thresholds"),
+         arg("--summary", metavar="TEXT", help="use this summary text instead of summarising"))
+def compact_log(args: argparse.Namespace) -> int:
+    """Compact LOG.md now: archive its entries, keep one SUMMARY entry, index the archive.
+
+    The summary is written by the configured Ollama model; with no LLM reachable the
+    deterministic extractive summary is used, and the output says so. Running it again
+    after a crash finishes the interrupted compaction.
+    """
+    with open_memory(args.agent) as manager, tqdm(desc="indexing chunks", unit="chunk", leave=False) as bar:
+        report = manager.cold.compact(args.summary, force=args.force, dry_run=args.dry_run, progress=bar.update)
+    print(compaction_text(report, args.dry_run))
+    return 0
+
+
+def compaction_text(report: CompactionReport, dry_run: bool) -> str:
+    """What a LOG.md compaction did (or, in a dry run, would do)."""
+    lines = [f"finished an interrupted compaction: {archive}" for archive in report.recovered]
+    if dry_run:
+        lines.append(f"dry run: {report.reason or 'nothing to do'}")
+        if report.archive_id:
+            lines.append(f"  entries: {report.entries} (seq {report.first_seq}-{report.last_seq})")
+            lines.append(f"  LOG.md size: {report.bytes_before} bytes; archive would be {report.archive_path}")
+        return "\n".join(lines)
+    if not report.done:
+        lines.append(f"nothing compacted: {report.reason}" + (" (use --force)" if "threshold" in report.reason else ""))
+    else:
+        lines.append(f"entries archived: {report.entries} (seq {report.first_seq}-{report.last_seq})"
+                     + (" [resumed an interrupted run]" if report.resumed else ""))
+        lines.append(f"LOG.md size: {report.bytes_before} -> {report.bytes_after} bytes")
+        lines.append(f"archive: {report.archive_path}")
+        note = " (no LLM reachable: extractive summary of the source)" if report.summary_method == "deterministic" else ""
+        lines.append(f"summary: {report.summary_method}{note}")
+    lines.append(f"chunks indexed: {report.chunks_indexed}")
+    if report.index_error:
+        lines.append(f"cold store not updated (retried at the next start): {report.index_error}")
+    return "\n".join(lines)
+
+
+@command("compact-session", AGENT, arg("--session", default="main", help="session name (default: main)"),
+         arg("--model", help="Ollama model for the summary"),
+         arg("--offline", action="store_true", help="summarise with the offline backend"))
+def compact_session(args: argparse.Namespace) -> int:
+    """Compact a conversation session now (what /compact does in the interactive mode).
+
+    With the LCM provider the provider's full compaction runs; with Simple the model
+    writes a handoff summary (Goal, Progress, Key Decisions, Files Changed, Current
+    State, Blockers / Gotchas, Next Steps) that replaces all but the last
+    compaction.keep_tail messages. On failure the session is left untouched.
+    """
+    existing_agent(args.agent)
+    from core.engine import Engine  # the engine's imports are only paid by the commands that need it
+
+    with Engine(args.agent, session=args.session, offline=args.offline, model=args.model) as engine:
+        print(engine.notice, file=sys.stderr)
+        try:
+            with Spinner("compacting"):
+                report = engine.compact()
+        finally:
+            engine.manager.close()
+    print(f"Compacted session {args.agent}:{args.session} ({report.method}): "
+          f"{report.tokens_before} -> {report.tokens_after} tokens")
+    for extra in (report.details, report.summary):
+        if extra:
+            print(extra)
+    return 0
+
+
+@command("rebuild-index", AGENT)
+def rebuild_index(args: argparse.Namespace) -> int:
+    """Recreate an agent's indexes from its files (use it after changing cold.embedder).
+
+    log_metadata comes from LOG.md and the archives, the compaction history from the
+    SUMMARY entries, and the LanceDB cold store from the archives, facts and notes,
+    embedded with the configured embedder. It ends by optimizing the table, which
+    builds the approximate vector index once it holds cold.ann_min_rows chunks.
+    """
+    with open_memory(args.agent) as manager, tqdm(desc="indexing chunks", unit="chunk") as bar:
+        result = rebuild_all(manager, progress=bar.update)
+    print(f"log_metadata rows: {result.log_rows}")
+    print(f"compactions recorded: {result.compactions}")
+    print(f"chunks indexed: {result.chunks} (embedder {result.embedder})")
+    index, min_rows = result.vector_index, manager.config.cold.ann_min_rows
+    if index is not None:
+        print(f"vector index: {index['type']} over {index['indexed_rows']} chunks")
+    elif min_rows and result.chunks >= min_rows:
+        print("vector index: none, its build failed (see the log): vector search is exact")
+    else:
+        print(f"vector index: none, vector search is exact (cold.ann_min_rows = {min_rows})")
+    return 0
