@@ -77,7 +77,7 @@ class Arguments:
             raise ToolArgumentError(f"{self.tool}: arguments must be a JSON object, got {type(arguments).__name__}")
         bound = [name for name in BOUND_PARAMETERS if name in arguments]
         if bound:
-            raise ToolArgumentError(f"{self.tool}: {', '.join(bound)} is set by the engine, not by the model")
+            raise ToolArgumentError(f"{self.tool}: {', '.join(bound)} is fixed by the engine or server that runs the tool, not an argument")
         if self.model is None:
             return self._validate_schema(arguments)
         try:

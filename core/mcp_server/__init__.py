@@ -1,0 +1,125 @@
+"""An MCP server of one agent's memory, on the official ``mcp`` SDK.
+
+    agentos mcp --agent finn                   # stdio, for Claude Desktop and other MCP clients
+    agentos mcp --agent finn --http 127.0.0.1:8765
+
+Tools: the five memory skills, ``store_memory`` and the provider's ``memory``
+tool (see :mod:`core.mcp_server.tools`); resources: NOW.md, the LOG.md tail and
+the facts, secrets redacted. The agent is fixed when the server starts. The
+server writes through the same ``MemoryManager`` as the engine, so each write
+takes the agent's lock and it runs safely beside an engine on the same agent; it
+never takes the engine's run lock.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
+from mcp.server.mcpserver import MCPServer
+
+from core import __version__
+from core.errors import ValidationError
+from core.mcp_server.tools import memory_tools
+from core.memory.facts import redact
+from core.memory.provider.types import Session
+from core.paths import existing_agent
+from core.plugins.memory import open_provider
+from core.skills.base import memory_for
+
+log = logging.getLogger(__name__)
+
+LOG_TAIL = 50
+"""LOG.md entries in the log resource."""
+MCP_USER = "local"
+"""The user whose profile and conversation the ``memory`` tool sees: the command line's (``core.engine.LOCAL_USER``)."""
+
+
+def build_server(agent: str, *, session: str = "main") -> MCPServer:
+    """The MCP server of ``agent``'s memory (which must exist); its memory is closed when the server stops.
+
+    Args:
+        agent: the agent whose memory every tool and resource reads and writes.
+        session: the conversation the ``memory`` tool works on (the engine's ``--session``).
+
+    Raises:
+        UnknownAgentError, InvalidAgentNameError: no such agent; nothing is created.
+    """
+    paths = existing_agent(agent)
+    manager = memory_for(agent)
+    provider = open_provider(None, paths.db_file, config=manager.config.provider)
+    bound = Session(id=f"{agent}:{session}", agent_id=agent, user_id=MCP_USER, channel="mcp")
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            provider.close()
+            manager.close()  # waits for a background LOG.md compaction
+
+    server = MCPServer(
+        f"agentos-{agent}", version=__version__, log_level="WARNING", lifespan=lifespan,
+        tools=memory_tools(agent, provider, bound),
+        instructions=(f"The long-term memory of AgentOS agent {agent}: NOW.md (update_status), LOG.md "
+                      "(log_activity), facts (save_fact, get_fact), recall (store_memory, recall_memory) "
+                      "and the conversation memory (memory)."),
+    )
+
+    @server.resource(f"agentos://{agent}/now", name="NOW.md", mime_type="text/markdown",
+                     description=f"What {agent} is doing now: status, objective, plan, blockers")
+    def now() -> str:
+        return redact(paths.now_file.read_text(encoding="utf-8"), manager.facts.secret_values())
+
+    @server.resource(f"agentos://{agent}/log", name="LOG.md tail", mime_type="text/plain",
+                     description=f"The last {LOG_TAIL} entries of {agent}'s activity log, oldest first")
+    def log_tail() -> str:
+        secrets = manager.facts.secret_values()
+        return "\n".join(redact(f"#{e['seq']} {e['ts']} {e['type']}: {e['content']}", secrets)
+                         for e in manager.read_log(LOG_TAIL))
+
+    @server.resource(f"agentos://{agent}/facts", name="facts", mime_type="application/json",
+                     description=f"{agent}'s saved facts; a secret's value is [REDACTED] (get_fact returns it)")
+    def facts() -> str:
+        return json.dumps(manager.list_facts(), ensure_ascii=False, indent=1)
+
+    return server
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (or ``:PORT`` for 127.0.0.1) as ``(host, port)``.
+
+    Raises:
+        ValidationError: not of that form.
+    """
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValidationError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765; got {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` is reachable only from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(agent: str, *, http: str | None = None, session: str = "main") -> None:
+    """Serve ``agent``'s memory over stdio, or over streamable HTTP at ``http`` (``HOST:PORT``) until stopped."""
+    address = parse_address(http) if http is not None else None
+    server = build_server(agent, session=session)
+    if address is None:
+        server.run("stdio")
+        return
+    host, port = address
+    if not is_loopback(host):
+        log.warning("the MCP server listens on %s: anyone who can reach it can read and write %s's memory, "
+                    "secrets included through get_fact", host, agent)
+    server.run("streamable-http", host=host, port=port)
