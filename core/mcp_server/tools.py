@@ -78,11 +78,12 @@ def memory_tools(agent: str, provider: Any, session: Session) -> list[Tool]:
 
 def _tool(name: str, description: str, schema: dict[str, Any], run: Callable[[dict[str, Any]], Any],
           read_only: bool) -> Tool:
-    def call(**arguments: Any) -> Any:
+    def call(**arguments: Any) -> str:
         try:
-            return run(arguments)
+            result = run(arguments)
         except AgentOSError as exc:  # the client sees the message; anything else stays a server-side crash
             raise ToolError(str(exc)) from exc
+        return json.dumps(result, ensure_ascii=False, default=str)  # one JSON text, lists included
 
     return Tool(fn=call, name=name, description=description, parameters=schema,
                 fn_metadata=FuncMetadata(arg_model=_AsSent), is_async=False,

@@ -1,0 +1,235 @@
+"""The MCP server of an agent's memory, driven by the official MCP Python client over stdio and HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from core.memory_initializer import initialize_agent_memory
+from core.memory_manager import MemoryManager
+from core.skills.registry import builtin_skills
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "sk-live-9f8e7d6c5b4a"
+
+
+@pytest.fixture
+def finn(agents_home: Path) -> str:
+    """Agent finn, created in the test's home."""
+    initialize_agent_memory("finn")
+    return "finn"
+
+
+@asynccontextmanager
+async def client(agent: str = "finn"):
+    """An initialised MCP client session to ``agentos mcp --agent AGENT`` run as a subprocess over stdio."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "core", "mcp", "--agent", agent],
+                                   env=dict(os.environ), cwd=str(ROOT))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def text(result) -> str:
+    return "".join(block.text for block in result.content)
+
+
+def data(result):
+    assert not result.is_error, text(result)
+    return json.loads(text(result))
+
+
+def run(main) -> None:
+    anyio.run(main)
+
+
+def test_tools_and_resources_have_the_engines_schemas(finn):
+    """The server lists the five memory skills with their own schemas, store_memory, memory, and three resources."""
+    async def main():
+        async with client() as session:
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            resources = sorted(str(r.uri) for r in (await session.list_resources()).resources)
+        return tools, resources
+
+    tools, resources = anyio.run(main)
+    skills = builtin_skills()
+    assert set(tools) == set(skills) | {"store_memory", "memory"}
+    for name, skill in skills.items():
+        assert tools[name].input_schema == skill.parameters
+        assert "agent_name" not in json.dumps(tools[name].input_schema)
+    assert set(tools["memory"].input_schema["properties"]["action"]["enum"]) >= {"status", "search", "expand"}
+    assert tools["get_fact"].annotations.read_only_hint and not tools["save_fact"].annotations.read_only_hint
+    assert resources == ["agentos://finn/facts", "agentos://finn/log", "agentos://finn/now"]
+
+
+def test_facts_round_trip_and_bad_arguments_leave_the_server_serving(finn):
+    """save_fact then get_fact returns the value; bad arguments are error results and the next call still works."""
+    async def main():
+        async with client() as session:
+            saved = data(await session.call_tool("save_fact", {"key": "city", "value": "Porto", "category": "personal"}))
+            got = data(await session.call_tool("get_fact", {"key": "city"}))
+            missing = await session.call_tool("save_fact", {"key": "x"})
+            unknown = await session.call_tool("save_fact", {"key": "x", "value": "1", "colour": "red"})
+            wrong = await session.call_tool("save_fact", {"key": "x", "value": "1", "category": "gossip"})
+            other_agent = await session.call_tool("get_fact", {"key": "city", "agent_name": "eve"})
+            bad_action = await session.call_tool("memory", {"action": "format_disk"})
+            after = data(await session.call_tool("get_fact", {"key": "city"}))
+        return saved, got, [missing, unknown, wrong, other_agent, bad_action], after
+
+    saved, got, errors, after = anyio.run(main)
+    assert saved == {"saved": "city", "category": "personal"}
+    assert got["value"] == "Porto" and after["value"] == "Porto"
+    assert all(result.is_error for result in errors)
+    missing, unknown, wrong, other_agent, bad_action = map(text, errors)
+    assert "missing required argument 'value'" in missing
+    assert "unknown argument 'colour'" in unknown
+    assert "category" in wrong
+    assert "agent_name" in other_agent
+    assert "unknown memory action" in bad_action and "status" in bad_action
+    assert MemoryManager("finn").get_fact("x") is None
+
+
+def test_a_secret_comes_back_only_from_get_fact(finn):
+    """A secret saved through MCP is redacted in every tool result and resource; get_fact alone returns it."""
+    async def main():
+        async with client() as session:
+            await session.call_tool("save_fact", {"key": "api_key", "value": SECRET, "category": "secret"})
+            outputs = [
+                await session.call_tool("log_activity", {"content": f"Tried the key {SECRET} on the API"}),
+                await session.call_tool("update_status", {"new_status": f"Testing {SECRET}"}),
+                await session.call_tool("memory", {"action": "search", "query": "key"}),
+                await session.call_tool("store_memory", {"content": f"The key is {SECRET}"}),
+                await session.call_tool("recall_memory", {"query": "the API key"}),
+            ]
+            resources = [await session.read_resource(f"agentos://finn/{name}") for name in ("now", "log", "facts")]
+            secret = data(await session.call_tool("get_fact", {"key": "api_key"}))
+        return outputs, resources, secret
+
+    outputs, resources, secret = anyio.run(main)
+    shown = [text(result) for result in outputs] + [r.contents[0].text for r in resources]
+    assert not any(SECRET in part for part in shown)
+    assert "[REDACTED]" in shown[-1] and "Tried the key [REDACTED]" in shown[-2]
+    assert secret["value"] == SECRET
+    memory = MemoryManager("finn")
+    assert SECRET not in memory.paths.log_file.read_text(encoding="utf-8")
+    assert SECRET not in memory.paths.now_file.read_text(encoding="utf-8")
+
+
+def test_store_and_recall_a_note(finn):
+    """A note stored through MCP is found by recall_memory by meaning, in the same agent's cold tier."""
+    async def main():
+        async with client() as session:
+            stored = data(await session.call_tool("store_memory", {"content": "The quarterly report goes to Maria on Fridays"}))
+            found = data(await session.call_tool("recall_memory", {"query": "who receives the report?", "n_results": 2}))
+        return stored, found
+
+    stored, found = anyio.run(main)
+    assert stored["stored"].startswith("note:")
+    assert found[0]["content"] == "The quarterly report goes to Maria on Fridays"
+    assert found[0]["id"] == stored["stored"]
+
+
+def test_two_clients_at_once_lose_no_write(finn):
+    """Two servers on the same agent write concurrently: every LOG entry and fact is there, seqs unique."""
+    async def writer(name: str):
+        async with client() as session:
+            for i in range(15):
+                data(await session.call_tool("log_activity", {"content": f"{name} entry {i}"}))
+                data(await session.call_tool("save_fact", {"key": f"{name}_{i}", "value": str(i)}))
+
+    async def main():
+        async with anyio.create_task_group() as group:
+            group.start_soon(writer, "alpha")
+            group.start_soon(writer, "beta")
+
+    anyio.run(main)
+    memory = MemoryManager("finn")
+    entries = memory.scan_log().entries
+    contents = [e.content for e in entries if e.type == "THOUGHT"]
+    assert sorted(contents) == sorted(f"{n} entry {i}" for n in ("alpha", "beta") for i in range(15))
+    seqs = [e.seq for e in entries]
+    assert seqs == sorted(set(seqs))
+    assert len(memory.list_facts()) == 30
+
+
+def test_unknown_agent_is_refused_and_nothing_is_created(agents_home):
+    """agentos mcp on an agent that does not exist exits 4 naming the agents; no folder is created."""
+    initialize_agent_memory("finn")
+    result = subprocess.run([sys.executable, "-m", "core", "mcp", "--agent", "ghost"], cwd=ROOT, env=dict(os.environ),
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 4, result.stderr
+    assert "no agent named 'ghost'" in result.stderr and "finn" in result.stderr
+    assert not (agents_home / "ghost").exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_streamable_http_serves_two_sessions(finn):
+    """--http serves streamable HTTP on 127.0.0.1: two client sessions at once see each other's writes."""
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http", f"127.0.0.1:{port}"],
+                              cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_for_port(port, server)
+
+        async def one(session_name: str, results: dict):
+            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    data(await session.call_tool("save_fact", {"key": session_name, "value": session_name.upper()}))
+                    await anyio.sleep(0.5)
+                    other = "b" if session_name == "a" else "a"
+                    results[session_name] = data(await session.call_tool("get_fact", {"key": other}))
+
+        async def main():
+            results: dict = {}
+            async with anyio.create_task_group() as group:
+                group.start_soon(one, "a", results)
+                group.start_soon(one, "b", results)
+            return results
+
+        results = anyio.run(main)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert results["a"]["value"] == "B" and results["b"]["value"] == "A"
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited: {process.stderr.read().decode()}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError("the server did not listen in time")
+
+
+def test_non_loopback_address_warns(finn):
+    """Binding --http to a non-loopback address prints a warning that the memory is reachable from outside."""
+    from core.mcp_server import is_loopback, parse_address
+
+    assert parse_address("127.0.0.1:8765") == ("127.0.0.1", 8765) and parse_address(":9000") == ("127.0.0.1", 9000)
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
+    result = subprocess.run([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http", "nonsense"], cwd=ROOT,
+                            env=dict(os.environ), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "HOST:PORT" in result.stderr
