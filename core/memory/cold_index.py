@@ -6,8 +6,8 @@ notes stored with ``store_memory``. Work still to do is recorded next to the
 source, so a crash or a failing embedder only delays indexing:
 
 - ``compaction_history.indexed_at IS NULL``: an archive whose chunks are not in yet;
-- ``cold_pending``: facts and notes changed since they were indexed (queued by
-  triggers in the same transaction as the change).
+- ``cold_pending``: facts, notes and LangGraph store items changed since they
+  were indexed (queued by triggers in the same transaction as the change).
 
 :meth:`ColdIndexer.sync` does that work; it is idempotent because every chunk
 id is derived from its source.
@@ -182,6 +182,8 @@ class ColdIndexer:
                 id=item, origin=item, kind="fact", text=f"{fact['key']}: {fact['value']}", source=item,
                 created_at=fact["updated_at"], metadata={"key": fact["key"], "category": fact["category"]},
             )]
+        if kind == "item":
+            return _store_item_chunks(conn, item, key)
         note = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (key,)).fetchone()
         if kind != "note" or note is None:
             return []
@@ -203,3 +205,20 @@ class ColdIndexer:
                 "INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT 'note:' || id, ? FROM cold_notes",
                 (now,),
             )
+            conn.execute(
+                "INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT 'item:' || id, ? FROM store_items",
+                (now,),
+            )
+
+
+def _store_item_chunks(conn, item: str, item_id: str) -> list[Chunk]:
+    """One chunk per passage of a LangGraph store item (none once it is deleted)."""
+    row = conn.execute("SELECT * FROM store_items WHERE id = ?", (item_id,)).fetchone() if item_id.isdigit() else None
+    if row is None:
+        return []
+    namespace = row["namespace"].split(".")
+    return [
+        Chunk(id=f"{item}:{n}", origin=item, kind="item", text=text, source=f"store:{row['namespace']}/{row['key']}",
+              created_at=row["updated_at"], metadata={"namespace": namespace, "key": row["key"], "path": path})
+        for n, (path, text) in enumerate(json.loads(row["texts"]))
+    ]

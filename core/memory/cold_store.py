@@ -35,7 +35,7 @@ from core.memory.locking import AgentLock
 log = logging.getLogger(__name__)
 
 TABLE = "chunks"
-KINDS = ("log_archive", "fact", "note", "summary")
+KINDS = ("log_archive", "fact", "note", "summary", "item")
 RRF_K = 60
 """The usual RRF constant: a rank-r hit scores 1 / (RRF_K + r)."""
 CLEANUP_AFTER = timedelta(hours=1)
@@ -49,7 +49,7 @@ class Chunk:
     """One piece of text in the cold store."""
 
     id: str
-    """Stable id: ``log:<archive_id>:<n>``, ``summary:<archive_id>``, ``fact:<key>``, ``note:<id>``."""
+    """Stable id: ``log:<archive_id>:<n>``, ``summary:<archive_id>``, ``fact:<key>``, ``note:<id>``, ``item:<id>:<n>``."""
     origin: str
     """What it was cut from (``archive:<id>``, ``fact:<key>``, ``note:<id>``); re-indexing an origin replaces its chunks."""
     kind: str
@@ -271,10 +271,13 @@ class ColdStore:
 
     def search(
         self, query: str, n_results: int = 5, kinds: Sequence[str] | None = None,
-        since: str | None = None, until: str | None = None,
+        since: str | None = None, until: str | None = None, source_prefix: str | None = None,
     ) -> list[Hit]:
-        """The ``n_results`` chunks that best match ``query`` by meaning and words, best first."""
-        where = _where(kinds, since, until)
+        """The ``n_results`` chunks that best match ``query`` by meaning and words, best first.
+
+        ``source_prefix`` keeps only chunks whose ``source`` starts with it.
+        """
+        where = _where(kinds, since, until, source_prefix)
         depth = max(4 * n_results, 20)
         table = self.table
         with self._guard:
@@ -347,8 +350,9 @@ def _run(query, where: str | None, depth: int, score_column: str) -> list[dict]:
     return query.select(columns).limit(depth).to_list()
 
 
-def _where(kinds: Sequence[str] | None, since: str | None, until: str | None) -> str | None:
-    clauses = []
+def _where(kinds: Sequence[str] | None, since: str | None, until: str | None,
+           source_prefix: str | None = None) -> str | None:
+    clauses = [f"starts_with(source, {sql_string(source_prefix)})"] if source_prefix else []
     if kinds:
         unknown = [k for k in kinds if k not in KINDS]
         if unknown:
