@@ -1,0 +1,56 @@
+"""Subcommands that move an agent between homes and machines: export, import."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tqdm import tqdm
+
+from core.commands.base import AGENT, arg, command
+
+
+@command("export", AGENT, arg("file", help="the archive to write, e.g. finn.agentos.tar.gz"),
+         arg("--with-vectors", action="store_true", help="include the cold store's vectors (else the importer embeds)"),
+         arg("--include-secrets", action="store_true", help="keep secret facts (left out, and redacted everywhere, "
+                                                            "by default)"))
+def export(args: argparse.Namespace) -> int:
+    """Write an agent to one portable archive: NOW.md, LOG.md and its archives, memory.db, config.
+
+    memory.db (facts, notes, conversations and summaries, store items) is a consistent
+    snapshot; the manifest holds the format version, the embedder, counts and the sha256
+    of every file. Secret facts stay out unless --include-secrets is given.
+    """
+    from core.transfer import export_agent
+
+    with tqdm(desc="writing archive", unit="B", unit_scale=True, leave=False) as bar:
+        result = export_agent(args.agent, args.file, with_vectors=args.with_vectors,
+                              include_secrets=args.include_secrets, progress=bar.update)
+    counts = result.manifest["counts"]
+    print(f"exported {args.agent} to {result.path}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "
+          f"{counts['notes']} notes, {counts['messages']} messages, {counts['store_items']} store items"
+          + ("; with vectors" if result.manifest["with_vectors"] else "")
+          + ("; secrets included" if args.include_secrets else ""))
+    if result.notice:
+        print(f"note: {result.notice}", file=sys.stderr)
+    return 0
+
+
+@command("import", arg("file", help="an archive written by agentos export"),
+         arg("--as", dest="as_name", metavar="NAME", help="the agent's name here (default: its name in the archive)"),
+         arg("--force", action="store_true", help="replace an existing agent of that name"))
+def import_(args: argparse.Namespace) -> int:
+    """Restore an agent archive into the agents home (checked first; restored atomically).
+
+    A damaged archive is an error and nothing is written. The cold store is re-embedded
+    when the archive has no vectors or was built with another embedder.
+    """
+    from core.transfer import import_agent
+
+    with tqdm(desc="embedding", unit="chunk", leave=False) as bar:
+        result = import_agent(args.file, as_name=args.as_name, force=args.force, progress=bar.update)
+    counts = result.manifest["counts"]
+    print(f"imported {result.agent} into {result.root}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "
+          f"{counts['messages']} messages"
+          + (f"; re-embedded {result.chunks} chunks ({result.reembedded})" if result.reembedded else "; vectors kept"))
+    return 0

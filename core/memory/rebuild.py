@@ -51,7 +51,7 @@ def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> R
 
 def _rebuild_history(manager: "MemoryManager") -> int:
     """Record a ``compaction_history`` row for every SUMMARY entry found in the files."""
-    archives = sorted(manager.paths.archive_dir.glob("LOG-*.md"), key=_first_seq)
+    archives = sorted(manager.paths.archive_dir.glob("LOG-*.md"), key=archive_first_seq)
     sources = [(p, p.read_bytes()) for p in archives] + [(manager.paths.log_file, manager.paths.log_file.read_bytes())]
     recorded = 0
     for path, data in sources:
@@ -63,6 +63,7 @@ def _rebuild_history(manager: "MemoryManager") -> int:
     return recorded
 
 
-def _first_seq(path: Path) -> int:
+def archive_first_seq(path: Path) -> int:
+    """The first seq of an archive from its name ``LOG-<first>-<last>.md`` (0 if it is not of that form)."""
     parts = path.stem.split("-")
     return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0

@@ -1,0 +1,194 @@
+"""``export_agent``: one portable archive of an agent (see :mod:`core.transfer.manifest` for its format).
+
+The files are copied under the agent's lock and its compaction lock, so NOW.md,
+LOG.md and the archives are taken at one moment; memory.db is copied with
+SQLite's backup API (a consistent snapshot holding every table, including ones
+added by later migrations). Secrets stay out unless asked for
+(:mod:`core.transfer.scrub`). The archive is written to a temp file and renamed
+into place, so a failed export leaves no half archive.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import shutil
+import sqlite3
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from core import __version__
+from core.errors import StorageError
+from core.memory.log_file import scan_bytes
+from core.memory_manager import MemoryManager
+from core.paths import AgentPaths, existing_agent
+from core.transfer import scrub
+from core.transfer.manifest import FORMAT, FORMAT_VERSION, MANIFEST, ROOT, sha256_of
+
+log = logging.getLogger(__name__)
+
+AGENT_FOLDERS = ("config", "directives", "skills")
+"""The agent's own folders that travel with it (its workspace and engine checkpoints do not)."""
+MEMORY_FILES = ("NOW.md", "LOG.md")
+MEMORY_FOLDERS = ("archive", "sessions")
+
+Progress = Callable[[int], None]
+"""Called with the number of bytes just written to the archive."""
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What :func:`export_agent` wrote."""
+
+    path: Path
+    manifest: dict[str, Any]
+    notice: str = ""
+    """Why the vectors were left out although asked for (empty otherwise)."""
+
+
+def export_agent(agent: str, file: str | Path, *, with_vectors: bool = False, include_secrets: bool = False,
+                 progress: Progress | None = None) -> ExportResult:
+    """Write agent ``agent`` to the archive ``file`` (a ``.tar.gz``).
+
+    Args:
+        with_vectors: include the cold store's vectors (else the importer re-embeds).
+        include_secrets: keep the secret facts (else they are deleted and their values redacted everywhere).
+        progress: called with the bytes written, for a progress bar.
+
+    Raises:
+        UnknownAgentError: no such agent.
+        StorageError: the archive cannot be written (nothing is left at ``file``).
+    """
+    paths = existing_agent(agent)
+    target = Path(file).absolute()
+    if target.is_dir():
+        raise StorageError(f"{target} is a folder: give the archive's file name, e.g. {agent}.agentos.tar.gz")
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=".agentos-export-", dir=target.parent))
+    except OSError as exc:
+        raise StorageError(f"cannot write in {target.parent}: {exc}") from exc
+    try:
+        root = staging / ROOT
+        with MemoryManager(agent) as manager:
+            embedder = manager.config.cold.embedder
+            vectors = _snapshot(manager, root, with_vectors)
+        notice = "" if vectors or not with_vectors else "the agent has no cold store yet: the importer embeds"
+        if not include_secrets:
+            notice = _remove_secrets(root, vectors) or notice
+            vectors = vectors and (root / "memory" / "lancedb").exists()
+        manifest = {
+            "format": FORMAT, "format_version": FORMAT_VERSION, "agent": agent, "agentos_version": __version__,
+            "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "embedder": embedder,
+            "with_vectors": vectors, "include_secrets": include_secrets, "counts": counts(root), "files": {},
+        }
+        _write_archive(staging, root, manifest, target, progress)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return ExportResult(target, manifest, notice)
+
+
+def _snapshot(manager: MemoryManager, root: Path, with_vectors: bool) -> bool:
+    """Copy the agent's files and a memory.db snapshot into ``root``; return True if vectors were copied."""
+    paths: AgentPaths = manager.paths
+    memory = root / "memory"
+    memory.mkdir(parents=True)
+    manager.cold.wait()
+    with manager.cold.compactor.exclusive(wait=True), manager.lock.hold():
+        for name in AGENT_FOLDERS:
+            if (paths.root / name).is_dir():
+                shutil.copytree(paths.root / name, root / name)
+        for name in MEMORY_FILES:
+            shutil.copy2(paths.memory_dir / name, memory / name)
+        for name in MEMORY_FOLDERS:
+            if (paths.memory_dir / name).is_dir():
+                shutil.copytree(paths.memory_dir / name, memory / name)
+        snapshot = sqlite3.connect(memory / "memory.db")
+        try:
+            manager.db.conn.backup(snapshot)
+            snapshot.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, no -wal beside it
+        finally:
+            snapshot.close()
+        if not (with_vectors and paths.lancedb_dir.is_dir()):
+            return False
+        with manager.cold.store().writing():  # no LanceDB writer commits a version meanwhile
+            shutil.copytree(paths.lancedb_dir, memory / "lancedb", ignore=shutil.ignore_patterns(".tmp*"))
+    return True
+
+
+def _remove_secrets(root: Path, vectors: bool) -> str:
+    """Strip the secrets from the staged copy; return a notice if the vectors had to be dropped."""
+    db_file = root / "memory" / "memory.db"
+    secrets = scrub.secret_values(db_file)
+    scrub.scrub_database(db_file, secrets)
+    if not secrets:
+        return ""
+    scrub.scrub_log_files(root / "memory", db_file, secrets)
+    for path in root.rglob("*"):
+        if path.is_file() and path.suffix in scrub.TEXT_SUFFIXES and "lancedb" not in path.parts \
+                and path.parent.name != "archive" and path.name != "LOG.md":
+            scrub.scrub_text_file(path, secrets)
+    if vectors and _vectors_hold(root / "memory" / "lancedb", secrets):
+        shutil.rmtree(root / "memory" / "lancedb")
+        return "the cold store held a secret's value, so its vectors were left out: the importer re-embeds"
+    return ""
+
+
+def _vectors_hold(lancedb_dir: Path, secrets: list[str]) -> bool:
+    """True if a chunk text of the copied cold store contains a secret value."""
+    import lancedb
+
+    db = lancedb.connect(lancedb_dir)
+    if "chunks" not in db.list_tables().tables:
+        return False
+    texts = db.open_table("chunks").to_arrow().column("text").to_pylist()
+    return any(secret in text for text in texts for secret in secrets)
+
+
+def counts(root: Path) -> dict[str, int]:
+    """What an agent folder (staged or imported) holds, for the manifest and the import check."""
+    memory = root / "memory"
+    archives = sorted((memory / "archive").glob("LOG-*.md"))
+    entries = sum(len(scan_bytes(p.read_bytes(), p).entries) for p in [*archives, memory / "LOG.md"])
+    conn = sqlite3.connect(memory / "memory.db")
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+        def rows(table: str) -> int:
+            return conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] if table in tables else 0
+
+        return {"log_entries": entries, "archives": len(archives), "facts": rows("user_facts"),
+                "notes": rows("cold_notes"), "conversations": rows("ctx_conversations"),
+                "messages": rows("ctx_messages"), "summaries": rows("ctx_summaries"), "store_items": rows("store_items")}
+    finally:
+        conn.close()
+
+
+def _write_archive(staging: Path, root: Path, manifest: dict[str, Any], target: Path,
+                   progress: Progress | None) -> None:
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    for path in files:
+        with path.open("rb") as stream:
+            digest, size = sha256_of(stream)
+        manifest["files"][path.relative_to(staging).as_posix()] = {"sha256": digest, "size": size}
+    partial = staging / "archive.tar.gz"
+    try:
+        with tarfile.open(partial, "w:gz") as archive:
+            data = json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8")
+            info = tarfile.TarInfo(MANIFEST)
+            info.size, info.mtime = len(data), int(datetime.now(timezone.utc).timestamp())
+            archive.addfile(info, io.BytesIO(data))
+            for path in files:
+                archive.add(path, path.relative_to(staging).as_posix(), recursive=False)
+                if progress:
+                    progress(path.stat().st_size)
+        with partial.open("rb") as stream:
+            os.fsync(stream.fileno())
+        os.replace(partial, target)
+    except OSError as exc:
+        raise StorageError(f"cannot write the archive {target}: {exc}") from exc
