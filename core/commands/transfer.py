@@ -23,7 +23,7 @@ def export(args: argparse.Namespace) -> int:
     """
     from core.transfer import export_agent
 
-    with tqdm(desc="writing archive", unit="B", unit_scale=True, leave=False) as bar:
+    with tqdm(desc="writing archive", unit="B", unit_scale=True, leave=False, disable=None) as bar:
         result = export_agent(args.agent, args.file, with_vectors=args.with_vectors,
                               include_secrets=args.include_secrets, progress=bar.update)
     counts = result.manifest["counts"]
@@ -47,7 +47,7 @@ def import_(args: argparse.Namespace) -> int:
     """
     from core.transfer import import_agent
 
-    with tqdm(desc="embedding", unit="chunk", leave=False) as bar:
+    with tqdm(desc="embedding", unit="chunk", leave=False, disable=None) as bar:
         result = import_agent(args.file, as_name=args.as_name, force=args.force, progress=bar.update)
     counts = result.manifest["counts"]
     print(f"imported {result.agent} into {result.root}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "

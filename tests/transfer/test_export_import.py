@@ -1,0 +1,244 @@
+"""agentos export / import: one portable archive, verified before anything is written, secrets left out."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from core.errors import CorruptionError, UnknownAgentError, ValidationError
+from core.langgraph_store import AgentOSStore
+from core.memory.provider.types import Message, Session
+from core.memory_initializer import initialize_agent_memory
+from core.memory_manager import MemoryManager
+from core.plugins.memory import open_provider
+from core.transfer import export_agent, import_agent
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "hunter2-pass-77"
+QUERIES = ("who gets the report", "favourite colour", "train to Lisbon", "deployment error 137")
+
+
+def build_agent(home: Path) -> MemoryManager:
+    """Agent finn with facts (one secret), a compacted LOG, notes, a conversation and store items."""
+    initialize_agent_memory("finn")
+    manager = MemoryManager("finn")
+    manager.append_log("THOUGHT", f"The user typed their password {SECRET} by mistake")
+    manager.save_fact("db_password", SECRET, category="secret")
+    manager.save_fact("favourite_colour", "teal", category="preference")
+    for i in range(12):
+        manager.append_log("THOUGHT", f"Step {i}: deployment error 137 investigated, raised the memory limit")
+    manager.compact_log(summary="Investigated deployment error 137 over twelve steps")
+    manager.append_log("USER_FEEDBACK", "Send the weekly report to Maria")
+    manager.update_now("Writing the report", next_steps=["Draft", "Send to Maria"])
+    manager.store_memory("The quarterly report goes to Maria on Fridays")
+    provider = open_provider(None, manager.paths.db_file)
+    session = Session("finn:main", agent_id="finn", user_id="local", channel="cli")
+    provider.bootstrap(session)
+    provider.append(session, [Message("user", f"My password is {SECRET}, keep it safe"),
+                              Message("assistant", "Saved. Exit 137 is an OOM kill.")])
+    provider.close()
+    AgentOSStore("finn", manager=manager).put(("trips",), "t1", {"text": "Book the train to Lisbon"})
+    return manager
+
+
+def snapshot(manager: MemoryManager) -> dict:
+    """What must survive a round trip, read through the public API."""
+    entries = []
+    for path in sorted(manager.paths.archive_dir.glob("LOG-*.md")) + [manager.paths.log_file]:
+        entries += [(e.seq, e.type, e.content) for e in manager.log.scan().entries] if path == manager.paths.log_file \
+            else [(e.seq, e.type, e.content) for e in _scan(path)]
+    conn = manager.db.conn
+    messages = [tuple(r) for r in conn.execute("SELECT seq, role, content FROM ctx_messages ORDER BY id")]
+    recall = {q: [h["id"] for h in manager.recall_memory(q, n_results=3)] for q in QUERIES}
+    facts = {f["key"]: (f["value"], f["category"]) for f in manager.list_facts()}
+    return {"entries": entries, "messages": messages, "recall": recall, "facts": facts,
+            "now": manager.read_now()["plan"], "items": conn.execute("SELECT count(*) FROM store_items").fetchone()[0]}
+
+
+def _scan(path: Path):
+    from core.memory.log_file import scan_bytes
+
+    result = scan_bytes(path.read_bytes(), path)
+    assert not result.bad_lines
+    return result.entries
+
+
+def _redacted(expected: dict) -> dict:
+    """The snapshot as an export without secrets must give it back."""
+    def clean(value):
+        return json.loads(json.dumps(value).replace(SECRET, "[REDACTED]"))
+    facts = {k: v for k, v in expected["facts"].items() if v[1] != "secret"}
+    return {**clean(expected), "facts": clean(facts)}
+
+
+def _archive_bytes(path: Path) -> bytes:
+    """Every byte of every member, decompressed."""
+    with tarfile.open(path, "r:gz") as archive:
+        return b"".join(archive.extractfile(m).read() for m in archive if m.isfile())
+
+
+def test_round_trip_into_a_new_home(agents_home, tmp_path, monkeypatch):
+    """Export then import elsewhere: the same facts, LOG entries, messages, plan, items and recall results."""
+    manager = build_agent(agents_home)
+    expected = json.loads(json.dumps(snapshot(manager)))
+    manager.close()
+    archive = tmp_path / "finn.agentos.tar.gz"
+    result = export_agent("finn", archive)
+    assert result.manifest["counts"]["facts"] == 1 and result.manifest["counts"]["archives"] == 1
+    assert SECRET.encode() not in _archive_bytes(archive)
+
+    monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "other"))
+    imported = import_agent(archive)
+    assert imported.reembedded == "the archive has no vectors" and imported.chunks > 0
+    with MemoryManager("finn") as copy:
+        got = json.loads(json.dumps(snapshot(copy)))
+        assert_same_recall(got.pop("recall"), expected.pop("recall"))
+        assert got == _redacted(expected)
+        assert copy.get_fact("db_password") is None
+
+
+def assert_same_recall(got: dict, expected: dict) -> None:
+    """The same best hit for every query, and at least two of its top three.
+
+    The weakest of the top three can swap with the fourth: full-text scores of chunks
+    that hold a secret in the original change once it is redacted in the copy.
+    """
+    for query, ids in expected.items():
+        assert got[query][0] == ids[0], query
+        assert len(set(got[query]) & set(ids)) >= 2, query
+
+
+def test_with_vectors_and_secrets_keeps_everything(agents_home, tmp_path, monkeypatch):
+    """--with-vectors --include-secrets: the vectors are kept (no re-embedding) and the secret comes back."""
+    manager = build_agent(agents_home)
+    expected = json.loads(json.dumps(snapshot(manager)))
+    manager.close()
+    archive = tmp_path / "full.tar.gz"
+    result = export_agent("finn", archive, with_vectors=True, include_secrets=True)
+    assert result.manifest["with_vectors"] and result.manifest["include_secrets"]
+    monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "other"))
+    imported = import_agent(archive, as_name="finn2")
+    assert imported.reembedded == "" and imported.chunks == 0
+    with MemoryManager("finn2") as copy:
+        got = json.loads(json.dumps(snapshot(copy)))
+        assert got == expected  # the same vectors and full-text index: the same ranking
+        assert copy.get_fact("db_password") == SECRET
+        assert copy.read_now()["agent"] == "finn2"
+        assert copy.db.conn.execute("SELECT session_id FROM ctx_conversations").fetchone()[0] == "finn2:main"
+
+
+def test_vectors_holding_a_secret_are_left_out(agents_home, tmp_path, monkeypatch):
+    """Without --include-secrets, vectors whose texts hold a secret are dropped and the importer re-embeds."""
+    manager = build_agent(agents_home)
+    manager.recall_memory("password")  # the archive chunks, which quote the secret, are in LanceDB
+    manager.close()
+    archive = tmp_path / "finn.tar.gz"
+    result = export_agent("finn", archive, with_vectors=True)
+    assert not result.manifest["with_vectors"] and "re-embeds" in result.notice
+    assert SECRET.encode() not in _archive_bytes(archive)
+    monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "other"))
+    assert import_agent(archive).reembedded
+
+
+def _rewrite(source: Path, target: Path, change) -> None:
+    """Copy an archive member by member, letting ``change(name, data)`` alter (or drop: None) each."""
+    with tarfile.open(source, "r:gz") as src, tarfile.open(target, "w:gz") as dst:
+        for member in src:
+            data = src.extractfile(member).read() if member.isfile() else None
+            data = change(member.name, data)
+            if data is None and member.isfile():
+                continue
+            member.size = len(data or b"")
+            dst.addfile(member, io.BytesIO(data) if data is not None else None)
+
+
+@pytest.mark.parametrize("damage", ["tampered", "missing", "traversal", "not_gzip", "truncated", "version"])
+def test_bad_archive_writes_nothing(agents_home, tmp_path, monkeypatch, damage):
+    """A damaged, tampered, incomplete, escaping or future-version archive is refused before anything is written."""
+    initialize_agent_memory("finn")
+    MemoryManager("finn").close()
+    good = tmp_path / "good.tar.gz"
+    export_agent("finn", good)
+    bad = tmp_path / "bad.tar.gz"
+    if damage == "tampered":
+        _rewrite(good, bad, lambda n, d: d + b"- 99 x\n" if n.endswith("LOG.md") else d)
+    elif damage == "missing":
+        _rewrite(good, bad, lambda n, d: None if n.endswith("NOW.md") else d)
+    elif damage == "traversal":
+        data = io.BytesIO()
+        with tarfile.open(good, "r:gz") as src, tarfile.open(fileobj=data, mode="w:gz") as dst:
+            for member in src:
+                dst.addfile(member, src.extractfile(member) if member.isfile() else None)
+            evil = tarfile.TarInfo("agent/../../evil.txt")
+            evil.size = 4
+            dst.addfile(evil, io.BytesIO(b"evil"))
+        bad.write_bytes(data.getvalue())
+    elif damage == "not_gzip":
+        bad.write_bytes(b"this is not an archive")
+    elif damage == "truncated":
+        bad.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])
+    else:
+        def newer(n, d):
+            if n != "manifest.json":
+                return d
+            manifest = json.loads(d)
+            manifest["format_version"] = 99
+            return json.dumps(manifest).encode()
+        _rewrite(good, bad, newer)
+    home = tmp_path / "fresh"
+    monkeypatch.setenv("AGENTOS_HOME", str(home))
+    with pytest.raises(CorruptionError):
+        import_agent(bad)
+    assert not home.exists()
+    assert not (tmp_path / "evil.txt").exists()
+
+
+def test_existing_agent_needs_force_and_unknown_agent_is_refused(agents_home, tmp_path):
+    """Importing over an existing agent is refused unless forced; exporting an unknown agent creates nothing."""
+    manager = build_agent(agents_home)
+    manager.close()
+    archive = tmp_path / "finn.tar.gz"
+    export_agent("finn", archive)
+    MemoryManager("finn").save_fact("added_later", "yes")
+    with pytest.raises(ValidationError, match="--force"):
+        import_agent(archive)
+    assert MemoryManager("finn").get_fact("added_later") == "yes"
+    import_agent(archive, force=True)
+    with MemoryManager("finn") as replaced:
+        assert replaced.get_fact("added_later") is None and replaced.get_fact("favourite_colour") == "teal"
+    assert not [p for p in agents_home.iterdir() if p.name.startswith(".")]
+    with pytest.raises(UnknownAgentError):
+        export_agent("ghost", tmp_path / "ghost.tar.gz")
+    assert not (agents_home / "ghost").exists() and not (tmp_path / "ghost.tar.gz").exists()
+
+
+def test_command_line_round_trip(agents_home, tmp_path):
+    """agentos export and import from the shell, with one-line errors and their exit codes."""
+    initialize_agent_memory("finn")
+    MemoryManager("finn").save_fact("city", "Porto")
+    env = dict(os.environ)
+
+    def agentos(*args, home=agents_home):
+        return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, env={**env, "AGENTOS_HOME": str(home)})
+
+    archive = tmp_path / "finn.tar.gz"
+    exported = agentos("export", "--agent", "finn", str(archive))
+    assert exported.returncode == 0 and "exported finn" in exported.stdout, exported.stderr
+    imported = agentos("import", str(archive), "--as", "porto", home=tmp_path / "h2")
+    assert imported.returncode == 0 and "imported porto" in imported.stdout, imported.stderr
+    facts = agentos("facts", "--agent", "porto", "--json", home=tmp_path / "h2")
+    assert json.loads(facts.stdout)[0]["value"] == "Porto"
+    again = agentos("import", str(archive), "--as", "porto", home=tmp_path / "h2")
+    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "--force" in again.stderr
+    (tmp_path / "junk.tar.gz").write_bytes(gzip.compress(b"junk"))
+    junk = agentos("import", str(tmp_path / "junk.tar.gz"), home=tmp_path / "h3")
+    assert junk.returncode == 5 and junk.stderr.startswith("error: ") and not (tmp_path / "h3").exists()
