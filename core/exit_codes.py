@@ -2,11 +2,12 @@
 
     0    done
     1    the run ended in error or at the step limit (NOW.md says what to do next)
-    2    usage or config error (a bad flag, option, agent name or config file)
+    2    usage or config error (a bad flag, option, agent name or config file,
+         an agent that already exists on import)
     3    the run is blocked: the backend cannot carry out the task (the offline backend)
-    4    not found (an agent, session, summary or file that does not exist)
-    5    storage error (a memory file or the database could not be read or written,
-         or another process holds the agent)
+    4    not found (an agent, session, summary, archive or file that does not exist)
+    5    storage error (a memory file, the database or an archive could not be read or
+         written, a damaged archive, or another process holds the agent)
     6    model backend error (no server, unknown model, a failing model call)
     130  interrupted (Ctrl-C)
 """

@@ -257,7 +257,7 @@ class MemoryManager:
         Args:
             query: what to look for.
             n_results: how many results (1-100).
-            kind: ``log_archive``, ``fact``, ``note`` or ``summary`` (or a list of them).
+            kind: ``log_archive``, ``fact``, ``note``, ``summary`` or ``item`` (LangGraph store items), or a list of them.
             since, until: only chunks created in this window (datetime or ISO-8601).
 
         Returns:
