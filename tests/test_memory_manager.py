@@ -36,9 +36,10 @@ def test_first_use_creates_the_memory_files(agents_home: Path) -> None:
 
 
 def test_home_defaults_to_agents_in_the_working_folder(tmp_path: Path, monkeypatch) -> None:
-    """Without AGENTOS_HOME the agents home is ./agents."""
+    """Without AGENTOS_HOME an ./agents folder in the working folder is the agents home."""
     monkeypatch.delenv("AGENTOS_HOME")
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "agents").mkdir()
     with MemoryManager("finn"):
         assert (tmp_path / "agents" / "finn" / "memory" / "NOW.md").is_file()
 
