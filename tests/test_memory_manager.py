@@ -394,7 +394,7 @@ def test_rebuilt_log_index_equals_what_appends_recorded(manager: MemoryManager) 
         ("memory: {auto_compact: 1}\n", "memory.auto_compact must be bool"),
         ("memory: 5\n", "section 'memory' must be a mapping"),
         ("- a list\n", "top level must be a mapping"),
-        ("memory: {max_entry_bytes: [\n", "cannot read config"),
+        ("memory: {max_entry_bytes: [\n", "config.yaml:2:1: invalid YAML"),
     ],
 )
 def test_bad_config_is_a_clear_config_error(agents_home: Path, text: str, message: str) -> None:
