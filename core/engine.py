@@ -41,7 +41,7 @@ from core.config import Config, load_config
 from core.conversation import CompactionReport, Conversation
 from core.budgets import window_of
 from core.context_builder import ContextBuilder
-from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError
+from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError, LockTimeoutError
 from core.llm.backend import Backend, generate_with
 from core.llm.select import choose_backend
 from core.memory.provider.types import Session
@@ -130,7 +130,7 @@ class Engine:
 
         Raises:
             InvalidAgentNameError, ConfigError: bad agent name or config; nothing is created.
-            EngineError: another engine is running this agent.
+            LockTimeoutError: another engine is running this agent (exit code 5).
         """
         self.paths = AgentPaths.for_agent(agent_name)
         self.config = config or load_config(self.paths)
@@ -335,7 +335,7 @@ def _hold_run_lock(paths: AgentPaths) -> FileLock:
     try:
         lock.acquire(timeout=0)
     except Timeout as exc:
-        raise EngineError(
+        raise LockTimeoutError(
             f"agent {paths.name} is already running in another engine: wait for it to finish or stop it"
         ) from exc
     return lock

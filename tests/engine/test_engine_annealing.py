@@ -117,10 +117,10 @@ def test_second_engine_on_a_running_agent_is_refused(agents_home, make_engine):
     """While one engine runs an agent, another is refused with a clear error; once closed, it may start."""
     import pytest
 
-    from core.errors import EngineError
+    from core.errors import LockTimeoutError
 
     first = make_engine(offline=True)
-    with pytest.raises(EngineError, match="already running"):
+    with pytest.raises(LockTimeoutError, match="already running"):
         make_engine(offline=True)
     first.close()
     assert make_engine(offline=True).run("status").ok
