@@ -17,6 +17,7 @@ say what to do next.
     │   └── UnknownSkillError
     ├── StorageError                a file or database could not be read or written
     │   ├── LockTimeoutError        another process holds the agent's lock
+    │   ├── DatabaseUnavailableError the PostgreSQL server cannot be reached
     │   └── CorruptionError         a file on disk does not match its checksum
     ├── ColdStoreError              LanceDB or the embedder failed
     │   └── EmbedderMismatchError   the store was built by another embedder
@@ -81,6 +82,10 @@ class StorageError(AgentOSError):
 
 class LockTimeoutError(StorageError):
     """The agent's lock could not be taken in time."""
+
+
+class DatabaseUnavailableError(StorageError):
+    """The PostgreSQL server of ``storage.dsn`` cannot be reached or dropped the connection."""
 
 
 class CorruptionError(StorageError):

@@ -31,6 +31,7 @@ from core.memory.locking import AgentLock
 from core.memory.log_file import LogFile, ScanResult
 from core.memory.log_format import LogEntry, check_text, utc_timestamp
 from core.memory.now_file import STATUSES, NowState
+from core.memory.storage import open_database
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ class MemoryManager:
         self.config = config or load_config(self.paths)
         self.created: list[Path] = self.paths.ensure_memory_dirs()
         self.lock = AgentLock(self.paths.lock_file, self.config.memory.lock_timeout_s)
-        self.db = Database(self.paths.db_file)
+        self.db = open_database(self.paths, self.config.storage)
         self.log = LogFile(
             self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes,
             seq_floor=lambda: log_index.last_indexed_seq(self.db),
@@ -60,9 +61,9 @@ class MemoryManager:
         self._open()
 
     def _open(self) -> None:
-        if not self.paths.db_file.exists():
+        if isinstance(self.db, Database) and not self.paths.db_file.exists():
             self.created.append(self.paths.db_file)
-        self.db.conn  # creates and migrates memory.db
+        self.db.conn  # creates and migrates memory.db (or the agent's PostgreSQL schema)
         if self.log.ensure_exists():
             self.created.append(self.paths.log_file)
         else:

@@ -197,18 +197,13 @@ class ColdIndexer:
         now = utc_timestamp()
         with self.db.transaction() as conn:
             conn.execute("UPDATE compaction_history SET indexed_at = NULL")
-            conn.execute(
-                "INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT 'fact:' || key, ? FROM user_facts",
-                (now,),
-            )
-            conn.execute(
-                "INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT 'note:' || id, ? FROM cold_notes",
-                (now,),
-            )
-            conn.execute(
-                "INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT 'item:' || id, ? FROM store_items",
-                (now,),
-            )
+            conn.execute(f"INSERT INTO cold_pending (item, queued_at) SELECT 'fact:' || key, ? FROM user_facts {_REQUEUE}", (now,))
+            conn.execute(f"INSERT INTO cold_pending (item, queued_at) SELECT 'note:' || id, ? FROM cold_notes {_REQUEUE}", (now,))
+            conn.execute(f"INSERT INTO cold_pending (item, queued_at) SELECT 'item:' || id, ? FROM store_items {_REQUEUE}", (now,))
+
+
+_REQUEUE = "WHERE true ON CONFLICT (item) DO UPDATE SET queued_at = excluded.queued_at, attempts = 0, last_error = NULL"
+"""Queued anew, as on a first insert (``WHERE true``: SQLite's upsert after a SELECT needs a WHERE)."""
 
 
 def _store_item_chunks(conn, item: str, item_id: str) -> list[Chunk]:

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 
 from core.errors import StorageError
 from core.memory import migrations as migrations_package
+from core.memory.dialect import SQLITE
+from core.memory.locking import AgentLock
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +133,8 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 class Database:
     """Per-thread connections to one memory.db."""
 
+    dialect = SQLITE
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
@@ -159,3 +163,12 @@ class Database:
                 conn.close()
             self._all.clear()
         self._local = threading.local()
+
+    def serialize(self, conn: sqlite3.Connection, *key: object) -> None:
+        """Inside a transaction: wait for other writers of ``key``; ``BEGIN IMMEDIATE`` already did."""
+
+    def conversation_lock(self, conv: int, timeout: float):
+        """The lock that lets one compaction at a time work on conversation ``conv`` (a file beside memory.db)."""
+        lock_dir = Path(self.path).parent / "ctx-locks"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        return AgentLock(lock_dir / f"conversation-{conv}.lock", timeout=timeout, keep_open=False).hold()

@@ -39,9 +39,7 @@ def record(db: Database, entries: Iterable[LogEntry], archive_id: str | None = N
     """Index ``entries`` (already indexed seqs are skipped); return how many rows were added."""
     rows = [_row(e, archive_id) for e in entries]
     with db.transaction() as conn:
-        before = conn.total_changes
-        conn.executemany(_INSERT, rows)
-        return conn.total_changes - before
+        return conn.executemany(_INSERT, rows).rowcount if rows else 0
 
 
 def last_indexed_seq(db: Database) -> int:
@@ -86,7 +84,7 @@ def mark_compacted(db: Database, archived: Iterable[LogEntry], archive_id: str, 
         conn.executemany(_INSERT, [_row(e, archive_id) for e in archived])
         if archived:
             conn.execute(
-                "UPDATE log_metadata SET compacted = 1, archive_id = ? WHERE id BETWEEN ? AND ?",
+                "UPDATE log_metadata SET compacted = TRUE, archive_id = ? WHERE id BETWEEN ? AND ?",
                 (archive_id, archived[0].seq, archived[-1].seq),
             )
         # The summary reuses the seq of the reservation entry it replaces.

@@ -128,6 +128,7 @@ class ProfileRepository:
 
     def _write(self, conn: sqlite3.Connection, scope: str, user_id: str, agent_id: str, change, action: str) -> int:
         now = utc_timestamp()
+        self.db.serialize(conn, "profile", user_id, agent_id)
         conn.execute(
             "INSERT OR IGNORE INTO ctx_agent_memory (user_id, agent_id, updated_at) VALUES (?, ?, ?)",
             (user_id, agent_id, now),

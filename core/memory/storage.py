@@ -1,0 +1,98 @@
+"""Which database holds an agent's memory tables: its own SQLite memory.db, or a schema on a PostgreSQL server.
+
+    db = open_database(paths, config.storage)
+
+SQLite is the default and is opened exactly as before. With PostgreSQL
+(``storage.backend: postgres`` or ``$AGENTOS_DSN``) the agent's tables live in
+the schema ``<storage.schema_prefix><agent>``, which one agent folder claims:
+a second, different folder of the same agent on another host is refused,
+because its LOG.md would not match the index kept in the schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import uuid
+from pathlib import Path
+
+from core.config import StorageConfig
+from core.errors import ConfigError, StorageError
+from core.memory.db import Database
+from core.memory.fsutil import atomic_write
+from core.memory.log_format import utc_timestamp
+from core.paths import AgentPaths
+
+MAX_SCHEMA_CHARS = 63
+"""PostgreSQL's longest identifier."""
+
+
+def schema_name(agent: str, config: StorageConfig) -> str:
+    """The PostgreSQL schema of ``agent``: the prefix and the name, shortened with a hash past 63 characters."""
+    name = config.schema_prefix + agent
+    if len(name.encode("utf-8")) <= MAX_SCHEMA_CHARS:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:10]
+    return name.encode("utf-8")[: MAX_SCHEMA_CHARS - 11].decode("utf-8", "ignore") + "_" + digest
+
+
+def open_database(paths: AgentPaths, config: StorageConfig | None = None):
+    """The database of the agent at ``paths``: ``Database`` (SQLite) or ``PostgresDatabase``.
+
+    Raises:
+        ConfigError: an unknown backend, postgres without a DSN, or psycopg missing.
+        DatabaseUnavailableError: the PostgreSQL server cannot be reached.
+        StorageError: the schema belongs to another folder of this agent.
+    """
+    config = config or StorageConfig()
+    backend, dsn = config.resolved()
+    if backend == "sqlite":
+        return Database(paths.db_file)
+    db = postgres_database(dsn, schema_name(paths.name, config), config, paths.db_file)
+    claim_schema(db, paths)
+    return db
+
+
+def postgres_database(dsn: str, schema: str, config: StorageConfig, path: Path | None = None):
+    """A ``PostgresDatabase`` (importing psycopg only now: SQLite users never load it)."""
+    try:
+        from core.memory.postgres.database import PostgresDatabase
+    except ImportError as exc:
+        raise ConfigError(f"storage.backend postgres needs psycopg ({exc}): pip install 'agentos[postgres]'") from exc
+    return PostgresDatabase(dsn, schema, config, path)
+
+
+def claim_schema(db, paths: AgentPaths) -> None:
+    """Record this agent folder as the owner of the schema on first use; refuse another folder after that."""
+    folder_id = _folder_id(paths.memory_dir / "storage.id")
+    with db.transaction() as conn:
+        conn.execute("INSERT OR IGNORE INTO _agent_folder (singleton, folder_id, host, path, claimed_at)"
+                     " VALUES (1, ?, ?, ?, ?)", (folder_id, socket.gethostname(), str(paths.root), utc_timestamp()))
+        owner = conn.execute("SELECT * FROM _agent_folder").fetchone()
+    if owner["folder_id"] != folder_id:
+        raise StorageError(
+            f"schema {db.schema} holds the memory of agent {paths.name} from the folder {owner['path']} on host "
+            f"{owner['host']} (since {owner['claimed_at']}), not from {paths.root}: run the agent from that folder "
+            f"(mount it here), or give this deployment its own storage.schema_prefix")
+
+
+def _folder_id(path: Path) -> str:
+    """The agent folder's id (``memory/storage.id``), created once: of processes racing, the first link wins."""
+    if not path.exists():
+        staged = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(staged, (uuid.uuid4().hex + "\n").encode("ascii"))
+            try:
+                os.link(staged, path)
+            except FileExistsError:
+                pass
+        except OSError as exc:
+            raise StorageError(f"cannot create {path}: {exc}") from exc
+        finally:
+            staged.unlink(missing_ok=True)
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc}") from exc
