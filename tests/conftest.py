@@ -25,7 +25,47 @@ def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "agents"
     monkeypatch.setenv("AGENTOS_HOME", str(home))
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    monkeypatch.delenv("AGENTOS_DSN", raising=False)  # a developer's server is never a test's
     return home
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server of this test run; without one the tests that need it skip and say why.
+
+    ``AGENTOS_TEST_POSTGRES=require`` (set by .ci/run) makes that a failure instead.
+    """
+    from core.memory.postgres.pool import close_pools
+    from tests.postgres_server import PostgresServer, ServerUnavailable
+
+    try:
+        server = PostgresServer.start()
+    except ServerUnavailable as exc:
+        if os.environ.get("AGENTOS_TEST_POSTGRES") == "require":
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    yield server
+    close_pools()
+    server.stop()
+
+
+@pytest.fixture
+def postgres_db(postgres_server):
+    """A PostgresDatabase in a fresh schema of the test server, dropped afterwards."""
+    import uuid
+
+    import psycopg
+
+    from core.memory.postgres.database import PostgresDatabase
+    from core.memory.postgres.pool import close_pools
+
+    schema = f"test_{uuid.uuid4().hex[:12]}"
+    db = PostgresDatabase(postgres_server.dsn, schema)
+    yield db
+    db.close()
+    close_pools(schema)
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @pytest.fixture

@@ -14,8 +14,10 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import sqlite3
 import uuid
 from pathlib import Path
+from typing import Any
 
 from core.config import StorageConfig
 from core.errors import ConfigError, StorageError
@@ -52,6 +54,27 @@ def open_database(paths: AgentPaths, config: StorageConfig | None = None):
     db = postgres_database(dsn, schema_name(paths.name, config), config, paths.db_file)
     claim_schema(db, paths)
     return db
+
+
+def require_sqlite(config: StorageConfig, what: str) -> None:
+    """Raise ConfigError unless the memory tables are in memory.db: ``what`` works on that file."""
+    if config.resolved()[0] != "sqlite":
+        raise ConfigError(f"{what} works on memory.db files, and storage.backend is postgres: back the schemas up "
+                          "with pg_dump --schema, or unset $AGENTOS_DSN and storage.backend for agents kept in SQLite")
+
+
+def open_checkpointer(paths: AgentPaths, config: StorageConfig | None = None) -> tuple[Any, Any]:
+    """``(closable, saver)``: LangGraph's checkpointer of the agent, in ``memory/checkpoints.db`` or its schema."""
+    config = config or StorageConfig()
+    backend, dsn = config.resolved()
+    if backend == "sqlite":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(paths.checkpoints_file, check_same_thread=False)
+        return conn, SqliteSaver(conn)
+    from core.memory.postgres.checkpoints import open_saver
+
+    return open_saver(dsn, schema_name(paths.name, config), config)
 
 
 def postgres_database(dsn: str, schema: str, config: StorageConfig, path: Path | None = None):

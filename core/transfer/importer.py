@@ -22,6 +22,8 @@ from typing import Any, Callable
 from core.errors import CorruptionError, NotFoundError, StorageError, ValidationError
 from core.memory import now_file
 from core.memory.rebuild import rebuild_all
+from core.config import load_config
+from core.memory.storage import require_sqlite
 from core.memory_manager import MemoryManager
 from core.paths import agents_home, validate_agent_name
 from core.transfer.manifest import ROOT, Manifest, check_member_name, verify
@@ -58,6 +60,7 @@ def import_agent(file: str | Path, *, as_name: str | None = None, force: bool = 
         CorruptionError: the archive is damaged or not an agent archive; nothing was written.
         ValidationError: the agent exists (and not ``force``) or the name is invalid; nothing was written.
     """
+    require_sqlite(load_config().storage, "import")
     source = Path(file)
     if not source.is_file():
         raise NotFoundError(f"no archive at {source}")

@@ -123,10 +123,10 @@ def pool_for(dsn: str, schema: str, config: StorageConfig, **kwargs: Any) -> Con
         return pool
 
 
-def close_pools() -> None:
-    """Close every pool of this process (tests, and a process that is about to exit)."""
+def close_pools(schema: str | None = None) -> None:
+    """Close this process's pools (of one schema, or all): before dropping a schema, or exiting."""
     with _pools_guard:
-        pools = [pool for key, pool in _pools.items() if key[0] == os.getpid()]
-        _pools.clear()
+        keys = [key for key in _pools if key[0] == os.getpid() and schema in (None, key[2])]
+        pools = [_pools.pop(key) for key in keys]
     for pool in pools:
         pool.close(timeout=5)
