@@ -25,7 +25,7 @@ from core.config import StorageConfig
 from core.errors import DatabaseUnavailableError, LockTimeoutError
 from core.memory.dialect import POSTGRES
 from core.memory.postgres import migrate
-from core.memory.postgres.pool import converted, pool_for
+from core.memory.postgres.pool import converted, pool_for, probe
 from core.memory.postgres.translate import translate
 
 log = logging.getLogger(__name__)
@@ -189,6 +189,7 @@ class PostgresDatabase:
         try:
             raw = pool.getconn()
         except PoolTimeout as exc:
+            probe(self.dsn, self.config)  # a server that is down is said so, not "all connections busy"
             raise self.error(exc) from exc
         try:
             yield raw

@@ -18,7 +18,7 @@ from psycopg import conninfo, errors, sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.config import StorageConfig
-from core.errors import DatabaseUnavailableError, LockTimeoutError, StorageError
+from core.errors import AgentOSError, DatabaseUnavailableError, LockTimeoutError, StorageError, ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +37,14 @@ def describe(dsn: str) -> str:
     return f"{host}:{port}/{parts.get('dbname') or os.environ.get('PGDATABASE') or parts.get('user') or ''}"
 
 
-def converted(exc: BaseException, dsn: str, config: StorageConfig) -> StorageError:
-    """The StorageError for a psycopg or pool error, naming the fix."""
+def converted(exc: BaseException, dsn: str, config: StorageConfig) -> AgentOSError:
+    """The library's error for a psycopg or pool error, naming the fix (a StorageError but for bad values)."""
     where = f"PostgreSQL at {describe(dsn)}"
+    if isinstance(exc, PoolTimeout):  # an OperationalError too: the pool is full, the server may be fine
+        return StorageError(f"{where}: no connection was free within storage.pool_timeout_s "
+                            f"({config.pool_timeout_s:g}s), all {config.pool_max} busy; raise storage.pool_max")
+    if isinstance(exc, psycopg.DataError):
+        return ValidationError(f"{where} refused a value: {_first_line(exc)}; nothing was written")
     if isinstance(exc, errors.LockNotAvailable):
         return LockTimeoutError(f"{where}: a lock stayed busy: {_first_line(exc)}; retry, or find the session holding it")
     if isinstance(exc, errors.QueryCanceled):
@@ -51,9 +56,6 @@ def converted(exc: BaseException, dsn: str, config: StorageConfig) -> StorageErr
     if isinstance(exc, psycopg.OperationalError):
         return DatabaseUnavailableError(f"cannot reach {where}: {_first_line(exc)}; start the server or fix "
                                         "storage.dsn (or $AGENTOS_DSN)")
-    if isinstance(exc, PoolTimeout):
-        return StorageError(f"{where}: no connection was free within storage.pool_timeout_s "
-                            f"({config.pool_timeout_s:g}s), all {config.pool_max} busy; raise storage.pool_max")
     return StorageError(f"{where}: {type(exc).__name__}: {_first_line(exc)}")
 
 
