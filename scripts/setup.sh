@@ -22,3 +22,17 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/python -m pip install --quiet -r requirements.txt
     echo "$want" > "$stamp"
 fi
+# A PostgreSQL server for the tests of storage.backend postgres (they start their own cluster from it).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "setup: installing PostgreSQL for the storage tests" >&2
+        for try in 1 2 3 4 5 6; do  # another apt-get may hold the dpkg lock for a while
+            if apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; then
+                break
+            fi
+            sleep 10
+        done
+    else
+        echo "setup: PostgreSQL is not installed and this is not root: the PostgreSQL tests will be skipped" >&2
+    fi
+fi
