@@ -101,26 +101,53 @@ class Result:
             yield self._rows[self._next - 1]
 
 
+class PipelinedCursor:
+    """A statement's cursor in a pipelined transaction: reading rows or ``rowcount`` waits for its result."""
+
+    __slots__ = ("_cursor", "_pipeline", "_db")
+
+    def __init__(self, cursor: psycopg.Cursor, pipeline: psycopg.Pipeline, db: "PostgresDatabase") -> None:
+        self._cursor, self._pipeline, self._db = cursor, pipeline, db
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone()  # psycopg syncs the pipeline for it
+
+    def fetchall(self) -> list:
+        return self._cursor.fetchall()
+
+    def __iter__(self) -> Iterator:
+        return iter(self._cursor)
+
+    @property
+    def rowcount(self) -> int:
+        try:
+            self._pipeline.sync()
+        except psycopg.Error as exc:
+            raise self._db.error(exc) from exc
+        return self._cursor.rowcount
+
+
 class BoundConnection:
     """One checked-out connection (in a transaction): ``execute`` and ``executemany`` like sqlite3's."""
 
-    def __init__(self, raw: psycopg.Connection, db: "PostgresDatabase") -> None:
+    def __init__(self, raw: psycopg.Connection, pipeline: psycopg.Pipeline, db: "PostgresDatabase") -> None:
         self.raw = raw
+        self.pipeline = pipeline
         self.db = db
 
-    def execute(self, sql: str, params: Sequence | None = None) -> psycopg.Cursor:
+    def execute(self, sql: str, params: Sequence | None = None) -> PipelinedCursor:
         try:
-            return self.raw.execute(translate(sql), params or ())
+            return PipelinedCursor(self.raw.execute(translate(sql), params or ()), self.pipeline, self.db)
         except psycopg.Error as exc:
             raise self.db.error(exc) from exc
 
-    def executemany(self, sql: str, rows: Iterable[Sequence]) -> psycopg.Cursor:
+    def executemany(self, sql: str, rows: Iterable[Sequence]) -> PipelinedCursor:
         cursor = self.raw.cursor()
         try:
             cursor.executemany(translate(sql), list(rows))
         except psycopg.Error as exc:
             raise self.db.error(exc) from exc
-        return cursor
+        return PipelinedCursor(cursor, self.pipeline, self.db)
 
 
 class _AutocommitConnection:
@@ -204,8 +231,9 @@ class PostgresDatabase:
             with self._converting(), bound.raw.transaction():
                 yield bound
             return
-        with self.connection() as raw, self._converting(), raw.transaction():
-            self._local.bound = bound = BoundConnection(raw, self)
+        # Pipeline mode: statements whose results nobody reads go out without waiting for the server.
+        with self.connection() as raw, self._converting(), raw.pipeline() as pipeline, raw.transaction():
+            self._local.bound = bound = BoundConnection(raw, pipeline, self)
             try:
                 yield bound
             finally:
