@@ -72,9 +72,8 @@ def test_storage_backend_is_chosen_by_config_or_environment(monkeypatch):
 
 def test_a_server_that_is_down_is_one_clear_line_and_exit_code_5(agents_home, tmp_path):
     """With no server at the DSN, agentos status fails with exit 5 and a line naming the fix, never the password."""
+    MemoryManager("finn").close()  # an agent kept in SQLite so far
     env = {**os.environ, "AGENTOS_DSN": f"postgresql://agentos:hunter2@127.0.0.1:{free_port()}/agentos"}
-    subprocess.run([sys.executable, "-m", "core", "init", "--agent", "finn"], cwd=ROOT, env=env,
-                   capture_output=True, timeout=120)
     result = subprocess.run([sys.executable, "-m", "core", "status", "--agent", "finn"], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 5, result.stderr

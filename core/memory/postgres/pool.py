@@ -108,6 +108,7 @@ def pool_for(dsn: str, schema: str, config: StorageConfig, **kwargs: Any) -> Con
         pool = _pools.get(key)
         if pool is not None and not pool.closed:
             return pool
+        probe(dsn, config)  # a server that is down fails here at once, not after the pool's timeout
         pool = ConnectionPool(
             dsn, min_size=1, max_size=max(1, config.pool_max), open=False, timeout=config.pool_timeout_s,
             kwargs={"autocommit": True, "connect_timeout": _whole_seconds(config.connect_timeout_s), **kwargs},
