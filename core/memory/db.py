@@ -164,6 +164,10 @@ class Database:
             self._all.clear()
         self._local = threading.local()
 
+    def iterate(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
+        """The rows of a long read, fetched as they are consumed (an SQLite cursor already is)."""
+        return self.conn.execute(sql, params)
+
     def serialize(self, conn: sqlite3.Connection, *key: object) -> None:
         """Inside a transaction: wait for other writers of ``key``; ``BEGIN IMMEDIATE`` already did."""
 

@@ -46,15 +46,16 @@ SQLITE = Dialect(
 )
 
 # tsvector 'simple' (lower-cased words, no stemming) is the closest to FTS5's unicode61 tokenizer;
-# the GIN indexes of migration m003 are on exactly these expressions. The snippet is made for the
+# the GIN indexes of migration m003 are on exactly these expressions (a tsvector holds at most 1 MB: the
+# first 200,000 characters of a text are searched). The snippet is made for the
 # rows kept only (ts_headline is slow), with the same parameters in the same order as SQLite's.
 _PG_SEARCH = """
 WITH q AS (SELECT ?::int AS words, plainto_tsquery('simple', ?) AS query)
-SELECT t.id, t.created_at AS at, h.rank, ts_headline('simple', t.content, q.query, format(
+SELECT t.id, t.created_at AS at, h.rank, ts_headline('simple', left(t.content, 200000), q.query, format(
     'StartSel=[, StopSel=], FragmentDelimiter=…, MaxFragments=1, MinWords=%s, MaxWords=%s',
     greatest(1, q.words / 2), greatest(2, q.words))) AS snip
-FROM (SELECT t.id, -ts_rank_cd(to_tsvector('simple', t.content), q.query) AS rank
-      FROM {table} t, q WHERE to_tsvector('simple', t.content) @@ q.query AND t.conversation_id = ?
+FROM (SELECT t.id, -ts_rank_cd(to_tsvector('simple', left(t.content, 200000)), q.query) AS rank
+      FROM {table} t, q WHERE to_tsvector('simple', left(t.content, 200000)) @@ q.query AND t.conversation_id = ?
       ORDER BY rank, t.id LIMIT ?) h
 JOIN {table} t ON t.id = h.id, q
 ORDER BY h.rank, t.id

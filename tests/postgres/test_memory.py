@@ -128,3 +128,16 @@ def test_text_postgres_cannot_hold_is_bad_input(postgres_db):
         provider.append(Session("nul"), [Message("user", "a\x00b")])
     assert provider.stats(Session("nul")).message_count == 0
     provider.close()
+
+
+def test_a_huge_message_is_stored_whole_and_searched_by_its_beginning(postgres_db):
+    """A 1.6 MB message (over a tsvector's 1 MB) is stored whole; its first 200,000 characters are searchable."""
+    from core.memory.provider import SearchQuery
+    from core.plugins.memory.lcm import DeterministicSummarizer
+
+    provider = LCMProvider(postgres_db, summarizer=DeterministicSummarizer())
+    words = " ".join(f"w{n:09d}" for n in range(150_000))
+    provider.append(Session("big"), [Message("tool", "needle " + words, tool_name="read_file")])
+    assert provider.load_history("big")[0].content == "needle " + words
+    assert [hit.source_type for hit in provider.search(Session("big"), SearchQuery("needle"))] == ["message"]
+    provider.close()

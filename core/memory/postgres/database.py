@@ -30,6 +30,8 @@ from core.memory.postgres.translate import translate
 
 log = logging.getLogger(__name__)
 
+ITER_PAGE = 64
+"""Rows fetched at a time by :meth:`PostgresDatabase.iterate`: about what one context needs."""
 _FIRST_WAIT_S = 0.005
 _LONGEST_WAIT_S = 0.2
 
@@ -238,6 +240,19 @@ class PostgresDatabase:
                 yield bound
             finally:
                 self._local.bound = None
+
+    def iterate(self, sql: str, params: Sequence = ()) -> Iterator[Row]:
+        """The rows of a long read, fetched a page at a time (a server-side cursor), so a reader that
+        stops early (assembling a context) does not read them all; one snapshot throughout."""
+        bound = getattr(self._local, "bound", None)
+        if bound is not None:
+            yield from bound.execute(sql, params)
+            return
+        with self.connection() as raw, self._converting(), raw.transaction():
+            with raw.cursor(name="agentos_read") as cursor:
+                cursor.itersize = ITER_PAGE
+                cursor.execute(translate(sql), params or ())
+                yield from cursor
 
     @contextmanager
     def _converting(self) -> Iterator[None]:

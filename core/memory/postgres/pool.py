@@ -43,7 +43,7 @@ def converted(exc: BaseException, dsn: str, config: StorageConfig) -> AgentOSErr
     if isinstance(exc, PoolTimeout):  # an OperationalError too: the pool is full, the server may be fine
         return StorageError(f"{where}: no connection was free within storage.pool_timeout_s "
                             f"({config.pool_timeout_s:g}s), all {config.pool_max} busy; raise storage.pool_max")
-    if isinstance(exc, psycopg.DataError):
+    if isinstance(exc, (psycopg.DataError, errors.ProgramLimitExceeded)):
         return ValidationError(f"{where} refused a value: {_first_line(exc)}; nothing was written")
     if isinstance(exc, errors.LockNotAvailable):
         return LockTimeoutError(f"{where}: a lock stayed busy: {_first_line(exc)}; retry, or find the session holding it")
@@ -53,10 +53,16 @@ def converted(exc: BaseException, dsn: str, config: StorageConfig) -> AgentOSErr
     if isinstance(exc, errors.InsufficientPrivilege):
         return StorageError(f"{where}: {_first_line(exc)}; grant the user of storage.dsn the rights to create "
                             "schemas and tables in this database")
-    if isinstance(exc, psycopg.OperationalError):
+    if isinstance(exc, psycopg.OperationalError) and _connection_lost(exc):
         return DatabaseUnavailableError(f"cannot reach {where}: {_first_line(exc)}; start the server or fix "
                                         "storage.dsn (or $AGENTOS_DSN)")
     return StorageError(f"{where}: {type(exc).__name__}: {_first_line(exc)}")
+
+
+def _connection_lost(exc: psycopg.Error) -> bool:
+    """A failure to connect, or a connection lost or shut down (not an error of one statement)."""
+    state = exc.sqlstate or ""
+    return not state or state.startswith(("08", "57P"))
 
 
 def _first_line(exc: BaseException) -> str:

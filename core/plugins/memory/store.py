@@ -183,7 +183,7 @@ class ConversationStore:
 
     def messages_newest_first(self, conv: int) -> Iterator[sqlite3.Row]:
         """A lazy cursor over the conversation's messages, newest first."""
-        return self.db.conn.execute(
+        return self.db.iterate(
             f"SELECT {MESSAGE_COLUMNS}, m.token_count FROM ctx_messages m"
             " WHERE m.conversation_id = ? ORDER BY m.seq DESC", (conv,)
         )

@@ -104,6 +104,7 @@ CREATE TABLE ctx_session_snapshots (
     updated_at TEXT NOT NULL
 );
 
--- Full-text search: expression indexes the dialect's queries use as they are.
-CREATE INDEX ctx_messages_fts ON ctx_messages USING gin (to_tsvector('simple', content));
-CREATE INDEX ctx_summaries_fts ON ctx_summaries USING gin (to_tsvector('simple', content));
+-- Full-text search: expression indexes the dialect's queries use as they are. A tsvector holds at most
+-- 1 MB, so a message is indexed by its first 200,000 characters (stored whole all the same).
+CREATE INDEX ctx_messages_fts ON ctx_messages USING gin (to_tsvector('simple', left(content, 200000)));
+CREATE INDEX ctx_summaries_fts ON ctx_summaries USING gin (to_tsvector('simple', left(content, 200000)));

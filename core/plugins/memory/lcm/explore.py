@@ -34,9 +34,9 @@ WHERE i.conversation_id = ? ORDER BY i.position DESC
 """
 
 
-def context_newest_first(conn: sqlite3.Connection, conv: int) -> Iterator[WindowItem]:
+def context_newest_first(db, conv: int) -> Iterator[WindowItem]:
     """The conversation's context items, newest first, read lazily so assembly stops at the budget."""
-    for row in conn.execute(_CONTEXT_SQL, (conv,)):
+    for row in db.iterate(_CONTEXT_SQL, (conv,)):
         if row["summary_id"] is None:
             yield WindowItem(message_from_row(row), row["token_count"])
         else:

@@ -48,7 +48,7 @@ class LCMProvider(StoredConversations):
 
     def _window_items(self, conv: int):
         """Context items newest first: messages and the summaries that stand in for older ones."""
-        return explore.context_newest_first(self.db.conn, conv)
+        return explore.context_newest_first(self.db, conv)
 
     # -- Compactor -------------------------------------------------------------
 
