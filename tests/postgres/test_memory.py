@@ -12,14 +12,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from core.config import Config, StorageConfig, load_config
-from core.errors import ConfigError, DatabaseUnavailableError, StorageError
+from core.config import StorageConfig, load_config
+from core.errors import ConfigError, StorageError
 from core.memory.postgres.database import PostgresDatabase, advisory_key
 from core.memory.provider import Message, Session
-from core.memory.storage import open_database, schema_name
+from core.memory.storage import schema_name
 from core.memory_manager import MemoryManager
-from core.plugins.memory.lcm import LCMProvider
 from core.paths import AgentPaths
+from core.plugins.memory.lcm import LCMProvider
 from tests.postgres_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

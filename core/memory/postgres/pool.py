@@ -18,7 +18,13 @@ from psycopg import conninfo, errors, sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.config import StorageConfig
-from core.errors import AgentOSError, DatabaseUnavailableError, LockTimeoutError, StorageError, ValidationError
+from core.errors import (
+    AgentOSError,
+    DatabaseUnavailableError,
+    LockTimeoutError,
+    StorageError,
+    ValidationError,
+)
 
 log = logging.getLogger(__name__)
 
