@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -41,6 +42,10 @@ def test_memory_manager_keeps_its_tables_in_the_agents_schema(pg_home):
     assert not (pg_home / "finn" / "memory" / "memory.db").exists()
     with MemoryManager("finn") as again:
         assert again.list_facts()[0]["value"] == "Lisbon"
+    status = subprocess.run([sys.executable, "-m", "core", "status", "--agent", "finn", "--json"], cwd=ROOT,
+                            env=dict(os.environ), capture_output=True, text=True, timeout=120)
+    assert status.returncode == 0, status.stderr
+    assert f"schema='{schema}'" in json.loads(status.stdout)["database"]
 
 
 def test_another_folder_of_the_agent_is_refused(pg_home, tmp_path, monkeypatch):
