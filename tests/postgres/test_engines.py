@@ -103,3 +103,14 @@ def test_engines_serve_sessions_of_one_agent_at_once(server, ollama_home):
     with Engine("finn", session="c") as third:
         assert len(third.recovered) == 1  # the killed engine's run
         assert third.run("say hello").ok
+
+
+def test_an_engine_whose_lock_connection_dropped_takes_its_session_again(server, ollama_home, postgres_server):
+    """After the server drops the engine's lock connection, the next turn re-takes the session and runs."""
+    with Engine("finn", session="a") as engine:
+        with psycopg.connect(postgres_server.dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (engine._lease._conn.info.backend_pid,))
+        server.enqueue("hello again")
+        assert engine.run("say hello").ok
+        with pytest.raises(LockTimeoutError, match="already served"):
+            Engine("finn", session="a")

@@ -26,27 +26,43 @@ class SessionLease:
     def __init__(self, dsn: str, schema: str, session_id: str, config: StorageConfig) -> None:
         """Raises LockTimeoutError when another engine serves the session, DatabaseUnavailableError when
         the server does not answer."""
-        self.dsn, self.schema, self.config = dsn, schema, config
+        self.dsn, self.schema, self.session_id, self.config = dsn, schema, session_id, config
+        self._conn = self._connect()
+
+    def _connect(self) -> psycopg.Connection:
+        """A connection of the lease's own, holding the session's lock."""
         try:
-            self._conn = psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(config.connect_timeout_s)))
-            for name, value in session_settings(config).items():
-                self._conn.execute("SELECT set_config(%s, %s, false)", (name, value))
-            taken = self._try_lock("session", session_id)
+            conn = psycopg.connect(self.dsn, autocommit=True,
+                                   connect_timeout=max(1, round(self.config.connect_timeout_s)))
+            for name, value in session_settings(self.config).items():
+                conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+            key = advisory_key(self.schema, "session", self.session_id)
+            taken = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]
         except psycopg.Error as exc:
-            raise converted(exc, dsn, config) from exc
+            raise converted(exc, self.dsn, self.config) from exc
         if not taken:
-            self._conn.close()
-            raise LockTimeoutError(f"session {session_id} is already served by another engine (schema {schema}): "
-                                   "wait for it to finish, stop it, or use another session")
+            conn.close()
+            raise LockTimeoutError(f"session {self.session_id} is already served by another engine (schema "
+                                   f"{self.schema}): wait for it to finish, stop it, or use another session")
+        return conn
 
     def _try_lock(self, *parts: str) -> bool:
-        return self._conn.execute("SELECT pg_try_advisory_lock(%s)", (advisory_key(self.schema, *parts),)).fetchone()[0]
+        key = advisory_key(self.schema, *parts)
+        return self._conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]
 
     @contextmanager
     def running(self, run_id: str) -> Iterator[None]:
-        """Hold ``run_id``'s lock for the block: other engines see the run as live."""
+        """Hold ``run_id``'s lock for the block: other engines see the run as live.
+
+        A lease whose connection was lost (its locks with it) takes the session again first.
+        """
         try:
-            self._try_lock("run", run_id)  # a fresh id: nobody else holds it
+            try:
+                self._try_lock("run", run_id)  # a fresh id: nobody else holds it
+            except psycopg.OperationalError:
+                self._conn.close()
+                self._conn = self._connect()
+                self._try_lock("run", run_id)
         except psycopg.Error as exc:
             raise converted(exc, self.dsn, self.config) from exc
         try:

@@ -5,7 +5,8 @@ spells it differently, the statement is rewritten here (and cached), so both
 databases run one code path:
 
 - ``?`` placeholders become ``%s`` (and a literal ``%`` becomes ``%%``);
-- ``INSERT OR IGNORE INTO ...`` becomes ``INSERT INTO ... ON CONFLICT DO NOTHING``;
+- ``INSERT OR IGNORE INTO ...`` becomes ``INSERT INTO ... ON CONFLICT DO NOTHING`` (it skips
+  duplicate keys only, the one use memory.db's statements make of it);
 - ``LIMIT ?`` keeps SQLite's meaning of a negative limit (no limit).
 
 What differs in meaning (full-text search, locks, ids of new rows) is not
