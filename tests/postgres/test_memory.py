@@ -146,3 +146,20 @@ def test_a_huge_message_is_stored_whole_and_searched_by_its_beginning(postgres_d
     assert provider.load_history("big")[0].content == "needle " + words
     assert [hit.source_type for hit in provider.search(Session("big"), SearchQuery("needle"))] == ["message"]
     provider.close()
+
+
+def test_connections_the_server_dropped_are_replaced(postgres_db):
+    """After the server ends the pool's connections (a restart, a failover) one call fails as unavailable, then calls work."""
+    from core.errors import DatabaseUnavailableError
+    from core.memory.postgres.pool import application_name
+
+    provider = LCMProvider(postgres_db)
+    provider.append(Session("s"), [Message("user", "before")])
+    with psycopg.connect(postgres_db.dsn, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                      (application_name(postgres_db.schema),))
+    with pytest.raises(DatabaseUnavailableError, match="cannot reach PostgreSQL"):
+        provider.append(Session("s"), [Message("user", "cut off")])
+    provider.append(Session("s"), [Message("user", "after")])
+    assert [m.content for m in provider.load_history("s")] == ["before", "after"]
+    provider.close()

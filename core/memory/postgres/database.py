@@ -262,10 +262,11 @@ class PostgresDatabase:
             raise self.error(exc) from exc
 
     def error(self, exc: BaseException):
-        """The library error for ``exc``; a lost connection also makes the pool check its idle ones."""
+        """The library error for ``exc``; after a lost connection the pool drops its idle ones that died too
+        (a server restarted or failed over), so the next operation gets a live one."""
         error = converted(exc, self.dsn, self.config)
         if isinstance(error, DatabaseUnavailableError) and self._pool is not None:
-            threading.Thread(target=self._pool.check, name="agentos-pool-check", daemon=True).start()
+            self._pool.check()
         return error
 
     # -- what differs from SQLite ---------------------------------------------------

@@ -107,6 +107,11 @@ def configure(schema: str, config: StorageConfig) -> Callable[[psycopg.Connectio
     return run
 
 
+def application_name(schema: str) -> str:
+    """How the server lists this pool's connections (``pg_stat_activity.application_name``)."""
+    return f"agentos {schema}"[:63]
+
+
 def pool_for(dsn: str, schema: str, config: StorageConfig, **kwargs: Any) -> ConnectionPool:
     """This process's pool of connections to ``dsn`` whose search_path is ``schema``.
 
@@ -123,7 +128,8 @@ def pool_for(dsn: str, schema: str, config: StorageConfig, **kwargs: Any) -> Con
         probe(dsn, config)  # a server that is down fails here at once, not after the pool's timeout
         pool = ConnectionPool(
             dsn, min_size=1, max_size=max(1, config.pool_max), open=False, timeout=config.pool_timeout_s,
-            kwargs={"autocommit": True, "connect_timeout": _whole_seconds(config.connect_timeout_s), **kwargs},
+            kwargs={"autocommit": True, "connect_timeout": _whole_seconds(config.connect_timeout_s),
+                    "application_name": application_name(schema), **kwargs},
             configure=configure(schema, config), name=f"agentos-{schema}",
             reconnect_timeout=max(config.pool_timeout_s, 60.0),
         )
