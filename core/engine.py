@@ -237,7 +237,7 @@ class Engine:
         if pending is not None and is_continue(task):
             return self.resume()
         if pending is not None:
-            self.manager.append_log("SYSTEM", f"unfinished turn {pending.get('turn_id')} set aside for a new request",
+            self.manager.append_system("SYSTEM", f"unfinished turn {pending.get('turn_id')} set aside for a new request",
                                     {"turn_id": pending.get("turn_id"), "kind": "turn_abandoned"})
         self.runtime.notes.clear()
         report = auto_compact(self.conversation, self.backend, self.config.compaction, self.manager)
@@ -303,7 +303,7 @@ class Engine:
                                     resume_hint=f"Run: python -m core.engine --agent {self.paths.name} --resume")
             return
         line = f"{type(exc).__name__}: {exc}"
-        self.manager.append_log("ERROR", line, {"run_id": run_id, "traceback": traceback.format_exc()})
+        self.manager.append_system("ERROR", line, {"run_id": run_id, "traceback": traceback.format_exc()})
         self.manager.update_now(
             state="error", current_step="Error encountered - recovery needed", blockers=[line[:300]],
             next_steps=["Review LOG.md", "Fix the cause (see the error)", "Run again with --resume"],

@@ -31,7 +31,7 @@ from core.memory.fitting import window_of_generate
 from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
-from core.memory.log_format import check_text, utc_timestamp
+from core.memory.log_format import check_text, is_compaction_summary, utc_timestamp
 from core.memory.summarizer import Generate, LogSummarizer
 from core.paths import AgentPaths
 
@@ -176,8 +176,8 @@ class ColdMemory:
             "SELECT 1 FROM compaction_history WHERE indexed_at IS NULL LIMIT 1"
         ).fetchone()
         first = self.compactor.log.first_entry()
-        unrecorded = first is not None and first.type == "SUMMARY" and not self.db.conn.execute(
-            "SELECT 1 FROM compaction_history WHERE last_seq = ?", (first.metadata.get("covers", [0, 0])[1],)
+        unrecorded = first is not None and is_compaction_summary(first) and not self.db.conn.execute(
+            "SELECT 1 FROM compaction_history WHERE last_seq = ?", (first.metadata["covers"][1],)
         ).fetchone()
         if history or unrecorded:
             self._start(self._recover, "recovery")

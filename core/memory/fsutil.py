@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from contextlib import suppress
 from pathlib import Path
 
-from core.errors import StorageError
+from core.errors import DiskFullError, ReadOnlyError, StorageError
+
+_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+_READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def storage_error(exc: OSError, what: str) -> StorageError:
+    """The StorageError for an OS error met while ``what`` (e.g. "cannot write x"), naming the fix."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in _FULL:
+        return DiskFullError(f"{what}: {reason}; free some disk space, then retry (nothing of this write was kept)")
+    if exc.errno in _READ_ONLY:
+        return ReadOnlyError(f"{what}: {reason}; make the agent's memory folder and its files writable "
+                             "(permissions, a read-only mount), then retry")
+    return StorageError(f"{what}: {reason}")
 
 
 datasync = getattr(os, "fdatasync", os.fsync)
@@ -41,6 +56,8 @@ class StagedFile:
         flush the caller makes meanwhile (of another file) and ``install()`` wait on less."""
         self.path = path
         self.tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        self.replaced = False
+        """True once the temp file has taken the path's place (only the folder's flush may be missing)."""
         try:
             self._fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         except OSError as exc:
@@ -63,6 +80,7 @@ class StagedFile:
             finally:
                 self._close()
             os.replace(self.tmp, self.path)
+            self.replaced = True
         except BaseException as exc:
             self.discard()
             if isinstance(exc, OSError):
@@ -87,7 +105,7 @@ class StagedFile:
             os.close(fd)
 
     def _error(self, exc: OSError) -> StorageError:
-        return StorageError(f"cannot write {self.path}: {exc}")
+        return storage_error(exc, f"cannot write {self.path}")
 
 
 def start_writeback(fd: int) -> None:

@@ -1,9 +1,12 @@
 """LOG.md on disk: crash-safe appends, tail reads, full scans and torn-tail repair.
 
 Every append happens under the agent's lock, as one ``os.write`` of the whole
-line followed by ``fdatasync``. Readers need no lock: a line is either whole
-(and its CRC proves it) or it is the torn tail of a crashed writer, which the
-next writer, or :meth:`LogFile.repair`, moves to ``memory/quarantine/``.
+line followed by ``fdatasync``; a write or flush that fails is cut off again, so
+a refused append leaves nothing behind. Readers need no lock: a line is either
+whole (and its CRC proves it) or it is the torn tail of a crashed writer, which
+the next writer, or :meth:`LogFile.repair`, moves to ``memory/quarantine/``.
+A whole last entry whose newline an editor stripped is kept (its CRC proves it
+whole), and a file an editor saved with CRLF line ends is converted back.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from core.errors import CorruptionError, StorageError, ValidationError
-from core.memory.fsutil import atomic_write, datasync, fsync_dir, write_all
+from core.memory.fsutil import atomic_write, datasync, fsync_dir, storage_error, write_all
 from core.memory.locking import AgentLock
 from core.memory.log_format import (
     HEADER,
@@ -131,21 +134,48 @@ class LogFile:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             except OSError as exc:
-                raise StorageError(f"cannot append to {self.path}: {exc}") from exc
+                raise storage_error(exc, f"cannot append to {self.path}") from exc
             try:
+                entry, line = self.build_line(self._last_seq_locked(fd) + 1, entry_type, content, metadata)
+                start = os.fstat(fd).st_size
+                doing = "append to"
                 try:
-                    entry, line = self.build_line(self._last_seq_locked(fd) + 1, entry_type, content, metadata)
                     write_all(fd, line)
-                    self._cache = (_identity(os.fstat(fd)), entry.seq)
-                except OSError as exc:
-                    raise StorageError(f"cannot append to {self.path}: {exc}") from exc
-                try:
                     yield entry
-                finally:
-                    try:
-                        datasync(fd)
-                    except OSError as exc:
-                        raise StorageError(f"cannot flush {self.path}: {exc}") from exc
+                    doing = "flush"
+                    datasync(fd)
+                except BaseException as exc:
+                    self._cut(fd, start)  # refused: nothing of the line stays behind
+                    if isinstance(exc, OSError):
+                        raise storage_error(exc, f"cannot {doing} {self.path}") from exc
+                    raise
+                self._cache = (_identity(os.fstat(fd)), entry.seq)
+            finally:
+                os.close(fd)
+
+    def _cut(self, fd: int, size: int) -> None:
+        """Truncate LOG.md back to ``size`` bytes after a failed append (the lock is held)."""
+        self._cache = None
+        try:
+            os.ftruncate(fd, size)
+            datasync(fd)
+        except OSError as exc:  # the next writer's repair moves the piece to quarantine
+            log.error("could not cut a failed append off %s (%s); it is repaired at the next write", self.path, exc)
+
+    def retract(self, entry: LogEntry) -> bool:
+        """Remove ``entry`` if it is still the last line (a write that depended on it failed); True if removed."""
+        line = encode_entry(entry.seq, entry.ts, entry.type, entry.content, entry.metadata or None)
+        with self.lock.hold():
+            try:
+                fd = os.open(self.path, os.O_RDWR)
+            except OSError as exc:
+                raise storage_error(exc, f"cannot open {self.path}") from exc
+            try:
+                size = os.fstat(fd).st_size
+                if size < len(line) or _read_at(fd, size - len(line), len(line)) != line:
+                    return False
+                self._cut(fd, size - len(line))
+                return True
             finally:
                 os.close(fd)
 
@@ -199,31 +229,33 @@ class LogFile:
 
     def tail(self, n: int = 20) -> list[LogEntry]:
         """Return the last ``n`` readable entries, oldest first, reading from the file's end."""
-        if n <= 0:
-            return []
+        found: list[LogEntry] = []
+        if n > 0:
+            for entry in self.newest_first():
+                found.append(entry)
+                if len(found) >= n:
+                    break
+        return list(reversed(found))
+
+    def newest_first(self) -> Iterator[LogEntry]:
+        """The readable entries from the file's end backwards (read a block at a time, as far as asked)."""
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
-            return []
+            return
         try:
-            size = os.fstat(fd).st_size
-            found: list[LogEntry] = []
-            end = size
+            end = os.fstat(fd).st_size
             carry = b""
-            while end > 0 and len(found) < n:
+            while end > 0:
                 start = max(0, end - _TAIL_BLOCK)
                 block = _read_at(fd, start, end - start) + carry
                 lines = block.split(b"\n")
                 carry = lines[0] if start > 0 else b""
-                body = lines[1:] if start > 0 else lines
-                for raw in reversed(body):
-                    if len(found) >= n:
-                        break
+                for raw in reversed(lines[1:] if start > 0 else lines):
                     entry = parse_or_none(raw)
                     if entry is not None:
-                        found.append(entry)
+                        yield entry
                 end = start
-            return list(reversed(found))
         finally:
             os.close(fd)
 
@@ -236,12 +268,13 @@ class LogFile:
         return scan_bytes(data, self.path)
 
     def repair(self) -> Path | None:
-        """Move a torn or corrupt tail to the quarantine folder; return its file, if any."""
+        """Convert CRLF line ends, restore a stripped final newline, and move a torn or corrupt
+        tail to the quarantine folder; return the quarantine file, if any."""
         with self.lock.hold():
             return None if self._tail_is_sound() else self._repair_locked()
 
     def _tail_is_sound(self) -> bool:
-        """True when the file ends with a newline and its last line is a valid entry or the header."""
+        """True when the file ends with a newline, has LF line ends and its last line is a valid entry or the header."""
         try:
             with open(self.path, "rb") as handle:
                 size = handle.seek(0, os.SEEK_END)
@@ -249,9 +282,11 @@ class LogFile:
                 block = handle.read()
         except FileNotFoundError:
             return True
+        except OSError as exc:
+            raise storage_error(exc, f"cannot read {self.path}") from exc
         if not block:
             return True
-        if not block.endswith(b"\n"):
+        if not block.endswith(b"\n") or b"\r\n" in block:
             return False
         last = block[:-1].rsplit(b"\n", 1)[-1]
         if len(block) < size and b"\n" not in block[:-1]:
@@ -263,6 +298,12 @@ class LogFile:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise storage_error(exc, f"cannot read {self.path}") from exc
+        fixed = _normalised(data)
+        if fixed != data:
+            self._rewrite(fixed, "restored LF line ends and the final newline of its whole entries")
+            data = fixed
         keep = len(data)
         if not data.endswith(b"\n"):
             keep = data.rfind(b"\n") + 1
@@ -278,19 +319,45 @@ class LogFile:
             return None
         seqs = [int(s) for s in _SEQ_PREFIX.findall(data[keep:])]
         self._quarantined_seq = max([self._quarantined_seq, *seqs])
-        self.quarantine_dir.mkdir(parents=True, exist_ok=True)
         target = self.quarantine_dir / f"LOG-tail-{utc_timestamp().replace(':', '')}-{os.getpid()}.md"
-        atomic_write(target, data[keep:])
-        with open(self.path, "r+b") as handle:
-            handle.truncate(keep)
-            handle.flush()
-            os.fsync(handle.fileno())
-        fsync_dir(self.path.parent)
+        try:
+            self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, data[keep:])
+            with open(self.path, "r+b") as handle:
+                handle.truncate(keep)
+                handle.flush()
+                os.fsync(handle.fileno())
+            fsync_dir(self.path.parent)
+        except OSError as exc:
+            raise storage_error(exc, f"cannot move the torn tail of {self.path} to {target}") from exc
         self._cache = None
         log.warning(
             "LOG.md had a torn tail of %d bytes; moved it to %s", len(data) - keep, target
         )
         return target
+
+    def _rewrite(self, data: bytes, what: str) -> None:
+        atomic_write(self.path, data)
+        self._cache = None
+        log.warning("LOG.md %s: %s", what, self.path)
+
+
+def _normalised(data: bytes) -> bytes:
+    """``data`` with CRLF line ends turned into LF and a newline after a whole last entry that lacks one.
+
+    Only lines that then read as entries (or the header) change: anything else is left for the
+    tail repair to judge.
+    """
+    lines = data.split(b"\n")
+    last = lines.pop()  # after the final newline: b"" unless it was stripped (or torn)
+    for number, raw in enumerate(lines):
+        if raw.endswith(b"\r") and (parse_or_none(raw[:-1]) is not None or is_header(raw[:-1])):
+            lines[number] = raw[:-1]
+    text = b"\n".join(lines) + (b"\n" if lines else b"")
+    bare = last[:-1] if last.endswith(b"\r") else last
+    if last and (parse_or_none(bare) is not None or is_header(bare)):
+        return text + bare + b"\n"  # a whole entry: its CRC proves nothing is missing but the newline
+    return text + last
 
 
 def scan_bytes(data: bytes, where: object) -> ScanResult:
@@ -302,7 +369,7 @@ def scan_bytes(data: bytes, where: object) -> ScanResult:
         start, offset = offset, offset + len(raw) + 1
         if not raw or (line_no == 1 and is_header(raw)):
             continue
-        if not complete:
+        if not complete and parse_or_none(raw) is None:
             result.bad_lines.append(BadLine(line_no, start, "torn line (no newline)"))
             continue
         try:
@@ -324,7 +391,8 @@ def _read_at(fd: int, offset: int, length: int) -> bytes:
 
 
 def parse_or_none(raw: bytes) -> LogEntry | None:
-    """The entry on one line (without its newline), or None for a header, blank or damaged line."""
+    """The entry on one line (without its newline; a CR before it is allowed), or None for a header,
+    blank or damaged line."""
     if not raw or is_header(raw):
         return None
     try:

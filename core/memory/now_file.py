@@ -179,19 +179,43 @@ def parse(text: str, agent: str) -> NowState:
             plan.append(PlanStep(match.group(2), match.group(1) != " "))
     blockers = tuple(line[2:] for line in sections.get("Blockers", []) if line.startswith("- "))
     hint = "\n".join(sections.get("Resume hint", [])).strip()
+    run_id = front.get("run_id")
     return NowState(
-        agent=str(front.get("agent") or agent),
-        version=int(front.get("version") or 0),
-        updated_at=str(front.get("updated_at") or ""),
-        run_id=front.get("run_id"),
-        status=str(front.get("status") or "idle"),
-        objective=str(front.get("objective") or ""),
-        current_step=str(front.get("current_step") or ""),
-        log_seq=int(front.get("log_seq") or 0),
+        agent=_text(front, "agent") or agent,
+        version=_count(front, "version"),
+        updated_at=_text(front, "updated_at"),
+        run_id=None if run_id is None else _text(front, "run_id"),
+        status=_status(front),
+        objective=_text(front, "objective"),
+        current_step=_text(front, "current_step"),
+        log_seq=_count(front, "log_seq"),
         plan=tuple(plan),
         blockers=blockers,
         resume_hint="" if hint == "(none)" else hint,
     )
+
+
+def _count(front: dict, name: str) -> int:
+    value = front.get(name) or 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEQ:
+        raise CorruptionError(f"NOW.md front matter: {name} must be a whole number, got {value!r}")
+    return value
+
+
+def _text(front: dict, name: str) -> str:
+    value = front.get(name)
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list, set)):
+        raise CorruptionError(f"NOW.md front matter: {name} must be text, got {value!r}")
+    return str(value)  # YAML may read an unquoted time or number: its text is what was meant
+
+
+def _status(front: dict) -> str:
+    status = _text(front, "status") or "idle"
+    if status not in STATUSES:
+        raise CorruptionError(f"NOW.md front matter: status must be one of {', '.join(STATUSES)}, got {status!r}")
+    return status
 
 
 _SECTIONS = ("Objective", "Plan", "Blockers", "Resume hint")
@@ -338,3 +362,40 @@ def _one_line(text: str, name: str) -> str:
     if len(flat) > 2000:
         raise ValidationError(f"{name} is {len(flat)} characters; keep it under 2000")
     return flat
+
+
+def update_record(state: NowState) -> dict[str, Any]:
+    """The metadata of the NOW_UPDATE entry that records ``state``: all of it, so NOW.md can be rebuilt from LOG.md."""
+    return {"status": state.status, "objective": state.objective, "next_steps": state.next_steps,
+            "version": state.version, "current_step": state.current_step, "done_steps": state.done_steps,
+            "blockers": list(state.blockers), "resume_hint": state.resume_hint, "now_run_id": state.run_id}
+
+
+def from_update(meta: dict[str, Any], seq: int, ts: str, fallback: NowState) -> NowState:
+    """NOW as the NOW_UPDATE entry ``seq`` recorded it (fields it lacks are taken from ``fallback``).
+
+    Raises:
+        CorruptionError: the entry's record is not a NOW state.
+    """
+    def texts(name: str, default: list[str]) -> list[str]:
+        value = meta.get(name, default)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise CorruptionError(f"NOW_UPDATE entry {seq}: {name} is not a list of text")
+        return value
+
+    version = meta.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise CorruptionError(f"NOW_UPDATE entry {seq} records no version")
+    status = meta.get("status", fallback.status)
+    run_id = meta.get("now_run_id", fallback.run_id)
+    plan = [PlanStep(t, True) for t in texts("done_steps", fallback.done_steps)]
+    plan += [PlanStep(t, False) for t in texts("next_steps", fallback.next_steps)]
+    return replace(
+        fallback, version=version, updated_at=ts, log_seq=seq,
+        status=status if status in STATUSES else fallback.status,
+        objective=str(meta.get("objective", fallback.objective)),
+        current_step=str(meta.get("current_step", fallback.current_step)),
+        run_id=run_id if isinstance(run_id, str) or run_id is None else fallback.run_id,
+        plan=tuple(plan), blockers=tuple(texts("blockers", list(fallback.blockers))),
+        resume_hint=str(meta.get("resume_hint", fallback.resume_hint)),
+    )

@@ -48,8 +48,8 @@ class Runtime:
     model's reply as it streams; None when nobody watches."""
 
     def log(self, entry_type: str, content: Any, **meta: Any) -> int:
-        """Append to LOG.md with the run id in the metadata."""
-        return self.manager.append_log(entry_type, content, {"run_id": self.run_id, **meta})
+        """Append to LOG.md as the system, with the run id in the metadata (the engine finds its own entries by it)."""
+        return self.manager.append_system(entry_type, content, {"run_id": self.run_id, **meta})
 
     def logged(self, entry_type: str, key: str) -> dict[Any, dict[str, Any]]:
         """Recent LOG entries of ``entry_type`` by their metadata ``key`` (the newest wins), in one read."""

@@ -10,7 +10,7 @@ import sqlite3
 import threading
 from typing import Iterable, Iterator
 
-from core.errors import SessionNotFoundError, StorageError, ValidationError
+from core.errors import SessionNotFoundError, ValidationError
 from core.memory.db import Database
 from core.memory.log_format import utc_timestamp
 from core.memory.provider.messages import (
@@ -100,12 +100,9 @@ class ConversationStore:
         if not batch:
             return []
         now = utc_timestamp()
-        try:
-            with self.db.transaction() as conn:
-                self._insert_conversation(conn, session)
-                return self._insert_messages(conn, session, batch, now)
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot store messages of session {session.id!r}: {exc}") from exc
+        with self.db.transaction() as conn:  # any SQLite error arrives as a StorageError (core.memory.db)
+            self._insert_conversation(conn, session)
+            return self._insert_messages(conn, session, batch, now)
 
     def _insert_messages(
         self, conn: sqlite3.Connection, session: Session, batch: list[Message], now: str
