@@ -265,6 +265,16 @@ class ColdStore:
         """Number of chunks (of one ``origin``)."""
         return self.table.count_rows(None if origin is None else f"origin = {sql_string(origin)}")
 
+    def chunks_of(self, origin_prefix: str) -> list[Chunk]:
+        """Every chunk whose origin starts with ``origin_prefix`` (e.g. ``note:``), without vectors."""
+        columns = ["id", "origin", "kind", "text", "source", "created_at", "metadata"]
+        try:
+            rows = (self.table.search().where(f"origin LIKE {sql_string(origin_prefix + '%')}")
+                    .select(columns).limit(None).to_list())
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ColdStoreError(f"cannot read the cold store {self.path}: {exc}") from exc
+        return [_chunk(row) for row in rows]
+
     def ids(self) -> list[str]:
         """Every chunk id (duplicates included: there should be none)."""
         return self.table.to_arrow().column("id").to_pylist()

@@ -66,17 +66,28 @@ def converted(exc: sqlite3.Error, path: object) -> StorageError:
     primary = code & 0xFF if isinstance(code, int) else None
     if primary == sqlite3.SQLITE_READONLY:
         return ReadOnlyError(f"{path} is read-only ({exc}): make memory.db, its -wal and -shm files and the "
-                             "memory folder writable, then retry; nothing of this write was kept")
+                             "memory folder writable, then retry")
     if primary == sqlite3.SQLITE_FULL:
-        return DiskFullError(f"{path}: the disk is full ({exc}): free some space, then retry; nothing of this "
-                             "write was kept")
+        return DiskFullError(f"{path}: the disk is full ({exc}): free some disk space, then retry")
     if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return LockTimeoutError(f"{path} stayed locked by another process for {BUSY_TIMEOUT_MS // 1000}s "
                                 f"({exc}): wait for it or stop it, then retry")
     if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        mark_damaged(Path(str(path)), str(exc))
         return CorruptionError(f"{path} is damaged ({exc}): open the agent again, which moves it to "
                                "memory/quarantine/ and rebuilds it from LOG.md and the archives")
     return StorageError(f"{path}: {type(exc).__name__}: {exc}")
+
+
+def damage_marker(path: Path) -> Path:
+    """The file that records that the database at ``path`` was found damaged (``memory.db.damaged``)."""
+    return path.with_name(path.name + ".damaged")
+
+
+def mark_damaged(path: Path, reason: str) -> None:
+    """Record that the database is damaged, so the next open sets it aside and rebuilds it."""
+    with suppress(OSError):  # best effort: the error being raised is what the caller needs
+        damage_marker(path).write_text(reason + "\n", encoding="utf-8")
 
 
 class _Cursor(sqlite3.Cursor):

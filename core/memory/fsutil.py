@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from contextlib import suppress
 from pathlib import Path
 
@@ -17,7 +18,7 @@ def storage_error(exc: OSError, what: str) -> StorageError:
     """The StorageError for an OS error met while ``what`` (e.g. "cannot write x"), naming the fix."""
     reason = exc.strerror or str(exc)
     if exc.errno in _FULL:
-        return DiskFullError(f"{what}: {reason}; free some disk space, then retry (nothing of this write was kept)")
+        return DiskFullError(f"{what}: {reason}; free some disk space, then retry")
     if exc.errno in _READ_ONLY:
         return ReadOnlyError(f"{what}: {reason}; make the agent's memory folder and its files writable "
                              "(permissions, a read-only mount), then retry")
@@ -129,6 +130,37 @@ def remove_stale_temp_files(path: Path) -> list[Path]:
     for tmp in stale:
         tmp.unlink(missing_ok=True)
     return stale
+
+
+_TEMP_NAME = re.compile(r"\.(.+)\.(\d+)\.tmp")
+
+
+def remove_orphan_temp_files(folder: Path) -> list[Path]:
+    """Delete the temp files that killed processes left under ``folder`` (for files no lock guards).
+
+    A temp file's name carries its writer's pid (``.<name>.<pid>.tmp``): one whose writer is
+    no longer running is an orphan. A live writer's file is left alone.
+    """
+    removed = []
+    for tmp in folder.rglob(".*.tmp") if folder.is_dir() else ():
+        match = _TEMP_NAME.fullmatch(tmp.name)
+        if match and tmp.is_file() and not _running(int(match.group(2))):
+            with suppress(FileNotFoundError):
+                tmp.unlink()
+                removed.append(tmp)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def write_all(fd: int, data: bytes) -> None:

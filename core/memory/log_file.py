@@ -131,10 +131,7 @@ class LogFile:
         check_entry_type(entry_type)
         with self.lock.hold():
             self.ensure_exists()
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise storage_error(exc, f"cannot append to {self.path}") from exc
+            fd = self._open_for_append()
             try:
                 entry, line = self.build_line(self._last_seq_locked(fd) + 1, entry_type, content, metadata)
                 start = os.fstat(fd).st_size
@@ -191,12 +188,24 @@ class LogFile:
             return entry.seq
         return self._header_floor()
 
+    def _open_for_append(self) -> int:
+        """LOG.md opened for appending (the lock is held), its tail repaired first if it lacks a newline."""
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                size = os.fstat(fd).st_size
+                if not size or _read_at(fd, size - 1, 1) == b"\n":
+                    return fd
+                os.close(fd)
+            except OSError as exc:
+                raise storage_error(exc, f"cannot append to {self.path}") from exc
+            self._repair_locked()  # may replace the file: it is opened again
+        raise StorageError(f"{self.path} still lacks its final newline after a repair; check the disk")
+
     def _last_seq_locked(self, fd: int) -> int:
         stat = os.fstat(fd)
         if self._cache and self._cache[0] == _identity(stat):
             return self._cache[1]
-        if stat.st_size and _read_at(fd, stat.st_size - 1, 1) != b"\n":
-            self._repair_locked()
         entries = self.tail(1)
         last = entries[0].seq if entries else self._header_floor()
         floor = self.seq_floor() if self.seq_floor is not None else 0

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from core.errors import AgentOSError, CorruptionError, StorageError
 from core.memory import log_index, now_file
+from core.memory.db import damage_marker
 from core.memory.fsutil import atomic_write, storage_error
 from core.memory.log_file import scan_bytes
 from core.memory.log_format import LogEntry, utc_timestamp
@@ -35,7 +36,8 @@ log = logging.getLogger(__name__)
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 EMPTY = "empty (0 bytes)"
-NOT_REBUILT = "conversations, profiles, souls and constraints (kept only in memory.db)"
+NOT_REBUILT = ("conversations, profiles, souls and constraints (kept only in memory.db: a damaged file's "
+               "can be salvaged with `sqlite3 <file> .recover`)")
 
 
 def archives(manager: "MemoryManager") -> list[Path]:
@@ -74,6 +76,9 @@ def open_database(manager: "MemoryManager") -> list[str]:
     path = manager.paths.db_file
     damage = database_damage(path)
     history = has_history(manager)
+    marker = damage_marker(path)
+    if marker.exists():  # SQLite reported a damaged page while the agent was in use
+        damage = "damaged (" + marker.read_text(encoding="utf-8", errors="replace").strip() + ")"
     if damage is None or (damage in ("missing", EMPTY) and not history):
         try:
             manager.db.conn  # creates and migrates it
@@ -103,7 +108,7 @@ def _set_aside(manager: "MemoryManager", path: Path) -> list[Path]:
     manager.db.close()
     stamp = utc_timestamp().replace(":", "")
     moved = []
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal", "-shm", ".damaged"):
         source = path.with_name(path.name + suffix)
         if source.exists():
             target = manager.paths.quarantine_dir / f"{path.name}{suffix}.{stamp}"
@@ -142,7 +147,9 @@ def rebuild_database(manager: "MemoryManager", reason: str, moved: list[Path]) -
 
 def _restore_notes(manager: "MemoryManager") -> int:
     """Put the notes the cold store indexed back into memory.db (the store keeps their text)."""
-    if not manager.paths.lancedb_dir.is_dir():
+    from core.memory.cold_store import TABLE
+
+    if not (manager.paths.lancedb_dir / f"{TABLE}.lance").is_dir():
         return 0
     try:
         chunks = manager.cold.store().chunks_of("note:")

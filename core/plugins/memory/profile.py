@@ -12,6 +12,7 @@ import sqlite3
 import uuid
 
 from core.errors import ValidationError
+from core.memory.provider.messages import check_id
 from core.memory.db import Database
 from core.memory.provider import context
 from core.memory.log_format import utc_timestamp
@@ -127,6 +128,8 @@ class ProfileRepository:
                  entry.version_after, entry.before_text, entry.after_text, entry.source, entry.session_id)
 
     def _write(self, conn: sqlite3.Connection, scope: str, user_id: str, agent_id: str, change, action: str) -> int:
+        check_id(user_id, "user id")
+        check_id(agent_id, "agent id")
         now = utc_timestamp()
         conn.execute(
             "INSERT OR IGNORE INTO ctx_agent_memory (user_id, agent_id, updated_at) VALUES (?, ?, ?)",

@@ -15,6 +15,7 @@ from core.memory.db import Database
 from core.memory.log_format import utc_timestamp
 from core.memory.provider.messages import (
     Message,
+    check_id,
     check_message,
     tool_calls_from_json,
     tool_calls_to_json,
@@ -37,10 +38,19 @@ def message_from_row(row: sqlite3.Row) -> Message:
 
 
 def check_session(session: object) -> Session:
-    """Raise ValidationError unless ``session`` is a Session with a non-empty id."""
+    """Raise ValidationError unless ``session`` is a Session with a non-empty id, and ids within the limits."""
     if not isinstance(session, Session) or not isinstance(session.id, str) or not session.id:
-        raise ValidationError(f"expected a Session with a non-empty id, got {session!r}")
+        raise ValidationError(f"expected a Session with a non-empty id, got {repr(session)[:200]}")
+    check_ids(session.id, session.agent_id, session.user_id, session.channel)
     return session
+
+
+def check_ids(session_id: str, agent_id: str, user_id: str, channel: str) -> None:
+    """Raise ValidationError unless every id is within ``MAX_ID_CHARS`` and free of control characters."""
+    check_id(session_id, "session id", required=True)
+    check_id(agent_id, "agent id")
+    check_id(user_id, "user id")
+    check_id(channel, "channel")
 
 
 class ConversationStore:
@@ -188,7 +198,8 @@ class ConversationStore:
     def save_info(self, info: SessionInfo) -> None:
         """Create or update the session's metadata."""
         if not isinstance(info, SessionInfo) or not info.id:
-            raise ValidationError(f"expected a SessionInfo with a non-empty id, got {info!r}")
+            raise ValidationError(f"expected a SessionInfo with a non-empty id, got {repr(info)[:200]}")
+        check_ids(info.id, info.agent_id, info.user_id, info.channel)
         now = utc_timestamp()
         with self.db.transaction() as conn:
             self._insert_conversation(conn, Session(info.id, info.agent_id, info.user_id, info.channel))
