@@ -67,7 +67,7 @@ def converted(exc: sqlite3.Error, path: object) -> StorageError:
     if primary == sqlite3.SQLITE_READONLY:
         return ReadOnlyError(f"{path} is read-only ({exc}): make memory.db, its -wal and -shm files and the "
                              "memory folder writable, then retry")
-    if primary == sqlite3.SQLITE_FULL:
+    if primary == sqlite3.SQLITE_FULL or (primary == sqlite3.SQLITE_IOERR and _disk_full(Path(str(path)))):
         return DiskFullError(f"{path}: the disk is full ({exc}): free some disk space, then retry")
     if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return LockTimeoutError(f"{path} stayed locked by another process for {BUSY_TIMEOUT_MS // 1000}s "
@@ -77,6 +77,15 @@ def converted(exc: sqlite3.Error, path: object) -> StorageError:
         return CorruptionError(f"{path} is damaged ({exc}): open the agent again, which moves it to "
                                "memory/quarantine/ and rebuilds it from LOG.md and the archives")
     return StorageError(f"{path}: {type(exc).__name__}: {exc}")
+
+
+def _disk_full(path: Path) -> bool:
+    """True when the file system holding ``path`` has (almost) no space left: an I/O error's likely cause."""
+    try:
+        stat = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return stat.f_bavail * stat.f_frsize < 64 * 1024
 
 
 def damage_marker(path: Path) -> Path:

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from core.errors import CorruptionError, StorageError, ValidationError
-from core.memory.fsutil import StagedFile
+from core.memory.fsutil import StagedFile, storage_error
 from core.memory.log_format import check_text
 
 SCHEMA = "agentos.now/1"
@@ -244,8 +244,10 @@ def load(path: Path, agent: str) -> tuple[NowState, str]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return NowState(agent=agent), ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StorageError(f"cannot read {path}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CorruptionError(f"NOW.md is not UTF-8 text: {exc}") from exc
+    except OSError as exc:
+        raise storage_error(exc, f"cannot read {path}") from exc
     return _parse_cached(text, agent), text
 
 

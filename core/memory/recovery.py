@@ -41,13 +41,23 @@ NOT_REBUILT = ("conversations, profiles, souls and constraints (kept only in mem
 
 
 def archives(manager: "MemoryManager") -> list[Path]:
-    """The agent's archives, oldest first (by their first seq)."""
-    return sorted(manager.paths.archive_dir.glob("LOG-*.md"), key=_first_seq)
+    """The agent's archives, oldest first (by their first seq).
+
+    An archive whose entries LOG.md still holds was written by a compaction killed before its
+    swap: it is not history yet (the next compaction reuses it), so it is left out.
+    """
+    first = manager.log.first_entry()
+    start = first.seq if first is not None else float("inf")
+    found = [p for p in manager.paths.archive_dir.glob("LOG-*.md") if _seqs(p) and _seqs(p)[1] < start]
+    return sorted(found, key=lambda p: _seqs(p)[0])
 
 
-def _first_seq(path: Path) -> int:
+def _seqs(path: Path) -> tuple[int, int] | None:
+    """The first and last seq in an archive's name ``LOG-<first>-<last>``, or None for another name."""
     parts = path.stem.split("-")
-    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0
+    if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+        return int(parts[1]), int(parts[2])
+    return None
 
 
 def has_history(manager: "MemoryManager") -> bool:

@@ -94,8 +94,9 @@ class LogSummarizer:
         self.calls = 0
         """Model calls made by the last :meth:`summarize`."""
         self.failures = 0
-        """Model failures (errors, time-outs, unusable replies) in the last :meth:`summarize`; after the
-        first, its remaining pieces are summarised deterministically without asking the model again."""
+        """Model failures (errors, time-outs, unusable or twice over-long replies) in the last
+        :meth:`summarize`; after the first, its remaining pieces are summarised deterministically
+        without asking the model again."""
 
     def summarize(self, entries: Sequence[LogEntry]) -> Summary:
         self.calls = self.failures = 0
@@ -143,7 +144,8 @@ class LogSummarizer:
             self.failures += 1
             log.warning("LLM summary failed (%s): using the deterministic summary", exc)
             return self.deterministic(entries, target)
-        if found is None:
+        if found is None:  # twice over the target: a model that will not keep to it, counted as failing
+            self.failures += 1
             log.warning("LLM summaries over %d tokens: using the deterministic summary", target)
             return self.deterministic(entries, target)
         index, text = found
