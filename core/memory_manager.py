@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from core.config import Config, load_config
 from core.errors import CorruptionError, StorageError, ValidationError
-from core.memory import facts, log_index, now_file, recovery
+from core.memory import facts, log_index, now_file, now_record, recovery
 from core.memory.cold_memory import ColdMemory
 from core.memory.log_compaction import CompactionReport
 from core.memory.context import format_context
@@ -77,13 +76,14 @@ class MemoryManager:
             self.created.append(self.paths.db_file)
         self._catch_up()
         with self.lock.hold():
-            for path in (self.paths.now_file, self.paths.log_file):
+            # Archives are written under this lock too, like NOW.md and LOG.md.
+            for path in (self.paths.now_file, self.paths.log_file, self.paths.archive_dir / "LOG-*.md"):
                 for stale in remove_stale_temp_files(path):
                     log.warning("removed %s, left by a writer that was killed", stale)
             if not self.paths.now_file.exists() and not recovery.has_history(self):
                 now_file.write(self.paths.now_file, NowState(agent=self.agent_name, updated_at=utc_timestamp()))
                 self.created.append(self.paths.now_file)
-            self._current_now()  # recovers a missing or unreadable NOW.md, or one behind LOG.md
+            recovery.current_now(self)  # recovers a missing or unreadable NOW.md, or one behind LOG.md
         self.cold.at_open()
 
     def _catch_up(self) -> None:
@@ -131,13 +131,13 @@ class MemoryManager:
                   "done_steps": done_steps, "blockers": blockers, "resume_hint": resume_hint}
         with self.lock.hold():
             secrets = self.facts.secret_values()  # under the lock: a secret saved meanwhile is known
-            before = self._current_now()
+            before = recovery.current_now(self)
             after = now_file.advance(before, status=lifecycle, run_id=run_id, **redact(fields, secrets))
             version = before.version + 1
             # Refuse an oversize NOW before anything is logged: sized with the longest values
             # the fields filled in after the append can take.
             now_file.encode(replace(after, version=version, updated_at=utc_timestamp(), log_seq=now_file.MAX_SEQ))
-            record = now_file.update_record(replace(after, version=version))
+            record = now_record.update_record(replace(after, version=version))
             staged = entry = None
             try:
                 with self.log.appending("NOW_UPDATE", after.current_step or after.status, record) as entry:
@@ -154,37 +154,13 @@ class MemoryManager:
             self._index(entry)
         return now_file.document(after, text)
 
-    def _current_now(self) -> NowState:
-        """NOW.md as the next update starts from it (the lock is held): recovered from LOG.md if unreadable
-        or missing, and brought forward if a writer was killed between its NOW_UPDATE line and the replace."""
-        try:
-            state = now_file.read(self.paths.now_file, self.agent_name)
-        except CorruptionError as exc:
-            return recovery.restore_now(self, f"was unreadable ({exc})")
-        if not self.paths.now_file.exists() and recovery.has_history(self):
-            return recovery.restore_now(self, "was missing")
-        if self.log.last_seq() == state.log_seq:
-            return state  # nothing was logged after it: the common case, one stat
-        newer = self._newer_now_update(state.log_seq)
-        return state if newer is None else recovery.bring_forward(self, state, newer)
-
-    def _newer_now_update(self, seq: int) -> LogEntry | None:
-        """A NOW_UPDATE entry after ``seq`` (NOW.md's own): asked of the index first, which is cheap."""
-        try:
-            log_index.reconcile(self.db, self.log)
-            if log_index.newer_now_update(self.db, seq) is None:
-                return None
-        except StorageError:
-            pass  # memory.db cannot answer: LOG.md is read instead
-        return recovery.newest_now_update(self, seq)
-
     def now_state(self) -> NowState:
         """NOW.md as a :class:`NowState` (recovered from LOG.md, loudly, if it is unreadable)."""
         try:
             return now_file.read(self.paths.now_file, self.agent_name)
         except CorruptionError:
             with self.lock.hold():
-                return self._current_now()
+                return recovery.current_now(self)
 
     def read_now(self) -> dict[str, Any]:
         """NOW.md parsed: its front matter fields, plan, blockers, resume hint and ``body`` text."""
@@ -193,7 +169,7 @@ class MemoryManager:
             return now_file.document(*now_file.load(self.paths.now_file, self.agent_name))
         except CorruptionError:
             with self.lock.hold():
-                self._current_now()
+                recovery.current_now(self)
             return now_file.document(*now_file.load(self.paths.now_file, self.agent_name))
 
     # -- warm tier ------------------------------------------------------------
@@ -314,6 +290,7 @@ class MemoryManager:
             with self.lock.hold():
                 secrets = self.facts.secret_values()
                 with self.db.transaction() as conn:
+                    log_index.catch_up(conn, self.log)  # a FACT entry never applied goes first
                     outcome = change(conn)
                     if outcome is not False:
                         entry = self.log.append("FACT", redact(facts.record_text(key, value, category), secrets),

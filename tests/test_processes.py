@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.conversation import Conversation, handoff_file
-from core.memory.provider import Message, Session
+from core.memory.provider import Session
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths
 from core.plugins.memory import open_provider

@@ -20,7 +20,7 @@ from core.paths import AgentPaths
 from core.plugins.memory import open_provider
 from core.plugins.memory.lcm import DeterministicSummarizer
 from core.toolbox import build_toolbox
-from faults import full_disk, read_only  # noqa: F401 - full_disk is a fixture
+from faults import read_only
 from memory_format_checks import parse_log_file
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from core.errors import ValidationError
 from core.memory.db import Database
-from core.memory.log_format import check_text, utc_timestamp
+from core.memory.log_format import check_text
 
 CATEGORIES = ("general", "preference", "personal", "config", "secret")
 MAX_KEY_CHARS = 200

@@ -124,7 +124,8 @@ def start_writeback(fd: int) -> None:
 def remove_stale_temp_files(path: Path) -> list[Path]:
     """Delete the temp files ``atomic_write`` left beside ``path`` when its writer was killed.
 
-    Call it only under the lock that every writer of ``path`` holds, so no temp file is live.
+    ``path``'s name may be a glob pattern (``archive/LOG-*.md``). Call it only under the lock
+    that every writer of ``path`` holds, so no temp file is live.
     """
     stale = list(path.parent.glob(f".{path.name}.*.tmp"))
     for tmp in stale:

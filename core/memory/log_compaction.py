@@ -267,7 +267,7 @@ class LogCompactor:
             reservation = self.log.append(
                 "SYSTEM", f"LOG.md compaction started: entries {first}-{last} will be archived",
                 {"compaction": RESERVED, "covers": [first, last]})
-            log_index.record(self.db, [reservation])  # under the lock, like every append: no gap in the index
+            log_index.index_appended(self.db, self.log, reservation)  # under the lock, like every append
             data = self.log.path.read_bytes()
             plan = self._find_reservation(data, list(_lines(data)), first)
             if plan is None:

@@ -31,6 +31,8 @@ from core.memory.log_format import (
     decode_line,
     encode_entry,
     is_header,
+    normalise_line_ends,
+    parse_or_none,
     utc_timestamp,
 )
 
@@ -309,7 +311,7 @@ class LogFile:
             return None
         except OSError as exc:
             raise storage_error(exc, f"cannot read {self.path}") from exc
-        fixed = _normalised(data)
+        fixed = normalise_line_ends(data)
         if fixed != data:
             self._rewrite(fixed, "restored LF line ends and the final newline of its whole entries")
             data = fixed
@@ -351,24 +353,6 @@ class LogFile:
         log.warning("LOG.md %s: %s", what, self.path)
 
 
-def _normalised(data: bytes) -> bytes:
-    """``data`` with CRLF line ends turned into LF and a newline after a whole last entry that lacks one.
-
-    Only lines that then read as entries (or the header) change: anything else is left for the
-    tail repair to judge.
-    """
-    lines = data.split(b"\n")
-    last = lines.pop()  # after the final newline: b"" unless it was stripped (or torn)
-    for number, raw in enumerate(lines):
-        if raw.endswith(b"\r") and (parse_or_none(raw[:-1]) is not None or is_header(raw[:-1])):
-            lines[number] = raw[:-1]
-    text = b"\n".join(lines) + (b"\n" if lines else b"")
-    bare = last[:-1] if last.endswith(b"\r") else last
-    if last and (parse_or_none(bare) is not None or is_header(bare)):
-        return text + bare + b"\n"  # a whole entry: its CRC proves nothing is missing but the newline
-    return text + last
-
-
 def scan_bytes(data: bytes, where: object) -> ScanResult:
     """Parse LOG.md-format bytes (a log or an archive); damaged lines are reported and skipped."""
     result = ScanResult()
@@ -397,14 +381,3 @@ def _identity(stat: os.stat_result) -> tuple[int, int, int]:
 
 def _read_at(fd: int, offset: int, length: int) -> bytes:
     return os.pread(fd, length, offset)
-
-
-def parse_or_none(raw: bytes) -> LogEntry | None:
-    """The entry on one line (without its newline; a CR before it is allowed), or None for a header,
-    blank or damaged line."""
-    if not raw or is_header(raw):
-        return None
-    try:
-        return decode_line(raw)
-    except CorruptionError:
-        return None

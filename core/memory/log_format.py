@@ -196,3 +196,32 @@ def decode_line(line: bytes) -> LogEntry:
 def is_header(line: bytes) -> bool:
     """True for the optional ``<!-- ... -->`` first line."""
     return line.startswith(b"<!--") and line.rstrip().endswith(b"-->")
+
+
+def normalise_line_ends(data: bytes) -> bytes:
+    """``data`` with CRLF line ends turned into LF and a newline after a whole last entry that lacks one.
+
+    Only lines that then read as entries (or the header) change: anything else is left for the
+    tail repair to judge.
+    """
+    lines = data.split(b"\n")
+    last = lines.pop()  # after the final newline: b"" unless it was stripped (or torn)
+    for number, raw in enumerate(lines):
+        if raw.endswith(b"\r") and (parse_or_none(raw[:-1]) is not None or is_header(raw[:-1])):
+            lines[number] = raw[:-1]
+    text = b"\n".join(lines) + (b"\n" if lines else b"")
+    bare = last[:-1] if last.endswith(b"\r") else last
+    if last and (parse_or_none(bare) is not None or is_header(bare)):
+        return text + bare + b"\n"  # a whole entry: its CRC proves nothing is missing but the newline
+    return text + last
+
+
+def parse_or_none(raw: bytes) -> LogEntry | None:
+    """The entry on one line (without its newline; a CR before it is allowed), or None for a header,
+    blank or damaged line."""
+    if not raw or is_header(raw):
+        return None
+    try:
+        return decode_line(raw)
+    except CorruptionError:
+        return None

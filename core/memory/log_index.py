@@ -74,11 +74,19 @@ def last_indexed_seq(db: Database) -> int:
     return db.conn.execute("SELECT coalesce(max(id), 0) FROM log_metadata").fetchone()[0]
 
 
+def catch_up(conn: sqlite3.Connection, log_file: LogFile, before: int | None = None) -> int:
+    """In the caller's transaction, index (and apply) the LOG.md entries the index lacks, those before seq
+    ``before`` only if given; cheap when it lacks none (one query). Return how many were added."""
+    last = conn.execute("SELECT coalesce(max(id), 0) FROM log_metadata").fetchone()[0]
+    if last >= (log_file.last_seq() if before is None else before - 1):
+        return 0
+    return insert(conn, [e for e in log_file.scan().entries if before is None or e.seq < before])
+
+
 def index_appended(db: Database, log_file: LogFile, entry: LogEntry) -> int:
     """Index an entry just appended, after any the index lacks before it (an earlier failed indexing)."""
-    if last_indexed_seq(db) < entry.seq - 1:
-        return record(db, [e for e in log_file.scan().entries if e.seq <= entry.seq])
-    return record(db, [entry])
+    with db.transaction() as conn:
+        return catch_up(conn, log_file, entry.seq) + insert(conn, [entry])
 
 
 def reconcile(db: Database, log_file: LogFile) -> int:

@@ -51,10 +51,12 @@ def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> R
 
 
 def rebuild_history(manager: "MemoryManager") -> int:
-    """Record a ``compaction_history`` row for every SUMMARY entry found in the files."""
+    """Record a ``compaction_history`` row for every SUMMARY entry found in the files (damaged archives set
+    aside in quarantine included: the compactions they record stay known, and reported as damaged)."""
     from core.memory.recovery import archives
 
-    sources = [(p, p.read_bytes()) for p in archives(manager)]
+    damaged = sorted(manager.paths.quarantine_dir.glob("LOG-*-damaged-*.md"))
+    sources = [(p, p.read_bytes()) for p in [*damaged, *archives(manager)]]
     sources.append((manager.paths.log_file, manager.paths.log_file.read_bytes()))
     recorded = 0
     for path, data in sources:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from core.errors import AgentOSError, CorruptionError, StorageError
-from core.memory import log_index, now_file
+from core.memory import log_index, now_file, now_record
 from core.memory.db import damage_marker
 from core.memory.fsutil import atomic_write, storage_error
 from core.memory.log_file import scan_bytes
@@ -200,6 +200,33 @@ def _all_entries(manager: "MemoryManager", sources: list[tuple[str, Path]]) -> I
 # -- NOW.md ---------------------------------------------------------------------------
 
 
+def current_now(manager: "MemoryManager") -> NowState:
+    """NOW.md as the next update starts from it (the agent's lock is held): rewritten from LOG.md if it is
+    unreadable or missing, brought forward if a writer was killed between its NOW_UPDATE line and the replace."""
+    try:
+        state = now_file.read(manager.paths.now_file, manager.agent_name)
+    except CorruptionError as exc:
+        return restore_now(manager, f"was unreadable ({exc})")
+    if not manager.paths.now_file.exists() and has_history(manager):
+        return restore_now(manager, "was missing")
+    if manager.log.last_seq() == state.log_seq:
+        return state  # nothing was logged after it: the common case, one stat
+    newer = _newer_now_update(manager, state.log_seq)
+    return state if newer is None else bring_forward(manager, state, newer)
+
+
+def _newer_now_update(manager: "MemoryManager", seq: int) -> LogEntry | None:
+    """A NOW_UPDATE entry after ``seq`` (NOW.md's own): asked of the index first, which is cheap."""
+    try:
+        log_index.reconcile(manager.db, manager.log)
+        if log_index.newer_now_update(manager.db, seq) is None:
+            return None
+    except StorageError:
+        pass  # memory.db cannot answer: LOG.md is read instead
+    return newest_now_update(manager, seq)
+
+
+
 def newest_now_update(manager: "MemoryManager", after: int = 0) -> LogEntry | None:
     """The newest NOW_UPDATE entry with a seq above ``after``, from LOG.md or else the archives."""
     for entry in manager.log.newest_first():
@@ -224,7 +251,7 @@ def restore_now(manager: "MemoryManager", why: str) -> NowState:
     state = blank
     if entry is not None:
         try:
-            state = now_file.from_update(entry.metadata, entry.seq, entry.ts, blank)
+            state = now_record.from_update(entry.metadata, entry.seq, entry.ts, blank)
         except CorruptionError as exc:
             log.warning("%s; keeping only its version", exc)
             version = entry.metadata.get("version")
@@ -247,7 +274,7 @@ def restore_now(manager: "MemoryManager", why: str) -> NowState:
 def bring_forward(manager: "MemoryManager", state: NowState, entry: LogEntry) -> NowState:
     """NOW.md as the NOW_UPDATE ``entry`` recorded it, when a writer was killed before replacing it."""
     try:
-        newer = now_file.from_update(entry.metadata, entry.seq, entry.ts, state)
+        newer = now_record.from_update(entry.metadata, entry.seq, entry.ts, state)
     except CorruptionError as exc:
         log.warning("%s; only its version is taken", exc)
         version = entry.metadata.get("version")

@@ -182,3 +182,17 @@ def test_a_damaged_archive_waiting_to_be_indexed_is_quarantined_and_recall_keeps
         assert [d["archive_id"] for d in damaged] == ["LOG-1-12"] and "sha256" in damaged[0]["problem"]
         assert not archive.exists() and any(n.startswith("LOG-1-12-damaged") for n in quarantined(manager))
     assert any("cannot be indexed" in r.getMessage() for r in caplog.records)
+
+
+def test_store_memory_with_memory_db_read_only_is_refused_before_anything_is_saved(home) -> None:
+    """store_memory raises ReadOnlyError naming the fix and saves nothing, so a retry stores the note once."""
+    from core.errors import ReadOnlyError
+    from faults import read_only
+
+    with MemoryManager("finn") as manager:
+        manager.store_memory("a first note")
+    with read_only(home / "finn" / "memory" / "memory.db"), MemoryManager("finn") as manager:
+        with pytest.raises(ReadOnlyError, match="writable"):
+            manager.store_memory("a second note")
+    with MemoryManager("finn") as manager:
+        assert [r[0] for r in manager.db.conn.execute("SELECT text FROM cold_notes")] == ["a first note"]

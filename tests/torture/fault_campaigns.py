@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -141,7 +140,9 @@ def damaged_files(work: Path, trials: int, seed: int = 11) -> Result:
                 manager.append_log("THOUGHT", f"after {damage}")
             except Exception as exc:  # noqa: BLE001 - any exception here is the finding
                 result.fail(f"trial {trial} ({damage}): using the agent raised {type(exc).__name__}: {exc}")
+            before = len(result.failures)
             check_agent(home, acks, result, manager)
+            result.failures[before:] = [f"trial {trial} ({damage}): {f}" for f in result.failures[before:]]
         result.trials += 1
         result.acknowledged = sum(1 for r in acks if r[0] in ("append", "now", "save"))
     result.seconds = clock()
