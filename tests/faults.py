@@ -13,6 +13,7 @@ import contextlib
 import errno
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -28,6 +29,17 @@ def _mount(*args: str) -> bool:
 
 def _umount(target: Path) -> None:
     subprocess.run(["umount", "-l", str(target)], capture_output=True, timeout=30)
+
+
+def read_only_possible() -> str:
+    """Why this machine cannot make a file read-only for the current user ("" when it can)."""
+    if os.geteuid() != 0:
+        return ""
+    with tempfile.NamedTemporaryFile() as probe:
+        if _mount("--bind", probe.name, probe.name):
+            _umount(Path(probe.name))
+            return ""
+    return "root ignores permissions and this machine refuses a read-only bind mount"
 
 
 @contextlib.contextmanager

@@ -5,7 +5,8 @@
   new database is rebuilt from LOG.md and the archives: the log index, the compaction
   history (the cold store re-indexes in the background), the facts (from LOG.md's FACT
   entries) and the notes (from the cold store). What is kept only in memory.db cannot be
-  rebuilt and is reported: secret facts' values, conversations, profiles and souls.
+  rebuilt and is reported: secret facts' values, conversations, profiles, souls, constraints
+  and LangGraph store items.
 - **NOW.md** unreadable (a bad front matter) or missing: rewritten from LOG.md's newest
   NOW_UPDATE entry, which records the whole NOW state; the bad file goes to quarantine.
 
@@ -36,8 +37,8 @@ log = logging.getLogger(__name__)
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 EMPTY = "empty (0 bytes)"
-NOT_REBUILT = ("conversations, profiles, souls and constraints (kept only in memory.db: a damaged file's "
-               "can be salvaged with `sqlite3 <file> .recover`)")
+NOT_REBUILT = ("conversations, profiles, souls, constraints and LangGraph store items (kept only in memory.db: "
+               "a damaged file's can be salvaged with `sqlite3 <file> .recover`)")
 
 
 def archives(manager: "MemoryManager") -> list[Path]:

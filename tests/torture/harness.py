@@ -106,6 +106,8 @@ class Result:
     failures: list[str] = field(default_factory=list)
     """Broken promises: an acknowledged write lost or doubled, a torn file, a raw exception, a hang."""
     seconds: float = 0.0
+    skipped: str = ""
+    """Why the campaign could not run on this machine ("" when it ran)."""
 
     def fail(self, message: str) -> None:
         if len(self.failures) < 50:
@@ -114,6 +116,8 @@ class Result:
             self.failures[-1] = f"... and more ({message})"
 
     def row(self) -> str:
+        if self.skipped:
+            return f"| {self.campaign} | skipped: {self.skipped} | | | | | |"
         return (f"| {self.campaign} | {self.trials} | {self.kills} | {self.acknowledged} | {self.refused} | "
                 f"{len(self.failures)} | {self.seconds:.0f} |")
 

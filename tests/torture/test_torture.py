@@ -19,5 +19,7 @@ def test_every_promise_holds_through_the_campaign(name: str, campaign_folder) ->
     are whole and the agent opens: zero failures."""
     result = CAMPAIGNS[name](campaign_folder, TRIALS[name])
     RESULTS.append(result)
+    if result.skipped:
+        pytest.skip(result.skipped)
     assert result.trials == TRIALS[name]
     assert not result.failures, "\n".join(result.failures)
