@@ -8,6 +8,7 @@ and safe when several processes open the database at once.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -99,44 +100,26 @@ def mark_damaged(path: Path, reason: str) -> None:
         damage_marker(path).write_text(reason + "\n", encoding="utf-8")
 
 
+def _converting(method):
+    """``method`` of a cursor, its SQLite errors raised as StorageErrors (see :func:`converted`)."""
+    @functools.wraps(method)
+    def call(self, *args):
+        try:
+            return method(self, *args)
+        except sqlite3.Error as exc:
+            raise converted(exc, self.connection.path) from exc
+    return call
+
+
 class _Cursor(sqlite3.Cursor):
-    """A cursor whose SQLite errors are StorageErrors (see :func:`converted`)."""
+    """A cursor whose SQLite errors, from statements and from reading rows, are StorageErrors."""
 
-    def execute(self, sql, parameters=()):
-        try:
-            return super().execute(sql, parameters)
-        except sqlite3.Error as exc:
-            raise converted(exc, self.connection.path) from exc
-
-    def executemany(self, sql, seq_of_parameters):
-        try:
-            return super().executemany(sql, seq_of_parameters)
-        except sqlite3.Error as exc:
-            raise converted(exc, self.connection.path) from exc
-
-    def fetchone(self):
-        try:
-            return super().fetchone()
-        except sqlite3.Error as exc:
-            raise converted(exc, self.connection.path) from exc
-
-    def fetchmany(self, size=None):
-        try:
-            return super().fetchmany(self.arraysize if size is None else size)
-        except sqlite3.Error as exc:
-            raise converted(exc, self.connection.path) from exc
-
-    def fetchall(self):
-        try:
-            return super().fetchall()
-        except sqlite3.Error as exc:
-            raise converted(exc, self.connection.path) from exc
-
-    def __next__(self):
-        try:
-            return super().__next__()
-        except sqlite3.Error as exc:
-            raise converted(exc, self.connection.path) from exc
+    execute = _converting(sqlite3.Cursor.execute)
+    executemany = _converting(sqlite3.Cursor.executemany)
+    fetchone = _converting(sqlite3.Cursor.fetchone)
+    fetchmany = _converting(sqlite3.Cursor.fetchmany)
+    fetchall = _converting(sqlite3.Cursor.fetchall)
+    __next__ = _converting(sqlite3.Cursor.__next__)
 
 
 class Connection(sqlite3.Connection):

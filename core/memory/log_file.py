@@ -195,12 +195,16 @@ class LogFile:
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise storage_error(exc, f"cannot append to {self.path}") from exc
+            try:
                 size = os.fstat(fd).st_size
                 if not size or _read_at(fd, size - 1, 1) == b"\n":
                     return fd
-                os.close(fd)
             except OSError as exc:
-                raise storage_error(exc, f"cannot append to {self.path}") from exc
+                os.close(fd)
+                raise storage_error(exc, f"cannot read {self.path}") from exc
+            os.close(fd)
             self._repair_locked()  # may replace the file: it is opened again
         raise StorageError(f"{self.path} still lacks its final newline after a repair; check the disk")
 

@@ -83,7 +83,16 @@ def database_damage(path: Path) -> str | None:
 
 
 def open_database(manager: "MemoryManager") -> list[str]:
-    """Open memory.db, rebuilding it from the files if it is lost or damaged; return what was repaired."""
+    """Open memory.db, rebuilding it from the files if it is lost or damaged; return what was repaired.
+
+    Under the agent's lock: of two processes opening a damaged agent, one repairs it and the
+    other then finds it sound.
+    """
+    with manager.lock.hold():
+        return _open_database(manager)
+
+
+def _open_database(manager: "MemoryManager") -> list[str]:
     path = manager.paths.db_file
     damage = database_damage(path)
     history = has_history(manager)

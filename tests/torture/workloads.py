@@ -52,11 +52,17 @@ def manager(home: str):
     return MemoryManager("finn", home=Path(home))
 
 
-def appends_now(home: str, ack: Acks, args: dict) -> None:
-    """LOG.md appends and NOW.md updates, interleaved."""
+def begin(home: str, ack: Acks, args: dict):
+    """The worker's random source and its agent, opened (a kill may land in the opening)."""
     rng = random.Random(args["seed"])
     memory = manager(home)
     ack("open")
+    return rng, memory
+
+
+def appends_now(home: str, ack: Acks, args: dict) -> None:
+    """LOG.md appends and NOW.md updates, interleaved."""
+    rng, memory = begin(home, ack, args)
     for i in range(args.get("count", 10**9)):
         marker = f"{args['seed']}-{i}"
         if rng.random() < 0.3:
@@ -69,9 +75,7 @@ def appends_now(home: str, ack: Acks, args: dict) -> None:
 
 def facts(home: str, ack: Acks, args: dict) -> None:
     """Facts saved and deleted (a few keys, so that updates and deletes race with the kill)."""
-    rng = random.Random(args["seed"])
-    memory = manager(home)
-    ack("open")
+    rng, memory = begin(home, ack, args)
     for i in range(args.get("count", 10**9)):
         key = f"key{rng.randrange(6)}"
         if rng.random() < 0.15:
@@ -95,9 +99,7 @@ def notes(home: str, ack: Acks, args: dict) -> None:
 def compaction(home: str, ack: Acks, args: dict) -> None:
     """Appends past low thresholds: automatic compaction and its indexing run in the background;
     now and then an explicit compaction in the foreground."""
-    rng = random.Random(args["seed"])
-    memory = manager(home)
-    ack("open")
+    rng, memory = begin(home, ack, args)
     for i in range(args.get("count", 10**9)):
         marker = f"{args['seed']}-{i}"
         seq = memory.append_log("THOUGHT", f"thought {marker}: " + "the ledger " * rng.randrange(1, 60))
