@@ -172,7 +172,7 @@ def _expand_context(provider, session) -> list:
 
 def background_indexing(work: Path, trials: int, seed: int = 6) -> Result:
     result = Result("background indexing", "SIGKILL while archives are indexed into LanceDB (every archive queued "
-                    "again before each trial)")
+                    "again before each trial; acknowledged: the chunks in the store after the last sync)")
     clock, rng = Clock(), random.Random(seed)
     home = prepare(work, {"auto_compact": False})
     with MemoryManager("finn", home=home) as manager:
