@@ -25,12 +25,14 @@ from core.memory.cold_memory import ColdMemory
 from core.memory.log_compaction import CompactionReport
 from core.memory.context import format_context
 from core.memory.db import Database
-from core.memory.facts import FactStore, redact
+from core.memory.facts import FactStore
 from core.memory.fsutil import remove_stale_temp_files
 from core.memory.locking import AgentLock
 from core.memory.log_file import LogFile, ScanResult
 from core.memory.log_format import LogEntry, check_text, utc_timestamp
-from core.memory.now_file import STATUSES, NowState
+from core.memory.now_file import STATUSES, NowState, PlanStep
+from core.memory.scrub import ScrubReport, SecretScrubber
+from core.memory.secrets import Redactor
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -51,12 +53,14 @@ class MemoryManager:
         self.created: list[Path] = self.paths.ensure_memory_dirs()
         self.lock = AgentLock(self.paths.lock_file, self.config.memory.lock_timeout_s)
         self.db = Database(self.paths.db_file)
+        self.facts = FactStore(self.db)
         self.log = LogFile(
             self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes,
-            seq_floor=lambda: log_index.last_indexed_seq(self.db),
+            seq_floor=lambda: log_index.last_indexed_seq(self.db), redactor=self.facts.redactor,
         )
-        self.facts = FactStore(self.db)
         self.cold = ColdMemory(self.paths, self.config, self.db, self.log, self.lock)
+        self.scrubber = SecretScrubber(self)
+        self.cold.compactor.after_run = self.scrubber.after_compaction
         self._open()
 
     def _open(self) -> None:
@@ -76,6 +80,7 @@ class MemoryManager:
                 now_file.write(self.paths.now_file, initial)
                 self.created.append(self.paths.now_file)
         log_index.reconcile(self.db, self.log)
+        self.scrubber.run_pending()  # a secret saved by a process that died before it was scrubbed
         self.cold.at_open()
 
     # -- hot tier -------------------------------------------------------------
@@ -115,9 +120,10 @@ class MemoryManager:
         fields = {"objective": objective, "current_step": current_step, "next_steps": next_steps,
                   "done_steps": done_steps, "blockers": blockers, "resume_hint": resume_hint}
         with self.lock.hold():
-            secrets = self.facts.secret_values()  # under the lock: a secret saved meanwhile is known
+            redactor = self.facts.redactor()  # under the lock: a secret saved meanwhile is known
             before = now_file.read(self.paths.now_file, self.agent_name)
-            after = now_file.advance(before, status=lifecycle, run_id=run_id, **redact(fields, secrets))
+            # Every field is redacted, those carried over from before too (a plan written before its secret was saved).
+            after = _redacted(now_file.advance(before, status=lifecycle, run_id=run_id, **fields), redactor)
             # Refuse an oversize NOW before anything is logged: sized with the longest values
             # the fields filled in after the append can take.
             now_file.encode(replace(after, version=before.version + 1, updated_at=utc_timestamp(),
@@ -126,7 +132,7 @@ class MemoryManager:
                        "version": before.version + 1}
             staged = None
             try:
-                with self._appending("NOW_UPDATE", after.current_step or after.status, summary, secrets) as entry:
+                with self._appending("NOW_UPDATE", after.current_step or after.status, summary) as entry:
                     after = replace(after, version=before.version + 1, updated_at=entry.ts, log_seq=entry.seq)
                     # Written before the log line is flushed, so the two go to disk together.
                     staged, text = now_file.stage(self.paths.now_file, after, start_flush=True)
@@ -155,18 +161,16 @@ class MemoryManager:
             ValidationError: unknown type (the message lists the valid ones), oversize
                 content, invalid UTF-8 or NUL bytes; nothing is written.
         """
-        with self.lock.hold(), self._appending(entry_type, content, metadata, self.facts.secret_values()) as entry:
+        with self.lock.hold(), self._appending(entry_type, content, metadata) as entry:
             pass
         return entry.seq
 
     @contextmanager
-    def _appending(
-        self, entry_type: str, content: Any, metadata: dict[str, Any] | None, secrets: list[str]
-    ) -> Iterator[LogEntry]:
-        """Append one entry with ``secrets`` redacted and index it; see :meth:`LogFile.appending`."""
+    def _appending(self, entry_type: str, content: Any, metadata: dict[str, Any] | None) -> Iterator[LogEntry]:
+        """Append one entry (LogFile redacts the secrets) and index it; see :meth:`LogFile.appending`."""
         if isinstance(content, (bytes, bytearray)):
             content = check_text(content, "LOG entry content")
-        with self.log.appending(entry_type, redact(content, secrets), redact(metadata, secrets)) as entry:
+        with self.log.appending(entry_type, content, metadata) as entry:
             yield entry
         log_index.record(self.db, [entry])  # only once the line is durable: the index may lag, never lead
         self.cold.after_append()
@@ -216,10 +220,15 @@ class MemoryManager:
     def save_fact(self, key: str, value: Any, category: str = "general") -> dict[str, Any]:
         """Store a fact (insert or update); return it, a secret's value redacted.
 
+        A new secret is then scrubbed from what already holds it (see :mod:`core.memory.scrub`), and
+        a non-secret value is stored with the secrets it contains redacted.
+
         Raises:
             ValidationError: non-string key, unknown category, invalid text; nothing is written.
         """
-        return self.facts.save(key, value, category).as_dict()
+        fact = self.facts.save(key, value, category)
+        self.scrubber.run_pending()
+        return fact.as_dict()
 
     def get_fact(self, key: str) -> str | None:
         """The value stored under ``key`` (secrets included), or None."""
@@ -227,8 +236,9 @@ class MemoryManager:
         return fact.value if fact else None
 
     def list_facts(self, category: str | None = None) -> list[dict[str, Any]]:
-        """All facts (or one category's), secret values redacted."""
-        return [fact.as_dict() for fact in self.facts.list(category)]
+        """All facts (or one category's), secret values redacted (in other facts too)."""
+        redactor = self.facts.redactor()
+        return [redactor(fact.as_dict()) for fact in self.facts.list(category)]
 
     def delete_fact(self, key: str) -> bool:
         """Delete a fact; return True if it existed."""
@@ -282,11 +292,15 @@ class MemoryManager:
         budget = max_tokens if max_tokens is not None else self.config.memory.context_tokens
         if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise ValidationError("max_tokens must be a positive integer")
-        secrets = self.facts.secret_values()
-        entries = [
-            replace(e, content=redact(e.content, secrets)) for e in self.log.tail(log_entries)
-        ]
-        return format_context(self.agent_name, self.now_state(), entries, self.facts.list(), budget)
+        return self.facts.redactor()(
+            format_context(self.agent_name, self.now_state(), self.log.tail(log_entries), self.facts.list(), budget))
+
+    def scrub_secrets(self) -> ScrubReport:
+        """Remove the secrets' values from every file and index that holds them now (see :mod:`core.memory.scrub`).
+
+        ``save_fact`` runs it for a new secret; call it after saving secrets in ``memory.db`` another way.
+        """
+        return self.scrubber.run(everything=True)
 
     def close(self) -> None:
         """Wait for background compaction, release the cold store and databases. Safe to call twice."""
@@ -311,3 +325,12 @@ def _lifecycle(
         current_step = current_step if current_step is not None else check_text(status, "status")
         status = None
     return state or status or ("active" if current_step or next_steps else None), current_step
+
+
+def _redacted(state: NowState, redactor: Redactor) -> NowState:
+    """``state`` with the secrets hidden in every text field."""
+    if not redactor:
+        return state
+    return replace(state, objective=redactor(state.objective), current_step=redactor(state.current_step),
+                   resume_hint=redactor(state.resume_hint), blockers=redactor(state.blockers),
+                   plan=tuple(PlanStep(redactor(step.text), step.done) for step in state.plan))

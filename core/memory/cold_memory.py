@@ -27,6 +27,7 @@ from core.llm.embedders import make_embedder
 from core.llm.window import ContextWindow
 from core.memory.db import Database
 from core.memory.facts import redact
+from core.memory.secrets import redactor_of
 from core.memory.fitting import window_of_generate
 from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor
@@ -71,7 +72,7 @@ class ColdMemory:
                     self.paths.lancedb_dir, make_embedder(self.config), self.paths.memory_dir / ".cold.lock",
                     reindex_hint=f"python scripts/rebuild_index.py --agent {self.paths.name}",
                     optimize_every=self.config.cold.optimize_every,
-                    ann_min_rows=self.config.cold.ann_min_rows,
+                    ann_min_rows=self.config.cold.ann_min_rows, redactor=lambda: redactor_of(self.db),
                 )
             return self._store
 

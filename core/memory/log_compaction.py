@@ -30,7 +30,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from core.config import Config
 from core.errors import (
@@ -48,6 +48,7 @@ from core.memory.fsutil import atomic_write, remove_stale_temp_files
 from core.memory.locking import AgentLock
 from core.memory.log_file import LogFile, parse_or_none, scan_bytes
 from core.memory.log_format import HEADER, LogEntry, check_text, decode_line
+from core.memory.secrets import redactor_of
 from core.memory.summarizer import Summarizer, Summary
 from core.paths import AgentPaths
 
@@ -132,6 +133,8 @@ class LogCompactor:
         self.indexer = indexer
         self.config = config
         self._head_cache: tuple[int, int] | None = None  # (inode, seq before the entries counted)
+        self.after_run: Callable[[], object] | None = None
+        """Called when a run ends, the compaction lock released (a secret scrub that waited for it)."""
 
     @contextmanager
     def exclusive(self, wait: bool) -> Iterator[bool]:
@@ -209,7 +212,8 @@ class LogCompactor:
             if dry_run:
                 report.reason = f"would archive entries {plan.first_seq}-{plan.last_seq}"
                 return report
-            made = Summary(summary, "given") if summary is not None else summarizer.summarize(plan.entries)
+            made = Summary(summary, "given") if summary is not None else \
+                summarizer.summarize(redactor_of(self.db).entries(plan.entries))
             report.summary_method = made.method
             summary_entry, new_size = self._swap(plan, made.text, report)
             log_index.mark_compacted(self.db, plan.entries, plan.archive_id, summary_entry)
@@ -218,6 +222,8 @@ class LogCompactor:
             log.info("LOG.md compacted: entries %d-%d -> %s (%d -> %d bytes, summary by %s)",
                      plan.first_seq, plan.last_seq, report.archive_path, report.bytes_before,
                      report.bytes_after, made.method)
+        if self.after_run is not None:
+            self.after_run()
         return self._index(report, progress) if index else report
 
     def _plan(self, force: bool, dry_run: bool, report: CompactionReport) -> Plan | None:

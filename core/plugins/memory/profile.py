@@ -15,6 +15,7 @@ from core.errors import ValidationError
 from core.memory.db import Database
 from core.memory.provider import context
 from core.memory.log_format import utc_timestamp
+from core.memory.secrets import redactor_of
 from core.memory.provider.types import ChangeEntry, ConstraintEntry, SessionSnapshot
 
 SCOPES = ("profile", "soul", "constraint")
@@ -134,7 +135,7 @@ class ProfileRepository:
         )
         row = self._row(conn, user_id, agent_id)
         before = row[_COLUMN[scope]]
-        after = change(before)
+        after = redactor_of(conn).text(change(before))  # what the model writes here reaches every prompt
         version = row["version"] + 1
         conn.execute(
             f"UPDATE ctx_agent_memory SET {_COLUMN[scope]} = ?, version = ?, updated_at = ?"
@@ -181,6 +182,8 @@ class ProfileRepository:
 
 
 def _log(conn, user_id, agent_id, scope, action, before_v, after_v, before, after, source=None, session_id=None):
+    redactor = redactor_of(conn)
+    before, after = redactor.text(before), redactor.text(after)
     conn.execute(
         "INSERT INTO ctx_changelog (user_id, agent_id, session_id, scope, action, source, version_before,"
         " version_after, before_text, after_text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
