@@ -88,7 +88,7 @@ class ScrubReport:
 def rewrite_lines(data: bytes, redactor: Redactor, archive_shas: dict[str, str]) -> tuple[bytes, list[LogEntry]]:
     """LOG.md-format bytes with the secrets redacted in every line; return them and the entries rewritten.
 
-    A SUMMARY entry pointing at an archive in ``archive_shas`` gets that archive's new sha256.
+    A SUMMARY entry pointing at an archive in ``archive_shas`` gets that archive's sha256 from there.
     A damaged line is redacted as text (it stays damaged). Unchanged lines keep their bytes.
     """
     lines = data.split(b"\n")
@@ -183,7 +183,8 @@ class SecretScrubber:
                 self._reindex(entries)
 
     def _archives(self, redactor: Redactor, report: ScrubReport) -> dict[str, str]:
-        """Rewrite the archives holding a secret (and those whose predecessor changed); return their new sha256."""
+        """Rewrite the archives holding a secret (and those after them, whose SUMMARY names a new sha256);
+        return the sha256 of every archive that verified or was rewritten."""
         db = self.manager.db
         recorded = dict(db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history").fetchall())
         shas: dict[str, str] = {}
@@ -194,6 +195,8 @@ class SecretScrubber:
                 log.warning("archive %s does not match its sha256: left as it is (not scrubbed)", path)
                 continue
             new, entries = rewrite_lines(data, redactor, shas)
+            if recorded.get(path.stem):
+                shas[path.stem] = _sha(new)  # a SUMMARY naming it is brought in line (a killed run left one stale)
             if new == data:
                 continue
             shas[path.stem] = _sha(new)
