@@ -60,7 +60,7 @@ class MemoryManager:
         )
         self.cold = ColdMemory(self.paths, self.config, self.db, self.log, self.lock)
         self.scrubber = SecretScrubber(self)
-        self.cold.compactor.after_run = self.scrubber.after_compaction
+        self.cold.compactor.after_run = self.scrubber.catch_up
         self._open()
 
     def _open(self) -> None:
@@ -80,7 +80,7 @@ class MemoryManager:
                 now_file.write(self.paths.now_file, initial)
                 self.created.append(self.paths.now_file)
         log_index.reconcile(self.db, self.log)
-        self.scrubber.run_pending()  # a secret saved by a process that died before it was scrubbed
+        self.scrubber.catch_up()  # a secret saved by a process that died before it was scrubbed
         self.cold.at_open()
 
     # -- hot tier -------------------------------------------------------------
@@ -227,7 +227,7 @@ class MemoryManager:
             ValidationError: non-string key, unknown category, invalid text; nothing is written.
         """
         fact = self.facts.save(key, value, category)
-        self.scrubber.run_pending()
+        self.scrubber.catch_up()
         return fact.as_dict()
 
     def get_fact(self, key: str) -> str | None:

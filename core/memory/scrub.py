@@ -131,12 +131,15 @@ class SecretScrubber:
         """Scrub if a secret is queued (one cheap query otherwise)."""
         return self.run() if self.pending() else None
 
-    def after_compaction(self) -> None:
-        """Run a scrub that waited for a LOG.md compaction; a failure is logged (the scrub stays queued)."""
+    def catch_up(self) -> ScrubReport | None:
+        """Run a queued scrub (after a save, at open, when a compaction ends); a failure is logged loudly and
+        the scrub stays queued, so the write that called it is not undone by it."""
         try:
-            self.run_pending()
+            return self.run_pending()
         except AgentOSError as exc:
-            log.warning("secret scrub after the LOG.md compaction failed (it runs again at the next open): %s", exc)
+            log.error("a saved secret could not be scrubbed yet from the files that hold it (retried at the next "
+                      "save, compaction or open): %s", exc)
+            return None
 
     def run(self, everything: bool = False) -> ScrubReport | None:
         """Scrub every secret from every file and index; None when nothing is queued and not ``everything``."""
