@@ -25,7 +25,7 @@ from core.memory.log_format import utc_timestamp
 from core.memory.provider.capabilities import Compactor, ConstraintStore, ProfileStore, SessionManager
 from core.memory.provider.messages import Message
 from core.memory.provider.types import CompactionMode, Session
-from core.memory.secrets import NO_SECRETS, Redactor
+from core.memory.secrets import Redactor
 from core.memory.tokens import estimate_tokens
 from core.paths import AgentPaths
 from core.system_prompt import Identity
@@ -62,8 +62,8 @@ class CompactionReport:
 class Conversation:
     """The session's messages through the provider, plus handoff compaction when the provider has none."""
 
-    def __init__(self, provider: Any, session: Session, paths: AgentPaths, fresh_tail: int,
-                 redactor: Callable[[], Redactor] = lambda: NO_SECRETS) -> None:
+    def __init__(self, provider: Any, session: Session, paths: AgentPaths, fresh_tail: int, *,
+                 redactor: Callable[[], Redactor]) -> None:
         """``redactor()`` hides the secrets known now in the handoff summary and in the prompt that asks for it."""
         self.provider = provider
         self.redactor = redactor

@@ -27,12 +27,12 @@ from core.llm.embedders import make_embedder
 from core.llm.window import ContextWindow
 from core.memory.db import Database
 from core.memory.facts import redact
-from core.memory.secrets import redactor_of
 from core.memory.fitting import window_of_generate
 from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
 from core.memory.log_format import check_text, utc_timestamp
+from core.memory.secrets import redactor_of
 from core.memory.summarizer import Generate, LogSummarizer
 from core.paths import AgentPaths
 

@@ -15,7 +15,6 @@ MAX_KEY_CHARS = 200
 MAX_VALUE_BYTES = 16 * 1024
 MIN_REDACTED_CHARS = MIN_SECRET_CHARS
 """Shorter secret values are not searched for in text: they would match everywhere."""
-__all__ = ["REDACTED", "Fact", "FactStore", "redact"]
 
 
 @dataclass(frozen=True)

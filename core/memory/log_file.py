@@ -19,7 +19,6 @@ from typing import Any, Callable, Iterator
 from core.errors import CorruptionError, StorageError, ValidationError
 from core.memory.fsutil import atomic_write, datasync, fsync_dir, write_all
 from core.memory.locking import AgentLock
-from core.memory.secrets import Redactor
 from core.memory.log_format import (
     HEADER,
     LogEntry,
@@ -31,6 +30,7 @@ from core.memory.log_format import (
     is_header,
     utc_timestamp,
 )
+from core.memory.secrets import Redactor
 
 log = logging.getLogger(__name__)
 

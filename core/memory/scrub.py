@@ -191,35 +191,34 @@ class SecretScrubber:
         db = self.manager.db
         recorded = dict(db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history").fetchall())
         shas: dict[str, str] = {}
-        staged: list[tuple[Path, Path, bytes, list[LogEntry]]] = []
+        staged: list[tuple[Path, Path, list[LogEntry]]] = []
         for path in sorted(self.paths.archive_dir.glob("LOG-*.md"), key=_first_seq):
             data = path.read_bytes()
             if recorded.get(path.stem) and _sha(data) != recorded[path.stem]:
                 log.warning("archive %s does not match its sha256: left as it is (not scrubbed)", path)
                 continue
             new, entries = rewrite_lines(data, redactor, shas)
-            if recorded.get(path.stem):
-                shas[path.stem] = _sha(new)  # a SUMMARY naming it is brought in line (a killed run left one stale)
+            if new != data or recorded.get(path.stem):
+                shas[path.stem] = _sha(new)  # the SUMMARY naming it follows (a killed run may have left it stale)
             if new == data:
                 continue
-            shas[path.stem] = _sha(new)
             report.archives[path.stem] = (_sha(data), shas[path.stem])
             if path.stem not in recorded:  # not checked against memory.db (yet): replaced at once
                 _replace_archive(path, new)
-                self._reindex(entries, path.stem)
+                self._reindex(entries)
                 continue
             side = path.with_name(f".{path.name}{SIDE_SUFFIX}")
             _write_durably(side, new)
-            staged.append((path, side, new, entries))
+            staged.append((path, side, entries))
         if not staged:
             return shas
         fsync_dir(self.paths.archive_dir)
         with db.transaction() as conn:  # the commit point: the side files are the archives from now on
             conn.executemany("UPDATE compaction_history SET archive_sha256 = ? WHERE archive_id = ?",
-                             [(shas[path.stem], path.stem) for path, _, _, _ in staged])
-        for path, side, _, entries in staged:
+                             [(shas[path.stem], path.stem) for path, _, _ in staged])
+        for path, side, entries in staged:
             _install(side, path)
-            self._reindex(entries, path.stem)
+            self._reindex(entries)
         fsync_dir(self.paths.archive_dir)
         return shas
 
@@ -244,7 +243,7 @@ class SecretScrubber:
             log.warning("finished the interrupted scrub of archives %s", ", ".join(finished))
         return finished
 
-    def _reindex(self, entries: list[LogEntry], archive_id: str | None = None) -> None:
+    def _reindex(self, entries: list[LogEntry]) -> None:
         """Keep ``log_metadata``'s hashes in step with the rewritten entries."""
         if not entries:
             return

@@ -27,13 +27,9 @@ def home(agents_home: Path, ollama: ScriptedOllama) -> Path:
 
 
 @pytest.fixture
-def finn(home: Path):
+def finn(home: Path, manager):
     """The MemoryManager of agent finn in ``home``."""
-    from core.memory_manager import MemoryManager
-
-    manager = MemoryManager("finn")
-    yield manager
-    manager.close()
+    return manager
 
 
 def write_config(home: Path, data: dict) -> None:

@@ -3,12 +3,7 @@ beyond what the user typed, and a finished turn's are gone from the disk."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-
-from tests.engine.conftest import ROOT, run_cli, write_config
+from tests.engine.conftest import kill_engine_at, run_cli, write_config
 from tests.leaks.leak_check import leaks, prompt_leaks
 from tests.ollama_server import Block, tool_call
 
@@ -24,15 +19,7 @@ def test_a_killed_runs_checkpoint_leaks_nowhere_and_is_gone_once_the_turn_ends(o
     server = ollama
     server.enqueue(tool_call("save_fact", key="deploy_token", value=VALUE, category="secret"), blocked,
                    "Saved your deploy token as a secret.", "The weather is fine.")
-    engine = subprocess.Popen([sys.executable, "-m", "core.engine", "--agent", "finn", TASK], cwd=ROOT,
-                              env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert blocked.entered.wait(60), "the engine never made its second LLM call"
-        engine.send_signal(signal.SIGKILL)
-        engine.wait(10)
-    finally:
-        if engine.poll() is None:
-            engine.kill()
+    kill_engine_at(blocked, "--agent", "finn", TASK)
     root = agents_home / "finn"
     assert set(leaks(root, VALUE)) <= {"memory/checkpoints.db", "memory/checkpoints.db-wal"}, \
         "the killed turn leaked beyond its checkpoint"

@@ -11,9 +11,9 @@ from typing import Iterable
 
 from core.config import ProviderConfig
 from core.memory.db import Database
-from core.memory.secrets import redactor_of
 from core.memory.provider.messages import Message
 from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
+from core.memory.secrets import redactor_of
 from core.plugins.memory import window
 from core.plugins.memory.profile import ProfileRepository
 from core.plugins.memory.store import ConversationStore, check_session, redacted

@@ -15,8 +15,8 @@ from core.errors import ValidationError
 from core.memory.db import Database
 from core.memory.provider import context
 from core.memory.log_format import utc_timestamp
-from core.memory.secrets import redactor_of
 from core.memory.provider.types import ChangeEntry, ConstraintEntry, SessionSnapshot
+from core.memory.secrets import redactor_of
 
 SCOPES = ("profile", "soul", "constraint")
 MAX_TEXT_CHARS = 64 * 1024

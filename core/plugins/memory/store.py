@@ -14,7 +14,6 @@ from typing import Iterable, Iterator
 from core.errors import SessionNotFoundError, StorageError, ValidationError
 from core.memory.db import Database
 from core.memory.log_format import utc_timestamp
-from core.memory.secrets import Redactor, redactor_of
 from core.memory.provider.messages import (
     Message,
     ToolCall,
@@ -23,6 +22,7 @@ from core.memory.provider.messages import (
     tool_calls_to_json,
 )
 from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
+from core.memory.secrets import Redactor, redactor_of
 
 TITLE_CHARS = 60
 MESSAGE_COLUMNS = "m.id, m.role, m.content, m.tool_calls, m.tool_name, m.created_at"

@@ -21,8 +21,8 @@ from core.config import ProviderConfig
 from core.memory.db import Database
 from core.memory.locking import AgentLock
 from core.memory.log_format import utc_timestamp
-from core.memory.secrets import redactor_of
 from core.memory.provider.types import CompactionMode, CompactionResult, SummarizeOptions
+from core.memory.secrets import redactor_of
 from core.memory.tokens import estimate_tokens
 from core.plugins.memory.lcm import plan
 from core.plugins.memory.lcm.render import render_message_line, render_summary, render_summary_line
@@ -211,7 +211,7 @@ class CompactionEngine:
         options = replace(options, previous=redactor.text(options.previous))
         summary = call_with_timeout(self.summarizer, redactor.text(text), options,
                                     min(self.config.summarizer_timeout_s, remaining))
-        return redactor_of(self.db).text(summary)
+        return redactor_of(self.db).text(summary)  # read again: a secret saved while the model wrote
 
     def _message_rows(self, ids: list[int]) -> list:
         rows = {}
