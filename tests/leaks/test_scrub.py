@@ -164,8 +164,8 @@ def test_a_scrub_killed_as_it_commits_its_archives_is_finished_by_the_next_open(
     _prepared(home, cache)
     total = int(_child(10**6).stdout.split()[-1])
     # The steps: the fact's save, then side files written and fsynced, then the commit of their sha256.
-    commit = next(k for k in range(2, total) if _trial_side_files_committed(home, cache, k))
-    assert commit
+    commit = next((k for k in range(2, total) if _trial_side_files_committed(home, cache, k)), None)
+    assert commit is not None, "no step of the scrub left committed side files to finish"
 
 
 def _trial_side_files_committed(home: Path, cache: Path, kill_at: int) -> bool:
