@@ -47,6 +47,7 @@ from core.errors import AgentOSError, BackendError, ColdStoreError, CorruptionEr
 from core.memory.cold_store import TABLE
 from core.memory.fsutil import atomic_write, fsync_dir, write_all
 from core.memory.log_format import LogEntry, decode_line, encode_entry, is_header
+from core.memory.rebuild import archive_first_seq
 from core.memory.scrub_tables import scrub_cold_store, scrub_database
 from core.memory.secrets import Redactor
 from core.memory.tokens import estimate_tokens
@@ -192,7 +193,7 @@ class SecretScrubber:
         recorded = dict(db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history").fetchall())
         shas: dict[str, str] = {}
         staged: list[tuple[Path, Path, list[LogEntry]]] = []
-        for path in sorted(self.paths.archive_dir.glob("LOG-*.md"), key=_first_seq):
+        for path in sorted(self.paths.archive_dir.glob("LOG-*.md"), key=archive_first_seq):
             data = path.read_bytes()
             if recorded.get(path.stem) and _sha(data) != recorded[path.stem]:
                 log.warning("archive %s does not match its sha256: left as it is (not scrubbed)", path)
@@ -308,11 +309,6 @@ class SecretScrubber:
                 "archives": {a: {"sha256_before": b, "sha256_after": c} for a, (b, c) in report.archives.items()},
                 "rows": report.rows, "cold_rows": report.cold_rows, "files": report.files}
         self.manager.append_log("SYSTEM", "secret values scrubbed from " + ", ".join(parts), meta)
-
-
-def _first_seq(path: Path) -> int:
-    parts = path.stem.split("-")
-    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0
 
 
 def _write_durably(path: Path, data: bytes) -> None:
