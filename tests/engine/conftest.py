@@ -48,8 +48,8 @@ def run_cli(*args: str, timeout: float = 60, **popen) -> subprocess.CompletedPro
 
 
 def kill_engine_at(block, *args: str) -> None:
-    """Run ``python -m core.engine ARGS`` and SIGKILL it once its model call reaches ``block`` (a server Block)."""
-    engine = subprocess.Popen([sys.executable, "-m", "core.engine", *args], cwd=ROOT, env=dict(os.environ),
+    """Run ``python -m core.engine --create ARGS`` and SIGKILL it once its model call reaches ``block`` (a server Block)."""
+    engine = subprocess.Popen([sys.executable, "-m", "core.engine", "--create", *args], cwd=ROOT, env=dict(os.environ),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert block.entered.wait(60), "the engine never reached the blocked model call"

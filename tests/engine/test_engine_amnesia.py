@@ -27,7 +27,7 @@ def test_killed_run_resumes_without_redoing_the_finished_step(server, agents_hom
         tool_call("write_file", path="outline.md", content="1. What a decorator is"),
         "The outline is in outline.md.",
     )
-    kill_engine_at(blocked, "--create", "--agent", "finn", TASK)
+    kill_engine_at(blocked, "--agent", "finn", TASK)
 
     result = run_cli("--agent", "finn", "Continue")
     assert result.returncode == 0, result.stderr
