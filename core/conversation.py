@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from core import prompts
 from core.errors import CorruptionError, SummarizerError, ValidationError
@@ -29,6 +29,7 @@ from core.memory.log_format import utc_timestamp
 from core.memory.provider.capabilities import Compactor, ConstraintStore, ProfileStore, SessionManager
 from core.memory.provider.messages import Message
 from core.memory.provider.types import CompactionMode, Session
+from core.memory.secrets import Redactor
 from core.memory.tokens import estimate_tokens
 from core.paths import AgentPaths
 from core.system_prompt import Identity
@@ -65,8 +66,11 @@ class CompactionReport:
 class Conversation:
     """The session's messages through the provider, plus handoff compaction when the provider has none."""
 
-    def __init__(self, provider: Any, session: Session, paths: AgentPaths, fresh_tail: int) -> None:
+    def __init__(self, provider: Any, session: Session, paths: AgentPaths, fresh_tail: int, *,
+                 redactor: Callable[[], Redactor]) -> None:
+        """``redactor()`` hides the secrets known now in the handoff summary and in the prompt that asks for it."""
         self.provider = provider
+        self.redactor = redactor
         self.session = session
         self.fresh_tail = fresh_tail
         self.handoff_file = handoff_file(paths, session.id)
@@ -171,7 +175,8 @@ class Conversation:
         covered = _cut(messages, max(start, len(messages) - max(0, keep_tail)))
         if covered <= start:
             raise ValidationError(f"nothing to compact: the session has at most {keep_tail} messages since the last summary")
-        transcript = _transcript(previous, messages[start:covered])
+        redactor = self.redactor()
+        transcript = redactor.text(_transcript(previous, messages[start:covered]))
         summary = handoff_summary(summarize, transcript)
         if not isinstance(summary, str) or not summary.strip():
             raise SummarizerError("empty summary response: the session was left untouched")
@@ -179,11 +184,11 @@ class Conversation:
         if estimate_tokens(summary.strip()) >= replaced:
             raise SummarizerError(f"the summary ({estimate_tokens(summary.strip())} tokens) is not smaller than "
                                   f"what it would replace ({replaced} tokens): the session was left untouched")
-        record = {"summary": summary.strip(), "covered": covered, "created_at": utc_timestamp(),
+        record = {"summary": redactor.text(summary.strip()), "covered": covered, "created_at": utc_timestamp(),
                   "session": self.session.id}
         self.handoff_file.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(self.handoff_file, json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8"))
-        return CompactionReport("handoff", before, self.tokens(), summary.strip())
+        return CompactionReport("handoff", before, self.tokens(), record["summary"])
 
     def _all_messages(self) -> list[Message]:
         if isinstance(self.provider, SessionManager):

@@ -158,13 +158,17 @@ class Engine:
                                       config=self.config.provider)
         name = self.paths.name
         self.session = Session(id=f"{name}:{session}", agent_id=name, user_id=LOCAL_USER, channel="cli")
-        self.conversation = Conversation(self.provider, self.session, self.paths, self.config.provider.fresh_tail)
+        self.conversation = Conversation(self.provider, self.session, self.paths, self.config.provider.fresh_tail,
+                                         redactor=self.manager.facts.redactor)
         toolbox = build_toolbox(self.paths, extra=memory_tools(self.provider, self.session))
         self.runtime = Runtime(self.manager, backend, toolbox, self.conversation, self.config,
                                identity=self.conversation.identity)
         self.runtime.context = ContextBuilder(self.runtime)
         self._check_window()
         self._saver_conn = sqlite3.connect(self.paths.checkpoints_file, check_same_thread=False)
+        # A turn's checkpoints hold its raw messages (what the user typed, get_fact's replies): deleted with
+        # the turn, their pages are zeroed and the WAL that still holds them is truncated.
+        self._saver_conn.execute("PRAGMA secure_delete = ON")
         self._saver = SqliteSaver(self._saver_conn)
         self.graph = build_graph(self.runtime, self._saver)
         self.thread = {"configurable": {"thread_id": self.session.id},
@@ -293,6 +297,7 @@ class Engine:
         # The finished turn is in the provider (secrets redacted): its checkpoints, which hold the
         # raw messages, are no longer needed to resume anything.
         self._saver.delete_thread(self.session.id)
+        self._saver_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0))
 
     def _fail(self, run_id: str, exc: BaseException) -> None:

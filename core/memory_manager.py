@@ -29,12 +29,14 @@ from core.memory.cold_memory import ColdMemory
 from core.memory.log_compaction import CompactionReport
 from core.memory.context import format_context
 from core.memory.db import Database
-from core.memory.facts import FactStore, redact
+from core.memory.facts import FactStore
 from core.memory.fsutil import remove_stale_temp_files
 from core.memory.locking import AgentLock
 from core.memory.log_file import LogFile, ScanResult
 from core.memory.log_format import LogEntry, check_entry_type, check_text, check_writer, utc_timestamp
-from core.memory.now_file import STATUSES, NowState
+from core.memory.now_file import STATUSES, NowState, PlanStep
+from core.memory.scrub import ScrubReport, SecretScrubber
+from core.memory.secrets import Redactor, redactor_of
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -55,14 +57,16 @@ class MemoryManager:
         self.created: list[Path] = self.paths.ensure_memory_dirs()
         self.lock = AgentLock(self.paths.lock_file, self.config.memory.lock_timeout_s)
         self.db = Database(self.paths.db_file)
+        self.facts = FactStore(self.db)
         self.log = LogFile(
             self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes,
-            seq_floor=lambda: log_index.last_indexed_seq(self.db),
+            seq_floor=lambda: log_index.last_indexed_seq(self.db), redactor=self.facts.redactor,
         )
-        self.facts = FactStore(self.db)
         self.cold = ColdMemory(self.paths, self.config, self.db, self.log, self.lock)
         self.repairs: list[str] = []
         """What opening found damaged and repaired (each is also logged as a WARNING)."""
+        self.scrubber = SecretScrubber(self)
+        self.cold.compactor.after_run = self.scrubber.catch_up
         self._open()
 
     def _open(self) -> None:
@@ -84,6 +88,7 @@ class MemoryManager:
                 now_file.write(self.paths.now_file, NowState(agent=self.agent_name, updated_at=utc_timestamp()))
                 self.created.append(self.paths.now_file)
             recovery.current_now(self)  # recovers a missing or unreadable NOW.md, or one behind LOG.md
+        self.scrubber.catch_up()  # a secret saved by a process that died before it was scrubbed
         self.cold.at_open()
 
     def _catch_up(self) -> None:
@@ -130,9 +135,10 @@ class MemoryManager:
         fields = {"objective": objective, "current_step": current_step, "next_steps": next_steps,
                   "done_steps": done_steps, "blockers": blockers, "resume_hint": resume_hint}
         with self.lock.hold():
-            secrets = self.facts.secret_values()  # under the lock: a secret saved meanwhile is known
+            redactor = self.facts.redactor()  # under the lock: a secret saved meanwhile is known
             before = recovery.current_now(self)
-            after = now_file.advance(before, status=lifecycle, run_id=run_id, **redact(fields, secrets))
+            # Every field is redacted, those carried over from before too (a plan written before its secret was saved).
+            after = _redacted(now_file.advance(before, status=lifecycle, run_id=run_id, **fields), redactor)
             version = before.version + 1
             # Refuse an oversize NOW before anything is logged: sized with the longest values
             # the fields filled in after the append can take.
@@ -197,10 +203,9 @@ class MemoryManager:
         a skill writes with :meth:`append_log`.
         """
         with self.lock.hold():
-            secrets = self.facts.secret_values()
             if isinstance(content, (bytes, bytearray)):
                 content = check_text(content, "LOG entry content")
-            entry = self.log.append(entry_type, redact(content, secrets), redact(metadata, secrets))
+            entry = self.log.append(entry_type, content, metadata)  # the log redacts every line
             self._index(entry)
         return entry.seq
 
@@ -260,13 +265,20 @@ class MemoryManager:
         LOG.md's FACT entry lets the facts be rebuilt if memory.db is lost; a secret's
         value is never logged (only its key), so a secret cannot be rebuilt.
 
+        A new secret is then scrubbed from what already holds it (see :mod:`core.memory.scrub`), and
+        a non-secret value is stored with the secrets it contains redacted.
+
         Raises:
             ValidationError: non-string key, unknown category, invalid text; nothing is written.
             StorageError: memory.db or LOG.md cannot be written (read-only, disk full); nothing is kept.
         """
         key, text, category = facts.check_key(key), facts.check_value(value), facts.check_category(category)
-        return self._record_fact(key, text, category, lambda conn: facts.upsert(conn, key, text, category,
-                                                                               utc_timestamp())).as_dict()
+        if category != "secret":
+            text = redactor_of(self.db, excluding=key)(text)  # a secret's value is kept under its own key only
+        fact = self._record_fact(key, text, category, lambda conn: facts.upsert(conn, key, text, category,
+                                                                                utc_timestamp()))
+        self.scrubber.catch_up()
+        return fact.as_dict()
 
     def get_fact(self, key: str) -> str | None:
         """The value stored under ``key`` (secrets included), or None."""
@@ -274,8 +286,9 @@ class MemoryManager:
         return fact.value if fact else None
 
     def list_facts(self, category: str | None = None) -> list[dict[str, Any]]:
-        """All facts (or one category's), secret values redacted."""
-        return [fact.as_dict() for fact in self.facts.list(category)]
+        """All facts (or one category's), secret values redacted (in other facts too)."""
+        redactor = self.facts.redactor()
+        return [redactor(fact.as_dict()) for fact in self.facts.list(category)]
 
     def delete_fact(self, key: str) -> bool:
         """Delete a fact (recorded in LOG.md); return True if it existed."""
@@ -288,13 +301,12 @@ class MemoryManager:
         entry = None
         try:
             with self.lock.hold():
-                secrets = self.facts.secret_values()
                 with self.db.transaction() as conn:
                     log_index.catch_up(conn, self.log)  # a FACT entry never applied goes first
                     outcome = change(conn)
                     if outcome is not False:
-                        entry = self.log.append("FACT", redact(facts.record_text(key, value, category), secrets),
-                                                redact(facts.fact_record(key, value, category), secrets))
+                        entry = self.log.append("FACT", facts.record_text(key, value, category),
+                                                facts.fact_record(key, value, category))
                         log_index.insert(conn, [entry], apply=False)  # applied just above
         except StorageError as exc:
             if entry is None:
@@ -355,11 +367,15 @@ class MemoryManager:
         budget = max_tokens if max_tokens is not None else self.config.memory.context_tokens
         if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise ValidationError("max_tokens must be a positive integer")
-        secrets = self.facts.secret_values()
-        entries = [
-            replace(e, content=redact(e.content, secrets)) for e in self.log.tail(log_entries)
-        ]
-        return format_context(self.agent_name, self.now_state(), entries, self.facts.list(), budget)
+        return self.facts.redactor()(
+            format_context(self.agent_name, self.now_state(), self.log.tail(log_entries), self.facts.list(), budget))
+
+    def scrub_secrets(self) -> ScrubReport:
+        """Remove the secrets' values from every file and index that holds them now (see :mod:`core.memory.scrub`).
+
+        ``save_fact`` runs it for a new secret; call it after saving secrets in ``memory.db`` another way.
+        """
+        return self.scrubber.run(everything=True)
 
     def close(self) -> None:
         """Wait for background compaction, release the cold store and databases. Safe to call twice."""
@@ -384,3 +400,12 @@ def _lifecycle(
         current_step = current_step if current_step is not None else check_text(status, "status")
         status = None
     return state or status or ("active" if current_step or next_steps else None), current_step
+
+
+def _redacted(state: NowState, redactor: Redactor) -> NowState:
+    """``state`` with the secrets hidden in every text field."""
+    if not redactor:
+        return state
+    return replace(state, objective=redactor(state.objective), current_step=redactor(state.current_step),
+                   resume_hint=redactor(state.resume_hint), blockers=redactor(state.blockers),
+                   plan=tuple(PlanStep(redactor(step.text), step.done) for step in state.plan))

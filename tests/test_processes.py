@@ -14,12 +14,18 @@ import pytest
 from core.conversation import Conversation, handoff_file
 from core.memory.provider import Session
 from core.memory_manager import MemoryManager
+from core.memory.secrets import redactor_for
 from core.paths import AgentPaths
 from core.plugins.memory import open_provider
 from core.toolbox import build_toolbox
 from memory_format_checks import parse_log_file
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def no_secrets():
+    """The redactor of an agent with no secrets saved."""
+    return redactor_for([])
 
 
 def run_child(script: str, home: Path, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -153,7 +159,7 @@ def test_per_session_handoff_files_are_distinct_for_ids_that_differ_in_punctuati
     provider = open_provider("simple", paths.db_file)
     summaries = {}
     for sid in ("finn:a:b", "finn:a_b"):
-        conversation = Conversation(provider, Session(sid, agent_id="finn"), paths, fresh_tail=2)
+        conversation = Conversation(provider, Session(sid, agent_id="finn"), paths, fresh_tail=2, redactor=no_secrets)
         conversation.append_turn("t", [{"role": "user", "content": f"{sid} " + "words " * 200}] * 6)
         conversation.compact(lambda prompt, sid=sid: f"summary of {sid}", keep_tail=2)
         summaries[sid] = conversation
@@ -171,9 +177,9 @@ def test_a_handoff_file_under_the_earlier_name_is_taken_over_by_its_own_session(
     (folder / "finn_a_b.handoff.json").write_text(json.dumps(
         {"summary": "old summary", "covered": 2, "created_at": "", "session": "finn:a:b"}))
     provider = open_provider("simple", paths.db_file)
-    other = Conversation(provider, Session("finn:a_b", agent_id="finn"), paths, fresh_tail=2)
+    other = Conversation(provider, Session("finn:a_b", agent_id="finn"), paths, fresh_tail=2, redactor=no_secrets)
     assert other.handoff() is None
-    mine = Conversation(provider, Session("finn:a:b", agent_id="finn"), paths, fresh_tail=2)
+    mine = Conversation(provider, Session("finn:a:b", agent_id="finn"), paths, fresh_tail=2, redactor=no_secrets)
     assert mine.handoff().summary == "old summary"
     assert not (folder / "finn_a_b.handoff.json").exists()
     provider.close()

@@ -39,6 +39,7 @@ from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
 from core.memory.log_format import check_text, is_compaction_summary, utc_timestamp
+from core.memory.secrets import redactor_of
 from core.memory.summarizer import Generate, LogSummarizer
 from core.paths import AgentPaths
 
@@ -113,7 +114,7 @@ class ColdMemory:
                     self.paths.lancedb_dir, make_embedder(self.config), self.paths.memory_dir / ".cold.lock",
                     reindex_hint=f"python scripts/rebuild_index.py --agent {self.paths.name}",
                     optimize_every=self.config.cold.optimize_every,
-                    ann_min_rows=self.config.cold.ann_min_rows,
+                    ann_min_rows=self.config.cold.ann_min_rows, redactor=lambda: redactor_of(self.db),
                 )
             return self._store
 

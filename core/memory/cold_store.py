@@ -22,15 +22,16 @@ import json
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError, ValidationError
 from core.llm.embedders import Embedder
 from core.memory import ann_index
 from core.memory.locking import AgentLock
+from core.memory.secrets import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +83,11 @@ class ColdStore:
     def __init__(
         self, path: Path, embedder: Embedder, lock_file: Path, *, reindex_hint: str,
         optimize_every: int = 50, ann_min_rows: int = 5000, lock_timeout_s: float = 60.0,
+        redactor: Callable[[], Redactor] | None = None,
     ) -> None:
+        """``redactor()`` hides the secrets known now in every chunk written (text, metadata and so the vector)."""
         self.path = path
+        self.redactor = redactor
         self.embedder = embedder
         self.reindex_hint = reindex_hint
         self.optimize_every = optimize_every
@@ -190,6 +194,9 @@ class ColdStore:
             BackendError: the embedder failed; nothing was written.
             ColdStoreError: LanceDB failed; the table is at its previous version.
         """
+        if self.redactor is not None:
+            redactor = self.redactor()
+            origin_chunks = {o: [_redacted(c, redactor) for c in group] for o, group in origin_chunks.items()}
         chunks = [c for group in origin_chunks.values() for c in group]
         for chunk in chunks:
             if chunk.kind not in KINDS:
@@ -341,6 +348,12 @@ class ColdStore:
             pool.shutdown(wait=True)
         with self._guard:
             self._table = None
+
+
+def _redacted(chunk: Chunk, redactor: Redactor) -> Chunk:
+    if not redactor:
+        return chunk
+    return replace(chunk, text=redactor.text(chunk.text), metadata=redactor(chunk.metadata))
 
 
 def _row(chunk: Chunk, vector) -> dict[str, Any]:

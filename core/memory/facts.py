@@ -15,14 +15,14 @@ from typing import Any
 from core.errors import ValidationError
 from core.memory.db import Database
 from core.memory.log_format import check_text
+from core.memory.secrets import MIN_SECRET_CHARS, REDACTED, Redactor, redactor_for, redactor_of
+
+log = logging.getLogger(__name__)
 
 CATEGORIES = ("general", "preference", "personal", "config", "secret")
 MAX_KEY_CHARS = 200
 MAX_VALUE_BYTES = 16 * 1024
-log = logging.getLogger(__name__)
-
-REDACTED = "[REDACTED]"
-MIN_REDACTED_CHARS = 3
+MIN_REDACTED_CHARS = MIN_SECRET_CHARS
 """Shorter secret values are not searched for in text: they would match everywhere."""
 
 
@@ -156,22 +156,15 @@ class FactStore:
         ).fetchall()
         return sorted((row[0] for row in rows), key=len, reverse=True)
 
+    def redactor(self) -> Redactor:
+        """What hides the current secret values (see :mod:`core.memory.secrets`)."""
+        return redactor_of(self.db)
+
 
 def _fact(row) -> Fact:
     return Fact(row["key"], row["value"], row["category"], row["created_at"], row["updated_at"])
 
 
 def redact(value: Any, secrets: list[str]) -> Any:
-    """Replace every occurrence of a secret value in text, or in the strings of a JSON-like value."""
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
-    if isinstance(value, dict):
-        return {k: redact(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact(v, secrets) for v in value]
-    return value
+    """Replace every occurrence of a secret value in text, or in the strings (and keys) of a JSON-like value."""
+    return redactor_for(secrets)(value)

@@ -32,7 +32,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from core.config import Config
 from core.errors import (
@@ -50,6 +50,7 @@ from core.memory.fsutil import atomic_write, remove_stale_temp_files
 from core.memory.locking import AgentLock
 from core.memory.log_file import LogFile, parse_or_none, scan_bytes
 from core.memory.log_format import HEADER, LogEntry, check_text, decode_line, is_compaction_summary
+from core.memory.secrets import redactor_of
 from core.memory.summarizer import LogSummarizer, Summarizer, Summary
 from core.paths import AgentPaths
 
@@ -134,6 +135,8 @@ class LogCompactor:
         self.indexer = indexer
         self.config = config
         self._head_cache: tuple[int, int] | None = None  # (inode, seq before the entries counted)
+        self.after_run: Callable[[], object] | None = None
+        """Called when a run ends, the compaction lock released (a secret scrub that waited for it)."""
 
     @contextmanager
     def exclusive(self, wait: bool) -> Iterator[bool]:
@@ -220,6 +223,8 @@ class LogCompactor:
             log.info("LOG.md compacted: entries %d-%d -> %s (%d -> %d bytes, summary by %s)",
                      plan.first_seq, plan.last_seq, report.archive_path, report.bytes_before,
                      report.bytes_after, made.method)
+        if self.after_run is not None:
+            self.after_run()
         return self._index(report, progress) if index else report
 
     def _check_summary(self, text: str) -> None:
@@ -233,12 +238,13 @@ class LogCompactor:
 
     def _summarize(self, summarizer: Summarizer, plan: Plan) -> Summary:
         """The summarizer's summary, or the deterministic one if it is too long to be an entry."""
-        made = summarizer.summarize(plan.entries)
+        made = summarizer.summarize(redactor_of(self.db).entries(plan.entries))
         try:
             self._check_summary(made.text)
         except ValidationError as exc:
             log.warning("the %s summary cannot be used (%s): using the deterministic summary", made.method, exc)
-            made = LogSummarizer(None, self.config.memory.compact_summary_tokens).deterministic(plan.entries)
+            made = LogSummarizer(None, self.config.memory.compact_summary_tokens).deterministic(
+                redactor_of(self.db).entries(plan.entries))
         return made
 
     def _plan(self, force: bool, dry_run: bool, report: CompactionReport) -> Plan | None:

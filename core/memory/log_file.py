@@ -35,6 +35,7 @@ from core.memory.log_format import (
     parse_or_none,
     utc_timestamp,
 )
+from core.memory.secrets import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +68,12 @@ class LogFile:
 
     def __init__(
         self, path: Path, lock: AgentLock, quarantine_dir: Path, max_entry_bytes: int = 64 * 1024,
-        seq_floor: Callable[[], int] | None = None,
+        seq_floor: Callable[[], int] | None = None, redactor: Callable[[], Redactor] | None = None,
     ) -> None:
-        """``seq_floor()`` returns the highest seq ever handed out (the index's), so none is reused."""
+        """``seq_floor()`` returns the highest seq ever handed out (the index's), so none is reused;
+        ``redactor()`` hides the secrets known now in every line written (see :mod:`core.memory.secrets`)."""
         self.path = path
+        self.redactor = redactor
         self.lock = lock
         self.quarantine_dir = quarantine_dir
         self.max_entry_bytes = max_entry_bytes
@@ -97,6 +100,9 @@ class LogFile:
         if metadata is not None and not isinstance(metadata, dict):
             raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
         check_metadata(metadata)
+        if self.redactor is not None:
+            redactor = self.redactor()
+            text, metadata = redactor(text), redactor(metadata)
         size = len(text.encode("utf-8"))
         if size > self.max_entry_bytes:
             raise ValidationError(

@@ -24,7 +24,7 @@ from core.memory import now_file
 from core.memory.rebuild import rebuild_all
 from core.memory_manager import MemoryManager
 from core.paths import agents_home, validate_agent_name
-from core.transfer.manifest import ROOT, Manifest, check_member_name, verify
+from core.transfer.manifest import Manifest, check_member_name, verify
 
 log = logging.getLogger(__name__)
 

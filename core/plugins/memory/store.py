@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from dataclasses import replace
 from typing import Iterable, Iterator
 
 from core.errors import SessionNotFoundError, ValidationError
@@ -15,12 +16,14 @@ from core.memory.db import Database
 from core.memory.log_format import utc_timestamp
 from core.memory.provider.messages import (
     Message,
+    ToolCall,
     check_id,
     check_message,
     tool_calls_from_json,
     tool_calls_to_json,
 )
 from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
+from core.memory.secrets import Redactor, redactor_of
 
 TITLE_CHARS = 60
 MESSAGE_COLUMNS = "m.id, m.role, m.content, m.tool_calls, m.tool_name, m.created_at"
@@ -35,6 +38,14 @@ def message_from_row(row: sqlite3.Row) -> Message:
         tool_name=row["tool_name"],
         created_at=row["created_at"],
     )
+
+
+def redacted(message: Message, redactor: Redactor) -> Message:
+    """``message`` with the secrets hidden in its text and tool-call arguments."""
+    if not redactor:
+        return message
+    calls = tuple(ToolCall(c.name, redactor(c.arguments)) for c in message.tool_calls)
+    return replace(message, content=redactor.text(message.content), tool_calls=calls)
 
 
 def check_session(session: object) -> Session:
@@ -128,6 +139,8 @@ class ConversationStore:
             "SELECT COALESCE(MAX(position), 0) FROM ctx_items WHERE conversation_id = ?", (conv["id"],)
         ).fetchone()[0]
         ids = []
+        redactor = redactor_of(conn)  # read in the transaction: a secret saved a moment ago is known
+        batch = [redacted(m, redactor) for m in batch]
         for message in batch:
             seq += 1
             position += 1
@@ -184,7 +197,8 @@ class ConversationStore:
         rows = self.db.conn.execute(
             f"SELECT {MESSAGE_COLUMNS} FROM ctx_messages m WHERE m.conversation_id = ? ORDER BY m.seq", (conv,)
         )
-        return [message_from_row(row) for row in rows]
+        redactor = redactor_of(self.db)  # a message stored before its secret was, and not yet scrubbed
+        return [redacted(message_from_row(row), redactor) for row in rows]
 
     def messages_newest_first(self, conv: int) -> Iterator[sqlite3.Row]:
         """A lazy cursor over the conversation's messages, newest first."""
