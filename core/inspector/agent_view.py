@@ -130,15 +130,19 @@ class AgentView:
         return self._answer(lambda reader, secrets: self._timeline(reader, query, secrets))
 
     def _timeline(self, reader: Reader, query: timeline.LogQuery, secrets: list[str]) -> dict[str, Any]:
-        result = timeline.page(self.files, reader, query, lambda e: searchable(e.content, e.metadata, secrets))
-        current = _current_run(self.now())
-        open_runs = {r["run_id"] for r in reader.open_runs()}
+        result = timeline.page(self.files, reader, query,
+                               haystack=lambda entry: searchable(entry.content, entry.metadata, secrets))
+        starts = [e.entry.metadata.get("run_id") for e in result["entries"]
+                  if not isinstance(e, dict) and e.entry.type == "RUN_START"]
+        open_runs = set(starts) - reader.ended([s for s in starts if isinstance(s, str)])
         archives = {a.id for a in self.files.archives()}
+        current = _current_run(self.now())
         result["entries"] = [timeline.entry_json(e, open_runs, current, archives) for e in result["entries"]]
         result["newest_seq"] = max(self.files.last_seq(), reader.last_indexed_seq())
         if query.archive is not None:
-            result["archive"] = {"id": query.archive.id, "first": query.archive.first, "last": query.archive.last,
-                                 "bytes": query.archive.size}
+            archive = query.archive
+            result["archive"] = {"id": archive.id, "first": archive.first, "last": archive.last,
+                                 "bytes": archive.size}
         return result
 
     def archive(self, archive_id: str):

@@ -24,11 +24,13 @@ DEFAULT_PORT = 8765
 
 
 def parser(prog: str) -> argparse.ArgumentParser:
-    cli = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cli = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     cli.add_argument("--agent", help="the agent to show first (default: the first in the home)")
-    cli.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT}; 0: any free one)")
+    cli.add_argument("--port", type=int, default=DEFAULT_PORT,
+                     help=f"port to listen on (default {DEFAULT_PORT}; 0: any free one)")
     cli.add_argument("--host", default="127.0.0.1",
-                     help="interface to listen on (default 127.0.0.1; any other exposes the memory to the network)")
+                     help="interface to listen on (default 127.0.0.1; another one exposes the memory)")
     cli.add_argument("-v", "--verbose", action="store_true", help="log every request to stderr")
     return cli
 
@@ -56,7 +58,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m core.inspector") 
         return exit_codes.USAGE
     if not is_loopback(args.host):
         print(f"warning: listening on {args.host}: anyone who can reach this machine on port "
-              f"{server.server_address[1]} can read every agent's memory (secrets stay masked)", file=sys.stderr)
+              f"{server.server_address[1]} can read every agent's memory (secrets stay masked)",
+              file=sys.stderr)
     address = server.url + (f"#agent={args.agent}" if args.agent else "")
     print(f"AgentOS inspector: {address}  (agents home {home}; Ctrl-C stops it)", flush=True)
     signal.signal(signal.SIGTERM, _interrupt)

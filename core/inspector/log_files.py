@@ -1,11 +1,12 @@
 """LOG.md and its archives as the inspector reads them: entries by seq, the newest ones, and search.
 
-No request parses a whole history. Each file gets an index of where its entry lines
-start and end (by seq), built once by a scan for line heads (``- <seq> ``) and kept
-while the file is unchanged: archives never change, and LOG.md only grows between
-compactions, so its index is extended from where it stopped (and rebuilt when the
-file was replaced or cut). An entry is then one ``pread``, checked against its CRC.
-Files are opened read-only and no lock is taken: a line is whole or it is skipped.
+No request parses a history. Seqs increase down every file, so the line of a seq is
+found by binary search on byte offsets: about twenty small ``pread`` calls in a file
+of 100,000 entries, nothing to build or keep between requests, and as correct for a
+LOG.md that grew a moment ago as for an archive. The line is then checked against
+its CRC. Files are opened read-only and no lock is taken: a line is whole or it is
+skipped (``pread`` rather than ``mmap``, so a writer cutting a torn tail cannot
+crash the reader).
 
 Which file holds a seq follows from the archive names: ``archive/LOG-<first>-<last>.md``
 holds ``first..last``, LOG.md everything after the newest archive.
@@ -19,7 +20,7 @@ import os
 import re
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -29,8 +30,9 @@ from core.paths import AgentPaths
 
 ARCHIVE_ID = re.compile(r"LOG-(\d{1,19})-(\d{1,19})")
 """An archive's id, the stem of its file name."""
-_HEAD = re.compile(rb"^- (\d{1,19}) ", re.MULTILINE)
-_SCAN_BLOCK = 4 << 20
+_HEAD = re.compile(rb"- (\d{1,19}) ")
+_BLOCK = 4096
+_SEARCH_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -53,46 +55,109 @@ class Archive:
     size: int
 
 
-@dataclass
-class _FileIndex:
-    """Where each entry line of one file lies, by seq (seqs increase down a file)."""
+class _SortedLines:
+    """The lines of one open file, whose entry seqs increase from the top, read with ``pread``."""
 
-    seqs: list[int] = field(default_factory=list)
-    spans: list[tuple[int, int]] = field(default_factory=list)
-    """``(start, end)`` byte offsets of each line, newline excluded."""
-    scanned: int = 0
-    """Bytes indexed so far: always the end of a complete line."""
-    identity: tuple[int, int] = (0, 0)
-    """(device, inode) of the file indexed."""
-    mark: bytes = b""
-    """The bytes just before ``scanned``: if they changed, the file was rewritten."""
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.size = os.fstat(fd).st_size
 
-    def extend(self, fd: int, size: int) -> None:
-        """Index the complete lines between ``scanned`` and ``size``."""
-        while self.scanned < size:
-            block = os.pread(fd, min(_SCAN_BLOCK, size - self.scanned), self.scanned)
-            complete = block.rfind(b"\n") + 1
-            if not complete:
-                if len(block) < size - self.scanned:
-                    raise _RescanNeeded  # a line longer than the block: read it whole
-                break  # a torn or still-being-written last line
-            block = block[:complete]
-            for match in _HEAD.finditer(block):
-                end = block.index(b"\n", match.start())
-                seq = int(match.group(1))
-                if not self.seqs or seq > self.seqs[-1]:
-                    self.seqs.append(seq)
-                    self.spans.append((self.scanned + match.start(), self.scanned + end))
-            self.scanned += complete
-        self.mark = os.pread(fd, 32, max(0, self.scanned - 32))
+    def line(self, start: int) -> tuple[bytes, int] | None:
+        """The complete line at ``start`` (without its newline) and where the next one begins;
+        None for a torn last line."""
+        parts, at = [], start
+        while at < self.size:
+            block = os.pread(self.fd, _BLOCK, at)
+            if not block:
+                break
+            end = block.find(b"\n")
+            if end >= 0:
+                parts.append(block[:end])
+                return b"".join(parts), at + end + 1
+            parts.append(block)
+            at += len(block)
+        return None
 
-    def span_of(self, seq: int) -> tuple[int, int] | None:
-        at = bisect.bisect_left(self.seqs, seq)
-        return self.spans[at] if at < len(self.seqs) and self.seqs[at] == seq else None
+    def next_start(self, at: int) -> int:
+        """The first line start at or after ``at`` (the size when there is none)."""
+        if at <= 0:
+            return 0
+        scan = at - 1  # a line starts at ``at`` if the byte before it is a newline
+        while scan < self.size:
+            block = os.pread(self.fd, _BLOCK, scan)
+            end = block.find(b"\n")
+            if end >= 0:
+                return scan + end + 1
+            scan += len(block) or self.size
+        return self.size
 
+    def seq_at(self, start: int) -> int | None:
+        head = _HEAD.match(os.pread(self.fd, 24, start))
+        return int(head.group(1)) if head else None
 
-class _RescanNeeded(Exception):
-    pass
+    def first_from(self, seq: int) -> int:
+        """The start of the first line whose seq is ``seq`` or more (lines without one are passed over)."""
+        low, high = 0, self.size
+        while low < high:
+            middle = (low + high) // 2
+            if self._headed(self.next_start(middle))[1] >= seq:
+                high = middle
+            else:
+                low = middle + 1
+        return self._headed(self.next_start(low))[0]
+
+    def _headed(self, start: int) -> tuple[int, float]:
+        """The first line from ``start`` on that has a seq, and the seq (size and infinity past the last)."""
+        while start < self.size:
+            seq = self.seq_at(start)
+            if seq is not None:
+                return start, seq
+            found = self.line(start)
+            if found is None:
+                break
+            start = found[1]
+        return self.size, float("inf")
+
+    def entries_from(self, start: int) -> Iterator[LogEntry]:
+        """The readable entries from the line at ``start`` to the end, in order."""
+        while (found := self.line(start)) is not None:
+            entry = parse_or_none(found[0])
+            if entry is not None:
+                yield entry
+            start = found[1]
+
+    def entry(self, seq: int) -> LogEntry | None:
+        found = self.line(self.first_from(seq))
+        entry = parse_or_none(found[0]) if found else None
+        return entry if entry is not None and entry.seq == seq else None
+
+    def blocks_before(self, end: int) -> Iterator[bytes]:
+        """The whole lines before offset ``end`` (a line start), a block at a time, the last block first."""
+        carry = b""
+        while end > 0:
+            start = max(0, end - _SEARCH_BLOCK)
+            block = os.pread(self.fd, end - start, start) + carry
+            end = start
+            if start:
+                cut = block.find(b"\n") + 1  # the part before is the end of a line that starts further back
+                if not cut:
+                    carry = block
+                    continue
+                carry, block = block[:cut], block[cut:]
+            yield block
+
+    def last_seq(self) -> int:
+        """The seq of the last whole entry line (0 when there is none), reading back from the end."""
+        end, carry = self.size, b""
+        while end > 0:
+            start = max(0, end - _BLOCK)
+            lines = (os.pread(self.fd, end - start, start) + carry).split(b"\n")
+            carry = lines.pop(0) if start else b""
+            for raw in reversed(lines):
+                if (entry := parse_or_none(raw)) is not None:
+                    return entry.seq
+            end = start
+        return 0
 
 
 class LogFiles:
@@ -101,21 +166,24 @@ class LogFiles:
     def __init__(self, paths: AgentPaths) -> None:
         self.paths = paths
         self._guard = threading.Lock()
-        self._indexes: dict[Path, _FileIndex] = {}
-        self._archives: tuple[int, list[Archive]] = (-1, [])
+        self._archives: tuple[int, list[Archive], list[int]] = (-1, [], [])
 
     # -- files ------------------------------------------------------------------
 
     def archives(self) -> list[Archive]:
         """Every archive, oldest first (the listing is cached until the folder changes)."""
+        return self._listing()[0]
+
+    def _listing(self) -> tuple[list[Archive], list[int]]:
+        """The archives and their first seqs (for bisecting)."""
         folder = self.paths.archive_dir
         try:
             stamp = folder.stat().st_mtime_ns
         except FileNotFoundError:
-            return []
+            return [], []
         with self._guard:
             if self._archives[0] == stamp:
-                return self._archives[1]
+                return self._archives[1], self._archives[2]
         found = []
         with os.scandir(folder) as listing:
             for item in listing:
@@ -124,49 +192,16 @@ class LogFiles:
                     first, last = int(match.group(1)), int(match.group(2))
                     found.append(Archive(match.group(0), first, last, Path(item.path), item.stat().st_size))
         found.sort(key=lambda a: (a.first, a.last))
+        firsts = [a.first for a in found]
         with self._guard:
-            self._archives = (stamp, found)
-        return found
+            self._archives = (stamp, found, firsts)
+        return found, firsts
 
     def archive(self, archive_id: str) -> Archive | None:
         """The archive of that id, or None (an id that is not an archive's name is never a path)."""
         if not isinstance(archive_id, str) or not ARCHIVE_ID.fullmatch(archive_id):
             return None
         return next((a for a in self.archives() if a.id == archive_id), None)
-
-    def _archive_holding(self, seq: int, archives: list[Archive]) -> Archive | None:
-        at = bisect.bisect_right([a.first for a in archives], seq) - 1
-        return archives[at] if at >= 0 and archives[at].last >= seq else None
-
-    def _index(self, path: Path, fd: int) -> _FileIndex:
-        """The line index of the open file ``fd`` at ``path``, brought up to date."""
-        stat = os.fstat(fd)
-        identity = (stat.st_dev, stat.st_ino)
-        with self._guard:
-            index = self._indexes.get(path)
-            fresh = (index is not None and index.identity == identity and index.scanned <= stat.st_size
-                     and os.pread(fd, len(index.mark), max(0, index.scanned - len(index.mark))) == index.mark)
-            if not fresh:
-                index = _FileIndex(identity=identity)
-            try:
-                index.extend(fd, stat.st_size)
-            except _RescanNeeded:
-                index = self._index_whole(fd, identity)
-            self._indexes[path] = index
-            return index
-
-    @staticmethod
-    def _index_whole(fd: int, identity: tuple[int, int]) -> _FileIndex:
-        """Index a file whose lines are longer than a scan block, reading it at once."""
-        data = os.pread(fd, os.fstat(fd).st_size, 0)
-        index = _FileIndex(identity=identity)
-        for start, end, seq in _heads(data):
-            if not index.seqs or seq > index.seqs[-1]:
-                index.seqs.append(seq)
-                index.spans.append((start, end))
-        index.scanned = data.rfind(b"\n") + 1
-        index.mark = data[max(0, index.scanned - 32) : index.scanned]
-        return index
 
     # -- reading ------------------------------------------------------------------
 
@@ -179,45 +214,31 @@ class LogFiles:
         return found
 
     def _read_all(self, seqs: list[int]) -> dict[int, Located]:
-        archives = self.archives()
+        archives, firsts = self._listing()
         by_file: dict[Archive | None, list[int]] = {}
         for seq in seqs:
-            by_file.setdefault(self._archive_holding(seq, archives), []).append(seq)
+            at = bisect.bisect_right(firsts, seq) - 1
+            holder = archives[at] if at >= 0 and archives[at].last >= seq else None
+            by_file.setdefault(holder, []).append(seq)
         found: dict[int, Located] = {}
         for archive, wanted in by_file.items():
-            found.update(self._read_from(archive, wanted))
+            with _lines(archive.path if archive else self.paths.log_file) as lines:
+                for seq in wanted if lines else ():
+                    if (entry := lines.entry(seq)) is not None:
+                        found[seq] = Located(entry, archive.id if archive else None)
         return found
-
-    def _read_from(self, archive: Archive | None, seqs: list[int]) -> dict[int, Located]:
-        path = archive.path if archive else self.paths.log_file
-        archive_id = archive.id if archive else None
-        found = {}
-        with _opened(path) as fd:
-            if fd is None:
-                return {}
-            index = self._index(path, fd)
-            for seq in seqs:
-                span = index.span_of(seq)
-                entry = parse_or_none(os.pread(fd, span[1] - span[0], span[0])) if span else None
-                if entry is not None and entry.seq == seq:
-                    found[seq] = Located(entry, archive_id)
-        return found
-
-    def log_seqs(self) -> list[int]:
-        """The seqs of the entry lines now in LOG.md, in order."""
-        with _opened(self.paths.log_file) as fd:
-            return [] if fd is None else list(self._index(self.paths.log_file, fd).seqs)
 
     def last_seq(self) -> int:
         """The newest seq in LOG.md (0 when it has none)."""
-        seqs = self.log_seqs()
-        return seqs[-1] if seqs else 0
+        with _lines(self.paths.log_file) as lines:
+            return lines.last_seq() if lines else 0
 
     def newer_than(self, seq: int) -> list[Located]:
         """The readable LOG.md entries after ``seq``, oldest first."""
-        wanted = [s for s in self.log_seqs() if s > seq]
-        found = self._read_from(None, wanted) if wanted else {}
-        return [found[s] for s in wanted if s in found]
+        with _lines(self.paths.log_file) as lines:
+            if lines is None:
+                return []
+            return [Located(e, None) for e in lines.entries_from(lines.first_from(seq + 1)) if e.seq > seq]
 
     # -- search -------------------------------------------------------------------
 
@@ -228,8 +249,9 @@ class LogFiles:
         """Up to ``limit`` entries between ``after`` and ``before`` whose ``haystack`` contains
         ``text`` (any case), newest first.
 
-        Files are read newest first and the search stops once ``limit`` entries are
-        found, so a frequent word costs little. Raw lines are only a first filter: an
+        Files are read from their end (or from ``before``, found by binary search) back,
+        newest file first, a megabyte at a time, and the search stops once ``limit``
+        entries are found, so a frequent word costs little. Raw lines are only a first filter: an
         entry is kept when ``haystack(entry)`` (its masked text) holds ``text``, so a
         masked secret is never found by its value.
         """
@@ -242,21 +264,21 @@ class LogFiles:
         found: list[Located] = []
         seen: set[int] = set()
         for path, archive_id in self._newest_first(archive):
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                continue
-            for entry in reversed([e for e in map(parse_or_none, find(data)) if e is not None]):
-                if after is not None and entry.seq <= after:
-                    return found  # files and lines come newest first: the rest is older still
-                if entry.seq in seen or (before is not None and entry.seq >= before):
-                    continue
-                located = Located(entry, archive_id)
-                if needle in haystack(entry).casefold() and keep(located):
-                    seen.add(entry.seq)
-                    found.append(located)
-                    if len(found) >= limit:
-                        return found
+            with _lines(path) as lines:
+                end = (lines.size if before is None else lines.first_from(before)) if lines else 0
+                for block in lines.blocks_before(end) if lines else ():
+                    for raw in reversed(find(block)):
+                        entry = parse_or_none(raw)
+                        if entry is None or entry.seq in seen:
+                            continue
+                        if after is not None and entry.seq <= after:
+                            return found  # files and lines come newest first: the rest is older still
+                        located = Located(entry, archive_id)
+                        if needle in haystack(entry).casefold() and keep(located):
+                            seen.add(entry.seq)
+                            found.append(located)
+                            if len(found) >= limit:
+                                return found
         return found
 
     def _newest_first(self, archive: Archive | None) -> Iterator[tuple[Path, str | None]]:
@@ -266,15 +288,6 @@ class LogFiles:
         yield self.paths.log_file, None
         for item in reversed(self.archives()):
             yield item.path, item.id
-
-
-def _heads(data: bytes) -> Iterator[tuple[int, int, int]]:
-    """``(start, end, seq)`` of each complete entry line of ``data``."""
-    for match in _HEAD.finditer(data):
-        end = data.find(b"\n", match.start())
-        if end < 0:
-            return
-        yield match.start(), end, int(match.group(1))
 
 
 def _ascii_finder(needle: bytes) -> Callable[[bytes], list[bytes]]:
@@ -310,14 +323,14 @@ def _text_finder(pattern: re.Pattern) -> Callable[[bytes], list[bytes]]:
 
 
 @contextmanager
-def _opened(path: Path) -> Iterator[int | None]:
-    """A read-only descriptor of ``path``, or None when the file does not exist."""
+def _lines(path: Path) -> Iterator[_SortedLines | None]:
+    """The lines of ``path`` opened read-only, or None when the file does not exist."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         yield None
         return
     try:
-        yield fd
+        yield _SortedLines(fd)
     finally:
         os.close(fd)

@@ -51,12 +51,16 @@ CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset
                  ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
-                               " connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+                               " connect-src 'self'; base-uri 'none'; form-action 'none';"
+                               " frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
+HOST_REFUSED = "unexpected Host header: open the address the inspector printed"
+MAX_INT = 2**63 - 1
+MAX_RECALL_TEXT = 2000
 _CONVERSATION_ID = re.compile(r"[0-9]{1,18}")
 _SUMMARY_ID = re.compile(r"sum_[A-Za-z0-9_-]{1,64}")
 
@@ -162,7 +166,7 @@ class InspectorHandler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         try:
             if self.server.check_host and self.headers.get("Host", "") not in self.server.allowed_hosts:
-                raise HTTPError(HTTPStatus.FORBIDDEN, "unexpected Host header: open the address the inspector printed")
+                raise HTTPError(HTTPStatus.FORBIDDEN, HOST_REFUSED)
             segments = [unquote(s) for s in url.path.split("/")[1:]]
             params = parse_qs(url.query, keep_blank_values=False, max_num_fields=50)
             self._route(segments, params)
@@ -215,7 +219,8 @@ class InspectorHandler(BaseHTTPRequestHandler):
         data = json.dumps({"error": message, "status": status.value}, ensure_ascii=False).encode("utf-8")
         self._send(status, data, "application/json; charset=utf-8")
 
-    def _send(self, status: HTTPStatus, data: bytes, content_type: str, extra: dict[str, str] | None = None) -> None:
+    def _send(self, status: HTTPStatus, data: bytes, content_type: str,
+              extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -266,12 +271,13 @@ class Params:
             raise ValidationError(f"parameter {name} is longer than {limit} characters")
         return value
 
-    def integer(self, name: str, default: int | None = None, low: int = 0, high: int = 2**63 - 1) -> int | None:
+    def integer(self, name: str, default: int | None = None, low: int = 0, high: int = MAX_INT) -> int | None:
         value = self.raw.get(name, [None])[-1]
         if value in (None, ""):
             return default
         if not value.isdigit() or not low <= int(value) <= high:
-            raise ValidationError(f"parameter {name} must be a whole number from {low} to {high}, got {value!r}")
+            raise ValidationError(f"parameter {name} must be a whole number from {low} to {high}, "
+                                  f"got {value!r}")
         return int(value)
 
     def many(self, name: str) -> list[str]:
@@ -305,7 +311,8 @@ def _summary(view: AgentView, rest: list[str], params: Params) -> dict[str, Any]
 
 
 def _recall(view: AgentView, rest: list[str], params: Params) -> dict[str, Any]:
-    return view.recall(params.text("q", limit=2000), params.integer("n", 8, 1, 50), params.text("kind") or None)
+    text, kind = params.text("q", limit=MAX_RECALL_TEXT), params.text("kind") or None
+    return view.recall(text, params.integer("n", 8, 1, 50), kind)
 
 
 _AGENT_ROUTES: dict[tuple[str, int], Callable[[AgentView, list[str], Params], dict[str, Any]]] = {

@@ -68,7 +68,8 @@ def page(files: LogFiles, reader: Reader, query: LogQuery, haystack) -> dict[str
     """
     if query.text:
         return _search_page(files, query, haystack)
-    tail = [] if query.archive else [e for e in files.newer_than(reader.last_indexed_seq()) if query.matches(e)]
+    unindexed = [] if query.archive else files.newer_than(reader.last_indexed_seq())
+    tail = [entry for entry in unindexed if query.matches(entry)]
     filters = {"types": query.types, "run": query.run, "seq_range": query.seq_range}
     if query.after is not None and query.before is None:
         rows = reader.log_rows(**filters, before=None, after=query.after, limit=query.limit + 1)[::-1]

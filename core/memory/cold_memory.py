@@ -229,7 +229,9 @@ class RecallRequest:
     until: str | None
 
 
-def check_recall(query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any) -> RecallRequest:
+def check_recall(
+    query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
+) -> RecallRequest:
     """Validate the arguments of a recall; raise ValidationError on bad input."""
     text = check_text(query, "query").strip()
     if not text:

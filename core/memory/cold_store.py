@@ -86,7 +86,7 @@ class ColdStore:
         optimize_every: int = 50, ann_min_rows: int = 5000, lock_timeout_s: float = 60.0,
         read_only: bool = False,
     ) -> None:
-        """``read_only=True``: open an existing table for search only (no folder, lock or table is created)."""
+        """``read_only=True``: search an existing table only (no folder, lock or table is created)."""
         self.path = path
         self.read_only = read_only
         self.embedder = embedder
@@ -137,7 +137,7 @@ class ColdStore:
         import lancedb
 
         if not (self.path / f"{TABLE}.lance").is_dir():
-            raise ColdStoreError(f"there is no cold store at {self.path} yet: nothing has been stored or indexed")
+            raise ColdStoreError(f"there is no cold store at {self.path} yet: nothing was stored or indexed")
         try:
             table = lancedb.connect(self.path, read_consistency_interval=timedelta(0)).open_table(TABLE)
         except (OSError, ValueError, RuntimeError) as exc:
