@@ -126,10 +126,17 @@ class _SortedLines:
                 yield entry
             start = found[1]
 
-    def entry(self, seq: int) -> LogEntry | None:
-        found = self.line(self.first_from(seq))
-        entry = parse_or_none(found[0]) if found else None
-        return entry if entry is not None and entry.seq == seq else None
+    def entries(self, seqs: list[int]) -> dict[int, LogEntry]:
+        """The readable entries of ``seqs``; a seq on the line after the last one found costs no search."""
+        found, after = {}, None
+        for seq in sorted(seqs):
+            start = after if after is not None and self.seq_at(after) == seq else self.first_from(seq)
+            line = self.line(start)
+            entry = parse_or_none(line[0]) if line else None
+            if entry is not None and entry.seq == seq:
+                found[seq] = entry
+            after = line[1] if line else None
+        return found
 
     def blocks_before(self, end: int) -> Iterator[bytes]:
         """The whole lines before offset ``end`` (a line start), a block at a time, the last block first."""
@@ -223,9 +230,8 @@ class LogFiles:
         found: dict[int, Located] = {}
         for archive, wanted in by_file.items():
             with _lines(archive.path if archive else self.paths.log_file) as lines:
-                for seq in wanted if lines else ():
-                    if (entry := lines.entry(seq)) is not None:
-                        found[seq] = Located(entry, archive.id if archive else None)
+                for seq, entry in (lines.entries(wanted) if lines else {}).items():
+                    found[seq] = Located(entry, archive.id if archive else None)
         return found
 
     def last_seq(self) -> int:

@@ -168,7 +168,10 @@ class InspectorHandler(BaseHTTPRequestHandler):
             if self.server.check_host and self.headers.get("Host", "") not in self.server.allowed_hosts:
                 raise HTTPError(HTTPStatus.FORBIDDEN, HOST_REFUSED)
             segments = [unquote(s) for s in url.path.split("/")[1:]]
-            params = parse_qs(url.query, keep_blank_values=False, max_num_fields=50)
+            try:
+                params = parse_qs(url.query, keep_blank_values=False, max_num_fields=50)
+            except ValueError as exc:
+                raise ValidationError(f"bad query string: {exc}") from exc
             self._route(segments, params)
         except HTTPError as exc:
             self._send_error(exc.status, str(exc))
@@ -181,6 +184,9 @@ class InspectorHandler(BaseHTTPRequestHandler):
             self._send_error(HTTPStatus.INTERNAL_SERVER_ERROR, str(exc))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        except Exception:  # noqa: BLE001 - the request boundary: the page gets a 500, the log the traceback
+            log.exception("inspector request %s failed", url.path)
+            self._send_error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error: see the inspector's log")
 
     def _route(self, segments: list[str], params: dict[str, list[str]]) -> None:
         if segments == [""]:

@@ -71,6 +71,8 @@ def test_timeline_shows_the_entries_newest_first(page, demo, tmp_path):
     assert "Write the weekly report for Maria" in page.locator("#now").inner_text()
     page.screenshot(path=str(tmp_path / "inspector.png"), full_page=True)
     assert (tmp_path / "inspector.png").stat().st_size > 10_000
+    if os.environ.get("AGENTOS_SCREENSHOT"):  # how docs/inspector.png is made
+        page.screenshot(path=os.environ["AGENTOS_SCREENSHOT"])
 
 
 def test_type_filter_run_filter_and_search_narrow_the_timeline(page, demo):

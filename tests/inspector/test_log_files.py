@@ -81,13 +81,27 @@ def test_entries_are_read_from_the_archive_that_holds_them(agents_home):
     """A seq inside an archive's range is read from that archive, the rest from LOG.md."""
     from core.memory_manager import MemoryManager
 
-    with MemoryManager("finn", agents_home) as mm:
+    (agents_home / "finn" / "config").mkdir(parents=True)
+    (agents_home / "finn" / "config" / "config.yaml").write_text("cold: {embedder: 'ollama:nomic-embed-text'}\n")
+    with MemoryManager("finn", agents_home) as mm:  # the archive waits for an embedder that does not answer
         for n in range(5):
             mm.append_log("THOUGHT", f"thought {n}")
-        mm.cold.compactor.run(mm.cold.summarizer(), "five thoughts", force=True, index=False)
+        mm.compact_log("five thoughts")
         mm.append_log("THOUGHT", "after the compaction")
     files = LogFiles(AgentPaths.for_agent("finn", agents_home))
     found = files.read([1, 5, 6, 7])
     assert [(s, x.archive) for s, x in sorted(found.items())] == [(1, "LOG-1-5"), (5, "LOG-1-5"), (6, None), (7, None)]
     assert found[6].entry.type == "SUMMARY" and found[7].entry.content == "after the compaction"
     assert files.archive("LOG-1-5").last == 5 and files.archive("../LOG-1-5") is None
+
+
+def test_type_pages_runs_and_open_runs_are_read_from_indexes(manager):
+    """A page of some types, the newest runs and the runs without an end use indexes of log_metadata, not a scan."""
+    from core.inspector import queries
+
+    where = "WHERE entry_type IN (?, ?) AND id < ?"
+    statements = [(queries._LOG_ROWS.format(where=where, order="DESC"), ["ERROR", "THOUGHT", 10, 51]),
+                  (queries._RUNS, [100]), (queries._OPEN_RUNS, [])]
+    for sql, params in statements:
+        plan = " | ".join(row["detail"] for row in manager.db.conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+        assert "SCAN log_metadata" not in plan and "log_metadata_type" in plan, plan

@@ -24,6 +24,7 @@ function el(tag, props, ...children) {
 
 function fill(node, ...children) { node.replaceChildren(); node.append(...children.flat(Infinity).filter((c) => c != null && c !== false)); }
 const number = (n) => (n == null ? "–" : Number(n).toLocaleString("en-US"));
+const plural = (n, word) => `${number(n)} ${word}${n === 1 ? "" : "s"}`;
 const when = (ts) => (ts ? ts.replace("T", " ").replace(/\.\d+Z$/, "Z") : "");
 function bytes(n) {
   if (!n) return "0 B";
@@ -125,13 +126,14 @@ function showSizes(sizes, counts) {
   fill($("sizes"), el("table", { class: "sizes" },
     row("hot", "NOW.md", sizes.hot["NOW.md"]),
     row("warm", "LOG.md", sizes.warm["LOG.md"]),
-    row("", "archives", sizes.warm.archives, `${number(sizes.warm.archive_files)} files`),
-    row("cold", "memory.db", sizes.cold["memory.db"], `${number(counts.facts)} facts · ${number(counts.messages)} messages`),
-    row("", "LanceDB", sizes.cold.lancedb, `${number(counts.notes)} notes`),
+    row("", "archives", sizes.warm.archives, plural(sizes.warm.archive_files, "file")),
+    row("cold", "memory.db", sizes.cold["memory.db"], `${plural(counts.facts, "fact")}, ${plural(counts.messages, "message")}`),
+    row("", "LanceDB", sizes.cold.lancedb, plural(counts.notes, "note")),
     row("", "checkpoints", sizes.other["checkpoints.db"]),
     sizes.other.quarantine ? row("", "quarantine", sizes.other.quarantine, "torn LOG tails") : null),
     counts.unindexed_archives || counts.pending_cold_items
-      ? el("p", { class: "warn small" }, `waiting for the cold store: ${counts.unindexed_archives} archives, ${counts.pending_cold_items} facts or notes`) : null);
+      ? el("p", { class: "warn small" }, `not in the cold store yet: ${plural(counts.unindexed_archives, "archive")}, `
+        + `${number(counts.pending_cold_items)} ${counts.pending_cold_items === 1 ? "fact or note" : "facts or notes"}`) : null);
 }
 
 function showFacts(facts, profiles) {
