@@ -226,11 +226,15 @@ def main() -> int:
         return 1
     finally:
         scratch.cleanup()
-    width = max(len(r[0]) for r in rows)
-    print(f"{'measure':<{width}}  {'measured':<62}  target")
-    for name, measured, target in rows:
-        print(f"{name:<{width}}  {measured:<62}  {target}")
+    print_table([("measure", "measured", "target"), *rows])
     return 0
+
+
+def print_table(rows: list[tuple[str, str, str]]) -> None:
+    """Rows in columns as wide as their widest cell."""
+    widths = [max(len(row[column]) for row in rows) for column in range(2)]
+    for name, measured, target in rows:
+        print(f"{name:<{widths[0]}}  {measured:<{widths[1]}}  {target}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def expect(locator):
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     """One Chromium for the module, with a fresh profile."""
-    from playwright.sync_api import sync_playwright
+    sync_playwright = pytest.importorskip("playwright.sync_api", reason="pip install -r requirements.txt").sync_playwright
 
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
