@@ -23,32 +23,13 @@ from core.inspector.queries import Reader
 from core.memory import now_file
 from core.memory.cold_memory import check_recall, open_store, search
 from core.memory.cold_store import ColdStore
-from core.paths import AgentPaths, agents_home, validate_agent_name
+from core.paths import AgentPaths
 
 RUNS_SHOWN = 100
 COMPACTIONS_PAGE = 20
 NOTES_PAGE = 20
 MESSAGES_PAGE = 50
 SUMMARY_CHILDREN = 500
-
-
-def agent_names(home: Path | None = None) -> list[str]:
-    """The agents in the home: folders whose names are valid agent names, sorted."""
-    home = home or agents_home()
-    try:
-        with os.scandir(home) as listing:
-            names = [item.name for item in listing if item.is_dir(follow_symlinks=True)]
-    except FileNotFoundError:
-        return []
-    return sorted(n for n in names if _valid_name(n))
-
-
-def _valid_name(name: str) -> bool:
-    try:
-        validate_agent_name(name)
-    except AgentOSError:
-        return False
-    return True
 
 
 class AgentView:

@@ -1,57 +1,57 @@
 """Serve the memory inspector: a local, read-only web page of what the agents remember.
 
-    python -m core.inspector                    # every agent of $AGENTOS_HOME, on http://127.0.0.1:8765/
+    python -m core.inspector                    # every agent of the home, on http://127.0.0.1:8765/
     python -m core.inspector --agent finn       # open on finn
     python -m core.inspector --port 0           # any free port (the address is printed)
 
-It binds 127.0.0.1 unless --host names another interface, prints its address and
-opens nothing. Ctrl-C stops it. It never writes, and takes no lock an engine waits for.
+``agentos inspect`` is the same command: :func:`add_arguments` and :func:`run` are what it
+registers, :func:`main` what ``python -m core.inspector`` runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import logging
 import signal
 import sys
 
 from core import exit_codes
-from core.errors import AgentOSError, UnknownAgentError
-from core.inspector.agent_view import agent_names
-from core.paths import agents_home, validate_agent_name
+from core.errors import AgentOSError
+from core.paths import agents_home, existing_agent
 
 DEFAULT_PORT = 8765
 
 
-def parser(prog: str) -> argparse.ArgumentParser:
-    cli = argparse.ArgumentParser(prog=prog, description=__doc__,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    cli.add_argument("--agent", help="the agent to show first (default: the first in the home)")
+def add_arguments(cli: argparse.ArgumentParser) -> None:
+    """The inspector's options, on ``cli``."""
+    cli.add_argument("--agent", metavar="NAME", help="the agent shown first (default: the first in the home)")
     cli.add_argument("--port", type=int, default=DEFAULT_PORT,
                      help=f"port to listen on (default {DEFAULT_PORT}; 0: any free one)")
     cli.add_argument("--host", default="127.0.0.1",
                      help="interface to listen on (default 127.0.0.1; another one exposes the memory)")
     cli.add_argument("-v", "--verbose", action="store_true", help="log every request to stderr")
-    return cli
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m core.inspector") -> int:
-    """Serve the inspector until Ctrl-C (or SIGTERM); return the exit code."""
-    args = parser(prog).parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
-    from core.inspector.server import InspectorServer, is_loopback
+def run(args: argparse.Namespace) -> int:
+    """Serve a local, read-only web page of everything the agents remember, until Ctrl-C.
 
+    NOW, the LOG.md timeline across its archives (filters, search, live updates), facts
+    (secrets masked), notes and recall, conversations with their summary DAG, compactions
+    and the size of each tier. It listens on 127.0.0.1 unless --host names another
+    interface, prints its address and opens nothing. It never writes and takes no lock
+    a running engine waits for.
+    """
+    from core.inspector.server import InspectorServer, is_loopback  # --help stays instant
+
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    if args.verbose:
+        logging.getLogger("core.inspector").setLevel(logging.DEBUG)
     home = agents_home()
+    if args.agent is not None:
+        existing_agent(args.agent, home)
     try:
-        if args.agent is not None:
-            validate_agent_name(args.agent)
-            if args.agent not in agent_names(home):
-                raise UnknownAgentError(f"no agent {args.agent!r} in {home}: its folder does not exist")
         server = InspectorServer(args.host, args.port, home)
-    except AgentOSError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exit_codes.for_error(exc)
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; "
               "choose another port with --port (0 picks a free one)", file=sys.stderr)
@@ -70,6 +70,18 @@ def main(argv: list[str] | None = None, prog: str = "python -m core.inspector") 
     finally:
         server.stop()
     return exit_codes.OK
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m core.inspector") -> int:
+    """``python -m core.inspector``: parse ``argv``, serve, and return the exit code."""
+    cli = argparse.ArgumentParser(prog=prog, description=inspect.getdoc(run),
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(cli)
+    try:
+        return run(cli.parse_args(argv))
+    except AgentOSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_codes.for_error(exc)
 
 
 def _interrupt(signum: int, frame: object) -> None:

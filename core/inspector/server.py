@@ -39,8 +39,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from core.errors import AgentOSError, NotFoundError, ValidationError
 from core.inspector import timeline
-from core.inspector.agent_view import AgentView, agent_names
-from core.paths import AgentPaths, agents_home
+from core.inspector.agent_view import AgentView
+from core.paths import AgentPaths, agents_home, list_agents
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class InspectorServer(ThreadingHTTPServer):
 
     def view(self, name: str) -> AgentView:
         """The view of agent ``name``; NotFoundError unless it is an agent folder of the home."""
-        if name not in agent_names(self.home):
+        if name not in list_agents(self.home):
             raise NotFoundError(f"no agent {name!r} in {self.home}")
         with self._views_guard:
             if name not in self._views:
@@ -197,7 +197,7 @@ class InspectorHandler(BaseHTTPRequestHandler):
             raise HTTPError(HTTPStatus.NOT_FOUND, "not found")
         if len(segments) == 2:
             return self._json({"home": str(self.server.home),
-                               "agents": [self.server.view(n).card() for n in agent_names(self.server.home)]})
+                               "agents": [self.server.view(n).card() for n in list_agents(self.server.home)]})
         view = self.server.view(segments[2])
         rest = segments[3:]
         if not rest:

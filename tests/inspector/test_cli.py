@@ -10,22 +10,29 @@ import sys
 import time
 import urllib.parse
 
+import pytest
+
 from core import exit_codes
 from core.memory_manager import MemoryManager
 from tests.conftest import ROOT
 from tests.inspector.test_api import get
 
 
-def inspector(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "core.inspector", *args], cwd=ROOT, env=os.environ.copy(),
+INSPECTOR = ["-m", "core.inspector"]
+AGENTOS_INSPECT = ["-m", "core", "inspect"]
+
+
+def inspector(*args: str, command: list[str] = INSPECTOR) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, *command, *args], cwd=ROOT, env=os.environ.copy(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_serves_on_loopback_prints_the_address_and_stops_cleanly_on_sigterm(agents_home):
+@pytest.mark.parametrize("command", [INSPECTOR, AGENTOS_INSPECT], ids=["python -m core.inspector", "agentos inspect"])
+def test_serves_on_loopback_prints_the_address_and_stops_cleanly_on_sigterm(agents_home, command):
     """It binds 127.0.0.1, prints the URL (with the agent) on stdout, serves it, and exits 0 on SIGTERM."""
     with MemoryManager("finn", agents_home) as mm:
         mm.append_log("THOUGHT", "hello")
-    process = inspector("--agent", "finn", "--port", "0")
+    process = inspector("--agent", "finn", "--port", "0", command=command)
     try:
         line = process.stdout.readline()
         url = line.split()[2]
@@ -52,11 +59,12 @@ def test_another_interface_only_when_asked_and_with_a_warning(agents_home):
 
 def test_unknown_or_invalid_agent_and_busy_port_are_one_line_errors(agents_home):
     """An agent that does not exist exits 4, an invalid name 2, a port in use 2, each with one line."""
-    for args, code, words in ((["--agent", "ghost"], exit_codes.NOT_FOUND, "no agent 'ghost'"),
+    for args, code, words in ((["--agent", "ghost"], exit_codes.NOT_FOUND, "no agent named 'ghost'"),
                               (["--agent", "../x"], exit_codes.USAGE, "invalid agent name")):
-        done = subprocess.run([sys.executable, "-m", "core.inspector", *args], cwd=ROOT, capture_output=True,
-                              text=True, timeout=30)
-        assert done.returncode == code and words in done.stderr and len(done.stderr.splitlines()) == 1
+        for command in (INSPECTOR, AGENTOS_INSPECT):
+            done = subprocess.run([sys.executable, *command, *args], cwd=ROOT, capture_output=True,
+                                  text=True, timeout=30)
+            assert done.returncode == code and words in done.stderr and len(done.stderr.splitlines()) == 1
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()

@@ -8,4 +8,4 @@ import sqlite3
 
 
 def apply(conn: sqlite3.Connection) -> None:
-    conn.execute("CREATE INDEX log_metadata_type ON log_metadata (entry_type, id, run_id)")
+    conn.execute("CREATE INDEX IF NOT EXISTS log_metadata_type ON log_metadata (entry_type, id, run_id)")
