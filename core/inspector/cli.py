@@ -17,6 +17,7 @@ import signal
 import sys
 
 from core import exit_codes
+from core.addresses import is_loopback
 from core.errors import AgentOSError
 from core.paths import agents_home, existing_agent
 
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     interface, prints its address and opens nothing. It never writes and takes no lock
     a running engine waits for.
     """
-    from core.inspector.server import InspectorServer, is_loopback  # --help stays instant
+    from core.inspector.server import InspectorServer  # --help stays instant
 
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
     if args.verbose:

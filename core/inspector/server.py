@@ -24,7 +24,6 @@ and every page is served with a content security policy that runs no inline scri
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import re
@@ -37,6 +36,7 @@ from importlib import resources
 from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from core.addresses import is_loopback
 from core.errors import AgentOSError, NotFoundError, ValidationError
 from core.inspector import timeline
 from core.inspector.agent_view import AgentView
@@ -105,16 +105,6 @@ class InspectorServer(ThreadingHTTPServer):
         with self._views_guard:
             for view in self._views.values():
                 view.close()
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback name or address (reachable from this machine only)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _load_assets() -> dict[str, tuple[bytes, str]]:
