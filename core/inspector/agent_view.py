@@ -248,7 +248,7 @@ class AgentView:
                                          memory / "memory.db-wal", self.paths.archive_dir))
 
     def status(self) -> dict[str, Any]:
-        """What a live page compares with what it shows: the newest seq and NOW.md's version."""
+        """What a live page compares with what it shows: the newest seq, and NOW.md's version and status."""
         now = self.now()
         return {"newest_seq": self.files.last_seq(), "now_version": now.get("version"),
                 "status": now.get("status")}

@@ -141,6 +141,7 @@ class InspectorHandler(BaseHTTPRequestHandler):
         self._serve(body=False)
 
     def _refuse(self) -> None:
+        self.close_connection = True  # a request body, if any, is never read
         self._send(HTTPStatus.METHOD_NOT_ALLOWED, b"the inspector is read-only: GET and HEAD only\n",
                    "text/plain; charset=utf-8", extra={"Allow": "GET, HEAD"})
 

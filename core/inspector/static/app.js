@@ -5,7 +5,7 @@
 const TYPES = ["RUN_START", "RUN_END", "STEP_START", "STEP_END", "USER_FEEDBACK", "THOUGHT", "TOOL_USE",
   "NOW_UPDATE", "ERROR", "INTERRUPTED", "SYSTEM", "SUMMARY"];
 const state = { agent: null, tab: "timeline", log: { types: new Set(), run: "", q: "", archive: "" },
-  newest: 0, firstPage: true, events: null, nowVersion: null, notesCursor: null, compactionsCursor: null };
+  newest: 0, firstPage: true, events: null, notesCursor: null, compactionsCursor: null };
 const $ = (id) => document.getElementById(id);
 
 function el(tag, props, ...children) {
@@ -105,7 +105,6 @@ function showState(data) {
 }
 
 function showNow(now) {
-  state.nowVersion = now.version;
   if (now.missing || now.error) { fill($("now"), el("p", { class: "muted" }, now.error || "no NOW.md yet")); return; }
   fill($("now-version"), `v${now.version}`);
   fill($("now"),
@@ -260,7 +259,7 @@ async function changed(name, status) {
   if (name !== state.agent) return;
   if (status.newest_seq > state.newest && state.firstPage) await appendNewer();
   state.newest = Math.max(state.newest, status.newest_seq);
-  if (status.now_version !== state.nowVersion) showState(await api("/state"));
+  showState(await api("/state"));  // NOW, sizes, facts and open runs: any of them may have changed
 }
 
 async function appendNewer() {
