@@ -23,8 +23,9 @@ import threading
 import time
 import uuid
 import weakref
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from core.config import Config
 from core.errors import AgentOSError, BackendError, ColdStoreError, ConfigError, EmbedderMismatchError, ValidationError
@@ -39,7 +40,7 @@ from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
 from core.memory.log_format import check_text, is_compaction_summary, utc_timestamp
-from core.memory.secrets import redactor_of
+from core.memory.secrets import Redactor, redactor_of
 from core.memory.summarizer import Generate, LogSummarizer
 from core.paths import AgentPaths
 
@@ -110,12 +111,7 @@ class ColdMemory:
         """The cold store, created on first use (no LanceDB or torch import before)."""
         with self._guard:
             if self._store is None:
-                self._store = ColdStore(
-                    self.paths.lancedb_dir, make_embedder(self.config), self.paths.memory_dir / ".cold.lock",
-                    reindex_hint=f"python scripts/rebuild_index.py --agent {self.paths.name}",
-                    optimize_every=self.config.cold.optimize_every,
-                    ann_min_rows=self.config.cold.ann_min_rows, redactor=lambda: redactor_of(self.db),
-                )
+                self._store = open_store(self.paths, self.config, redactor=lambda: redactor_of(self.db))
             return self._store
 
     # -- notes and recall -------------------------------------------------------
@@ -158,25 +154,11 @@ class ColdMemory:
         secrets: list[str],
     ) -> list[dict[str, Any]]:
         """Hybrid search of the cold tier (see ``MemoryManager.recall_memory``)."""
-        text = check_text(query, "query").strip()
-        if not text:
-            raise ValidationError("query must not be empty")
-        if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
-            raise ValidationError(f"n_results must be an integer from 1 to {MAX_RESULTS}")
-        kinds = [kind] if isinstance(kind, str) else kind
-        if kinds is not None and (not kinds or any(k not in KINDS for k in kinds)):
-            raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {kind!r}")
-        window = _time_bound(since, "since"), _time_bound(until, "until")
+        request = check_recall(query, n_results, kind, since, until)
         store = self.store()
         if self.indexer.pending():
             self.indexer.sync()  # read your own writes: facts saved a moment ago are found
-        hits = store.search(text, n_results, kinds, *window)
-        return [
-            {"content": redact(h.chunk.text, secrets), "metadata": redact(h.chunk.metadata, secrets),
-             "score": h.score, "source": h.chunk.source, "created_at": h.chunk.created_at,
-             "kind": h.chunk.kind, "id": h.chunk.id}
-            for h in hits
-        ]
+        return search(store, request, secrets)
 
     # -- compaction -------------------------------------------------------------
 
@@ -287,6 +269,58 @@ class ColdMemory:
         self._guard = threading.Lock()
         self._worker = None
         self._store = None
+
+
+def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,
+               redactor: Callable[[], Redactor] | None = None) -> ColdStore:
+    """The cold store of an agent (opened on first use); ``read_only`` searches an existing one only.
+
+    ``redactor()`` hides the secrets known now in every chunk written.
+    """
+    return ColdStore(
+        paths.lancedb_dir, make_embedder(config), paths.memory_dir / ".cold.lock",
+        reindex_hint=f"python scripts/rebuild_index.py --agent {paths.name}",
+        optimize_every=config.cold.optimize_every, ann_min_rows=config.cold.ann_min_rows,
+        read_only=read_only, redactor=redactor,
+    )
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """A validated recall query."""
+
+    text: str
+    n_results: int
+    kinds: list[str] | None
+    since: str | None
+    """UTC ISO-8601 lower bound of ``created_at``, or None."""
+    until: str | None
+
+
+def check_recall(
+    query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
+) -> RecallRequest:
+    """Validate the arguments of a recall; raise ValidationError on bad input."""
+    text = check_text(query, "query").strip()
+    if not text:
+        raise ValidationError("query must not be empty")
+    if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
+        raise ValidationError(f"n_results must be an integer from 1 to {MAX_RESULTS}")
+    kinds = [kind] if isinstance(kind, str) else kind
+    if kinds is not None and (not kinds or any(k not in KINDS for k in kinds)):
+        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {kind!r}")
+    return RecallRequest(text, n_results, kinds, _time_bound(since, "since"), _time_bound(until, "until"))
+
+
+def search(store: ColdStore, request: RecallRequest, secrets: list[str]) -> list[dict[str, Any]]:
+    """The best chunks of ``store`` for ``request``, secrets redacted: ``{content, metadata, score, ...}``."""
+    hits = store.search(request.text, request.n_results, request.kinds, request.since, request.until)
+    return [
+        {"content": redact(h.chunk.text, secrets), "metadata": redact(h.chunk.metadata, secrets),
+         "score": h.score, "source": h.chunk.source, "created_at": h.chunk.created_at,
+         "kind": h.chunk.kind, "id": h.chunk.id}
+        for h in hits
+    ]
 
 
 def _time_bound(value: Any, what: str) -> str | None:
