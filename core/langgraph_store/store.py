@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Iterable
+from typing import Iterable
 
 from langgraph.store.base import (
     BaseStore,
@@ -106,7 +106,9 @@ class AgentOSStore(BaseStore):
 
     def _write(self, puts: Iterable[PutOp]) -> None:
         secrets = self.manager.facts.secret_values()
-        self.items.write((tuple(op.namespace), op.key, op.value, self._texts(op, secrets)) for op in puts)
+        # A value is memory like a fact of another category: it keeps no secret (get_fact has it).
+        self.items.write((tuple(op.namespace), op.key, redact(op.value, secrets), self._texts(op, secrets))
+                         for op in puts)
         try:
             self.manager.cold.indexer.sync()
         except EmbedderMismatchError:

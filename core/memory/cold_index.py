@@ -5,7 +5,9 @@ entry boundaries, plus their summary), facts (never ``secret`` ones) and
 notes stored with ``store_memory``. Work still to do is recorded next to the
 source, so a crash or a failing embedder only delays indexing:
 
-- ``compaction_history.indexed_at IS NULL``: an archive whose chunks are not in yet;
+- ``compaction_history.indexed_at IS NULL``: an archive whose chunks are not in yet
+  (an archive that fails its sha256 is moved to ``memory/quarantine/`` and recorded in
+  ``index_error``: its summary is indexed, indexing goes on with the rest);
 - ``cold_pending``: facts, notes and LangGraph store items changed since they
   were indexed (queued by triggers in the same transaction as the change).
 
@@ -18,10 +20,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
-from core.errors import BackendError, ColdStoreError, CorruptionError
+from core.errors import BackendError, ColdStoreError
 from core.memory.cold_store import Chunk, ColdStore
 from core.memory.db import Database
 from core.memory.log_file import scan_bytes
@@ -90,11 +94,15 @@ def summary_chunk(archive_id: str, text: str, first_seq: int, last_seq: int, cre
 class ColdIndexer:
     """Brings the cold store in line with archives, facts and notes."""
 
-    def __init__(self, db: Database, archive_dir: Path, store: Callable[[], ColdStore], chunk_tokens: int) -> None:
+    def __init__(self, db: Database, archive_dir: Path, store: Callable[[], ColdStore], chunk_tokens: int,
+                 quarantine_dir: Path | None = None, cancel: threading.Event | None = None) -> None:
         self.db = db
         self.archive_dir = archive_dir
         self._store = store
         self.chunk_tokens = chunk_tokens
+        self.quarantine_dir = quarantine_dir or archive_dir.parent / "quarantine"
+        self.cancel = cancel or threading.Event()
+        """Set when the process is closing: :meth:`sync` stops before its next step (the rest stays pending)."""
 
     def pending(self) -> int:
         """How many archives and items wait to be indexed (one cheap query, no LanceDB)."""
@@ -103,23 +111,34 @@ class ColdIndexer:
             " + (SELECT count(*) FROM compaction_history WHERE indexed_at IS NULL)"
         ).fetchone()[0]
 
+    def damaged(self) -> list[dict]:
+        """Archives that could not be indexed: ``{archive_id, first_seq, last_seq, problem}``."""
+        rows = self.db.conn.execute(
+            "SELECT archive_id, first_seq, last_seq, index_error FROM compaction_history"
+            " WHERE index_error IS NOT NULL ORDER BY first_seq").fetchall()
+        return [{"archive_id": r["archive_id"], "first_seq": r["first_seq"], "last_seq": r["last_seq"],
+                 "problem": r["index_error"]} for r in rows]
+
     def sync(self, progress: Progress | None = None) -> int:
         """Index every pending archive, fact and note; return the chunks written.
 
+        A damaged archive is set aside (see :meth:`index_archive`) and the rest indexed.
+
         Raises:
             BackendError, ColdStoreError: indexing failed; the work stays pending.
-            CorruptionError: an archive does not match its recorded sha256.
         """
         written = 0
         archives = self.db.conn.execute(
             "SELECT archive_id FROM compaction_history WHERE indexed_at IS NULL ORDER BY first_seq"
         ).fetchall()
         for row in archives:
+            if self.cancel.is_set():
+                return written
             count = self.index_archive(row["archive_id"])
             written += count
             if progress:
                 progress(count)
-        while True:
+        while not self.cancel.is_set():
             batch = self.db.conn.execute(
                 "SELECT item, queued_at FROM cold_pending ORDER BY queued_at LIMIT ?", (_BATCH,)
             ).fetchall()
@@ -129,31 +148,54 @@ class ColdIndexer:
             written += count
             if progress:
                 progress(count)
+        return written
 
     def index_archive(self, archive_id: str) -> int:
-        """(Re)index one compacted archive and its summary; return the chunks written."""
+        """(Re)index one compacted archive and its summary; return the chunks written.
+
+        An archive that fails its recorded sha256 is moved to the quarantine folder, and one
+        that is missing is recorded so: either way only its summary is indexed, the problem is
+        kept in ``index_error`` (see :meth:`damaged`) and reported, and indexing goes on.
+        """
         row = self.db.conn.execute(
             "SELECT * FROM compaction_history WHERE archive_id = ?", (archive_id,)
         ).fetchone()
         path = self.archive_dir / f"{archive_id}.md"
+        problem = None
         try:
             data = path.read_bytes()
+        except FileNotFoundError:
+            data, problem = b"", f"{path} is missing"
         except OSError as exc:
             raise ColdStoreError(f"cannot read archive {path}: {exc}") from exc
-        if row["archive_sha256"] and hashlib.sha256(data).hexdigest() != row["archive_sha256"]:
-            raise CorruptionError(f"archive {path} does not match its sha256 in compaction_history")
-        entries = scan_bytes(data, path).entries
+        if problem is None and row["archive_sha256"] and hashlib.sha256(data).hexdigest() != row["archive_sha256"]:
+            problem = self._quarantine(path)
+        entries = [] if problem else scan_bytes(data, path).entries
         chunks = archive_chunks(archive_id, entries, self.chunk_tokens)
         if row["summary"].strip():
             created = entries[-1].ts if entries else row["compacted_at"]
             chunks.append(summary_chunk(archive_id, row["summary"], row["first_seq"], row["last_seq"], created))
         written = self._store().upsert({f"archive:{archive_id}": chunks})
         with self.db.transaction() as conn:
-            conn.execute(
-                "UPDATE compaction_history SET indexed_at = ? WHERE archive_id = ?", (utc_timestamp(), archive_id)
-            )
-        log.info("indexed archive %s: %d chunks", archive_id, written)
+            conn.execute("UPDATE compaction_history SET indexed_at = ?, index_error = ? WHERE archive_id = ?",
+                         (utc_timestamp(), problem, archive_id))
+        if problem:
+            log.error("archive %s (entries %s-%s) cannot be indexed: %s; its summary is searchable, its entries "
+                      "are not: put the original back (sha256 %s) and run scripts/rebuild_index.py", archive_id,
+                      row["first_seq"], row["last_seq"], problem, row["archive_sha256"])
+        else:
+            log.info("indexed archive %s: %d chunks", archive_id, written)
         return written
+
+    def _quarantine(self, path: Path) -> str:
+        """Move an archive that fails its sha256 aside; return the problem as it is reported."""
+        target = self.quarantine_dir / f"{path.stem}-damaged-{utc_timestamp().replace(':', '')}.md"
+        try:
+            self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+        except OSError as exc:
+            return f"{path} does not match its sha256 (and could not be moved aside: {exc})"
+        return f"{path} does not match its sha256; moved to {target}"
 
     def _sync_items(self, batch: list[tuple[str, str]]) -> int:
         groups = {item: self._item_chunks(item) for item, _ in batch}

@@ -13,7 +13,9 @@ The table's schema metadata records the embedder and dimension that built it;
 opening it with another embedder raises :class:`EmbedderMismatchError`.
 Writers serialise on ``memory/.cold.lock`` (so a chunk id is never inserted
 twice) and upsert by chunk id, which makes every indexing step idempotent.
-lancedb, pyarrow and numpy are imported on first use.
+A store opened with ``read_only=True`` only searches: it creates, sweeps and
+locks nothing, and refuses every write. lancedb, pyarrow and numpy are
+imported on first use.
 """
 
 from __future__ import annotations
@@ -22,15 +24,16 @@ import json
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError, ValidationError
 from core.llm.embedders import Embedder
 from core.memory import ann_index
 from core.memory.locking import AgentLock
+from core.memory.secrets import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +85,15 @@ class ColdStore:
     def __init__(
         self, path: Path, embedder: Embedder, lock_file: Path, *, reindex_hint: str,
         optimize_every: int = 50, ann_min_rows: int = 5000, lock_timeout_s: float = 60.0,
+        read_only: bool = False, redactor: Callable[[], Redactor] | None = None,
     ) -> None:
+        """``read_only=True``: search an existing table only (no folder, lock or table is created).
+
+        ``redactor()`` hides the secrets known now in every chunk written (text, metadata and so the vector).
+        """
         self.path = path
+        self.read_only = read_only
+        self.redactor = redactor
         self.embedder = embedder
         self.reindex_hint = reindex_hint
         self.optimize_every = optimize_every
@@ -107,6 +117,8 @@ class ColdStore:
             return self._table
 
     def _open(self):
+        if self.read_only:
+            return self._open_read_only()
         import lancedb
 
         self.path.mkdir(parents=True, exist_ok=True)
@@ -123,6 +135,18 @@ class ColdStore:
                     table = self._create(db)
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot open the cold store at {self.path}: {exc}") from exc
+        self._check_embedder(table)
+        return table
+
+    def _open_read_only(self):
+        import lancedb
+
+        if not (self.path / f"{TABLE}.lance").is_dir():
+            raise ColdStoreError(f"there is no cold store at {self.path} yet: nothing was stored or indexed")
+        try:
+            table = lancedb.connect(self.path, read_consistency_interval=timedelta(0)).open_table(TABLE)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ColdStoreError(f"cannot open the cold store at {self.path}: {exc}") from exc
         self._check_embedder(table)
         return table
 
@@ -172,7 +196,12 @@ class ColdStore:
 
     def writing(self):
         """The write lock of this store, across threads and processes."""
+        self._refuse_if_read_only()
         return self._write_lock.hold()
+
+    def _refuse_if_read_only(self) -> None:
+        if self.read_only:
+            raise ColdStoreError(f"the cold store {self.path} was opened read-only: it cannot be written")
 
     @property
     def dimension(self) -> int:
@@ -190,6 +219,10 @@ class ColdStore:
             BackendError: the embedder failed; nothing was written.
             ColdStoreError: LanceDB failed; the table is at its previous version.
         """
+        self._refuse_if_read_only()  # before anything is embedded
+        if self.redactor is not None:
+            redactor = self.redactor()
+            origin_chunks = {o: [_redacted(c, redactor) for c in group] for o, group in origin_chunks.items()}
         chunks = [c for group in origin_chunks.values() for c in group]
         for chunk in chunks:
             if chunk.kind not in KINDS:
@@ -265,6 +298,16 @@ class ColdStore:
         """Number of chunks (of one ``origin``)."""
         return self.table.count_rows(None if origin is None else f"origin = {sql_string(origin)}")
 
+    def chunks_of(self, origin_prefix: str) -> list[Chunk]:
+        """Every chunk whose origin starts with ``origin_prefix`` (e.g. ``note:``), without vectors."""
+        columns = ["id", "origin", "kind", "text", "source", "created_at", "metadata"]
+        try:
+            rows = (self.table.search().where(f"origin LIKE {sql_string(origin_prefix + '%')}")
+                    .select(columns).limit(None).to_list())
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ColdStoreError(f"cannot read the cold store {self.path}: {exc}") from exc
+        return [_chunk(row) for row in rows]
+
     def ids(self) -> list[str]:
         """Every chunk id (duplicates included: there should be none)."""
         return self.table.to_arrow().column("id").to_pylist()
@@ -331,6 +374,12 @@ class ColdStore:
             pool.shutdown(wait=True)
         with self._guard:
             self._table = None
+
+
+def _redacted(chunk: Chunk, redactor: Redactor) -> Chunk:
+    if not redactor:
+        return chunk
+    return replace(chunk, text=redactor.text(chunk.text), metadata=redactor(chunk.metadata))
 
 
 def _row(chunk: Chunk, vector) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from core.memory.cold_index import Progress
 from core.memory.log_file import scan_bytes
+from core.memory.log_format import is_compaction_summary
 
 if TYPE_CHECKING:
     from core.memory_manager import MemoryManager
@@ -40,7 +41,7 @@ def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> R
     with cold.compactor.exclusive(wait=True):
         cold.compactor.finish_pending()
         log_rows = manager.rebuild_log_index()
-        compactions = _rebuild_history(manager)
+        compactions = rebuild_history(manager)
         cold.indexer.mark_all_pending()
         store = cold.store()
         store.drop()
@@ -49,14 +50,18 @@ def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> R
     return RebuildResult(log_rows, compactions, chunks, store.embedder.name, store.vector_index())
 
 
-def _rebuild_history(manager: "MemoryManager") -> int:
-    """Record a ``compaction_history`` row for every SUMMARY entry found in the files."""
-    archives = sorted(manager.paths.archive_dir.glob("LOG-*.md"), key=archive_first_seq)
-    sources = [(p, p.read_bytes()) for p in archives] + [(manager.paths.log_file, manager.paths.log_file.read_bytes())]
+def rebuild_history(manager: "MemoryManager") -> int:
+    """Record a ``compaction_history`` row for every SUMMARY entry found in the files (damaged archives set
+    aside in quarantine included: the compactions they record stay known, and reported as damaged)."""
+    from core.memory.recovery import archives
+
+    damaged = sorted(manager.paths.quarantine_dir.glob("LOG-*-damaged-*.md"))
+    sources = [(p, p.read_bytes()) for p in [*damaged, *archives(manager)]]
+    sources.append((manager.paths.log_file, manager.paths.log_file.read_bytes()))
     recorded = 0
     for path, data in sources:
         for entry in scan_bytes(data, path).entries:
-            if entry.type == "SUMMARY" and "covers" in entry.metadata and "archive" in entry.metadata:
+            if is_compaction_summary(entry):
                 archive_id = Path(entry.metadata["archive"]).stem
                 manager.cold.compactor.record(archive_id, entry, entry.metadata.get("source_bytes", 0), 0)
                 recorded += 1

@@ -71,6 +71,9 @@ def open_checkpointer(paths: AgentPaths, config: StorageConfig | None = None) ->
         from langgraph.checkpoint.sqlite import SqliteSaver
 
         conn = sqlite3.connect(paths.checkpoints_file, check_same_thread=False)
+        # A turn's checkpoints hold its raw messages (what the user typed, get_fact's replies): deleted with
+        # the turn, their pages are zeroed and the WAL that still holds them is truncated.
+        conn.execute("PRAGMA secure_delete = ON")
         return conn, SqliteSaver(conn)
     from core.memory.postgres.checkpoints import open_saver
 

@@ -26,6 +26,7 @@ from typing import Any, Callable
 from core import __version__
 from core.errors import StorageError
 from core.memory.log_file import scan_bytes
+from core.memory.secrets import redactor_for
 from core.memory.storage import require_sqlite
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths, existing_agent
@@ -66,7 +67,7 @@ def export_agent(agent: str, file: str | Path, *, with_vectors: bool = False, in
         UnknownAgentError: no such agent.
         StorageError: the archive cannot be written (nothing is left at ``file``).
     """
-    paths = existing_agent(agent)
+    existing_agent(agent)  # an unknown agent is an error before anything is written
     target = Path(file).absolute()
     if target.is_dir():
         raise StorageError(f"{target} is a folder: give the archive's file name, e.g. {agent}.agentos.tar.gz")
@@ -149,7 +150,8 @@ def _vectors_hold(lancedb_dir: Path, secrets: list[str]) -> bool:
     if "chunks" not in db.list_tables().tables:
         return False
     texts = db.open_table("chunks").to_arrow().column("text").to_pylist()
-    return any(secret in text for text in texts for secret in secrets)
+    redactor = redactor_for(secrets)
+    return any(redactor.holds(text) for text in texts)
 
 
 def counts(root: Path) -> dict[str, int]:

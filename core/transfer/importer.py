@@ -26,7 +26,7 @@ from core.config import load_config
 from core.memory.storage import require_sqlite
 from core.memory_manager import MemoryManager
 from core.paths import agents_home, validate_agent_name
-from core.transfer.manifest import ROOT, Manifest, check_member_name, verify
+from core.transfer.manifest import Manifest, check_member_name, verify
 
 log = logging.getLogger(__name__)
 
