@@ -164,8 +164,8 @@ class Engine:
                                identity=self.conversation.identity)
         self.runtime.context = ContextBuilder(self.runtime)
         self._check_window()
-        self._saver_conn, self._saver = open_checkpointer(self.paths, self.config.storage)
-        self.graph = build_graph(self.runtime, self._saver)
+        self._checkpoints = open_checkpointer(self.paths, self.config.storage)
+        self.graph = build_graph(self.runtime, self._checkpoints.saver)
         self.thread = {"configurable": {"thread_id": self.session.id},
                        "recursion_limit": 2 * self.config.engine.max_steps + 10}
 
@@ -296,8 +296,7 @@ class Engine:
         self.manager.end_run(run_id, outcome, detail)
         # The finished turn is in the provider (secrets redacted): its checkpoints, which hold the
         # raw messages, are no longer needed to resume anything.
-        self._saver.delete_thread(self.session.id)
-        self._saver_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._checkpoints.forget(self.session.id)
         return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0))
 
     def _fail(self, run_id: str, exc: BaseException) -> None:
@@ -320,7 +319,7 @@ class Engine:
 
     def close(self) -> None:
         """Close the checkpoint database and the provider, and let another engine run the agent. Safe twice."""
-        self._saver_conn.close()
+        self._checkpoints.close()
         self.provider.close()
         self._lease.release()
 

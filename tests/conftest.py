@@ -81,6 +81,15 @@ def manager(agents_home: Path):
     mm.close()
 
 
+@pytest.fixture(params=("sqlite", "postgres"))
+def storage_backend(request: pytest.FixtureRequest, agents_home: Path) -> str:
+    """Each database in turn for the agents of the test's home: their memory.db files, then schemas on the
+    test PostgreSQL server (through ``$AGENTOS_DSN``, see ``pg_home``)."""
+    if request.param == "postgres":
+        request.getfixturevalue("pg_home")
+    return request.param
+
+
 @pytest.fixture
 def pg_home(agents_home: Path, postgres_server, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The test's agents home, on PostgreSQL through ``$AGENTOS_DSN`` with a schema prefix of its own."""
@@ -90,9 +99,14 @@ def pg_home(agents_home: Path, postgres_server, monkeypatch: pytest.MonkeyPatch)
 
     from core.memory.postgres.pool import close_pools
 
+    import yaml
+
     prefix = f"t{uuid.uuid4().hex[:8]}_"
     agents_home.mkdir(parents=True, exist_ok=True)
-    (agents_home / "config.yaml").write_text(f"storage:\n  schema_prefix: {prefix}\n", encoding="utf-8")
+    config = agents_home / "config.yaml"
+    data = (yaml.safe_load(config.read_text(encoding="utf-8")) if config.exists() else None) or {}
+    data.setdefault("storage", {})["schema_prefix"] = prefix
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
     monkeypatch.setenv("AGENTOS_DSN", postgres_server.dsn)
     yield agents_home
     close_pools()

@@ -1,4 +1,4 @@
-"""What memory.db's two databases say differently: full-text search, and how a query's words match.
+"""What memory.db's two databases say differently: full-text search, how a query's words match, the catalog.
 
 Everything else runs the same SQL on both (PostgreSQL's spelling differences
 are translated in :mod:`core.memory.postgres.translate`). A dialect is chosen
@@ -23,6 +23,8 @@ class Dialect:
     """The same for summaries."""
     match: Callable[[list[str]], str]
     """The query text matching every one of the words."""
+    tables: str
+    """The names of the database's tables (of the agent's schema, on PostgreSQL)."""
 
 
 def _fts5_match(words: list[str]) -> str:
@@ -43,6 +45,7 @@ SQLITE = Dialect(
         " ON s.rowid = ctx_summaries_fts.rowid WHERE ctx_summaries_fts MATCH ? AND s.conversation_id = ?"
         " ORDER BY rank LIMIT ?"),
     match=_fts5_match,
+    tables="SELECT name FROM sqlite_master WHERE type = 'table'",
 )
 
 # tsvector 'simple' (lower-cased words, no stemming) is the closest to FTS5's unicode61 tokenizer;
@@ -66,4 +69,5 @@ POSTGRES = Dialect(
     search_messages=_PG_SEARCH.format(table="ctx_messages"),
     search_summaries=_PG_SEARCH.format(table="ctx_summaries"),
     match=" ".join,
+    tables="SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
 )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from core.errors import AgentOSError, CorruptionError, StorageError
 from core.memory import log_index, now_file, now_record
-from core.memory.db import damage_marker
+from core.memory.db import Database, damage_marker
 from core.memory.fsutil import atomic_write, storage_error
 from core.memory.log_file import scan_bytes
 from core.memory.log_format import LogEntry, utc_timestamp
@@ -94,8 +94,13 @@ def open_database(manager: "MemoryManager") -> list[str]:
 
 def _open_database(manager: "MemoryManager") -> list[str]:
     path = manager.paths.db_file
-    damage = database_damage(path)
     history = has_history(manager)
+    if not isinstance(manager.db, Database):  # a PostgreSQL schema: no file of ours to find damaged
+        if not (history and _recreated(manager)):
+            return []
+        return rebuild_database(manager, f"the PostgreSQL schema {manager.db.schema} is new and empty although "
+                                "LOG.md has a history (it was dropped)", [])
+    damage = database_damage(path)
     marker = damage_marker(path)
     if marker.exists():  # SQLite reported a damaged page while the agent was in use
         damage = "damaged (" + marker.read_text(encoding="utf-8", errors="replace").strip() + ")"

@@ -63,8 +63,31 @@ def require_sqlite(config: StorageConfig, what: str) -> None:
                           "with pg_dump --schema, or unset $AGENTOS_DSN and storage.backend for agents kept in SQLite")
 
 
-def open_checkpointer(paths: AgentPaths, config: StorageConfig | None = None) -> tuple[Any, Any]:
-    """``(closable, saver)``: LangGraph's checkpointer of the agent, in ``memory/checkpoints.db`` or its schema."""
+class Checkpoints:
+    """LangGraph's checkpointer of one agent (``saver``), in ``memory/checkpoints.db`` or the agent's schema."""
+
+    def __init__(self, saver: Any, closable: Any) -> None:
+        self.saver = saver
+        self._closable = closable
+
+    def forget(self, thread_id: str) -> None:
+        """Delete a finished thread's checkpoints, which hold its raw messages.
+
+        SQLite: their pages are zeroed (``secure_delete``) and the WAL that still holds them is
+        truncated. PostgreSQL: the rows are deleted; their old versions stay in the table's files
+        until autovacuum frees the space and later writes reuse it (docs/scaling.md, "Secrets").
+        """
+        self.saver.delete_thread(thread_id)
+        if isinstance(self._closable, sqlite3.Connection):
+            self._closable.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def close(self) -> None:
+        """Close the checkpointer's connections. Safe to call twice."""
+        self._closable.close()
+
+
+def open_checkpointer(paths: AgentPaths, config: StorageConfig | None = None) -> Checkpoints:
+    """LangGraph's checkpointer of the agent, in ``memory/checkpoints.db`` or its schema."""
     config = config or StorageConfig()
     backend, dsn = config.resolved()
     if backend == "sqlite":
@@ -74,10 +97,11 @@ def open_checkpointer(paths: AgentPaths, config: StorageConfig | None = None) ->
         # A turn's checkpoints hold its raw messages (what the user typed, get_fact's replies): deleted with
         # the turn, their pages are zeroed and the WAL that still holds them is truncated.
         conn.execute("PRAGMA secure_delete = ON")
-        return conn, SqliteSaver(conn)
+        return Checkpoints(SqliteSaver(conn), conn)
     from core.memory.postgres.checkpoints import open_saver
 
-    return open_saver(dsn, schema_name(paths.name, config), config)
+    pool, saver = open_saver(dsn, schema_name(paths.name, config), config)
+    return Checkpoints(saver, pool)
 
 
 def postgres_database(dsn: str, schema: str, config: StorageConfig, path: Path | None = None):

@@ -18,9 +18,9 @@ def stamps(folder: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
 
 
-def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents_home, serve):
+def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents_home, storage_backend, serve):
     """The recall box returns the agent's hybrid-search results best first, each with kind, source and
-    score, masks secrets, and leaves memory.db and the LanceDB folder as they were."""
+    score, masks secrets, and leaves memory.db (if the agent has one) and the LanceDB folder as they were."""
     with MemoryManager("ada", agents_home) as mm:
         mm.store_memory("The weekly report goes to Maria on Fridays")
         mm.store_memory("Exit code 137 means the container was killed for using too much memory")
@@ -33,7 +33,7 @@ def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents
         mm.save_fact("home_city", "Lisbon", category="personal")  # queued for the cold store, not indexed
     url = serve()
     memory = agents_home / "ada" / "memory"
-    before_db, before_lance = tree_digest(memory)["memory.db"], stamps(memory / "lancedb")
+    before_db, before_lance = tree_digest(memory).get("memory.db"), stamps(memory / "lancedb")
     answer = get_json(url, "/api/agents/ada/recall?q=who+receives+the+report%3F")
     hits = answer["results"]
     assert hits[0]["content"] == "The weekly report goes to Maria on Fridays" and hits[0]["kind"] == "note"
@@ -44,7 +44,7 @@ def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents
     assert answer["pending_cold_items"] == 1  # the last fact: a reader never indexes it
     token = get_json(url, "/api/agents/ada/recall?q=deploy+token")["results"]
     assert token[0]["content"] == "The deploy token is [REDACTED]"
-    assert tree_digest(memory)["memory.db"] == before_db and stamps(memory / "lancedb") == before_lance
+    assert tree_digest(memory).get("memory.db") == before_db and stamps(memory / "lancedb") == before_lance
     assert get(url, "/api/agents/ada/recall?q=")[0] == 400
     assert get(url, "/api/agents/ada/recall?q=x&kind=secret")[0] == 400
 

@@ -98,7 +98,8 @@ def _in_order(raw: psycopg.Connection, schema: str, tables: list[str]) -> list[s
 
 
 def _copy(source: sqlite3.Connection, raw: psycopg.Connection, name: str, columns: list[str]) -> int:
-    have = [row[1] for row in source.execute(f'PRAGMA table_info("{name}")')]
+    # SQLite's implicit rowid is copied where the schema keeps it as a column (the order notes were stored in).
+    have = [row[1] for row in source.execute(f'PRAGMA table_info("{name}")')] + ["rowid"]
     shared = [column for column in columns if column in have]
     listed = sql.SQL(", ").join(map(sql.Identifier, shared))
     count = 0

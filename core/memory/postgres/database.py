@@ -13,7 +13,7 @@ import hashlib
 import logging
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -172,6 +172,40 @@ class _AutocommitConnection:
             return Result([], conn.executemany(sql, rows).rowcount)
 
 
+class ReadOnlyConnection:
+    """The connection of one read-only transaction: ``execute`` takes memory.db's SQL, like sqlite3's."""
+
+    def __init__(self, raw: psycopg.Connection, dsn: str, config: StorageConfig) -> None:
+        self.raw, self.dsn, self.config = raw, dsn, config
+
+    def execute(self, sql: str, params: Sequence | None = None) -> psycopg.Cursor:
+        try:
+            return self.raw.execute(translate(sql), params or ())
+        except psycopg.Error as exc:
+            raise converted(exc, self.dsn, self.config) from exc
+
+
+@contextmanager
+def snapshot(dsn: str, schema: str, config: StorageConfig) -> Iterator[ReadOnlyConnection]:
+    """One read-only, repeatable-read transaction on ``schema``, which is neither created nor migrated:
+    every read in the block sees one state while engines go on writing, and the server refuses a write.
+
+    Raises:
+        DatabaseUnavailableError: the server cannot be reached.
+    """
+    pool = pool_for(dsn, schema, config, row_factory=row_factory)
+    try:
+        with pool.connection() as raw:
+            raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                yield ReadOnlyConnection(raw, dsn, config)
+            finally:
+                with suppress(psycopg.Error):  # a lost connection ended the transaction; the pool drops it
+                    raw.execute("ROLLBACK")
+    except (psycopg.Error, PoolTimeout) as exc:
+        raise converted(exc, dsn, config) from exc
+
+
 class PostgresDatabase:
     """One agent's memory tables in the schema ``schema`` of the server at ``dsn``."""
 
@@ -230,11 +264,11 @@ class PostgresDatabase:
         """A ``BEGIN ... COMMIT`` on one connection: all of the block is written, or none (nested: a savepoint)."""
         bound = getattr(self._local, "bound", None)
         if bound is not None:
-            with self._converting(), bound.raw.transaction():
+            with self.converting(), bound.raw.transaction():
                 yield bound
             return
         # Pipeline mode: statements whose results nobody reads go out without waiting for the server.
-        with self.connection() as raw, self._converting(), raw.pipeline() as pipeline, raw.transaction():
+        with self.connection() as raw, self.converting(), raw.pipeline() as pipeline, raw.transaction():
             self._local.bound = bound = BoundConnection(raw, pipeline, self)
             try:
                 yield bound
@@ -248,17 +282,18 @@ class PostgresDatabase:
         if bound is not None:
             yield from bound.execute(sql, params)
             return
-        with self.connection() as raw, self._converting(), raw.transaction():
+        with self.connection() as raw, self.converting(), raw.transaction():
             with raw.cursor(name="agentos_read") as cursor:
                 cursor.itersize = ITER_PAGE
                 cursor.execute(translate(sql), params or ())
                 yield from cursor
 
     @contextmanager
-    def _converting(self) -> Iterator[None]:
+    def converting(self) -> Iterator[None]:
+        """psycopg's errors in the block (a statement, BEGIN, COMMIT or ROLLBACK) raised as the library's."""
         try:
             yield
-        except psycopg.Error as exc:  # BEGIN, COMMIT or ROLLBACK failed
+        except psycopg.Error as exc:
             raise self.error(exc) from exc
 
     def error(self, exc: BaseException):
