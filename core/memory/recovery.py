@@ -39,6 +39,8 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 EMPTY = "empty (0 bytes)"
 NOT_REBUILT = ("conversations, profiles, souls, constraints and LangGraph store items (kept only in memory.db: "
                "a damaged file's can be salvaged with `sqlite3 <file> .recover`)")
+NOT_REBUILT_POSTGRES = ("conversations, profiles, souls, constraints and LangGraph store items (kept only in the "
+                        "schema: restore them from a backup of it)")
 
 
 def archives(manager: "MemoryManager") -> list[Path]:
@@ -161,7 +163,7 @@ def rebuild_database(manager: "MemoryManager", reason: str, moved: list[Path]) -
         f"{reason}{where}",
         f"rebuilt from LOG.md and {len(sources)} archive(s): {rows} log index rows, {compactions} compaction(s), "
         f"{facts} fact(s), {notes} note(s)",
-        "not rebuilt: " + NOT_REBUILT
+        "not rebuilt: " + (NOT_REBUILT if isinstance(manager.db, Database) else NOT_REBUILT_POSTGRES)
         + (f"; the values of the secret fact(s) {', '.join(lost)}: save them again" if lost else ""),
     ]
     for line in lines:

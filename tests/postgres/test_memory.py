@@ -35,7 +35,7 @@ def test_memory_manager_keeps_its_tables_in_the_agents_schema(pg_home):
         run_id = manager.start_run("an objective")
         assert manager.get_fact("city") == "Lisbon"
         assert [run["run_id"] for run in manager.interrupted_runs()] == [run_id]
-        assert manager.rebuild_log_index() == 2
+        assert manager.rebuild_log_index() == 4  # two FACT entries, the thought, the RUN_START
         assert manager.db.conn.execute("SELECT count(*) FROM cold_pending WHERE item = 'fact:city'").fetchone()[0] == 1
         schema = manager.db.schema
     assert schema == schema_name("finn", load_config(AgentPaths.for_agent("finn")).storage)
@@ -136,12 +136,14 @@ def test_text_postgres_cannot_hold_is_bad_input(postgres_db):
 
 
 def test_a_huge_message_is_stored_whole_and_searched_by_its_beginning(postgres_db):
-    """A 1.6 MB message (over a tsvector's 1 MB) is stored whole; its first 200,000 characters are searchable."""
+    """A message near a provider's 1 MiB limit, whose tsvector would pass PostgreSQL's 1 MB, is stored whole;
+    its first 200,000 characters are searchable."""
     from core.memory.provider import SearchQuery
     from core.plugins.memory.lcm import DeterministicSummarizer
 
     provider = LCMProvider(postgres_db, summarizer=DeterministicSummarizer())
-    words = " ".join(f"w{n:09d}" for n in range(150_000))
+    words = " ".join(f"w{n:09d}" for n in range(95_000))
+    assert len(words) > 1_000_000
     provider.append(Session("big"), [Message("tool", "needle " + words, tool_name="read_file")])
     assert provider.load_history("big")[0].content == "needle " + words
     assert [hit.source_type for hit in provider.search(Session("big"), SearchQuery("needle"))] == ["message"]
@@ -163,3 +165,27 @@ def test_connections_the_server_dropped_are_replaced(postgres_db):
     provider.append(Session("s"), [Message("user", "after")])
     assert [m.content for m in provider.load_history("s")] == ["before", "after"]
     provider.close()
+
+
+def test_a_dropped_schema_is_rebuilt_from_the_agents_files(pg_home):
+    """A schema dropped while LOG.md has a history is recreated at the next open and rebuilt from the files:
+    the LOG.md index, the facts from their FACT entries; the repair is reported."""
+    from core.memory.postgres.migrate import forget_ready
+    from core.memory.postgres.pool import close_pools
+
+    with MemoryManager("finn") as manager:
+        manager.save_fact("city", "Lisbon", "personal")
+        manager.append_log("THOUGHT", "kept in LOG.md")
+        assert manager.compact_log().done
+        manager.append_log("THOUGHT", "after the compaction")
+        schema = manager.db.schema
+    close_pools(schema)
+    with psycopg.connect(os.environ["AGENTOS_DSN"], autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    forget_ready()
+    with MemoryManager("finn") as again:
+        assert again.repairs and f"schema {schema} is new and empty" in again.repairs[0]
+        assert again.get_fact("city") == "Lisbon"
+        assert again.db.conn.execute("SELECT max(id) FROM log_metadata").fetchone()[0] == again.log.last_seq()
+        assert "restore them from a backup" in again.repairs[2]
+        assert again.db.conn.execute("SELECT count(*) FROM compaction_history").fetchone()[0] == 1
