@@ -101,7 +101,8 @@ def _open_database(manager: "MemoryManager") -> list[str]:
         if not (history and _recreated(manager)):
             return []
         return rebuild_database(manager, f"the PostgreSQL schema {manager.db.schema} is new and empty although "
-                                "LOG.md has a history (it was dropped)", [])
+                                "LOG.md has a history (it was dropped, or the agent's memory.db was never copied "
+                                "into it with `agentos copy-to-postgres`)", [])
     damage = database_damage(path)
     marker = damage_marker(path)
     if marker.exists():  # SQLite reported a damaged page while the agent was in use

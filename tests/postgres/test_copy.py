@@ -22,11 +22,14 @@ SESSION = Session("finn:main", agent_id="finn", user_id="ada", channel="cli")
 
 
 def test_copy_moves_every_table_and_new_rows_follow(pg_home, monkeypatch):
-    """After copy-to-postgres the agent reads the same facts, history, summaries and profile; new rows get new ids."""
+    """After copy-to-postgres the agent reads the same facts, history, summaries and profile; new rows get new ids;
+    a secret whose scrub was still queued is copied with its queue row and scrubbed at the first open."""
     dsn = os.environ["AGENTOS_DSN"]
     monkeypatch.delenv("AGENTOS_DSN")
     with MemoryManager("finn") as manager:  # an agent kept in SQLite so far
         manager.save_fact("city", "Porto")
+        manager.save_fact("pin", "4455-9911", "secret")
+        manager.db.conn.execute("INSERT INTO secret_scrubs (key, queued_at) VALUES ('pin', '2026-01-01T00:00:00.000Z')")
         manager.append_log("THOUGHT", "before the move")
         sqlite_lcm = LCMProvider(manager.paths.db_file, summarizer=DeterministicSummarizer(), config=SMALL_CONFIG)
         for turn in conversation(12):
@@ -40,10 +43,12 @@ def test_copy_moves_every_table_and_new_rows_follow(pg_home, monkeypatch):
     result = subprocess.run([sys.executable, "-m", "core", "copy-to-postgres", "--agent", "finn"], cwd=ROOT,
                             env=dict(os.environ), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert f"ctx_messages: {len(history)} rows" in result.stdout and "user_facts: 1 rows" in result.stdout
+    assert f"ctx_messages: {len(history)} rows" in result.stdout and "user_facts: 2 rows" in result.stdout
+    assert "secret_scrubs: 1 rows" in result.stdout
 
     with MemoryManager("finn") as manager:
         assert manager.db.dialect.name == "postgres" and manager.get_fact("city") == "Porto"
+        assert manager.get_fact("pin") == "4455-9911" and manager.scrubber.pending() == []
         lcm = LCMProvider(open_database(manager.paths, manager.config.storage),
                           summarizer=DeterministicSummarizer(), config=SMALL_CONFIG)
         assert lcm.load_history(SESSION.id) == history and lcm.assemble(SESSION, 10**6, 4) == context

@@ -4,7 +4,8 @@ Every table of memory.db is copied row for row (COPY) in one transaction, into
 a schema whose tables are still empty, parents before children; the identity
 columns then go on after the copied ids. FTS5 tables are not copied: the GIN
 indexes cover the copied rows. The facts' triggers queue them for the cold
-store again, which re-indexes them idempotently.
+store again, which re-indexes them idempotently, and queue the secrets' scrub
+again, which finds nothing left to change.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from psycopg import sql
 from core.errors import NotFoundError, StorageError, ValidationError
 from core.memory.postgres.database import PostgresDatabase
 
-FIRST = ("cold_pending",)
-"""Copied before the rest: the facts' triggers then update its rows instead of colliding with them."""
+FIRST = ("cold_pending", "secret_scrubs")
+"""Copied before the rest: the facts' triggers then update their rows instead of colliding with them."""
 
 
 def copy_memory_db(db_file: Path, db: PostgresDatabase, progress: Callable[[str, int], None] | None = None) -> dict[str, int]:
