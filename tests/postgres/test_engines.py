@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 
@@ -14,10 +13,9 @@ import pytest
 from core.engine import Engine
 from core.errors import LockTimeoutError
 from core.memory_manager import MemoryManager
-from tests.engine.conftest import ROOT
-from tests.ollama_server import Block, ScriptedOllama, tool_call, tool_calls
+from tests.engine.conftest import ROOT, RESEARCH_TASK, kill_engine_at, research_then_outline, sigkill, start_engine
+from tests.ollama_server import Block, ScriptedOllama
 
-TASK = "Research Python decorators and outline a blog post"
 
 
 @pytest.fixture
@@ -35,35 +33,11 @@ def ollama_home(pg_home):
     return pg_home
 
 
-def start_engine(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "core.engine", "--create", *args], cwd=ROOT, env=dict(os.environ),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def kill(engine: subprocess.Popen) -> None:
-    try:
-        engine.send_signal(signal.SIGKILL)
-        engine.wait(10)
-    finally:
-        if engine.poll() is None:
-            engine.kill()
-    assert engine.returncode == -signal.SIGKILL
-
-
 def test_run_killed_on_one_host_resumes_on_another(server, ollama_home, postgres_server, tmp_path, monkeypatch):
     """kill -9 mid-turn; the agent's folder moves to another home (host); "Continue" resumes from the PostgreSQL checkpoint."""
     blocked = Block()
-    server.enqueue(
-        tool_calls(("write_file", {"path": "research.md", "content": "Decorators wrap functions."}),
-                   ("update_status", {"new_status": "Research done", "done_steps": ["Research decorators"],
-                                      "next_steps": ["Write the outline"]})),
-        blocked,
-        tool_call("write_file", path="outline.md", content="1. What a decorator is"),
-        "The outline is in outline.md.",
-    )
-    engine = start_engine("--agent", "finn", TASK)
-    assert blocked.entered.wait(60), "the engine never made its second LLM call"
-    kill(engine)
+    server.enqueue(*research_then_outline(blocked))
+    kill_engine_at(blocked, "--agent", "finn", RESEARCH_TASK)
     assert not (ollama_home / "finn" / "memory" / "checkpoints.db").exists()
 
     other_host = tmp_path / "other-host"
@@ -98,7 +72,7 @@ def test_engines_serve_sessions_of_one_agent_at_once(server, ollama_home):
             with pytest.raises(LockTimeoutError, match="session finn:a is already served"):
                 Engine("finn", session="a")
     finally:
-        kill(busy)
+        sigkill(busy)
     server.enqueue("hello")
     with Engine("finn", session="c") as third:
         assert len(third.recovered) == 1  # the killed engine's run
