@@ -4,11 +4,12 @@
     python core/engine.py --agent finn "Continue"
 
 Graph: load_memory → planner ⇄ tools → finalize, checkpointed after every node
-in ``memory/checkpoints.db`` (LangGraph's SQLite saver, strict durability), or
-in the agent's PostgreSQL schema (its Postgres saver), one thread per agent session. A run killed at any moment is found on the next start
-(RUN_START without RUN_END → INTERRUPTED) and its turn goes on from the last
-checkpoint: only the interrupted node runs again, and it skips what LOG.md
-shows it already did.
+in ``memory/checkpoints.db`` (LangGraph's SQLite saver, strict durability) or
+in the agent's PostgreSQL schema (its Postgres saver), one thread per agent
+session. A run killed at any moment is found on the next start (RUN_START
+without RUN_END → INTERRUPTED) and its turn goes on from the last checkpoint:
+only the interrupted node runs again, and it skips what LOG.md shows it
+already did.
 """
 
 from __future__ import annotations

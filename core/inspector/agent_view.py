@@ -1,9 +1,10 @@
 """What the inspector shows of one agent. Every method reads; none writes, locks or repairs.
 
-Each answer is built inside one read transaction of memory.db (or of the agent's
-PostgreSQL schema) and masked on its way out (:mod:`core.inspector.masking`). Files are read with plain read-only
-opens: NOW.md is replaced atomically and LOG.md lines carry their own CRC, so a
-reader never needs the agent's lock.
+Each answer is built inside one read transaction of memory.db (or of the
+agent's PostgreSQL schema) and masked on its way out
+(:mod:`core.inspector.masking`). Files are read with plain read-only opens:
+NOW.md is replaced atomically and LOG.md lines carry their own CRC, so a reader
+never needs the agent's lock.
 """
 
 from __future__ import annotations
