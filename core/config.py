@@ -54,6 +54,10 @@ class ColdConfig:
     """Target size of an archive chunk, cut on entry boundaries."""
     optimize_every: int = 50
     """Compact LanceDB's small fragments after this many writes (in a background thread)."""
+    min_score: float = 0.15
+    """Default ``min_score`` of ``recall_memory``: results less likely than this to be relevant are left out."""
+    vector_wait_s: float = 10.0
+    """How long a recall waits for memories stored just before it to get their vectors (words find them at once)."""
     ann_min_rows: int = 5000
     """Chunks from which the table gets an approximate vector index (IVF_FLAT, cosine).
 

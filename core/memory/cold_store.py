@@ -35,7 +35,7 @@ from core.memory.locking import AgentLock
 log = logging.getLogger(__name__)
 
 TABLE = "chunks"
-KINDS = ("log_archive", "fact", "note", "summary")
+KINDS = ("log_archive", "fact", "note", "summary", "log", "message")
 RRF_K = 60
 """The usual RRF constant: a rank-r hit scores 1 / (RRF_K + r)."""
 CLEANUP_AFTER = timedelta(hours=1)
@@ -216,6 +216,45 @@ class ColdStore:
             self._optimize_soon()
         return len(rows)
 
+    def put(self, chunks: Sequence[Chunk]) -> int:
+        """Embed ``chunks`` and upsert them by id (one LanceDB write); return rows written.
+
+        Raises:
+            BackendError: the embedder failed; nothing was written.
+            ColdStoreError: LanceDB failed; the table is at its previous version.
+        """
+        if not chunks:
+            return 0
+        vectors = self.embedder.embed([c.text for c in chunks])
+        if vectors.shape[1] != self.dimension:
+            raise EmbedderMismatchError(
+                f"embedder {self.embedder.name} returned {vectors.shape[1]}-d vectors but the cold store "
+                f"holds {self.dimension}-d ones; re-index it with: {self.reindex_hint}"
+            )
+        rows = [_row(c, v) for c, v in zip(chunks, vectors)]
+        table = self.table
+        with self.writing():
+            try:
+                table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise ColdStoreError(f"cannot write to the cold store {self.path}: {exc}") from exc
+            self._writes += 1
+        if self._writes % self.optimize_every == 0:
+            self._optimize_soon()
+        return len(rows)
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Delete the rows of ``ids`` (and any chunk cut from them)."""
+        if not ids:
+            return
+        table = self.table
+        listed = ", ".join(sql_string(i) for i in ids)
+        with self.writing():
+            try:
+                table.delete(f"id IN ({listed}) OR origin IN ({listed})")
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise ColdStoreError(f"cannot delete from the cold store {self.path}: {exc}") from exc
+
     def _delete_stale(self, table, origin_chunks: dict[str, list[Chunk]]) -> None:
         for origin, group in origin_chunks.items():
             where = f"origin = {sql_string(origin)}"
@@ -274,7 +313,7 @@ class ColdStore:
         since: str | None = None, until: str | None = None,
     ) -> list[Hit]:
         """The ``n_results`` chunks that best match ``query`` by meaning and words, best first."""
-        where = _where(kinds, since, until)
+        where = where_clause(kinds, since, until)
         depth = max(4 * n_results, 20)
         table = self.table
         with self._guard:
@@ -347,7 +386,7 @@ def _run(query, where: str | None, depth: int, score_column: str) -> list[dict]:
     return query.select(columns).limit(depth).to_list()
 
 
-def _where(kinds: Sequence[str] | None, since: str | None, until: str | None) -> str | None:
+def where_clause(kinds: Sequence[str] | None, since: str | None, until: str | None) -> str | None:
     clauses = []
     if kinds:
         unknown = [k for k in kinds if k not in KINDS]
