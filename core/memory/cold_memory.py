@@ -20,7 +20,7 @@ import uuid
 from typing import Any, Sequence
 
 from core.config import Config
-from core.errors import AgentOSError, ConfigError, ValidationError
+from core.errors import AgentOSError, BackendError, ConfigError, ValidationError
 from core.memory.cold_index import ColdIndexer, Progress
 from core.memory.cold_store import ColdStore, where_clause
 from core.llm.embedders import make_embedder
@@ -191,9 +191,13 @@ class ColdMemory:
         where = _lance_where(filters)
 
         def nearest(depth: int) -> list[tuple[str, float]]:
-            if store.count() == 0:
+            try:
+                if store.count() == 0:
+                    return []
+                vector = store.embedder.embed([text])[0]
+            except BackendError as exc:
+                log.warning("recall by words only: the embedder failed: %s", exc)
                 return []
-            vector = store.embedder.embed([text])[0]
             return [(row["id"], 1.0 - row["_distance"]) for row in store.nearest(vector, depth, where)]
 
         return recall_search.search(text, self.docs, nearest, filters, self.tuning)
