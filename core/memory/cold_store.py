@@ -181,10 +181,11 @@ class ColdStore:
 
     # -- writing --------------------------------------------------------------
 
-    def upsert(self, origin_chunks: dict[str, list[Chunk]]) -> int:
+    def upsert(self, origin_chunks: dict[str, list[Chunk]], delete_stale: bool = True) -> int:
         """Make the chunks of each origin exactly ``chunks`` (embedding them); return rows written.
 
-        An origin mapped to ``[]`` is deleted. Re-running with the same input changes nothing.
+        An origin mapped to ``[]`` is deleted, and so are an origin's chunks not given (unless not
+        ``delete_stale``). Re-running with the same input changes nothing.
 
         Raises:
             BackendError: the embedder failed; nothing was written.
@@ -208,7 +209,8 @@ class ColdStore:
                 if rows:
                     (table.merge_insert("id").when_matched_update_all()
                      .when_not_matched_insert_all().execute(rows))
-                self._delete_stale(table, origin_chunks)
+                if delete_stale:
+                    self._delete_stale(table, origin_chunks)
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot write to the cold store {self.path}: {exc}") from exc
             self._writes += 1
@@ -217,31 +219,13 @@ class ColdStore:
         return len(rows)
 
     def put(self, chunks: Sequence[Chunk]) -> int:
-        """Embed ``chunks`` and upsert them by id (one LanceDB write); return rows written.
+        """Embed ``chunks`` and upsert them by id (one LanceDB write, no other row touched); return rows written.
 
         Raises:
             BackendError: the embedder failed; nothing was written.
             ColdStoreError: LanceDB failed; the table is at its previous version.
         """
-        if not chunks:
-            return 0
-        vectors = self.embedder.embed([c.text for c in chunks])
-        if vectors.shape[1] != self.dimension:
-            raise EmbedderMismatchError(
-                f"embedder {self.embedder.name} returned {vectors.shape[1]}-d vectors but the cold store "
-                f"holds {self.dimension}-d ones; re-index it with: {self.reindex_hint}"
-            )
-        rows = [_row(c, v) for c, v in zip(chunks, vectors)]
-        table = self.table
-        with self.writing():
-            try:
-                table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
-            except (OSError, ValueError, RuntimeError) as exc:
-                raise ColdStoreError(f"cannot write to the cold store {self.path}: {exc}") from exc
-            self._writes += 1
-        if self._writes % self.optimize_every == 0:
-            self._optimize_soon()
-        return len(rows)
+        return self.upsert({c.id: [c] for c in chunks}, delete_stale=False)
 
     def remove(self, ids: Sequence[str]) -> None:
         """Delete the rows of ``ids`` (and any chunk cut from them)."""
