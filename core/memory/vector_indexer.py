@@ -114,8 +114,13 @@ class BackgroundIndexer:
             return 0
         chunks = [Chunk(id=d.id, origin=d.id, kind=d.kind, text=embedding_text(d, self.docs.previous(d)),
                         source=d.source, created_at=d.occurred_at) for d in pending]
-        self._store().put(chunks)
+        store = self._store()
+        store.put(chunks)
         self.docs.mark_embedded(pending)
+        present = self.docs.get([d.id for d in pending])
+        gone = [d.id for d in pending if d.id not in present]
+        if gone:  # forgotten while their vectors were computed: the forget's purge may have run already
+            store.remove(gone)
         return len(pending)
 
     def wait_idle(self, timeout: float) -> bool:
