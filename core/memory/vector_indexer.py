@@ -136,7 +136,7 @@ class BackgroundIndexer:
             self._wake.set()
         return True
 
-    def close(self, timeout: float | None = None) -> None:
+    def close(self, timeout: float | None = 60.0) -> None:
         """Stop after the batch in progress and wait for the thread."""
         self._stop.set()
         self._wake.set()
@@ -145,8 +145,18 @@ class BackgroundIndexer:
             thread.join(timeout)
 
 
+EXIT_WAIT_S = 10.0
+"""At interpreter exit, how long in all to wait for indexers to finish their batch (a batch killed
+half-way is redone at the next start, so exit never waits for a stuck embedder)."""
+
+
 @atexit.register
 def _stop_all() -> None:
-    """At interpreter exit, let every indexer finish its batch instead of dying inside LanceDB."""
-    for indexer in list(_live):
-        indexer.close(timeout=30.0)
+    """At interpreter exit, let the indexers finish their batch instead of dying inside LanceDB."""
+    indexers = list(_live)
+    for indexer in indexers:
+        indexer._stop.set()
+        indexer._wake.set()
+    deadline = time.monotonic() + EXIT_WAIT_S
+    for indexer in indexers:
+        indexer.close(timeout=max(0.0, deadline - time.monotonic()))
