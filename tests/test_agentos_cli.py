@@ -17,17 +17,20 @@ from core.paths import home_and_source
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def agentos(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+def agentos(*args: str, cwd: Path = ROOT, env: dict | None = None, answer: str | None = None
+            ) -> subprocess.CompletedProcess:
+    """Run ``python -m core ARGS``; ``answer`` is typed on its stdin (default: no stdin)."""
     return subprocess.run([sys.executable, "-m", "core", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env=env or dict(os.environ), stdin=subprocess.DEVNULL)
+                          timeout=120, env=env or dict(os.environ), input=answer,
+                          stdin=subprocess.DEVNULL if answer is None else None)
 
 
 def test_version_and_help():
     """--version prints the package version; --help lists every subcommand of the issue."""
     assert agentos("--version").stdout.strip() == f"agentos {__version__}"
     helped = agentos("--help").stdout
-    for name in ("run", "init", "status", "now", "log", "facts", "recall", "compact-log", "compact-session",
-                 "rebuild-index", "export", "import", "mcp"):
+    for name in ("run", "init", "status", "now", "log", "facts", "recall", "forget", "compact-log",
+                 "compact-session", "rebuild-index", "export", "import", "mcp"):
         assert f"    {name}" in helped
 
 
@@ -75,6 +78,7 @@ def test_init_then_readers_text_and_json(agents_home):
 
 
 @pytest.mark.parametrize("command", [["now"], ["log"], ["facts"], ["status"], ["recall", "anything"],
+                                     ["forget", "--query", "anything", "--yes"],
                                      ["compact-log"], ["rebuild-index"], ["run", "hello", "--offline"],
                                      ["export", "x.tar.gz"]])
 def test_unknown_agent_is_named_listed_and_not_created(agents_home, command):
@@ -85,6 +89,46 @@ def test_unknown_agent_is_named_listed_and_not_created(agents_home, command):
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: no agent named 'ghost'")
     assert "agents there: finn" in result.stderr and "agentos init --agent ghost" in result.stderr
     assert sorted(p.name for p in agents_home.iterdir()) == ["finn"]
+
+
+def test_recall_options_and_forget_with_confirmation(agents_home, minilm):
+    """recall takes --kind, --since, --until, --min-score and --recency-days; forget shows what it will forget
+    and asks (nothing without a yes), or forgets at once with --yes; bad combinations are usage errors."""
+    assert agentos("init", "--agent", "finn").returncode == 0
+    with MemoryManager("finn") as manager:
+        old = manager.store_memory("The report went to Maria", occurred_at="2023-01-05")
+        new = manager.store_memory("The report goes to Ada now", occurred_at="2024-06-01")
+        manager.cold.catch_up()
+
+    def recall(*options: str) -> list[str]:
+        result = agentos("recall", "--agent", "finn", "who gets the report?", "--json", *options)
+        assert result.returncode == 0, result.stderr
+        return [hit["id"] for hit in json.loads(result.stdout)]
+
+    assert set(recall("--kind", "note", "--min-score", "0")) == {old, new}
+    assert recall("--since", "1 Jan 2024", "--min-score", "0") == [new]
+    assert recall("--until", "2023-12-31", "--kind", "note", "--kind", "fact") == [old]
+    assert recall("--recency-days", "30", "--min-score", "0")[0] == new
+    assert recall("--min-score", "0.999999") == []
+    assert agentos("recall", "--agent", "finn", "report", "--min-score", "2").returncode == 2
+    assert f"note {old}" in agentos("recall", "--agent", "finn", "report to Maria").stdout
+
+    refused = agentos("forget", "--agent", "finn", old)  # no terminal to answer
+    assert refused.returncode == 2 and "not confirmed" in refused.stderr and old in refused.stderr
+    declined = agentos("forget", "--agent", "finn", old, answer="n\n")
+    assert declined.returncode == 2 and "The report went to Maria" in declined.stderr
+    assert recall("--kind", "note", "--min-score", "0").count(old) == 1
+    agreed = agentos("forget", "--agent", "finn", old, answer="y\n")
+    assert agreed.returncode == 0 and "forgot 1 memory" in agreed.stdout
+    assert old not in recall("--min-score", "0")
+    by_query = json.loads(agentos("forget", "--agent", "finn", "--query", "report to Ada", "--kind", "note", "--yes",
+                                  "--json").stdout)
+    assert by_query == {"forgotten": [new], "count": 1}
+    assert agentos("forget", "--agent", "finn").returncode == 2
+    assert agentos("forget", "--agent", "finn", new, "--query", "x").returncode == 2
+    unknown = agentos("forget", "--agent", "finn", "note:nope", "--yes")
+    assert unknown.returncode == 4 and "note:nope" in unknown.stderr
+    assert agentos("forget", "--agent", "finn", "--before", "2000-01-01", "--yes").stdout.strip() == "nothing to forget"
 
 
 def test_run_create_makes_the_agent(agents_home):

@@ -11,41 +11,48 @@ same case as a SIGKILL, which the protocol recovers from.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
 import time
 import uuid
-from datetime import datetime, timezone
-from typing import Any
+from dataclasses import replace
+from typing import Any, Sequence
 
 from core.config import Config
-from core.errors import AgentOSError, BackendError, ColdStoreError, ConfigError, EmbedderMismatchError, ValidationError
+from core.errors import AgentOSError, BackendError, ConfigError, ValidationError
 from core.memory.cold_index import ColdIndexer, Progress
-from core.memory.cold_store import KINDS, ColdStore
+from core.memory.cold_store import ColdStore, where_clause
 from core.llm.embedders import make_embedder
 from core.llm.window import ContextWindow
 from core.memory.db import Database
-from core.memory.facts import redact
+from core.memory.facts import MIN_REDACTED_CHARS, REDACTED, FactStore, redact
 from core.memory.fitting import window_of_generate
 from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
 from core.memory.log_format import check_text, utc_timestamp
+from core.memory.recall_docs import KINDS, Filters
+from core.memory import recall_search
+from core.memory.recall_search import Tuning
+from core.memory.recall_sources import note_doc, occurred_from
 from core.memory.summarizer import Generate, LogSummarizer
+from core.memory.vector_indexer import BackgroundIndexer
+from core.memory.when import parse_time
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
 
 NOTE_KINDS = ("note", "summary")
-"""Kinds ``store_memory`` accepts; ``log_archive`` and ``fact`` chunks come from their sources."""
+"""Kinds ``store_memory`` accepts; the other kinds come from their sources."""
 MAX_RESULTS = 100
 AUTO_RETRY_S = 60.0
 """After a failed automatic compaction, appends do not retry it for this long."""
 
 
 class ColdMemory:
-    """Cold store, indexer and LOG.md compactor of one agent."""
+    """Recall over every tier, the cold store, its indexers and the LOG.md compactor of one agent."""
 
     def __init__(self, paths: AgentPaths, config: Config, db: Database, log_file: LogFile, lock: AgentLock) -> None:
         self.paths = paths
@@ -55,9 +62,13 @@ class ColdMemory:
         """The LLM that summarises LOG.md (``generate(prompt) -> str``); None: chosen from the config."""
         self.summary_window: ContextWindow | None = None
         """That LLM's window (None: asked from its backend, else Ollama's default is assumed)."""
+        self.tuning = Tuning()
+        """The ranking's parameters (see :mod:`core.memory.recall_search`)."""
         self._closing = threading.Event()
-        self.indexer = ColdIndexer(db, paths.archive_dir, self.store, config.cold.chunk_tokens)
+        self.indexer = ColdIndexer(db, paths.archive_dir, log_file, FactStore(db).secret_values)
+        self.docs = self.indexer.docs
         self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
+        self.background = BackgroundIndexer(self.docs, self.store, self.sync, paths.name)
         self._store: ColdStore | None = None
         self._guard = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -75,42 +86,81 @@ class ColdMemory:
                 )
             return self._store
 
-    # -- notes and recall -------------------------------------------------------
+    # -- notes --------------------------------------------------------------------
 
-    def store_memory(self, content: Any, metadata: dict | None, kind: str, secrets: list[str]) -> str:
-        """Save a note in memory.db and index it; return its id (see ``MemoryManager.store_memory``)."""
-        text = check_text(content, "memory content").strip()
+    def store_memory(self, content: Any, metadata: dict | None, kind: str, secrets: list[str],
+                     occurred_at: Any = None, expires_at: Any = None) -> str:
+        """Save a note in memory.db, searchable by words at once; return its id (see ``MemoryManager.store_memory``)."""
+        return self.store_memories([{"content": content, "metadata": metadata, "kind": kind,
+                                     "occurred_at": occurred_at, "expires_at": expires_at}], secrets)[0]
+
+    def store_memories(self, items: Sequence[Any], secrets: list[str]) -> list[str]:
+        """Save many notes in one transaction (see ``MemoryManager.store_memories``); return their ids."""
+        notes = [self._check_note(item, secrets) for item in items]
+        ids = []
+        now = utc_timestamp()
+        with self.db.transaction() as conn:
+            for note in notes:
+                found = conn.execute("SELECT id FROM cold_notes WHERE content_key = ?", (note["key"],)).fetchone()
+                if found:  # the same memory again: refresh it instead of keeping a copy
+                    note_id = found[0]
+                    conn.execute("UPDATE cold_notes SET updated_at = ?, expires_at = ? WHERE id = ?",
+                                 (now, note["expires_at"], note_id))
+                else:
+                    note_id = uuid.uuid4().hex
+                    conn.execute(
+                        "INSERT INTO cold_notes (id, kind, text, metadata, created_at, occurred_at, expires_at,"
+                        " content_key, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (note_id, note["kind"], note["text"], note["metadata"], now, note["occurred_at"],
+                         note["expires_at"], note["key"], now),
+                    )
+                row = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (note_id,)).fetchone()
+                self.docs.upsert(conn, [note_doc(row, secrets)])
+                conn.execute("DELETE FROM cold_pending WHERE item = ?", (f"note:{note_id}",))
+                ids.append(f"note:{note_id}")
+        self.background.wake()
+        return ids
+
+    def _check_note(self, item: Any, secrets: list[str]) -> dict[str, Any]:
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, dict):
+            raise ValidationError(f"each memory must be text or a dict with 'content', got {type(item).__name__}")
+        unknown = set(item) - {"content", "metadata", "kind", "occurred_at", "expires_at"}
+        if unknown:
+            raise ValidationError(f"unknown memory field(s) {sorted(unknown)}; use content, metadata, kind, "
+                                  "occurred_at, expires_at")
+        text = check_text(item.get("content"), "memory content").strip()
         if not text:
             raise ValidationError("memory content must not be empty")
         if len(text.encode("utf-8")) > self.config.memory.max_entry_bytes:
             raise ValidationError(f"memory content exceeds {self.config.memory.max_entry_bytes} bytes")
+        kind = item.get("kind") or "note"
         if kind not in NOTE_KINDS:
             raise ValidationError(f"store_memory kind must be one of {', '.join(NOTE_KINDS)}, got {kind!r}")
+        metadata = item.get("metadata")
         if metadata is not None and not isinstance(metadata, dict):
             raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+        metadata = redact(metadata or {}, secrets)
         try:
-            meta_json = json.dumps(redact(metadata or {}, secrets), ensure_ascii=False, allow_nan=False)
+            meta_json = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from exc
-        note_id = uuid.uuid4().hex
-        with self.db.transaction() as conn:
-            conn.execute(
-                "INSERT INTO cold_notes (id, kind, text, metadata, created_at) VALUES (?, ?, ?, ?, ?)",
-                (note_id, kind, redact(text, secrets), meta_json, utc_timestamp()),
-            )
-        try:
-            self.indexer.sync()
-        except EmbedderMismatchError:
-            raise
-        except (BackendError, ColdStoreError) as exc:
-            log.warning("note %s saved; indexing it failed and will be retried: %s", note_id, exc)
-        return f"note:{note_id}"
+        occurred = occurred_from(metadata, item.get("occurred_at"))
+        expires = item.get("expires_at")
+        expires = utc_timestamp(parse_time(expires, "expires_at")) if expires is not None else None
+        text = redact(text, secrets)
+        key = hashlib.sha256("\0".join((kind, " ".join(text.split()), meta_json, occurred or "")).encode()).hexdigest()
+        return {"text": text, "kind": kind, "metadata": meta_json, "occurred_at": occurred,
+                "expires_at": expires, "key": key}
+
+    # -- recall -------------------------------------------------------------------
 
     def recall(
         self, query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
-        secrets: list[str],
+        secrets: list[str], min_score: float | None = None, recency_days: float | None = None,
     ) -> list[dict[str, Any]]:
-        """Hybrid search of the cold tier (see ``MemoryManager.recall_memory``)."""
+        """Search every tier by meaning and words (see ``MemoryManager.recall_memory``)."""
         text = check_text(query, "query").strip()
         if not text:
             raise ValidationError("query must not be empty")
@@ -119,17 +169,97 @@ class ColdMemory:
         kinds = [kind] if isinstance(kind, str) else kind
         if kinds is not None and (not kinds or any(k not in KINDS for k in kinds)):
             raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {kind!r}")
-        window = _time_bound(since, "since"), _time_bound(until, "until")
-        store = self.store()
+        threshold = self.config.cold.min_score if min_score is None else min_score
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+            raise ValidationError(f"min_score must be a number from 0 to 1, got {min_score!r}")
+        if recency_days is not None and (isinstance(recency_days, bool) or not isinstance(recency_days, (int, float))
+                                         or recency_days <= 0):
+            raise ValidationError(f"recency_days must be a positive number of days, got {recency_days!r}")
+        filters = Filters(tuple(kinds) if kinds else None, _time_bound(since, "since"), _time_bound(until, "until"))
+        ranked = self.candidates(text, filters)
+        chosen = recall_search.select(ranked, n_results, float(threshold), self.tuning, recency_days)
+        results = [recall_search.as_result(c) for c in chosen]
+        return [{**r, "content": redact(r["content"], secrets), "metadata": redact(r["metadata"], secrets)}
+                for r in results]
+
+    def candidates(self, text: str, filters: Filters, depth: int | None = None) -> list[recall_search.Candidate]:
+        """Every candidate for ``text`` scored, best first, after catching up with what was just written.
+
+        ``depth`` (default ``tuning.depth``) is how many word matches and how many nearest vectors are taken.
+        """
         if self.indexer.pending():
-            self.indexer.sync()  # read your own writes: facts saved a moment ago are found
-        hits = store.search(text, n_results, kinds, *window)
-        return [
-            {"content": redact(h.chunk.text, secrets), "metadata": redact(h.chunk.metadata, secrets),
-             "score": h.score, "source": h.chunk.source, "created_at": h.chunk.created_at,
-             "kind": h.chunk.kind, "id": h.chunk.id}
-            for h in hits
-        ]
+            self.sync()  # read your own writes: what was just stored or logged is found
+        if self.docs.pending_count():
+            self.background.wait_idle(self.config.cold.vector_wait_s)
+        store = self.store()
+        where = _lance_where(filters)
+
+        def nearest(depth: int) -> list[tuple[str, float]]:
+            try:
+                if store.count() == 0:
+                    return []
+                vector = store.embedder.embed([text])[0]
+            except BackendError as exc:
+                log.warning("recall by words only: the embedder failed: %s", exc)
+                return []
+            return [(row["id"], 1.0 - row["_distance"]) for row in store.nearest(vector, depth, where)]
+
+        tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
+        return recall_search.search(text, self.docs, nearest, filters, tuning)
+
+    def sync(self) -> int:
+        """Bring the docs in step with their sources and delete the vectors of removed docs; return docs written."""
+        written = self.indexer.sync()
+        self.purge_vectors()
+        return written
+
+    def purge_vectors(self) -> int:
+        """Delete from LanceDB the vectors of forgotten or deleted memories; return how many were purged.
+
+        An id that has a doc again (a fact saved again, a store item's reused id) keeps its row:
+        its new vector replaces the old one by id.
+        """
+        queued = [r[0] for r in self.db.conn.execute("SELECT id FROM recall_purge LIMIT 1000")]
+        if not queued:
+            return 0
+        ids = [i for i in queued if i not in self.docs.get(queued)]
+        self.store().remove(ids)
+        with self.db.transaction() as conn:
+            conn.executemany("DELETE FROM recall_purge WHERE id = ?", [(i,) for i in queued])
+        return len(ids)
+
+    def redact_indexed(self, secret: str) -> int:
+        """Redact a value that just became a secret in every recall doc; return how many changed.
+
+        Their words leave the full-text index at once and their vectors are computed again
+        (the new row replaces the old one by id), so recall never holds a secret's value.
+        """
+        if len(secret) < MIN_REDACTED_CHARS:
+            return 0
+        with self.db.transaction() as conn:
+            ids = [row[0] for row in conn.execute(
+                "SELECT id FROM recall_docs WHERE instr(text, ?1) > 0 OR instr(context, ?1) > 0 OR instr(metadata, ?1) > 0",
+                (secret,))]
+            for start in range(0, len(ids), 500):
+                part = ids[start:start + 500]
+                conn.execute(
+                    "UPDATE recall_docs SET text = replace(text, ?1, ?2), context = replace(context, ?1, ?2), "
+                    f"metadata = replace(metadata, ?1, ?2), vector_state = 0 WHERE id IN ({', '.join('?' * len(part))})",
+                    (secret, REDACTED, *part))
+            self.docs.reembed_next(conn, ids)
+        if ids:
+            self.background.wake()
+        return len(ids)
+
+    def catch_up(self, progress: Progress | None = None) -> int:
+        """Write every pending doc and compute every missing vector now; return the vectors computed."""
+        self.indexer.sync()
+        done = 0
+        while count := self.background.embed_batch():
+            done += count
+            if progress:
+                progress(count)
+        return done
 
     # -- compaction -------------------------------------------------------------
 
@@ -163,7 +293,8 @@ class ColdMemory:
         return None if backend.name == "offline" else generate_with(backend)
 
     def after_append(self) -> None:
-        """Start a background compaction if LOG.md just crossed a threshold (cheap otherwise)."""
+        """Index the new entry in the background; start a compaction if LOG.md crossed a threshold."""
+        self.background.wake()
         if not self.config.memory.auto_compact or time.monotonic() - self._auto_failed_at < AUTO_RETRY_S:
             return
         if self._busy() or not self.compactor.over_threshold():
@@ -181,6 +312,8 @@ class ColdMemory:
         ).fetchone()
         if history or unrecorded:
             self._start(self._recover, "recovery")
+        if self.indexer.pending() or self.docs.pending_count():
+            self.background.wake()  # catch up with what a killed process left unindexed
 
     def _start(self, target, what: str) -> None:
         with self._guard:
@@ -218,6 +351,7 @@ class ColdMemory:
     def close(self) -> None:
         """Wait for background work (a model call it waits for is abandoned), then release the cold store."""
         self._closing.set()
+        self.background.close()
         self.wait()
         with self._guard:
             if self._store is not None:
@@ -226,16 +360,12 @@ class ColdMemory:
 
 
 def _time_bound(value: Any, what: str) -> str | None:
-    """A ``since``/``until`` bound (datetime or ISO-8601 text) in the store's UTC format."""
+    """A ``since``/``until`` bound (datetime, ISO-8601 or a written date) in the store's UTC format."""
     if value is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise ValidationError(f"{what} must be an ISO-8601 time, got {value!r}") from exc
-    if not isinstance(value, datetime):
-        raise ValidationError(f"{what} must be a datetime or ISO-8601 text, got {type(value).__name__}")
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return utc_timestamp(value)
+    return utc_timestamp(parse_time(value, what))
+
+
+def _lance_where(filters: Filters) -> str | None:
+    """The vector search's prefilter (kinds, times, source); expiry is checked against memory.db."""
+    return where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)

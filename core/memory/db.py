@@ -2,8 +2,10 @@
 
 Migrations are the modules ``core/memory/migrations/mNNN_<name>.py``; each
 defines ``apply(conn)``. They run in order, each in its own transaction, and
-are recorded in the ``_migrations`` table, so :func:`connect` is idempotent
-and safe when several processes open the database at once.
+are recorded in the ``_migrations`` table by name, so :func:`connect` is
+idempotent and safe when several processes open the database at once. A
+database that records a migration this version does not have was written by
+another version: it is refused before anything is applied, never half upgraded.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 from contextlib import contextmanager
 
+from core import __version__
 from core.errors import StorageError
 from core.memory import migrations as migrations_package
 
@@ -80,8 +83,15 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
+    known = migrations()
+    recorded = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    unknown = sorted(recorded - {name for name, _ in known})
+    if unknown:
+        raise StorageError(
+            f"memory.db was upgraded by another version of AgentOS (migration {unknown[-1]} is unknown to "
+            f"AgentOS {__version__}): open the agent with that version, or upgrade AgentOS")
     applied = []
-    for name, apply in migrations():
+    for name, apply in known:
         with transaction(conn):
             if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
                 continue
@@ -107,6 +117,9 @@ def connect(path: Path) -> sqlite3.Connection:
             except sqlite3.Error as exc:
                 conn.close()
                 raise StorageError(f"cannot upgrade database {path}: {exc}") from exc
+            except StorageError as exc:
+                conn.close()
+                raise StorageError(f"{path}: {exc}") from exc
             _migrated.add(key)
     return conn
 

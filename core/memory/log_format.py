@@ -30,6 +30,7 @@ ENTRY_TYPES = (
     "NOW_UPDATE",
     "SUMMARY",
     "INTERRUPTED",
+    "FORGET",
 )
 
 HEADER = "<!-- AgentOS LOG.md v1: one entry a line: - <seq> <utc-ts> <TYPE> <json> crc32=<hex> -->\n"

@@ -2,8 +2,9 @@
 
 The secret facts are deleted from the memory.db snapshot, and their values are
 replaced by ``[REDACTED]`` in every text column of every table (so tables added
-later are covered), in NOW.md, in LOG.md and its archives, and in the other text
-files. LOG lines are re-encoded with their new CRC, and each archive's new
+later are covered, recall's ``recall_docs`` included) and every full-text index
+is rebuilt from its redacted content (``recall_fts``, the conversations'), in
+NOW.md, in LOG.md and its archives, and in the other text files. LOG lines are re-encoded with their new CRC, and each archive's new
 sha256 is written where it is recorded (the SUMMARY entry that points to it and
 ``compaction_history``), in seq order, so the copy stays self-consistent.
 """
@@ -11,6 +12,7 @@ sha256 is written where it is recorded (the SUMMARY entry that points to it and
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from core.memory.log_format import encode_entry, is_header
 from core.memory.rebuild import archive_first_seq
 
 TEXT_SUFFIXES = {".md", ".json", ".yaml", ".yml", ".txt"}
+_FTS5 = re.compile(r"\bUSING\s+fts5\s*\(", re.IGNORECASE)
 
 
 def secret_values(db_file: Path) -> list[str]:
@@ -116,5 +119,6 @@ def _text_columns(conn: sqlite3.Connection) -> list[tuple[str, list[str]]]:
 
 
 def _fts_tables(conn: sqlite3.Connection) -> list[str]:
-    return [row[0] for row in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'")]
+    """The FTS5 tables (``recall_fts``, ``ctx_messages_fts``, ...), not their ``fts5vocab`` views."""
+    rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'")
+    return [name for name, sql in rows if _FTS5.search(sql)]

@@ -1,4 +1,4 @@
-"""Fixtures of the cold-tier tests: the real MiniLM model (loaded once) and a loopback Ollama."""
+"""Fixtures of the cold-tier tests: a loopback Ollama serving embeddings."""
 
 from __future__ import annotations
 
@@ -10,14 +10,6 @@ import yaml
 from tests.ollama_server import ScriptedOllama
 
 EMBED_MODELS = ("fake-embed", "nomic-embed-text")
-
-
-@pytest.fixture(scope="session")
-def minilm():
-    """The real all-MiniLM-L6-v2 model, loaded once for the whole session."""
-    from core.llm.embedders import load_minilm
-
-    return load_minilm()
 
 
 @pytest.fixture(scope="session")

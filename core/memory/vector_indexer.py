@@ -1,0 +1,163 @@
+"""Background indexing: new memories get their docs and vectors without making a write wait.
+
+A write only records its source (and, for notes, its doc) in memory.db, which
+makes it searchable by words at once. One daemon thread a cold tier then
+catches up: it turns queued sources and new LOG.md entries into docs, and
+computes the vectors of docs that lack one, in batches, into LanceDB.
+
+Crash safety: a doc's ``vector_state`` is set only after its vector is in
+LanceDB, and LanceDB rows are upserted by doc id, so a SIGKILL at any point
+leaves work that the next start redoes, never a missing or doubled row. The
+thread stops between batches when the cold tier closes, or at interpreter
+exit, so a process exits cleanly while it runs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+import weakref
+from typing import Callable
+
+from core.errors import AgentOSError, EmbedderMismatchError
+from core.memory.cold_store import ColdStore, VectorRow
+from core.memory.recall_docs import Doc, DocIndex
+
+log = logging.getLogger(__name__)
+
+BATCH = 64
+"""Docs embedded and written to LanceDB together."""
+IDLE_WAKEUP_S = 30.0
+"""The thread also looks for work this often (another process may have written)."""
+RETRY_AFTER_S = 5.0
+"""After a failed batch (embedder or LanceDB down), wait this long before trying again."""
+CONTEXT_CHARS = 300
+"""How much of the previous memory of the same thread goes into a memory's vector."""
+
+_live: "weakref.WeakSet[BackgroundIndexer]" = weakref.WeakSet()
+
+
+def embedding_text(doc: Doc, previous: Doc | None) -> str:
+    """What a doc's vector is computed from: who said it and what, after what was said just before."""
+    said = f"{doc.speaker}: {doc.text}" if doc.speaker else doc.text
+    if previous is None:
+        return said
+    before = f"{previous.speaker}: {previous.text}" if previous.speaker else previous.text
+    return f"{said}\n(in reply to {before[:CONTEXT_CHARS]})"
+
+
+class BackgroundIndexer:
+    """One thread that runs ``index_docs`` and then embeds pending docs until none are left."""
+
+    def __init__(self, docs: DocIndex, store: Callable[[], ColdStore], index_docs: Callable[[], int],
+                 name: str) -> None:
+        self.docs = docs
+        self._store = store
+        self._index_docs = index_docs
+        self._name = name
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._idle = threading.Condition()
+        self._busy = False
+        self._thread: threading.Thread | None = None
+        self._guard = threading.Lock()
+        self.last_error: str | None = None
+        """The last failure of a batch (cleared by the next success)."""
+
+    def wake(self) -> None:
+        """Ask the thread to look for work (starting it on first use)."""
+        if self._stop.is_set():
+            return
+        with self._guard:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name=f"agentos-recall-{self._name}", daemon=True)
+                self._busy = True
+                self._thread.start()
+                _live.add(self)
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._set_busy(True)
+            failed = False
+            try:
+                self._index_docs()
+                while not self._stop.is_set() and self.embed_batch():
+                    pass
+                self.last_error = None
+            except EmbedderMismatchError as exc:
+                self.last_error = str(exc)
+                log.error("recall vectors are not computed: %s", exc)
+                failed = True
+            except AgentOSError as exc:
+                # Nothing is lost: the docs stay pending and are searchable by words meanwhile.
+                self.last_error = str(exc)
+                log.warning("background recall indexing failed, retrying in %.0f s: %s", RETRY_AFTER_S, exc)
+                failed = True
+            self._set_busy(False)
+            if self._stop.wait(RETRY_AFTER_S) if failed else False:
+                break
+            self._wake.wait(IDLE_WAKEUP_S)
+            self._wake.clear()
+
+    def _set_busy(self, busy: bool) -> None:
+        with self._idle:
+            self._busy = busy
+            self._idle.notify_all()
+
+    def embed_batch(self) -> int:
+        """Compute and store the vectors of up to ``BATCH`` pending docs; return how many."""
+        pending = self.docs.pending_vectors(BATCH)
+        if not pending:
+            return 0
+        before = {d.id: self.docs.previous(d) for d in pending}
+        rows = [VectorRow(id=d.id, kind=d.kind, text=embedding_text(d, before[d.id]), source=d.source,
+                          occurred_at=d.occurred_at) for d in pending]
+        store = self._store()
+        store.put(rows)
+        self.docs.mark_embedded(pending, {i: doc.id if doc else None for i, doc in before.items()})
+        present = self.docs.get([d.id for d in pending])
+        gone = [d.id for d in pending if d.id not in present]
+        if gone:  # forgotten while their vectors were computed: the forget's purge may have run already
+            store.remove(gone)
+        return len(pending)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no doc waits for its vector (or ``timeout`` s); True if caught up."""
+        deadline = time.monotonic() + timeout
+        self.wake()
+        while self.docs.pending_count():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._stop.is_set() or self.last_error:
+                return False
+            with self._idle:
+                self._idle.wait(min(remaining, 0.05))
+            self._wake.set()
+        return True
+
+    def close(self, timeout: float | None = 60.0) -> None:
+        """Stop after the batch in progress and wait for the thread."""
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+
+EXIT_WAIT_S = 10.0
+"""At interpreter exit, how long in all to wait for indexers to finish their batch (a batch killed
+half-way is redone at the next start, so exit never waits for a stuck embedder)."""
+
+
+@atexit.register
+def _stop_all() -> None:
+    """At interpreter exit, let the indexers finish their batch instead of dying inside LanceDB."""
+    indexers = list(_live)
+    for indexer in indexers:
+        indexer._stop.set()
+        indexer._wake.set()
+    deadline = time.monotonic() + EXIT_WAIT_S
+    for indexer in indexers:
+        indexer.close(timeout=max(0.0, deadline - time.monotonic()))
