@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -91,44 +92,53 @@ def test_unknown_agent_is_named_listed_and_not_created(agents_home, command):
     assert sorted(p.name for p in agents_home.iterdir()) == ["finn"]
 
 
-def test_recall_options_and_forget_with_confirmation(agents_home, minilm):
+def test_recall_options_and_forget_with_confirmation(agents_home, minilm, capsys, monkeypatch):
     """recall takes --kind, --since, --until, --min-score and --recency-days; forget shows what it will forget
     and asks (nothing without a yes), or forgets at once with --yes; bad combinations are usage errors."""
+    from core.commands import main
+
     assert agentos("init", "--agent", "finn").returncode == 0
     with MemoryManager("finn") as manager:
         old = manager.store_memory("The report went to Maria", occurred_at="2023-01-05")
         new = manager.store_memory("The report goes to Ada now", occurred_at="2024-06-01")
         manager.cold.catch_up()
 
+    def run(*args: str, answer: str = "") -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(answer))
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
     def recall(*options: str) -> list[str]:
-        result = agentos("recall", "--agent", "finn", "who gets the report?", "--json", *options)
-        assert result.returncode == 0, result.stderr
-        return [hit["id"] for hit in json.loads(result.stdout)]
+        code, out, err = run("recall", "--agent", "finn", "who gets the report?", "--json", *options)
+        assert code == 0, err
+        return [hit["id"] for hit in json.loads(out)]
 
     assert set(recall("--kind", "note", "--min-score", "0")) == {old, new}
     assert recall("--since", "1 Jan 2024", "--min-score", "0") == [new]
     assert recall("--until", "2023-12-31", "--kind", "note", "--kind", "fact") == [old]
     assert recall("--recency-days", "30", "--min-score", "0")[0] == new
     assert recall("--min-score", "0.999999") == []
-    assert agentos("recall", "--agent", "finn", "report", "--min-score", "2").returncode == 2
-    assert f"note {old}" in agentos("recall", "--agent", "finn", "report to Maria").stdout
+    with pytest.raises(SystemExit) as usage:
+        run("recall", "--agent", "finn", "report", "--min-score", "2")
+    assert usage.value.code == 2
+    assert f"note {old}" in run("recall", "--agent", "finn", "report to Maria")[1]
 
-    refused = agentos("forget", "--agent", "finn", old)  # no terminal to answer
+    refused = agentos("forget", "--agent", "finn", old)  # a real process with no terminal to answer
     assert refused.returncode == 2 and "not confirmed" in refused.stderr and old in refused.stderr
-    declined = agentos("forget", "--agent", "finn", old, answer="n\n")
-    assert declined.returncode == 2 and "The report went to Maria" in declined.stderr
+    code, _, err = run("forget", "--agent", "finn", old, answer="n\n")
+    assert code == 2 and "The report went to Maria" in err and "Forget them? [y/N]" in err
     assert recall("--kind", "note", "--min-score", "0").count(old) == 1
-    agreed = agentos("forget", "--agent", "finn", old, answer="y\n")
-    assert agreed.returncode == 0 and "forgot 1 memory" in agreed.stdout
+    code, out, _ = run("forget", "--agent", "finn", old, answer="y\n")
+    assert code == 0 and "forgot 1 memory" in out
     assert old not in recall("--min-score", "0")
-    by_query = json.loads(agentos("forget", "--agent", "finn", "--query", "report to Ada", "--kind", "note", "--yes",
-                                  "--json").stdout)
-    assert by_query == {"forgotten": [new], "count": 1}
-    assert agentos("forget", "--agent", "finn").returncode == 2
-    assert agentos("forget", "--agent", "finn", new, "--query", "x").returncode == 2
-    unknown = agentos("forget", "--agent", "finn", "note:nope", "--yes")
-    assert unknown.returncode == 4 and "note:nope" in unknown.stderr
-    assert agentos("forget", "--agent", "finn", "--before", "2000-01-01", "--yes").stdout.strip() == "nothing to forget"
+    code, out, _ = run("forget", "--agent", "finn", "--query", "report to Ada", "--kind", "note", "--yes", "--json")
+    assert json.loads(out) == {"forgotten": [new], "count": 1}
+    assert run("forget", "--agent", "finn")[0] == 2
+    assert run("forget", "--agent", "finn", new, "--query", "x")[0] == 2
+    code, _, err = run("forget", "--agent", "finn", "note:nope", "--yes")
+    assert code == 4 and "note:nope" in err
+    assert run("forget", "--agent", "finn", "--before", "2000-01-01", "--yes")[1].strip() == "nothing to forget"
 
 
 def test_run_create_makes_the_agent(agents_home):
