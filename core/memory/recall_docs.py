@@ -14,7 +14,7 @@ import json
 import math
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from core.memory.db import Database
 from core.memory.log_format import utc_timestamp
@@ -200,21 +200,18 @@ class DocIndex:
         return self.db.conn.execute(
             "SELECT coalesce(min(rowid), 0) FROM recall_docs WHERE vector_state = 0").fetchone()[0]
 
-    def mark_embedded(self, docs: Sequence[Doc], previous: Mapping[str, str | None]) -> None:
-        """Record that ``docs`` (as read) have their vectors, each computed after the memory ``previous[id]``.
+    def mark_embedded(self, written: Mapping[str, Any], row_of: Callable[[Doc, Doc | None], Any]) -> None:
+        """Record which docs have the vector row just ``written`` for them (by id).
 
-        A doc changed since (its text, speaker, or the previous memory in its thread, forgotten or
-        deleted meanwhile) is pending again, even if another batch has embedded its new version
-        since: the row just written may have replaced that newer one.
+        ``row_of(doc, previous)`` is the row a doc needs now; a doc whose row is another (its text,
+        kind, time, or the memory before it in its thread changed meanwhile: forgotten, redacted) is
+        pending again, even if another batch had embedded its new version: the row just written
+        may have replaced that newer one.
         """
         with self.db.transaction() as conn:
-            for doc in docs:
-                before = conn.execute(
-                    "SELECT id FROM recall_docs WHERE thread = ? AND rowid < ? ORDER BY rowid DESC LIMIT 1",
-                    (doc.thread, doc.rowid)).fetchone() if doc.thread else None
-                same = (before[0] if before else None) == previous.get(doc.id)
-                conn.execute("UPDATE recall_docs SET vector_state = (text = ? AND speaker = ? AND ?) WHERE id = ?",
-                             (doc.text, doc.speaker, same, doc.id))
+            for doc in self.get(written).values():
+                fresh = row_of(doc, self.previous(doc)) == written[doc.id]
+                conn.execute("UPDATE recall_docs SET vector_state = ? WHERE id = ?", (int(fresh), doc.id))
 
     def words(self, query: str, depth: int, filters: Filters) -> list[tuple[str, float]]:
         """The ``depth`` best word matches of ``query`` as ``(id, strength)``, best first.

@@ -48,6 +48,12 @@ def embedding_text(doc: Doc, previous: Doc | None) -> str:
     return f"{said}\n(in reply to {before[:CONTEXT_CHARS]})"
 
 
+def vector_row(doc: Doc, previous: Doc | None) -> VectorRow:
+    """The cold store's row of a doc: its vector's text, and what the vector search filters on."""
+    return VectorRow(id=doc.id, kind=doc.kind, text=embedding_text(doc, previous), source=doc.source,
+                     occurred_at=doc.occurred_at)
+
+
 class BackgroundIndexer:
     """One thread that runs ``index_docs`` and then embeds pending docs until none are left."""
 
@@ -112,12 +118,10 @@ class BackgroundIndexer:
         pending = self.docs.pending_vectors(BATCH)
         if not pending:
             return 0
-        before = {d.id: self.docs.previous(d) for d in pending}
-        rows = [VectorRow(id=d.id, kind=d.kind, text=embedding_text(d, before[d.id]), source=d.source,
-                          occurred_at=d.occurred_at) for d in pending]
+        rows = [vector_row(d, self.docs.previous(d)) for d in pending]
         store = self._store()
         store.put(rows)
-        self.docs.mark_embedded(pending, {i: doc.id if doc else None for i, doc in before.items()})
+        self.docs.mark_embedded({row.id: row for row in rows}, vector_row)
         present = self.docs.get([d.id for d in pending])
         gone = [d.id for d in pending if d.id not in present]
         if gone:  # forgotten while their vectors were computed: the forget's purge may have run already

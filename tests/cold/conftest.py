@@ -1,4 +1,4 @@
-"""Fixtures of the cold-tier tests: a loopback Ollama serving embeddings."""
+"""Fixtures of the cold-tier tests: agent finn with the real model, and a loopback Ollama serving embeddings."""
 
 from __future__ import annotations
 
@@ -17,6 +17,16 @@ def ollama_url():
     """URL of an Ollama-compatible server on 127.0.0.1 serving ``fake-embed``."""
     with ScriptedOllama(models=EMBED_MODELS) as server:
         yield server.host
+
+
+@pytest.fixture
+def finn(agents_home: Path, minilm):
+    """Agent finn's memory with the real embedding model, an offline summarizer and no automatic compaction."""
+    from core.memory_manager import MemoryManager
+
+    write_config(agents_home, {"llm": {"backend": "offline"}, "memory": {"auto_compact": False}})
+    with MemoryManager("finn") as manager:
+        yield manager
 
 
 @pytest.fixture

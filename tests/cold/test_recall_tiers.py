@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from core.memory.provider import Message, Session
 from core.memory.rebuild import rebuild_all
@@ -12,14 +11,6 @@ from core.memory.recall_docs import Filters
 from core.memory_manager import MemoryManager
 from core.plugins.memory import open_provider
 from core.plugins.memory.lcm import DeterministicSummarizer
-from tests.cold.conftest import write_config
-
-
-@pytest.fixture
-def finn(agents_home, minilm):
-    write_config(agents_home, {"llm": {"backend": "offline"}, "memory": {"auto_compact": False}})
-    with MemoryManager("finn") as manager:
-        yield manager
 
 
 def ids_of(hits):
