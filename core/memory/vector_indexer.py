@@ -129,17 +129,21 @@ class BackgroundIndexer:
         return len(pending)
 
     def wait_idle(self, timeout: float) -> bool:
-        """Wait until no doc waits for its vector (or ``timeout`` s); True if caught up."""
+        """Wait until no doc waits for its vector and the thread is between batches (or ``timeout`` s);
+        True if so: nothing is being written to the cold store by this indexer then."""
         deadline = time.monotonic() + timeout
         self.wake()
-        while self.docs.pending_count():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._stop.is_set() or self.last_error:
-                return False
+        while True:
+            pending = self.docs.pending_count()
             with self._idle:
+                if not pending and not self._busy:
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stop.is_set() or self.last_error:
+                    return False
                 self._idle.wait(min(remaining, 0.05))
-            self._wake.set()
-        return True
+            if pending:
+                self._wake.set()
 
     def close(self, timeout: float | None = 60.0) -> None:
         """Stop after the batch in progress and wait for the thread."""
