@@ -159,8 +159,9 @@ RETIRED = {"cold.chunk_tokens": "recall indexes every memory whole, not archive 
 
 
 def config_files(paths: AgentPaths | None = None) -> list[Path]:
-    """The config files read for an agent (or for all agents), lowest precedence first."""
-    files = [agents_home() / "config.yaml"]
+    """The config files read for an agent (or for all agents), lowest precedence first: the agents
+    home's (the agent's own home when ``paths`` names one) and the agent's."""
+    files = [(paths.root.parent if paths is not None else agents_home()) / "config.yaml"]
     if paths is not None:
         files.append(paths.config_dir / "config.yaml")
     return files

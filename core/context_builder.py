@@ -20,7 +20,6 @@ from typing import Any
 from core import budgets as sizing
 from core.budgets import Budgets
 from core.errors import AgentOSError
-from core.memory.facts import redact
 from core.memory.provider.capabilities import Compactor
 from core.memory.provider.types import CompactionMode, CompactionResult
 from core.memory.tokens import estimate_tokens
@@ -91,10 +90,12 @@ class ContextBuilder:
         if _estimate(history) > units:  # the protected fresh tail alone is too long: newest first within the budget
             history = rt.conversation.history(units, fresh_tail=0)
         self._report_loss(history)
-        # Earlier turns never carry a secret back into a prompt; this turn's get_fact reply may.
-        history = redact(history, rt.manager.facts.secret_values())
-        prompt = Prompt([{"role": "system", "content": system}, *history, *current], tools, memory, budgets,
-                        compaction)
+        # Earlier turns never carry a secret back into a prompt. In this turn only the user's request and
+        # get_fact's replies may: the model's own calls and other tools' results are redacted too.
+        redactor = rt.manager.facts.redactor()
+        current = [m if _may_hold_secret(m, n) else redactor(m) for n, m in enumerate(current)]
+        prompt = Prompt([{"role": "system", "content": system}, *redactor(history), *current], tools, memory,
+                        budgets, compaction)
         self.last = prompt
         return prompt
 
@@ -188,6 +189,13 @@ def fit_current(messages: list[dict[str, Any]], window: Any, budget: int) -> lis
                                  + content[len(content) - tail:])
         excess -= sizes[i] - window.tokens(out[i]["content"])
     return out
+
+
+def _may_hold_secret(message: dict[str, Any], position: int) -> bool:
+    """True for a message of this turn that may show a secret: the user's request (what they typed, the
+    turn's first message) and get_fact's replies."""
+    role = message.get("role")
+    return (position == 0 and role == "user") or (role == "tool" and message.get("tool_name") == "get_fact")
 
 
 def _text(message: dict[str, Any]) -> str:

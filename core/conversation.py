@@ -5,26 +5,31 @@ provider's ``assemble``) and stores each finished turn with
 :meth:`Conversation.append_turn`. A provider without its own compaction gets
 seed 002's handoff compaction: a structured summary replaces all but the last
 ``keep_tail`` messages in what the model sees. The summary lives in
-``memory/sessions/<session>.handoff.json`` (atomic replace); the messages stay
-stored, so nothing is lost.
+``memory/sessions/<session>-<hash>.handoff.json`` (atomic replace; the hash of the
+session id keeps two sessions whose ids differ only in punctuation apart); the
+messages stay stored, so nothing is lost.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 from core import prompts
 from core.errors import CorruptionError, SummarizerError, ValidationError
 from core.memory.fitting import pack, room_chars, window_of_generate
-from core.memory.fsutil import atomic_write
+from core.memory.fsutil import atomic_write, storage_error
 from core.memory.log_format import utc_timestamp
 from core.memory.provider.capabilities import Compactor, ConstraintStore, ProfileStore, SessionManager
 from core.memory.provider.messages import Message
 from core.memory.provider.types import CompactionMode, Session
+from core.memory.secrets import Redactor
 from core.memory.tokens import estimate_tokens
 from core.paths import AgentPaths
 from core.system_prompt import Identity
@@ -61,11 +66,14 @@ class CompactionReport:
 class Conversation:
     """The session's messages through the provider, plus handoff compaction when the provider has none."""
 
-    def __init__(self, provider: Any, session: Session, paths: AgentPaths, fresh_tail: int) -> None:
+    def __init__(self, provider: Any, session: Session, paths: AgentPaths, fresh_tail: int, *,
+                 redactor: Callable[[], Redactor]) -> None:
+        """``redactor()`` hides the secrets known now in the handoff summary and in the prompt that asks for it."""
         self.provider = provider
+        self.redactor = redactor
         self.session = session
         self.fresh_tail = fresh_tail
-        self.handoff_file = paths.memory_dir / "sessions" / f"{_safe(session.id)}.handoff.json"
+        self.handoff_file = handoff_file(paths, session.id)
         self.warned: set[str] = set()
         """Warnings already given in this session (each is given once)."""
         provider.bootstrap(session)
@@ -104,6 +112,9 @@ class Conversation:
             return None
         except (OSError, ValueError) as exc:
             raise CorruptionError(f"cannot read {self.handoff_file}: {exc}; delete it to drop the summary") from exc
+        if data.get("session", self.session.id) != self.session.id:
+            raise CorruptionError(f"{self.handoff_file} belongs to session {data.get('session')!r}, not "
+                                  f"{self.session.id!r}; delete it to drop the summary")
         return Handoff(str(data["summary"]), int(data["covered"]), str(data.get("created_at", "")))
 
     def identity(self) -> Identity:
@@ -164,7 +175,8 @@ class Conversation:
         covered = _cut(messages, max(start, len(messages) - max(0, keep_tail)))
         if covered <= start:
             raise ValidationError(f"nothing to compact: the session has at most {keep_tail} messages since the last summary")
-        transcript = _transcript(previous, messages[start:covered])
+        redactor = self.redactor()
+        transcript = redactor.text(_transcript(previous, messages[start:covered]))
         summary = handoff_summary(summarize, transcript)
         if not isinstance(summary, str) or not summary.strip():
             raise SummarizerError("empty summary response: the session was left untouched")
@@ -172,11 +184,11 @@ class Conversation:
         if estimate_tokens(summary.strip()) >= replaced:
             raise SummarizerError(f"the summary ({estimate_tokens(summary.strip())} tokens) is not smaller than "
                                   f"what it would replace ({replaced} tokens): the session was left untouched")
-        record = {"summary": summary.strip(), "covered": covered, "created_at": utc_timestamp(),
+        record = {"summary": redactor.text(summary.strip()), "covered": covered, "created_at": utc_timestamp(),
                   "session": self.session.id}
         self.handoff_file.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(self.handoff_file, json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8"))
-        return CompactionReport("handoff", before, self.tokens(), summary.strip())
+        return CompactionReport("handoff", before, self.tokens(), record["summary"])
 
     def _all_messages(self) -> list[Message]:
         if isinstance(self.provider, SessionManager):
@@ -247,5 +259,22 @@ def _key(message: Message) -> tuple[str, str, str]:
     return message.role, message.content, message.tool_name
 
 
-def _safe(session_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)
+def handoff_file(paths: AgentPaths, session_id: str) -> Path:
+    """The handoff file of a session: a readable part of its id plus a hash of all of it (injective)."""
+    folder = paths.memory_dir / "sessions"
+    readable = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)[:64]
+    path = folder / f"{readable}-{hashlib.sha256(session_id.encode('utf-8')).hexdigest()[:20]}.handoff.json"
+    legacy = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', session_id)}.handoff.json"
+    if not path.exists() and _written_for(legacy, session_id):
+        try:
+            os.replace(legacy, path)  # a summary written under the earlier, ambiguous name
+        except OSError as exc:
+            raise storage_error(exc, f"cannot rename {legacy} to {path}") from exc
+    return path
+
+
+def _written_for(path: Path, session_id: str) -> bool:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("session") == session_id
+    except (OSError, ValueError, AttributeError):
+        return False

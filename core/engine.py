@@ -158,13 +158,17 @@ class Engine:
                                       config=self.config.provider)
         name = self.paths.name
         self.session = Session(id=f"{name}:{session}", agent_id=name, user_id=LOCAL_USER, channel="cli")
-        self.conversation = Conversation(self.provider, self.session, self.paths, self.config.provider.fresh_tail)
+        self.conversation = Conversation(self.provider, self.session, self.paths, self.config.provider.fresh_tail,
+                                         redactor=self.manager.facts.redactor)
         toolbox = build_toolbox(self.paths, extra=memory_tools(self.provider, self.session, self.manager))
         self.runtime = Runtime(self.manager, backend, toolbox, self.conversation, self.config,
                                identity=self.conversation.identity)
         self.runtime.context = ContextBuilder(self.runtime)
         self._check_window()
         self._saver_conn = sqlite3.connect(self.paths.checkpoints_file, check_same_thread=False)
+        # A turn's checkpoints hold its raw messages (what the user typed, get_fact's replies): deleted with
+        # the turn, their pages are zeroed and the WAL that still holds them is truncated.
+        self._saver_conn.execute("PRAGMA secure_delete = ON")
         self._saver = SqliteSaver(self._saver_conn)
         self.graph = build_graph(self.runtime, self._saver)
         self.thread = {"configurable": {"thread_id": self.session.id},
@@ -237,7 +241,7 @@ class Engine:
         if pending is not None and is_continue(task):
             return self.resume()
         if pending is not None:
-            self.manager.append_log("SYSTEM", f"unfinished turn {pending.get('turn_id')} set aside for a new request",
+            self.manager.append_system("SYSTEM", f"unfinished turn {pending.get('turn_id')} set aside for a new request",
                                     {"turn_id": pending.get("turn_id"), "kind": "turn_abandoned"})
         self.runtime.notes.clear()
         report = auto_compact(self.conversation, self.backend, self.config.compaction, self.manager)
@@ -293,6 +297,7 @@ class Engine:
         # The finished turn is in the provider (secrets redacted): its checkpoints, which hold the
         # raw messages, are no longer needed to resume anything.
         self._saver.delete_thread(self.session.id)
+        self._saver_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0))
 
     def _fail(self, run_id: str, exc: BaseException) -> None:
@@ -303,7 +308,7 @@ class Engine:
                                     resume_hint=f"Run: python -m core.engine --agent {self.paths.name} --resume")
             return
         line = f"{type(exc).__name__}: {exc}"
-        self.manager.append_log("ERROR", line, {"run_id": run_id, "traceback": traceback.format_exc()})
+        self.manager.append_system("ERROR", line, {"run_id": run_id, "traceback": traceback.format_exc()})
         self.manager.update_now(
             state="error", current_step="Error encountered - recovery needed", blockers=[line[:300]],
             next_steps=["Review LOG.md", "Fix the cause (see the error)", "Run again with --resume"],

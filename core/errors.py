@@ -17,6 +17,8 @@ say what to do next.
     │   └── UnknownSkillError
     ├── StorageError                a file or database could not be read or written
     │   ├── LockTimeoutError        another process holds the agent's lock
+    │   ├── DiskFullError           no space left on the device (or over quota)
+    │   ├── ReadOnlyError           a memory file, its folder or the file system is read-only
     │   └── CorruptionError         a file on disk does not match its checksum
     ├── ColdStoreError              LanceDB or the embedder failed
     │   └── EmbedderMismatchError   the store was built by another embedder
@@ -81,6 +83,14 @@ class StorageError(AgentOSError):
 
 class LockTimeoutError(StorageError):
     """The agent's lock could not be taken in time."""
+
+
+class DiskFullError(StorageError):
+    """The disk (or the user's quota) is full; nothing of the refused write was kept."""
+
+
+class ReadOnlyError(StorageError):
+    """A memory file, its folder or the whole file system cannot be written."""
 
 
 class CorruptionError(StorageError):

@@ -7,30 +7,36 @@ Hot tier: NOW.md (``update_now``, ``read_now``). Warm tier: LOG.md
 (``append_log``, ``read_log``). Facts in memory.db (``save_fact``, ``get_fact``,
 ``list_facts``, ``delete_fact``). ``format_context_for_prompt`` renders all of
 it for an LLM. Every write is crash-safe and serialised by the agent's lock.
+
+LOG.md is the truth. A LOG.md entry is acknowledged once its line is on disk; the
+index in memory.db catches up later if it cannot be written now. NOW.md follows its
+NOW_UPDATE entry. A write whose truth is memory.db (a fact, a note, a conversation)
+is refused, with nothing kept, when memory.db cannot take it.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from core.config import Config, load_config
-from core.errors import ValidationError
-from core.memory import forgetting, log_index, now_file
+from core.errors import CorruptionError, StorageError, ValidationError
+from core.memory import facts, forgetting, log_index, now_file, now_record, recovery
 from core.memory.cold_memory import ColdMemory
 from core.memory.log_compaction import CompactionReport
 from core.memory.context import format_context
 from core.memory.db import Database
-from core.memory.facts import FactStore, redact
+from core.memory.facts import FactStore
 from core.memory.fsutil import remove_stale_temp_files
 from core.memory.locking import AgentLock
 from core.memory.log_file import LogFile, ScanResult
-from core.memory.log_format import LogEntry, check_text, utc_timestamp
-from core.memory.now_file import STATUSES, NowState
+from core.memory.log_format import LogEntry, check_entry_type, check_text, check_writer, utc_timestamp
+from core.memory.now_file import STATUSES, NowState, PlanStep
+from core.memory.scrub import ScrubReport, SecretScrubber
+from core.memory.secrets import Redactor, redactor_of
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -51,36 +57,50 @@ class MemoryManager:
         self.created: list[Path] = self.paths.ensure_memory_dirs()
         self.lock = AgentLock(self.paths.lock_file, self.config.memory.lock_timeout_s)
         self.db = Database(self.paths.db_file)
+        self.facts = FactStore(self.db)
         self.log = LogFile(
             self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes,
-            seq_floor=lambda: log_index.last_indexed_seq(self.db),
+            seq_floor=lambda: log_index.last_indexed_seq(self.db), redactor=self.facts.redactor,
         )
-        self.facts = FactStore(self.db)
         self.cold = ColdMemory(self.paths, self.config, self.db, self.log, self.lock)
+        self.repairs: list[str] = []
+        """What opening found damaged and repaired (each is also logged as a WARNING)."""
+        self.scrubber = SecretScrubber(self)
+        self.cold.compactor.after_run = self.scrubber.catch_up
         self._open()
 
     def _open(self) -> None:
-        if not self.paths.db_file.exists():
-            self.created.append(self.paths.db_file)
-        self.db.conn  # creates and migrates memory.db
         if self.log.ensure_exists():
             self.created.append(self.paths.log_file)
         else:
-            self.log.repair()
+            self.log.repair()  # CRLF line ends, a stripped final newline, a torn tail
+        fresh = not self.paths.db_file.exists()
+        self.repairs += recovery.open_database(self)  # creates memory.db, or rebuilds a lost one
+        if fresh:
+            self.created.append(self.paths.db_file)
+        self._catch_up()
         with self.lock.hold():
-            for path in (self.paths.now_file, self.paths.log_file):
+            # Archives are written under this lock too, like NOW.md and LOG.md.
+            for path in (self.paths.now_file, self.paths.log_file, self.paths.archive_dir / "LOG-*.md"):
                 for stale in remove_stale_temp_files(path):
                     log.warning("removed %s, left by a writer that was killed", stale)
-            if not self.paths.now_file.exists():
-                initial = NowState(agent=self.agent_name, updated_at=utc_timestamp())
-                now_file.write(self.paths.now_file, initial)
+            if not self.paths.now_file.exists() and not recovery.has_history(self):
+                now_file.write(self.paths.now_file, NowState(agent=self.agent_name, updated_at=utc_timestamp()))
                 self.created.append(self.paths.now_file)
-        log_index.reconcile(self.db, self.log)
+            recovery.current_now(self)  # recovers a missing or unreadable NOW.md, or one behind LOG.md
+        self.scrubber.catch_up()  # a secret saved by a process that died before it was scrubbed
         self.cold.at_open()
         expired = forgetting.expired_note_ids(self.db)
         if expired:
             forgetting.forget(self, query=None, before=None, ids=expired, kind=None, min_score=None, limit=10_000,
                               reason="expired")
+
+    def _catch_up(self) -> None:
+        """Index (and apply) the LOG.md entries memory.db lacks; if it cannot be written now, later."""
+        try:
+            log_index.reconcile(self.db, self.log)
+        except StorageError as exc:
+            log.warning("memory.db cannot index LOG.md now (%s); it catches up at the next write or open", exc)
 
     # -- hot tier -------------------------------------------------------------
 
@@ -119,66 +139,95 @@ class MemoryManager:
         fields = {"objective": objective, "current_step": current_step, "next_steps": next_steps,
                   "done_steps": done_steps, "blockers": blockers, "resume_hint": resume_hint}
         with self.lock.hold():
-            secrets = self.facts.secret_values()  # under the lock: a secret saved meanwhile is known
-            before = now_file.read(self.paths.now_file, self.agent_name)
-            after = now_file.advance(before, status=lifecycle, run_id=run_id, **redact(fields, secrets))
+            redactor = self.facts.redactor()  # under the lock: a secret saved meanwhile is known
+            before = recovery.current_now(self)
+            # Every field is redacted, those carried over from before too (a plan written before its secret was saved).
+            after = _redacted(now_file.advance(before, status=lifecycle, run_id=run_id, **fields), redactor)
+            version = before.version + 1
             # Refuse an oversize NOW before anything is logged: sized with the longest values
             # the fields filled in after the append can take.
-            now_file.encode(replace(after, version=before.version + 1, updated_at=utc_timestamp(),
-                                    log_seq=now_file.MAX_SEQ))
-            summary = {"status": after.status, "objective": after.objective, "next_steps": after.next_steps,
-                       "version": before.version + 1}
-            staged = None
+            now_file.encode(replace(after, version=version, updated_at=utc_timestamp(), log_seq=now_file.MAX_SEQ))
+            record = now_record.update_record(replace(after, version=version))
+            staged = entry = None
             try:
-                with self._appending("NOW_UPDATE", after.current_step or after.status, summary, secrets) as entry:
-                    after = replace(after, version=before.version + 1, updated_at=entry.ts, log_seq=entry.seq)
+                with self.log.appending("NOW_UPDATE", after.current_step or after.status, record) as entry:
+                    after = replace(after, version=version, updated_at=entry.ts, log_seq=entry.seq)
                     # Written before the log line is flushed, so the two go to disk together.
                     staged, text = now_file.stage(self.paths.now_file, after, start_flush=True)
+                staged.install()  # only now, with its NOW_UPDATE line durable, does NOW.md change
             except BaseException:
-                if staged is not None:
+                if staged is not None and not staged.replaced:
                     staged.discard()
+                    if entry is not None:
+                        self.log.retract(entry)  # NOW.md stayed as it was: so does LOG.md
                 raise
-            staged.install()  # only now, with its NOW_UPDATE line durable, does NOW.md change
+            self._index(entry)
         return now_file.document(after, text)
 
     def now_state(self) -> NowState:
-        """NOW.md as a :class:`NowState`."""
-        return now_file.read(self.paths.now_file, self.agent_name)
+        """NOW.md as a :class:`NowState` (recovered from LOG.md, loudly, if it is unreadable)."""
+        try:
+            return now_file.read(self.paths.now_file, self.agent_name)
+        except CorruptionError:
+            with self.lock.hold():
+                return recovery.current_now(self)
 
     def read_now(self) -> dict[str, Any]:
         """NOW.md parsed: its front matter fields, plan, blockers, resume hint and ``body`` text."""
         # One read: the front matter and the body always come from the same version.
-        return now_file.document(*now_file.load(self.paths.now_file, self.agent_name))
+        try:
+            return now_file.document(*now_file.load(self.paths.now_file, self.agent_name))
+        except CorruptionError:
+            with self.lock.hold():
+                recovery.current_now(self)
+            return now_file.document(*now_file.load(self.paths.now_file, self.agent_name))
 
     # -- warm tier ------------------------------------------------------------
 
     def append_log(self, entry_type: str, content: Any, metadata: dict[str, Any] | None = None) -> int:
         """Append one entry to LOG.md (secrets redacted) and return its seq.
 
+        Once the line is on disk the entry is kept, even if memory.db cannot index it
+        now (the index catches up at the next write or open).
+
         Raises:
-            ValidationError: unknown type (the message lists the valid ones), oversize
-                content, invalid UTF-8 or NUL bytes; nothing is written.
+            ValidationError: unknown type (the message lists the valid ones), a type or
+                metadata key reserved for the system (run markers, summaries, facts, ...),
+                oversize content, invalid UTF-8 or NUL bytes; nothing is written.
+            StorageError: LOG.md cannot be written (a full disk, a read-only file); nothing is kept.
         """
-        with self.lock.hold(), self._appending(entry_type, content, metadata, self.facts.secret_values()) as entry:
-            pass
+        check_entry_type(entry_type)
+        check_writer(entry_type, metadata if isinstance(metadata, dict) else None)
+        return self.append_system(entry_type, content, metadata)
+
+    def append_system(self, entry_type: str, content: Any, metadata: dict[str, Any] | None = None) -> int:
+        """Append an entry as the system: the types and metadata keys reserved for it are allowed.
+
+        For the memory and the engine (run and step markers, the engine's own records);
+        a skill writes with :meth:`append_log`.
+        """
+        with self.lock.hold():
+            if isinstance(content, (bytes, bytearray)):
+                content = check_text(content, "LOG entry content")
+            entry = self.log.append(entry_type, content, metadata)  # the log redacts every line
+            self._index(entry)
         return entry.seq
 
-    @contextmanager
-    def _appending(
-        self, entry_type: str, content: Any, metadata: dict[str, Any] | None, secrets: list[str]
-    ) -> Iterator[LogEntry]:
-        """Append one entry with ``secrets`` redacted and index it; see :meth:`LogFile.appending`."""
-        if isinstance(content, (bytes, bytearray)):
-            content = check_text(content, "LOG entry content")
-        with self.log.appending(entry_type, redact(content, secrets), redact(metadata, secrets)) as entry:
-            yield entry
-        log_index.record(self.db, [entry])  # only once the line is durable: the index may lag, never lead
+    def _index(self, entry: LogEntry) -> None:
+        """Index an entry whose line is on disk; if memory.db cannot take it now, it catches up later."""
+        try:
+            log_index.index_appended(self.db, self.log, entry)
+        except StorageError as exc:
+            log.warning("LOG.md entry %d is written but memory.db cannot index it now (%s); the index catches "
+                        "up at the next write or open", entry.seq, exc)
         self.cold.after_append()
 
     def log_forget(self, text: str, metadata: dict[str, Any]) -> LogEntry:
-        """Append the FORGET entry of a forget (the system writes it; it names ids, never text)."""
-        with self.lock.hold(), self._appending("FORGET", text, metadata, []) as entry:
-            pass
+        """Append the FORGET entry of a forget (a system record: it names ids, never text); it is applied
+        as it is indexed (see :mod:`core.memory.forgetting`)."""
+        with self.lock.hold():
+            entry = self.log.append("FORGET", text, metadata)
+            self._index(entry)
         return entry
 
     def read_log(self, last_n: int = 20) -> list[dict[str, Any]]:
@@ -200,38 +249,47 @@ class MemoryManager:
     def start_run(self, objective: str, run_id: str | None = None) -> str:
         """Log RUN_START for a new run and return its id."""
         run_id = run_id or uuid.uuid4().hex[:12]
-        self.append_log("RUN_START", objective, {"run_id": run_id})
+        self.append_system("RUN_START", objective, {"run_id": run_id})
         return run_id
 
     def end_run(self, run_id: str, outcome: str = "done", detail: str = "") -> int:
         """Log RUN_END for ``run_id`` with its outcome (done, error, ...)."""
-        return self.append_log("RUN_END", detail or outcome, {"run_id": run_id, "outcome": outcome})
+        return self.append_system("RUN_END", detail or outcome, {"run_id": run_id, "outcome": outcome})
 
     def mark_interrupted(self, run_id: str) -> int:
         """Log INTERRUPTED for a run that never ended (its process died)."""
-        return self.append_log("INTERRUPTED", f"run {run_id} was interrupted", {"run_id": run_id})
+        return self.append_system("INTERRUPTED", f"run {run_id} was interrupted", {"run_id": run_id})
 
     def interrupted_runs(self) -> list[dict[str, Any]]:
         """Runs that logged RUN_START but no RUN_END or INTERRUPTED: ``{run_id, seq, started_at}``."""
-        log_index.reconcile(self.db, self.log)
+        self._catch_up()
         return log_index.interrupted_runs(self.db)
 
     def rebuild_log_index(self) -> int:
         """Recreate ``log_metadata`` from LOG.md and the archives; return the rows written."""
-        archives = sorted(self.paths.archive_dir.glob("LOG-*.md"))
-        return log_index.rebuild(self.db, self.log, [(p.stem, p) for p in archives])
+        return log_index.rebuild(self.db, self.log, [(p.stem, p) for p in recovery.archives(self)])
 
     # -- facts ----------------------------------------------------------------
 
     def save_fact(self, key: str, value: Any, category: str = "general") -> dict[str, Any]:
-        """Store a fact (insert or update); return it, a secret's value redacted.
+        """Store a fact (insert or update) and record it in LOG.md; return it, a secret's value redacted.
+
+        LOG.md's FACT entry lets the facts be rebuilt if memory.db is lost; a secret's
+        value is never logged (only its key), so a secret cannot be rebuilt.
+
+        A new secret is then scrubbed from what already holds it (see :mod:`core.memory.scrub`), and
+        a non-secret value is stored with the secrets it contains redacted.
 
         Raises:
             ValidationError: non-string key, unknown category, invalid text; nothing is written.
+            StorageError: memory.db or LOG.md cannot be written (read-only, disk full); nothing is kept.
         """
-        fact = self.facts.save(key, value, category)
-        if category == "secret":
-            self.cold.redact_indexed(fact.value)  # memories indexed before it became a secret
+        key, text, category = facts.check_key(key), facts.check_value(value), facts.check_category(category)
+        if category != "secret":
+            text = redactor_of(self.db, excluding=key)(text)  # a secret's value is kept under its own key only
+        fact = self._record_fact(key, text, category, lambda conn: facts.upsert(conn, key, text, category,
+                                                                                utc_timestamp()))
+        self.scrubber.catch_up()
         return fact.as_dict()
 
     def get_fact(self, key: str) -> str | None:
@@ -240,12 +298,38 @@ class MemoryManager:
         return fact.value if fact else None
 
     def list_facts(self, category: str | None = None) -> list[dict[str, Any]]:
-        """All facts (or one category's), secret values redacted."""
-        return [fact.as_dict() for fact in self.facts.list(category)]
+        """All facts (or one category's), secret values redacted (in other facts too)."""
+        redactor = self.facts.redactor()
+        return [redactor(fact.as_dict()) for fact in self.facts.list(category)]
 
     def delete_fact(self, key: str) -> bool:
-        """Delete a fact; return True if it existed."""
-        return self.facts.delete(key)
+        """Delete a fact (recorded in LOG.md); return True if it existed."""
+        key = facts.check_key(key)
+        return self._record_fact(key, None, None, lambda conn: conn.execute(
+            "DELETE FROM user_facts WHERE key = ?", (key,)).rowcount > 0)
+
+    def _record_fact(self, key: str, value: str | None, category: str | None, change: Any) -> Any:
+        """Change memory.db and log the FACT entry in one transaction: both land, or neither does."""
+        entry = None
+        try:
+            with self.lock.hold():
+                with self.db.transaction() as conn:
+                    log_index.catch_up(conn, self.log)  # a FACT entry never applied goes first
+                    outcome = change(conn)
+                    if outcome is not False:
+                        entry = self.log.append("FACT", facts.record_text(key, value, category),
+                                                facts.fact_record(key, value, category))
+                        log_index.insert(conn, [entry], apply=False)  # applied just above
+        except StorageError as exc:
+            if entry is None:
+                raise
+            # The line is on disk but memory.db did not commit: the entry is applied when the index
+            # catches up (a secret's value is not in it: that one must be saved again).
+            raise type(exc)(f"{exc}; LOG.md entry {entry.seq} records the change and memory.db applies it at its "
+                            "next write or open (a secret's value must be saved again)") from exc
+        if entry is not None:
+            self.cold.after_append()
+        return outcome
 
     # -- cold tier ------------------------------------------------------------
 
@@ -358,11 +442,15 @@ class MemoryManager:
         budget = max_tokens if max_tokens is not None else self.config.memory.context_tokens
         if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise ValidationError("max_tokens must be a positive integer")
-        secrets = self.facts.secret_values()
-        entries = [
-            replace(e, content=redact(e.content, secrets)) for e in self.log.tail(log_entries)
-        ]
-        return format_context(self.agent_name, self.now_state(), entries, self.facts.list(), budget)
+        return self.facts.redactor()(
+            format_context(self.agent_name, self.now_state(), self.log.tail(log_entries), self.facts.list(), budget))
+
+    def scrub_secrets(self) -> ScrubReport:
+        """Remove the secrets' values from every file and index that holds them now (see :mod:`core.memory.scrub`).
+
+        ``save_fact`` runs it for a new secret; call it after saving secrets in ``memory.db`` another way.
+        """
+        return self.scrubber.run(everything=True)
 
     def close(self) -> None:
         """Wait for background compaction, release the cold store and databases. Safe to call twice."""
@@ -387,3 +475,12 @@ def _lifecycle(
         current_step = current_step if current_step is not None else check_text(status, "status")
         status = None
     return state or status or ("active" if current_step or next_steps else None), current_step
+
+
+def _redacted(state: NowState, redactor: Redactor) -> NowState:
+    """``state`` with the secrets hidden in every text field."""
+    if not redactor:
+        return state
+    return replace(state, objective=redactor(state.objective), current_step=redactor(state.current_step),
+                   resume_hint=redactor(state.resume_hint), blockers=redactor(state.blockers),
+                   plan=tuple(PlanStep(redactor(step.text), step.done) for step in state.plan))

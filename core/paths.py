@@ -16,7 +16,8 @@ from pathlib import Path
 
 import platformdirs
 
-from core.errors import InvalidAgentNameError, UnknownAgentError
+from core.errors import InvalidAgentNameError, StorageError, UnknownAgentError
+from core.memory.fsutil import storage_error
 
 AGENT_NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 HOME_VARIABLE = "AGENTOS_HOME"
@@ -149,10 +150,21 @@ class AgentPaths:
 
     @staticmethod
     def ensure_dirs(*folders: Path) -> list[Path]:
-        """Create the ``folders`` that are missing, in order; return the ones created."""
+        """Create the ``folders`` that are missing, in order; return the ones created.
+
+        Raises:
+            StorageError: a folder cannot be created (a file is in its place, no permission, a full disk).
+        """
         created = []
         for folder in folders:
-            if not folder.is_dir():
+            if folder.is_dir():
+                continue
+            if folder.exists() or folder.is_symlink():
+                raise StorageError(f"{folder} is a file, not a folder: move it away (the agent keeps "
+                                   f"{folder.name}/ there), then retry")
+            try:
                 folder.mkdir(parents=True, exist_ok=True)
-                created.append(folder)
+            except OSError as exc:
+                raise storage_error(exc, f"cannot create the folder {folder}") from exc
+            created.append(folder)
         return created

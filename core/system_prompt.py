@@ -7,13 +7,12 @@ redacted). Identity and rules first, so they frame the memory that follows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import prompts
 from core.errors import StorageError
 from core.memory.context import fit_lines, fit_newest, more_facts_note, render_entry, render_fact, render_now
-from core.memory.facts import redact
 from core.memory.tokens import estimate_tokens
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths
@@ -51,10 +50,10 @@ def build_system_prompt(
 ) -> tuple[str, str]:
     """Return ``(system_prompt, memory_context)``; the memory part fits ``memory_tokens``."""
     paths = manager.paths
-    secrets = manager.facts.secret_values()
+    redactor = manager.facts.redactor()
     parts = [base_instructions(paths)]
     parts += _identity_sections(paths, identity)
-    memory = memory_context(manager, memory_tokens, secrets)
+    memory = redactor(memory_context(manager, memory_tokens))
     parts.append(memory)
     if extras.resumed:
         parts.append(prompts.load("RESUME"))
@@ -62,7 +61,7 @@ def build_system_prompt(
         errors = "\n".join(f"- {line}" for line in extras.errors[-5:])
         parts.append(prompts.load("RECOVERY") + "\n\nErrors so far:\n" + errors)
     parts += list(extras.notes)
-    return redact("\n\n".join(p for p in parts if p), secrets), memory
+    return redactor("\n\n".join(p for p in parts if p)), memory
 
 
 def base_instructions(paths: AgentPaths) -> str:
@@ -91,10 +90,11 @@ def _identity_sections(paths: AgentPaths, identity: Identity) -> list[str]:
     return sections
 
 
-def memory_context(manager: MemoryManager, max_tokens: int, secrets: list[str]) -> str:
-    """NOW.md, the LOG.md entries since NOW was written plus the tail, and the facts, within ``max_tokens``."""
+def memory_context(manager: MemoryManager, max_tokens: int) -> str:
+    """NOW.md, the LOG.md entries since NOW was written plus the tail, and the facts, within ``max_tokens``
+    (the caller redacts the secrets)."""
     now = manager.now_state()
-    entries = [replace(e, content=redact(e.content, secrets)) for e in manager.log.tail(TAIL_ENTRIES + SINCE_ENTRIES)]
+    entries = manager.log.tail(TAIL_ENTRIES + SINCE_ENTRIES)
     since = [e for e in entries if e.seq > now.log_seq][-SINCE_ENTRIES:]
     tail = [e for e in entries if e.seq <= now.log_seq][-TAIL_ENTRIES:]
     head = ["# Memory", "", "## NOW (NOW.md: current objective and plan)", *render_now(now)]

@@ -69,6 +69,7 @@ def skill_tools(agent_name: str) -> list[Tool]:
 def workspace_tools(paths: AgentPaths) -> list[Tool]:
     """read_file, write_file and list_files, confined to the agent's workspace."""
     workspace = Workspace(paths.workspace_dir)
+    workspace.sweep()
     tools = []
     for function in (workspace.read_file, workspace.write_file, workspace.list_files):
         name = function.__name__

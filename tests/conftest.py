@@ -19,6 +19,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+from faults import full_disk  # noqa: E402,F401 - a fixture for every test: the agents home on a small tmpfs
+
+
 @pytest.fixture(autouse=True)
 def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point ``AGENTOS_HOME`` at a fresh folder and keep Ollama unreachable unless a test says so."""

@@ -184,6 +184,14 @@ class ScriptedOllama:
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
+    def forget_requests(self) -> None:
+        """Drop what was recorded so far (a long torture run embeds hundreds of thousands of texts), and
+        stay quiet about clients killed in the middle of a request, as the torture campaigns kill them."""
+        with self._lock:
+            self.requests.clear()
+            self.prompts.clear()
+        self._httpd.handle_error = lambda request, client_address: None
+
     @property
     def host(self) -> str:
         """``http://127.0.0.1:<port>``, the value for ``OLLAMA_HOST``."""

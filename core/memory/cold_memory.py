@@ -6,17 +6,23 @@ archives are indexed). Automatic compaction runs in a background thread so
 that ``append_log`` stays a ~millisecond call: the LLM summary and the first
 load of the embedding model (~6 s) never delay the caller, and a failing cold
 tier never makes an append fail. A process that dies mid-compaction is the
-same case as a SIGKILL, which the protocol recovers from.
+same case as a SIGKILL, which the protocol recovers from. A process that exits
+while the threads run first stops them between steps (a model call is abandoned,
+indexing not yet started is left to the next open) and waits for them, so the
+interpreter never finalizes under a thread that is inside native code. A forked
+child starts with no background work and opens its own cold store.
 """
 
 from __future__ import annotations
 
-import hashlib
+import atexit
 import json
 import logging
+import os
 import threading
 import time
 import uuid
+import weakref
 from dataclasses import replace
 from typing import Any, Sequence
 
@@ -27,18 +33,20 @@ from core.memory.cold_store import ColdStore, where_clause
 from core.llm.embedders import make_embedder
 from core.llm.window import ContextWindow
 from core.memory.db import Database
-from core.memory.facts import MIN_REDACTED_CHARS, REDACTED, FactStore, redact
+from core.memory.facts import FactStore, redact
 from core.memory.fitting import window_of_generate
 from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
-from core.memory.log_format import check_text, utc_timestamp
+from core.memory.log_format import check_text, is_compaction_summary, utc_timestamp
 from core.memory.recall_docs import KINDS, Filters
 from core.memory import recall_search
 from core.memory.recall_search import Tuning
-from core.memory.recall_sources import note_doc, occurred_from
+from core.memory.recall_sources import content_key, note_doc, occurred_from
+from core.memory.secrets import redactor_of
 from core.memory.summarizer import Generate, LogSummarizer
-from core.memory.vector_indexer import BackgroundIndexer
+from core.memory import vector_indexer
+from core.memory.vector_indexer import EXIT_WAIT_S, BackgroundIndexer
 from core.memory.when import parse_time
 from core.paths import AgentPaths
 
@@ -48,7 +56,45 @@ NOTE_KINDS = ("note", "summary")
 """Kinds ``store_memory`` accepts; the other kinds come from their sources."""
 MAX_RESULTS = 100
 AUTO_RETRY_S = 60.0
-"""After a failed automatic compaction, appends do not retry it for this long."""
+"""After a failed automatic compaction, appends do not retry it for this long; after a failed
+summarizer model, automatic compactions summarise deterministically for this long."""
+
+_live: "weakref.WeakSet[ColdMemory]" = weakref.WeakSet()
+_hooks_registered = False
+_hooks_guard = threading.Lock()
+
+
+def _register(cold: "ColdMemory") -> None:
+    """Track ``cold`` for the exit and fork hooks (registered once a process)."""
+    global _hooks_registered
+    with _hooks_guard:
+        if not _hooks_registered:
+            # Before the interpreter joins its threads and shuts down the executors LanceDB and
+            # torch use (the public atexit runs after that, too late for a thread that needs them).
+            getattr(threading, "_register_atexit", atexit.register)(_stop_all_at_exit)
+            os.register_at_fork(after_in_child=_forget_all_after_fork)
+            _hooks_registered = True
+        _live.add(cold)
+
+
+def _stop_all_at_exit() -> None:
+    """At interpreter exit: stop every background compaction and indexer between steps and wait for them
+    (the indexers, all together, at most ``EXIT_WAIT_S``: a batch cut short is redone at the next open)."""
+    deadline = time.monotonic() + EXIT_WAIT_S
+    colds = list(_live)
+    for cold in colds:
+        cold.background.stop()
+    for cold in colds:
+        cold.stop(indexer_timeout=max(0.0, deadline - time.monotonic()))
+    vector_indexer.close_all(deadline)
+
+
+def _forget_all_after_fork() -> None:
+    """In a forked child: the parent's threads and cold store handles are not the child's."""
+    global _hooks_guard
+    _hooks_guard = threading.Lock()
+    for cold in list(_live):
+        cold.after_fork()
 
 
 class ColdMemory:
@@ -65,14 +111,17 @@ class ColdMemory:
         self.tuning = Tuning()
         """The ranking's parameters (see :mod:`core.memory.recall_search`)."""
         self._closing = threading.Event()
-        self.indexer = ColdIndexer(db, paths.archive_dir, log_file, FactStore(db).secret_values)
+        self.indexer = ColdIndexer(db, paths.archive_dir, log_file, FactStore(db).secret_values,
+                                   quarantine_dir=paths.quarantine_dir, cancel=self._closing)
         self.docs = self.indexer.docs
         self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
         self.background = BackgroundIndexer(self.docs, self.store, self.sync, paths.name)
         self._store: ColdStore | None = None
         self._guard = threading.Lock()
         self._worker: threading.Thread | None = None
-        self._auto_failed_at = 0.0
+        self._auto_failed_at = -AUTO_RETRY_S
+        self._llm_failed_at = -AUTO_RETRY_S
+        _register(self)
 
     def store(self) -> ColdStore:
         """The cold store, created on first use (no LanceDB or torch import before)."""
@@ -82,7 +131,7 @@ class ColdMemory:
                     self.paths.lancedb_dir, make_embedder(self.config), self.paths.memory_dir / ".cold.lock",
                     reindex_hint=f"python scripts/rebuild_index.py --agent {self.paths.name}",
                     optimize_every=self.config.cold.optimize_every,
-                    ann_min_rows=self.config.cold.ann_min_rows,
+                    ann_min_rows=self.config.cold.ann_min_rows, redactor=lambda: redactor_of(self.db),
                 )
             return self._store
 
@@ -150,7 +199,7 @@ class ColdMemory:
         expires = item.get("expires_at")
         expires = utc_timestamp(parse_time(expires, "expires_at")) if expires is not None else None
         text = redact(text, secrets)
-        key = hashlib.sha256("\0".join((kind, " ".join(text.split()), meta_json, occurred or "")).encode()).hexdigest()
+        key = content_key(kind, text, meta_json, occurred)
         return {"text": text, "kind": kind, "metadata": meta_json, "occurred_at": occurred,
                 "expires_at": expires, "key": key}
 
@@ -228,29 +277,6 @@ class ColdMemory:
             conn.executemany("DELETE FROM recall_purge WHERE id = ?", [(i,) for i in queued])
         return len(ids)
 
-    def redact_indexed(self, secret: str) -> int:
-        """Redact a value that just became a secret in every recall doc; return how many changed.
-
-        Their words leave the full-text index at once and their vectors are computed again
-        (the new row replaces the old one by id), so recall never holds a secret's value.
-        """
-        if len(secret) < MIN_REDACTED_CHARS:
-            return 0
-        with self.db.transaction() as conn:
-            ids = [row[0] for row in conn.execute(
-                "SELECT id FROM recall_docs WHERE instr(text, ?1) > 0 OR instr(context, ?1) > 0 OR instr(metadata, ?1) > 0",
-                (secret,))]
-            for start in range(0, len(ids), 500):
-                part = ids[start:start + 500]
-                conn.execute(
-                    "UPDATE recall_docs SET text = replace(text, ?1, ?2), context = replace(context, ?1, ?2), "
-                    f"metadata = replace(metadata, ?1, ?2), vector_state = 0 WHERE id IN ({', '.join('?' * len(part))})",
-                    (secret, REDACTED, *part))
-            self.docs.reembed_next(conn, ids)
-        if ids:
-            self.background.wake()
-        return len(ids)
-
     def catch_up(self, progress: Progress | None = None) -> int:
         """Write every pending doc and compute every missing vector now; return the vectors computed."""
         self.indexer.sync()
@@ -271,10 +297,12 @@ class ColdMemory:
         summarizer = self.summarizer()
         return self.compactor.run(summarizer, summary, force=force, dry_run=dry_run, progress=progress)
 
-    def summarizer(self) -> LogSummarizer:
-        """The LOG.md summarizer: ``summary_llm`` if set, else the configured backend, else deterministic."""
+    def summarizer(self, automatic: bool = False) -> LogSummarizer:
+        """The LOG.md summarizer: ``summary_llm`` if set, else the configured backend, else deterministic
+        (also for an ``automatic`` compaction within ``AUTO_RETRY_S`` of a failed summarizer model)."""
         memory = self.config.memory
-        generate = self.summary_llm or self._configured_llm()
+        resting = automatic and time.monotonic() - self._llm_failed_at < AUTO_RETRY_S
+        generate = None if resting else self.summary_llm or self._configured_llm()
         window = self.summary_window or window_of_generate(generate)
         return LogSummarizer(generate, memory.compact_summary_tokens, window=window,
                              timeout_s=memory.compact_timeout_s, deadline_s=memory.compact_deadline_s,
@@ -307,8 +335,8 @@ class ColdMemory:
             "SELECT 1 FROM compaction_history WHERE indexed_at IS NULL LIMIT 1"
         ).fetchone()
         first = self.compactor.log.first_entry()
-        unrecorded = first is not None and first.type == "SUMMARY" and not self.db.conn.execute(
-            "SELECT 1 FROM compaction_history WHERE last_seq = ?", (first.metadata.get("covers", [0, 0])[1],)
+        unrecorded = first is not None and is_compaction_summary(first) and not self.db.conn.execute(
+            "SELECT 1 FROM compaction_history WHERE last_seq = ?", (first.metadata["covers"][1],)
         ).fetchone()
         if history or unrecorded:
             self._start(self._recover, "recovery")
@@ -317,7 +345,7 @@ class ColdMemory:
 
     def _start(self, target, what: str) -> None:
         with self._guard:
-            if self._worker is not None and self._worker.is_alive():
+            if self._closing.is_set() or (self._worker is not None and self._worker.is_alive()):
                 return
             self._worker = threading.Thread(target=target, name=f"agentos-{what}-{self.paths.name}", daemon=True)
             self._worker.start()
@@ -327,13 +355,17 @@ class ColdMemory:
         return worker is not None and worker.is_alive()
 
     def _auto_compact(self) -> None:
-        summarizer = self.summarizer()
+        summarizer = self.summarizer(automatic=True)
         try:
             self.compactor.run(summarizer, wait=False)
         except AgentOSError as exc:
-            # A background run has no caller to raise to: the log stays whole and the next append retries.
+            # A background run has no caller to raise to: the log stays whole and a later append retries.
             self._auto_failed_at = time.monotonic()
             log.error("automatic LOG.md compaction failed (LOG.md is unchanged or complete): %s", exc)
+        if summarizer.failures:
+            self._llm_failed_at = time.monotonic()
+            log.warning("the LOG.md summarizer model failed; automatic compactions summarise deterministically "
+                        "for the next %gs", AUTO_RETRY_S)
 
     def _recover(self) -> None:
         try:
@@ -348,15 +380,28 @@ class ColdMemory:
             worker.join(timeout)
         return not self._busy()
 
-    def close(self) -> None:
-        """Wait for background work (a model call it waits for is abandoned), then release the cold store."""
+    def stop(self, indexer_timeout: float | None = 60.0) -> None:
+        """Stop background work between steps (a model call it waits for is abandoned) and wait for it
+        (for the vector indexer's batch in progress, at most ``indexer_timeout`` s)."""
         self._closing.set()
-        self.background.close()
+        self.background.close(indexer_timeout)
         self.wait()
+
+    def close(self) -> None:
+        """Stop background work (see :meth:`stop`), then release the cold store."""
+        self.stop()
         with self._guard:
             if self._store is not None:
                 self._store.close()
                 self._store = None
+        _live.discard(self)
+
+    def after_fork(self) -> None:
+        """In a forked child: forget the parent's threads and cold store (used or closed only by the parent)."""
+        self._guard = threading.Lock()
+        self._worker = None
+        self._store = None
+        self.background = BackgroundIndexer(self.docs, self.store, self.sync, self.paths.name)
 
 
 def _time_bound(value: Any, what: str) -> str | None:

@@ -2,9 +2,12 @@
 
 A row is keyed by its recall doc's id (see :mod:`core.memory.recall_docs`): the
 vector of what the memory says, computed by the configured embedder, beside its
-kind, source and time, so a vector search can be filtered like the word search.
-Words are searched in memory.db (SQLite FTS5); this table only answers "which
-memories are nearest in meaning" (:meth:`ColdStore.nearest`).
+kind, source and time, so a vector search can be filtered like the word search,
+and the memory itself as JSON (``memory``: its text, metadata and times), from
+which notes are restored if memory.db is lost. Words are searched in memory.db
+(SQLite FTS5); this table only answers "which memories are nearest in meaning"
+(:meth:`ColdStore.nearest`). Every row is written with the secrets known then
+redacted (the ``redactor`` given).
 
 Tables of at least ``ann_min_rows`` rows get an ANN vector index (see
 :mod:`core.memory.ann_index`), built by :meth:`ColdStore.optimize`, which
@@ -21,15 +24,16 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError
 from core.llm.embedders import Embedder
 from core.memory import ann_index
 from core.memory.locking import AgentLock
+from core.memory.secrets import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +45,9 @@ CLEANUP_AFTER = timedelta(hours=1)
 """Table versions older than this are deleted by :meth:`ColdStore.optimize`."""
 _META_EMBEDDER = b"agentos.embedder"
 _META_DIMENSION = b"agentos.dimension"
-_COLUMNS = ["id", "kind", "text", "source", "occurred_at"]
+_COLUMNS = ["id", "kind", "text", "source", "occurred_at", "memory"]
+_SEARCHED = _COLUMNS[:-1]
+"""What a vector search returns of each row (not the memory's JSON)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,9 @@ class VectorRow:
     """Where the original lives, e.g. ``LOG.md#seq=12`` or ``store:memories.ada/fact-0``."""
     occurred_at: str
     """UTC ISO-8601 time the memory happened (what ``since``/``until`` filter)."""
+    memory: str = field(default="{}", compare=False)
+    """The memory itself as JSON (text, metadata, times): what a lost memory.db gets its notes back from.
+    Not part of what a row must match: it never changes the vector."""
 
 
 def sql_string(value: str) -> str:
@@ -70,8 +79,11 @@ class ColdStore:
     def __init__(
         self, path: Path, embedder: Embedder, lock_file: Path, *, reindex_hint: str,
         optimize_every: int = 50, ann_min_rows: int = 5000, lock_timeout_s: float = 60.0,
+        redactor: Callable[[], Redactor] | None = None,
     ) -> None:
+        """``redactor()`` hides the secrets known now in every row written (its texts, and so its vector)."""
         self.path = path
+        self.redactor = redactor
         self.embedder = embedder
         self.reindex_hint = reindex_hint
         self.optimize_every = optimize_every
@@ -171,16 +183,20 @@ class ColdStore:
         """
         if not rows:
             return 0
-        vectors = self.embedder.embed([r.text for r in rows])
-        if vectors.shape[1] != self.dimension:
-            raise EmbedderMismatchError(
-                f"embedder {self.embedder.name} returned {vectors.shape[1]}-d vectors but the cold store "
-                f"holds {self.dimension}-d ones; re-index it with: {self.reindex_hint}"
-            )
-        records = [{**{name: getattr(r, name) for name in _COLUMNS}, "vector": v.tolist()}
-                   for r, v in zip(rows, vectors)]
+        rows = self._redacted(rows)
+        vectors = self._embed(rows)
         table = self.table
         with self.writing():
+            # A secret saved while the vectors were computed is hidden too: its scrub may have run already.
+            late = self._redacted(rows)
+            changed = [n for n, (row, now) in enumerate(zip(rows, late))
+                       if (row.text, row.memory) != (now.text, now.memory)]
+            if changed:
+                rows, fresh = late, self._embed([late[n] for n in changed])
+                for n, vector in zip(changed, fresh):
+                    vectors[n] = vector
+            records = [{**{name: getattr(r, name) for name in _COLUMNS}, "vector": v.tolist()}
+                       for r, v in zip(rows, vectors)]
             try:
                 table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(records)
             except (OSError, ValueError, RuntimeError) as exc:
@@ -189,6 +205,22 @@ class ColdStore:
         if self._writes % self.optimize_every == 0:
             self._optimize_soon()
         return len(records)
+
+    def _redacted(self, rows: Sequence[VectorRow]) -> list[VectorRow]:
+        """``rows`` with the secrets known now hidden in their text and memory."""
+        redactor = self.redactor() if self.redactor is not None else None
+        if not redactor:
+            return list(rows)
+        return [replace(r, text=redactor.text(r.text), memory=redactor.text(r.memory)) for r in rows]
+
+    def _embed(self, rows: Sequence[VectorRow]):
+        vectors = self.embedder.embed([r.text for r in rows])
+        if vectors.shape[1] != self.dimension:
+            raise EmbedderMismatchError(
+                f"embedder {self.embedder.name} returned {vectors.shape[1]}-d vectors but the cold store "
+                f"holds {self.dimension}-d ones; re-index it with: {self.reindex_hint}"
+            )
+        return vectors
 
     def remove(self, ids: Sequence[str]) -> None:
         """Delete the rows of ``ids`` (ids that have none are ignored)."""
@@ -244,6 +276,14 @@ class ColdStore:
         """Number of rows."""
         return self.table.count_rows()
 
+    def rows_of(self, id_prefix: str) -> list[dict[str, Any]]:
+        """Every row whose id starts with ``id_prefix`` (e.g. ``note:``), without its vector."""
+        try:
+            return (self.table.search().where(f"starts_with(id, {sql_string(id_prefix)})")
+                    .select(_COLUMNS).limit(None).to_list())
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ColdStoreError(f"cannot read the cold store {self.path}: {exc}") from exc
+
     def ids(self) -> list[str]:
         """Every row's id (duplicates included: there should be none)."""
         return self.table.to_arrow().column("id").to_pylist()
@@ -259,7 +299,7 @@ class ColdStore:
             query = query.where(where, prefilter=True)
         try:
             # Naming the distance column keeps LanceDB from warning that it adds it implicitly.
-            return query.select([*_COLUMNS, "_distance"]).limit(depth).to_list()
+            return query.select([*_SEARCHED, "_distance"]).limit(depth).to_list()
         except (OSError, ValueError, RuntimeError) as exc:
             raise ColdStoreError(f"vector search failed in {self.path}: {exc}") from exc
 

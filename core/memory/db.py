@@ -10,18 +10,21 @@ another version: it is refused before anything is applied, never half upgraded.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
+import os
 import pkgutil
 import sqlite3
 import threading
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Callable, Iterator
-from contextlib import contextmanager
 
 from core import __version__
-from core.errors import StorageError
+from core.errors import CorruptionError, DiskFullError, LockTimeoutError, ReadOnlyError, StorageError
 from core.memory import migrations as migrations_package
+from core.memory.fsutil import storage_error
 
 log = logging.getLogger(__name__)
 
@@ -61,20 +64,105 @@ def execute_script(conn: sqlite3.Connection, script: str) -> None:
         raise StorageError(f"incomplete SQL statement in migration: {pending.strip()[:80]}")
 
 
+def converted(exc: sqlite3.Error, path: object) -> StorageError:
+    """The StorageError for an SQLite error on the database at ``path``, naming the fix."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary == sqlite3.SQLITE_READONLY:
+        return ReadOnlyError(f"{path} is read-only ({exc}): make memory.db, its -wal and -shm files and the "
+                             "memory folder writable, then retry")
+    if primary == sqlite3.SQLITE_FULL or (primary == sqlite3.SQLITE_IOERR and _disk_full(Path(str(path)))):
+        return DiskFullError(f"{path}: the disk is full ({exc}): free some disk space, then retry")
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return LockTimeoutError(f"{path} stayed locked by another process for {BUSY_TIMEOUT_MS // 1000}s "
+                                f"({exc}): wait for it or stop it, then retry")
+    if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        mark_damaged(Path(str(path)), str(exc))
+        return CorruptionError(f"{path} is damaged ({exc}): open the agent again, which moves it to "
+                               "memory/quarantine/ and rebuilds it from LOG.md and the archives")
+    return StorageError(f"{path}: {type(exc).__name__}: {exc}")
+
+
+def _disk_full(path: Path) -> bool:
+    """True when the file system holding ``path`` has (almost) no space left: an I/O error's likely cause."""
+    try:
+        stat = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return stat.f_bavail * stat.f_frsize < 64 * 1024
+
+
+def damage_marker(path: Path) -> Path:
+    """The file that records that the database at ``path`` was found damaged (``memory.db.damaged``)."""
+    return path.with_name(path.name + ".damaged")
+
+
+def mark_damaged(path: Path, reason: str) -> None:
+    """Record that the database is damaged, so the next open sets it aside and rebuilds it."""
+    with suppress(OSError):  # best effort: the error being raised is what the caller needs
+        damage_marker(path).write_text(reason + "\n", encoding="utf-8")
+
+
+def _converting(method):
+    """``method`` of a cursor, its SQLite errors raised as StorageErrors (see :func:`converted`)."""
+    @functools.wraps(method)
+    def call(self, *args):
+        try:
+            return method(self, *args)
+        except sqlite3.Error as exc:
+            raise converted(exc, self.connection.path) from exc
+    return call
+
+
+class _Cursor(sqlite3.Cursor):
+    """A cursor whose SQLite errors, from statements and from reading rows, are StorageErrors."""
+
+    execute = _converting(sqlite3.Cursor.execute)
+    executemany = _converting(sqlite3.Cursor.executemany)
+    fetchone = _converting(sqlite3.Cursor.fetchone)
+    fetchmany = _converting(sqlite3.Cursor.fetchmany)
+    fetchall = _converting(sqlite3.Cursor.fetchall)
+    __next__ = _converting(sqlite3.Cursor.__next__)
+
+
+class Connection(sqlite3.Connection):
+    """An SQLite connection whose errors, from statements and from reading rows, are StorageErrors.
+
+    Third-party errors are converted here, at the one boundary every query crosses, so no
+    caller sees a raw ``sqlite3.OperationalError`` (a read-only file, a full disk, a damaged
+    database, a lock held too long).
+    """
+
+    path: str = ""
+
+    def cursor(self, factory=_Cursor):  # type: ignore[override]
+        return super().cursor(factory)
+
+    def execute(self, sql, parameters=()):  # type: ignore[override]
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql, seq_of_parameters):  # type: ignore[override]
+        return self.cursor().executemany(sql, seq_of_parameters)
+
+
 def open_connection(path: Path) -> sqlite3.Connection:
     """Open ``path`` with the pragmas every connection needs (no migrations); create its folder."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False,
+            factory=Connection,
         )
+        conn.path = str(path)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
-    except (OSError, sqlite3.Error) as exc:
-        raise StorageError(f"cannot open database {path}: {exc}") from exc
+    except OSError as exc:
+        raise storage_error(exc, f"cannot open database {path}") from exc
+    except sqlite3.Error as exc:
+        raise converted(exc, path) from exc
     return conn
 
 
@@ -88,8 +176,8 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
     unknown = sorted(recorded - {name for name, _ in known})
     if unknown:
         raise StorageError(
-            f"memory.db was upgraded by another version of AgentOS (migration {unknown[-1]} is unknown to "
-            f"AgentOS {__version__}): open the agent with that version, or upgrade AgentOS")
+            f"{getattr(conn, 'path', 'memory.db')} was upgraded by another version of AgentOS (migration "
+            f"{unknown[-1]} is unknown to AgentOS {__version__}): open the agent with that version, or upgrade AgentOS")
     applied = []
     for name, apply in known:
         with transaction(conn):
@@ -114,12 +202,9 @@ def connect(path: Path) -> sqlite3.Connection:
         if key not in _migrated or not _has_migrations_table(conn):
             try:
                 migrate(conn)
-            except sqlite3.Error as exc:
+            except StorageError:
                 conn.close()
-                raise StorageError(f"cannot upgrade database {path}: {exc}") from exc
-            except StorageError as exc:
-                conn.close()
-                raise StorageError(f"{path}: {exc}") from exc
+                raise
             _migrated.add(key)
     return conn
 
@@ -136,23 +221,39 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
+            with suppress(StorageError):  # the error that stopped the block is the one to report
+                conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
+    try:
+        conn.execute("COMMIT")
+    except StorageError:
+        if conn.in_transaction:
+            with suppress(StorageError):
+                conn.execute("ROLLBACK")
+        raise
+
+
+_inherited: list[sqlite3.Connection] = []
+"""Connections a forked child inherited: kept open and unused, because closing one in the child
+would drop SQLite locks the child's own connections hold on the same file."""
 
 
 class Database:
-    """Per-thread connections to one memory.db."""
+    """Per-thread connections to one memory.db; a forked child opens its own."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._guard = threading.Lock()
+        self._pid = os.getpid()
 
     @property
     def conn(self) -> sqlite3.Connection:
         """This thread's connection, opened (and the database migrated) on first use."""
+        if self._pid != os.getpid():
+            self._after_fork()
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = connect(self.path)
@@ -161,12 +262,22 @@ class Database:
                 self._all.append(conn)
         return conn
 
+    def _after_fork(self) -> None:
+        """In a forked child: set the parent's connections aside (SQLite connections must not cross a fork)."""
+        _inherited.extend(self._all)
+        self._all = []
+        self._local = threading.local()
+        self._guard = threading.Lock()
+        self._pid = os.getpid()
+
     def transaction(self):
         """A write transaction on this thread's connection."""
         return transaction(self.conn)
 
     def close(self) -> None:
-        """Close every connection this object opened. Safe to call twice."""
+        """Close every connection this object opened (in this process). Safe to call twice."""
+        if self._pid != os.getpid():
+            self._after_fork()
         with self._guard:
             for conn in self._all:
                 conn.close()

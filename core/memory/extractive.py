@@ -27,9 +27,8 @@ def _status(e: LogEntry) -> bool:
 
 
 def _fact(e: LogEntry) -> bool:
-    return e.metadata.get("tool") == "save_fact" or e.metadata.get("skill") == "save_fact" or bool(
-        _SAVED_FACT.search(e.content)
-    )
+    return (e.type == "FACT" or e.metadata.get("tool") == "save_fact" or e.metadata.get("skill") == "save_fact"
+            or bool(_SAVED_FACT.search(e.content)))
 
 
 def _decision(e: LogEntry) -> bool:

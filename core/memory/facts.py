@@ -1,19 +1,28 @@
-"""Facts: structured key/value memory in memory.db (``user_facts``)."""
+"""Facts: structured key/value memory in memory.db (``user_facts``).
+
+Every save and delete is also recorded as a FACT entry in LOG.md (a secret's value
+never: only its key), so the facts can be rebuilt from LOG.md and its archives if
+memory.db is lost (:func:`apply_entry` replays one record).
+"""
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from core.errors import ValidationError
 from core.memory.db import Database
-from core.memory.log_format import check_text, utc_timestamp
+from core.memory.log_format import check_text
+from core.memory.secrets import MIN_SECRET_CHARS, REDACTED, Redactor, redactor_for, redactor_of
+
+log = logging.getLogger(__name__)
 
 CATEGORIES = ("general", "preference", "personal", "config", "secret")
 MAX_KEY_CHARS = 200
 MAX_VALUE_BYTES = 16 * 1024
-REDACTED = "[REDACTED]"
-MIN_REDACTED_CHARS = 3
+MIN_REDACTED_CHARS = MIN_SECRET_CHARS
 """Shorter secret values are not searched for in text: they would match everywhere."""
 
 
@@ -68,27 +77,61 @@ def check_category(category: object) -> str:
     return category  # type: ignore[return-value]
 
 
+def fact_record(key: str, value: str | None, category: str | None) -> dict[str, Any]:
+    """The metadata of the FACT entry recording a save (``value`` None: a delete). A secret's value is left out."""
+    if value is None:
+        return {"fact": {"key": key, "deleted": True}}
+    if category == "secret":
+        return {"fact": {"key": key, "category": category}}
+    return {"fact": {"key": key, "category": category, "value": value}}
+
+
+def record_text(key: str, value: str | None, category: str | None) -> str:
+    """The text of that FACT entry, for a reader of LOG.md."""
+    if value is None:
+        return f"fact {key} deleted"
+    if category == "secret":
+        return f"fact {key} saved (secret: its value is never logged)"
+    return f"fact {key} = {value} ({category})"
+
+
+def upsert(conn: sqlite3.Connection, key: str, value: str, category: str, now: str) -> Fact:
+    """Insert or update a fact in the caller's transaction; an update keeps ``created_at``."""
+    conn.execute(
+        """INSERT INTO user_facts (key, value, category, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (key) DO UPDATE SET
+               value = excluded.value, category = excluded.category,
+               updated_at = excluded.updated_at""",
+        (key, value, category, now, now),
+    )
+    return _fact(conn.execute("SELECT * FROM user_facts WHERE key = ?", (key,)).fetchone())
+
+
+def apply_entry(conn: sqlite3.Connection, entry) -> None:
+    """Replay a FACT entry that memory.db never applied (a failed write, or a rebuilt database)."""
+    record = entry.metadata.get("fact")
+    if not isinstance(record, dict) or not isinstance(record.get("key"), str):
+        log.warning("FACT entry %d has no fact record; skipped", entry.seq)
+        return
+    key = record["key"]
+    if record.get("deleted"):
+        conn.execute("DELETE FROM user_facts WHERE key = ?", (key,))
+    elif isinstance(record.get("value"), str) and record.get("category") in CATEGORIES:
+        upsert(conn, key, record["value"], record["category"], entry.ts)
+    else:  # a secret: its value is only ever in memory.db
+        row = conn.execute("SELECT category FROM user_facts WHERE key = ?", (key,)).fetchone()
+        if row is None or row["category"] != "secret":
+            conn.execute("DELETE FROM user_facts WHERE key = ?", (key,))
+            log.warning("the secret fact %r (LOG.md entry %d) is not in memory.db and its value is never "
+                        "logged: save it again", key, entry.seq)
+
+
 class FactStore:
     """Facts of one agent."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
-
-    def save(self, key: object, value: object, category: object = "general") -> Fact:
-        """Insert or update a fact; an update keeps ``created_at`` and bumps ``updated_at``."""
-        key, text, category = check_key(key), check_value(value), check_category(category)
-        now = utc_timestamp()
-        with self.db.transaction() as conn:
-            conn.execute(
-                """INSERT INTO user_facts (key, value, category, created_at, updated_at)
-                   VALUES (?, ?, ?, ?, ?)
-                   ON CONFLICT (key) DO UPDATE SET
-                       value = excluded.value, category = excluded.category,
-                       updated_at = excluded.updated_at""",
-                (key, text, category, now, now),
-            )
-            row = conn.execute("SELECT * FROM user_facts WHERE key = ?", (key,)).fetchone()
-        return _fact(row)
 
     def get(self, key: object) -> Fact | None:
         """Return the fact stored under ``key``, or None."""
@@ -105,12 +148,6 @@ class FactStore:
             ).fetchall()
         return [_fact(row) for row in rows]
 
-    def delete(self, key: object) -> bool:
-        """Delete a fact; return True if it existed."""
-        with self.db.transaction() as conn:
-            cursor = conn.execute("DELETE FROM user_facts WHERE key = ?", (check_key(key),))
-        return cursor.rowcount > 0
-
     def secret_values(self) -> list[str]:
         """Values of the secret facts, longest first, for redaction."""
         rows = self.db.conn.execute(
@@ -119,22 +156,15 @@ class FactStore:
         ).fetchall()
         return sorted((row[0] for row in rows), key=len, reverse=True)
 
+    def redactor(self) -> Redactor:
+        """What hides the current secret values (see :mod:`core.memory.secrets`)."""
+        return redactor_of(self.db)
+
 
 def _fact(row) -> Fact:
     return Fact(row["key"], row["value"], row["category"], row["created_at"], row["updated_at"])
 
 
 def redact(value: Any, secrets: list[str]) -> Any:
-    """Replace every occurrence of a secret value in text, or in the strings of a JSON-like value."""
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
-    if isinstance(value, dict):
-        return {k: redact(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact(v, secrets) for v in value]
-    return value
+    """Replace every occurrence of a secret value in text, or in the strings (and keys) of a JSON-like value."""
+    return redactor_for(secrets)(value)

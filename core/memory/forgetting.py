@@ -1,10 +1,12 @@
 """Forgetting: memories removed from recall and memory.db, with a FORGET entry in LOG.md.
 
-The FORGET entry is written first and names the ids (never the text), the
-time bound and why; applying it is idempotent, so a crash after the entry is
-finished by the next sync (which applies every FORGET entry it reads), and a
-rebuild of the indexes replays every FORGET entry of LOG.md and its archives,
-so nothing forgotten comes back.
+The FORGET entry is a system record (only the system writes one): it names
+the ids (never the text), the time bound and why, and it is applied in the
+transaction that indexes it in ``log_metadata``, like a FACT entry. Applying is
+idempotent, so a crash after the entry is written is finished when the log
+index catches up; a memory.db rebuilt from LOG.md replays FORGET and FACT
+entries in seq order, and ``rebuild_index`` replays every FORGET entry of
+LOG.md and its archives, so nothing forgotten comes back.
 
 What applying does, by source:
 
@@ -21,6 +23,7 @@ What applying does, by source:
 from __future__ import annotations
 
 import logging
+import sqlite3
 from typing import TYPE_CHECKING, Any, Iterable
 
 from core.errors import ValidationError
@@ -112,26 +115,32 @@ def _rewritable(source: str, key: str) -> tuple[str, str, str] | None:
 
 
 def apply(db: "Database", entry: LogEntry) -> int:
-    """Carry out one FORGET entry (idempotent); return how many memories it removed now."""
+    """Carry out one FORGET entry in its own transaction (idempotent); return how many memories it removed now."""
+    with db.transaction() as conn:
+        return apply_entry(conn, entry)
+
+
+def apply_entry(conn: sqlite3.Connection, entry: LogEntry) -> int:
+    """Carry out one FORGET entry in the caller's transaction (idempotent; how the log index replays it,
+    in seq order with the FACT entries); return how many memories it removed now."""
     ids = [i for i in entry.metadata.get("ids", ()) if isinstance(i, str)]
     removed = 0
-    with db.transaction() as conn:
-        for memory_id in ids:
-            source, _, key = memory_id.partition(":")
-            if source == "note":
-                removed += conn.execute("DELETE FROM cold_notes WHERE id = ?", (key,)).rowcount
-                conn.execute("DELETE FROM cold_pending WHERE item = ?", (memory_id,))
-            elif row := _rewritable(source, key):
-                # A fact or store item saved again after it was forgotten is a new memory: it stays.
-                table, column, value = row
-                removed += conn.execute(f"DELETE FROM {table} WHERE {column} = ? AND updated_at <= ?",
-                                        (value, entry.ts)).rowcount
-                if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (value,)).fetchone():
-                    continue
-            if _rewritable(source, key) is None:
-                conn.execute("INSERT OR IGNORE INTO recall_forgotten (id, forgotten_at) VALUES (?, ?)",
-                             (memory_id, entry.ts))
-            removed += DocIndex.delete(conn, [memory_id])
+    for memory_id in ids:
+        source, _, key = memory_id.partition(":")
+        if source == "note":
+            removed += conn.execute("DELETE FROM cold_notes WHERE id = ?", (key,)).rowcount
+            conn.execute("DELETE FROM cold_pending WHERE item = ?", (memory_id,))
+        elif row := _rewritable(source, key):
+            # A fact or store item saved again after it was forgotten is a new memory: it stays.
+            table, column, value = row
+            removed += conn.execute(f"DELETE FROM {table} WHERE {column} = ? AND updated_at <= ?",
+                                    (value, entry.ts)).rowcount
+            if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (value,)).fetchone():
+                continue
+        if _rewritable(source, key) is None:
+            conn.execute("INSERT OR IGNORE INTO recall_forgotten (id, forgotten_at) VALUES (?, ?)",
+                         (memory_id, entry.ts))
+        removed += DocIndex.delete(conn, [memory_id])
     return removed
 
 

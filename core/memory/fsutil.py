@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 from contextlib import suppress
 from pathlib import Path
 
-from core.errors import StorageError
+from core.errors import DiskFullError, ReadOnlyError, StorageError
+
+_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+_READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def storage_error(exc: OSError, what: str) -> StorageError:
+    """The StorageError for an OS error met while ``what`` (e.g. "cannot write x"), naming the fix."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in _FULL:
+        return DiskFullError(f"{what}: {reason}; free some disk space, then retry")
+    if exc.errno in _READ_ONLY:
+        return ReadOnlyError(f"{what}: {reason}; make the agent's memory folder and its files writable "
+                             "(permissions, a read-only mount), then retry")
+    return StorageError(f"{what}: {reason}")
 
 
 datasync = getattr(os, "fdatasync", os.fsync)
@@ -41,6 +57,8 @@ class StagedFile:
         flush the caller makes meanwhile (of another file) and ``install()`` wait on less."""
         self.path = path
         self.tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        self.replaced = False
+        """True once the temp file has taken the path's place (only the folder's flush may be missing)."""
         try:
             self._fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         except OSError as exc:
@@ -63,6 +81,7 @@ class StagedFile:
             finally:
                 self._close()
             os.replace(self.tmp, self.path)
+            self.replaced = True
         except BaseException as exc:
             self.discard()
             if isinstance(exc, OSError):
@@ -87,7 +106,7 @@ class StagedFile:
             os.close(fd)
 
     def _error(self, exc: OSError) -> StorageError:
-        return StorageError(f"cannot write {self.path}: {exc}")
+        return storage_error(exc, f"cannot write {self.path}")
 
 
 def start_writeback(fd: int) -> None:
@@ -105,12 +124,44 @@ def start_writeback(fd: int) -> None:
 def remove_stale_temp_files(path: Path) -> list[Path]:
     """Delete the temp files ``atomic_write`` left beside ``path`` when its writer was killed.
 
-    Call it only under the lock that every writer of ``path`` holds, so no temp file is live.
+    ``path``'s name may be a glob pattern (``archive/LOG-*.md``). Call it only under the lock
+    that every writer of ``path`` holds, so no temp file is live.
     """
     stale = list(path.parent.glob(f".{path.name}.*.tmp"))
     for tmp in stale:
         tmp.unlink(missing_ok=True)
     return stale
+
+
+_TEMP_NAME = re.compile(r"\.(.+)\.(\d+)\.tmp")
+
+
+def remove_orphan_temp_files(folder: Path) -> list[Path]:
+    """Delete the temp files that killed processes left under ``folder`` (for files no lock guards).
+
+    A temp file's name carries its writer's pid (``.<name>.<pid>.tmp``): one whose writer is
+    no longer running is an orphan. A live writer's file is left alone.
+    """
+    removed = []
+    for tmp in folder.rglob(".*.tmp") if folder.is_dir() else ():
+        match = _TEMP_NAME.fullmatch(tmp.name)
+        if match and tmp.is_file() and not _running(int(match.group(2))):
+            with suppress(FileNotFoundError):
+                tmp.unlink()
+                removed.append(tmp)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -15,7 +15,9 @@ after a SIGKILL, and no seq is ever lost or doubled:
 5. **index** the archive's entries and summary for recall (docs in memory.db; vectors follow in
    the background).
 
-A crash before the swap leaves a reservation that the next run resumes (the
+The reservation's metadata key ``compaction`` is reserved for the system
+(:data:`core.memory.log_format.SYSTEM_META_KEYS`): an entry a skill wrote can never
+pass for one. A crash before the swap leaves a reservation that the next run resumes (the
 archive's bytes are the same, so a written archive is reused). A crash after
 it leaves a SUMMARY whose ``covers`` tell :meth:`LogCompactor.finish_pending`
 what to record. Indexing failures (LanceDB, the embedder) only leave
@@ -31,7 +33,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from core.config import Config
 from core.errors import (
@@ -48,8 +50,9 @@ from core.memory.db import Database
 from core.memory.fsutil import atomic_write, remove_stale_temp_files
 from core.memory.locking import AgentLock
 from core.memory.log_file import LogFile, parse_or_none, scan_bytes
-from core.memory.log_format import HEADER, LogEntry, check_text, decode_line
-from core.memory.summarizer import Summarizer, Summary
+from core.memory.log_format import HEADER, LogEntry, check_text, decode_line, is_compaction_summary
+from core.memory.secrets import redactor_of
+from core.memory.summarizer import LogSummarizer, Summarizer, Summary
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -134,6 +137,8 @@ class LogCompactor:
         self.indexer = indexer
         self.config = config
         self._head_cache: tuple[int, int] | None = None  # (inode, seq before the entries counted)
+        self.after_run: Callable[[], object] | None = None
+        """Called when a run ends, the compaction lock released (a secret scrub that waited for it)."""
 
     @contextmanager
     def exclusive(self, wait: bool) -> Iterator[bool]:
@@ -169,7 +174,7 @@ class LogCompactor:
         if self._head_cache and self._head_cache[0] == inode:
             return self._head_cache[1]
         first = self.log.first_entry()
-        base = 0 if first is None else (first.seq if first.type == "SUMMARY" else first.seq - 1)
+        base = 0 if first is None else (first.seq if is_compaction_summary(first) else first.seq - 1)
         self._head_cache = (inode, base)
         return base
 
@@ -193,8 +198,8 @@ class LogCompactor:
             LockTimeoutError: ``wait`` and another compaction held the lock too long.
             CorruptionError: LOG.md or an archive changed under the compaction; nothing was lost.
         """
-        if summary is not None and not check_text(summary, "summary").strip():
-            raise ValidationError("a given summary must not be empty")
+        if summary is not None:
+            self._check_summary(check_text(summary, "summary"))
         report = CompactionReport()
         with self.exclusive(wait) as acquired:
             if not acquired:
@@ -211,7 +216,7 @@ class LogCompactor:
             if dry_run:
                 report.reason = f"would archive entries {plan.first_seq}-{plan.last_seq}"
                 return report
-            made = Summary(summary, "given") if summary is not None else summarizer.summarize(plan.entries)
+            made = Summary(summary, "given") if summary is not None else self._summarize(summarizer, plan)
             report.summary_method = made.method
             summary_entry, new_size = self._swap(plan, made.text, report)
             log_index.mark_compacted(self.db, plan.entries, plan.archive_id, summary_entry)
@@ -220,7 +225,29 @@ class LogCompactor:
             log.info("LOG.md compacted: entries %d-%d -> %s (%d -> %d bytes, summary by %s)",
                      plan.first_seq, plan.last_seq, report.archive_path, report.bytes_before,
                      report.bytes_after, made.method)
+        if self.after_run is not None:
+            self.after_run()
         return self._index(report, progress) if index else report
+
+    def _check_summary(self, text: str) -> None:
+        """Refuse a given summary that cannot be a SUMMARY entry, before anything is written."""
+        if not text.strip():
+            raise ValidationError("a given summary must not be empty")
+        size = len(text.encode("utf-8"))
+        if size > self.config.memory.max_entry_bytes:
+            raise ValidationError(f"the summary is {size} bytes; a LOG entry holds at most "
+                                  f"{self.config.memory.max_entry_bytes} (memory.max_entry_bytes): shorten it")
+
+    def _summarize(self, summarizer: Summarizer, plan: Plan) -> Summary:
+        """The summarizer's summary, or the deterministic one if it is too long to be an entry."""
+        made = summarizer.summarize(redactor_of(self.db).entries(plan.entries))
+        try:
+            self._check_summary(made.text)
+        except ValidationError as exc:
+            log.warning("the %s summary cannot be used (%s): using the deterministic summary", made.method, exc)
+            made = LogSummarizer(None, self.config.memory.compact_summary_tokens).deterministic(
+                redactor_of(self.db).entries(plan.entries))
+        return made
 
     def _plan(self, force: bool, dry_run: bool, report: CompactionReport) -> Plan | None:
         """Step 1: find an interrupted reservation, or make one (under the agent lock)."""
@@ -239,7 +266,7 @@ class LogCompactor:
             if not (force or self.over_threshold()):
                 report.reason = "below the compaction thresholds"
                 return None
-            if all(e.type == "SUMMARY" for e in entries):
+            if all(is_compaction_summary(e) for e in entries):
                 report.reason = "LOG.md holds only a summary"
                 return None
             first, last = entries[0].seq, entries[-1].seq
@@ -248,7 +275,7 @@ class LogCompactor:
             reservation = self.log.append(
                 "SYSTEM", f"LOG.md compaction started: entries {first}-{last} will be archived",
                 {"compaction": RESERVED, "covers": [first, last]})
-            log_index.record(self.db, [reservation])  # under the lock, like every append: no gap in the index
+            log_index.index_appended(self.db, self.log, reservation)  # under the lock, like every append
             data = self.log.path.read_bytes()
             plan = self._find_reservation(data, list(_lines(data)), first)
             if plan is None:
@@ -325,7 +352,7 @@ class LogCompactor:
         with self.lock.hold():
             remove_stale_temp_files(self.log.path)
         first = self.log.first_entry()
-        if first is None or first.type != "SUMMARY" or "covers" not in first.metadata:
+        if first is None or not is_compaction_summary(first):
             return []
         archive_id = Path(first.metadata["archive"]).stem
         known = self.db.conn.execute(

@@ -1,9 +1,12 @@
 """LOG.md on disk: crash-safe appends, tail reads, full scans and torn-tail repair.
 
 Every append happens under the agent's lock, as one ``os.write`` of the whole
-line followed by ``fdatasync``. Readers need no lock: a line is either whole
-(and its CRC proves it) or it is the torn tail of a crashed writer, which the
-next writer, or :meth:`LogFile.repair`, moves to ``memory/quarantine/``.
+line followed by ``fdatasync``; a write or flush that fails is cut off again, so
+a refused append leaves nothing behind. Readers need no lock: a line is either
+whole (and its CRC proves it) or it is the torn tail of a crashed writer, which
+the next writer, or :meth:`LogFile.repair`, moves to ``memory/quarantine/``.
+A whole last entry whose newline an editor stripped is kept (its CRC proves it
+whole), and a file an editor saved with CRLF line ends is converted back.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from core.errors import CorruptionError, StorageError, ValidationError
-from core.memory.fsutil import atomic_write, datasync, fsync_dir, write_all
+from core.memory.fsutil import atomic_write, datasync, fsync_dir, storage_error, write_all
 from core.memory.locking import AgentLock
 from core.memory.log_format import (
     HEADER,
@@ -28,8 +31,11 @@ from core.memory.log_format import (
     decode_line,
     encode_entry,
     is_header,
+    normalise_line_ends,
+    parse_or_none,
     utc_timestamp,
 )
+from core.memory.secrets import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +68,12 @@ class LogFile:
 
     def __init__(
         self, path: Path, lock: AgentLock, quarantine_dir: Path, max_entry_bytes: int = 64 * 1024,
-        seq_floor: Callable[[], int] | None = None,
+        seq_floor: Callable[[], int] | None = None, redactor: Callable[[], Redactor] | None = None,
     ) -> None:
-        """``seq_floor()`` returns the highest seq ever handed out (the index's), so none is reused."""
+        """``seq_floor()`` returns the highest seq ever handed out (the index's), so none is reused;
+        ``redactor()`` hides the secrets known now in every line written (see :mod:`core.memory.secrets`)."""
         self.path = path
+        self.redactor = redactor
         self.lock = lock
         self.quarantine_dir = quarantine_dir
         self.max_entry_bytes = max_entry_bytes
@@ -92,6 +100,9 @@ class LogFile:
         if metadata is not None and not isinstance(metadata, dict):
             raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
         check_metadata(metadata)
+        if self.redactor is not None:
+            redactor = self.redactor()
+            text, metadata = redactor(text), redactor(metadata)
         size = len(text.encode("utf-8"))
         if size > self.max_entry_bytes:
             raise ValidationError(
@@ -128,24 +139,48 @@ class LogFile:
         check_entry_type(entry_type)
         with self.lock.hold():
             self.ensure_exists()
+            fd = self._open_for_append()
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise StorageError(f"cannot append to {self.path}: {exc}") from exc
-            try:
+                entry, line = self.build_line(self._last_seq_locked(fd) + 1, entry_type, content, metadata)
+                start = os.fstat(fd).st_size
+                doing = "append to"
                 try:
-                    entry, line = self.build_line(self._last_seq_locked(fd) + 1, entry_type, content, metadata)
                     write_all(fd, line)
-                    self._cache = (_identity(os.fstat(fd)), entry.seq)
-                except OSError as exc:
-                    raise StorageError(f"cannot append to {self.path}: {exc}") from exc
-                try:
                     yield entry
-                finally:
-                    try:
-                        datasync(fd)
-                    except OSError as exc:
-                        raise StorageError(f"cannot flush {self.path}: {exc}") from exc
+                    doing = "flush"
+                    datasync(fd)
+                except BaseException as exc:
+                    self._cut(fd, start)  # refused: nothing of the line stays behind
+                    if isinstance(exc, OSError):
+                        raise storage_error(exc, f"cannot {doing} {self.path}") from exc
+                    raise
+                self._cache = (_identity(os.fstat(fd)), entry.seq)
+            finally:
+                os.close(fd)
+
+    def _cut(self, fd: int, size: int) -> None:
+        """Truncate LOG.md back to ``size`` bytes after a failed append (the lock is held)."""
+        self._cache = None
+        try:
+            os.ftruncate(fd, size)
+            datasync(fd)
+        except OSError as exc:  # the next writer's repair moves the piece to quarantine
+            log.error("could not cut a failed append off %s (%s); it is repaired at the next write", self.path, exc)
+
+    def retract(self, entry: LogEntry) -> bool:
+        """Remove ``entry`` if it is still the last line (a write that depended on it failed); True if removed."""
+        line = encode_entry(entry.seq, entry.ts, entry.type, entry.content, entry.metadata or None)
+        with self.lock.hold():
+            try:
+                fd = os.open(self.path, os.O_RDWR)
+            except OSError as exc:
+                raise storage_error(exc, f"cannot open {self.path}") from exc
+            try:
+                size = os.fstat(fd).st_size
+                if size < len(line) or _read_at(fd, size - len(line), len(line)) != line:
+                    return False
+                self._cut(fd, size - len(line))
+                return True
             finally:
                 os.close(fd)
 
@@ -161,12 +196,28 @@ class LogFile:
             return entry.seq
         return self._header_floor()
 
+    def _open_for_append(self) -> int:
+        """LOG.md opened for appending (the lock is held), its tail repaired first if it lacks a newline."""
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise storage_error(exc, f"cannot append to {self.path}") from exc
+            try:
+                size = os.fstat(fd).st_size
+                if not size or _read_at(fd, size - 1, 1) == b"\n":
+                    return fd
+            except OSError as exc:
+                os.close(fd)
+                raise storage_error(exc, f"cannot read {self.path}") from exc
+            os.close(fd)
+            self._repair_locked()  # may replace the file: it is opened again
+        raise StorageError(f"{self.path} still lacks its final newline after a repair; check the disk")
+
     def _last_seq_locked(self, fd: int) -> int:
         stat = os.fstat(fd)
         if self._cache and self._cache[0] == _identity(stat):
             return self._cache[1]
-        if stat.st_size and _read_at(fd, stat.st_size - 1, 1) != b"\n":
-            self._repair_locked()
         entries = self.tail(1)
         last = entries[0].seq if entries else self._header_floor()
         floor = self.seq_floor() if self.seq_floor is not None else 0
@@ -199,31 +250,33 @@ class LogFile:
 
     def tail(self, n: int = 20) -> list[LogEntry]:
         """Return the last ``n`` readable entries, oldest first, reading from the file's end."""
-        if n <= 0:
-            return []
+        found: list[LogEntry] = []
+        if n > 0:
+            for entry in self.newest_first():
+                found.append(entry)
+                if len(found) >= n:
+                    break
+        return list(reversed(found))
+
+    def newest_first(self) -> Iterator[LogEntry]:
+        """The readable entries from the file's end backwards (read a block at a time, as far as asked)."""
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
-            return []
+            return
         try:
-            size = os.fstat(fd).st_size
-            found: list[LogEntry] = []
-            end = size
+            end = os.fstat(fd).st_size
             carry = b""
-            while end > 0 and len(found) < n:
+            while end > 0:
                 start = max(0, end - _TAIL_BLOCK)
                 block = _read_at(fd, start, end - start) + carry
                 lines = block.split(b"\n")
                 carry = lines[0] if start > 0 else b""
-                body = lines[1:] if start > 0 else lines
-                for raw in reversed(body):
-                    if len(found) >= n:
-                        break
+                for raw in reversed(lines[1:] if start > 0 else lines):
                     entry = parse_or_none(raw)
                     if entry is not None:
-                        found.append(entry)
+                        yield entry
                 end = start
-            return list(reversed(found))
         finally:
             os.close(fd)
 
@@ -236,12 +289,13 @@ class LogFile:
         return scan_bytes(data, self.path)
 
     def repair(self) -> Path | None:
-        """Move a torn or corrupt tail to the quarantine folder; return its file, if any."""
+        """Convert CRLF line ends, restore a stripped final newline, and move a torn or corrupt
+        tail to the quarantine folder; return the quarantine file, if any."""
         with self.lock.hold():
             return None if self._tail_is_sound() else self._repair_locked()
 
     def _tail_is_sound(self) -> bool:
-        """True when the file ends with a newline and its last line is a valid entry or the header."""
+        """True when the file ends with a newline, has LF line ends and its last line is a valid entry or the header."""
         try:
             with open(self.path, "rb") as handle:
                 size = handle.seek(0, os.SEEK_END)
@@ -249,9 +303,11 @@ class LogFile:
                 block = handle.read()
         except FileNotFoundError:
             return True
+        except OSError as exc:
+            raise storage_error(exc, f"cannot read {self.path}") from exc
         if not block:
             return True
-        if not block.endswith(b"\n"):
+        if not block.endswith(b"\n") or b"\r\n" in block:
             return False
         last = block[:-1].rsplit(b"\n", 1)[-1]
         if len(block) < size and b"\n" not in block[:-1]:
@@ -263,6 +319,12 @@ class LogFile:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise storage_error(exc, f"cannot read {self.path}") from exc
+        fixed = normalise_line_ends(data)
+        if fixed != data:
+            self._rewrite(fixed, "restored LF line ends and the final newline of its whole entries")
+            data = fixed
         keep = len(data)
         if not data.endswith(b"\n"):
             keep = data.rfind(b"\n") + 1
@@ -278,19 +340,27 @@ class LogFile:
             return None
         seqs = [int(s) for s in _SEQ_PREFIX.findall(data[keep:])]
         self._quarantined_seq = max([self._quarantined_seq, *seqs])
-        self.quarantine_dir.mkdir(parents=True, exist_ok=True)
         target = self.quarantine_dir / f"LOG-tail-{utc_timestamp().replace(':', '')}-{os.getpid()}.md"
-        atomic_write(target, data[keep:])
-        with open(self.path, "r+b") as handle:
-            handle.truncate(keep)
-            handle.flush()
-            os.fsync(handle.fileno())
-        fsync_dir(self.path.parent)
+        try:
+            self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, data[keep:])
+            with open(self.path, "r+b") as handle:
+                handle.truncate(keep)
+                handle.flush()
+                os.fsync(handle.fileno())
+            fsync_dir(self.path.parent)
+        except OSError as exc:
+            raise storage_error(exc, f"cannot move the torn tail of {self.path} to {target}") from exc
         self._cache = None
         log.warning(
             "LOG.md had a torn tail of %d bytes; moved it to %s", len(data) - keep, target
         )
         return target
+
+    def _rewrite(self, data: bytes, what: str) -> None:
+        atomic_write(self.path, data)
+        self._cache = None
+        log.warning("LOG.md %s: %s", what, self.path)
 
 
 def scan_bytes(data: bytes, where: object) -> ScanResult:
@@ -302,7 +372,7 @@ def scan_bytes(data: bytes, where: object) -> ScanResult:
         start, offset = offset, offset + len(raw) + 1
         if not raw or (line_no == 1 and is_header(raw)):
             continue
-        if not complete:
+        if not complete and parse_or_none(raw) is None:
             result.bad_lines.append(BadLine(line_no, start, "torn line (no newline)"))
             continue
         try:
@@ -321,13 +391,3 @@ def _identity(stat: os.stat_result) -> tuple[int, int, int]:
 
 def _read_at(fd: int, offset: int, length: int) -> bytes:
     return os.pread(fd, length, offset)
-
-
-def parse_or_none(raw: bytes) -> LogEntry | None:
-    """The entry on one line (without its newline), or None for a header, blank or damaged line."""
-    if not raw or is_header(raw):
-        return None
-    try:
-        return decode_line(raw)
-    except CorruptionError:
-        return None

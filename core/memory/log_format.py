@@ -4,12 +4,19 @@
 
 The CRC is ``zlib.crc32`` of the UTF-8 bytes before `` crc32=``. The JSON object
 holds ``text`` (the content) and ``meta`` (when given). An optional first line
-``<!-- ... -->`` is a header.
+``<!-- ... -->`` is a header. A line may end in ``\r\n`` (an editor's): it reads the same.
+
+Some entries are the system's own records, which the memory and the engine act on
+(a compaction reservation, a run's end, a saved fact): their types (``SYSTEM_TYPES``)
+and metadata keys (``SYSTEM_META_KEYS``) can only be written through the system's
+path, never by a skill (:func:`check_writer`). A new system record is one more name
+in ``ENTRY_TYPES`` and ``SYSTEM_TYPES``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -30,8 +37,20 @@ ENTRY_TYPES = (
     "NOW_UPDATE",
     "SUMMARY",
     "INTERRUPTED",
+    "FACT",
     "FORGET",
 )
+
+SYSTEM_TYPES = frozenset({
+    "RUN_START", "RUN_END", "INTERRUPTED", "STEP_START", "STEP_END", "NOW_UPDATE", "SUMMARY", "FACT", "FORGET",
+})
+"""Entry types only the system writes: run and step markers, NOW.md's updates, compaction
+summaries, the record of every fact saved or deleted and of every forget."""
+SYSTEM_META_KEYS = frozenset({"compaction", "run_id", "turn_id", "call_id"})
+"""Metadata keys only the system sets: a compaction's reservation, and the ids by which the
+engine finds its own entries again after a restart (a forged one would skip a tool call)."""
+
+_ARCHIVE_PATH = re.compile(r"archive/LOG-(\d+)-(\d+)\.md")
 
 HEADER = "<!-- AgentOS LOG.md v1: one entry a line: - <seq> <utc-ts> <TYPE> <json> crc32=<hex> -->\n"
 CRC_MARK = b" crc32="
@@ -62,6 +81,20 @@ class LogEntry:
             "content": self.content,
             "metadata": dict(self.metadata),
         }
+
+
+def is_compaction_summary(entry: LogEntry) -> bool:
+    """True for a SUMMARY a compaction wrote: it names its archive, the seqs it covers and the archive's sha256."""
+    meta = entry.metadata
+    covers = meta.get("covers")
+    archive = meta.get("archive")
+    return (
+        entry.type == "SUMMARY"
+        and isinstance(covers, list) and len(covers) == 2
+        and all(isinstance(c, int) and not isinstance(c, bool) for c in covers)
+        and isinstance(archive, str) and _ARCHIVE_PATH.fullmatch(archive) is not None
+        and isinstance(meta.get("sha256"), str)
+    )
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:
@@ -113,6 +146,17 @@ def check_entry_type(entry_type: object) -> str:
     return entry_type  # type: ignore[return-value]
 
 
+def check_writer(entry_type: str, metadata: dict[str, Any] | None) -> None:
+    """Raise ValidationError, naming what is reserved, if a non-system writer uses a system type or key."""
+    if entry_type in SYSTEM_TYPES:
+        allowed = ", ".join(t for t in ENTRY_TYPES if t not in SYSTEM_TYPES)
+        raise ValidationError(f"LOG entry type {entry_type} is written only by the system; use one of: {allowed}")
+    reserved = sorted(SYSTEM_META_KEYS.intersection(metadata or {}))
+    if reserved:
+        raise ValidationError(f"LOG entry metadata key(s) {', '.join(reserved)} are set only by the system; "
+                              "rename them (e.g. my_run_id)")
+
+
 def encode_entry(
     seq: int, ts: str, entry_type: str, content: str, metadata: dict[str, Any] | None
 ) -> bytes:
@@ -132,6 +176,8 @@ def encode_entry(
 
 def decode_line(line: bytes) -> LogEntry:
     """Parse one entry line (without its newline); raise CorruptionError if it is damaged."""
+    if line.endswith(b"\r"):
+        line = line[:-1]
     head, mark, crc = line.rpartition(CRC_MARK)
     if not mark or len(crc) != 8:
         raise CorruptionError("entry has no crc32 field")
@@ -151,3 +197,32 @@ def decode_line(line: bytes) -> LogEntry:
 def is_header(line: bytes) -> bool:
     """True for the optional ``<!-- ... -->`` first line."""
     return line.startswith(b"<!--") and line.rstrip().endswith(b"-->")
+
+
+def normalise_line_ends(data: bytes) -> bytes:
+    """``data`` with CRLF line ends turned into LF and a newline after a whole last entry that lacks one.
+
+    Only lines that then read as entries (or the header) change: anything else is left for the
+    tail repair to judge.
+    """
+    lines = data.split(b"\n")
+    last = lines.pop()  # after the final newline: b"" unless it was stripped (or torn)
+    for number, raw in enumerate(lines):
+        if raw.endswith(b"\r") and (parse_or_none(raw[:-1]) is not None or is_header(raw[:-1])):
+            lines[number] = raw[:-1]
+    text = b"\n".join(lines) + (b"\n" if lines else b"")
+    bare = last[:-1] if last.endswith(b"\r") else last
+    if last and (parse_or_none(bare) is not None or is_header(bare)):
+        return text + bare + b"\n"  # a whole entry: its CRC proves nothing is missing but the newline
+    return text + last
+
+
+def parse_or_none(raw: bytes) -> LogEntry | None:
+    """The entry on one line (without its newline; a CR before it is allowed), or None for a header,
+    blank or damaged line."""
+    if not raw or is_header(raw):
+        return None
+    try:
+        return decode_line(raw)
+    except CorruptionError:
+        return None

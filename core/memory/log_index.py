@@ -1,16 +1,24 @@
 """``log_metadata``: an index of LOG.md entries in memory.db, rebuildable from the files.
 
-The index lags LOG.md only if a process died between the two writes; every
-open reconciles it, and :func:`rebuild` recreates it from LOG.md and the
-archives.
+LOG.md is the truth: an entry is written (and flushed) first and indexed after,
+so the index may lag LOG.md but never leads it. It lags when a process died
+between the two writes or memory.db refused the second; it catches up at the
+next open (:func:`reconcile`) or the next append (:func:`index_appended`), and
+:func:`rebuild` recreates it from LOG.md and the archives.
+
+A system record that changes memory.db (a FACT or FORGET entry) is applied in the same
+transaction that indexes it, so "indexed" means "applied": one that was logged
+but never applied is applied when the index catches up.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
+from core.memory import facts, forgetting
 from core.memory.db import Database
 from core.memory.log_file import LogFile
 from core.memory.log_format import LogEntry
@@ -19,6 +27,11 @@ from core.memory.tokens import estimate_tokens
 _INSERT = """INSERT OR IGNORE INTO log_metadata
     (id, timestamp, entry_type, content_hash, compacted, token_count, run_id, archive_id)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
+
+APPLY: dict[str, Callable[[sqlite3.Connection, LogEntry], object]] = {
+    "FACT": facts.apply_entry, "FORGET": forgetting.apply_entry,
+}
+"""System records that change memory.db, by entry type: applied when first indexed."""
 
 
 def _row(entry: LogEntry, archive_id: str | None = None) -> tuple:
@@ -35,18 +48,47 @@ def _row(entry: LogEntry, archive_id: str | None = None) -> tuple:
     )
 
 
-def record(db: Database, entries: Iterable[LogEntry], archive_id: str | None = None) -> int:
-    """Index ``entries`` (already indexed seqs are skipped); return how many rows were added."""
-    rows = [_row(e, archive_id) for e in entries]
+def insert(conn: sqlite3.Connection, entries: Iterable[LogEntry], archive_id: str | None = None,
+           apply: bool = True) -> int:
+    """Index ``entries`` in the caller's transaction, applying the system records not indexed before.
+
+    Returns how many rows were added (already indexed seqs are skipped).
+    """
+    added = 0
+    for entry in entries:
+        if conn.execute(_INSERT, _row(entry, archive_id)).rowcount:
+            added += 1
+            applier = APPLY.get(entry.type) if apply else None
+            if applier is not None:
+                applier(conn, entry)
+    return added
+
+
+def record(db: Database, entries: Iterable[LogEntry], archive_id: str | None = None, apply: bool = True) -> int:
+    """Index ``entries`` in one transaction (see :func:`insert`); return how many rows were added."""
+    entries = list(entries)
     with db.transaction() as conn:
-        before = conn.total_changes
-        conn.executemany(_INSERT, rows)
-        return conn.total_changes - before
+        return insert(conn, entries, archive_id, apply)
 
 
 def last_indexed_seq(db: Database) -> int:
     """The highest seq in the index (0 when empty)."""
     return db.conn.execute("SELECT coalesce(max(id), 0) FROM log_metadata").fetchone()[0]
+
+
+def catch_up(conn: sqlite3.Connection, log_file: LogFile, before: int | None = None) -> int:
+    """In the caller's transaction, index (and apply) the LOG.md entries the index lacks, those before seq
+    ``before`` only if given; cheap when it lacks none (one query). Return how many were added."""
+    last = conn.execute("SELECT coalesce(max(id), 0) FROM log_metadata").fetchone()[0]
+    if last >= (log_file.last_seq() if before is None else before - 1):
+        return 0
+    return insert(conn, [e for e in log_file.scan().entries if before is None or e.seq < before])
+
+
+def index_appended(db: Database, log_file: LogFile, entry: LogEntry) -> int:
+    """Index an entry just appended, after any the index lacks before it (an earlier failed indexing)."""
+    with db.transaction() as conn:
+        return catch_up(conn, log_file, entry.seq) + insert(conn, [entry])
 
 
 def reconcile(db: Database, log_file: LogFile) -> int:
@@ -56,15 +98,20 @@ def reconcile(db: Database, log_file: LogFile) -> int:
     return record(db, log_file.scan().entries)
 
 
-def rebuild(db: Database, log_file: LogFile, archives: Iterable[tuple[str, Path]] = ()) -> int:
-    """Recreate the whole index from the archives ``(archive_id, path)`` and LOG.md."""
+def rebuild(db: Database, log_file: LogFile, archives: Iterable[tuple[str, Path]] = (),
+            apply: bool = False) -> int:
+    """Recreate the whole index from the archives ``(archive_id, path)`` and LOG.md.
+
+    ``apply`` replays the system records too (facts), in seq order: for a memory.db
+    rebuilt from nothing. With the database intact they are already applied.
+    """
     with db.transaction() as conn:
         conn.execute("DELETE FROM log_metadata")
     total = 0
     for archive_id, path in archives:
         archived = LogFile(path, log_file.lock, log_file.quarantine_dir)
-        total += record(db, archived.scan().entries, archive_id)
-    return total + record(db, log_file.scan().entries)
+        total += record(db, archived.scan().entries, archive_id, apply)
+    return total + record(db, log_file.scan().entries, None, apply)
 
 
 def interrupted_runs(db: Database) -> list[dict]:
@@ -79,11 +126,19 @@ def interrupted_runs(db: Database) -> list[dict]:
     return [{"run_id": r["run_id"], "seq": r["seq"], "started_at": r["timestamp"]} for r in rows]
 
 
+def newer_now_update(db: Database, seq: int) -> int | None:
+    """The seq of the newest NOW_UPDATE indexed after ``seq``, if any (NOW.md was not replaced after it)."""
+    row = db.conn.execute(
+        "SELECT max(id) FROM log_metadata WHERE entry_type = 'NOW_UPDATE' AND id > ?", (seq,)
+    ).fetchone()
+    return row[0]
+
+
 def mark_compacted(db: Database, archived: Iterable[LogEntry], archive_id: str, summary: LogEntry) -> None:
     """Index a compaction: ``archived`` entries now live in ``archive_id``; ``summary`` took its seq."""
     archived = list(archived)
     with db.transaction() as conn:
-        conn.executemany(_INSERT, [_row(e, archive_id) for e in archived])
+        insert(conn, archived, archive_id)
         if archived:
             conn.execute(
                 "UPDATE log_metadata SET compacted = 1, archive_id = ? WHERE id BETWEEN ? AND ?",

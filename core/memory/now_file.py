@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from core.errors import CorruptionError, StorageError, ValidationError
-from core.memory.fsutil import StagedFile
+from core.errors import CorruptionError, ValidationError
+from core.memory.fsutil import StagedFile, storage_error
 from core.memory.log_format import check_text
 
 SCHEMA = "agentos.now/1"
@@ -179,19 +179,43 @@ def parse(text: str, agent: str) -> NowState:
             plan.append(PlanStep(match.group(2), match.group(1) != " "))
     blockers = tuple(line[2:] for line in sections.get("Blockers", []) if line.startswith("- "))
     hint = "\n".join(sections.get("Resume hint", [])).strip()
+    run_id = front.get("run_id")
     return NowState(
-        agent=str(front.get("agent") or agent),
-        version=int(front.get("version") or 0),
-        updated_at=str(front.get("updated_at") or ""),
-        run_id=front.get("run_id"),
-        status=str(front.get("status") or "idle"),
-        objective=str(front.get("objective") or ""),
-        current_step=str(front.get("current_step") or ""),
-        log_seq=int(front.get("log_seq") or 0),
+        agent=_text(front, "agent") or agent,
+        version=_count(front, "version"),
+        updated_at=_text(front, "updated_at"),
+        run_id=None if run_id is None else _text(front, "run_id"),
+        status=_status(front),
+        objective=_text(front, "objective"),
+        current_step=_text(front, "current_step"),
+        log_seq=_count(front, "log_seq"),
         plan=tuple(plan),
         blockers=blockers,
         resume_hint="" if hint == "(none)" else hint,
     )
+
+
+def _count(front: dict, name: str) -> int:
+    value = front.get(name) or 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEQ:
+        raise CorruptionError(f"NOW.md front matter: {name} must be a whole number, got {value!r}")
+    return value
+
+
+def _text(front: dict, name: str) -> str:
+    value = front.get(name)
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list, set)):
+        raise CorruptionError(f"NOW.md front matter: {name} must be text, got {value!r}")
+    return str(value)  # YAML may read an unquoted time or number: its text is what was meant
+
+
+def _status(front: dict) -> str:
+    status = _text(front, "status") or "idle"
+    if status not in STATUSES:
+        raise CorruptionError(f"NOW.md front matter: status must be one of {', '.join(STATUSES)}, got {status!r}")
+    return status
 
 
 _SECTIONS = ("Objective", "Plan", "Blockers", "Resume hint")
@@ -220,8 +244,10 @@ def load(path: Path, agent: str) -> tuple[NowState, str]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return NowState(agent=agent), ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StorageError(f"cannot read {path}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CorruptionError(f"NOW.md is not UTF-8 text: {exc}") from exc
+    except OSError as exc:
+        raise storage_error(exc, f"cannot read {path}") from exc
     return _parse_cached(text, agent), text
 
 

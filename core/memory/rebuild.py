@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from core.memory import forgetting
 from core.memory.cold_index import Progress
 from core.memory.log_file import scan_bytes
+from core.memory.log_format import is_compaction_summary
 
 if TYPE_CHECKING:
     from core.memory_manager import MemoryManager
@@ -44,7 +45,7 @@ def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> R
     with cold.compactor.exclusive(wait=True):
         cold.compactor.finish_pending()
         log_rows = manager.rebuild_log_index()
-        compactions = _rebuild_history(manager)
+        compactions = rebuild_history(manager)
         cold.indexer.mark_all_pending()
         forgetting.replay(manager.db, _log_sources(manager))
         store = cold.store()
@@ -57,17 +58,21 @@ def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> R
 
 
 def _log_sources(manager: "MemoryManager") -> list[tuple[Path, bytes]]:
-    """The archives, oldest first, then LOG.md, with their bytes."""
-    archives = sorted(manager.paths.archive_dir.glob("LOG-*.md"), key=archive_first_seq)
-    return [(p, p.read_bytes()) for p in archives] + [(manager.paths.log_file, manager.paths.log_file.read_bytes())]
+    """Damaged archives set aside in quarantine, the archives oldest first, then LOG.md, with their bytes."""
+    from core.memory.recovery import archives
+
+    damaged = sorted(manager.paths.quarantine_dir.glob("LOG-*-damaged-*.md"))
+    sources = [(p, p.read_bytes()) for p in [*damaged, *archives(manager)]]
+    return [*sources, (manager.paths.log_file, manager.paths.log_file.read_bytes())]
 
 
-def _rebuild_history(manager: "MemoryManager") -> int:
-    """Record a ``compaction_history`` row for every SUMMARY entry found in the files."""
+def rebuild_history(manager: "MemoryManager") -> int:
+    """Record a ``compaction_history`` row for every SUMMARY entry found in the files (damaged archives set
+    aside in quarantine included: the compactions they record stay known, and reported as damaged)."""
     recorded = 0
     for path, data in _log_sources(manager):
         for entry in scan_bytes(data, path).entries:
-            if entry.type == "SUMMARY" and "covers" in entry.metadata and "archive" in entry.metadata:
+            if is_compaction_summary(entry):
                 archive_id = Path(entry.metadata["archive"]).stem
                 manager.cold.compactor.record(archive_id, entry, entry.metadata.get("source_bytes", 0), 0)
                 recorded += 1

@@ -246,12 +246,10 @@ class DocIndex:
     def terms(self, text: str) -> list[str]:
         """``text``'s words as the index stores them (lower case, Porter-stemmed), stop words left out."""
         conn = self.db.conn
-        try:
-            conn.execute("INSERT INTO temp.recall_stem (rowid, t) VALUES (1, ?)", (text,))
-        except sqlite3.OperationalError:
-            conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.recall_stem USING fts5 (t, tokenize = 'porter unicode61')")
-            conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.recall_stem_terms USING fts5vocab (temp, recall_stem, 'row')")
-            conn.execute("INSERT INTO temp.recall_stem (rowid, t) VALUES (1, ?)", (text,))
+        # A scratch FTS5 table of this connection stems the text exactly as the index does.
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.recall_stem USING fts5 (t, tokenize = 'porter unicode61')")
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.recall_stem_terms USING fts5vocab (temp, recall_stem, 'row')")
+        conn.execute("INSERT INTO temp.recall_stem (rowid, t) VALUES (1, ?)", (text,))
         try:
             terms = [row[0] for row in conn.execute("SELECT term FROM temp.recall_stem_terms")]
         finally:

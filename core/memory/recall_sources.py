@@ -11,6 +11,7 @@ never turned into docs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import datetime
 from typing import Any
@@ -27,8 +28,9 @@ THREAD_KEYS = ("conversation", "conversation_id", "session", "session_id", "thre
 """Metadata keys that name the conversation or session a note belongs to."""
 DATE_KEYS = ("occurred_at", "date", "time", "timestamp", "datetime", "date_time")
 """Metadata keys that say when a note happened (ISO-8601 or written like "1:56 pm on 8 May, 2023")."""
-UNINDEXED_TYPES = frozenset({"NOW_UPDATE", "STEP_START", "STEP_END", "INTERRUPTED", "SUMMARY", "FORGET"})
-"""LOG.md entry types that are bookkeeping, not memories (a SUMMARY is indexed as its compaction's summary)."""
+UNINDEXED_TYPES = frozenset({"NOW_UPDATE", "STEP_START", "STEP_END", "INTERRUPTED", "SUMMARY", "FORGET", "FACT"})
+"""LOG.md entry types that are bookkeeping, not memories (a SUMMARY is indexed as its compaction's summary, a
+FACT record as the fact itself, whose current value alone is recalled)."""
 MESSAGE_ROLES = ("user", "assistant")
 
 
@@ -75,6 +77,11 @@ def context_words(speaker: str, occurred_at: str, text: str) -> str:
     moment = datetime.fromisoformat(occurred_at.replace("Z", "+00:00"))
     words = [speaker, day_words(moment), *relative_dates(text, moment)]
     return " ; ".join(w for w in words if w)
+
+
+def content_key(kind: str, text: str, metadata_json: str, occurred_at: str | None) -> str:
+    """What makes two notes the same memory: kind, words (whitespace aside), metadata and time."""
+    return hashlib.sha256("\0".join((kind, " ".join(text.split()), metadata_json, occurred_at or "")).encode()).hexdigest()
 
 
 def note_doc(row: Any, secrets: list[str]) -> Doc:

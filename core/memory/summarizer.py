@@ -97,9 +97,13 @@ class LogSummarizer:
         """Set when the memory closes: a waiting model call gives up and the deterministic summary is used."""
         self.calls = 0
         """Model calls made by the last :meth:`summarize`."""
+        self.failures = 0
+        """Model failures (errors, time-outs, unusable or twice over-long replies) in the last
+        :meth:`summarize`; after the first, its remaining pieces are summarised deterministically
+        without asking the model again."""
 
     def summarize(self, entries: Sequence[LogEntry]) -> Summary:
-        self.calls = 0
+        self.calls = self.failures = 0
         if self.generate is None:
             log.warning("no LLM backend for LOG.md compaction: using the deterministic summary")
             return self.deterministic(entries)
@@ -114,9 +118,12 @@ class LogSummarizer:
         def merge(text: str, round_: int) -> str:
             return self._merge(model, entries, text)
 
+        if self.failures:
+            return self.deterministic(entries)
         try:
             merged, calls = reduce([p.text for p in partial], room, merge)
         except SummarizerError as exc:
+            self.failures += 1
             log.warning("merging the LOG.md summaries failed (%s): using the deterministic summary", exc)
             return self.deterministic(entries)
         methods = {p.method for p in partial}
@@ -127,6 +134,8 @@ class LogSummarizer:
         """One piece that fits: normal prompt, aggressive prompt, then the deterministic extract."""
         source = sum(len(render_entry(e)) + 1 for e in entries)
         target = max(50, min(target, source // 12))
+        if self.failures:  # the model already failed in this compaction: do not wait on it again
+            return self.deterministic(entries, target)
 
         def ask(prompt: str) -> str:  # an answer not shorter than the piece is over the target: it escalates
             self.calls += 1
@@ -136,9 +145,11 @@ class LogSummarizer:
         try:
             found = escalate(ask, prompts, target)
         except SummarizerError as exc:
+            self.failures += 1
             log.warning("LLM summary failed (%s): using the deterministic summary", exc)
             return self.deterministic(entries, target)
-        if found is None:
+        if found is None:  # twice over the target: a model that will not keep to it, counted as failing
+            self.failures += 1
             log.warning("LLM summaries over %d tokens: using the deterministic summary", target)
             return self.deterministic(entries, target)
         index, text = found

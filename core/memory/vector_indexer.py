@@ -9,13 +9,15 @@ Crash safety: a doc's ``vector_state`` is set only after its vector is in
 LanceDB, and LanceDB rows are upserted by doc id, so a SIGKILL at any point
 leaves work that the next start redoes, never a missing or doubled row. The
 thread stops between batches when the cold tier closes, or at interpreter
-exit, so a process exits cleanly while it runs.
+exit (the cold tier's exit hook, :mod:`core.memory.cold_memory`), so a process
+exits cleanly while it runs.
 """
 
 from __future__ import annotations
 
-import atexit
+import json
 import logging
+import os
 import threading
 import time
 import weakref
@@ -36,9 +38,6 @@ RETRY_AFTER_S = 5.0
 CONTEXT_CHARS = 300
 """How much of the previous memory of the same thread goes into a memory's vector."""
 
-_live: "weakref.WeakSet[BackgroundIndexer]" = weakref.WeakSet()
-
-
 def embedding_text(doc: Doc, previous: Doc | None) -> str:
     """What a doc's vector is computed from: who said it and what, after what was said just before."""
     said = f"{doc.speaker}: {doc.text}" if doc.speaker else doc.text
@@ -49,13 +48,64 @@ def embedding_text(doc: Doc, previous: Doc | None) -> str:
 
 
 def vector_row(doc: Doc, previous: Doc | None) -> VectorRow:
-    """The cold store's row of a doc: its vector's text, and what the vector search filters on."""
+    """The cold store's row of a doc: its vector's text, what the vector search filters on, and the memory."""
+    memory = {"text": doc.text, "metadata": doc.metadata, "created_at": doc.created_at,
+              "occurred_at": doc.occurred_at, "expires_at": doc.expires_at}
     return VectorRow(id=doc.id, kind=doc.kind, text=embedding_text(doc, previous), source=doc.source,
-                     occurred_at=doc.occurred_at)
+                     occurred_at=doc.occurred_at, memory=json.dumps(memory, ensure_ascii=False, sort_keys=True))
+
+
+_running: "weakref.WeakSet[BackgroundIndexer]" = weakref.WeakSet()
+_paused: list[BackgroundIndexer] = []
+_fork_hooks_registered = False
+
+
+def _pause_all_before_fork() -> None:
+    """Before a fork: wait until no indexer thread is inside a step. A thread forked while it holds
+    one of SQLite's (or LanceDB's) internal locks would leave that lock held forever in the child."""
+    _paused[:] = list(_running)
+    for indexer in _paused:
+        indexer._step.acquire()
+
+
+def _resume_all_after_fork() -> None:
+    for indexer in _paused:
+        indexer._step.release()
+    _paused.clear()
+
+
+def _forget_all_after_fork() -> None:
+    """In a forked child the parent's indexers (and their paused steps) are not the child's."""
+    _paused.clear()
+    _running.clear()
+
+
+def close_all(deadline: float) -> None:
+    """Stop every indexer of this process between batches (also those of cold tiers never closed) and
+    wait for them until ``deadline`` (a ``time.monotonic()`` value)."""
+    indexers = list(_running)
+    for indexer in indexers:
+        indexer.stop()
+    for indexer in indexers:
+        indexer.close(max(0.0, deadline - time.monotonic()))
+
+
+def _track(indexer: BackgroundIndexer) -> None:
+    """Pause ``indexer`` at forks (the hooks are registered with the first indexer of a process)."""
+    global _fork_hooks_registered
+    if not _fork_hooks_registered:
+        os.register_at_fork(before=_pause_all_before_fork, after_in_parent=_resume_all_after_fork,
+                            after_in_child=_forget_all_after_fork)
+        _fork_hooks_registered = True
+    _running.add(indexer)
 
 
 class BackgroundIndexer:
-    """One thread that runs ``index_docs`` and then embeds pending docs until none are left."""
+    """One thread that runs ``index_docs`` and then embeds pending docs until none are left.
+
+    Each step (indexing the sources, one batch of vectors) runs under ``_step``, which a fork in
+    another thread waits for, so a forked child never inherits a half-done SQLite or LanceDB call.
+    """
 
     def __init__(self, docs: DocIndex, store: Callable[[], ColdStore], index_docs: Callable[[], int],
                  name: str) -> None:
@@ -69,6 +119,7 @@ class BackgroundIndexer:
         self._busy = False
         self._thread: threading.Thread | None = None
         self._guard = threading.Lock()
+        self._step = threading.Lock()
         self.last_error: str | None = None
         """The last failure of a batch (cleared by the next success)."""
 
@@ -79,9 +130,9 @@ class BackgroundIndexer:
         with self._guard:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name=f"agentos-recall-{self._name}", daemon=True)
+                _track(self)
                 self._busy = True
                 self._thread.start()
-                _live.add(self)
         self._wake.set()
 
     def _run(self) -> None:
@@ -89,9 +140,12 @@ class BackgroundIndexer:
             self._set_busy(True)
             failed = False
             try:
-                self._index_docs()
-                while not self._stop.is_set() and self.embed_batch():
-                    pass
+                with self._step:
+                    self._index_docs()
+                while not self._stop.is_set():
+                    with self._step:
+                        if not self.embed_batch():
+                            break
                 self.last_error = None
             except EmbedderMismatchError as exc:
                 self.last_error = str(exc)
@@ -145,10 +199,14 @@ class BackgroundIndexer:
             if pending:
                 self._wake.set()
 
-    def close(self, timeout: float | None = 60.0) -> None:
-        """Stop after the batch in progress and wait for the thread."""
+    def stop(self) -> None:
+        """Ask the thread to stop after the batch in progress (without waiting for it)."""
         self._stop.set()
         self._wake.set()
+
+    def close(self, timeout: float | None = 60.0) -> None:
+        """Stop after the batch in progress and wait for the thread (at most ``timeout`` s)."""
+        self.stop()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
@@ -157,15 +215,3 @@ class BackgroundIndexer:
 EXIT_WAIT_S = 10.0
 """At interpreter exit, how long in all to wait for indexers to finish their batch (a batch killed
 half-way is redone at the next start, so exit never waits for a stuck embedder)."""
-
-
-@atexit.register
-def _stop_all() -> None:
-    """At interpreter exit, let the indexers finish their batch instead of dying inside LanceDB."""
-    indexers = list(_live)
-    for indexer in indexers:
-        indexer._stop.set()
-        indexer._wake.set()
-    deadline = time.monotonic() + EXIT_WAIT_S
-    for indexer in indexers:
-        indexer.close(timeout=max(0.0, deadline - time.monotonic()))

@@ -19,8 +19,15 @@ SCAN_ENTRIES = 400
 """How far back in LOG.md a node looks for what it already did."""
 RESULT_PREVIEW_CHARS = 2000
 
+_SECRET_WORDS = (
+    r"(?:(?:api|access|secret|private|ssh|license|encryption)[ _-]?)?keys?|credentials?|passwords?|passwd"
+    r"|pass[ _-]?phrases?|pass[ _-]?codes?|pins?(?:[ _-]?(?:codes?|numbers?))?|tokens?|secrets?"
+    r"|(?:security|access|auth|authentication|verification|recovery)[ _-]?codes?|otp|cvv|cvc"
+)
+# "<word> is X", "<word>: X", "<word>=X", "<word> for <something> is X"; a quoted value is taken whole.
 _CREDENTIAL = re.compile(
-    r"(?i)\b(api[ _-]?key|password|passwd|passphrase|token|secret|pin)(\s*(?:is|=|:)\s*)(\S+)"
+    rf"(?i)\b({_SECRET_WORDS})((?:\s+(?:for|of|to|on|at)\s+[\w.@:/-]+)?\s*(?:\b(?:is|are|was)\b|=|:)\s*)"
+    r"(\"[^\"]*\"|'[^']*'|\S+)"
 )
 
 
@@ -48,8 +55,8 @@ class Runtime:
     model's reply as it streams; None when nobody watches."""
 
     def log(self, entry_type: str, content: Any, **meta: Any) -> int:
-        """Append to LOG.md with the run id in the metadata."""
-        return self.manager.append_log(entry_type, content, {"run_id": self.run_id, **meta})
+        """Append to LOG.md as the system, with the run id in the metadata (the engine finds its own entries by it)."""
+        return self.manager.append_system(entry_type, content, {"run_id": self.run_id, **meta})
 
     def logged(self, entry_type: str, key: str) -> dict[Any, dict[str, Any]]:
         """Recent LOG entries of ``entry_type`` by their metadata ``key`` (the newest wins), in one read."""
@@ -61,10 +68,11 @@ class Runtime:
 
 
 def mask_credentials(text: str) -> str:
-    """Hide values that follow words like "API key is" before they reach NOW.md or the log.
+    """Hide values that follow words like "API key is" or "pin code:" before they reach NOW.md or the log.
 
-    The secret fact a model saves is redacted everywhere by the memory manager, but
-    the user's request is written before any fact exists; this covers that gap.
+    The user's request is logged before the model saves its secret, so this masks the obvious
+    phrasings at once. It is not the only defence: a secret saved later is scrubbed from
+    everything that holds it (:mod:`core.memory.scrub`), however it was phrased.
     """
     return _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 

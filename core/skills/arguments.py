@@ -12,6 +12,7 @@ hand, with a JSON schema and no type hints, is checked against its schema with `
 from __future__ import annotations
 
 import inspect
+import json
 import typing
 from typing import Any, Callable
 
@@ -75,6 +76,11 @@ class Arguments:
             arguments = {}
         if not isinstance(arguments, dict):
             raise ToolArgumentError(f"{self.tool}: arguments must be a JSON object, got {type(arguments).__name__}")
+        try:  # a model's call is JSON: a set, bytes or an object here is a caller's mistake
+            json.dumps(arguments, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ToolArgumentError(f"{self.tool}: arguments must be JSON data (objects, lists, text, numbers, "
+                                    f"true/false/null): {exc}") from exc
         bound = [name for name in BOUND_PARAMETERS if name in arguments]
         if bound:
             raise ToolArgumentError(f"{self.tool}: {', '.join(bound)} is fixed by the engine or server that runs the tool, not an argument")

@@ -1,22 +1,32 @@
 """Workspace file tools: read, write and list files inside ``agents/<name>/workspace/`` only.
 
 A path is refused (ToolArgumentError, nothing touched) when it is absolute,
-contains ``..``, or resolves (through symlinks) outside the workspace.
+contains ``..`` or a NUL character, is longer than the file system allows
+(``MAX_NAME_BYTES`` a name, ``MAX_PATH_CHARS`` in all), or resolves (through
+symlinks) outside the workspace. A write is atomic; the temp file of a write whose
+process was killed is removed when the tools are next built.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from core.errors import NotFoundError, ToolArgumentError
-from core.memory.fsutil import atomic_write
+from core.memory.fsutil import atomic_write, remove_orphan_temp_files, storage_error
 from core.memory.log_format import check_text
+
+log = logging.getLogger(__name__)
 
 MAX_READ_BYTES = 256 * 1024
 MAX_WRITE_BYTES = 1024 * 1024
 MAX_LISTED = 500
+MAX_NAME_BYTES = 255
+"""Longest file or folder name (UTF-8 bytes), as on ext4, APFS and most file systems."""
+MAX_PATH_CHARS = 1024
+"""Longest workspace-relative path."""
 
 
 class Workspace:
@@ -25,16 +35,34 @@ class Workspace:
     def __init__(self, root: Path) -> None:
         self.root = root
 
+    def sweep(self) -> list[Path]:
+        """Remove the temp files that killed writes left in the workspace; return them."""
+        removed = remove_orphan_temp_files(self.root)
+        for tmp in removed:
+            log.warning("removed %s, left by a file write whose process was killed", tmp)
+        return removed
+
     def resolve(self, path: object) -> Path:
         """The absolute path of a workspace-relative ``path``; ToolArgumentError if it would escape."""
         if not isinstance(path, str) or not path.strip():
             raise ToolArgumentError("path must be a non-empty workspace-relative string, e.g. notes/plan.md")
+        if "\x00" in path:
+            raise ToolArgumentError("path contains a NUL character: give a plain workspace-relative path")
+        if len(path) > MAX_PATH_CHARS:
+            raise ToolArgumentError(f"path is {len(path)} characters; the limit is {MAX_PATH_CHARS}")
         pure = PurePosixPath(path.replace("\\", "/"))
+        long = [part for part in pure.parts if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES]
+        if long:
+            raise ToolArgumentError(f"the name {long[0][:40]!r}... is longer than {MAX_NAME_BYTES} bytes: "
+                                    "use a shorter file name")
         if pure.is_absolute() or os.path.isabs(path):
             raise ToolArgumentError(f"path {path!r} is absolute: give a path relative to the workspace")
         if ".." in pure.parts:
             raise ToolArgumentError(f"path {path!r} contains '..': stay inside the workspace")
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise storage_error(exc, f"cannot create the workspace {self.root}") from exc
         root = self.root.resolve()
         target = (root / pure).resolve()
         if target != root and not target.is_relative_to(root):
@@ -50,7 +78,10 @@ class Workspace:
         target = self.resolve(path)
         if not target.is_file():
             raise NotFoundError(f"no file {path!r} in the workspace; use list_files to see what exists")
-        data = target.read_bytes()
+        try:
+            data = target.read_bytes()
+        except OSError as exc:
+            raise storage_error(exc, f"cannot read {path!r}") from exc
         truncated = len(data) > MAX_READ_BYTES
         text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
         return {"path": path, "content": text, "bytes": len(data), "truncated": truncated}
@@ -69,7 +100,10 @@ class Workspace:
         target = self.resolve(path)
         if target.is_dir():
             raise ToolArgumentError(f"{path!r} is a folder")
-        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise storage_error(exc, f"cannot create the folder of {path!r}") from exc
         atomic_write(target, data)
         return {"path": path, "bytes": len(data), "written": True}
 

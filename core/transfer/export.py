@@ -27,6 +27,7 @@ from core import __version__
 from core.errors import StorageError
 from core.memory.cold_store import TABLE
 from core.memory.log_file import scan_bytes
+from core.memory.secrets import redactor_for
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths, existing_agent
 from core.transfer import scrub
@@ -66,7 +67,7 @@ def export_agent(agent: str, file: str | Path, *, with_vectors: bool = False, in
         UnknownAgentError: no such agent.
         StorageError: the archive cannot be written (nothing is left at ``file``).
     """
-    existing_agent(agent)
+    existing_agent(agent)  # an unknown agent is an error before anything is written
     target = Path(file).absolute()
     if target.is_dir():
         raise StorageError(f"{target} is a folder: give the archive's file name, e.g. {agent}.agentos.tar.gz")
@@ -168,8 +169,9 @@ def _vectors_hold(lancedb_dir: Path, secrets: list[str]) -> bool:
     """True if a text embedded in the copied cold store holds a secret value."""
     import lancedb
 
-    texts = lancedb.connect(lancedb_dir).open_table(TABLE).to_arrow().column("text").to_pylist()
-    return any(secret in text for text in texts for secret in secrets)
+    table = lancedb.connect(lancedb_dir).open_table(TABLE).to_arrow()
+    redactor = redactor_for(secrets)
+    return any(redactor.holds(text) for name in ("text", "memory") for text in table.column(name).to_pylist())
 
 
 def counts(root: Path) -> dict[str, int]:

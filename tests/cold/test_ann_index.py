@@ -57,7 +57,7 @@ def add_rows(store: ColdStore, texts: list[str], vectors: np.ndarray) -> None:
     ids = [f"note:{i}" for i in range(len(texts))]
     store.table.add(pa.table({
         "id": ids, "kind": ["note"] * len(texts), "text": texts, "source": ids,
-        "occurred_at": ["2026-01-01T00:00:00.000Z"] * len(texts),
+        "occurred_at": ["2026-01-01T00:00:00.000Z"] * len(texts), "memory": ["{}"] * len(texts),
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1]),
     }))
 

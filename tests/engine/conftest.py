@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +45,20 @@ def run_cli(*args: str, timeout: float = 60, **popen) -> subprocess.CompletedPro
     """Run ``python -m core.engine --create ARGS`` in a subprocess with the test's environment."""
     return subprocess.run([sys.executable, "-m", "core.engine", "--create", *args], cwd=ROOT, env=dict(os.environ),
                           capture_output=True, text=True, timeout=timeout, **popen)
+
+
+def kill_engine_at(block, *args: str) -> None:
+    """Run ``python -m core.engine --create ARGS`` and SIGKILL it once its model call reaches ``block`` (a server Block)."""
+    engine = subprocess.Popen([sys.executable, "-m", "core.engine", "--create", *args], cwd=ROOT, env=dict(os.environ),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert block.entered.wait(60), "the engine never reached the blocked model call"
+        engine.send_signal(signal.SIGKILL)
+        engine.wait(10)
+    finally:
+        if engine.poll() is None:
+            engine.kill()
+    assert engine.returncode == -signal.SIGKILL
 
 
 def write_config(home: Path, text: str) -> None:

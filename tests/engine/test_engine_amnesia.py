@@ -9,7 +9,7 @@ import sys
 import time
 
 from core.memory_manager import MemoryManager
-from tests.engine.conftest import ROOT, run_cli, write_config
+from tests.engine.conftest import ROOT, kill_engine_at, run_cli, write_config
 from tests.ollama_server import Block, tool_call, tool_calls
 
 TASK = "Research Python decorators and outline a blog post"
@@ -27,16 +27,7 @@ def test_killed_run_resumes_without_redoing_the_finished_step(server, agents_hom
         tool_call("write_file", path="outline.md", content="1. What a decorator is"),
         "The outline is in outline.md.",
     )
-    engine = subprocess.Popen([sys.executable, "-m", "core.engine", "--create", "--agent", "finn", TASK], cwd=ROOT,
-                              env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert blocked.entered.wait(60), "the engine never made its second LLM call"
-        engine.send_signal(signal.SIGKILL)
-        engine.wait(10)
-    finally:
-        if engine.poll() is None:
-            engine.kill()
-    assert engine.returncode == -signal.SIGKILL
+    kill_engine_at(blocked, "--agent", "finn", TASK)
 
     result = run_cli("--agent", "finn", "Continue")
     assert result.returncode == 0, result.stderr

@@ -203,13 +203,17 @@ def test_index_fields_and_recall(store, agents_home):
         AgentOSStore("finn", index={"dims": 384, "embed": "openai:text-embedding-3-small"})
 
 
-def test_secrets_are_not_indexed(store):
-    """A secret fact's value inside an item is redacted in the cold store, while the item keeps its value."""
+def test_secrets_are_not_kept(store):
+    """A secret fact's value inside an item is redacted in the item and in the cold store, like in a fact of
+    another category (only get_fact returns it); one put before the secret was saved is scrubbed then."""
+    store.put(("notes",), "early", {"text": "the deploy token will be tok-abcdef-123"})
     store.manager.save_fact("token", "tok-abcdef-123", category="secret")
     store.put(("notes",), "n", {"text": "the deploy token is tok-abcdef-123"})
-    assert store.get(("notes",), "n").value["text"].endswith("tok-abcdef-123")
+    assert store.get(("notes",), "n").value["text"] == "the deploy token is [REDACTED]"
+    assert store.get(("notes",), "early").value["text"] == "the deploy token will be [REDACTED]"
     hits = store.manager.recall_memory("deploy token", kind="item")
     assert hits and "tok-abcdef-123" not in json.dumps(hits) and "[REDACTED]" in hits[0]["content"]
+    assert store.manager.get_fact("token") == "tok-abcdef-123"
 
 
 def test_async_api(store):

@@ -128,6 +128,25 @@ def test_invalid_message_stores_nothing(provider, session):
     assert provider.stats(session).message_count == len(turn(0))
 
 
+def test_messages_and_ids_over_the_documented_limits_are_refused(provider, session):
+    """A message over MAX_MESSAGE_BYTES, an id over MAX_ID_CHARS or with a control character: ValidationError,
+    nothing stored."""
+    from core.memory.provider.messages import MAX_ID_CHARS, MAX_MESSAGE_BYTES
+
+    provider.append(session, turn(0))
+    with pytest.raises(ValidationError, match="1 MiB"):
+        provider.append(session, [Message("user", "x" * (MAX_MESSAGE_BYTES + 1))])
+    with pytest.raises(ValidationError, match="1 MiB"):
+        Message.from_ollama({"role": "assistant", "tool_calls": [
+            {"function": {"name": "write_file", "arguments": {"content": "y" * MAX_MESSAGE_BYTES}}}]})
+    for bad in (Session("s" * (MAX_ID_CHARS + 1)), Session("finn:cli:\x00main"),
+                Session(session.id, user_id="u" * (MAX_ID_CHARS + 1)), Session(session.id, channel="cli\n")):
+        with pytest.raises(ValidationError):
+            provider.append(bad, turn(1))
+    provider.append(session, [Message("user", "z" * (MAX_MESSAGE_BYTES - 10))])  # just under: stored
+    assert provider.stats(session).message_count == len(turn(0)) + 1
+
+
 def test_bad_window_arguments(provider, session):
     """A negative budget or tail is a ValidationError."""
     with pytest.raises(ValidationError):

@@ -15,7 +15,6 @@ import pytest
 
 from core.errors import CorruptionError, UnknownAgentError, ValidationError
 from core.langgraph_store import AgentOSStore
-from core.memory.cold_store import VectorRow
 from core.memory.provider.types import Message, Session
 from core.memory_initializer import initialize_agent_memory
 from core.memory_manager import MemoryManager
@@ -144,14 +143,19 @@ def test_with_vectors_and_secrets_keeps_everything(agents_home, tmp_path, monkey
 def test_vectors_holding_a_secret_are_left_out(agents_home, tmp_path, monkeypatch):
     """Without --include-secrets, vectors whose texts hold a secret are dropped and the importer re-embeds."""
     manager = build_agent(agents_home)
-    # A vector computed before its text's value became a secret, not yet computed again.
-    manager.cold.store().put([VectorRow("note:old", "note", f"the password was {SECRET}", "note:old",
-                                        "2026-01-01T00:00:00.000Z")])
+    staging = "stage-pass-4411"
+    manager.store_memory(f"The staging password is {staging}")  # indexed while it is plain text
+    manager.cold.catch_up()  # and embedded
+    with manager.db.transaction() as conn:  # then saved as a secret straight into memory.db: not scrubbed yet
+        conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at)"
+                     " VALUES ('staging_password', ?, 'secret', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+                     (staging,))
+        conn.execute("DELETE FROM secret_scrubs")
     manager.close()
     archive = tmp_path / "finn.tar.gz"
     result = export_agent("finn", archive, with_vectors=True)
     assert not result.manifest["with_vectors"] and "re-embeds" in result.notice
-    assert SECRET.encode() not in _archive_bytes(archive)
+    assert SECRET.encode() not in _archive_bytes(archive) and staging.encode() not in _archive_bytes(archive)
     monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "other"))
     assert import_agent(archive).reembedded
 

@@ -10,6 +10,26 @@ from core.errors import ValidationError
 from core.memory.tokens import estimate_tokens
 
 ROLES = ("system", "user", "assistant", "tool")
+MAX_MESSAGE_BYTES = 1024 * 1024
+"""Largest message a provider stores (content plus tool calls, UTF-8): 1 MiB."""
+MAX_ID_CHARS = 256
+"""Longest session, agent, user or channel id a provider accepts."""
+MAX_NAME_CHARS = 128
+"""Longest tool name in a message."""
+
+
+def check_id(value: object, what: str, required: bool = False) -> str:
+    """Raise ValidationError unless ``value`` is an id a provider can store: text of at most
+    ``MAX_ID_CHARS`` characters with no control characters (and not empty when ``required``)."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be a string, got {type(value).__name__}")
+    if required and not value:
+        raise ValidationError(f"{what} must not be empty")
+    if len(value) > MAX_ID_CHARS:
+        raise ValidationError(f"{what} is {len(value)} characters; the most allowed is {MAX_ID_CHARS}")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValidationError(f"{what} {value[:40]!r} contains a control character")
+    return value
 
 
 @dataclass(frozen=True)
@@ -94,9 +114,11 @@ def check_message(message: Message) -> None:
     if not isinstance(message.content, str):
         raise ValidationError(f"message content must be a string, got {type(message.content).__name__}")
     try:
-        message.content.encode("utf-8")
+        size = len(message.content.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise ValidationError(f"message content is not valid UTF-8 text: {exc}") from exc
+    if not isinstance(message.tool_name, str) or len(message.tool_name) > MAX_NAME_CHARS:
+        raise ValidationError(f"message tool_name must be a string of at most {MAX_NAME_CHARS} characters")
     if message.tool_calls and message.role != "assistant":
         raise ValidationError("only assistant messages may carry tool calls")
     for call in message.tool_calls:
@@ -104,6 +126,15 @@ def check_message(message: Message) -> None:
             raise ValidationError(f"malformed tool call {call!r}: it needs a non-empty name")
         if not isinstance(call.arguments, dict):
             raise ValidationError(f"tool call {call.name!r}: arguments must be an object")
+        if len(call.name) > MAX_NAME_CHARS:
+            raise ValidationError(f"tool call name is {len(call.name)} characters; the most allowed is {MAX_NAME_CHARS}")
+        try:
+            size += len(json.dumps(call.arguments, allow_nan=False).encode("utf-8", "surrogatepass"))
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"tool call {call.name!r}: arguments must be JSON data: {exc}") from exc
+    if size > MAX_MESSAGE_BYTES:
+        raise ValidationError(f"the message is {size} bytes; a provider stores at most {MAX_MESSAGE_BYTES} "
+                              "(1 MiB): save large content to a workspace file and send its path")
 
 
 def _tool_call(raw: Any) -> ToolCall:

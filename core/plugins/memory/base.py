@@ -13,9 +13,10 @@ from core.config import ProviderConfig
 from core.memory.db import Database
 from core.memory.provider.messages import Message
 from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
+from core.memory.secrets import redactor_of
 from core.plugins.memory import window
 from core.plugins.memory.profile import ProfileRepository
-from core.plugins.memory.store import ConversationStore, check_session
+from core.plugins.memory.store import ConversationStore, check_session, redacted
 
 
 class StoredConversations:
@@ -41,7 +42,10 @@ class StoredConversations:
         """The fresh tail always, then older context while it fits ``budget``; oldest first."""
         budget, fresh_tail = window.check_window(budget, self.config.fresh_tail if fresh_tail is None else fresh_tail)
         conv = self._conversation(session)
-        return [] if conv is None else window.select(self._window_items(conv), budget, fresh_tail)
+        if conv is None:
+            return []
+        redactor = redactor_of(self.db)  # a message stored before its secret was, and not yet scrubbed
+        return [redacted(m, redactor) for m in window.select(self._window_items(conv), budget, fresh_tail)]
 
     def _window_items(self, conv: int) -> Iterable[window.WindowItem]:
         """The conversation's context, newest first, as ``assemble`` chooses from it."""

@@ -12,10 +12,12 @@ import sqlite3
 import uuid
 
 from core.errors import ValidationError
+from core.memory.provider.messages import check_id
 from core.memory.db import Database
 from core.memory.provider import context
 from core.memory.log_format import utc_timestamp
 from core.memory.provider.types import ChangeEntry, ConstraintEntry, SessionSnapshot
+from core.memory.secrets import redactor_of
 
 SCOPES = ("profile", "soul", "constraint")
 MAX_TEXT_CHARS = 64 * 1024
@@ -127,6 +129,8 @@ class ProfileRepository:
                  entry.version_after, entry.before_text, entry.after_text, entry.source, entry.session_id)
 
     def _write(self, conn: sqlite3.Connection, scope: str, user_id: str, agent_id: str, change, action: str) -> int:
+        check_id(user_id, "user id")
+        check_id(agent_id, "agent id")
         now = utc_timestamp()
         conn.execute(
             "INSERT OR IGNORE INTO ctx_agent_memory (user_id, agent_id, updated_at) VALUES (?, ?, ?)",
@@ -134,7 +138,7 @@ class ProfileRepository:
         )
         row = self._row(conn, user_id, agent_id)
         before = row[_COLUMN[scope]]
-        after = change(before)
+        after = redactor_of(conn).text(change(before))  # what the model writes here reaches every prompt
         version = row["version"] + 1
         conn.execute(
             f"UPDATE ctx_agent_memory SET {_COLUMN[scope]} = ?, version = ?, updated_at = ?"
@@ -181,6 +185,8 @@ class ProfileRepository:
 
 
 def _log(conn, user_id, agent_id, scope, action, before_v, after_v, before, after, source=None, session_id=None):
+    redactor = redactor_of(conn)
+    before, after = redactor.text(before), redactor.text(after)
     conn.execute(
         "INSERT INTO ctx_changelog (user_id, agent_id, session_id, scope, action, source, version_before,"
         " version_after, before_text, after_text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from dataclasses import replace
 from typing import Iterable, Iterator
 
-from core.errors import SessionNotFoundError, StorageError, ValidationError
+from core.errors import SessionNotFoundError, ValidationError
 from core.memory.db import Database
 from core.memory.log_format import utc_timestamp
 from core.memory.provider.messages import (
     Message,
+    ToolCall,
+    check_id,
     check_message,
     tool_calls_from_json,
     tool_calls_to_json,
 )
 from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
+from core.memory.secrets import Redactor, redactor_of
 
 TITLE_CHARS = 60
 MESSAGE_COLUMNS = "m.id, m.role, m.content, m.tool_calls, m.tool_name, m.created_at"
@@ -36,11 +40,28 @@ def message_from_row(row: sqlite3.Row) -> Message:
     )
 
 
+def redacted(message: Message, redactor: Redactor) -> Message:
+    """``message`` with the secrets hidden in its text and tool-call arguments."""
+    if not redactor:
+        return message
+    calls = tuple(ToolCall(c.name, redactor(c.arguments)) for c in message.tool_calls)
+    return replace(message, content=redactor.text(message.content), tool_calls=calls)
+
+
 def check_session(session: object) -> Session:
-    """Raise ValidationError unless ``session`` is a Session with a non-empty id."""
+    """Raise ValidationError unless ``session`` is a Session with a non-empty id, and ids within the limits."""
     if not isinstance(session, Session) or not isinstance(session.id, str) or not session.id:
-        raise ValidationError(f"expected a Session with a non-empty id, got {session!r}")
+        raise ValidationError(f"expected a Session with a non-empty id, got {repr(session)[:200]}")
+    check_ids(session.id, session.agent_id, session.user_id, session.channel)
     return session
+
+
+def check_ids(session_id: str, agent_id: str, user_id: str, channel: str) -> None:
+    """Raise ValidationError unless every id is within ``MAX_ID_CHARS`` and free of control characters."""
+    check_id(session_id, "session id", required=True)
+    check_id(agent_id, "agent id")
+    check_id(user_id, "user id")
+    check_id(channel, "channel")
 
 
 class ConversationStore:
@@ -100,12 +121,9 @@ class ConversationStore:
         if not batch:
             return []
         now = utc_timestamp()
-        try:
-            with self.db.transaction() as conn:
-                self._insert_conversation(conn, session)
-                return self._insert_messages(conn, session, batch, now)
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot store messages of session {session.id!r}: {exc}") from exc
+        with self.db.transaction() as conn:  # any SQLite error arrives as a StorageError (core.memory.db)
+            self._insert_conversation(conn, session)
+            return self._insert_messages(conn, session, batch, now)
 
     def _insert_messages(
         self, conn: sqlite3.Connection, session: Session, batch: list[Message], now: str
@@ -121,6 +139,8 @@ class ConversationStore:
             "SELECT COALESCE(MAX(position), 0) FROM ctx_items WHERE conversation_id = ?", (conv["id"],)
         ).fetchone()[0]
         ids = []
+        redactor = redactor_of(conn)  # read in the transaction: a secret saved a moment ago is known
+        batch = [redacted(m, redactor) for m in batch]
         for message in batch:
             seq += 1
             position += 1
@@ -177,7 +197,8 @@ class ConversationStore:
         rows = self.db.conn.execute(
             f"SELECT {MESSAGE_COLUMNS} FROM ctx_messages m WHERE m.conversation_id = ? ORDER BY m.seq", (conv,)
         )
-        return [message_from_row(row) for row in rows]
+        redactor = redactor_of(self.db)  # a message stored before its secret was, and not yet scrubbed
+        return [redacted(message_from_row(row), redactor) for row in rows]
 
     def messages_newest_first(self, conv: int) -> Iterator[sqlite3.Row]:
         """A lazy cursor over the conversation's messages, newest first."""
@@ -191,7 +212,8 @@ class ConversationStore:
     def save_info(self, info: SessionInfo) -> None:
         """Create or update the session's metadata."""
         if not isinstance(info, SessionInfo) or not info.id:
-            raise ValidationError(f"expected a SessionInfo with a non-empty id, got {info!r}")
+            raise ValidationError(f"expected a SessionInfo with a non-empty id, got {repr(info)[:200]}")
+        check_ids(info.id, info.agent_id, info.user_id, info.channel)
         now = utc_timestamp()
         with self.db.transaction() as conn:
             self._insert_conversation(conn, Session(info.id, info.agent_id, info.user_id, info.channel))

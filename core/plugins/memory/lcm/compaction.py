@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.config import ProviderConfig
@@ -22,6 +22,7 @@ from core.memory.db import Database
 from core.memory.locking import AgentLock
 from core.memory.log_format import utc_timestamp
 from core.memory.provider.types import CompactionMode, CompactionResult, SummarizeOptions
+from core.memory.secrets import redactor_of
 from core.memory.tokens import estimate_tokens
 from core.plugins.memory.lcm import plan
 from core.plugins.memory.lcm.render import render_message_line, render_summary, render_summary_line
@@ -204,7 +205,13 @@ class CompactionEngine:
     def _summarize(self, text: str, options: SummarizeOptions, run: _Run) -> str:
         run.calls += 1
         remaining = max(1.0, run.deadline - time.monotonic())
-        return call_with_timeout(self.summarizer, text, options, min(self.config.summarizer_timeout_s, remaining))
+        # Neither the summarizer's prompt nor the stored summary carries a secret, even one saved after
+        # the messages were stored.
+        redactor = redactor_of(self.db)
+        options = replace(options, previous=redactor.text(options.previous))
+        summary = call_with_timeout(self.summarizer, redactor.text(text), options,
+                                    min(self.config.summarizer_timeout_s, remaining))
+        return redactor_of(self.db).text(summary)  # read again: a secret saved while the model wrote
 
     def _message_rows(self, ids: list[int]) -> list:
         rows = {}

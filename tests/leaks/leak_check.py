@@ -1,0 +1,145 @@
+"""Looking for a secret's value everywhere an agent keeps anything, in every form it could take.
+
+``leaks(agent_root, value)`` reads every file under the agent's folder as raw
+bytes: LOG.md, the archives, NOW.md, quarantine, handoff summaries, every data,
+index and version file of LanceDB, memory.db page by page (free pages and the
+WAL's frames included), the LangGraph checkpoint database. It also reads
+memory.db's tables and full-text vocabularies and the LanceDB table through
+their own APIs. The only place allowed to hold the value is the page of
+``user_facts`` that stores the secret fact itself (``get_fact`` reads it there).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import struct
+import unicodedata
+from pathlib import Path
+
+DB_FILES = ("memory.db", "memory.db-wal")
+
+
+def forms(value: str) -> set[bytes]:
+    """The value as it could appear in a file: as typed, NFKC-normalised, whitespace-collapsed, JSON-escaped."""
+    found = set()
+    stripped = value.strip()
+    for text in (stripped, unicodedata.normalize("NFKC", stripped)):
+        for variant in (text, " ".join(text.split())):
+            found.add(variant)
+            found.add(json.dumps(variant, ensure_ascii=False)[1:-1])
+            found.add(json.dumps(variant)[1:-1])
+    return {f.lower().encode("utf-8") for f in found if f}
+
+
+def holds(data: bytes, value: str) -> bool:
+    """True when ``data`` contains the value in any of its forms (ASCII case ignored)."""
+    lowered = data.lower()
+    return any(form in lowered for form in forms(value))
+
+
+def leaks(root: Path, value: str, *, checkpoints: bool = True) -> list[str]:
+    """Every place under ``root`` (an agent folder) that holds ``value``, but the secret fact itself."""
+    found = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        if path.name in DB_FILES or path.name.endswith("-shm"):
+            continue
+        if path.name.startswith("checkpoints.db") and not checkpoints:
+            continue
+        if holds(path.read_bytes(), value):
+            found.append(str(path.relative_to(root)))
+    db = root / "memory" / "memory.db"
+    if db.exists():
+        found += database_leaks(db, value)
+    found += cold_store_leaks(root / "memory" / "lancedb", value)
+    return found
+
+
+def database_leaks(db: Path, value: str) -> list[str]:
+    """Rows, full-text terms, pages and WAL frames of memory.db holding ``value`` (the secret fact's own page excepted)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        found = _rows_holding(conn, value) + _terms_holding(conn, value)
+        facts_pages = {row[0] for row in conn.execute(
+            "SELECT pageno FROM dbstat WHERE name = 'user_facts' OR name IN "
+            "(SELECT name FROM sqlite_master WHERE tbl_name = 'user_facts' AND type = 'index')")}
+    finally:
+        conn.close()
+    data = db.read_bytes()
+    page_size = struct.unpack(">H", data[16:18])[0] or 65536
+    for number in range(len(data) // page_size):
+        if number + 1 not in facts_pages and holds(data[number * page_size:(number + 1) * page_size], value):
+            found.append(f"memory.db page {number + 1}")
+    wal = db.with_name(db.name + "-wal")
+    frames = wal.read_bytes() if wal.exists() else b""
+    for start in range(32, len(frames) - 24, 24 + page_size):
+        page = struct.unpack(">I", frames[start:start + 4])[0]
+        if page not in facts_pages and holds(frames[start + 24:start + 24 + page_size], value):
+            found.append(f"memory.db-wal frame of page {page}")
+    return found
+
+
+def _rows_holding(conn: sqlite3.Connection, value: str) -> list[str]:
+    found = []
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    for table in tables:
+        try:
+            rows = conn.execute(f'SELECT * FROM "{table}"').fetchall()
+            names = [d[0] for d in conn.execute(f'SELECT * FROM "{table}" LIMIT 0').description]
+        except sqlite3.OperationalError:  # fts5vocab tables of another schema, and the like
+            continue
+        for row in rows:
+            record = dict(zip(names, row))
+            if table == "user_facts" and record.get("category") == "secret":
+                record.pop("value")
+            for column, cell in record.items():
+                raw = cell if isinstance(cell, bytes) else str(cell).encode("utf-8")
+                if holds(raw, value):
+                    found.append(f"memory.db {table}.{column}")
+    return sorted(set(found))
+
+
+def _terms_holding(conn: sqlite3.Connection, value: str) -> list[str]:
+    """Full-text index terms equal to the value (a one-word secret is a term of its own)."""
+    word = "".join(ch for ch in unicodedata.normalize("NFKC", value.strip()).lower() if ch.isalnum())
+    found = []
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%fts5(%'"):
+        try:
+            conn.execute(f'CREATE VIRTUAL TABLE IF NOT EXISTS temp."{name}_terms" USING fts5vocab(main, "{name}", row)')
+        except sqlite3.OperationalError:  # a read-only connection may still make temp tables; if not, skip
+            continue
+        terms = {row[0] for row in conn.execute(f'SELECT term FROM temp."{name}_terms"')}
+        if word in terms:
+            found.append(f"memory.db full-text term in {name}")
+    return found
+
+
+def cold_store_leaks(folder: Path, value: str) -> list[str]:
+    """Rows of the LanceDB table whose text or memory (JSON) hold ``value``."""
+    from core.memory.cold_store import TABLE
+
+    if not (folder / f"{TABLE}.lance").is_dir():
+        return []
+    import lancedb
+
+    table = lancedb.connect(folder).open_table(TABLE)
+    rows = table.search().select(["id", "text", "memory", "source"]).limit(None).to_list()
+    return [f"lancedb row {row['id']}" for row in rows
+            if holds(json.dumps(row, ensure_ascii=False).encode("utf-8"), value)
+            or holds(f"{row['text']} {row['memory']}".encode("utf-8"), value)]
+
+
+def prompt_leaks(requests: list[dict], value: str, typed: tuple[str, ...] = ()) -> list[str]:
+    """Messages of recorded ``/api/chat`` requests holding ``value`` that are neither get_fact's replies nor
+    a request the user typed (``typed``: what the user wrote, holding the value)."""
+    found = []
+    for number, request in enumerate(requests):
+        for message in request.get("messages", []):
+            if message.get("role") == "tool" and message.get("tool_name") == "get_fact":
+                continue
+            if message.get("role") == "user" and message.get("content") in typed:
+                continue
+            if holds(json.dumps(message, ensure_ascii=False).encode("utf-8"), value) or \
+                    holds(json.dumps(message).encode("utf-8"), value):
+                found.append(f"request {number} {message.get('role')}: {str(message.get('content'))[:80]}")
+    return found

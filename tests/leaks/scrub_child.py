@@ -1,0 +1,54 @@
+"""Child process of the scrub crash test: save a secret, SIGKILLing itself at the N-th durable step of the scrub.
+
+    python scrub_child.py N VALUE
+
+The steps counted are every ``os.replace``, ``os.fsync`` and memory.db commit after the agent is open;
+N past the last one lets the scrub finish. The number of steps taken is printed at the end.
+"""
+
+import os
+import signal
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import core.memory.db as db_module  # noqa: E402
+import core.memory.scrub_tables as scrub_tables  # noqa: E402
+from core.memory_manager import MemoryManager  # noqa: E402
+
+kill_at, value = int(sys.argv[1]), sys.argv[2]
+steps = 0
+
+
+def step() -> None:
+    global steps
+    steps += 1
+    if steps == kill_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def counted(function):
+    def wrapper(*args, **kwargs):
+        step()
+        return function(*args, **kwargs)
+    return wrapper
+
+
+original_transaction = db_module.transaction
+
+
+@contextmanager
+def killed_before_commit(conn):
+    with original_transaction(conn) as inside:
+        yield inside
+        step()
+
+
+manager = MemoryManager("finn")
+os.replace, os.fsync = counted(os.replace), counted(os.fsync)
+db_module.transaction = scrub_tables.transaction = killed_before_commit
+manager.save_fact("card_number", value, "secret")
+manager.close()
+print(steps, flush=True)
