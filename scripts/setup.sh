@@ -22,3 +22,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/python -m pip install --quiet -r requirements.txt
     echo "$want" > "$stamp"
 fi
+# The browser tests drive Debian's Chromium through Playwright (which cannot download its own browsers here).
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing chromium for the browser tests (about a minute)" >&2
+        if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; then
+            echo "setup: installing chromium failed: the browser tests will be skipped" >&2
+        fi
+    else
+        echo "setup: no /usr/bin/chromium (installing it needs root and apt-get): the browser tests will be skipped" >&2
+    fi
+fi

@@ -14,7 +14,7 @@ from core.paths import AgentPaths
 from tests.cold.conftest import write_config
 
 BEFORE_RECALL = ("m001_tiers", "m002_cold", "m003_conversations", "m004_store_items", "m005_damaged_archives",
-                 "m006_secret_scrubs")
+                 "m006_secret_scrubs", "m007_log_types")
 
 
 def test_migrations_are_numbered_one_after_another():
@@ -37,7 +37,7 @@ def db_before_recall(path) -> sqlite3.Connection:
 
 
 def test_a_database_without_recall_upgrades_once_and_its_memories_become_recallable(agents_home, minilm):
-    """Opening an agent of a version without recall applies m007_recall once; its notes, facts and store items are
+    """Opening an agent of a version without recall applies m008_recall once; its notes, facts and store items are
     recalled, and the cold store's old chunk table is replaced."""
     import lancedb
 
@@ -56,7 +56,7 @@ def test_a_database_without_recall_upgrades_once_and_its_memories_become_recalla
 
     with MemoryManager("finn") as manager:
         applied = [r[0] for r in manager.db.conn.execute("SELECT name FROM _migrations ORDER BY name")]
-        assert applied == [*BEFORE_RECALL, "m007_recall"]
+        assert applied == [*BEFORE_RECALL, "m008_recall"]
         assert manager.recall_memory("who receives the report?", 1)[0]["id"] == "note:abc"
         assert manager.recall_memory("which city?", 1)[0]["id"] == "fact:city"
         assert manager.recall_memory("what does Ada drink?", 1, kind="item")[0]["content"] == "Ada prefers tea"

@@ -1,4 +1,4 @@
-"""Subcommands that serve an agent's memory to other programs: mcp."""
+"""Subcommands that serve an agent's memory to other programs and people: mcp, inspect."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from core.commands.base import AGENT, arg, command
+from core.inspector import cli as inspector
 
 
 @command("mcp", AGENT, arg("--http", metavar="HOST:PORT", help="serve streamable HTTP at this address "
@@ -25,3 +26,6 @@ def mcp(args: argparse.Namespace) -> int:
         print(f"agentos mcp: agent {args.agent} at http://{args.http}/mcp", file=sys.stderr)
     serve(args.agent, http=args.http, session=args.session)
     return 0
+
+
+command("inspect", configure=inspector.add_arguments)(inspector.run)

@@ -15,7 +15,6 @@ never takes the engine's run lock.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 from contextlib import asynccontextmanager
@@ -24,6 +23,7 @@ from typing import AsyncIterator
 from mcp.server.mcpserver import MCPServer
 
 from core import __version__
+from core.addresses import is_loopback
 from core.errors import ValidationError
 from core.mcp_server.tools import memory_tools
 from core.memory.facts import redact
@@ -101,16 +101,6 @@ def parse_address(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValidationError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765; got {text!r}")
     return host.strip("[]") or "127.0.0.1", int(port)
-
-
-def is_loopback(host: str) -> bool:
-    """True when ``host`` is reachable only from this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve(agent: str, *, http: str | None = None, session: str = "main") -> None:

@@ -24,12 +24,12 @@ import time
 import uuid
 import weakref
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from core.config import Config
-from core.errors import AgentOSError, BackendError, ConfigError, ValidationError
+from core.errors import AgentOSError, ConfigError, ValidationError
 from core.memory.cold_index import ColdIndexer, Progress
-from core.memory.cold_store import ColdStore, where_clause
+from core.memory.cold_store import ColdStore
 from core.llm.embedders import make_embedder
 from core.llm.window import ContextWindow
 from core.memory.db import Database
@@ -39,11 +39,12 @@ from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
 from core.memory.log_format import check_text, is_compaction_summary, utc_timestamp
-from core.memory.recall_docs import KINDS, Filters
-from core.memory import recall_search
+from core.memory.recall_docs import Filters
+from core.memory import recall_query, recall_search
+from core.memory.recall_query import check_recall
 from core.memory.recall_search import Tuning
 from core.memory.recall_sources import content_key, note_doc, occurred_from
-from core.memory.secrets import redactor_of
+from core.memory.secrets import Redactor, redactor_of
 from core.memory.summarizer import Generate, LogSummarizer
 from core.memory import vector_indexer
 from core.memory.vector_indexer import EXIT_WAIT_S, BackgroundIndexer
@@ -54,7 +55,6 @@ log = logging.getLogger(__name__)
 
 NOTE_KINDS = ("note", "summary")
 """Kinds ``store_memory`` accepts; the other kinds come from their sources."""
-MAX_RESULTS = 100
 AUTO_RETRY_S = 60.0
 """After a failed automatic compaction, appends do not retry it for this long; after a failed
 summarizer model, automatic compactions summarise deterministically for this long."""
@@ -127,12 +127,7 @@ class ColdMemory:
         """The cold store, created on first use (no LanceDB or torch import before)."""
         with self._guard:
             if self._store is None:
-                self._store = ColdStore(
-                    self.paths.lancedb_dir, make_embedder(self.config), self.paths.memory_dir / ".cold.lock",
-                    reindex_hint=f"python scripts/rebuild_index.py --agent {self.paths.name}",
-                    optimize_every=self.config.cold.optimize_every,
-                    ann_min_rows=self.config.cold.ann_min_rows, redactor=lambda: redactor_of(self.db),
-                )
+                self._store = open_store(self.paths, self.config, redactor=lambda: redactor_of(self.db))
             return self._store
 
     # -- notes --------------------------------------------------------------------
@@ -210,26 +205,9 @@ class ColdMemory:
         secrets: list[str], min_score: float | None = None, recency_days: float | None = None,
     ) -> list[dict[str, Any]]:
         """Search every tier by meaning and words (see ``MemoryManager.recall_memory``)."""
-        text = check_text(query, "query").strip()
-        if not text:
-            raise ValidationError("query must not be empty")
-        if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
-            raise ValidationError(f"n_results must be an integer from 1 to {MAX_RESULTS}")
-        kinds = [kind] if isinstance(kind, str) else kind
-        if kinds is not None and (not kinds or any(k not in KINDS for k in kinds)):
-            raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {kind!r}")
-        threshold = self.config.cold.min_score if min_score is None else min_score
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
-            raise ValidationError(f"min_score must be a number from 0 to 1, got {min_score!r}")
-        if recency_days is not None and (isinstance(recency_days, bool) or not isinstance(recency_days, (int, float))
-                                         or recency_days <= 0):
-            raise ValidationError(f"recency_days must be a positive number of days, got {recency_days!r}")
-        filters = Filters(tuple(kinds) if kinds else None, _time_bound(since, "since"), _time_bound(until, "until"))
-        ranked = self.candidates(text, filters)
-        chosen = recall_search.select(ranked, n_results, float(threshold), self.tuning, recency_days)
-        results = [recall_search.as_result(c) for c in chosen]
-        return [{**r, "content": redact(r["content"], secrets), "metadata": redact(r["metadata"], secrets)}
-                for r in results]
+        request = check_recall(query, n_results, kind, since, until, min_score=min_score,
+                               recency_days=recency_days, default_min_score=self.config.cold.min_score)
+        return recall_query.results(request, self.candidates(request.text, request.filters), self.tuning, secrets)
 
     def candidates(self, text: str, filters: Filters, depth: int | None = None) -> list[recall_search.Candidate]:
         """Every candidate for ``text`` scored, best first, after catching up with what was just written.
@@ -240,21 +218,8 @@ class ColdMemory:
             self.sync()  # read your own writes: what was just stored or logged is found
         if self.docs.pending_count():
             self.background.wait_idle(self.config.cold.vector_wait_s)
-        store = self.store()
-        where = _lance_where(filters)
-
-        def nearest(depth: int) -> list[tuple[str, float]]:
-            try:
-                if store.count() == 0:
-                    return []
-                vector = store.embedder.embed([text])[0]
-            except BackendError as exc:
-                log.warning("recall by words only: the embedder failed: %s", exc)
-                return []
-            return [(row["id"], 1.0 - row["_distance"]) for row in store.nearest(vector, depth, where)]
-
         tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
-        return recall_search.search(text, self.docs, nearest, filters, tuning)
+        return recall_query.candidates(text, filters, self.docs, self.store(), tuning)
 
     def sync(self) -> int:
         """Bring the docs in step with their sources and delete the vectors of removed docs; return docs written."""
@@ -404,13 +369,15 @@ class ColdMemory:
         self.background = BackgroundIndexer(self.docs, self.store, self.sync, self.paths.name)
 
 
-def _time_bound(value: Any, what: str) -> str | None:
-    """A ``since``/``until`` bound (datetime, ISO-8601 or a written date) in the store's UTC format."""
-    if value is None:
-        return None
-    return utc_timestamp(parse_time(value, what))
+def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,
+               redactor: Callable[[], Redactor] | None = None) -> ColdStore:
+    """The cold store of an agent (opened on first use); ``read_only`` searches an existing one only.
 
-
-def _lance_where(filters: Filters) -> str | None:
-    """The vector search's prefilter (kinds, times, source); expiry is checked against memory.db."""
-    return where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)
+    ``redactor()`` hides the secrets known now in every row written.
+    """
+    return ColdStore(
+        paths.lancedb_dir, make_embedder(config), paths.memory_dir / ".cold.lock",
+        reindex_hint=f"python scripts/rebuild_index.py --agent {paths.name}",
+        optimize_every=config.cold.optimize_every, ann_min_rows=config.cold.ann_min_rows,
+        read_only=read_only, redactor=redactor,
+    )

@@ -16,7 +16,9 @@ writers run in a background thread every ``optimize_every`` writes.
 The table's schema metadata records the embedder and dimension that built it;
 opening it with another embedder raises :class:`EmbedderMismatchError`.
 Writers serialise on ``memory/.cold.lock`` and upsert by id, which makes every
-write idempotent. lancedb, pyarrow and numpy are imported on first use.
+write idempotent. A store opened with ``read_only=True`` only searches: it
+creates, sweeps and locks nothing, and refuses every write. lancedb, pyarrow
+and numpy are imported on first use.
 """
 
 from __future__ import annotations
@@ -79,10 +81,14 @@ class ColdStore:
     def __init__(
         self, path: Path, embedder: Embedder, lock_file: Path, *, reindex_hint: str,
         optimize_every: int = 50, ann_min_rows: int = 5000, lock_timeout_s: float = 60.0,
-        redactor: Callable[[], Redactor] | None = None,
+        read_only: bool = False, redactor: Callable[[], Redactor] | None = None,
     ) -> None:
-        """``redactor()`` hides the secrets known now in every row written (its texts, and so its vector)."""
+        """``read_only=True``: search an existing table only (no folder, lock or table is created).
+
+        ``redactor()`` hides the secrets known now in every row written (its texts, and so its vector).
+        """
         self.path = path
+        self.read_only = read_only
         self.redactor = redactor
         self.embedder = embedder
         self.reindex_hint = reindex_hint
@@ -106,6 +112,8 @@ class ColdStore:
             return self._table
 
     def _open(self):
+        if self.read_only:
+            return self._open_read_only()
         import lancedb
 
         self.path.mkdir(parents=True, exist_ok=True)
@@ -125,6 +133,18 @@ class ColdStore:
                 table = db.open_table(TABLE) if TABLE in tables else self._create(db)
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot open the cold store at {self.path}: {exc}") from exc
+        self._check_embedder(table)
+        return table
+
+    def _open_read_only(self):
+        import lancedb
+
+        if not (self.path / f"{TABLE}.lance").is_dir():
+            raise ColdStoreError(f"there is no cold store at {self.path} yet: nothing was stored or indexed")
+        try:
+            table = lancedb.connect(self.path, read_consistency_interval=timedelta(0)).open_table(TABLE)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ColdStoreError(f"cannot open the cold store at {self.path}: {exc}") from exc
         self._check_embedder(table)
         return table
 
@@ -164,7 +184,12 @@ class ColdStore:
 
     def writing(self):
         """The write lock of this store, across threads and processes."""
+        self._refuse_if_read_only()
         return self._write_lock.hold()
+
+    def _refuse_if_read_only(self) -> None:
+        if self.read_only:
+            raise ColdStoreError(f"the cold store {self.path} was opened read-only: it cannot be written")
 
     @property
     def dimension(self) -> int:
@@ -181,6 +206,7 @@ class ColdStore:
             EmbedderMismatchError: the embedder's vectors do not fit the table.
             ColdStoreError: LanceDB failed; the table is at its previous version.
         """
+        self._refuse_if_read_only()  # before anything is embedded
         if not rows:
             return 0
         rows = self._redacted(rows)

@@ -47,6 +47,10 @@ class Tuning:
     speaker: float = 2.2
     fact_bonus: float = 1.5
     """Added to a fact's evidence: a saved fact is the current value."""
+    unknown_vector: float = 0.35
+    """The closeness in meaning assumed for word matches when no vector search could run (the embedder
+    is down, or no memory has its vector yet): that of a memory that shares words but little meaning,
+    so that only strong word matches pass the default ``min_score``."""
     collapse_jaccard: float = 0.9
     """Two results of the same speaker and session with this share of words in common are one."""
 
@@ -68,13 +72,17 @@ def sigmoid(x: float) -> float:
 
 
 def rank(
-    query: str, docs: DocIndex, vector_hits: Sequence[tuple[str, float]], word_hits: Sequence[tuple[str, float]],
-    tuning: Tuning, filters: Filters | None = None,
+    query: str, docs: DocIndex, vector_hits: Sequence[tuple[str, float]] | None,
+    word_hits: Sequence[tuple[str, float]], tuning: Tuning, filters: Filters | None = None,
 ) -> list[Candidate]:
-    """Every candidate scored, best first (no threshold, no collapsing)."""
+    """Every candidate scored, best first (no threshold, no collapsing); ``vector_hits`` None: no vector
+    search could run."""
+    if vector_hits is None:
+        vector_hits, floor = [], tuning.unknown_vector
+    else:
+        floor = min((v for _, v in vector_hits), default=0.0)
     found = docs.get([i for i, _ in vector_hits] + [i for i, _ in word_hits], filters)
     cands: dict[str, Candidate] = {}
-    floor = min((v for _, v in vector_hits), default=0.0)
     for doc_id, similarity in vector_hits:
         if doc_id in found:
             cands[doc_id] = Candidate(found[doc_id], vector=similarity)
@@ -138,10 +146,10 @@ def _time(text: str) -> datetime:
 
 
 def search(
-    query: str, docs: DocIndex, nearest: Callable[[int], list[tuple[str, float]]], filters: Filters,
+    query: str, docs: DocIndex, nearest: Callable[[int], list[tuple[str, float]] | None], filters: Filters,
     tuning: Tuning,
 ) -> list[Candidate]:
-    """Gather both candidate lists and rank them (``nearest(depth)`` runs the vector search)."""
+    """Gather both candidate lists and rank them (``nearest(depth)`` runs the vector search; None: it could not)."""
     word_hits = docs.words(query, tuning.depth, filters)
     return rank(query, docs, nearest(tuning.depth), word_hits, tuning, filters)
 

@@ -1,0 +1,118 @@
+"""An agent with a realistic memory, made through the public API, and an inspector serving it."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from core.inspector.server import InspectorServer
+from core.memory.provider import CompactionMode, Message, Session
+from core.memory_manager import MemoryManager
+from core.plugins.memory import open_provider
+from core.plugins.memory.lcm import DeterministicSummarizer
+
+SECRET = "sk-live-4242-abcd"
+SCRIPT_TEXT = "<script>window.__pwned = 1; alert('xss')</script><img src=x onerror=\"window.__pwned = 2\"> looks fine"
+
+
+@dataclass
+class Demo:
+    """What the demo agent holds, for tests to look for."""
+
+    home: Path
+    name: str
+    interrupted_run: str
+    current_run: str
+    failed_run: str
+    archive_id: str
+    session_id: str
+    secret_seq: int
+    script_seq: int
+
+    @property
+    def archived(self) -> int:
+        """How many entries the compaction archived (seqs 1 to this)."""
+        return int(self.archive_id.rsplit("-", 1)[1])
+
+
+def build_demo_agent(home: Path, name: str = "finn") -> Demo:
+    """An agent with runs (done, failed, interrupted, running), a compaction, facts (one secret whose
+    value an older LOG entry holds), notes, a `<script>` entry and an LCM conversation with a summary DAG."""
+    config = home / name / "config"
+    config.mkdir(parents=True)
+    # An unreachable embedder: notes and archives wait for the cold store, like an agent whose model is off.
+    (config / "config.yaml").write_text('cold: {embedder: "ollama:nomic-embed-text"}\nmemory: {auto_compact: false}\n')
+    with MemoryManager(name, home) as mm:
+        done = mm.start_run("Research Python asyncio and create a summary")
+        mm.update_now("Reading the asyncio docs", objective="Research Python asyncio and create a summary",
+                      next_steps=["Read the docs", "Write the summary"], run_id=done)
+        mm.append_system("TOOL_USE", "read_file docs/asyncio.md -> 18 KB", {"run_id": done, "tool": "read_file"})
+        mm.append_system("THOUGHT", "asyncio runs coroutines on one event loop; gather() waits for several", {"run_id": done})
+        mm.append_system("TOOL_USE", "write_file summary.md -> 2 KB", {"run_id": done, "tool": "write_file"})
+        mm.end_run(done, "done", "summary.md written")
+        secret_seq = mm.append_system("USER_FEEDBACK", f"My deploy key is {SECRET}, use it for the release")
+        with mm.db.transaction() as conn:  # a secret whose scrub has not run yet: the files still hold it
+            conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at) "
+                         "VALUES ('deploy_api_key', ?, 'secret', '2026-01-31T12:00:00.000Z', '2026-01-31T12:00:00.000Z')",
+                         (SECRET,))
+            conn.execute("DELETE FROM secret_scrubs")
+        mm.save_fact("preferred_currency", "USD", category="preference")
+        mm.save_fact("home_city", "Lisbon", category="personal")
+        mm.save_fact("report_day", "Friday", category="general")
+        failed = mm.start_run("Deploy the report service")
+        mm.append_system("TOOL_USE", "shell: docker compose up report", {"run_id": failed, "tool": "shell"})
+        mm.append_system("ERROR", "Deploy failed with error 137 (the container was OOM-killed)", {"run_id": failed})
+        mm.end_run(failed, "error", "error 137")
+        script_seq = mm.append_system("USER_FEEDBACK", SCRIPT_TEXT)
+        report = mm.compact_log("Researched asyncio (summary.md written); the deploy failed with error 137.")
+        interrupted = mm.start_run("Summarise the quarterly numbers")
+        mm.append_system("STEP_START", "Load numbers.csv", {"run_id": interrupted})
+        mm.append_system("TOOL_USE", "read_file numbers.csv -> 3 KB", {"run_id": interrupted, "tool": "read_file"})
+        current = mm.start_run("Write the weekly report for Maria")
+        mm.update_now("Collecting this week's numbers", objective="Write the weekly report for Maria",
+                      next_steps=["Collect numbers", "Draft the report", "Send it on Friday"],
+                      done_steps=["Read last week's report"], blockers=["numbers.csv is missing March"], run_id=current)
+        mm.append_system("THOUGHT", "The report goes to Maria on Fridays", {"run_id": current})
+        mm.store_memory("The report goes to Maria on Fridays")
+        mm.store_memory("Exit code 137 means the kernel killed the process for using too much memory")
+    session_id = f"{name}:cli:main"
+    provider = open_provider("lcm", home / name / "memory" / "memory.db", summarizer=DeterministicSummarizer())
+    try:
+        session = Session(session_id, agent_id=name, user_id="ada", channel="cli")
+        provider.bootstrap(session)
+        for turn in range(40):
+            provider.append(session, [Message("user", f"Question {turn}: how do I handle task {turn} in asyncio?"),
+                                      Message("assistant", f"Answer {turn}: wrap task {turn} in asyncio.create_task and await it.")])
+            if turn == 3:
+                provider.append(session, [Message("user", f"The staging key is {SECRET} if you need it")])
+            if turn % 10 == 9:  # compacted as the conversation grows, like the engine does
+                provider.compact(session, CompactionMode.INCREMENTAL)
+        provider.compact(session, CompactionMode.FULL)
+    finally:
+        provider.close()
+    return Demo(home, name, interrupted, current, failed, report.archive_id, session_id, secret_seq, script_seq)
+
+
+@pytest.fixture
+def demo(agents_home: Path) -> Demo:
+    return build_demo_agent(agents_home)
+
+
+@pytest.fixture
+def serve(agents_home: Path):
+    """Start an inspector on a free loopback port; yields a function returning its base URL."""
+    servers: list[InspectorServer] = []
+
+    def start(home: Path = agents_home) -> str:
+        server = InspectorServer("127.0.0.1", 0, home)
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        servers.append(server)
+        return server.url
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.stop()

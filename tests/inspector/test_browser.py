@@ -1,0 +1,144 @@
+"""The inspector page in a real Chromium (Debian's, driven by Playwright) over an agent made by the test.
+
+Skipped with the reason where /usr/bin/chromium is missing (``scripts/setup.sh`` installs it
+when run as root); under CI (``CI=true``) a missing browser is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from core.memory_manager import MemoryManager
+from tests.inspector.conftest import SCRIPT_TEXT, SECRET
+
+CHROMIUM = Path(os.environ.get("AGENTOS_CHROMIUM", "/usr/bin/chromium"))
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+MISSING = (f"no Chromium at {CHROMIUM}: run scripts/setup.sh as root (or apt-get install chromium) "
+           "to run the browser tests")
+
+if not CHROMIUM.exists() and os.environ.get("CI") == "true":
+    raise RuntimeError(f"CI must run the browser tests, but {MISSING}")
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason=MISSING)]
+
+
+def expect(locator):
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(locator)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """One Chromium for the module, with a fresh profile."""
+    sync_playwright = pytest.importorskip("playwright.sync_api", reason="pip install -r requirements.txt").sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            tmp_path_factory.mktemp("chromium-profile"), executable_path=str(CHROMIUM), headless=True, args=ARGS,
+            viewport={"width": 1400, "height": 1000})
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def page(browser, demo, serve):
+    """The inspector page open on the demo agent; fails the test on a JavaScript error or a dialog."""
+    tab = browser.new_page()
+    problems: list[str] = []
+    tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    tab.on("dialog", lambda dialog: (problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))
+    tab.goto(serve() + "#agent=finn")
+    tab.wait_for_selector("#log li.entry")
+    tab.problems = problems
+    yield tab
+    tab.close()
+    assert problems == []
+
+
+def entries(page) -> list[str]:
+    return page.locator("#log li.entry").evaluate_all("items => items.map(i => i.dataset.seq)")
+
+
+def test_timeline_shows_the_entries_newest_first(page, demo, tmp_path):
+    """The timeline lists every entry of LOG.md and its archive, newest first, and the page is screenshotted."""
+    seqs = [int(s) for s in entries(page)]
+    assert seqs == list(range(seqs[0], 0, -1)) and seqs[0] > 15
+    assert page.locator("#log li[data-seq='1'] .head").inner_text().count(f"in {demo.archive_id}") == 1
+    assert "Write the weekly report for Maria" in page.locator("#now").inner_text()
+    page.screenshot(path=str(tmp_path / "inspector.png"), full_page=True)
+    assert (tmp_path / "inspector.png").stat().st_size > 10_000
+    if os.environ.get("AGENTOS_SCREENSHOT"):  # how docs/inspector.png is made
+        page.screenshot(path=os.environ["AGENTOS_SCREENSHOT"])
+
+
+def test_type_filter_run_filter_and_search_narrow_the_timeline(page, demo):
+    """Clicking a type chip, choosing a run and typing a search show only the matching entries."""
+    page.click("#log-types button[data-type='ERROR']")
+    expect(page.locator("#log li.entry")).to_have_count(1)
+    assert "error 137" in page.locator("#log li.entry").inner_text()
+    page.click("#log-clear")
+    page.select_option("#log-run", demo.failed_run)
+    expect(page.locator("#log li.entry")).to_have_count(4)
+    page.click("#log-clear")
+    page.fill("#log-search", "ASYNCIO")
+    expect(page.locator("#log li.entry")).to_have_count(5)
+    assert all("asyncio" in text.lower() for text in page.locator("#log li.entry").all_inner_texts())
+
+
+def test_interrupted_runs_and_errors_stand_out(page, demo):
+    """A run that never ended is named in an alert and badged; errors and the failed run end are marked."""
+    assert demo.interrupted_run in page.locator("#alerts .alert").inner_text()
+    start = page.locator("#log li.entry.never-ended")
+    assert start.count() == 1 and "never ended" in start.inner_text()
+    assert page.locator("#log li.entry.type-ERROR").count() == 1 and page.locator("#log li.entry.failed").count() == 1
+    assert "running" in page.locator("#log li.entry.type-RUN_START").first.inner_text()
+
+
+def test_a_summary_entry_opens_its_archive(page, demo):
+    """The SUMMARY entry links to its archive; following it shows exactly the archived entries."""
+    page.click("#log .archive-link")
+    expect(page.locator("#log li.entry")).to_have_count(demo.archived)
+    assert demo.archive_id in page.locator("#log-status").inner_text()
+
+
+def test_a_summary_expands_down_to_its_messages(page, demo):
+    """In Conversations, clicking the condensed summary shows its leaves, and a leaf its original messages."""
+    page.click(".tabs button[data-tab='conversations']")
+    page.click("#conversations button.conversation")
+    page.click("#conversation .tree button.node.condensed")
+    page.click("#conversation .tree .tree button.node.leaf >> nth=0")
+    first = page.locator("#conversation .tree .tree .children .message").first
+    first.wait_for()
+    assert "Question 0: how do I handle task 0 in asyncio?" in first.inner_text()
+
+
+def test_a_secret_is_masked(page, demo):
+    """The secret's value appears nowhere on the page, in facts, the timeline or the conversation."""
+    page.click(".tabs button[data-tab='conversations']")
+    page.click("#conversations button.conversation")
+    page.wait_for_selector("#conversation .message")
+    html = page.content()
+    assert SECRET not in html and "[REDACTED]" in page.locator("#facts").inner_text()
+    assert "My deploy key is [REDACTED]" in page.locator(f"#log li[data-seq='{demo.secret_seq}']").inner_text()
+
+
+def test_a_script_entry_is_shown_as_text_and_stays_inert(page, demo):
+    """A LOG entry holding <script> and an onerror image is shown as its text: no dialog, no new element runs."""
+    item = page.locator(f"#log li[data-seq='{demo.script_seq}'] .text")
+    assert item.inner_text() == SCRIPT_TEXT
+    assert item.locator("script, img").count() == 0
+    assert page.evaluate("window.__pwned") is None
+    assert page.evaluate("document.scripts.length") == 1
+
+
+def test_live_update_shows_a_newly_appended_entry(page, demo):
+    """An entry appended by another process appears at the top of the timeline within two seconds."""
+    page.wait_for_selector("#live.on")
+    with MemoryManager("finn", demo.home) as mm:
+        seq = mm.append_log("THOUGHT", "a thought that arrives while the page is open")
+    page.wait_for_selector(f"#log li.entry.fresh[data-seq='{seq}']", timeout=2500)
+    assert entries(page)[0] == str(seq)
