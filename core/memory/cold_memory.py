@@ -216,7 +216,7 @@ class ColdMemory:
         """
         if self.indexer.pending():
             self.sync()  # read your own writes: what was just stored or logged is found
-        if self.docs.pending_count():
+        if self.background.embeds and self.docs.pending_count():
             self.background.wait_idle(self.config.cold.vector_wait_s)
         tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
         return recall_query.candidates(text, filters, self.docs, self.store(), tuning)
@@ -366,7 +366,10 @@ class ColdMemory:
         self._guard = threading.Lock()
         self._worker = None
         self._store = None
-        self.background = BackgroundIndexer(self.docs, self.store, self.sync, self.paths.name)
+        # LanceDB writes in a forked child can crash it (its runtime is only partly reset at a fork):
+        # the child indexes docs, searchable by words at once, and leaves their vectors to the parent's
+        # thread or to the next process that opens the agent.
+        self.background = BackgroundIndexer(self.docs, self.store, self.sync, self.paths.name, embeds=False)
 
 
 def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,

@@ -108,8 +108,10 @@ class BackgroundIndexer:
     """
 
     def __init__(self, docs: DocIndex, store: Callable[[], ColdStore], index_docs: Callable[[], int],
-                 name: str) -> None:
+                 name: str, *, embeds: bool = True) -> None:
+        """``embeds=False``: only ``index_docs`` runs; the vectors are left to another process."""
         self.docs = docs
+        self.embeds = embeds
         self._store = store
         self._index_docs = index_docs
         self._name = name
@@ -142,7 +144,7 @@ class BackgroundIndexer:
             try:
                 with self._step:
                     self._index_docs()
-                while not self._stop.is_set():
+                while self.embeds and not self._stop.is_set():
                     with self._step:
                         if not self.embed_batch():
                             break

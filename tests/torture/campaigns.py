@@ -95,6 +95,8 @@ def _check_archives(manager: MemoryManager, result: Result) -> None:
     """Every archive is recorded with its sha256 and, once indexing is done, indexed without duplicate rows."""
     import hashlib
 
+    if not manager.cold.wait(timeout=60):  # the open finishes an interrupted compaction in the background
+        result.fail("indexing did not finish within 60 s")
     rows = manager.db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history").fetchall()
     recorded = {r["archive_id"]: r["archive_sha256"] for r in rows}
     first = manager.log.first_entry()
@@ -103,8 +105,6 @@ def _check_archives(manager: MemoryManager, result: Result) -> None:
             continue  # written by a compaction killed before its swap: the next one reuses it
         if recorded.get(path.stem) != hashlib.sha256(path.read_bytes()).hexdigest():
             result.fail(f"archive {path.name} is not recorded with its sha256")
-    if not manager.cold.wait(timeout=60):
-        result.fail("indexing did not finish within 60 s")
     ids = manager.cold.store().ids() if manager.paths.lancedb_dir.exists() else []
     if len(ids) != len(set(ids)):
         result.fail("the cold store holds duplicate rows")

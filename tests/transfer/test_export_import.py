@@ -17,6 +17,8 @@ from core.errors import CorruptionError, UnknownAgentError, ValidationError
 from core.langgraph_store import AgentOSStore
 from core.memory.provider.types import Message, Session
 from core.memory_initializer import initialize_agent_memory
+from core.llm.embedders import MiniLMEmbedder
+from core.memory.cold_store import ColdStore, VectorRow
 from core.memory_manager import MemoryManager
 from core.plugins.memory import open_provider
 from core.transfer import export_agent, import_agent
@@ -144,14 +146,19 @@ def test_vectors_holding_a_secret_are_left_out(agents_home, tmp_path, monkeypatc
     """Without --include-secrets, vectors whose texts hold a secret are dropped and the importer re-embeds."""
     manager = build_agent(agents_home)
     staging = "stage-pass-4411"
-    manager.store_memory(f"The staging password is {staging}")  # indexed while it is plain text
-    manager.cold.catch_up()  # and embedded
-    with manager.db.transaction() as conn:  # then saved as a secret straight into memory.db: not scrubbed yet
+    with manager.db.transaction() as conn:  # saved as a secret straight into memory.db: not scrubbed yet
         conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at)"
                      " VALUES ('staging_password', ?, 'secret', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
                      (staging,))
         conn.execute("DELETE FROM secret_scrubs")
+    manager.cold.catch_up()
     manager.close()
+    # A vector embedded while the value was plain text, which no scrub has reached yet.
+    plain = ColdStore(manager.paths.lancedb_dir, MiniLMEmbedder(), manager.paths.memory_dir / ".cold.lock",
+                      reindex_hint="-")
+    plain.put([VectorRow("note:early", "note", f"The staging password is {staging}", "note:early",
+                         "2026-01-01T00:00:00.000Z")])
+    plain.close()
     archive = tmp_path / "finn.tar.gz"
     result = export_agent("finn", archive, with_vectors=True)
     assert not result.manifest["with_vectors"] and "re-embeds" in result.notice
