@@ -71,6 +71,14 @@ def postgres_db(postgres_server):
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+@pytest.fixture(scope="session")
+def minilm():
+    """The real all-MiniLM-L6-v2 model, loaded once for the whole session."""
+    from core.llm.embedders import load_minilm
+
+    return load_minilm()
+
+
 @pytest.fixture
 def manager(agents_home: Path):
     """A MemoryManager for agent ``finn`` in the test's home."""
