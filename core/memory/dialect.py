@@ -1,4 +1,5 @@
-"""What memory.db's two databases say differently: full-text search, how a query's words match, the catalog.
+"""What memory.db's two databases say differently: full-text search (conversations' and recall's), how a
+query's words match, the catalog.
 
 Everything else runs the same SQL on both (PostgreSQL's spelling differences
 are translated in :mod:`core.memory.postgres.translate`). A dialect is chosen
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
+
+from core.memory.recall_words import Fts5Words, TsvectorWords
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,8 @@ class Dialect:
     """The query text matching every one of the words."""
     tables: str
     """The names of the database's tables (of the agent's schema, on PostgreSQL)."""
+    recall_words: type[Fts5Words] | type[TsvectorWords]
+    """Recall's word search: stemming, word counts and BM25 ranking."""
 
 
 def _fts5_match(words: list[str]) -> str:
@@ -46,6 +51,7 @@ SQLITE = Dialect(
         " ORDER BY rank LIMIT ?"),
     match=_fts5_match,
     tables="SELECT name FROM sqlite_master WHERE type = 'table'",
+    recall_words=Fts5Words,
 )
 
 # tsvector 'simple' (lower-cased words, no stemming) is the closest to FTS5's unicode61 tokenizer;
@@ -70,4 +76,5 @@ POSTGRES = Dialect(
     search_summaries=_PG_SEARCH.format(table="ctx_summaries"),
     match=" ".join,
     tables="SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
+    recall_words=TsvectorWords,
 )

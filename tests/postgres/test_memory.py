@@ -17,6 +17,7 @@ from core.config import StorageConfig, load_config
 from core.errors import ConfigError, StorageError
 from core.memory.postgres.database import PostgresDatabase, advisory_key
 from core.memory.provider import Message, Session
+from core.memory.recall_docs import Filters
 from core.memory.storage import schema_name
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_memory_manager_keeps_its_tables_in_the_agents_schema(pg_home):
-    """Facts, the LOG.md index, interrupted runs and the cold queue work on PostgreSQL, and no memory.db is made."""
+    """Facts, the LOG.md index, interrupted runs and recall's word index work on PostgreSQL, and no memory.db is made."""
     with MemoryManager("finn") as manager:
         manager.save_fact("city", "Porto")
         manager.save_fact("city", "Lisbon", "personal")
@@ -36,7 +37,8 @@ def test_memory_manager_keeps_its_tables_in_the_agents_schema(pg_home):
         assert manager.get_fact("city") == "Lisbon"
         assert [run["run_id"] for run in manager.interrupted_runs()] == [run_id]
         assert manager.rebuild_log_index() == 4  # two FACT entries, the thought, the RUN_START
-        assert manager.db.conn.execute("SELECT count(*) FROM cold_pending WHERE item = 'fact:city'").fetchone()[0] == 1
+        manager.cold.indexer.sync()
+        assert [doc_id for doc_id, _ in manager.cold.docs.words("which city? Lisbon", 5, Filters())] == ["fact:city"]
         schema = manager.db.schema
     assert schema == schema_name("finn", load_config(AgentPaths.for_agent("finn")).storage)
     assert not (pg_home / "finn" / "memory" / "memory.db").exists()
