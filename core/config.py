@@ -2,12 +2,14 @@
 
 Two files are merged over the defaults, later ones winning key by key:
 ``$AGENTOS_HOME/config.yaml`` (every agent) and ``<agent>/config/config.yaml``
-(one agent). Unknown sections or keys are errors that list the valid ones.
+(one agent). Unknown sections or keys are errors that list the valid ones; a
+retired key is ignored with a warning that says why.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,8 @@ import yaml
 
 from core.errors import ConfigError
 from core.paths import AgentPaths, agents_home
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -50,12 +54,14 @@ class ColdConfig:
 
     embedder: str = "minilm"
     """``minilm`` (offline all-MiniLM-L6-v2) or ``ollama:<model>`` (e.g. ``ollama:nomic-embed-text``)."""
-    chunk_tokens: int = 400
-    """Target size of an archive chunk, cut on entry boundaries."""
     optimize_every: int = 50
     """Compact LanceDB's small fragments after this many writes (in a background thread)."""
+    min_score: float = 0.15
+    """Default ``min_score`` of ``recall_memory``: results less likely than this to be relevant are left out."""
+    vector_wait_s: float = 10.0
+    """How long a recall waits for memories stored just before it to get their vectors (words find them at once)."""
     ann_min_rows: int = 5000
-    """Chunks from which the table gets an approximate vector index (IVF_FLAT, cosine).
+    """Memories from which the table gets an approximate vector index (IVF_FLAT, cosine).
 
     The index is built (and later retrained) by the background optimize step, by
     ``scripts/rebuild_index.py`` and by ``ColdStore.optimize()``, never during a
@@ -148,6 +154,8 @@ MAY_BE_NEGATIVE = {"compaction.max_tokens"}
 """Options where -1 has a documented meaning (disables); any other negative value is an error."""
 ZERO_MEANS_DEFAULT = {"compaction.max_tokens"}
 """Options where 0 stands for the default (seed 002)."""
+RETIRED = {"cold.chunk_tokens": "recall indexes every memory whole, not archive chunks"}
+"""Options of earlier versions that are ignored (with a warning), so old config files still load."""
 
 
 def config_files(paths: AgentPaths | None = None) -> list[Path]:
@@ -187,6 +195,9 @@ def _merge_section(current: Any, values: dict[str, Any], source: str, section: s
     fields = {f.name: f for f in dataclasses.fields(current)}
     updates = {}
     for key, value in values.items():
+        if f"{section}.{key}" in RETIRED:
+            log.warning("%s.%s is no longer used (%s): remove it", where, key, RETIRED[f"{section}.{key}"])
+            continue
         if key not in fields:
             raise ConfigError(f"{where}: unknown option {key!r}; valid: {', '.join(fields)}")
         expected = type(getattr(current, key))

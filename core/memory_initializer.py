@@ -26,7 +26,7 @@ LOG.md (what you did), facts and long-term recall. You survive restarts.
 - When the user says "continue", resume from NOW.md instead of starting over.
 
 ## Capabilities
-Memory skills (update_status, log_activity, save_fact, get_fact, recall_memory), the memory tool,
+Memory skills (update_status, log_activity, save_fact, get_fact, recall_memory, store_memory, forget_memory), the memory tool,
 and files in your workspace.
 """
 

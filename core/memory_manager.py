@@ -24,7 +24,7 @@ from typing import Any
 
 from core.config import Config, load_config
 from core.errors import CorruptionError, StorageError, ValidationError
-from core.memory import facts, log_index, now_file, now_record, recovery
+from core.memory import facts, forgetting, log_index, now_file, now_record, recovery
 from core.memory.cold_memory import ColdMemory
 from core.memory.log_compaction import CompactionReport
 from core.memory.context import format_context
@@ -90,6 +90,10 @@ class MemoryManager:
             recovery.current_now(self)  # recovers a missing or unreadable NOW.md, or one behind LOG.md
         self.scrubber.catch_up()  # a secret saved by a process that died before it was scrubbed
         self.cold.at_open()
+        expired = forgetting.expired_note_ids(self.db)
+        if expired:
+            forgetting.forget(self, query=None, before=None, ids=expired, kind=None, min_score=None, limit=10_000,
+                              reason="expired")
 
     def _catch_up(self) -> None:
         """Index (and apply) the LOG.md entries memory.db lacks; if it cannot be written now, later."""
@@ -218,6 +222,14 @@ class MemoryManager:
                         "up at the next write or open", entry.seq, exc)
         self.cold.after_append()
 
+    def log_forget(self, text: str, metadata: dict[str, Any]) -> LogEntry:
+        """Append the FORGET entry of a forget (a system record: it names ids, never text); it is applied
+        as it is indexed (see :mod:`core.memory.forgetting`)."""
+        with self.lock.hold():
+            entry = self.log.append("FORGET", text, metadata)
+            self._index(entry)
+        return entry
+
     def read_log(self, last_n: int = 20) -> list[dict[str, Any]]:
         """The last ``last_n`` LOG.md entries, oldest first, as dicts (seq, ts, type, content, metadata)."""
         if not isinstance(last_n, int) or isinstance(last_n, bool) or last_n < 0:
@@ -321,34 +333,97 @@ class MemoryManager:
 
     # -- cold tier ------------------------------------------------------------
 
-    def store_memory(self, content: Any, metadata: dict[str, Any] | None = None, kind: str = "note") -> str:
-        """Store text in the cold tier (secrets redacted) and return its id.
+    def store_memory(
+        self, content: Any, metadata: dict[str, Any] | None = None, kind: str = "note", *,
+        occurred_at: Any = None, expires_at: Any = None,
+    ) -> str:
+        """Store a memory (secrets redacted) and return its id; it is searchable by words at once.
 
-        The text is saved in memory.db first; if the embedder or LanceDB fails,
-        indexing is retried at the next sync and the text is never lost.
+        Storing the same text with the same metadata again refreshes the stored
+        memory and returns its id instead of adding a copy. The vector is
+        computed in the background (within about a second); if the embedder or
+        LanceDB fails the text stays searchable by words and indexing is retried.
+
+        Args:
+            content: the text.
+            metadata: any JSON object, returned with the memory. Recall reads these keys:
+                ``speaker`` (or ``role``, ``author``), ``session`` / ``conversation`` (its
+                neighbours share them), and ``date`` or ``occurred_at`` (ISO-8601 or written,
+                e.g. ``"1:56 pm on 8 May, 2023"``): when it happened.
+            kind: ``note`` or ``summary``.
+            occurred_at: when it happened (datetime, ISO-8601 or a written date); wins over metadata.
+            expires_at: after this time the memory is no longer recalled (and is forgotten).
 
         Raises:
-            ValidationError: empty or oversize content, kind not ``note``/``summary``.
-            EmbedderMismatchError: the store was built with another embedder.
+            ValidationError: empty or oversize content, unknown kind, a time that cannot be read.
         """
-        return self.cold.store_memory(content, metadata, kind, self.facts.secret_values())
+        return self.cold.store_memory(content, metadata, kind, self.facts.secret_values(),
+                                      occurred_at=occurred_at, expires_at=expires_at)
+
+    def store_memories(self, items: list[Any]) -> list[str]:
+        """Store many memories in one transaction (the fast way to load a history); return their ids.
+
+        Each item is text or a dict with ``content`` and optionally ``metadata``, ``kind``,
+        ``occurred_at`` and ``expires_at`` (as in :meth:`store_memory`). One bad item stores none.
+        """
+        if not isinstance(items, (list, tuple)):
+            raise ValidationError(f"items must be a list, got {type(items).__name__}")
+        return self.cold.store_memories(items, self.facts.secret_values())
 
     def recall_memory(
         self, query: str, n_results: int = 5, kind: str | list[str] | None = None,
-        since: Any = None, until: Any = None,
+        since: Any = None, until: Any = None, *, min_score: float | None = None,
+        recency_days: float | None = None,
     ) -> list[dict[str, Any]]:
-        """Search the cold tier by meaning and words; best first.
+        """Search every tier by meaning and words; best first.
+
+        Searches LOG.md entries (as soon as they are written), archived entries and
+        summaries, notes, facts (never secret ones), the conversation messages and
+        summaries of the providers and the items of the agent's LangGraph store.
 
         Args:
             query: what to look for.
-            n_results: how many results (1-100).
-            kind: ``log_archive``, ``fact``, ``note``, ``summary`` or ``item`` (LangGraph store items), or a list of them.
-            since, until: only chunks created in this window (datetime or ISO-8601).
+            n_results: how many results at most (1-100).
+            kind: ``note``, ``summary``, ``fact``, ``log`` (in LOG.md), ``log_archive``
+                (compacted), ``message`` or ``item`` (LangGraph store items), or a list of them.
+            since, until: only memories that happened in this window (datetime, ISO-8601
+                or a written date such as ``"8 May 2023"``).
+            min_score: leave out results below this relevance (0-1; default ``cold.min_score``).
+            recency_days: favour recent memories: a score halves for every this many days of age.
 
         Returns:
-            ``{content, metadata, score, source, created_at, kind, id}`` dicts.
+            ``{content, metadata, score, source, created_at, occurred_at, kind, tier, where, id}``
+            dicts: ``score`` is the probability (0-1) that the memory is relevant, ``tier`` is
+            warm, cold or conversation, ``where`` says where the original is (seq, archive,
+            conversation and message id, fact key, note id, or store namespace and key).
         """
-        return self.cold.recall(query, n_results, kind, since, until, self.facts.secret_values())
+        return self.cold.recall(query, n_results, kind, since, until, self.facts.secret_values(),
+                                min_score=min_score, recency_days=recency_days)
+
+    def forget_memory(self, memory_id: str) -> bool:
+        """Forget one memory by the id recall returned; return True if it existed.
+
+        It leaves recall and memory.db (a note is deleted, a fact and a store item too); LOG.md gets a
+        FORGET entry naming the id, never the text, and ``rebuild_index`` honours it.
+        """
+        return bool(self.forget_memories(ids=[memory_id]))
+
+    def forget_memories(
+        self, query: str | None = None, before: Any = None, *, ids: list[str] | None = None,
+        kind: str | list[str] | None = None, min_score: float | None = None, limit: int = 100,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """Forget the memories that match ``query`` and/or happened before ``before``; return their ids.
+
+        Args:
+            query: forget what recall finds for it (with ``min_score``, at most ``limit``).
+            before: forget what happened before this time (datetime, ISO-8601 or a written date).
+            ids: forget exactly these ids.
+            kind: only memories of this kind (or kinds).
+            dry_run: forget nothing; return the ids that would be forgotten (to show before asking).
+        """
+        return forgetting.forget(self, query=query, before=before, ids=ids, kind=kind,
+                                 min_score=min_score, limit=limit, dry_run=dry_run)
 
     def compact_log(self, summary: str | None = None, *, force: bool = True, dry_run: bool = False) -> CompactionReport:
         """Compact LOG.md now: archive its entries, keep one SUMMARY, index the archive.

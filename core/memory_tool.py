@@ -11,9 +11,10 @@ from core.memory.provider.types import Session
 from core.toolbox import Tool
 
 
-def memory_tools(provider: Any, session: Session) -> list[Tool]:
-    """``[memory]``: the tool generated from the provider's capabilities; session, user and agent come from ``session``."""
-    tool = build_tool(provider)
+def memory_tools(provider: Any, session: Session, memory: Any = None) -> list[Tool]:
+    """``[memory]``: the tool generated from the provider's capabilities (plus recall and forget over
+    ``memory``, the agent's MemoryManager); session, user and agent come from ``session``."""
+    tool = build_tool(provider, memory=memory)
 
     def run(arguments: Any) -> Any:
         # The tool reads who is talking from context variables, never from the model's arguments.

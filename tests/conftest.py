@@ -31,6 +31,14 @@ def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(scope="session")
+def minilm():
+    """The real all-MiniLM-L6-v2 model, loaded once for the whole session."""
+    from core.llm.embedders import load_minilm
+
+    return load_minilm()
+
+
 @pytest.fixture
 def manager(agents_home: Path):
     """A MemoryManager for agent ``finn`` in the test's home."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -17,17 +18,20 @@ from core.paths import home_and_source
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def agentos(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+def agentos(*args: str, cwd: Path = ROOT, env: dict | None = None, answer: str | None = None
+            ) -> subprocess.CompletedProcess:
+    """Run ``python -m core ARGS``; ``answer`` is typed on its stdin (default: no stdin)."""
     return subprocess.run([sys.executable, "-m", "core", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env=env or dict(os.environ), stdin=subprocess.DEVNULL)
+                          timeout=120, env=env or dict(os.environ), input=answer,
+                          stdin=subprocess.DEVNULL if answer is None else None)
 
 
 def test_version_and_help():
     """--version prints the package version; --help lists every subcommand of the issue."""
     assert agentos("--version").stdout.strip() == f"agentos {__version__}"
     helped = agentos("--help").stdout
-    for name in ("run", "init", "status", "now", "log", "facts", "recall", "compact-log", "compact-session",
-                 "rebuild-index", "export", "import", "mcp"):
+    for name in ("run", "init", "status", "now", "log", "facts", "recall", "forget", "compact-log",
+                 "compact-session", "rebuild-index", "export", "import", "mcp"):
         assert f"    {name}" in helped
 
 
@@ -75,6 +79,7 @@ def test_init_then_readers_text_and_json(agents_home):
 
 
 @pytest.mark.parametrize("command", [["now"], ["log"], ["facts"], ["status"], ["recall", "anything"],
+                                     ["forget", "--query", "anything", "--yes"],
                                      ["compact-log"], ["rebuild-index"], ["run", "hello", "--offline"],
                                      ["export", "x.tar.gz"]])
 def test_unknown_agent_is_named_listed_and_not_created(agents_home, command):
@@ -85,6 +90,55 @@ def test_unknown_agent_is_named_listed_and_not_created(agents_home, command):
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: no agent named 'ghost'")
     assert "agents there: finn" in result.stderr and "agentos init --agent ghost" in result.stderr
     assert sorted(p.name for p in agents_home.iterdir()) == ["finn"]
+
+
+def test_recall_options_and_forget_with_confirmation(agents_home, minilm, capsys, monkeypatch):
+    """recall takes --kind, --since, --until, --min-score and --recency-days; forget shows what it will forget
+    and asks (nothing without a yes), or forgets at once with --yes; bad combinations are usage errors."""
+    from core.commands import main
+
+    assert agentos("init", "--agent", "finn").returncode == 0
+    with MemoryManager("finn") as manager:
+        old = manager.store_memory("The report went to Maria", occurred_at="2023-01-05")
+        new = manager.store_memory("The report goes to Ada now", occurred_at="2024-06-01")
+        manager.cold.catch_up()
+
+    def run(*args: str, answer: str = "") -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(answer))
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    def recall(*options: str) -> list[str]:
+        code, out, err = run("recall", "--agent", "finn", "who gets the report?", "--json", *options)
+        assert code == 0, err
+        return [hit["id"] for hit in json.loads(out)]
+
+    assert set(recall("--kind", "note", "--min-score", "0")) == {old, new}
+    assert recall("--since", "1 Jan 2024", "--min-score", "0") == [new]
+    assert recall("--until", "2023-12-31", "--kind", "note", "--kind", "fact") == [old]
+    assert recall("--recency-days", "30", "--min-score", "0")[0] == new
+    assert recall("--min-score", "0.999999") == []
+    with pytest.raises(SystemExit) as usage:
+        run("recall", "--agent", "finn", "report", "--min-score", "2")
+    assert usage.value.code == 2
+    assert f"note {old}" in run("recall", "--agent", "finn", "report to Maria")[1]
+
+    refused = agentos("forget", "--agent", "finn", old)  # a real process with no terminal to answer
+    assert refused.returncode == 2 and "not confirmed" in refused.stderr and old in refused.stderr
+    code, _, err = run("forget", "--agent", "finn", old, answer="n\n")
+    assert code == 2 and "The report went to Maria" in err and "Forget them? [y/N]" in err
+    assert recall("--kind", "note", "--min-score", "0").count(old) == 1
+    code, out, _ = run("forget", "--agent", "finn", old, answer="y\n")
+    assert code == 0 and "forgot 1 memory" in out
+    assert old not in recall("--min-score", "0")
+    code, out, _ = run("forget", "--agent", "finn", "--query", "report to Ada", "--kind", "note", "--yes", "--json")
+    assert json.loads(out) == {"forgotten": [new], "count": 1}
+    assert run("forget", "--agent", "finn")[0] == 2
+    assert run("forget", "--agent", "finn", new, "--query", "x")[0] == 2
+    code, _, err = run("forget", "--agent", "finn", "note:nope", "--yes")
+    assert code == 4 and "note:nope" in err
+    assert run("forget", "--agent", "finn", "--before", "2000-01-01", "--yes")[1].strip() == "nothing to forget"
 
 
 def test_run_create_makes_the_agent(agents_home):

@@ -18,7 +18,10 @@ def _self_referential() -> dict:
 
 
 def snapshot(manager: MemoryManager) -> dict[str, bytes]:
-    """The bytes of every memory file that a write would change (SQLite's -shm index excluded)."""
+    """The bytes of every memory file that a write would change (SQLite's -shm index excluded),
+    once background indexing of earlier writes has caught up and stopped writing."""
+    manager.cold.catch_up()
+    assert manager.cold.background.wait_idle(60)
     files = {}
     for path in sorted(manager.paths.memory_dir.rglob("*")):
         if path.is_file() and path.name not in {".lock", "memory.db-shm"}:

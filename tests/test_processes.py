@@ -58,7 +58,8 @@ def test_exiting_while_background_indexing_runs_is_clean_and_the_next_open_finis
     with MemoryManager("finn") as manager:
         assert manager.cold.wait(timeout=120)
         assert manager.cold.indexer.pending() == 0
-        assert manager.cold.store().count("archive:" + Path(manager.log.first_entry().metadata["archive"]).stem) > 0
+        archive = Path(manager.log.first_entry().metadata["archive"]).stem
+        assert manager.recall_memory("entry 3 word", 1, kind="log_archive", min_score=0)[0]["where"]["archive"] == archive
 
 
 KILLED_BEFORE_THE_REPLACE = """

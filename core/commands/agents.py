@@ -78,6 +78,7 @@ def _details(manager: MemoryManager) -> dict[str, Any]:
         "conversations": conn.execute("SELECT count(*) FROM ctx_conversations").fetchone()[0],
         "messages": conn.execute("SELECT count(*) FROM ctx_messages").fetchone()[0],
         "cold_pending": manager.cold.indexer.pending(),
+        "recall": {"memories": manager.cold.docs.count(), "vectors_pending": manager.cold.docs.pending_count()},
         "embedder": manager.config.cold.embedder,
         "interrupted_runs": [run["run_id"] for run in manager.interrupted_runs()],
         "memory_db_bytes": manager.paths.db_file.stat().st_size,
@@ -95,7 +96,8 @@ def _details_text(data: dict[str, Any]) -> str:
         f"  LOG.md: last seq {log['last_seq']}, {log['bytes']} bytes, {log['archives']} archive(s)",
         f"  facts: {facts}",
         f"  notes: {data['notes']}; conversations: {data['conversations']} ({data['messages']} messages)",
-        f"  cold store: embedder {data['embedder']}, {data['cold_pending']} item(s) waiting to be indexed",
+        f"  recall: {data['recall']['memories']} memories ({data['recall']['vectors_pending']} waiting for their "
+        f"vector, {data['cold_pending']} source(s) to index); embedder {data['embedder']}",
         f"  memory.db: {data['memory_db_bytes']} bytes",
     ]
     if data["interrupted_runs"]:

@@ -24,7 +24,7 @@ def compact_log(args: argparse.Namespace) -> int:
     deterministic extractive summary is used, and the output says so. Running it again
     after a crash finishes the interrupted compaction.
     """
-    with open_memory(args.agent) as manager, tqdm(desc="indexing chunks", unit="chunk", leave=False) as bar:
+    with open_memory(args.agent) as manager, tqdm(desc="indexing", unit="memory", leave=False) as bar:
         report = manager.cold.compact(args.summary, force=args.force, dry_run=args.dry_run, progress=bar.update)
     print(compaction_text(report, args.dry_run))
     return 0
@@ -48,7 +48,7 @@ def compaction_text(report: CompactionReport, dry_run: bool) -> str:
         lines.append(f"archive: {report.archive_path}")
         note = " (no LLM reachable: extractive summary of the source)" if report.summary_method == "deterministic" else ""
         lines.append(f"summary: {report.summary_method}{note}")
-    lines.append(f"chunks indexed: {report.chunks_indexed}")
+    lines.append(f"memories indexed for recall: {report.docs_indexed} (vectors follow in the background)")
     if report.index_error:
         lines.append(f"cold store not updated (retried at the next start): {report.index_error}")
     return "\n".join(lines)
@@ -88,19 +88,20 @@ def rebuild_index(args: argparse.Namespace) -> int:
     """Recreate an agent's indexes from its files (use it after changing cold.embedder).
 
     log_metadata comes from LOG.md and the archives, the compaction history from the
-    SUMMARY entries, and the LanceDB cold store from the archives, facts and notes,
-    embedded with the configured embedder. It ends by optimizing the table, which
-    builds the approximate vector index once it holds cold.ann_min_rows chunks.
+    SUMMARY entries, and recall's index and the LanceDB vectors from LOG.md, the
+    archives, facts, notes, conversations and store items, embedded with the configured
+    embedder (forgotten memories stay forgotten). It ends by optimizing the table, which
+    builds the approximate vector index once it holds cold.ann_min_rows memories.
     """
-    with open_memory(args.agent) as manager, tqdm(desc="indexing chunks", unit="chunk") as bar:
+    with open_memory(args.agent) as manager, tqdm(desc="embedding", unit="memory") as bar:
         result = rebuild_all(manager, progress=bar.update)
     print(f"log_metadata rows: {result.log_rows}")
     print(f"compactions recorded: {result.compactions}")
-    print(f"chunks indexed: {result.chunks} (embedder {result.embedder})")
+    print(f"memories embedded: {result.memories} (embedder {result.embedder})")
     index, min_rows = result.vector_index, manager.config.cold.ann_min_rows
     if index is not None:
-        print(f"vector index: {index['type']} over {index['indexed_rows']} chunks")
-    elif min_rows and result.chunks >= min_rows:
+        print(f"vector index: {index['type']} over {index['indexed_rows']} memories")
+    elif min_rows and result.memories >= min_rows:
         print("vector index: none, its build failed (see the log): vector search is exact")
     else:
         print(f"vector index: none, vector search is exact (cold.ann_min_rows = {min_rows})")

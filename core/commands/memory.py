@@ -1,12 +1,14 @@
-"""Subcommands that read an agent's memory: now, log, facts, recall."""
+"""Subcommands that read an agent's memory (now, log, facts, recall) and forget from it (forget)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
-from core.memory.cold_store import KINDS
+from core.errors import NotFoundError, ValidationError
 from core.memory.facts import CATEGORIES
+from core.memory.recall_docs import KINDS
 from core.spinner import progress
 
 
@@ -38,13 +40,81 @@ def facts(args: argparse.Namespace) -> int:
     return 0
 
 
+def _score(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text}")
+    return value
+
+
 @command("recall", AGENT, arg("query", help="what to look for, in plain words"),
-         arg("-n", "--results", type=int, default=5, metavar="N", help="how many results (default 5)"),
-         arg("--kind", choices=KINDS, help="only this kind of memory"), JSON)
+         arg("-n", "--results", type=int, default=5, metavar="N", help="how many results at most (default 5)"),
+         arg("--kind", choices=KINDS, action="append", help="only this kind of memory (repeat for several)"),
+         arg("--min-score", type=_score, metavar="X", help="leave out results below this relevance, 0-1 "
+                                                           "(default: cold.min_score)"),
+         arg("--since", metavar="DATE", help="only what happened from this date on, e.g. 2023-05-08 or '8 May 2023'"),
+         arg("--until", metavar="DATE", help="only what happened up to this date"),
+         arg("--recency-days", type=float, metavar="DAYS", help="favour recent memories: a score halves for "
+                                                                 "every DAYS of age"),
+         JSON)
 def recall(args: argparse.Namespace) -> int:
-    """Search the agent's long-term memory (archived log, facts, notes) by meaning and words; best first."""
+    """Search everything the agent remembers (LOG.md, archives, notes, facts, conversations, store items).
+
+    Results are best first, each with a score from 0 to 1 (the chance it is relevant), its
+    kind and tier, and where the original is. A query about nothing returns nothing.
+    """
     with open_memory(args.agent) as manager, progress("searching memory"):
-        found = manager.recall_memory(args.query, n_results=args.results, kind=args.kind)
+        found = manager.recall_memory(args.query, n_results=args.results, kind=args.kind, since=args.since,
+                                      until=args.until, min_score=args.min_score, recency_days=args.recency_days)
     emit(args, found, lambda: "\n".join(
-        f"{hit['score']:.4f} {hit['kind']} {hit['source']}\n  {hit['content']}" for hit in found) or "(nothing found)")
+        f"{hit['score']:.2f} {hit['kind']} {hit['id']} ({hit['occurred_at'][:10]}, {hit['source']})\n"
+        f"  {hit['content']}" for hit in found) or "(nothing found)")
     return 0
+
+
+@command("forget", AGENT, arg("ids", nargs="*", metavar="ID", help="memory ids as recall shows them, e.g. note:3f2a..."),
+         arg("--query", metavar="TEXT", help="forget what recall finds for these words"),
+         arg("--before", metavar="DATE", help="forget what happened before this date, e.g. 2023-05-08"),
+         arg("--kind", choices=KINDS, action="append", help="only this kind of memory (repeat for several)"),
+         arg("--min-score", type=_score, metavar="X", help="with --query: only results at least this relevant"),
+         arg("--limit", type=int, default=100, metavar="N", help="forget at most N memories (default 100)"),
+         arg("-y", "--yes", action="store_true", help="do not ask for confirmation"), JSON)
+def forget(args: argparse.Namespace) -> int:
+    """Forget memories by id, or what matches --query and/or happened before --before.
+
+    Shows what would be forgotten and asks first (unless --yes). Forgotten memories leave
+    recall and memory.db; LOG.md gets a FORGET entry naming their ids, never their text,
+    and rebuild-index does not bring them back.
+    """
+    if args.ids and (args.query or args.before):
+        raise ValidationError("give memory ids, or --query and/or --before, not both")
+    if not (args.ids or args.query or args.before):
+        raise ValidationError("say what to forget: memory ids, --query TEXT or --before DATE")
+    with open_memory(args.agent) as manager:
+        chosen = manager.forget_memories(query=args.query, before=args.before, ids=args.ids or None, kind=args.kind,
+                                         min_score=args.min_score, limit=args.limit, dry_run=True)
+        unknown = [i for i in args.ids if i not in chosen]
+        if unknown and not chosen:
+            raise NotFoundError(f"no memory with id {', '.join(unknown)}: agentos recall shows the ids")
+        if unknown:
+            print(f"no memory with id {', '.join(unknown)}: left out", file=sys.stderr)
+        if chosen and not args.yes:
+            _confirm(manager, chosen)
+        forgotten = manager.forget_memories(ids=chosen) if chosen else []
+    emit(args, {"forgotten": forgotten, "count": len(forgotten)},
+         f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}" if forgotten else "nothing to forget")
+    return 0
+
+
+def _confirm(manager, ids: list[str]) -> None:
+    """Show the memories about to be forgotten and ask; ValidationError if the answer is not yes."""
+    docs = manager.cold.docs.get(ids)
+    print(f"{len(ids)} memor{'y' if len(ids) == 1 else 'ies'} will be forgotten:", file=sys.stderr)
+    for memory_id in ids:
+        doc = docs.get(memory_id)
+        text = " ".join(doc.text.split()) if doc else ""
+        print(f"  {memory_id}  {text[:90] + ('...' if len(text) > 90 else '')}", file=sys.stderr)
+    print("Forget them? [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise ValidationError("not confirmed: nothing forgotten (add --yes to forget without asking)")

@@ -47,10 +47,11 @@ def import_(args: argparse.Namespace) -> int:
     """
     from core.transfer import import_agent
 
-    with tqdm(desc="embedding", unit="chunk", leave=False, disable=None) as bar:
+    with tqdm(desc="embedding", unit="memory", leave=False, disable=None) as bar:
         result = import_agent(args.file, as_name=args.as_name, force=args.force, progress=bar.update)
     counts = result.manifest["counts"]
     print(f"imported {result.agent} into {result.root}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "
           f"{counts['messages']} messages"
-          + (f"; re-embedded {result.chunks} chunks ({result.reembedded})" if result.reembedded else "; vectors kept"))
+          + (f"; re-embedded {result.memories} memories ({result.reembedded})" if result.reembedded
+             else "; vectors kept"))
     return 0

@@ -15,14 +15,18 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.config import load_config
-from core.errors import AgentOSError, ColdStoreError, NotFoundError
+from core.errors import AgentOSError, NotFoundError
 from core.inspector import queries, timeline
 from core.inspector.log_files import LogFiles
 from core.inspector.masking import mask, searchable
 from core.inspector.queries import Reader
 from core.memory import now_file
-from core.memory.cold_memory import check_recall, open_store, search
-from core.memory.cold_store import ColdStore
+from core.memory import recall_query
+from core.memory.cold_memory import open_store
+from core.memory.cold_store import TABLE, ColdStore
+from core.memory.recall_docs import DocIndex
+from core.memory.recall_query import check_recall
+from core.memory.recall_search import Tuning
 from core.paths import AgentPaths
 
 RUNS_SHOWN = 100
@@ -198,25 +202,28 @@ class AgentView:
     # -- recall -------------------------------------------------------------------------
 
     def recall(self, text: str, n_results: int, kind: str | None) -> dict[str, Any]:
-        """The cold tier's best matches for ``text`` (read-only: nothing is indexed or synced first)."""
-        request = check_recall(text, n_results, kind, None, None)
+        """The agent's recall of ``text``, ranked as the agent ranks it (read-only: nothing is indexed first,
+        so what waits to be indexed is counted instead)."""
+        config = load_config(self.paths)
+        request = check_recall(text, n_results, kind, default_min_score=config.cold.min_score)
 
         def build(reader: Reader, secrets: list[str]) -> dict[str, Any]:
             waiting = {"unindexed_archives": reader.unindexed_archives(),
-                       "pending_cold_items": reader.pending_cold_items()}
-            try:
-                results = search(self._cold_store(), request, secrets)
-            except ColdStoreError as exc:
-                if self.paths.lancedb_dir.exists():
-                    raise
-                return {"results": [], "note": str(exc), **waiting}
-            return {"results": results, **waiting}
+                       "pending_cold_items": reader.pending_cold_items(), "pending_vectors": reader.pending_vectors()}
+            if "recall_docs" not in reader.tables:
+                return {"results": [], "note": "nothing is indexed for recall yet: open the agent once", **waiting}
+            store = self._cold_store(config)
+            note = {} if store else {"note": "there is no cold store yet: results are matched by words only"}
+            # The reader's connection serves the word search (DocIndex only reads through ``.conn``).
+            results = recall_query.recall(request, DocIndex(reader), store, Tuning(), secrets)
+            return {"results": results, **note, **waiting}
         return self._answer(build)
 
-    def _cold_store(self) -> ColdStore:
+    def _cold_store(self, config) -> ColdStore | None:
+        """The agent's cold store opened read-only, or None while it has none."""
         with self._store_guard:
-            if self._store is None:
-                self._store = open_store(self.paths, load_config(self.paths), read_only=True)
+            if self._store is None and (self.paths.lancedb_dir / f"{TABLE}.lance").is_dir():
+                self._store = open_store(self.paths, config, read_only=True)
             return self._store
 
     def close(self) -> None:

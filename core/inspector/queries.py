@@ -226,8 +226,12 @@ class Reader:
         return self._count("compaction_history", "WHERE indexed_at IS NULL")
 
     def pending_cold_items(self) -> int:
-        """Facts and notes changed since the cold store last indexed them."""
+        """Sources (facts, notes, messages, store items) changed since recall last indexed them."""
         return self._count("cold_pending")
+
+    def pending_vectors(self) -> int:
+        """Memories searchable by words whose vector is not computed yet."""
+        return self._count("recall_docs", "WHERE vector_state = 0")
 
     def notes(self, before: int | None, limit: int) -> list[dict[str, Any]]:
         """Notes stored with ``store_memory``, newest first; ``cursor`` pages to older ones."""

@@ -5,12 +5,15 @@
 
 Items live in the agent's memory.db (table ``store_items``), so they survive
 restarts and are exported with the agent. The passages chosen by the index
-config (``{"fields": [...]}``, default the whole value) are indexed in the
-agent's cold store, so ``search(query=...)`` is the tiers' hybrid recall (vector
-plus full-text, fused) and ``recall_memory`` finds them too (kind ``item``).
-Behaviour follows LangGraph's ``InMemoryStore``: namespace rules, overwrite,
-delete with ``PutOp(value=None)``, ``filter`` on values with ``$eq``/``$ne``/
-``$gt``/``$gte``/``$lt``/``$lte``, ordering by score when a query is given,
+config (``{"fields": [...]}``, default the whole value) become recall docs of
+kind ``item`` (secrets redacted), so ``search(query=...)`` is the agent's
+recall: searchable by words as soon as ``put`` returns and by meaning once the
+background indexer has embedded them, and ``recall_memory`` finds them too.
+An item's score is its best passage's recall score (0-1). Behaviour follows
+LangGraph's ``InMemoryStore``: namespace rules, overwrite, delete with
+``PutOp(value=None)`` (the item's docs and vectors leave recall), ``filter`` on
+values with ``$eq``/``$ne``/``$gt``/``$gte``/``$lt``/``$lte``, ordering by score
+when a query is given (items with nothing indexed come after the scored ones),
 ``limit``/``offset``, ``list_namespaces`` with prefix, suffix and ``max_depth``.
 Without a query, items come most recently updated first. Reads in a batch see
 the items as they were before the batch's writes, which are applied together.
@@ -42,6 +45,7 @@ from core.errors import BackendError, ColdStoreError, EmbedderMismatchError, Val
 from core.langgraph_store.filters import matches
 from core.langgraph_store.items import ItemTable, namespace_matches, namespace_text, to_item
 from core.memory.facts import redact
+from core.memory.recall_docs import Filters
 from core.memory_manager import MemoryManager
 from core.skills.base import memory_for
 
@@ -49,7 +53,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_FIELDS = ("$",)
 """Without an index config the whole value is indexed, as ``InMemoryStore`` does with ``fields=["$"]``."""
-MAX_SEARCH_DEPTH = 100_000
 
 
 class AgentOSStore(BaseStore):
@@ -109,12 +112,14 @@ class AgentOSStore(BaseStore):
         # A value is memory like a fact of another category: it keeps no secret (get_fact has it).
         self.items.write((tuple(op.namespace), op.key, redact(op.value, secrets), self._texts(op, secrets))
                          for op in puts)
+        cold = self.manager.cold
         try:
-            self.manager.cold.indexer.sync()
+            cold.sync()  # searchable by words now; a deleted or replaced passage leaves recall now
         except EmbedderMismatchError:
             raise
         except (BackendError, ColdStoreError) as exc:
-            log.warning("store items saved; indexing them failed and will be retried: %s", exc)
+            log.warning("store items saved; deleting their old vectors failed and will be retried: %s", exc)
+        cold.background.wake()  # vectors are computed in the background
 
     def _texts(self, op: PutOp, secrets: list[str]) -> list[list[str]]:
         """The ``[path, text]`` passages of a put to index (secrets redacted), as ``InMemoryStore`` picks them."""
@@ -138,31 +143,29 @@ class AgentOSStore(BaseStore):
             return [_search_item(to_item(row)) for row in rows]
         candidates = {row["id"]: to_item(row) for row in self.items.under(prefix)
                       if matches(to_item(row).value, op.filter)}
-        if not op.query:
+        query = (op.query or "").strip()
+        if not query:
             return [_search_item(item) for item in list(candidates.values())[op.offset: op.offset + op.limit]]
-        scores = self._ranked(op.query, prefix, set(candidates), op.offset + op.limit)
+        scores = self._ranked(query, prefix, set(candidates), op.offset + op.limit)
         unscored = [item_id for item_id in candidates if item_id not in scores]
         order = list(scores) + unscored  # items with no indexed text come after the ranked ones
         return [_search_item(candidates[i], scores.get(i)) for i in order[op.offset: op.offset + op.limit]]
 
     def _ranked(self, query: str, prefix: tuple[str, ...], wanted: set[int], needed: int) -> dict[int, float]:
-        """Scores of the ``wanted`` items by hybrid recall, best first, at least ``needed`` of them when possible."""
+        """Recall scores of the ``wanted`` items, best first, at least ``needed`` of them when they have any."""
         cold = self.manager.cold
-        store = cold.store()
-        if cold.indexer.pending():
-            cold.indexer.sync()  # read your own writes
-        source = f"store:{namespace_text(prefix)}" if prefix else "store:"
-        depth = max(2 * needed, 10)
+        filters = Filters(kinds=("item",), source_prefix=f"store:{namespace_text(prefix)}" if prefix else "store:")
+        indexed = cold.docs.count(filters)
+        depth = max(cold.tuning.depth, 2 * needed)
         while True:
-            hits = store.search(query, depth, ["item"], source_prefix=source)
             scores: dict[int, float] = {}
-            for hit in hits:  # best first: an item's best passage gives its score
-                item_id = int(hit.chunk.origin.partition(":")[2])
+            for cand in cold.candidates(query, filters, depth):  # best first: an item's best passage gives its score
+                item_id = int(cand.doc.id.split(":")[1])
                 if item_id in wanted and item_id not in scores:
-                    scores[item_id] = hit.score
-            if len(scores) >= needed or len(hits) < depth or depth >= MAX_SEARCH_DEPTH:
+                    scores[item_id] = cand.score
+            if len(scores) >= needed or depth >= indexed:
                 return scores
-            depth *= 4
+            depth = min(4 * depth, indexed)
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = [ns for ns in self.items.namespaces()

@@ -7,7 +7,7 @@ estimate: the characters-per-token ratio is learned from it (smoothed and
 bounded, kept per model in ``$AGENTOS_HOME/token_ratios.json``). A count that
 fills the window, or one far below the estimate near the window's size (older
 messages dropped), means the server cut the prompt: a WARNING with both numbers,
-and the ratio is lowered so later budgets are smaller.
+and the ratio is lowered (at least to the safe starting ratio) so later budgets are smaller.
 """
 
 from __future__ import annotations
@@ -149,7 +149,10 @@ class WindowMeter:
             report.truncated = True
             log.warning("the model saw %d tokens of a prompt estimated at %d (window %d): the server cut it; "
                         "budgets are lowered for the next calls", reported, estimated, num_ctx)
-            self._set_ratio(min(self.window.chars_per_token, chars / max(num_ctx, reported) * 0.95))
+            # The prompt's real size is unknown (only that it exceeded the window): back to the safe
+            # starting ratio at least; uncut replies then relearn it.
+            self._set_ratio(min(self.window.chars_per_token, chars / max(num_ctx, reported) * 0.95,
+                                UNLEARNED_CHARS_PER_TOKEN))
         elif chars >= MIN_LEARN_CHARS and MIN_RATIO <= chars / reported <= MAX_RATIO:
             # (a count outside the bounds is not learned from: some Ollama versions counted only the
             # tokens not already in the prompt cache)

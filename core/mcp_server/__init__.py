@@ -3,9 +3,11 @@
     agentos mcp --agent finn                   # stdio, for Claude Desktop and other MCP clients
     agentos mcp --agent finn --http 127.0.0.1:8765
 
-Tools: the five memory skills, ``store_memory`` and the provider's ``memory``
-tool (see :mod:`core.mcp_server.tools`); resources: NOW.md, the LOG.md tail and
-the facts, secrets redacted. The agent is fixed when the server starts. The
+Tools: every memory skill (``update_status``, ``log_activity``, ``save_fact``,
+``get_fact``, ``recall_memory``, ``store_memory``, ``forget_memory``) and the
+provider's ``memory`` tool with its ``recall`` and ``forget`` actions (see
+:mod:`core.mcp_server.tools`); resources: NOW.md, the LOG.md tail and the
+facts, secrets redacted. The agent is fixed when the server starts. The
 server writes through the same ``MemoryManager`` as the engine, so each write
 takes the agent's lock and it runs safely beside an engine on the same agent; it
 never takes the engine's run lock.
@@ -63,10 +65,10 @@ def build_server(agent: str, *, session: str = "main") -> MCPServer:
 
     server = MCPServer(
         f"agentos-{agent}", version=__version__, log_level="WARNING", lifespan=lifespan,
-        tools=memory_tools(agent, provider, bound),
+        tools=memory_tools(agent, provider, bound, manager),
         instructions=(f"The long-term memory of AgentOS agent {agent}: NOW.md (update_status), LOG.md "
-                      "(log_activity), facts (save_fact, get_fact), recall (store_memory, recall_memory) "
-                      "and the conversation memory (memory)."),
+                      "(log_activity), facts (save_fact, get_fact), recall over all of it (store_memory, "
+                      "recall_memory, forget_memory) and the conversation memory (memory)."),
     )
 
     @server.resource(f"agentos://{agent}/now", name="NOW.md", mime_type="text/markdown",

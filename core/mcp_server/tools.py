@@ -1,5 +1,6 @@
-"""The MCP tools of one agent's memory: the five memory skills, ``store_memory`` and the provider's
-``memory`` tool, each with the JSON schema the engine offers its model.
+"""The MCP tools of one agent's memory: every built-in skill (the memory skills, ``store_memory`` and
+``forget_memory`` included) and the provider's ``memory`` tool, each with the JSON schema the engine
+offers its model.
 
 Arguments are checked by AgentOS itself (the skill's pydantic model, or the memory
 tool's checks), so an MCP client gets the same validation and the same messages as
@@ -9,7 +10,7 @@ the engine's model. The agent is bound here: no argument can name another agent.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
@@ -21,12 +22,11 @@ from core.errors import AgentOSError
 from core.memory.provider.context import bind
 from core.memory.provider.tool import build_tool
 from core.memory.provider.types import Session
-from core.skills.base import function_arguments, memory_for, skill_metadata
 from core.skills.registry import builtin_skills
 from core.toolbox import READ_ONLY
 
 READ_ONLY_ACTIONS = frozenset({"status", "search", "describe", "expand", "profile_get", "soul_get",
-                               "constraint_list", "profile_history"})
+                               "constraint_list", "profile_history", "recall"})
 
 
 class _AsSent(ArgModelBase):
@@ -38,34 +38,15 @@ class _AsSent(ArgModelBase):
         return dict(self.__pydantic_extra__ or {})
 
 
-def store_memory(
-    agent_name: str,
-    content: str,
-    metadata: dict | None = None,
-    kind: Literal["note", "summary"] = "note",
-) -> dict[str, Any]:
-    """Store a note in long-term memory, to be found later by recall_memory (by meaning and words).
-
-    Args:
-        content: the text to remember, e.g. "The report goes to Maria on Fridays".
-        metadata: optional JSON object kept with the note (source, tags).
-        kind: note (default) or summary.
-    """
-    return {"stored": memory_for(agent_name).store_memory(content, metadata, kind)}
-
-
-def memory_tools(agent: str, provider: Any, session: Session) -> list[Tool]:
-    """Every MCP tool of ``agent``: its memory skills, ``store_memory`` and the provider's ``memory`` tool."""
+def memory_tools(agent: str, provider: Any, session: Session, manager: Any) -> list[Tool]:
+    """Every MCP tool of ``agent``: each built-in skill once, and the provider's ``memory`` tool
+    (with its ``recall`` and ``forget`` actions over ``manager``, the agent's MemoryManager)."""
     tools = [
         _tool(skill.name, skill.description, skill.parameters, lambda a, s=skill: s.call(agent, a),
               read_only=skill.name in READ_ONLY)
         for skill in builtin_skills().values()
     ]
-    arguments = function_arguments(store_memory, "store_memory")
-    description = skill_metadata(store_memory, "store_memory")["description"]
-    tools.append(_tool("store_memory", description, arguments.schema,
-                       lambda a: store_memory(agent, **arguments.validate(a)), read_only=False))
-    memory = build_tool(provider)
+    memory = build_tool(provider, memory=manager)
 
     def run_memory(a: dict[str, Any]) -> Any:
         with bind(session=session):  # who is talking comes from the server, never from the arguments

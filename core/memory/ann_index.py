@@ -1,12 +1,12 @@
 """The cold store's approximate-nearest-neighbour (ANN) vector index.
 
-Tables of at least ``cold.ann_min_rows`` chunks get an IVF_FLAT index (cosine,
+Tables of at least ``cold.ann_min_rows`` rows get an IVF_FLAT index (cosine,
 about sqrt(rows) partitions). IVF_FLAT keeps the exact vectors, so probing
 enough partitions loses almost nothing, and it trains in seconds (an HNSW
-graph over 100k chunks took a minute and found fewer of the exact
+graph over 100k rows took a minute and found fewer of the exact
 neighbours). The index is built and retrained by ``ColdStore.optimize``, never
 by a search. Rows added after the last optimize are outside the index:
-LanceDB searches them exactly and merges both result sets, so a fresh chunk
+LanceDB searches them exactly and merges both result sets, so a fresh row
 is found at once; the next optimize folds them in as a new index segment.
 lancedb is imported on first use.
 """
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 INDEX_NAME = "vector_idx"
 ANN_NPROBES = 40
 """IVF partitions probed at least per query: with ~sqrt(rows) partitions this kept
-recall@10 at 0.99-1.0 of exact search on MiniLM embeddings at 10k and 100k chunks."""
+recall@10 at 0.99-1.0 of exact search on MiniLM embeddings at 10k and 100k rows."""
 ANN_MAX_SEGMENTS = 8
 """Each optimize that folds new rows in adds an index segment and keeps the old
 partitioning; past this many segments the index is retrained on the whole table."""
@@ -53,7 +53,7 @@ def maintain(table, min_rows: int, where: Path) -> None:
     except (OSError, ValueError, RuntimeError) as exc:
         log.warning("building the vector index of %s failed; search stays exact: %s", where, exc)
         return
-    log.info("vector index of %s built over %d chunks (%d partitions) in %.1f s",
+    log.info("vector index of %s built over %d rows (%d partitions) in %.1f s",
              where, rows, config.num_partitions, time.perf_counter() - start)
 
 

@@ -1,115 +1,79 @@
-"""What goes into the cold store, and keeping it in step with its sources.
+"""Keeping recall's docs in step with their sources.
 
-The sources of truth are files and memory.db: LOG.md archives (chunked on
-entry boundaries, plus their summary), facts (never ``secret`` ones) and
-notes stored with ``store_memory``. Work still to do is recorded next to the
-source, so a crash or a failing embedder only delays indexing:
+The sources of truth are files and memory.db: LOG.md and its archives, facts
+(never ``secret`` ones), notes stored with ``store_memory``, the conversation
+messages and summaries of the providers, and the items of the LangGraph store
+(``AgentOSStore``). Work still to do is recorded next to the source, so a crash
+or a failing embedder only delays indexing:
 
-- ``compaction_history.indexed_at IS NULL``: an archive whose chunks are not in yet
+- ``recall_state['log_seq']``: LOG.md entries after it have no doc yet;
+- ``compaction_history.indexed_at IS NULL``: an archive whose entries are not marked archived yet
   (an archive that fails its sha256 is moved to ``memory/quarantine/`` and recorded in
   ``index_error``: its summary is indexed, indexing goes on with the rest);
-- ``cold_pending``: facts, notes and LangGraph store items changed since they
-  were indexed (queued by triggers in the same transaction as the change).
+- ``cold_pending``: facts, notes, messages, summaries and store items changed since they were
+  indexed (queued by triggers in the same transaction as the change).
 
-:meth:`ColdIndexer.sync` does that work; it is idempotent because every chunk
-id is derived from its source.
+:meth:`ColdIndexer.sync` turns all of that into docs (SQLite only: it is
+cheap, and a recall runs it first so that what was just written is found);
+vectors follow in the background (:mod:`core.memory.vector_indexer`). Every
+doc id is derived from its source, so syncing twice changes nothing; a doc
+whose source is gone is deleted and its vector queued for deletion
+(``recall_purge``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import threading
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
-from core.errors import BackendError, ColdStoreError
-from core.memory.cold_store import Chunk, ColdStore
+from core.errors import ColdStoreError
 from core.memory.db import Database
-from core.memory.log_file import scan_bytes
-from core.memory.log_format import LogEntry, utc_timestamp
+from core.memory.log_file import LogFile, scan_bytes
+from core.memory.log_format import utc_timestamp
+from core.memory.recall_docs import Doc, DocIndex
+from core.memory.recall_sources import (
+    archive_summary_doc,
+    conversation_summary_doc,
+    fact_doc,
+    log_doc,
+    message_doc,
+    note_doc,
+    store_item_docs,
+)
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int], None]
-"""Called with the number of chunks just written."""
+"""Called with the number of items just indexed."""
 
 _BATCH = 256
 
 
-def render_entry(entry: LogEntry) -> str:
-    """One entry as chunk text: ``[seq ts TYPE] content``."""
-    return f"[{entry.seq} {entry.ts} {entry.type}] {entry.content}"
-
-
-def archive_chunks(archive_id: str, entries: Iterable[LogEntry], chunk_tokens: int) -> list[Chunk]:
-    """Cut an archive's entries into chunks of about ``chunk_tokens``, never across two entries' middles.
-
-    Whole entries are packed together; an entry longer than a chunk is split
-    into pieces of its own. SUMMARY entries are skipped: each is indexed as the
-    ``summary`` chunk of its own compaction.
-    """
-    limit = max(200, chunk_tokens * 4)
-    pieces: list[list[tuple[LogEntry, str]]] = [[]]
-    size = 0
-    for entry in entries:
-        if entry.type == "SUMMARY":
-            continue
-        text = render_entry(entry)
-        parts = [text[i : i + limit] for i in range(0, len(text), limit)]
-        for part in parts:
-            if pieces[-1] and size + len(part) > limit:
-                pieces.append([])
-                size = 0
-            pieces[-1].append((entry, part))
-            size += len(part) + 1
-    return [_archive_chunk(archive_id, n, group) for n, group in enumerate(p for p in pieces if p)]
-
-
-def _archive_chunk(archive_id: str, number: int, group: list[tuple[LogEntry, str]]) -> Chunk:
-    first, last = group[0][0], group[-1][0]
-    return Chunk(
-        id=f"log:{archive_id}:{number}",
-        origin=f"archive:{archive_id}",
-        kind="log_archive",
-        text="\n".join(part for _, part in group),
-        source=f"archive/{archive_id}.md#seq={first.seq}-{last.seq}",
-        created_at=first.ts,
-        metadata={"archive_id": archive_id, "chunk_no": number, "first_seq": first.seq,
-                  "last_seq": last.seq, "types": sorted({e.type for e, _ in group})},
-    )
-
-
-def summary_chunk(archive_id: str, text: str, first_seq: int, last_seq: int, created_at: str) -> Chunk:
-    """The summary of one compaction as a ``summary`` chunk."""
-    return Chunk(
-        id=f"summary:{archive_id}", origin=f"archive:{archive_id}", kind="summary", text=text,
-        source=f"archive/{archive_id}.md#seq={first_seq}-{last_seq}", created_at=created_at,
-        metadata={"archive_id": archive_id, "first_seq": first_seq, "last_seq": last_seq},
-    )
-
-
 class ColdIndexer:
-    """Brings the cold store in line with archives, facts and notes."""
+    """Brings ``recall_docs`` in line with LOG.md, archives, facts, notes, conversations and store items."""
 
-    def __init__(self, db: Database, archive_dir: Path, store: Callable[[], ColdStore], chunk_tokens: int,
+    def __init__(self, db: Database, archive_dir: Path, log_file: LogFile, secrets: Callable[[], list[str]],
                  quarantine_dir: Path | None = None, cancel: threading.Event | None = None) -> None:
         self.db = db
         self.archive_dir = archive_dir
-        self._store = store
-        self.chunk_tokens = chunk_tokens
+        self.log = log_file
+        self.docs = DocIndex(db)
+        self._secrets = secrets
         self.quarantine_dir = quarantine_dir or archive_dir.parent / "quarantine"
         self.cancel = cancel or threading.Event()
         """Set when the process is closing: :meth:`sync` stops before its next step (the rest stays pending)."""
 
     def pending(self) -> int:
-        """How many archives and items wait to be indexed (one cheap query, no LanceDB)."""
-        return self.db.conn.execute(
+        """How many archives, items and LOG.md entries wait for their docs (cheap: no file read)."""
+        queued = self.db.conn.execute(
             "SELECT (SELECT count(*) FROM cold_pending)"
             " + (SELECT count(*) FROM compaction_history WHERE indexed_at IS NULL)"
         ).fetchone()[0]
+        return queued + max(0, self.log.last_seq() - self.log_seq())
 
     def damaged(self) -> list[dict]:
         """Archives that could not be indexed: ``{archive_id, first_seq, last_seq, problem}``."""
@@ -120,12 +84,12 @@ class ColdIndexer:
                  "problem": r["index_error"]} for r in rows]
 
     def sync(self, progress: Progress | None = None) -> int:
-        """Index every pending archive, fact and note; return the chunks written.
+        """Write the docs of every pending archive, item and LOG.md entry; return how many.
 
         A damaged archive is set aside (see :meth:`index_archive`) and the rest indexed.
 
         Raises:
-            BackendError, ColdStoreError: indexing failed; the work stays pending.
+            ColdStoreError: an archive cannot be read; the work stays pending.
         """
         written = 0
         archives = self.db.conn.execute(
@@ -134,24 +98,56 @@ class ColdIndexer:
         for row in archives:
             if self.cancel.is_set():
                 return written
-            count = self.index_archive(row["archive_id"])
-            written += count
-            if progress:
-                progress(count)
+            written += self._report(self.index_archive(row["archive_id"]), progress)
+        written += self._report(self.sync_log(), progress)
         while not self.cancel.is_set():
             batch = self.db.conn.execute(
                 "SELECT item, queued_at FROM cold_pending ORDER BY queued_at LIMIT ?", (_BATCH,)
             ).fetchall()
             if not batch:
                 return written
-            count = self._sync_items([(r["item"], r["queued_at"]) for r in batch])
-            written += count
-            if progress:
-                progress(count)
+            written += self._report(self._sync_items([(r["item"], r["queued_at"]) for r in batch]), progress)
         return written
 
+    @staticmethod
+    def _report(count: int, progress: Progress | None) -> int:
+        if progress and count:
+            progress(count)
+        return count
+
+    # -- LOG.md and archives ------------------------------------------------------------------------
+
+    def log_seq(self) -> int:
+        """The last LOG.md seq that has been turned into docs."""
+        row = self.db.conn.execute("SELECT value FROM recall_state WHERE key = 'log_seq'").fetchone()
+        return int(row[0]) if row else 0
+
+    def sync_log(self) -> int:
+        """Write the docs of LOG.md entries appended since the last sync; return how many."""
+        done = self.log_seq()
+        if self.log.last_seq() <= done:
+            return 0
+        entries = [e for e in self.log.scan().entries if e.seq > done]
+        if not entries:
+            return 0
+        secrets = self._secrets()
+        docs = [d for d in (log_doc(e, secrets) for e in entries) if d is not None]
+        with self.db.transaction() as conn:
+            # An entry already archived keeps its archived doc.
+            archived = {r[0] for r in conn.execute(
+                "SELECT id FROM recall_docs WHERE kind = 'log_archive' AND id IN "
+                f"({', '.join('?' * len(docs))})", [d.id for d in docs])} if docs else set()
+            written = self.docs.upsert(conn, [d for d in docs if d.id not in archived])
+            self._set_log_seq(conn, max(done, entries[-1].seq))
+        return written
+
+    @staticmethod
+    def _set_log_seq(conn, seq: int) -> None:
+        conn.execute("INSERT INTO recall_state (key, value) VALUES ('log_seq', ?) "
+                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(seq),))
+
     def index_archive(self, archive_id: str) -> int:
-        """(Re)index one compacted archive and its summary; return the chunks written.
+        """(Re)write the docs of one compacted archive's entries and of its summary; return how many.
 
         An archive that fails its recorded sha256 is moved to the quarantine folder, and one
         that is missing is recorded so: either way only its summary is indexed, the problem is
@@ -171,12 +167,16 @@ class ColdIndexer:
         if problem is None and row["archive_sha256"] and hashlib.sha256(data).hexdigest() != row["archive_sha256"]:
             problem = self._quarantine(path)
         entries = [] if problem else scan_bytes(data, path).entries
-        chunks = archive_chunks(archive_id, entries, self.chunk_tokens)
+        secrets = self._secrets()
+        docs = [d for d in (log_doc(e, secrets, archive_id) for e in entries) if d is not None]
         if row["summary"].strip():
             created = entries[-1].ts if entries else row["compacted_at"]
-            chunks.append(summary_chunk(archive_id, row["summary"], row["first_seq"], row["last_seq"], created))
-        written = self._store().upsert({f"archive:{archive_id}": chunks})
+            docs.append(archive_summary_doc(archive_id, row["summary"], row["first_seq"], row["last_seq"],
+                                            created, secrets))
         with self.db.transaction() as conn:
+            written = self.docs.upsert(conn, docs)
+            if entries and entries[-1].seq > self.log_seq():
+                self._set_log_seq(conn, entries[-1].seq)
             conn.execute("UPDATE compaction_history SET indexed_at = ?, index_error = ? WHERE archive_id = ?",
                          (utc_timestamp(), problem, archive_id))
         if problem:
@@ -184,7 +184,7 @@ class ColdIndexer:
                       "are not: put the original back (sha256 %s) and run scripts/rebuild_index.py", archive_id,
                       row["first_seq"], row["last_seq"], problem, row["archive_sha256"])
         else:
-            log.info("indexed archive %s: %d chunks", archive_id, written)
+            log.info("indexed archive %s: %d docs", archive_id, written)
         return written
 
     def _quarantine(self, path: Path) -> str:
@@ -197,70 +197,71 @@ class ColdIndexer:
             return f"{path} does not match its sha256 (and could not be moved aside: {exc})"
         return f"{path} does not match its sha256; moved to {target}"
 
+    # -- facts, notes, messages, summaries ---------------------------------------------------------------
+
     def _sync_items(self, batch: list[tuple[str, str]]) -> int:
-        groups = {item: self._item_chunks(item) for item, _ in batch}
-        try:
-            written = self._store().upsert(groups)
-        except (BackendError, ColdStoreError) as exc:
-            with self.db.transaction() as conn:
-                conn.executemany(
-                    "UPDATE cold_pending SET attempts = attempts + 1, last_error = ? WHERE item = ?",
-                    [(str(exc)[:500], item) for item, _ in batch],
-                )
-            raise
+        secrets = self._secrets()
+        docs: list[Doc] = []
+        gone: list[str] = []
+        for item, _ in batch:
+            fresh = self._item_docs(item, secrets)
+            docs.extend(fresh)
+            kept = {d.id for d in fresh}
+            gone.extend(i for i in self._indexed_ids(item) if i not in kept)
         with self.db.transaction() as conn:
+            written = self.docs.upsert(conn, docs)
+            self.docs.delete(conn, gone)
             # An item changed again while we indexed keeps its newer queue row.
             conn.executemany("DELETE FROM cold_pending WHERE item = ? AND queued_at = ?", batch)
-        return written
+        return written + len(gone)
 
-    def _item_chunks(self, item: str) -> list[Chunk]:
+    def _item_docs(self, item: str, secrets: list[str]) -> list[Doc]:
+        """The docs of one queued source as it is now (none once it is deleted)."""
         kind, _, key = item.partition(":")
         conn = self.db.conn
         if kind == "fact":
             fact = conn.execute("SELECT * FROM user_facts WHERE key = ?", (key,)).fetchone()
-            if fact is None or fact["category"] == "secret":
-                return []
-            return [Chunk(
-                id=item, origin=item, kind="fact", text=f"{fact['key']}: {fact['value']}", source=item,
-                created_at=fact["updated_at"], metadata={"key": fact["key"], "category": fact["category"]},
-            )]
+            return _listed(fact_doc(fact) if fact is not None else None)
+        if kind == "note":
+            note = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (key,)).fetchone()
+            return _listed(note_doc(note, secrets) if note is not None else None)
+        if kind == "msg":
+            row = conn.execute(
+                "SELECT m.*, c.session_id FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id "
+                "WHERE m.id = ?", (key,)).fetchone()
+            return _listed(message_doc(row, secrets) if row is not None else None)
+        if kind == "sum":
+            row = conn.execute(
+                "SELECT s.*, c.session_id FROM ctx_summaries s JOIN ctx_conversations c ON c.id = s.conversation_id "
+                "WHERE s.id = ?", (key,)).fetchone()
+            return _listed(conversation_summary_doc(row, secrets) if row is not None else None)
         if kind == "item":
-            return _store_item_chunks(conn, item, key)
-        note = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (key,)).fetchone()
-        if kind != "note" or note is None:
-            return []
-        return [Chunk(
-            id=item, origin=item, kind=note["kind"], text=note["text"], source=item,
-            created_at=note["created_at"], metadata=json.loads(note["metadata"]),
-        )]
+            row = conn.execute("SELECT * FROM store_items WHERE id = ?", (key,)).fetchone()
+            return store_item_docs(row, secrets) if row is not None else []
+        return []
+
+    def _indexed_ids(self, item: str) -> list[str]:
+        """The ids of the docs a source has now: the source's own id, or one per passage of a store item."""
+        conn = self.db.conn
+        if item.startswith("item:"):
+            # A range on the unique index: item:<id>:<n> for every n ("item:<id>;" sorts just after them).
+            rows = conn.execute("SELECT id FROM recall_docs WHERE id > ? AND id < ?", (f"{item}:", f"{item};"))
+        else:
+            rows = conn.execute("SELECT id FROM recall_docs WHERE id = ?", (item,))
+        return [row[0] for row in rows]
 
     def mark_all_pending(self) -> None:
-        """Queue every archive, fact and note again (the first step of a full re-index)."""
+        """Drop every doc and queue every source again (the first step of a full re-index)."""
         now = utc_timestamp()
         with self.db.transaction() as conn:
+            conn.execute("DELETE FROM recall_docs")
+            conn.execute("DELETE FROM recall_state WHERE key = 'log_seq'")
             conn.execute("UPDATE compaction_history SET indexed_at = NULL")
-            conn.execute(
-                "INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT 'fact:' || key, ? FROM user_facts",
-                (now,),
-            )
-            conn.execute(
-                "INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT 'note:' || id, ? FROM cold_notes",
-                (now,),
-            )
-            conn.execute(
-                "INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT 'item:' || id, ? FROM store_items",
-                (now,),
-            )
+            for sql in ("SELECT 'fact:' || key, ? FROM user_facts", "SELECT 'note:' || id, ? FROM cold_notes",
+                        "SELECT 'msg:' || id, ? FROM ctx_messages", "SELECT 'sum:' || id, ? FROM ctx_summaries",
+                        "SELECT 'item:' || id, ? FROM store_items"):
+                conn.execute(f"INSERT OR REPLACE INTO cold_pending (item, queued_at) {sql}", (now,))
 
 
-def _store_item_chunks(conn, item: str, item_id: str) -> list[Chunk]:
-    """One chunk per passage of a LangGraph store item (none once it is deleted)."""
-    row = conn.execute("SELECT * FROM store_items WHERE id = ?", (item_id,)).fetchone() if item_id.isdigit() else None
-    if row is None:
-        return []
-    namespace = row["namespace"].split(".")
-    return [
-        Chunk(id=f"{item}:{n}", origin=item, kind="item", text=text, source=f"store:{row['namespace']}/{row['key']}",
-              created_at=row["updated_at"], metadata={"namespace": namespace, "key": row["key"], "path": path})
-        for n, (path, text) in enumerate(json.loads(row["texts"]))
-    ]
+def _listed(doc: Doc | None) -> list[Doc]:
+    return [] if doc is None else [doc]

@@ -7,8 +7,8 @@ that ``append_log`` stays a ~millisecond call: the LLM summary and the first
 load of the embedding model (~6 s) never delay the caller, and a failing cold
 tier never makes an append fail. A process that dies mid-compaction is the
 same case as a SIGKILL, which the protocol recovers from. A process that exits
-while the thread runs first stops it between steps (a model call is abandoned,
-indexing not yet started is left to the next open) and waits for it, so the
+while the threads run first stops them between steps (a model call is abandoned,
+indexing not yet started is left to the next open) and waits for them, so the
 interpreter never finalizes under a thread that is inside native code. A forked
 child starts with no background work and opens its own cold store.
 """
@@ -23,32 +23,38 @@ import threading
 import time
 import uuid
 import weakref
-from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Any, Callable, Sequence
 
 from core.config import Config
-from core.errors import AgentOSError, BackendError, ColdStoreError, ConfigError, EmbedderMismatchError, ValidationError
+from core.errors import AgentOSError, ConfigError, ValidationError
 from core.memory.cold_index import ColdIndexer, Progress
-from core.memory.cold_store import KINDS, ColdStore
+from core.memory.cold_store import ColdStore
 from core.llm.embedders import make_embedder
 from core.llm.window import ContextWindow
 from core.memory.db import Database
-from core.memory.facts import redact
+from core.memory.facts import FactStore, redact
 from core.memory.fitting import window_of_generate
 from core.memory.locking import AgentLock
 from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
 from core.memory.log_format import check_text, is_compaction_summary, utc_timestamp
+from core.memory.recall_docs import Filters
+from core.memory import recall_query, recall_search
+from core.memory.recall_query import check_recall
+from core.memory.recall_search import Tuning
+from core.memory.recall_sources import content_key, note_doc, occurred_from
 from core.memory.secrets import Redactor, redactor_of
 from core.memory.summarizer import Generate, LogSummarizer
+from core.memory import vector_indexer
+from core.memory.vector_indexer import EXIT_WAIT_S, BackgroundIndexer
+from core.memory.when import parse_time
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
 
 NOTE_KINDS = ("note", "summary")
-"""Kinds ``store_memory`` accepts; ``log_archive`` and ``fact`` chunks come from their sources."""
-MAX_RESULTS = 100
+"""Kinds ``store_memory`` accepts; the other kinds come from their sources."""
 AUTO_RETRY_S = 60.0
 """After a failed automatic compaction, appends do not retry it for this long; after a failed
 summarizer model, automatic compactions summarise deterministically for this long."""
@@ -72,9 +78,15 @@ def _register(cold: "ColdMemory") -> None:
 
 
 def _stop_all_at_exit() -> None:
-    """At interpreter exit: stop every background compaction between steps and wait for it."""
-    for cold in list(_live):
-        cold.stop()
+    """At interpreter exit: stop every background compaction and indexer between steps and wait for them
+    (the indexers, all together, at most ``EXIT_WAIT_S``: a batch cut short is redone at the next open)."""
+    deadline = time.monotonic() + EXIT_WAIT_S
+    colds = list(_live)
+    for cold in colds:
+        cold.background.stop()
+    for cold in colds:
+        cold.stop(indexer_timeout=max(0.0, deadline - time.monotonic()))
+    vector_indexer.close_all(deadline)
 
 
 def _forget_all_after_fork() -> None:
@@ -86,7 +98,7 @@ def _forget_all_after_fork() -> None:
 
 
 class ColdMemory:
-    """Cold store, indexer and LOG.md compactor of one agent."""
+    """Recall over every tier, the cold store, its indexers and the LOG.md compactor of one agent."""
 
     def __init__(self, paths: AgentPaths, config: Config, db: Database, log_file: LogFile, lock: AgentLock) -> None:
         self.paths = paths
@@ -96,10 +108,14 @@ class ColdMemory:
         """The LLM that summarises LOG.md (``generate(prompt) -> str``); None: chosen from the config."""
         self.summary_window: ContextWindow | None = None
         """That LLM's window (None: asked from its backend, else Ollama's default is assumed)."""
+        self.tuning = Tuning()
+        """The ranking's parameters (see :mod:`core.memory.recall_search`)."""
         self._closing = threading.Event()
-        self.indexer = ColdIndexer(db, paths.archive_dir, self.store, config.cold.chunk_tokens,
+        self.indexer = ColdIndexer(db, paths.archive_dir, log_file, FactStore(db).secret_values,
                                    quarantine_dir=paths.quarantine_dir, cancel=self._closing)
+        self.docs = self.indexer.docs
         self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
+        self.background = BackgroundIndexer(self.docs, self.store, self.sync, paths.name)
         self._store: ColdStore | None = None
         self._guard = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -114,51 +130,127 @@ class ColdMemory:
                 self._store = open_store(self.paths, self.config, redactor=lambda: redactor_of(self.db))
             return self._store
 
-    # -- notes and recall -------------------------------------------------------
+    # -- notes --------------------------------------------------------------------
 
-    def store_memory(self, content: Any, metadata: dict | None, kind: str, secrets: list[str]) -> str:
-        """Save a note in memory.db and index it; return its id (see ``MemoryManager.store_memory``)."""
-        text = check_text(content, "memory content").strip()
+    def store_memory(self, content: Any, metadata: dict | None, kind: str, secrets: list[str],
+                     occurred_at: Any = None, expires_at: Any = None) -> str:
+        """Save a note in memory.db, searchable by words at once; return its id (see ``MemoryManager.store_memory``)."""
+        return self.store_memories([{"content": content, "metadata": metadata, "kind": kind,
+                                     "occurred_at": occurred_at, "expires_at": expires_at}], secrets)[0]
+
+    def store_memories(self, items: Sequence[Any], secrets: list[str]) -> list[str]:
+        """Save many notes in one transaction (see ``MemoryManager.store_memories``); return their ids."""
+        notes = [self._check_note(item, secrets) for item in items]
+        ids = []
+        now = utc_timestamp()
+        with self.db.transaction() as conn:
+            for note in notes:
+                found = conn.execute("SELECT id FROM cold_notes WHERE content_key = ?", (note["key"],)).fetchone()
+                if found:  # the same memory again: refresh it instead of keeping a copy
+                    note_id = found[0]
+                    conn.execute("UPDATE cold_notes SET updated_at = ?, expires_at = ? WHERE id = ?",
+                                 (now, note["expires_at"], note_id))
+                else:
+                    note_id = uuid.uuid4().hex
+                    conn.execute(
+                        "INSERT INTO cold_notes (id, kind, text, metadata, created_at, occurred_at, expires_at,"
+                        " content_key, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (note_id, note["kind"], note["text"], note["metadata"], now, note["occurred_at"],
+                         note["expires_at"], note["key"], now),
+                    )
+                row = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (note_id,)).fetchone()
+                self.docs.upsert(conn, [note_doc(row, secrets)])
+                conn.execute("DELETE FROM cold_pending WHERE item = ?", (f"note:{note_id}",))
+                ids.append(f"note:{note_id}")
+        self.background.wake()
+        return ids
+
+    def _check_note(self, item: Any, secrets: list[str]) -> dict[str, Any]:
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, dict):
+            raise ValidationError(f"each memory must be text or a dict with 'content', got {type(item).__name__}")
+        unknown = set(item) - {"content", "metadata", "kind", "occurred_at", "expires_at"}
+        if unknown:
+            raise ValidationError(f"unknown memory field(s) {sorted(unknown)}; use content, metadata, kind, "
+                                  "occurred_at, expires_at")
+        text = check_text(item.get("content"), "memory content").strip()
         if not text:
             raise ValidationError("memory content must not be empty")
         if len(text.encode("utf-8")) > self.config.memory.max_entry_bytes:
             raise ValidationError(f"memory content exceeds {self.config.memory.max_entry_bytes} bytes")
+        kind = item.get("kind") or "note"
         if kind not in NOTE_KINDS:
             raise ValidationError(f"store_memory kind must be one of {', '.join(NOTE_KINDS)}, got {kind!r}")
+        metadata = item.get("metadata")
         if metadata is not None and not isinstance(metadata, dict):
             raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+        metadata = redact(metadata or {}, secrets)
         try:
-            meta_json = json.dumps(redact(metadata or {}, secrets), ensure_ascii=False, allow_nan=False)
+            meta_json = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from exc
-        try:
-            self.store().table  # an embedder mismatch is refused before anything is saved
-        except EmbedderMismatchError:
-            raise
-        except (BackendError, ColdStoreError) as exc:
-            log.warning("the cold store cannot be opened now (%s); the note is indexed later", exc)
-        note_id = uuid.uuid4().hex
-        with self.db.transaction() as conn:
-            conn.execute(
-                "INSERT INTO cold_notes (id, kind, text, metadata, created_at) VALUES (?, ?, ?, ?, ?)",
-                (note_id, kind, redact(text, secrets), meta_json, utc_timestamp()),
-            )
-        try:  # the note is saved: from here on nothing may raise, or a retry would store it twice
-            self.indexer.sync()
-        except AgentOSError as exc:
-            log.warning("note %s saved; indexing it failed and will be retried: %s", note_id, exc)
-        return f"note:{note_id}"
+        occurred = occurred_from(metadata, item.get("occurred_at"))
+        expires = item.get("expires_at")
+        expires = utc_timestamp(parse_time(expires, "expires_at")) if expires is not None else None
+        text = redact(text, secrets)
+        key = content_key(kind, text, meta_json, occurred)
+        return {"text": text, "kind": kind, "metadata": meta_json, "occurred_at": occurred,
+                "expires_at": expires, "key": key}
+
+    # -- recall -------------------------------------------------------------------
 
     def recall(
         self, query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
-        secrets: list[str],
+        secrets: list[str], min_score: float | None = None, recency_days: float | None = None,
     ) -> list[dict[str, Any]]:
-        """Hybrid search of the cold tier (see ``MemoryManager.recall_memory``)."""
-        request = check_recall(query, n_results, kind, since, until)
-        store = self.store()
+        """Search every tier by meaning and words (see ``MemoryManager.recall_memory``)."""
+        request = check_recall(query, n_results, kind, since, until, min_score=min_score,
+                               recency_days=recency_days, default_min_score=self.config.cold.min_score)
+        return recall_query.results(request, self.candidates(request.text, request.filters), self.tuning, secrets)
+
+    def candidates(self, text: str, filters: Filters, depth: int | None = None) -> list[recall_search.Candidate]:
+        """Every candidate for ``text`` scored, best first, after catching up with what was just written.
+
+        ``depth`` (default ``tuning.depth``) is how many word matches and how many nearest vectors are taken.
+        """
         if self.indexer.pending():
-            self.indexer.sync()  # read your own writes: facts saved a moment ago are found
-        return search(store, request, secrets)
+            self.sync()  # read your own writes: what was just stored or logged is found
+        if self.background.embeds and self.docs.pending_count():
+            self.background.wait_idle(self.config.cold.vector_wait_s)
+        tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
+        return recall_query.candidates(text, filters, self.docs, self.store(), tuning)
+
+    def sync(self) -> int:
+        """Bring the docs in step with their sources and delete the vectors of removed docs; return docs written."""
+        written = self.indexer.sync()
+        self.purge_vectors()
+        return written
+
+    def purge_vectors(self) -> int:
+        """Delete from LanceDB the vectors of forgotten or deleted memories; return how many were purged.
+
+        An id that has a doc again (a fact saved again, a store item's reused id) keeps its row:
+        its new vector replaces the old one by id.
+        """
+        queued = [r[0] for r in self.db.conn.execute("SELECT id FROM recall_purge LIMIT 1000")]
+        if not queued:
+            return 0
+        ids = [i for i in queued if i not in self.docs.get(queued)]
+        self.store().remove(ids)
+        with self.db.transaction() as conn:
+            conn.executemany("DELETE FROM recall_purge WHERE id = ?", [(i,) for i in queued])
+        return len(ids)
+
+    def catch_up(self, progress: Progress | None = None) -> int:
+        """Write every pending doc and compute every missing vector now; return the vectors computed."""
+        self.indexer.sync()
+        done = 0
+        while count := self.background.embed_batch():
+            done += count
+            if progress:
+                progress(count)
+        return done
 
     # -- compaction -------------------------------------------------------------
 
@@ -194,7 +286,8 @@ class ColdMemory:
         return None if backend.name == "offline" else generate_with(backend)
 
     def after_append(self) -> None:
-        """Start a background compaction if LOG.md just crossed a threshold (cheap otherwise)."""
+        """Index the new entry in the background; start a compaction if LOG.md crossed a threshold."""
+        self.background.wake()
         if not self.config.memory.auto_compact or time.monotonic() - self._auto_failed_at < AUTO_RETRY_S:
             return
         if self._busy() or not self.compactor.over_threshold():
@@ -212,6 +305,8 @@ class ColdMemory:
         ).fetchone()
         if history or unrecorded:
             self._start(self._recover, "recovery")
+        if self.indexer.pending() or self.docs.pending_count():
+            self.background.wake()  # catch up with what a killed process left unindexed
 
     def _start(self, target, what: str) -> None:
         with self._guard:
@@ -250,9 +345,11 @@ class ColdMemory:
             worker.join(timeout)
         return not self._busy()
 
-    def stop(self) -> None:
-        """Stop background work between steps (a model call it waits for is abandoned) and wait for it."""
+    def stop(self, indexer_timeout: float | None = 60.0) -> None:
+        """Stop background work between steps (a model call it waits for is abandoned) and wait for it
+        (for the vector indexer's batch in progress, at most ``indexer_timeout`` s)."""
         self._closing.set()
+        self.background.close(indexer_timeout)
         self.wait()
 
     def close(self) -> None:
@@ -265,17 +362,21 @@ class ColdMemory:
         _live.discard(self)
 
     def after_fork(self) -> None:
-        """In a forked child: forget the parent's thread and cold store (used or closed only by the parent)."""
+        """In a forked child: forget the parent's threads and cold store (used or closed only by the parent)."""
         self._guard = threading.Lock()
         self._worker = None
         self._store = None
+        # LanceDB writes in a forked child can crash it (its runtime is only partly reset at a fork):
+        # the child indexes docs, searchable by words at once, and leaves their vectors to the parent's
+        # thread or to the next process that opens the agent.
+        self.background = BackgroundIndexer(self.docs, self.store, self.sync, self.paths.name, embeds=False)
 
 
 def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,
                redactor: Callable[[], Redactor] | None = None) -> ColdStore:
     """The cold store of an agent (opened on first use); ``read_only`` searches an existing one only.
 
-    ``redactor()`` hides the secrets known now in every chunk written.
+    ``redactor()`` hides the secrets known now in every row written.
     """
     return ColdStore(
         paths.lancedb_dir, make_embedder(config), paths.memory_dir / ".cold.lock",
@@ -283,57 +384,3 @@ def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,
         optimize_every=config.cold.optimize_every, ann_min_rows=config.cold.ann_min_rows,
         read_only=read_only, redactor=redactor,
     )
-
-
-@dataclass(frozen=True)
-class RecallRequest:
-    """A validated recall query."""
-
-    text: str
-    n_results: int
-    kinds: list[str] | None
-    since: str | None
-    """UTC ISO-8601 lower bound of ``created_at``, or None."""
-    until: str | None
-
-
-def check_recall(
-    query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
-) -> RecallRequest:
-    """Validate the arguments of a recall; raise ValidationError on bad input."""
-    text = check_text(query, "query").strip()
-    if not text:
-        raise ValidationError("query must not be empty")
-    if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
-        raise ValidationError(f"n_results must be an integer from 1 to {MAX_RESULTS}")
-    kinds = [kind] if isinstance(kind, str) else kind
-    if kinds is not None and (not kinds or any(k not in KINDS for k in kinds)):
-        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {kind!r}")
-    return RecallRequest(text, n_results, kinds, _time_bound(since, "since"), _time_bound(until, "until"))
-
-
-def search(store: ColdStore, request: RecallRequest, secrets: list[str]) -> list[dict[str, Any]]:
-    """The best chunks of ``store`` for ``request``, secrets redacted: ``{content, metadata, score, ...}``."""
-    hits = store.search(request.text, request.n_results, request.kinds, request.since, request.until)
-    return [
-        {"content": redact(h.chunk.text, secrets), "metadata": redact(h.chunk.metadata, secrets),
-         "score": h.score, "source": h.chunk.source, "created_at": h.chunk.created_at,
-         "kind": h.chunk.kind, "id": h.chunk.id}
-        for h in hits
-    ]
-
-
-def _time_bound(value: Any, what: str) -> str | None:
-    """A ``since``/``until`` bound (datetime or ISO-8601 text) in the store's UTC format."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise ValidationError(f"{what} must be an ISO-8601 time, got {value!r}") from exc
-    if not isinstance(value, datetime):
-        raise ValidationError(f"{what} must be a datetime or ISO-8601 text, got {type(value).__name__}")
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return utc_timestamp(value)

@@ -1,35 +1,37 @@
-"""The cold store: one LanceDB table of text chunks with real embeddings.
+"""The cold store: one LanceDB table holding the vector of every memory recall knows.
 
-Search is hybrid: a vector search and LanceDB's native full-text search run
-with the same filters and their rankings are fused by reciprocal rank fusion
-(RRF), so a query matches by meaning and by exact words (names, error codes).
-The full-text query runs alongside the vector query.
+A row is keyed by its recall doc's id (see :mod:`core.memory.recall_docs`): the
+vector of what the memory says, computed by the configured embedder, beside its
+kind, source and time, so a vector search can be filtered like the word search,
+and the memory itself as JSON (``memory``: its text, metadata and times), from
+which notes are restored if memory.db is lost. Words are searched in memory.db
+(SQLite FTS5); this table only answers "which memories are nearest in meaning"
+(:meth:`ColdStore.nearest`). Every row is written with the secrets known then
+redacted (the ``redactor`` given).
 
-Tables of at least ``ann_min_rows`` chunks get an ANN vector index (see
+Tables of at least ``ann_min_rows`` rows get an ANN vector index (see
 :mod:`core.memory.ann_index`), built by :meth:`ColdStore.optimize`, which
 writers run in a background thread every ``optimize_every`` writes.
 
 The table's schema metadata records the embedder and dimension that built it;
 opening it with another embedder raises :class:`EmbedderMismatchError`.
-Writers serialise on ``memory/.cold.lock`` (so a chunk id is never inserted
-twice) and upsert by chunk id, which makes every indexing step idempotent.
-A store opened with ``read_only=True`` only searches: it creates, sweeps and
-locks nothing, and refuses every write. lancedb, pyarrow and numpy are
-imported on first use.
+Writers serialise on ``memory/.cold.lock`` and upsert by id, which makes every
+write idempotent. A store opened with ``read_only=True`` only searches: it
+creates, sweeps and locks nothing, and refuses every write. lancedb, pyarrow
+and numpy are imported on first use.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
-from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError, ValidationError
+from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError
 from core.llm.embedders import Embedder
 from core.memory import ann_index
 from core.memory.locking import AgentLock
@@ -37,41 +39,35 @@ from core.memory.secrets import Redactor
 
 log = logging.getLogger(__name__)
 
-TABLE = "chunks"
-KINDS = ("log_archive", "fact", "note", "summary", "item")
-RRF_K = 60
-"""The usual RRF constant: a rank-r hit scores 1 / (RRF_K + r)."""
+TABLE = "memories"
+LEGACY_TABLES = ("chunks",)
+"""Tables of earlier versions (archive chunks fused with LanceDB's full-text search). Their rows
+are not recall docs: the table is dropped on open and every memory is embedded again."""
 CLEANUP_AFTER = timedelta(hours=1)
 """Table versions older than this are deleted by :meth:`ColdStore.optimize`."""
 _META_EMBEDDER = b"agentos.embedder"
 _META_DIMENSION = b"agentos.dimension"
+_COLUMNS = ["id", "kind", "text", "source", "occurred_at", "memory"]
+_SEARCHED = _COLUMNS[:-1]
+"""What a vector search returns of each row (not the memory's JSON)."""
 
 
 @dataclass(frozen=True)
-class Chunk:
-    """One piece of text in the cold store."""
+class VectorRow:
+    """What the cold store keeps of one memory (its vector is computed from ``text``)."""
 
     id: str
-    """Stable id: ``log:<archive_id>:<n>``, ``summary:<archive_id>``, ``fact:<key>``, ``note:<id>``, ``item:<id>:<n>``."""
-    origin: str
-    """What it was cut from (``archive:<id>``, ``fact:<key>``, ``note:<id>``); re-indexing an origin replaces its chunks."""
+    """The recall doc's id: ``note:<hex>``, ``fact:<key>``, ``log:<seq>``, ``item:<id>:<n>``, ..."""
     kind: str
-    """One of ``KINDS``."""
     text: str
+    """What the vector is computed from: the memory with its speaker and the turn before it."""
     source: str
-    """Where the original lives, e.g. ``archive/LOG-1-120.md#seq=1-40`` or ``fact:preferred_currency``."""
-    created_at: str
-    """UTC ISO-8601 time of the underlying event."""
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A search result, best first."""
-
-    chunk: Chunk
-    score: float
-    """Fused RRF score (higher is better)."""
+    """Where the original lives, e.g. ``LOG.md#seq=12`` or ``store:memories.ada/fact-0``."""
+    occurred_at: str
+    """UTC ISO-8601 time the memory happened (what ``since``/``until`` filter)."""
+    memory: str = field(default="{}", compare=False)
+    """The memory itself as JSON (text, metadata, times): what a lost memory.db gets its notes back from.
+    Not part of what a row must match: it never changes the vector."""
 
 
 def sql_string(value: str) -> str:
@@ -89,7 +85,7 @@ class ColdStore:
     ) -> None:
         """``read_only=True``: search an existing table only (no folder, lock or table is created).
 
-        ``redactor()`` hides the secrets known now in every chunk written (text, metadata and so the vector).
+        ``redactor()`` hides the secrets known now in every row written (its texts, and so its vector).
         """
         self.path = path
         self.read_only = read_only
@@ -102,7 +98,6 @@ class ColdStore:
         self._guard = threading.RLock()
         self._table = None
         self._writes = 0
-        self._pool: ThreadPoolExecutor | None = None
         self._maintenance: ThreadPoolExecutor | None = None
         self._optimizing: Future | None = None
 
@@ -129,10 +124,13 @@ class ColdStore:
             try:
                 # A zero interval makes every read see other processes' writes.
                 db = lancedb.connect(self.path, read_consistency_interval=timedelta(0))
-                if TABLE in db.list_tables().tables:
-                    table = db.open_table(TABLE)
-                else:
-                    table = self._create(db)
+                tables = db.list_tables().tables
+                for legacy in LEGACY_TABLES:
+                    if legacy in tables:
+                        db.drop_table(legacy)
+                        log.info("dropped the cold store's old %r table in %s: memories are embedded again",
+                                 legacy, self.path)
+                table = db.open_table(TABLE) if TABLE in tables else self._create(db)
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot open the cold store at {self.path}: {exc}") from exc
         self._check_embedder(table)
@@ -152,24 +150,14 @@ class ColdStore:
 
     def _create(self, db):
         import pyarrow as pa
-        from lancedb.index import FTS
 
         dimension = self.embedder.dimension()
         schema = pa.schema(
-            [
-                pa.field("id", pa.string(), nullable=False),
-                pa.field("origin", pa.string(), nullable=False),
-                pa.field("kind", pa.string(), nullable=False),
-                pa.field("text", pa.string(), nullable=False),
-                pa.field("source", pa.string(), nullable=False),
-                pa.field("created_at", pa.string(), nullable=False),
-                pa.field("metadata", pa.string(), nullable=False),
-                pa.field("vector", pa.list_(pa.float32(), dimension), nullable=False),
-            ],
+            [pa.field(name, pa.string(), nullable=False) for name in _COLUMNS]
+            + [pa.field("vector", pa.list_(pa.float32(), dimension), nullable=False)],
             metadata={_META_EMBEDDER: self.embedder.name.encode(), _META_DIMENSION: str(dimension).encode()},
         )
         table = db.create_table(TABLE, schema=schema)
-        table.create_index("text", config=FTS())
         log.info("created cold store %s with embedder %s (%d-d)", self.path, self.embedder.name, dimension)
         return table
 
@@ -210,55 +198,71 @@ class ColdStore:
 
     # -- writing --------------------------------------------------------------
 
-    def upsert(self, origin_chunks: dict[str, list[Chunk]]) -> int:
-        """Make the chunks of each origin exactly ``chunks`` (embedding them); return rows written.
-
-        An origin mapped to ``[]`` is deleted. Re-running with the same input changes nothing.
+    def put(self, rows: Sequence[VectorRow]) -> int:
+        """Embed ``rows`` and upsert them by id (one LanceDB write, no other row touched); return rows written.
 
         Raises:
             BackendError: the embedder failed; nothing was written.
+            EmbedderMismatchError: the embedder's vectors do not fit the table.
             ColdStoreError: LanceDB failed; the table is at its previous version.
         """
         self._refuse_if_read_only()  # before anything is embedded
-        if self.redactor is not None:
-            redactor = self.redactor()
-            origin_chunks = {o: [_redacted(c, redactor) for c in group] for o, group in origin_chunks.items()}
-        chunks = [c for group in origin_chunks.values() for c in group]
-        for chunk in chunks:
-            if chunk.kind not in KINDS:
-                raise ValidationError(f"unknown chunk kind {chunk.kind!r}; valid: {', '.join(KINDS)}")
-        vectors = self.embedder.embed([c.text for c in chunks]) if chunks else None
-        dimension = self.dimension if vectors is not None else 0
-        if vectors is not None and vectors.shape[1] != dimension:
-            raise EmbedderMismatchError(
-                f"embedder {self.embedder.name} returned {vectors.shape[1]}-d vectors but the cold store "
-                f"holds {dimension}-d ones; re-index it with: {self.reindex_hint}"
-            )
-        rows = [_row(c, v) for c, v in zip(chunks, vectors if vectors is not None else [])]
+        if not rows:
+            return 0
+        rows = self._redacted(rows)
+        vectors = self._embed(rows)
         table = self.table
         with self.writing():
+            # A secret saved while the vectors were computed is hidden too: its scrub may have run already.
+            late = self._redacted(rows)
+            changed = [n for n, (row, now) in enumerate(zip(rows, late))
+                       if (row.text, row.memory) != (now.text, now.memory)]
+            if changed:
+                rows, fresh = late, self._embed([late[n] for n in changed])
+                for n, vector in zip(changed, fresh):
+                    vectors[n] = vector
+            records = [{**{name: getattr(r, name) for name in _COLUMNS}, "vector": v.tolist()}
+                       for r, v in zip(rows, vectors)]
             try:
-                if rows:
-                    (table.merge_insert("id").when_matched_update_all()
-                     .when_not_matched_insert_all().execute(rows))
-                self._delete_stale(table, origin_chunks)
+                table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(records)
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot write to the cold store {self.path}: {exc}") from exc
             self._writes += 1
         if self._writes % self.optimize_every == 0:
             self._optimize_soon()
-        return len(rows)
+        return len(records)
 
-    def _delete_stale(self, table, origin_chunks: dict[str, list[Chunk]]) -> None:
-        for origin, group in origin_chunks.items():
-            where = f"origin = {sql_string(origin)}"
-            if group:
-                where += " AND id NOT IN (" + ", ".join(sql_string(c.id) for c in group) + ")"
-            table.delete(where)
+    def _redacted(self, rows: Sequence[VectorRow]) -> list[VectorRow]:
+        """``rows`` with the secrets known now hidden in their text and memory."""
+        redactor = self.redactor() if self.redactor is not None else None
+        if not redactor:
+            return list(rows)
+        return [replace(r, text=redactor.text(r.text), memory=redactor.text(r.memory)) for r in rows]
+
+    def _embed(self, rows: Sequence[VectorRow]):
+        vectors = self.embedder.embed([r.text for r in rows])
+        if vectors.shape[1] != self.dimension:
+            raise EmbedderMismatchError(
+                f"embedder {self.embedder.name} returned {vectors.shape[1]}-d vectors but the cold store "
+                f"holds {self.dimension}-d ones; re-index it with: {self.reindex_hint}"
+            )
+        return vectors
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Delete the rows of ``ids`` (ids that have none are ignored)."""
+        if not ids:
+            return
+        table = self.table
+        with self.writing():
+            try:
+                for start in range(0, len(ids), 500):
+                    table.delete(f"id IN ({', '.join(sql_string(i) for i in ids[start:start + 500])})")
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise ColdStoreError(f"cannot delete from the cold store {self.path}: {exc}") from exc
 
     def optimize(self, cleanup_older_than: timedelta = CLEANUP_AFTER) -> None:
-        """Merge small fragments, fold new rows into the indexes, delete old versions, and
-        build or retrain the vector index once the table has ``ann_min_rows`` chunks.
+        """Merge small fragments, fold new rows into the index, delete old versions, and
+        build or retrain the vector index once the table has ``ann_min_rows`` rows.
 
         Searches go on meanwhile; writers wait. A failed index build is logged and
         leaves exact search in place.
@@ -294,65 +298,40 @@ class ColdStore:
 
     # -- reading --------------------------------------------------------------
 
-    def count(self, origin: str | None = None) -> int:
-        """Number of chunks (of one ``origin``)."""
-        return self.table.count_rows(None if origin is None else f"origin = {sql_string(origin)}")
+    def count(self) -> int:
+        """Number of rows."""
+        return self.table.count_rows()
 
-    def chunks_of(self, origin_prefix: str) -> list[Chunk]:
-        """Every chunk whose origin starts with ``origin_prefix`` (e.g. ``note:``), without vectors."""
-        columns = ["id", "origin", "kind", "text", "source", "created_at", "metadata"]
+    def rows_of(self, id_prefix: str) -> list[dict[str, Any]]:
+        """Every row whose id starts with ``id_prefix`` (e.g. ``note:``), without its vector."""
         try:
-            rows = (self.table.search().where(f"origin LIKE {sql_string(origin_prefix + '%')}")
-                    .select(columns).limit(None).to_list())
+            return (self.table.search().where(f"starts_with(id, {sql_string(id_prefix)})")
+                    .select(_COLUMNS).limit(None).to_list())
         except (OSError, ValueError, RuntimeError) as exc:
             raise ColdStoreError(f"cannot read the cold store {self.path}: {exc}") from exc
-        return [_chunk(row) for row in rows]
 
     def ids(self) -> list[str]:
-        """Every chunk id (duplicates included: there should be none)."""
+        """Every row's id (duplicates included: there should be none)."""
         return self.table.to_arrow().column("id").to_pylist()
-
-    def search(
-        self, query: str, n_results: int = 5, kinds: Sequence[str] | None = None,
-        since: str | None = None, until: str | None = None, source_prefix: str | None = None,
-    ) -> list[Hit]:
-        """The ``n_results`` chunks that best match ``query`` by meaning and words, best first.
-
-        ``source_prefix`` keeps only chunks whose ``source`` starts with it.
-        """
-        where = _where(kinds, since, until, source_prefix)
-        depth = max(4 * n_results, 20)
-        table = self.table
-        with self._guard:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="cold-fts")
-        vector = self.embedder.embed([query])[0]
-        # Started after the embedding, not during it: the forward pass re-takes the GIL between
-        # its hundreds of small operations, and a concurrent LanceDB call's Python threads slowed
-        # it by ~4 ms, more than the ~3 ms full-text search that overlapped.
-        words = self._pool.submit(self._fts, table, query, where, depth)
-        nearest = self.nearest(vector, depth, where)
-        return fuse([nearest, words.result()], n_results)
 
     def nearest(self, vector, depth: int, where: str | None = None, *, exact: bool = False) -> list[dict]:
         """The ``depth`` rows closest to ``vector`` (cosine), through the ANN index if any, best first.
 
-        ``exact=True`` bypasses the index (to measure what it loses).
+        Each row is ``{id, kind, text, source, occurred_at, _distance}``; ``exact=True`` bypasses
+        the index (to measure what it loses).
         """
+        query = self.vector_query(vector, exact=exact)
+        if where:
+            query = query.where(where, prefilter=True)
         try:
-            return _run(self.vector_query(vector, exact=exact), where, depth, "_distance")
+            # Naming the distance column keeps LanceDB from warning that it adds it implicitly.
+            return query.select([*_SEARCHED, "_distance"]).limit(depth).to_list()
         except (OSError, ValueError, RuntimeError) as exc:
             raise ColdStoreError(f"vector search failed in {self.path}: {exc}") from exc
 
     def vector_query(self, vector, *, exact: bool = False):
         """The LanceDB query :meth:`nearest` runs (its ``explain_plan()`` shows whether the index is used)."""
         return ann_index.nearest_query(self.table, vector, exact=exact)
-
-    def _fts(self, table, query: str, where: str | None, depth: int) -> list[dict]:
-        try:
-            return _run(table.search(query, query_type="fts"), where, depth, "_score")
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise ColdStoreError(f"full-text search failed in {self.path}: {exc}") from exc
 
     def drop(self) -> None:
         """Delete the whole table (``rebuild_index`` recreates it from the files)."""
@@ -365,70 +344,26 @@ class ColdStore:
             self._table = None
 
     def close(self) -> None:
-        """Wait for a background optimize, release the search thread and the table handle."""
+        """Wait for a background optimize and release the table handle."""
         with self._guard:
-            pools = [p for p in (self._maintenance, self._pool) if p is not None]
-            self._maintenance = self._pool = None
+            pool, self._maintenance = self._maintenance, None
         # Outside ``_guard``: the background optimize needs it to reach the table.
-        for pool in pools:
+        if pool is not None:
             pool.shutdown(wait=True)
         with self._guard:
             self._table = None
 
 
-def _redacted(chunk: Chunk, redactor: Redactor) -> Chunk:
-    if not redactor:
-        return chunk
-    return replace(chunk, text=redactor.text(chunk.text), metadata=redactor(chunk.metadata))
-
-
-def _row(chunk: Chunk, vector) -> dict[str, Any]:
-    return {
-        "id": chunk.id, "origin": chunk.origin, "kind": chunk.kind, "text": chunk.text,
-        "source": chunk.source, "created_at": chunk.created_at,
-        "metadata": json.dumps(chunk.metadata, ensure_ascii=False, sort_keys=True),
-        "vector": vector.tolist(),
-    }
-
-
-def _run(query, where: str | None, depth: int, score_column: str) -> list[dict]:
-    if where:
-        query = query.where(where, prefilter=True)
-    # Naming the score column keeps LanceDB from warning that it adds it implicitly.
-    columns = ["id", "origin", "kind", "text", "source", "created_at", "metadata", score_column]
-    return query.select(columns).limit(depth).to_list()
-
-
-def _where(kinds: Sequence[str] | None, since: str | None, until: str | None,
-           source_prefix: str | None = None) -> str | None:
-    clauses = [f"starts_with(source, {sql_string(source_prefix)})"] if source_prefix else []
+def where_clause(kinds: Sequence[str] | None = None, since: str | None = None, until: str | None = None,
+                 source_prefix: str | None = None) -> str | None:
+    """The prefilter of a vector search: kinds, a time window (on ``occurred_at``), a source prefix."""
+    clauses = []
     if kinds:
-        unknown = [k for k in kinds if k not in KINDS]
-        if unknown:
-            raise ValidationError(f"unknown memory kind {unknown[0]!r}; valid: {', '.join(KINDS)}")
         clauses.append("kind IN (" + ", ".join(sql_string(k) for k in kinds) + ")")
     if since:
-        clauses.append(f"created_at >= {sql_string(since)}")
+        clauses.append(f"occurred_at >= {sql_string(since)}")
     if until:
-        clauses.append(f"created_at <= {sql_string(until)}")
+        clauses.append(f"occurred_at <= {sql_string(until)}")
+    if source_prefix:
+        clauses.append(f"starts_with(source, {sql_string(source_prefix)})")
     return " AND ".join(clauses) or None
-
-
-def fuse(rankings: Iterable[list[dict]], n_results: int) -> list[Hit]:
-    """Reciprocal rank fusion of several rankings of rows (each best first)."""
-    scores: dict[str, float] = {}
-    rows: dict[str, dict] = {}
-    for ranking in rankings:
-        for rank, row in enumerate(ranking, start=1):
-            scores[row["id"]] = scores.get(row["id"], 0.0) + 1.0 / (RRF_K + rank)
-            rows.setdefault(row["id"], row)
-    # sorted() is stable: ties keep the order of the first ranking (the vector search).
-    best = sorted(scores, key=scores.__getitem__, reverse=True)[:n_results]
-    return [Hit(_chunk(rows[i]), scores[i]) for i in best]
-
-
-def _chunk(row: dict) -> Chunk:
-    return Chunk(
-        id=row["id"], origin=row["origin"], kind=row["kind"], text=row["text"], source=row["source"],
-        created_at=row["created_at"], metadata=json.loads(row["metadata"] or "{}"),
-    )

@@ -2,8 +2,10 @@
 
 Migrations are the modules ``core/memory/migrations/mNNN_<name>.py``; each
 defines ``apply(conn)``. They run in order, each in its own transaction, and
-are recorded in the ``_migrations`` table, so :func:`connect` is idempotent
-and safe when several processes open the database at once.
+are recorded in the ``_migrations`` table by name, so :func:`connect` is
+idempotent and safe when several processes open the database at once. A
+database that records a migration this version does not have was written by
+another version: it is refused before anything is applied, never half upgraded.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Callable, Iterator
 
+from core import __version__
 from core.errors import CorruptionError, DiskFullError, LockTimeoutError, ReadOnlyError, StorageError
 from core.memory import migrations as migrations_package
 from core.memory.fsutil import storage_error
@@ -168,8 +171,15 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
+    known = migrations()
+    recorded = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    unknown = sorted(recorded - {name for name, _ in known})
+    if unknown:
+        raise StorageError(
+            f"{getattr(conn, 'path', 'memory.db')} was upgraded by another version of AgentOS (migration "
+            f"{unknown[-1]} is unknown to AgentOS {__version__}): open the agent with that version, or upgrade AgentOS")
     applied = []
-    for name, apply in migrations():
+    for name, apply in known:
         with transaction(conn):
             if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
                 continue

@@ -12,7 +12,8 @@ after a SIGKILL, and no seq is ever lost or doubled:
    replace LOG.md atomically with: header + SUMMARY entry of seq S (covers,
    archive, sha256, the text) + every line after the reservation;
 4. **record** the ``compaction_history`` row (and mark the archived seqs in ``log_metadata``);
-5. **index** the archive's chunks and summary in the cold store.
+5. **index** the archive's entries and summary for recall (docs in memory.db; vectors follow in
+   the background).
 
 The reservation's metadata key ``compaction`` is reserved for the system
 (:data:`core.memory.log_format.SYSTEM_META_KEYS`): an entry a skill wrote can never
@@ -96,7 +97,8 @@ class CompactionReport:
     bytes_before: int = 0
     bytes_after: int = 0
     summary_method: str = ""
-    chunks_indexed: int = 0
+    docs_indexed: int = 0
+    """Recall docs written for the archive's entries and summary (their vectors follow in the background)."""
     index_error: Optional[str] = None
     """Set when the cold store failed; the archive is indexed at the next start."""
     resumed: bool = False
@@ -381,7 +383,7 @@ class LogCompactor:
     def _index(self, report: CompactionReport, progress: Progress | None) -> CompactionReport:
         """Step 5: index pending archives; a failing cold store leaves them pending, never loses data."""
         try:
-            report.chunks_indexed = self.indexer.sync(progress)
+            report.docs_indexed = self.indexer.sync(progress)
         except (BackendError, ColdStoreError) as exc:
             report.index_error = str(exc)
             log.warning("LOG.md archive not indexed yet (retried at the next start): %s", exc)

@@ -38,13 +38,14 @@ ENTRY_TYPES = (
     "SUMMARY",
     "INTERRUPTED",
     "FACT",
+    "FORGET",
 )
 
 SYSTEM_TYPES = frozenset({
-    "RUN_START", "RUN_END", "INTERRUPTED", "STEP_START", "STEP_END", "NOW_UPDATE", "SUMMARY", "FACT",
+    "RUN_START", "RUN_END", "INTERRUPTED", "STEP_START", "STEP_END", "NOW_UPDATE", "SUMMARY", "FACT", "FORGET",
 })
 """Entry types only the system writes: run and step markers, NOW.md's updates, compaction
-summaries and the record of every fact saved or deleted."""
+summaries, the record of every fact saved or deleted and of every forget."""
 SYSTEM_META_KEYS = frozenset({"compaction", "run_id", "turn_id", "call_id"})
 """Metadata keys only the system sets: a compaction's reservation, and the ids by which the
 engine finds its own entries again after a restart (a forged one would skip a tool call)."""

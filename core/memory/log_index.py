@@ -6,7 +6,7 @@ between the two writes or memory.db refused the second; it catches up at the
 next open (:func:`reconcile`) or the next append (:func:`index_appended`), and
 :func:`rebuild` recreates it from LOG.md and the archives.
 
-A system record that changes memory.db (a FACT entry) is applied in the same
+A system record that changes memory.db (a FACT or FORGET entry) is applied in the same
 transaction that indexes it, so "indexed" means "applied": one that was logged
 but never applied is applied when the index catches up.
 """
@@ -18,7 +18,7 @@ import sqlite3
 from pathlib import Path
 from typing import Callable, Iterable
 
-from core.memory import facts
+from core.memory import facts, forgetting
 from core.memory.db import Database
 from core.memory.log_file import LogFile
 from core.memory.log_format import LogEntry
@@ -28,7 +28,9 @@ _INSERT = """INSERT OR IGNORE INTO log_metadata
     (id, timestamp, entry_type, content_hash, compacted, token_count, run_id, archive_id)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
 
-APPLY: dict[str, Callable[[sqlite3.Connection, LogEntry], None]] = {"FACT": facts.apply_entry}
+APPLY: dict[str, Callable[[sqlite3.Connection, LogEntry], object]] = {
+    "FACT": facts.apply_entry, "FORGET": forgetting.apply_entry,
+}
 """System records that change memory.db, by entry type: applied when first indexed."""
 
 

@@ -2,10 +2,12 @@
 
 ``log_metadata`` comes from LOG.md and the archives, ``compaction_history``
 from the SUMMARY entries (each records its archive, covers and sha256), and
-the LanceDB table from the archives, the facts and the notes, embedded with
-the configured embedder. Every item is queued before the table is dropped, so
-an interrupted rebuild is finished by the next sync. The table is then optimized,
-which builds its vector index when it holds ``cold.ann_min_rows`` chunks or more.
+recall's docs and the LanceDB table from LOG.md, the archives, the facts, the
+notes, the conversations and the LangGraph store's items, embedded with the
+configured embedder. Every FORGET entry of LOG.md and the archives is applied
+again first, so nothing forgotten comes back. Every item is queued before the
+table is dropped, so an interrupted rebuild is finished by the next sync. The
+table is then optimized, which builds its vector index when it holds ``cold.ann_min_rows`` memories or more.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.memory import forgetting
 from core.memory.cold_index import Progress
 from core.memory.log_file import scan_bytes
 from core.memory.log_format import is_compaction_summary
@@ -28,7 +31,8 @@ class RebuildResult:
 
     log_rows: int
     compactions: int
-    chunks: int
+    memories: int
+    """Memories embedded (each has its vector in the cold store)."""
     embedder: str
     vector_index: dict | None
     """``ColdStore.vector_index()`` after the rebuild: None means exact vector search."""
@@ -43,23 +47,30 @@ def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> R
         log_rows = manager.rebuild_log_index()
         compactions = rebuild_history(manager)
         cold.indexer.mark_all_pending()
+        forgetting.replay(manager.db, _log_sources(manager))
         store = cold.store()
         store.drop()
-        chunks = cold.indexer.sync(progress)
+        cold.indexer.sync()
+        memories = cold.catch_up(progress)
+        cold.purge_vectors()
         store.optimize()
-    return RebuildResult(log_rows, compactions, chunks, store.embedder.name, store.vector_index())
+    return RebuildResult(log_rows, compactions, memories, store.embedder.name, store.vector_index())
+
+
+def _log_sources(manager: "MemoryManager") -> list[tuple[Path, bytes]]:
+    """Damaged archives set aside in quarantine, the archives oldest first, then LOG.md, with their bytes."""
+    from core.memory.recovery import archives
+
+    damaged = sorted(manager.paths.quarantine_dir.glob("LOG-*-damaged-*.md"))
+    sources = [(p, p.read_bytes()) for p in [*damaged, *archives(manager)]]
+    return [*sources, (manager.paths.log_file, manager.paths.log_file.read_bytes())]
 
 
 def rebuild_history(manager: "MemoryManager") -> int:
     """Record a ``compaction_history`` row for every SUMMARY entry found in the files (damaged archives set
     aside in quarantine included: the compactions they record stay known, and reported as damaged)."""
-    from core.memory.recovery import archives
-
-    damaged = sorted(manager.paths.quarantine_dir.glob("LOG-*-damaged-*.md"))
-    sources = [(p, p.read_bytes()) for p in [*damaged, *archives(manager)]]
-    sources.append((manager.paths.log_file, manager.paths.log_file.read_bytes()))
     recorded = 0
-    for path, data in sources:
+    for path, data in _log_sources(manager):
         for entry in scan_bytes(data, path).entries:
             if is_compaction_summary(entry):
                 archive_id = Path(entry.metadata["archive"]).stem

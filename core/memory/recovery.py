@@ -16,6 +16,7 @@ so a caller can show it.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from dataclasses import replace
@@ -166,29 +167,34 @@ def rebuild_database(manager: "MemoryManager", reason: str, moved: list[Path]) -
 
 
 def _restore_notes(manager: "MemoryManager") -> int:
-    """Put the notes the cold store indexed back into memory.db (the store keeps their text)."""
+    """Put the notes the cold store holds back into memory.db (each row keeps its memory as JSON); a note
+    forgotten (by a FORGET entry already replayed) stays out. Recall indexes them again."""
     from core.memory.cold_store import TABLE
+    from core.memory.recall_sources import content_key
 
     if not (manager.paths.lancedb_dir / f"{TABLE}.lance").is_dir():
         return 0
     try:
-        chunks = manager.cold.store().chunks_of("note:")
+        rows = manager.cold.store().rows_of("note:")
     except AgentOSError as exc:
         log.warning("notes could not be read back from the cold store (%s): they are not restored", exc)
         return 0
+    restored = 0
     with manager.db.transaction() as conn:
-        for chunk in chunks:
-            conn.execute(
-                "INSERT OR IGNORE INTO cold_notes (id, kind, text, metadata, created_at) VALUES (?, ?, ?, ?, ?)",
-                (chunk.id.partition(":")[2], chunk.kind, chunk.text, _json(chunk.metadata), chunk.created_at))
-        conn.execute("DELETE FROM cold_pending WHERE item LIKE 'note:%'")  # their chunks are in the store
-    return len(chunks)
-
-
-def _json(value: object) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False)
+        forgotten = {r[0] for r in conn.execute("SELECT id FROM recall_forgotten")}
+        for row in rows:
+            note = json.loads(row["memory"] or "{}")
+            if row["id"] in forgotten or not isinstance(note.get("text"), str):
+                continue
+            meta = json.dumps(note.get("metadata") or {}, ensure_ascii=False, sort_keys=True)
+            restored += conn.execute(
+                "INSERT OR IGNORE INTO cold_notes (id, kind, text, metadata, created_at, occurred_at, expires_at,"
+                " content_key, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (row["id"].partition(":")[2], row["kind"], note["text"], meta, note.get("created_at"),
+                 note.get("occurred_at"), note.get("expires_at"),
+                 content_key(row["kind"], note["text"], meta, note.get("occurred_at")), note.get("created_at")),
+            ).rowcount
+    return restored
 
 
 def _lost_secrets(manager: "MemoryManager", sources: list[tuple[str, Path]]) -> list[str]:

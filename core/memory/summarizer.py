@@ -26,7 +26,6 @@ from typing import Callable, Protocol, Sequence
 
 from core.errors import SummarizerError
 from core.llm.window import ContextWindow
-from core.memory.cold_index import render_entry
 from core.memory.escalation import OVERSIZE_RATIO, escalate
 from core.memory.extractive import extractive_summary
 from core.memory.fitting import BoundedModel, pack, reduce, room_chars
@@ -34,6 +33,11 @@ from core.memory.log_format import LogEntry
 from core.memory.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
+
+
+def render_entry(entry: LogEntry) -> str:
+    """One entry as the summarizer reads it: ``[seq ts TYPE] content``."""
+    return f"[{entry.seq} {entry.ts} {entry.type}] {entry.content}"
 
 Generate = Callable[[str], str]
 """An LLM backend: prompt in, text out."""

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from core import __version__
 from core.errors import StorageError
+from core.memory.cold_store import TABLE
 from core.memory.log_file import scan_bytes
 from core.memory.secrets import redactor_for
 from core.memory_manager import MemoryManager
@@ -109,16 +110,40 @@ def _snapshot(manager: MemoryManager, root: Path, with_vectors: bool) -> bool:
         for name in MEMORY_FOLDERS:
             if (paths.memory_dir / name).is_dir():
                 shutil.copytree(paths.memory_dir / name, memory / name)
-        snapshot = sqlite3.connect(memory / "memory.db")
-        try:
-            manager.db.conn.backup(snapshot)
-            snapshot.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, no -wal beside it
-        finally:
-            snapshot.close()
         if not (with_vectors and paths.lancedb_dir.is_dir()):
+            _backup(manager, memory / "memory.db")
             return False
-        with manager.cold.store().writing():  # no LanceDB writer commits a version meanwhile
-            shutil.copytree(paths.lancedb_dir, memory / "lancedb", ignore=shutil.ignore_patterns(".tmp*"))
+        # No vector is written or purged meanwhile: the docs' vector_state matches the rows copied.
+        with manager.cold.store().writing():
+            _backup(manager, memory / "memory.db")
+            return _copy_vectors(paths.lancedb_dir, memory / "lancedb")
+
+
+def _backup(manager: MemoryManager, target: Path) -> None:
+    """A consistent copy of memory.db (SQLite's backup API), as one self-contained file."""
+    snapshot = sqlite3.connect(target)
+    try:
+        manager.db.conn.backup(snapshot)
+        snapshot.execute("PRAGMA journal_mode = DELETE")  # no -wal beside it
+    finally:
+        snapshot.close()
+
+
+def _copy_vectors(source: Path, target: Path) -> bool:
+    """Copy the cold store's current rows into a new LanceDB at ``target``; False if it has no table yet.
+
+    Only the current version travels: older versions still hold the rows of forgotten
+    memories and texts redacted since, which must not leave the agent.
+    """
+    import lancedb
+
+    db = lancedb.connect(source)
+    if TABLE not in db.list_tables().tables:
+        return False
+    rows = db.open_table(TABLE).to_arrow()
+    copy = lancedb.connect(target).create_table(TABLE, schema=rows.schema)  # the schema names the embedder
+    if rows.num_rows:
+        copy.add(rows)
     return True
 
 
@@ -141,15 +166,12 @@ def _remove_secrets(root: Path, vectors: bool) -> str:
 
 
 def _vectors_hold(lancedb_dir: Path, secrets: list[str]) -> bool:
-    """True if a chunk text of the copied cold store contains a secret value."""
+    """True if a text embedded in the copied cold store holds a secret value."""
     import lancedb
 
-    db = lancedb.connect(lancedb_dir)
-    if "chunks" not in db.list_tables().tables:
-        return False
-    texts = db.open_table("chunks").to_arrow().column("text").to_pylist()
+    table = lancedb.connect(lancedb_dir).open_table(TABLE).to_arrow()
     redactor = redactor_for(secrets)
-    return any(redactor.holds(text) for text in texts)
+    return any(redactor.holds(text) for name in ("text", "memory") for text in table.column(name).to_pylist())
 
 
 def counts(root: Path) -> dict[str, int]:

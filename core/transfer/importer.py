@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from core.errors import CorruptionError, NotFoundError, StorageError, ValidationError
 from core.memory import now_file
+from core.memory.cold_store import TABLE
 from core.memory.rebuild import rebuild_all
 from core.memory_manager import MemoryManager
 from core.paths import agents_home, validate_agent_name
@@ -29,7 +30,7 @@ from core.transfer.manifest import Manifest, check_member_name, verify
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int], None]
-"""Called with the number of chunks just embedded."""
+"""Called with the number of memories just embedded."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class ImportResult:
     manifest: dict[str, Any]
     reembedded: str
     """Why the cold store was rebuilt here (empty when the archive's vectors were kept)."""
-    chunks: int
+    memories: int
+    """Memories embedded here (0 when the archive's vectors were kept)."""
 
 
 def import_agent(file: str | Path, *, as_name: str | None = None, force: bool = False, home: Path | None = None,
@@ -51,7 +53,7 @@ def import_agent(file: str | Path, *, as_name: str | None = None, force: bool = 
     Args:
         as_name: the name it gets here (default: its name in the archive).
         force: replace an existing agent of that name.
-        progress: called with the chunks embedded when the cold store is rebuilt.
+        progress: called with the memories embedded when the cold store is rebuilt.
 
     Raises:
         NotFoundError: ``file`` does not exist.
@@ -75,13 +77,13 @@ def import_agent(file: str | Path, *, as_name: str | None = None, force: bool = 
         _unpack(source, staged)
         if name != manifest.agent:
             _rename(staged, manifest.agent, name)
-        reason, chunks = _index(staged, staging, name, manifest, progress)
+        reason, memories = _index(staged, staging, name, manifest, progress)
         _install(staged, target)
     except OSError as exc:
         raise StorageError(f"cannot import into {home}: {exc}") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return ImportResult(name, target, manifest.data, reason, chunks)
+    return ImportResult(name, target, manifest.data, reason, memories)
 
 
 def _unpack(source: Path, staged: Path) -> None:
@@ -117,6 +119,10 @@ def _rename(staged: Path, old: str, new: str) -> None:
                 if "session_id" in columns:
                     conn.execute(f'UPDATE "{table}" SET session_id = ? || substr(session_id, ?) '
                                  "WHERE substr(session_id, 1, ?) = ?", (new, len(old) + 1, len(old) + 1, f"{old}:"))
+            # Recall's docs of messages and summaries name their conversation: rewrite them at the next sync.
+            for source, table in (("msg", "ctx_messages"), ("sum", "ctx_summaries")):
+                conn.execute(f"INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT '{source}:' || id, "
+                             f"strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM {table}")
     finally:
         conn.close()
     sessions = staged / "memory" / "sessions"
@@ -139,12 +145,16 @@ def _index(staged: Path, staging: Path, name: str, manifest: Manifest, progress:
             reason = "the archive has no vectors"
         elif manifest.embedder != here:
             reason = f"the archive's vectors come from {manifest.embedder}, this home embeds with {here}"
+        elif not (manager.paths.lancedb_dir / f"{TABLE}.lance").is_dir():
+            reason = "the archive's vectors come from an earlier version of AgentOS"
         else:
             manager.rebuild_log_index()  # the index of LOG.md follows the files as exported
+            manager.cold.sync()  # recall's docs follow a renamed agent's conversations
+            manager.cold.store().optimize()  # builds the vector index of a large store
             return "", 0
         log.info("re-embedding %s: %s", name, reason)
         result = rebuild_all(manager, progress=progress)
-        return reason, result.chunks
+        return reason, result.memories
 
 
 def _install(staged: Path, target: Path) -> None:

@@ -2,7 +2,8 @@
 
 The secret facts are deleted from the memory.db snapshot, and their values are
 replaced by ``[REDACTED]`` (matched as :mod:`core.memory.secrets` matches them) in
-every text column of every table (so tables added later are covered), in NOW.md,
+every text column of every table (so tables added later are covered, recall's
+``recall_docs`` with its full-text index rebuilt included), in NOW.md,
 in LOG.md and its archives, and in the other text files, with the scrub's own
 functions (:mod:`core.memory.scrub`): LOG lines are re-encoded with their new CRC,
 and each archive's new sha256 is written where it is recorded (the SUMMARY entry

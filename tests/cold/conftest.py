@@ -1,4 +1,4 @@
-"""Fixtures of the cold-tier tests: the real MiniLM model (loaded once) and a loopback Ollama."""
+"""Fixtures of the cold-tier tests: agent finn with the real model, and a loopback Ollama serving embeddings."""
 
 from __future__ import annotations
 
@@ -13,18 +13,20 @@ EMBED_MODELS = ("fake-embed", "nomic-embed-text")
 
 
 @pytest.fixture(scope="session")
-def minilm():
-    """The real all-MiniLM-L6-v2 model, loaded once for the whole session."""
-    from core.llm.embedders import load_minilm
-
-    return load_minilm()
-
-
-@pytest.fixture(scope="session")
 def ollama_url():
     """URL of an Ollama-compatible server on 127.0.0.1 serving ``fake-embed``."""
     with ScriptedOllama(models=EMBED_MODELS) as server:
         yield server.host
+
+
+@pytest.fixture
+def finn(agents_home: Path, minilm):
+    """Agent finn's memory with the real embedding model, an offline summarizer and no automatic compaction."""
+    from core.memory_manager import MemoryManager
+
+    write_config(agents_home, {"llm": {"backend": "offline"}, "memory": {"auto_compact": False}})
+    with MemoryManager("finn") as manager:
+        yield manager
 
 
 @pytest.fixture

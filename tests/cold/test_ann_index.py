@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import core.memory.ann_index as ann_index
-from core.memory.cold_store import Chunk, ColdStore
+from core.memory.cold_store import ColdStore, VectorRow
 from core.llm.embedders import MiniLMEmbedder
 
 DOC_MODULES = ["argparse", "asyncio", "collections", "csv", "datetime", "decimal", "email", "fractions",
@@ -56,10 +56,18 @@ def add_rows(store: ColdStore, texts: list[str], vectors: np.ndarray) -> None:
 
     ids = [f"note:{i}" for i in range(len(texts))]
     store.table.add(pa.table({
-        "id": ids, "origin": ids, "kind": ["note"] * len(texts), "text": texts, "source": ids,
-        "created_at": ["2026-01-01T00:00:00.000Z"] * len(texts), "metadata": ["{}"] * len(texts),
+        "id": ids, "kind": ["note"] * len(texts), "text": texts, "source": ids,
+        "occurred_at": ["2026-01-01T00:00:00.000Z"] * len(texts), "memory": ["{}"] * len(texts),
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1]),
     }))
+
+
+def note(row_id: str, text: str) -> VectorRow:
+    return VectorRow(row_id, "note", text, row_id, "2026-01-01T00:00:00.000Z")
+
+
+def first_id(store: ColdStore, text: str) -> str:
+    return store.nearest(store.embedder.embed([text])[0], 1)[0]["id"]
 
 
 def uses_index(store: ColdStore, vector: np.ndarray) -> bool:
@@ -98,16 +106,15 @@ def test_ann_top10_matches_exact_search_on_real_sentences(indexed, corpus, monke
 
 
 def test_rows_added_after_the_index_are_found_at_once_and_folded_in_by_optimize(indexed, corpus):
-    """A chunk written after the index was built is searched exactly until optimize indexes it."""
+    """A memory written after the index was built is searched exactly until optimize indexes it."""
     texts, _, _, _ = corpus
-    text = "The quarterly report on Nvidia stock was emailed to Maria on Friday"
-    indexed.upsert({"note:new": [Chunk("note:new", "note:new", "note", text, "note:new", "2026-02-01T00:00:00.000Z")]})
+    indexed.put([note("note:new", "The quarterly report on Nvidia stock was emailed to Maria on Friday")])
     assert indexed.vector_index()["unindexed_rows"] == 1
-    assert indexed.search("report about Nvidia shares sent to Maria", 1)[0].chunk.id == "note:new"
+    assert first_id(indexed, "report about Nvidia shares sent to Maria") == "note:new"
     indexed.optimize()
     assert indexed.vector_index()["unindexed_rows"] == 0
     assert indexed.vector_index()["indexed_rows"] == len(texts) + 1
-    assert indexed.search("report about Nvidia shares sent to Maria", 1)[0].chunk.id == "note:new"
+    assert first_id(indexed, "report about Nvidia shares sent to Maria") == "note:new"
 
 
 def test_index_is_retrained_once_optimize_stacked_too_many_segments(indexed, corpus, monkeypatch):
@@ -115,8 +122,7 @@ def test_index_is_retrained_once_optimize_stacked_too_many_segments(indexed, cor
     monkeypatch.setattr(ann_index, "ANN_MAX_SEGMENTS", 2)
     segments = []
     for n in range(3):
-        text = f"extra note {n} on the staging deploy"
-        indexed.upsert({f"note:x{n}": [Chunk(f"note:x{n}", f"note:x{n}", "note", text, "x", "2026-01-01T00:00:00.000Z")]})
+        indexed.put([note(f"note:x{n}", f"extra note {n} on the staging deploy")])
         indexed.optimize()
         segments.append(indexed.vector_index()["segments"])
     # Never more than the cap; the last optimize would have made 3, so it retrained into 1.
@@ -158,12 +164,11 @@ def test_writes_start_a_background_optimize_that_builds_the_index(tmp_path, mini
     """Every optimize_every-th write optimizes in a background thread; close() waits for it."""
     store = open_store(tmp_path, ann_min_rows=3, optimize_every=2)
     for n in range(4):
-        text = f"note number {n} about the staging deploy"
-        store.upsert({f"note:{n}": [Chunk(f"note:{n}", f"note:{n}", "note", text, "x", "2026-01-01T00:00:00.000Z")]})
+        store.put([note(f"note:{n}", f"note number {n} about the staging deploy")])
     store.close()
     again = open_store(tmp_path, ann_min_rows=3)
     assert again.vector_index() is not None
-    assert again.search("note number 2 about the staging deploy", 1)[0].chunk.id == "note:2"
+    assert first_id(again, "note number 2 about the staging deploy") == "note:2"
     again.close()
 
 
@@ -180,5 +185,5 @@ def test_rebuild_index_builds_the_vector_index(agents_home, minilm):
                      "Nvidia earnings are due on Wednesday"):
             manager.store_memory(text)
         result = rebuild_all(manager)
-        assert result.chunks == 4 and result.vector_index["indexed_rows"] == 4
+        assert result.memories == 4 and result.vector_index["indexed_rows"] == 4
         assert manager.recall_memory("when are Nvidia's results published?", 1)[0]["content"].startswith("Nvidia")

@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from core.memory.cold_index import archive_chunks
 from core.memory.log_file import scan_bytes
+from core.memory.recall_sources import log_doc
 from core.memory_manager import MemoryManager
 from tests.cold.conftest import write_config
 from tests.cold.helpers import assert_each_seq_once
@@ -37,13 +37,17 @@ def check_consistent(manager: MemoryManager) -> None:
     rows = manager.db.conn.execute("SELECT archive_id, indexed_at, summary FROM compaction_history").fetchall()
     assert {r["archive_id"] for r in rows} == archives, "every archive has exactly its history row"
     assert all(r["indexed_at"] for r in rows), "restart finished indexing"
-    store = manager.cold.store()
-    ids = store.ids()
-    assert len(ids) == len(set(ids)), "no duplicate chunks"
+    manager.cold.catch_up()
+    ids = manager.cold.store().ids()
+    assert len(ids) == len(set(ids)), "no duplicate vectors"
+    docs = manager.cold.docs.get(manager.cold.docs.ids())
+    assert set(ids) == set(docs), "every memory has exactly one vector"
     for archive in archives:
         path = manager.paths.archive_dir / f"{archive}.md"
-        expected = len(archive_chunks(archive, scan_bytes(path.read_bytes(), archive).entries, 400)) + 1
-        assert store.count(f"archive:{archive}") == expected
+        entries = scan_bytes(path.read_bytes(), archive).entries
+        expected = {f"log:{e.seq}" for e in entries if log_doc(e, []) is not None} | {f"summary:{archive}"}
+        assert expected <= set(docs), "every archived entry and the summary are recalled"
+        assert all(docs[i].kind == "log_archive" for i in expected if i.startswith("log:"))
     assert not list(manager.paths.memory_dir.glob(".LOG.md.*.tmp"))
     assert not list(manager.paths.archive_dir.glob(".*.tmp"))
 

@@ -5,15 +5,6 @@ from __future__ import annotations
 import pytest
 
 from core.errors import ToolArgumentError, ValidationError
-from core.memory_manager import MemoryManager
-from tests.cold.conftest import write_config
-
-
-@pytest.fixture
-def finn(agents_home, minilm):
-    write_config(agents_home, {"llm": {"backend": "offline"}, "memory": {"auto_compact": False}})
-    with MemoryManager("finn") as manager:
-        yield manager
 
 
 def test_recall_finds_compacted_log_facts_and_notes_by_meaning(finn):

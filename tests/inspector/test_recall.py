@@ -9,7 +9,7 @@ import pytest
 
 from core.errors import ColdStoreError
 from core.llm.embedders import MiniLMEmbedder
-from core.memory.cold_store import Chunk, ColdStore
+from core.memory.cold_store import ColdStore, VectorRow
 from core.memory_manager import MemoryManager
 from tests.inspector.test_api import get, get_json, tree_digest
 
@@ -49,12 +49,17 @@ def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents
     assert get(url, "/api/agents/ada/recall?q=x&kind=secret")[0] == 400
 
 
-def test_recall_of_an_agent_without_cold_store_says_so(agents_home, serve):
-    """An agent that never stored anything in the cold tier answers with no results and a note; nothing is created."""
+def test_recall_of_an_agent_without_cold_store_matches_words_and_says_so(agents_home, serve, monkeypatch):
+    """An agent whose cold store does not exist yet is searched by words, with a note; nothing is created."""
+    monkeypatch.setattr("core.memory.vector_indexer.BackgroundIndexer.wake", lambda self: None)  # no vectors yet
     with MemoryManager("bo", agents_home) as mm:
-        mm.append_log("THOUGHT", "just started")
-    answer = get_json(serve(), "/api/agents/bo/recall?q=anything")
-    assert answer["results"] == [] and "no cold store" in answer["note"]
+        mm.append_log("THOUGHT", "just started the quarterly tax report")
+        mm.cold.sync()  # the entry is a recall doc, searchable by words; no vector is computed
+    assert not (agents_home / "bo" / "memory" / "lancedb").exists()
+    answer = get_json(serve(), "/api/agents/bo/recall?q=quarterly+tax+report")
+    assert [h["content"] for h in answer["results"]] == ["just started the quarterly tax report"]
+    assert "no cold store" in answer["note"] and answer["pending_vectors"] == 1
+    assert get_json(serve(), "/api/agents/bo/recall?q=zzzz+qqqq")["results"] == []
     assert not (agents_home / "bo" / "memory" / "lancedb").exists()
 
 
@@ -65,13 +70,13 @@ def test_a_read_only_cold_store_refuses_writes_and_creates_nothing(tmp_path):
         missing.count()
     assert os.listdir(tmp_path) == []
     writer = ColdStore(tmp_path / "db", MiniLMEmbedder(), tmp_path / ".cold.lock", reindex_hint="-")
-    writer.upsert({"note:1": [Chunk("note:1", "note:1", "note", "hello there", "note:1", "2026-01-01T00:00:00.000Z")]})
+    writer.put([VectorRow("note:1", "note", "hello there", "note:1", "2026-01-01T00:00:00.000Z")])
     writer.close()
     before = stamps(tmp_path)
     reader = ColdStore(tmp_path / "db", MiniLMEmbedder(), tmp_path / ".cold.lock", reindex_hint="-", read_only=True)
-    assert [h.chunk.text for h in reader.search("hello", 1)] == ["hello there"]
+    assert [h["text"] for h in reader.nearest(reader.embedder.embed(["hello"])[0], 1)] == ["hello there"]
     with pytest.raises(ColdStoreError, match="read-only"):
-        reader.upsert({"note:2": []})
+        reader.put([VectorRow("note:2", "note", "bye", "note:2", "2026-01-01T00:00:00.000Z")])
     with pytest.raises(ColdStoreError, match="read-only"):
         reader.optimize()
     reader.close()

@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def store(agents_home):
-    """A store on agent finn in the test's home, indexing the ``text`` field."""
+def store(agents_home, minilm):
+    """A store on agent finn in the test's home, indexing the ``text`` field (the embedder loaded once)."""
     yield AgentOSStore("finn", index={"fields": ["text"]})
 
 
@@ -195,8 +195,9 @@ def test_index_fields_and_recall(store, agents_home):
                                    "messages": [{"content": "Book the train to Lisbon"}, {"content": "Pack sunscreen"}]})
     hits = indexed.manager.recall_memory("train to Lisbon", kind="item")
     assert hits[0]["content"] == "Book the train to Lisbon" and hits[0]["source"] == "store:chats/c1"
-    assert {h["metadata"]["path"] for h in indexed.manager.recall_memory("trip", kind="item", n_results=10)} == {
-        "messages[*].content.0", "messages[*].content.1", "title"}
+    every = indexed.manager.recall_memory("trip", kind="item", n_results=10, min_score=0)
+    assert {h["metadata"]["path"] for h in every} == {"messages[*].content.0", "messages[*].content.1", "title"}
+    assert every[0]["where"] == {"namespace": ["chats"], "key": "c1", "path": "title"}
     assert not any("zebra" in h["content"] for h in indexed.manager.recall_memory("zebra crossing", kind="item"))
     with pytest.raises(ValidationError, match="cold.embedder"):
         AgentOSStore("finn", index={"dims": 384, "embed": "openai:text-embedding-3-small"})

@@ -115,16 +115,18 @@ def _terms_holding(conn: sqlite3.Connection, value: str) -> list[str]:
 
 
 def cold_store_leaks(folder: Path, value: str) -> list[str]:
-    """Rows of the LanceDB table whose text or metadata hold ``value``."""
-    if not (folder / "chunks.lance").is_dir():
+    """Rows of the LanceDB table whose text or memory (JSON) hold ``value``."""
+    from core.memory.cold_store import TABLE
+
+    if not (folder / f"{TABLE}.lance").is_dir():
         return []
     import lancedb
 
-    table = lancedb.connect(folder).open_table("chunks")
-    rows = table.search().select(["id", "text", "metadata", "source"]).limit(None).to_list()
+    table = lancedb.connect(folder).open_table(TABLE)
+    rows = table.search().select(["id", "text", "memory", "source"]).limit(None).to_list()
     return [f"lancedb row {row['id']}" for row in rows
             if holds(json.dumps(row, ensure_ascii=False).encode("utf-8"), value)
-            or holds(f"{row['text']} {row['metadata']}".encode("utf-8"), value)]
+            or holds(f"{row['text']} {row['memory']}".encode("utf-8"), value)]
 
 
 def prompt_leaks(requests: list[dict], value: str, typed: tuple[str, ...] = ()) -> list[str]:

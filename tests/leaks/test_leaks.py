@@ -39,7 +39,7 @@ def test_the_engines_own_logging_and_compaction_keep_a_told_secret_out(home):
     with MemoryManager("finn") as manager:
         assert manager.get_fact("bank_credential") == VALUE and manager.get_fact("vault_token_id") == other
         report = manager.compact_log()
-        assert report.done and report.chunks_indexed
+        assert report.done and report.docs_indexed
         assert "[REDACTED]" in manager.paths.archive_dir.joinpath(f"{report.archive_id}.md").read_text()
     root = home / "finn"
     assert leaks(root, VALUE) == [] and leaks(root, other) == []
@@ -50,8 +50,8 @@ def test_text_logged_before_its_secret_is_saved_is_neither_summarised_nor_indexe
     LanceDB row: after a compaction that came first, and in one that comes after."""
     finn.append_log("USER_FEEDBACK", f"my bank login is {VALUE}")
     finn.update_now("Logging in", [f"type {VALUE} at the prompt"])
-    first = finn.compact_log()  # the value is archived and indexed (chunk and summary)
-    assert first.chunks_indexed == 2
+    first = finn.compact_log()  # the value is archived and indexed (its entries and the summary)
+    assert first.docs_indexed >= 2
     finn.append_log("THOUGHT", f"the login {VALUE} worked")
     prompts: list[str] = []
     finn.cold.summary_llm = lambda prompt: prompts.append(prompt) or "The user logged in to the bank."

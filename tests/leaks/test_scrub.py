@@ -97,7 +97,7 @@ def test_archives_are_rewritten_with_their_sha256_chain_and_the_rewrite_is_recor
         assert any(f.startswith("memory/quarantine/") for f in files) and "memory/sessions/finn_main.handoff.json" in files
         assert all(REDACTED in (manager.paths.root / f).read_text() for f in files)
         result = rebuild_all(manager)
-        assert result.compactions == 2 and result.chunks
+        assert result.compactions == 2 and result.memories
     assert_consistent(finn.paths.root)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.engine import Engine
+from core.memory_manager import MemoryManager
 from core.llm.backend import generate_with
 from core.memory.provider.types import CompactionMode
 from core.skills.memory.scripts import log_activity, recall_memory, save_fact, update_status
@@ -61,6 +62,8 @@ def test_every_public_path_around_a_secret_saved_late(agents_home, ollama):
         assert side.run(f"Side question {n} about the portal code {VALUE}. {LONG}").ok
     assert side.compact().method == "handoff"
     side.close()
+    with MemoryManager("finn") as memory:
+        memory.cold.catch_up()  # every memory gets its vector: the value is in LanceDB too
 
     held = leaks(agents_home / "finn", VALUE)
     for place in ("memory/LOG.md", "memory/NOW.md", "memory/archive/", "memory/sessions/", "ctx_messages.content",
@@ -100,7 +103,6 @@ def test_every_public_path_around_a_secret_saved_late(agents_home, ollama):
     assert side.compact().method == "handoff"
     side.close()
     write_config(agents_home, {"llm": {"backend": "offline"}, "memory": {"compact_summarizer": "deterministic"}})
-    from core.memory_manager import MemoryManager
 
     with MemoryManager("finn") as deterministic:
         assert deterministic.compact_log().summary_method == "deterministic"

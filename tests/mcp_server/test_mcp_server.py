@@ -56,7 +56,8 @@ def run(main) -> None:
 
 
 def test_tools_and_resources_have_the_engines_schemas(finn):
-    """The server lists the five memory skills with their own schemas, store_memory, memory, and three resources."""
+    """The server lists every skill once with its own schema (store_memory and forget_memory among them), the
+    memory tool with its recall and forget actions, and three resources."""
     async def main():
         async with client() as session:
             tools = {tool.name: tool for tool in (await session.list_tools()).tools}
@@ -65,12 +66,14 @@ def test_tools_and_resources_have_the_engines_schemas(finn):
 
     tools, resources = anyio.run(main)
     skills = builtin_skills()
-    assert set(tools) == set(skills) | {"store_memory", "memory"}
+    assert set(tools) == set(skills) | {"memory"} and {"store_memory", "forget_memory"} <= set(skills)
     for name, skill in skills.items():
-        assert tools[name].input_schema == skill.parameters
+        assert tools[name].input_schema == skill.parameters and tools[name].description == skill.description
         assert "agent_name" not in json.dumps(tools[name].input_schema)
-    assert set(tools["memory"].input_schema["properties"]["action"]["enum"]) >= {"status", "search", "expand"}
-    assert tools["get_fact"].annotations.read_only_hint and not tools["save_fact"].annotations.read_only_hint
+    actions = set(tools["memory"].input_schema["properties"]["action"]["enum"])
+    assert actions >= {"status", "search", "expand", "recall", "forget"}
+    assert tools["get_fact"].annotations.read_only_hint and tools["recall_memory"].annotations.read_only_hint
+    assert not any(tools[name].annotations.read_only_hint for name in ("save_fact", "store_memory", "forget_memory"))
     assert resources == ["agentos://finn/facts", "agentos://finn/log", "agentos://finn/now"]
 
 
@@ -112,6 +115,7 @@ def test_a_secret_comes_back_only_from_get_fact(finn):
                 await session.call_tool("memory", {"action": "search", "query": "key"}),
                 await session.call_tool("store_memory", {"content": f"The key is {SECRET}"}),
                 await session.call_tool("recall_memory", {"query": "the API key"}),
+                await session.call_tool("memory", {"action": "recall", "query": "the API key"}),
             ]
             resources = [await session.read_resource(f"agentos://finn/{name}") for name in ("now", "log", "facts")]
             secret = data(await session.call_tool("get_fact", {"key": "api_key"}))
@@ -121,24 +125,41 @@ def test_a_secret_comes_back_only_from_get_fact(finn):
     shown = [text(result) for result in outputs] + [r.contents[0].text for r in resources]
     assert not any(SECRET in part for part in shown)
     assert "[REDACTED]" in shown[-1] and "Tried the key [REDACTED]" in shown[-2]
+    assert "The key is [REDACTED]" in shown[len(outputs) - 1]  # the memory tool's recall
     assert secret["value"] == SECRET
     memory = MemoryManager("finn")
     assert SECRET not in memory.paths.log_file.read_text(encoding="utf-8")
     assert SECRET not in memory.paths.now_file.read_text(encoding="utf-8")
 
 
-def test_store_and_recall_a_note(finn):
-    """A note stored through MCP is found by recall_memory by meaning, in the same agent's cold tier."""
+def test_store_recall_and_forget_a_note(finn):
+    """A note stored through MCP is found by recall_memory and the memory tool's recall; forget_memory and the
+    memory tool's forget action remove memories, which then are found no more."""
+    note = "The quarterly report goes to Maria on Fridays"
+
     async def main():
         async with client() as session:
-            stored = data(await session.call_tool("store_memory", {"content": "The quarterly report goes to Maria on Fridays"}))
+            stored = data(await session.call_tool("store_memory", {"content": note, "occurred_at": "2026-03-06"}))
+            other = data(await session.call_tool("store_memory", {"content": "Ada's cat is called Pixel"}))
             found = data(await session.call_tool("recall_memory", {"query": "who receives the report?", "n_results": 2}))
-        return stored, found
+            by_tool = data(await session.call_tool("memory", {"action": "recall", "query": "who receives the report?"}))
+            forgot = data(await session.call_tool("forget_memory", {"memory_id": stored["id"]}))
+            gone = data(await session.call_tool("recall_memory", {"query": "who receives the report?"}))
+            bad = await session.call_tool("forget_memory", {})
+            by_action = data(await session.call_tool("memory", {"action": "forget", "query": "Ada's cat Pixel"}))
+            after = data(await session.call_tool("memory", {"action": "recall", "query": "what is the cat called?"}))
+        return stored, other, found, by_tool, forgot, gone, bad, by_action, after
 
-    stored, found = anyio.run(main)
-    assert stored["stored"].startswith("note:")
-    assert found[0]["content"] == "The quarterly report goes to Maria on Fridays"
-    assert found[0]["id"] == stored["stored"]
+    stored, other, found, by_tool, forgot, gone, bad, by_action, after = anyio.run(main)
+    assert stored["id"].startswith("note:")
+    assert found[0]["content"] == note and found[0]["id"] == stored["id"] and found[0]["occurred_at"].startswith("2026-03-06")
+    assert by_tool["memories"][0]["id"] == stored["id"]
+    assert forgot == {"forgotten": [stored["id"]], "count": 1}
+    assert all(hit["id"] != stored["id"] for hit in gone)
+    assert bad.is_error and "memory_id" in text(bad)
+    assert by_action["forgotten"] == [other["id"]] and after["memories"] == []
+    forget_entries = [e for e in MemoryManager("finn").scan_log().entries if e.type == "FORGET"]
+    assert len(forget_entries) == 2 and "Pixel" not in json.dumps([e.metadata for e in forget_entries])
 
 
 def test_two_clients_at_once_lose_no_write(finn):

@@ -15,6 +15,7 @@ from typing import Callable
 
 import yaml
 
+from core.memory.recall_docs import Filters
 from core.memory_manager import MemoryManager
 from tests.torture.checks import check_agent, memory_dir, only_tail_damaged, open_agent
 from tests.torture.harness import Clock, Result, Zygote
@@ -91,9 +92,11 @@ def log_compaction(work: Path, trials: int, seed: int = 3) -> Result:
 
 
 def _check_archives(manager: MemoryManager, result: Result) -> None:
-    """Every archive is recorded with its sha256 and, once indexing is done, indexed without duplicate chunks."""
+    """Every archive is recorded with its sha256 and, once indexing is done, indexed without duplicate rows."""
     import hashlib
 
+    if not manager.cold.wait(timeout=60):  # the open finishes an interrupted compaction in the background
+        result.fail("indexing did not finish within 60 s")
     rows = manager.db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history").fetchall()
     recorded = {r["archive_id"]: r["archive_sha256"] for r in rows}
     first = manager.log.first_entry()
@@ -102,11 +105,9 @@ def _check_archives(manager: MemoryManager, result: Result) -> None:
             continue  # written by a compaction killed before its swap: the next one reuses it
         if recorded.get(path.stem) != hashlib.sha256(path.read_bytes()).hexdigest():
             result.fail(f"archive {path.name} is not recorded with its sha256")
-    if not manager.cold.wait(timeout=60):
-        result.fail("indexing did not finish within 60 s")
     ids = manager.cold.store().ids() if manager.paths.lancedb_dir.exists() else []
     if len(ids) != len(set(ids)):
-        result.fail("the cold store holds duplicate chunks")
+        result.fail("the cold store holds duplicate rows")
 
 
 def notes(work: Path, trials: int, seed: int = 4) -> Result:
@@ -121,10 +122,10 @@ def notes(work: Path, trials: int, seed: int = 4) -> Result:
             for record in acks:
                 if record[0] == "note" and record[1] not in stored:
                     result.fail(f"acknowledged note {record[1]} is lost")
-            manager.cold.indexer.sync()
+            manager.cold.catch_up()
             ids = manager.cold.store().ids()
             if len(ids) != len(set(ids)) or not stored <= set(ids):
-                result.fail("the cold store has duplicate chunks or lacks a stored note after a sync")
+                result.fail("the cold store has duplicate rows or lacks a stored note's vector after a catch-up")
 
     # A worker imports LanceDB (about a second) before its first store: most kills land after that.
     return kill_campaign(result, work, trials, seed, "notes", check, {"auto_compact": False}, longest_s=4.0,
@@ -171,8 +172,8 @@ def _expand_context(provider, session) -> list:
 
 
 def background_indexing(work: Path, trials: int, seed: int = 6) -> Result:
-    result = Result("background indexing", "SIGKILL while archives are indexed into LanceDB (every archive queued "
-                    "again before each trial; acknowledged: the chunks in the store after the last sync)")
+    result = Result("background indexing", "SIGKILL while archives are indexed and embedded into LanceDB (every "
+                    "memory queued again before each trial; acknowledged: the rows in the store after the last sync)")
     clock, rng = Clock(), random.Random(seed)
     home = prepare(work, {"auto_compact": False})
     with MemoryManager("finn", home=home) as manager:
@@ -187,7 +188,7 @@ def background_indexing(work: Path, trials: int, seed: int = 6) -> Result:
                 manager.cold.wait()  # the open finished what the last kill left
                 ids = manager.cold.store().ids()
                 if len(ids) != len(set(ids)):
-                    result.fail(f"trial {trial}: duplicate chunks after a kill during indexing")
+                    result.fail(f"trial {trial}: duplicate rows after a kill during indexing")
                 manager.cold.indexer.mark_all_pending()
             pid = zygote.spawn("indexing", home, work / f"acks-{trial}.jsonl", seed=trial)
             time.sleep(rng.uniform(1.0, 2.5))  # after the worker's LanceDB import, while it indexes
@@ -196,11 +197,14 @@ def background_indexing(work: Path, trials: int, seed: int = 6) -> Result:
             result.kills += 1
     with MemoryManager("finn", home=home) as manager:
         manager.cold.wait()
-        manager.cold.indexer.sync()
+        manager.cold.catch_up()
         if manager.cold.indexer.pending():
             result.fail("archives still pending after the last sync")
+        ids = manager.cold.store().ids()
+        if sorted(ids) != sorted(manager.cold.docs.ids()):
+            result.fail("after the last sync the vectors are not exactly the memories (one each)")
         for row in manager.db.conn.execute("SELECT archive_id FROM compaction_history"):
-            if manager.cold.store().count(f"archive:{row[0]}") < 2:
+            if f"summary:{row[0]}" not in ids or not manager.cold.docs.count(Filters(kinds=("log_archive",))):
                 result.fail(f"archive {row[0]} is not indexed")
         result.acknowledged = manager.cold.store().count()
     result.seconds = clock()

@@ -109,11 +109,11 @@ def compaction(home: str, ack: Acks, args: dict) -> None:
 
 
 def indexing(home: str, ack: Acks, args: dict) -> None:
-    """Open an agent whose archives wait to be indexed and index them (killed while it does)."""
+    """Open an agent whose archives wait to be indexed and index them, vectors included (killed while it does)."""
     memory = manager(home)
     ack("open")
     memory.cold.wait()
-    memory.cold.indexer.sync()
+    memory.cold.catch_up()
     ack("indexed")
 
 

@@ -17,9 +17,14 @@ from core.errors import CorruptionError, UnknownAgentError, ValidationError
 from core.langgraph_store import AgentOSStore
 from core.memory.provider.types import Message, Session
 from core.memory_initializer import initialize_agent_memory
+from core.llm.embedders import MiniLMEmbedder
+from core.memory.cold_store import ColdStore, VectorRow
 from core.memory_manager import MemoryManager
 from core.plugins.memory import open_provider
 from core.transfer import export_agent, import_agent
+
+# Recall ranks by meaning too: the embedding model is loaded once, before the first recall.
+pytestmark = pytest.mark.usefixtures("minilm")
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "hunter2-pass-77"
@@ -97,7 +102,7 @@ def test_round_trip_into_a_new_home(agents_home, tmp_path, monkeypatch):
 
     monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "other"))
     imported = import_agent(archive)
-    assert imported.reembedded == "the archive has no vectors" and imported.chunks > 0
+    assert imported.reembedded == "the archive has no vectors" and imported.memories > 0
     with MemoryManager("finn") as copy:
         got = json.loads(json.dumps(snapshot(copy)))
         assert_same_recall(got.pop("recall"), expected.pop("recall"))
@@ -106,14 +111,14 @@ def test_round_trip_into_a_new_home(agents_home, tmp_path, monkeypatch):
 
 
 def assert_same_recall(got: dict, expected: dict) -> None:
-    """The same best hit for every query, and at least two of its top three.
+    """The same best hit for every query, and the same others but for the weakest one.
 
-    The weakest of the top three can swap with the fourth: full-text scores of chunks
-    that hold a secret in the original change once it is redacted in the copy.
+    The weakest can swap with the next or cross min_score: the word statistics of memories
+    that hold a secret in the original change a little once it is redacted in the copy.
     """
     for query, ids in expected.items():
         assert got[query][0] == ids[0], query
-        assert len(set(got[query]) & set(ids)) >= 2, query
+        assert len(set(got[query]) & set(ids)) >= len(ids) - 1, query
 
 
 def test_with_vectors_and_secrets_keeps_everything(agents_home, tmp_path, monkeypatch):
@@ -126,26 +131,34 @@ def test_with_vectors_and_secrets_keeps_everything(agents_home, tmp_path, monkey
     assert result.manifest["with_vectors"] and result.manifest["include_secrets"]
     monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "other"))
     imported = import_agent(archive, as_name="finn2")
-    assert imported.reembedded == "" and imported.chunks == 0
+    assert imported.reembedded == "" and imported.memories == 0
     with MemoryManager("finn2") as copy:
         got = json.loads(json.dumps(snapshot(copy)))
         assert got == expected  # the same vectors and full-text index: the same ranking
         assert copy.get_fact("db_password") == SECRET
         assert copy.read_now()["agent"] == "finn2"
         assert copy.db.conn.execute("SELECT session_id FROM ctx_conversations").fetchone()[0] == "finn2:main"
+        said = copy.recall_memory("exit 137 OOM kill", 1, kind="message")[0]  # recall follows the new name
+        assert said["where"]["conversation"] == "finn2:main" and said["source"].startswith("conversation:finn2:main#")
 
 
 def test_vectors_holding_a_secret_are_left_out(agents_home, tmp_path, monkeypatch):
     """Without --include-secrets, vectors whose texts hold a secret are dropped and the importer re-embeds."""
     manager = build_agent(agents_home)
     staging = "stage-pass-4411"
-    manager.store_memory(f"The staging password is {staging}")  # indexed while it is plain text
-    with manager.db.transaction() as conn:  # then saved as a secret straight into memory.db: not scrubbed yet
+    with manager.db.transaction() as conn:  # saved as a secret straight into memory.db: not scrubbed yet
         conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at)"
                      " VALUES ('staging_password', ?, 'secret', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
                      (staging,))
         conn.execute("DELETE FROM secret_scrubs")
+    manager.cold.catch_up()
     manager.close()
+    # A vector embedded while the value was plain text, which no scrub has reached yet.
+    plain = ColdStore(manager.paths.lancedb_dir, MiniLMEmbedder(), manager.paths.memory_dir / ".cold.lock",
+                      reindex_hint="-")
+    plain.put([VectorRow("note:early", "note", f"The staging password is {staging}", "note:early",
+                         "2026-01-01T00:00:00.000Z")])
+    plain.close()
     archive = tmp_path / "finn.tar.gz"
     result = export_agent("finn", archive, with_vectors=True)
     assert not result.manifest["with_vectors"] and "re-embeds" in result.notice
@@ -248,3 +261,22 @@ def test_command_line_round_trip(agents_home, tmp_path):
     (tmp_path / "junk.tar.gz").write_bytes(gzip.compress(b"junk"))
     junk = agentos("import", str(tmp_path / "junk.tar.gz"), home=tmp_path / "h3")
     assert junk.returncode == 5 and junk.stderr.startswith("error: ") and not (tmp_path / "h3").exists()
+
+
+def test_forgotten_memories_do_not_travel_with_the_vectors(agents_home, tmp_path, monkeypatch):
+    """--with-vectors copies the cold store's current rows only: a forgotten note is in no member of the archive,
+    and the imported agent keeps the vectors of the others."""
+    initialize_agent_memory("finn")
+    with MemoryManager("finn") as manager:
+        gone = manager.store_memory("My old address is 12 Elm Street")
+        kept = manager.store_memory("The quarterly report goes to Maria on Fridays")
+        manager.cold.catch_up()
+        manager.forget_memory(gone)
+    archive = tmp_path / "finn.tar.gz"
+    assert export_agent("finn", archive, with_vectors=True).manifest["with_vectors"]
+    assert b"Elm Street" not in _archive_bytes(archive)
+    monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "other"))
+    assert import_agent(archive).reembedded == ""
+    with MemoryManager("finn") as copy:
+        assert copy.cold.store().ids() == [kept] and copy.cold.docs.pending_count() == 0
+        assert copy.recall_memory("who receives the report?", 1)[0]["id"] == kept

@@ -131,8 +131,8 @@ function showSizes(sizes, counts) {
     row("", "checkpoints", sizes.other["checkpoints.db"]),
     sizes.other.quarantine ? row("", "quarantine", sizes.other.quarantine, "torn LOG tails") : null),
     counts.unindexed_archives || counts.pending_cold_items
-      ? el("p", { class: "warn small" }, `not in the cold store yet: ${plural(counts.unindexed_archives, "archive")}, `
-        + `${number(counts.pending_cold_items)} ${counts.pending_cold_items === 1 ? "fact or note" : "facts or notes"}`) : null);
+      ? el("p", { class: "warn small" }, `not indexed for recall yet: ${plural(counts.unindexed_archives, "archive")}, `
+        + `${number(counts.pending_cold_items)} ${counts.pending_cold_items === 1 ? "memory" : "memories"}`) : null);
 }
 
 function showFacts(facts, profiles) {
@@ -330,12 +330,13 @@ function wireRecall() {
     try {
       const data = await api("/recall", { q: $("recall-query").value, kind: $("recall-kind").value });
       fill($("recall"), data.results.map((hit, rank) => el("li", { class: "hit" },
-        el("div", { class: "head" }, el("span", { class: "seq" }, `${rank + 1}.`), el("span", { class: "badge" }, `cold · ${hit.kind}`),
+        el("div", { class: "head" }, el("span", { class: "seq" }, `${rank + 1}.`), el("span", { class: "badge" }, `${hit.tier} · ${hit.kind}`),
           el("span", { class: "score" }, `score ${hit.score.toFixed(4)}`), el("span", { class: "muted" }, hit.source), el("time", {}, when(hit.created_at))),
         textBlock(hit.content))));
       const waiting = data.unindexed_archives + data.pending_cold_items;
       fill($("recall-status"), data.note || `${data.results.length} results, best first`,
-        waiting ? el("span", { class: "warn" }, ` · ${waiting} items are not in the cold store yet`) : null);
+        waiting ? el("span", { class: "warn" }, ` · ${waiting} items are not indexed for recall yet`) : null,
+        data.pending_vectors ? el("span", { class: "muted" }, ` · ${data.pending_vectors} found by words only until their vectors are computed`) : null);
     } catch (error) { fill($("recall-status"), el("span", { class: "warn" }, error.message)); }
   });
   $("notes-older").addEventListener("click", async () => showNotes(await api("/notes", { before: state.notesCursor }), true));

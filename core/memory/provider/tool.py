@@ -32,8 +32,11 @@ PARAMETERS: dict[str, dict[str, Any]] = {
               "description": "Where to search: messages, summaries or both (search; default both)."},
     "limit": {"type": "integer", "minimum": 1, "maximum": 50,
               "description": "Most results (search, profile_history; default 10)."},
-    "id": {"type": "string", "description": "A summary id like sum_0123abcd (describe, expand) "
-                                            "or a constraint id like con_0123abcd (constraint_remove)."},
+    "id": {"type": "string", "description": "A summary id like sum_0123abcd (describe, expand), "
+                                            "a constraint id like con_0123abcd (constraint_remove) "
+                                            "or a memory id as recall returns it (forget)."},
+    "before": {"type": "string", "description": "A date such as 2023-05-08 or '8 May 2023': forget what "
+                                                "happened before it (forget)."},
     "token_cap": {"type": "integer", "minimum": 100, "description": "Most tokens to return (expand; default 4000)."},
     "content": {"type": "string", "description": "The complete new text; it replaces the old one "
                                                  "(profile_update, soul_update)."},
@@ -57,6 +60,8 @@ class Action:
     optional: tuple[str, ...] = ()
     writes: str = ""
     """``profile`` or ``soul`` when the action writes it (for the read-only options)."""
+    on_memory: bool = False
+    """Runs on the agent's whole memory (``build_tool(..., memory=...)``), not on the provider."""
 
 
 ACTIONS = (
@@ -79,6 +84,10 @@ ACTIONS = (
            ("target", "limit")),
     Action("profile_rollback", "restore the profile or soul as it was at a version",
            (ProfileStore, VersionedProfileStore), ("version",), ("target",), writes="rollback"),
+    Action("recall", "search everything you remember (log, notes, facts, conversations) by meaning and words",
+           (), ("query",), ("limit",), on_memory=True),
+    Action("forget", "forget a memory by id, or what matches a query and/or happened before a date",
+           (), (), ("id", "query", "before"), on_memory=True),
 )
 
 
@@ -93,6 +102,8 @@ class MemoryTool:
     actions: tuple[str, ...]
     provider: Any
     read_only: frozenset[str]
+    memory: Any = None
+    """The agent's ``MemoryManager`` for the recall and forget actions (None: not offered)."""
 
     def schema(self) -> dict[str, Any]:
         """The tool in Ollama's ``tools=[...]`` format."""
@@ -143,17 +154,19 @@ def _check_type(action: str, key: str, value: Any) -> None:
 
 
 def build_tool(provider: Any, actions_only: tuple[str, ...] | list[str] | None = None,
-               read_only_profile: bool = False, read_only_soul: bool = False) -> MemoryTool:
+               read_only_profile: bool = False, read_only_soul: bool = False, memory: Any = None) -> MemoryTool:
     """Build the ``memory`` tool for ``provider``.
 
     Args:
         provider: any provider (tracing wrappers included).
+        memory: the agent's ``MemoryManager``: adds the ``recall`` and ``forget`` actions.
         actions_only: keep only these actions (those the provider supports).
         read_only_profile: drop ``profile_update`` (and profile rollback).
         read_only_soul: drop ``soul_update`` (and soul rollback).
     """
     read_only = frozenset(n for n, flag in (("profile", read_only_profile), ("soul", read_only_soul)) if flag)
-    chosen = [a for a in ACTIONS if all(isinstance(provider, need) for need in a.needs)]
+    chosen = [a for a in ACTIONS if (memory is not None if a.on_memory
+                                     else all(isinstance(provider, need) for need in a.needs))]
     if actions_only is not None:
         unknown = set(actions_only) - {a.name for a in ACTIONS}
         if unknown:
@@ -169,7 +182,7 @@ def build_tool(provider: Any, actions_only: tuple[str, ...] | list[str] | None =
         f"{a.name} ({', '.join(a.required) or 'no arguments'}): {a.description}" for a in chosen
     ) + "."
     schema = {"type": "object", "properties": params, "required": ["action"], "additionalProperties": False}
-    return MemoryTool(TOOL_NAME, description, schema, names, provider, read_only)
+    return MemoryTool(TOOL_NAME, description, schema, names, provider, read_only, memory)
 
 
 # -- handlers: each reads who is talking from the context variables ------------------
@@ -247,7 +260,23 @@ def _advance_snapshot(tool: MemoryTool) -> None:
         tool.provider.advance_session_snapshot(session.id, session.user_id, session.agent_id)
 
 
+def _recall(tool: MemoryTool, args: dict) -> Any:
+    return {"memories": tool.memory.recall_memory(args["query"], n_results=min(args.get("limit", 10), 50))}
+
+
+def _forget(tool: MemoryTool, args: dict) -> Any:
+    if "id" in args:
+        if set(args) - {"id"}:
+            raise ToolArgumentError("memory action 'forget': give an id, or a query and/or before, not both")
+        return {"forgotten": [args["id"]] if tool.memory.forget_memory(args["id"]) else []}
+    if "query" not in args and "before" not in args:
+        raise ToolArgumentError("memory action 'forget' needs an id, or a query and/or before")
+    return {"forgotten": tool.memory.forget_memories(query=args.get("query"), before=args.get("before"))}
+
+
 _HANDLERS: dict[str, Callable[[MemoryTool, dict], Any]] = {
+    "recall": _recall,
+    "forget": _forget,
     "status": _status,
     "search": _search,
     "describe": _describe,

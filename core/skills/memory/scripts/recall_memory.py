@@ -1,4 +1,4 @@
-"""Skill recall_memory: search the agent's cold memory (archived log, facts, notes) by meaning and words."""
+"""Skill recall_memory: search everything the agent remembers (log, archives, notes, facts, conversations) by meaning and words."""
 
 from __future__ import annotations
 
@@ -15,20 +15,24 @@ def execute(
     *,
     query: str,
     n_results: int = 3,
-    kind: Optional[Literal["log_archive", "fact", "note", "summary"]] = None,
+    kind: Optional[Literal["log", "log_archive", "fact", "note", "summary", "message"]] = None,
+    since: Optional[str] = None,
+    until: Optional[str] = None,
 ) -> list[dict[str, Any]]:
-    """Search long-term memory: compacted log history, saved facts and stored notes. Use it when NOW, the recent log and the facts do not answer the question.
+    """Search long-term memory: the log and its compacted history, saved facts, stored notes and past conversations. Use it when NOW, the recent log and the facts do not answer the question. Each result has a score from 0 to 1 and says where it came from.
 
     Args:
-        query: what to look for, in plain words, e.g. "stocks the user asked about last week".
+        query: what to look for, in plain words, e.g. "stocks the user asked about".
         n_results: how many results to return (1-20).
-        kind: only this kind: log_archive (old log entries), fact, note or summary.
+        kind: only this kind: log (recent log entries), log_archive (old log entries), fact, note, summary or message.
+        since: only what happened from this date on, e.g. "2023-05-01" or "8 May 2023".
+        until: only what happened up to this date.
     """
     if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
         raise ToolArgumentError(f"recall_memory: n_results must be an integer from 1 to {MAX_RESULTS}")
     if not isinstance(query, str) or not query.strip():
         raise ToolArgumentError("recall_memory: query must be a non-empty string")
-    return memory_for(agent_name).recall_memory(query, n_results=n_results, kind=kind)
+    return memory_for(agent_name).recall_memory(query, n_results=n_results, kind=kind, since=since, until=until)
 
 
 SKILL_METADATA = skill_metadata(execute, name="recall_memory")

@@ -1,0 +1,35 @@
+"""Skill forget_memory: forget a memory by id, or what matches a query and/or happened before a time."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from core.errors import ToolArgumentError
+from core.skills.base import memory_for, skill_metadata
+
+
+def execute(
+    agent_name: str,
+    *,
+    memory_id: Optional[str] = None,
+    query: Optional[str] = None,
+    before: Optional[str] = None,
+) -> dict[str, Any]:
+    """Forget memories the user asks you to forget: one by its id (from recall_memory), or every memory that matches a query and/or happened before a date. They leave recall; the log records that something was forgotten, never what.
+
+    Args:
+        memory_id: the id recall_memory returned, e.g. note:3f2a...
+        query: forget what matches these words, e.g. "my old address".
+        before: forget what happened before this date, e.g. "2023-05-01" or "8 May 2023".
+    """
+    if memory_id is None and query is None and before is None:
+        raise ToolArgumentError("forget_memory: give memory_id, or a query and/or a before date")
+    manager = memory_for(agent_name)
+    if memory_id is not None:
+        forgotten = [memory_id] if manager.forget_memory(memory_id) else []
+    else:
+        forgotten = manager.forget_memories(query=query, before=before)
+    return {"forgotten": forgotten, "count": len(forgotten)}
+
+
+SKILL_METADATA = skill_metadata(execute, name="forget_memory")

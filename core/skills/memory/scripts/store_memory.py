@@ -1,0 +1,34 @@
+"""Skill store_memory: keep a note in long-term memory, with who said it and when."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from core.errors import ToolArgumentError
+from core.skills.base import memory_for, skill_metadata
+
+
+def execute(
+    agent_name: str,
+    *,
+    content: str,
+    metadata: Optional[dict[str, Any]] = None,
+    occurred_at: Optional[str] = None,
+    expires_at: Optional[str] = None,
+) -> dict[str, Any]:
+    """Keep a note in long-term memory so recall_memory finds it later. Storing the same note again does not duplicate it.
+
+    Args:
+        content: the note, in plain words.
+        metadata: optional details returned with it, e.g. {"speaker": "Ada", "date": "8 May 2023"}.
+        occurred_at: when it happened, e.g. "2023-05-08" or "1:56 pm on 8 May, 2023".
+        expires_at: forget it after this time.
+    """
+    if not isinstance(content, str) or not content.strip():
+        raise ToolArgumentError("store_memory: content must be a non-empty string")
+    memory_id = memory_for(agent_name).store_memory(content, metadata, occurred_at=occurred_at,
+                                                    expires_at=expires_at)
+    return {"id": memory_id}
+
+
+SKILL_METADATA = skill_metadata(execute, name="store_memory")

@@ -1,0 +1,64 @@
+"""SIGKILL during background indexing, and a clean exit while it runs: nothing missing, nothing doubled."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from core.memory_manager import MemoryManager
+from tests.cold.conftest import write_config
+
+ROOT = Path(__file__).resolve().parents[2]
+CHILD = """
+import sys, time
+sys.path.insert(0, {root!r})
+from core.memory_manager import MemoryManager
+manager = MemoryManager("finn")
+manager.cold.store().table
+manager.store_memories([f"round {round} note {{i}} about ticker T{{i % 13}}" for i in range(300)])
+print("stored", flush=True)
+if {wait}:
+    time.sleep(120)
+"""
+
+
+def run_child(round_no: int, wait: bool) -> subprocess.Popen:
+    code = CHILD.format(root=str(ROOT), round=round_no, wait=wait)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+
+
+def test_sigkill_during_background_indexing_then_the_index_catches_up(ollama_home):
+    """After SIGKILLs while vectors are computed, a restart indexes every memory exactly once."""
+    write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"}})
+    rng = random.Random(5)
+    for round_no in range(3):
+        child = run_child(round_no, wait=True)
+        try:
+            assert child.stdout.readline().strip() == "stored"
+            time.sleep(rng.uniform(0.05, 0.6))
+        finally:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+    with MemoryManager("finn") as manager:
+        assert manager.cold.background.wait_idle(120)
+        ids = manager.cold.store().ids()
+        assert len(ids) == len(set(ids)) == 900, "every memory has one vector, none doubled"
+        assert set(ids) == set(manager.cold.docs.ids())
+        assert manager.recall_memory("round 2 note 7 about ticker T7", 1)[0]["content"] == "round 2 note 7 about ticker T7"
+
+
+def test_a_process_exits_cleanly_while_background_indexing_runs(ollama_home):
+    """A process that stores and exits at once ends with status 0; the next open finishes the vectors."""
+    write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"}})
+    child = run_child(0, wait=False)
+    assert child.stdout.readline().strip() == "stored"
+    assert child.wait(timeout=90) == 0
+    with MemoryManager("finn") as manager:
+        assert manager.cold.background.wait_idle(120)
+        assert sorted(manager.cold.store().ids()) == sorted(manager.cold.docs.ids())
+        assert manager.cold.docs.count() == 300

@@ -1,0 +1,79 @@
+"""memory.db's numbered migrations: one order, each applied once, an older database upgraded, a newer refused."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from core.errors import StorageError
+from core.memory import db as memory_db
+from core.memory_manager import MemoryManager
+from core.paths import AgentPaths
+from tests.cold.conftest import write_config
+
+BEFORE_RECALL = ("m001_tiers", "m002_cold", "m003_conversations", "m004_store_items", "m005_damaged_archives",
+                 "m006_secret_scrubs", "m007_log_types")
+
+
+def test_migrations_are_numbered_one_after_another():
+    """Migration numbers run 1, 2, 3, ... with no gap and no number used twice."""
+    names = [name for name, _ in memory_db.migrations()]
+    assert [int(name[1:4]) for name in names] == list(range(1, len(names) + 1))
+    assert names[: len(BEFORE_RECALL)] == list(BEFORE_RECALL)
+
+
+def db_before_recall(path) -> sqlite3.Connection:
+    """A memory.db as a version without recall left it: its migrations applied and recorded, nothing newer."""
+    conn = memory_db.open_connection(path)
+    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, apply in memory_db.migrations():
+        if name in BEFORE_RECALL:
+            with memory_db.transaction(conn):
+                apply(conn)
+                conn.execute("INSERT INTO _migrations VALUES (?, '2026-01-01T00:00:00.000Z')", (name,))
+    return conn
+
+
+def test_a_database_without_recall_upgrades_once_and_its_memories_become_recallable(agents_home, minilm):
+    """Opening an agent of a version without recall applies m008_recall once; its notes, facts and store items are
+    recalled, and the cold store's old chunk table is replaced."""
+    import lancedb
+
+    write_config(agents_home, {"llm": {"backend": "offline"}, "memory": {"auto_compact": False}})
+    paths = AgentPaths.for_agent("finn")
+    conn = db_before_recall(paths.db_file)
+    conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at) "
+                 "VALUES ('city', 'Lisbon', 'personal', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')")
+    conn.execute("INSERT INTO cold_notes (id, kind, text, metadata, created_at) VALUES "
+                 "('abc', 'note', 'The quarterly report goes to Maria on Fridays', '{}', '2026-01-01T00:00:00.000Z')")
+    conn.execute("INSERT INTO store_items (namespace, key, value, texts, created_at, updated_at) VALUES "
+                 "('memories.ada', 'k', ?, ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+                 (json.dumps({"text": "Ada prefers tea"}), json.dumps([["text", "Ada prefers tea"]])))
+    conn.close()
+    lancedb.connect(paths.lancedb_dir).create_table("chunks", data=[{"id": "log:LOG-1-9:0", "vector": [0.1, 0.2]}])
+
+    with MemoryManager("finn") as manager:
+        applied = [r[0] for r in manager.db.conn.execute("SELECT name FROM _migrations ORDER BY name")]
+        assert applied == [*BEFORE_RECALL, "m008_recall"]
+        assert manager.recall_memory("who receives the report?", 1)[0]["id"] == "note:abc"
+        assert manager.recall_memory("which city?", 1)[0]["id"] == "fact:city"
+        assert manager.recall_memory("what does Ada drink?", 1, kind="item")[0]["content"] == "Ada prefers tea"
+        assert lancedb.connect(paths.lancedb_dir).list_tables().tables == ["memories"]
+    with MemoryManager("finn") as again:
+        assert memory_db.migrate(again.db.conn) == []
+
+
+def test_a_database_of_another_version_is_refused_and_left_as_it_is(agents_home):
+    """A memory.db that records a migration this version lacks is a StorageError naming it; nothing is applied."""
+    paths = AgentPaths.for_agent("finn")
+    conn = db_before_recall(paths.db_file)
+    conn.execute("INSERT INTO _migrations VALUES ('m099_future', '2030-01-01T00:00:00.000Z')")
+    conn.close()
+    with pytest.raises(StorageError, match="m099_future"):
+        memory_db.connect(paths.db_file)
+    conn = sqlite3.connect(paths.db_file)
+    assert {r[0] for r in conn.execute("SELECT name FROM _migrations")} == {*BEFORE_RECALL, "m099_future"}
+    assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'recall_docs'").fetchone() is None
+    conn.close()
