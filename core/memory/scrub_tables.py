@@ -117,6 +117,13 @@ def scrub_cold_store(store, redactor: Redactor) -> int:
             raise ColdStoreError(f"cannot scrub the cold store {store.path}: {exc}") from exc
 
 
+def _drop_old_files(table) -> None:
+    """Delete every older version of ``table`` and every file no version uses (we hold the write lock)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*cleanup_older_than=0.*")
+        table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+
+
 def _rewrite(store, table, redactor: Redactor) -> int:
     import pyarrow as pa
 
@@ -126,6 +133,8 @@ def _rewrite(store, table, redactor: Redactor) -> int:
     row_ids = scan.column("_rowid").to_pylist()
     holding = [n for n in range(scan.num_rows) if any(redactor.holds(columns[c][n]) for c in texts)]
     if not holding:
+        # Older versions, and the files of a write killed before its commit, may still hold it.
+        _drop_old_files(table)
         return 0
     fragments = {row_ids[n] >> 32 for n in holding}  # a row id is fragment << 32 | offset
     ids = [columns["id"][n] for n in range(scan.num_rows) if row_ids[n] >> 32 in fragments]
@@ -150,9 +159,7 @@ def _rewrite(store, table, redactor: Redactor) -> int:
     for index in table.list_indices():
         if index.index_type == "FTS":
             table.create_index(index.columns[0], config=FTS(), replace=True)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*cleanup_older_than=0.*")
-        table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+    _drop_old_files(table)
     log.info("cold store %s: %d rows held a secret; %d rows of their fragments rewritten", store.path,
              len(holding), len(rows))
     return len(holding)

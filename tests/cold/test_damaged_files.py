@@ -84,6 +84,7 @@ def build_history(manager: MemoryManager) -> None:
     manager.compact_log(summary="twelve thoughts about the portfolio report")
     fill(manager, 3, start=12)
     manager.update_now("active", ["send the report"], objective="portfolio report")
+    manager.cold.catch_up()  # every memory has its vector: the note can come back from the cold store
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "deleted"])
