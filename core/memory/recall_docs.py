@@ -29,6 +29,9 @@ TEXT_WEIGHT, CONTEXT_WEIGHT = 1.0, 0.5
 COMMON_SHARE = 0.25
 """Query words found in more than this share of memories are left out of the word search: they
 weigh almost nothing in BM25 and would make the search scan most of the index."""
+FILTER_MARGIN = 50
+"""Word matches ranked beyond the ``depth`` needed, so that a few left out by the filters (an expired
+note, another kind) rarely make the search rank every match again."""
 _COLUMNS = ("id, kind, tier, source, text, context, metadata, speaker, thread, occurred_at, created_at, "
             "expires_at, rowid")
 
@@ -232,16 +235,36 @@ class DocIndex:
             return []
         rare = [t for t, n in present.items() if n <= COMMON_SHARE * total] or [min(present, key=present.get)]
         ceiling = sum(_idf(present[t], total) for t in rare) or 1.0
-        where, params = filters.sql()
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in rare)
+        return [(doc_id, min(1.0, score / ceiling)) for doc_id, score in self._best_matches(match, depth, filters)]
+
+    def _best_matches(self, match: str, depth: int, filters: Filters) -> list[tuple[str, float]]:
+        """The ``depth`` best rows of the full-text ``match`` that pass ``filters``, as ``(id, bm25)``.
+
+        The full-text index ranks first, on its own, a few more rows than needed (joining every match
+        with ``recall_docs`` before ranking made the search several times slower on large indexes);
+        only when the filters leave too few of them is every match joined and ranked.
+        """
+        conn = self.db.conn
+        where, params = filters.sql()
+        bm25 = f"bm25(recall_fts, {TEXT_WEIGHT}, {CONTEXT_WEIGHT})"
+        first = depth + FILTER_MARGIN
         rows = conn.execute(
-            f"""SELECT d.id, -bm25(recall_fts, {TEXT_WEIGHT}, {CONTEXT_WEIGHT}) AS score
-                FROM recall_fts JOIN recall_docs d ON d.rowid = recall_fts.rowid
-                WHERE recall_fts MATCH ? AND {where} ORDER BY bm25(recall_fts, {TEXT_WEIGHT}, {CONTEXT_WEIGHT})
-                LIMIT ?""",
+            f"""SELECT d.id, -f.score FROM (
+                    SELECT rowid, {bm25} AS score FROM recall_fts WHERE recall_fts MATCH ? ORDER BY score LIMIT ?
+                ) f JOIN recall_docs d ON d.rowid = f.rowid WHERE {where} ORDER BY f.score LIMIT ?""",
+            [match, first, *params, depth],
+        ).fetchall()
+        if len(rows) == depth or conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM recall_fts WHERE recall_fts MATCH ? LIMIT ?)",
+                (match, first + 1)).fetchone()[0] <= first:
+            return [(row[0], row[1]) for row in rows]
+        rows = conn.execute(
+            f"""SELECT d.id, -{bm25} FROM recall_fts JOIN recall_docs d ON d.rowid = recall_fts.rowid
+                WHERE recall_fts MATCH ? AND {where} ORDER BY {bm25} LIMIT ?""",
             [match, *params, depth],
         ).fetchall()
-        return [(row[0], min(1.0, row[1] / ceiling)) for row in rows]
+        return [(row[0], row[1]) for row in rows]
 
     def terms(self, text: str) -> list[str]:
         """``text``'s words as the index stores them (lower case, Porter-stemmed), stop words left out."""
