@@ -180,6 +180,9 @@ def print_table(name, table):
 
 # -- fitting the ranking's weights -------------------------------------------------------------------------
 
+FEATURES = ("vector", "words", "speaker", "informative")
+
+
 def fit(conversations):
     """Fit a logistic model of the candidates' features (labels: evidence or not) and print its weights."""
     import numpy as np
@@ -190,12 +193,12 @@ def fit(conversations):
 
     def collect(manager, question):
         for cand in manager.cold.candidates(question.text, Filters()):
-            rows.append([cand.features["vector"], cand.features["words"], cand.features["speaker"]])
+            rows.append([cand.features[name] for name in FEATURES])
             labels.append(1 if cand.doc.metadata.get("dia_id") in question.evidence else 0)
 
     run_system(conversations, collect=collect)
     model = LogisticRegression(C=10.0, max_iter=1000).fit(np.array(rows), np.array(labels))
-    print("weights (vector, words, speaker):", model.coef_.round(2), "bias", model.intercept_.round(2))
+    print(f"weights ({', '.join(FEATURES)}):", model.coef_.round(2), "bias", model.intercept_.round(2))
 
 
 def _no_context(doc, previous):

@@ -3,11 +3,14 @@
 For a query, two candidate lists are gathered: the memories whose words match
 (SQLite FTS5, BM25, Porter stems) and the memories nearest in meaning
 (LanceDB, cosine of all-MiniLM-L6-v2 vectors of the memory with its speaker
-and the turn before it). Each candidate gets three evidence features:
+and the turn before it). Each candidate gets four evidence features:
 
 - ``vector``: the cosine similarity to the query;
 - ``words``: the BM25 score as a share of what one match of every query word scores;
-- ``speaker``: the query names the person who said it.
+- ``speaker``: the query names the person who said it;
+- ``informative``: how much the memory says (its distinct content words, up to
+  ``Tuning.informative_words``): "That sounds amazing!" says nothing a question
+  could ask about, "I took a pottery class yesterday and made a bowl" does.
 
 The score is the logistic function of their weighted sum. The weights were
 measured on the generated conversations of ``scripts/bench_recall_quality.py``
@@ -30,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
-from core.memory.recall_docs import Doc, DocIndex, Filters
+from core.memory.recall_docs import STOP_WORDS, Doc, DocIndex, Filters
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -41,10 +44,13 @@ class Tuning:
 
     depth: int = 100
     """Candidates taken from each of the word and vector searches."""
-    bias: float = -5.5
+    bias: float = -6.5
     vector: float = 11.0
     words: float = 2.2
     speaker: float = 2.2
+    informative: float = 2.0
+    informative_words: int = 12
+    """Distinct content words at which a memory counts as fully informative."""
     fact_bonus: float = 1.5
     """Added to a fact's evidence: a saved fact is the current value."""
     unknown_vector: float = 0.35
@@ -94,11 +100,19 @@ def rank(
     query_words = set(_WORD.findall(query.lower()))
     for cand in cands.values():
         speaker = 1.0 if cand.doc.speaker and _names_in(cand.doc.speaker, query_words) else 0.0
-        cand.features = {"vector": cand.vector, "words": cand.words, "speaker": speaker}
+        # A summary restates other memories: its length says nothing about its own evidence.
+        info = 0.0 if cand.doc.kind == "summary" else informative(cand.doc.text, tuning.informative_words)
+        cand.features = {"vector": cand.vector, "words": cand.words, "speaker": speaker, "informative": info}
         z = (tuning.bias + tuning.vector * cand.vector + tuning.words * cand.words + tuning.speaker * speaker
-             + (tuning.fact_bonus if cand.doc.kind == "fact" else 0.0))
+             + tuning.informative * info + (tuning.fact_bonus if cand.doc.kind == "fact" else 0.0))
         cand.score = sigmoid(z)
     return sorted(cands.values(), key=lambda c: c.score, reverse=True)
+
+
+def informative(text: str, enough: int) -> float:
+    """The share of ``enough`` distinct content words (not stop words, not one letter) that ``text`` has."""
+    words = {w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOP_WORDS}
+    return min(1.0, len(words) / enough)
 
 
 def _names_in(speaker: str, query_words: set[str]) -> bool:

@@ -26,6 +26,9 @@ TEXT_WEIGHT, CONTEXT_WEIGHT = 1.0, 0.5
 """Column weights: the words of the memory itself count more than its context."""
 K1, B = 1.2, 0.75
 """FTS5's BM25 constants."""
+FILTER_MARGIN = 50
+"""Word matches ranked beyond the ``depth`` needed, so that a few left out by the filters (an expired
+note, another kind) rarely make the search rank every match again."""
 LENGTH_SAMPLE = 2000
 """Rows read to estimate the average memory length on PostgreSQL."""
 
@@ -61,12 +64,29 @@ class Fts5Words:
     @staticmethod
     def ranked(conn: Any, weights: dict[str, float], total: int, where: str, params: list[Any],
                depth: int) -> list[tuple[str, float]]:
-        """The ``depth`` best matches of any of the terms (``weights``: term to IDF) as ``(id, bm25)``."""
+        """The ``depth`` best matches of any of the terms (``weights``: term to IDF) that pass ``where``,
+        as ``(id, bm25)``.
+
+        The full-text index ranks first, on its own, a few more rows than needed (joining every match
+        with ``recall_docs`` before ranking made the search several times slower on large indexes);
+        only when the filters leave too few of them is every match joined and ranked.
+        """
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in weights)
-        rank = f"bm25(recall_fts, {TEXT_WEIGHT}, {CONTEXT_WEIGHT})"
+        bm25 = f"bm25(recall_fts, {TEXT_WEIGHT}, {CONTEXT_WEIGHT})"
+        first = depth + FILTER_MARGIN
         rows = conn.execute(
-            f"""SELECT d.id, -{rank} AS score FROM recall_fts JOIN recall_docs d ON d.rowid = recall_fts.rowid
-                WHERE recall_fts MATCH ? AND {where} ORDER BY {rank} LIMIT ?""",
+            f"""SELECT d.id, -f.score FROM (
+                    SELECT rowid, {bm25} AS score FROM recall_fts WHERE recall_fts MATCH ? ORDER BY score LIMIT ?
+                ) f JOIN recall_docs d ON d.rowid = f.rowid WHERE {where} ORDER BY f.score LIMIT ?""",
+            [match, first, *params, depth],
+        ).fetchall()
+        if len(rows) == depth or conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM recall_fts WHERE recall_fts MATCH ? LIMIT ?)",
+                (match, first + 1)).fetchone()[0] <= first:
+            return [(row[0], row[1]) for row in rows]
+        rows = conn.execute(
+            f"""SELECT d.id, -{bm25} FROM recall_fts JOIN recall_docs d ON d.rowid = recall_fts.rowid
+                WHERE recall_fts MATCH ? AND {where} ORDER BY {bm25} LIMIT ?""",
             [match, *params, depth]).fetchall()
         return [(row[0], row[1]) for row in rows]
 
