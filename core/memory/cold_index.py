@@ -27,11 +27,13 @@ import hashlib
 import logging
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 from core.errors import ColdStoreError
 from core.memory.db import Database
+from core.memory.facts import redact
 from core.memory.log_file import LogFile, scan_bytes
 from core.memory.log_format import utc_timestamp
 from core.memory.recall_docs import Doc, DocIndex
@@ -117,6 +119,15 @@ class ColdIndexer:
 
     # -- LOG.md and archives ------------------------------------------------------------------------
 
+    def _redacted_now(self, docs: list[Doc], secrets: list[str]) -> list[Doc]:
+        """``docs``, built outside the transaction with ``secrets``, redacted again if a secret was saved
+        meanwhile (called inside the transaction that writes them: no save can slip in after it)."""
+        now = self._secrets()
+        if set(now) <= set(secrets):
+            return docs
+        return [replace(d, text=redact(d.text, now), context=redact(d.context, now), speaker=redact(d.speaker, now),
+                        metadata=redact(d.metadata, now)) for d in docs]
+
     def log_seq(self) -> int:
         """The last LOG.md seq that has been turned into docs."""
         row = self.db.conn.execute("SELECT value FROM recall_state WHERE key = 'log_seq'").fetchone()
@@ -137,7 +148,7 @@ class ColdIndexer:
             archived = {r[0] for r in conn.execute(
                 "SELECT id FROM recall_docs WHERE kind = 'log_archive' AND id IN "
                 f"({', '.join('?' * len(docs))})", [d.id for d in docs])} if docs else set()
-            written = self.docs.upsert(conn, [d for d in docs if d.id not in archived])
+            written = self.docs.upsert(conn, self._redacted_now([d for d in docs if d.id not in archived], secrets))
             self._set_log_seq(conn, max(done, entries[-1].seq))
         return written
 
@@ -174,7 +185,7 @@ class ColdIndexer:
             docs.append(archive_summary_doc(archive_id, row["summary"], row["first_seq"], row["last_seq"],
                                             created, secrets))
         with self.db.transaction() as conn:
-            written = self.docs.upsert(conn, docs)
+            written = self.docs.upsert(conn, self._redacted_now(docs, secrets))
             if entries and entries[-1].seq > self.log_seq():
                 self._set_log_seq(conn, entries[-1].seq)
             conn.execute("UPDATE compaction_history SET indexed_at = ?, index_error = ? WHERE archive_id = ?",
@@ -209,7 +220,7 @@ class ColdIndexer:
             kept = {d.id for d in fresh}
             gone.extend(i for i in self._indexed_ids(item) if i not in kept)
         with self.db.transaction() as conn:
-            written = self.docs.upsert(conn, docs)
+            written = self.docs.upsert(conn, self._redacted_now(docs, secrets))
             self.docs.delete(conn, gone)
             # An item changed again while we indexed keeps its newer queue row.
             conn.executemany("DELETE FROM cold_pending WHERE item = ? AND queued_at = ?", batch)

@@ -41,7 +41,9 @@ def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents
     assert all(h["source"] and h["created_at"] for h in hits)
     facts = get_json(url, "/api/agents/ada/recall?q=currency&kind=fact")["results"]
     assert facts[0]["content"] == "preferred_currency: USD" and {h["kind"] for h in facts} == {"fact"}
-    assert answer["pending_cold_items"] == 1  # the last fact: a reader never indexes it
+    # The last fact waits unless the agent indexed it before closing; a reader never indexes it.
+    assert answer["pending_cold_items"] in (0, 1)
+    assert get_json(url, "/api/agents/ada/recall?q=report")["pending_cold_items"] == answer["pending_cold_items"]
     token = get_json(url, "/api/agents/ada/recall?q=deploy+token")["results"]
     assert token[0]["content"] == "The deploy token is [REDACTED]"
     assert tree_digest(memory).get("memory.db") == before_db and stamps(memory / "lancedb") == before_lance
