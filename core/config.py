@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,46 @@ class SessionCompactionConfig:
 
 
 @dataclass(frozen=True)
+class StorageConfig:
+    """Where memory.db's tables live: the agent's SQLite file, or a shared PostgreSQL server."""
+
+    backend: str = "sqlite"
+    """``sqlite`` (``memory/memory.db`` in the agent's folder) or ``postgres``; ``$AGENTOS_DSN`` selects postgres."""
+    dsn: str = ""
+    """PostgreSQL connection string (``postgresql://user@host/db``); empty means ``$AGENTOS_DSN``."""
+    schema_prefix: str = "agentos_"
+    """Each agent's tables live in the PostgreSQL schema ``<prefix><agent>``."""
+    pool_max: int = 10
+    """Most connections one process opens to the server for one agent."""
+    pool_timeout_s: float = 30.0
+    """Longest wait for a free connection before the operation fails."""
+    connect_timeout_s: float = 5.0
+    """Longest wait for the server to answer a new connection."""
+    statement_timeout_s: float = 30.0
+    """Longest a statement (a lock wait included) may run before the server cancels it."""
+
+    def resolved(self) -> tuple[str, str]:
+        """``(backend, dsn)`` in effect: ``$AGENTOS_DSN`` selects postgres and is its default DSN.
+
+        Raises:
+            ConfigError: an unknown backend, or postgres with no DSN.
+        """
+        from_env = os.environ.get(DSN_VARIABLE, "").strip()
+        if self.backend not in STORAGE_BACKENDS:
+            raise ConfigError(f"unknown storage.backend {self.backend!r}; use one of: {', '.join(STORAGE_BACKENDS)}")
+        if self.backend == "sqlite" and not from_env:
+            return "sqlite", ""
+        dsn = self.dsn.strip() or from_env
+        if not dsn:
+            raise ConfigError(f"storage.backend is postgres but no DSN is set: set storage.dsn or ${DSN_VARIABLE}")
+        return "postgres", dsn
+
+
+DSN_VARIABLE = "AGENTOS_DSN"
+STORAGE_BACKENDS = ("sqlite", "postgres")
+
+
+@dataclass(frozen=True)
 class Config:
     """Every option, grouped by concern."""
 
@@ -148,6 +189,7 @@ class Config:
     llm: LLMConfig = field(default_factory=LLMConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
     compaction: SessionCompactionConfig = field(default_factory=SessionCompactionConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
 
 
 MAY_BE_NEGATIVE = {"compaction.max_tokens"}

@@ -4,11 +4,12 @@
     python core/engine.py --agent finn "Continue"
 
 Graph: load_memory → planner ⇄ tools → finalize, checkpointed after every node
-in ``memory/checkpoints.db`` (LangGraph's SQLite saver, strict durability), one
-thread per agent session. A run killed at any moment is found on the next start
-(RUN_START without RUN_END → INTERRUPTED) and its turn goes on from the last
-checkpoint: only the interrupted node runs again, and it skips what LOG.md
-shows it already did.
+in ``memory/checkpoints.db`` (LangGraph's SQLite saver, strict durability) or
+in the agent's PostgreSQL schema (its Postgres saver), one thread per agent
+session. A run killed at any moment is found on the next start (RUN_START
+without RUN_END → INTERRUPTED) and its turn goes on from the last checkpoint:
+only the interrupted node runs again, and it skips what LOG.md shows it
+already did.
 """
 
 from __future__ import annotations
@@ -27,21 +28,18 @@ if __name__ == "__main__":
     sys.exit(main())
 
 import logging
-import sqlite3
 import traceback
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from filelock import FileLock, Timeout
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 from core.config import Config, load_config
 from core.conversation import CompactionReport, Conversation
 from core.budgets import window_of
 from core.context_builder import ContextBuilder
-from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError, LockTimeoutError
+from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError
 from core.llm.backend import Backend, generate_with
 from core.llm.select import choose_backend
 from core.memory.provider.types import Session
@@ -52,7 +50,9 @@ from core.nodes.planner import planner
 from core.nodes.runtime import Runtime, is_continue, mask_credentials
 from core.nodes.tools import tools
 from core.paths import AgentPaths
+from core.memory.storage import open_checkpointer, open_database
 from core.plugins.memory import open_provider
+from core.run_lease import hold_lease
 from core.session_compaction import auto_compact, compact_session
 from core.skills.base import memory_for
 from core.state import AgentState
@@ -130,16 +130,16 @@ class Engine:
 
         Raises:
             InvalidAgentNameError, ConfigError: bad agent name or config; nothing is created.
-            LockTimeoutError: another engine is running this agent (exit code 5).
+            LockTimeoutError: another engine is running this agent (with PostgreSQL: this session) (exit code 5).
         """
         self.paths = AgentPaths.for_agent(agent_name)
         self.config = config or load_config(self.paths)
         self.manager = memory_for(agent_name)
-        self._run_lock = _hold_run_lock(self.paths)
+        self._lease = hold_lease(self.paths, self.config.storage, f"{self.paths.name}:{session}")
         try:
             self._open(session, offline, model, host, backend)
         except BaseException:
-            self._run_lock.release()
+            self._lease.release()
             raise
         self.recovered = self.recover()
 
@@ -154,8 +154,8 @@ class Engine:
         self.backend = backend
         if backend.name != "offline" and self.config.memory.compact_summarizer == "llm":
             self.manager.cold.summary_llm = generate_with(backend)  # LOG.md summaries by the run's model
-        self.provider = open_provider(None, self.paths.db_file, summarizer=self._summarizer(),
-                                      config=self.config.provider)
+        self.provider = open_provider(None, open_database(self.paths, self.config.storage),
+                                      summarizer=self._summarizer(), config=self.config.provider)
         name = self.paths.name
         self.session = Session(id=f"{name}:{session}", agent_id=name, user_id=LOCAL_USER, channel="cli")
         self.conversation = Conversation(self.provider, self.session, self.paths, self.config.provider.fresh_tail,
@@ -165,12 +165,8 @@ class Engine:
                                identity=self.conversation.identity)
         self.runtime.context = ContextBuilder(self.runtime)
         self._check_window()
-        self._saver_conn = sqlite3.connect(self.paths.checkpoints_file, check_same_thread=False)
-        # A turn's checkpoints hold its raw messages (what the user typed, get_fact's replies): deleted with
-        # the turn, their pages are zeroed and the WAL that still holds them is truncated.
-        self._saver_conn.execute("PRAGMA secure_delete = ON")
-        self._saver = SqliteSaver(self._saver_conn)
-        self.graph = build_graph(self.runtime, self._saver)
+        self._checkpoints = open_checkpointer(self.paths, self.config.storage)
+        self.graph = build_graph(self.runtime, self._checkpoints.saver)
         self.thread = {"configurable": {"thread_id": self.session.id},
                        "recursion_limit": 2 * self.config.engine.max_steps + 10}
 
@@ -211,7 +207,7 @@ class Engine:
 
     def recover(self) -> list[str]:
         """Mark runs that never ended (their process died) INTERRUPTED; NOW → interrupted. Return their ids."""
-        runs = [run["run_id"] for run in self.manager.interrupted_runs()]
+        runs = [run["run_id"] for run in self.manager.interrupted_runs() if not self._lease.is_live(run["run_id"])]
         for run_id in runs:
             self.manager.mark_interrupted(run_id)
         if runs:
@@ -283,7 +279,12 @@ class Engine:
         )
 
     def _invoke(self, state: AgentState | None, objective: str) -> TurnResult:
-        run_id = self.manager.start_run(mask_credentials(objective)[:300])
+        run_id = uuid.uuid4().hex[:12]
+        with self._lease.running(run_id):  # before RUN_START: another engine never takes it for a dead run
+            return self._run(state, objective, run_id)
+
+    def _run(self, state: AgentState | None, objective: str, run_id: str) -> TurnResult:
+        self.manager.start_run(mask_credentials(objective)[:300], run_id=run_id)
         self.runtime.run_id = run_id
         try:
             final = self.graph.invoke(state, self.thread, durability="sync")
@@ -296,8 +297,7 @@ class Engine:
         self.manager.end_run(run_id, outcome, detail)
         # The finished turn is in the provider (secrets redacted): its checkpoints, which hold the
         # raw messages, are no longer needed to resume anything.
-        self._saver.delete_thread(self.session.id)
-        self._saver_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._checkpoints.forget(self.session.id)
         return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0))
 
     def _fail(self, run_id: str, exc: BaseException) -> None:
@@ -320,9 +320,9 @@ class Engine:
 
     def close(self) -> None:
         """Close the checkpoint database and the provider, and let another engine run the agent. Safe twice."""
-        self._saver_conn.close()
+        self._checkpoints.close()
         self.provider.close()
-        self._run_lock.release()
+        self._lease.release()
 
     def __enter__(self) -> "Engine":
         return self
@@ -330,17 +330,3 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def _hold_run_lock(paths: AgentPaths) -> FileLock:
-    """Take the agent's engine lock: one engine an agent, so a live run is never taken for a killed one.
-
-    The operating system drops the lock of a killed process, so a crash never leaves it stuck.
-    """
-    lock = FileLock(str(paths.memory_dir / ".engine.lock"), thread_local=False)
-    try:
-        lock.acquire(timeout=0)
-    except Timeout as exc:
-        raise LockTimeoutError(
-            f"agent {paths.name} is already running in another engine: wait for it to finish or stop it"
-        ) from exc
-    return lock

@@ -17,6 +17,7 @@ say what to do next.
     │   └── UnknownSkillError
     ├── StorageError                a file or database could not be read or written
     │   ├── LockTimeoutError        another process holds the agent's lock
+    │   ├── DatabaseUnavailableError the PostgreSQL server cannot be reached
     │   ├── DiskFullError           no space left on the device (or over quota)
     │   ├── ReadOnlyError           a memory file, its folder or the file system is read-only
     │   └── CorruptionError         a file on disk does not match its checksum
@@ -83,6 +84,10 @@ class StorageError(AgentOSError):
 
 class LockTimeoutError(StorageError):
     """The agent's lock could not be taken in time."""
+
+
+class DatabaseUnavailableError(StorageError):
+    """The PostgreSQL server of ``storage.dsn`` cannot be reached or dropped the connection."""
 
 
 class DiskFullError(StorageError):

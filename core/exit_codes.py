@@ -7,7 +7,8 @@
     3    the run is blocked: the backend cannot carry out the task (the offline backend)
     4    not found (an agent, session, summary, archive or file that does not exist)
     5    storage error (a memory file, the database or an archive could not be read or
-         written, a damaged archive, or another process holds the agent)
+         written, a damaged archive, another process holds the agent, or the PostgreSQL
+         server cannot be reached)
     6    model backend error (no server, unknown model, a failing model call)
     130  interrupted (Ctrl-C)
 """

@@ -37,6 +37,7 @@ from core.memory.log_format import LogEntry, check_entry_type, check_text, check
 from core.memory.now_file import STATUSES, NowState, PlanStep
 from core.memory.scrub import ScrubReport, SecretScrubber
 from core.memory.secrets import Redactor, redactor_of
+from core.memory.storage import open_database
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ class MemoryManager:
         self.config = config or load_config(self.paths)
         self.created: list[Path] = self.paths.ensure_memory_dirs()
         self.lock = AgentLock(self.paths.lock_file, self.config.memory.lock_timeout_s)
-        self.db = Database(self.paths.db_file)
+        self.db = open_database(self.paths, self.config.storage)
         self.facts = FactStore(self.db)
         self.log = LogFile(
             self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes,
@@ -74,7 +75,7 @@ class MemoryManager:
             self.created.append(self.paths.log_file)
         else:
             self.log.repair()  # CRLF line ends, a stripped final newline, a torn tail
-        fresh = not self.paths.db_file.exists()
+        fresh = isinstance(self.db, Database) and not self.paths.db_file.exists()
         self.repairs += recovery.open_database(self)  # creates memory.db, or rebuilds a lost one
         if fresh:
             self.created.append(self.paths.db_file)

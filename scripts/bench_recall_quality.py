@@ -12,6 +12,7 @@ search (cosine of all-MiniLM-L6-v2 embeddings of the turn's text).
     python scripts/bench_recall_quality.py                 # the figures of the README
     python scripts/bench_recall_quality.py --ideas         # also each idea switched off in turn
     python scripts/bench_recall_quality.py --fit           # fit the ranking's weights on this data
+    python scripts/bench_recall_quality.py --dsn postgresql://user@host/db   # the agents on PostgreSQL
 
 Store throughput is measured with ``store_memories`` (batches of 100) and with
 single ``store_memory`` calls; recall latency is per question, query embedding
@@ -22,6 +23,7 @@ vectors are waited for before the questions).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import os
@@ -52,14 +54,18 @@ def turn_metadata(turn) -> dict:
 
 # -- our recall ---------------------------------------------------------------------------------------
 
+DSN = ""
+"""The PostgreSQL server the agents' tables are kept on (``--dsn``); empty: memory.db."""
+
+
 def run_system(conversations, tuning=None, min_score: float = 0.0, collect=None, batch: bool = True):
     """Store and ask through MemoryManager; return (ranked dia_ids per question, timings)."""
     from core.memory_manager import MemoryManager
 
     ranked, latencies, store_rates, single_ms = [], [], [], []
-    with tempfile.TemporaryDirectory() as home:
+    with tempfile.TemporaryDirectory() as home, _storage() as storage:
         os.environ["AGENTOS_HOME"] = home
-        Path(home, "config.yaml").write_text("llm: {backend: offline}\nmemory: {auto_compact: false}\n")
+        Path(home, "config.yaml").write_text(f"llm: {{backend: offline}}\nmemory: {{auto_compact: false}}\n{storage}")
         for n, conv in enumerate(conversations):
             manager = MemoryManager(f"conv{n}")
             if tuning is not None:
@@ -85,6 +91,27 @@ def run_system(conversations, tuning=None, min_score: float = 0.0, collect=None,
                 ranked.append([h["metadata"].get("dia_id") for h in hits])
             manager.close()
     return ranked, {"latency": latencies, "store_rate": store_rates, "single_ms": single_ms}
+
+
+@contextlib.contextmanager
+def _storage():
+    """The config.yaml line that keeps the agents on ``DSN`` (in schemas of their own, dropped afterwards)."""
+    if not DSN:
+        yield ""
+        return
+    import psycopg
+
+    from core.memory.postgres.pool import close_pools
+
+    prefix = f"bench_{os.getpid()}_{time.monotonic_ns() % 10**6}_"
+    try:
+        yield f"storage: {{backend: postgres, dsn: '{DSN}', schema_prefix: {prefix}}}\n"
+    finally:
+        close_pools()
+        with psycopg.connect(DSN, autocommit=True) as conn:
+            for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)",
+                                          (prefix,)).fetchall():
+                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 # -- baselines ------------------------------------------------------------------------------------------
@@ -199,7 +226,10 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=24)
     parser.add_argument("--ideas", action="store_true", help="also measure each idea switched off")
     parser.add_argument("--fit", action="store_true", help="fit the ranking weights on this data and stop")
+    parser.add_argument("--dsn", default="", help="keep the agents' tables on this PostgreSQL server")
     args = parser.parse_args()
+    global DSN
+    DSN = args.dsn
     conversations = recall_dialogues.generate(args.seed, args.conversations, args.sessions)
     turns = sum(len(c.turns) for c in conversations)
     questions = sum(len(c.questions) for c in conversations)

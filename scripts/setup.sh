@@ -22,14 +22,26 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/python -m pip install --quiet -r requirements.txt
     echo "$want" > "$stamp"
 fi
+# Debian packages the tests drive: installed where missing (needs root and apt-get), else those tests skip.
+apt_install() {  # package, what it is for
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "setup: $1 is not installed (installing it needs root and apt-get): $2 will be skipped" >&2
+        return
+    fi
+    echo "setup: installing $1 for $2" >&2
+    for try in 1 2 3 4 5 6; do  # another apt-get may hold the dpkg lock for a while
+        if apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null; then
+            return
+        fi
+        sleep 10
+    done
+    echo "setup: installing $1 failed: $2 will be skipped" >&2
+}
+# A PostgreSQL server for the tests of storage.backend postgres (they start their own cluster from it).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+    apt_install postgresql "the PostgreSQL tests"
+fi
 # The browser tests drive Debian's Chromium through Playwright (which cannot download its own browsers here).
 if [ ! -x /usr/bin/chromium ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "setup: installing chromium for the browser tests (about a minute)" >&2
-        if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; then
-            echo "setup: installing chromium failed: the browser tests will be skipped" >&2
-        fi
-    else
-        echo "setup: no /usr/bin/chromium (installing it needs root and apt-get): the browser tests will be skipped" >&2
-    fi
+    apt_install chromium "the browser tests"
 fi

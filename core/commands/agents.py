@@ -8,6 +8,7 @@ from typing import Any
 from core import cli as engine_cli
 from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
 from core.memory import now_file
+from core.memory.dialect import POSTGRES
 from core.memory_initializer import initialize_agent_memory, report
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths, home_and_source, list_agents
@@ -81,8 +82,19 @@ def _details(manager: MemoryManager) -> dict[str, Any]:
         "recall": {"memories": manager.cold.docs.count(), "vectors_pending": manager.cold.docs.pending_count()},
         "embedder": manager.config.cold.embedder,
         "interrupted_runs": [run["run_id"] for run in manager.interrupted_runs()],
-        "memory_db_bytes": manager.paths.db_file.stat().st_size,
+        **_database(manager),
     }
+
+
+def _database(manager: MemoryManager) -> dict[str, Any]:
+    """Where the memory tables are and how big they are."""
+    db = manager.db
+    if getattr(db, "dialect", None) is not POSTGRES:
+        return {"database": str(manager.paths.db_file), "memory_db_bytes": manager.paths.db_file.stat().st_size}
+    size = db.conn.execute("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                           " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relkind = 'r'",
+                           (db.schema,)).fetchone()[0]
+    return {"database": repr(db), "memory_db_bytes": int(size)}
 
 
 def _details_text(data: dict[str, Any]) -> str:
@@ -98,7 +110,7 @@ def _details_text(data: dict[str, Any]) -> str:
         f"  notes: {data['notes']}; conversations: {data['conversations']} ({data['messages']} messages)",
         f"  recall: {data['recall']['memories']} memories ({data['recall']['vectors_pending']} waiting for their "
         f"vector, {data['cold_pending']} source(s) to index); embedder {data['embedder']}",
-        f"  memory.db: {data['memory_db_bytes']} bytes",
+        f"  memory tables: {data['memory_db_bytes']} bytes in {data['database']}",
     ]
     if data["interrupted_runs"]:
         lines.append(f"  interrupted runs: {', '.join(data['interrupted_runs'])} (agentos run --resume continues)")

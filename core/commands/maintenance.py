@@ -1,4 +1,4 @@
-"""Subcommands that maintain an agent's memory: compact-log, compact-session, rebuild-index."""
+"""Subcommands that maintain an agent's memory: compact-log, compact-session, rebuild-index, copy-to-postgres."""
 
 from __future__ import annotations
 
@@ -105,4 +105,29 @@ def rebuild_index(args: argparse.Namespace) -> int:
         print("vector index: none, its build failed (see the log): vector search is exact")
     else:
         print(f"vector index: none, vector search is exact (cold.ann_min_rows = {min_rows})")
+    return 0
+
+
+@command("copy-to-postgres", AGENT)
+def copy_to_postgres(args: argparse.Namespace) -> int:
+    """Copy an agent's memory.db into its PostgreSQL schema, to move an existing agent to a server.
+
+    Set storage.backend postgres (or $AGENTOS_DSN) first. Every table is copied in one
+    transaction into the agent's schema, which must still be empty; memory.db is left
+    as it was. NOW.md, LOG.md and the cold store stay in the agent's folder.
+    """
+    from core.config import load_config
+    from core.errors import ConfigError
+    from core.memory.storage import open_database
+
+    paths = existing_agent(args.agent)
+    db = open_database(paths, load_config(paths).storage)
+    if not hasattr(db, "schema"):
+        raise ConfigError("storage.backend is sqlite: set storage.backend postgres or $AGENTOS_DSN first")
+    from core.memory.postgres.copy import copy_memory_db
+
+    counts = copy_memory_db(paths.db_file, db)
+    for table, rows in counts.items():
+        print(f"{table}: {rows} rows")
+    print(f"copied {paths.db_file} into schema {db.schema} of {db!r}")
     return 0

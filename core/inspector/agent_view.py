@@ -1,9 +1,10 @@
 """What the inspector shows of one agent. Every method reads; none writes, locks or repairs.
 
-Each answer is built inside one read transaction of memory.db and masked on its
-way out (:mod:`core.inspector.masking`). Files are read with plain read-only
-opens: NOW.md is replaced atomically and LOG.md lines carry their own CRC, so a
-reader never needs the agent's lock.
+Each answer is built inside one read transaction of memory.db (or of the
+agent's PostgreSQL schema) and masked on its way out
+(:mod:`core.inspector.masking`). Files are read with plain read-only opens:
+NOW.md is replaced atomically and LOG.md lines carry their own CRC, so a reader
+never needs the agent's lock.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from core.config import load_config
+from core.config import StorageConfig, load_config
 from core.errors import AgentOSError, NotFoundError
 from core.inspector import queries, timeline
 from core.inspector.log_files import LogFiles
@@ -27,6 +28,7 @@ from core.memory.cold_store import TABLE, ColdStore
 from core.memory.recall_docs import DocIndex
 from core.memory.recall_query import check_recall
 from core.memory.recall_search import Tuning
+from core.memory.storage import schema_name
 from core.paths import AgentPaths
 
 RUNS_SHOWN = 100
@@ -44,11 +46,19 @@ class AgentView:
         self.files = LogFiles(paths)
         self._store: ColdStore | None = None
         self._store_guard = threading.Lock()
+        self._storage: StorageConfig | None = None
+
+    @property
+    def storage(self) -> StorageConfig:
+        """Where the agent's memory tables are (its config, read on first use)."""
+        if self._storage is None:
+            self._storage = load_config(self.paths).storage
+        return self._storage
 
     def _answer(self, build: Callable[[Reader, list[str]], dict[str, Any]]) -> dict[str, Any]:
         """``build(reader, secrets)`` inside one read transaction, masked."""
         started = time.perf_counter()
-        with queries.reading(self.paths.db_file) as reader:
+        with queries.reading(self.paths, self.storage) as reader:
             secrets = reader.secret_values()
             answer = mask(build(reader, secrets), secrets)
         answer["server_ms"] = round((time.perf_counter() - started) * 1000, 2)
@@ -98,7 +108,7 @@ class AgentView:
         current = _current_run(now)
         return {
             "now": now,
-            "sizes": self.sizes(),
+            "sizes": self.sizes(reader),
             "counts": {"facts": reader.fact_count(), "notes": reader.note_count(),
                        "messages": reader.message_count(), "compactions": reader.compaction_count(),
                        "unindexed_archives": reader.unindexed_archives(),
@@ -234,25 +244,34 @@ class AgentView:
 
     # -- sizes and change detection --------------------------------------------------------
 
-    def sizes(self) -> dict[str, Any]:
-        """Bytes on disk of each tier (and of what sits beside them)."""
+    def sizes(self, reader: Reader) -> dict[str, Any]:
+        """Bytes on disk of each tier (and of what sits beside them). With PostgreSQL, ``memory.db`` is the
+        size of the agent's schema on the server (its checkpoints included), and ``database`` names it."""
         memory = self.paths.memory_dir
-        db = sum(_size(memory / f"memory.db{suffix}") for suffix in ("", "-wal", "-shm"))
+        if reader.dialect.name == "postgres":
+            db, database = reader.schema_bytes(), f"PostgreSQL schema {schema_name(self.paths.name, self.storage)}"
+        else:
+            db, database = sum(_size(memory / f"memory.db{suffix}") for suffix in ("", "-wal", "-shm")), "memory.db"
         archives = self.files.archives()
         return {
             "hot": {"NOW.md": _size(self.paths.now_file)},
             "warm": {"LOG.md": _size(self.paths.log_file), "archives": sum(a.size for a in archives),
                      "archive_files": len(archives)},
-            "cold": {"memory.db": db, "lancedb": _tree_size(self.paths.lancedb_dir)},
+            "cold": {"memory.db": db, "database": database, "lancedb": _tree_size(self.paths.lancedb_dir)},
             "other": {"checkpoints.db": _size(self.paths.checkpoints_file),
                       "quarantine": _tree_size(self.paths.quarantine_dir)},
         }
 
     def fingerprint(self) -> tuple:
-        """Changes whenever LOG.md, NOW.md or memory.db changes (a few ``stat`` calls)."""
+        """Changes whenever LOG.md, NOW.md or memory.db changes (a few ``stat`` calls); with PostgreSQL,
+        whenever the server's statistics count a write to the agent's schema (one query)."""
         memory = self.paths.memory_dir
-        return tuple(_stamp(p) for p in (self.paths.log_file, self.paths.now_file, memory / "memory.db",
-                                         memory / "memory.db-wal", self.paths.archive_dir))
+        stamps = tuple(_stamp(p) for p in (self.paths.log_file, self.paths.now_file, memory / "memory.db",
+                                           memory / "memory.db-wal", self.paths.archive_dir))
+        if self.storage.resolved()[0] != "postgres":
+            return stamps
+        with queries.reading(self.paths, self.storage) as reader:
+            return (*stamps, reader.schema_writes())
 
     def status(self) -> dict[str, Any]:
         """What a live page compares with what it shows: the newest seq, and NOW.md's version and status."""

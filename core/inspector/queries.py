@@ -1,11 +1,12 @@
-"""Every read the inspector makes of memory.db, on read-only connections.
+"""Every read the inspector makes of memory.db's tables, on read-only connections.
 
-A connection is opened with ``mode=ro``, so SQLite itself refuses any write, and
-each request reads inside one read transaction: a page sees one consistent state
-of the database while an engine goes on writing (in WAL mode readers and the
-writer never wait for each other). This module is the only place where the
-inspector knows the schema; a table that is missing (an older database, or none
-yet) reads as empty.
+With SQLite a connection is opened with ``mode=ro``, so SQLite itself refuses any
+write, and each request reads inside one read transaction: a page sees one
+consistent state of the database while an engine goes on writing (in WAL mode
+readers and the writer never wait for each other). With PostgreSQL each request
+is one ``REPEATABLE READ READ ONLY`` transaction on the agent's schema, which
+gives the same. This module is the only place where the inspector knows the
+schema; a table that is missing (an older database, or none yet) reads as empty.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, Iterator
 
+from core.config import StorageConfig
 from core.errors import StorageError
+from core.memory.dialect import POSTGRES, SQLITE, Dialect
 from core.memory.facts import MIN_REDACTED_CHARS, REDACTED
+from core.memory.storage import schema_name
+from core.paths import AgentPaths
 
 BUSY_TIMEOUT_S = 5.0
 MAX_FACTS = 2000
@@ -80,13 +84,27 @@ _SUMMARY_CHILDREN = f"""SELECT {_SUMMARY_COLUMNS} FROM ctx_summary_parents p
 _SUMMARY_MESSAGES = f"""SELECT {_MESSAGE_COLUMNS} FROM ctx_summary_messages sm
                         JOIN ctx_messages m ON m.id = sm.message_id
                         WHERE sm.summary_id = ? ORDER BY sm.ordinal LIMIT ?"""
+_SCHEMA_BYTES = """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+                   WHERE c.relkind IN ('r', 'm')
+                     AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())"""
+_SCHEMA_WRITES = """SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables
+                    WHERE schemaname = current_schema()"""
 _NEWEST = 2**63 - 1
 """A cursor above every id: the first page."""
 
 
 @contextmanager
-def reading(db_file: Path) -> Iterator["Reader"]:
-    """A :class:`Reader` over one read transaction of ``db_file`` (an empty one if it does not exist)."""
+def reading(paths: AgentPaths, storage: StorageConfig) -> Iterator["Reader"]:
+    """A :class:`Reader` over one read transaction of the agent's memory.db, or of its PostgreSQL schema
+    (an empty one if it does not exist)."""
+    backend, dsn = storage.resolved()
+    if backend == "postgres":
+        from core.memory.postgres.database import snapshot
+
+        with snapshot(dsn, schema_name(paths.name, storage), storage) as conn:
+            yield Reader(conn, POSTGRES)
+        return
+    db_file = paths.db_file
     if not db_file.is_file():
         yield Reader(None)
         return
@@ -108,11 +126,12 @@ def reading(db_file: Path) -> Iterator["Reader"]:
 class Reader:
     """The queries of one request, inside its read transaction."""
 
-    def __init__(self, conn: sqlite3.Connection | None) -> None:
+    def __init__(self, conn: Any, dialect: Dialect = SQLITE) -> None:
         self.conn = conn
+        self.dialect = dialect
         self.tables: set[str] = set()
         if conn is not None:
-            self.tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            self.tables = {r[0] for r in conn.execute(dialect.tables)}
 
     def _rows(self, table: str, sql: str, params: tuple | list = ()) -> list[dict[str, Any]]:
         if table not in self.tables:
@@ -280,6 +299,18 @@ class Reader:
         """The original messages a leaf summary was built from, in order."""
         rows = self._rows("ctx_summary_messages", _SUMMARY_MESSAGES, (summary_id, limit))
         return [_message(r) for r in rows]
+
+
+    # -- the PostgreSQL schema --------------------------------------------------------
+
+    def schema_bytes(self) -> int:
+        """Bytes the agent's PostgreSQL schema takes on the server (tables, indexes, TOAST); 0 on SQLite."""
+        return self.conn.execute(_SCHEMA_BYTES).fetchone()[0] if self.dialect is POSTGRES else 0
+
+    def schema_writes(self) -> int:
+        """Rows written to the schema's tables since the server's statistics began, as they report it
+        (within about a second of a commit); 0 on SQLite, whose file stamps say as much."""
+        return self.conn.execute(_SCHEMA_WRITES).fetchone()[0] if self.dialect is POSTGRES else 0
 
 
 def _cursor(before: int | None) -> int:

@@ -29,6 +29,7 @@ from core.mcp_server.tools import memory_tools
 from core.memory.facts import redact
 from core.memory.provider.types import Session
 from core.paths import existing_agent
+from core.memory.storage import open_database
 from core.plugins.memory import open_provider
 from core.skills.base import memory_for
 
@@ -52,7 +53,7 @@ def build_server(agent: str, *, session: str = "main") -> MCPServer:
     """
     paths = existing_agent(agent)
     manager = memory_for(agent)
-    provider = open_provider(None, paths.db_file, config=manager.config.provider)
+    provider = open_provider(None, open_database(paths, manager.config.storage), config=manager.config.provider)
     bound = Session(id=f"{agent}:{session}", agent_id=agent, user_id=MCP_USER, channel="mcp")
 
     @asynccontextmanager

@@ -268,10 +268,14 @@ class ColdIndexer:
             conn.execute("DELETE FROM recall_docs")
             conn.execute("DELETE FROM recall_state WHERE key = 'log_seq'")
             conn.execute("UPDATE compaction_history SET indexed_at = NULL")
-            for sql in ("SELECT 'fact:' || key, ? FROM user_facts", "SELECT 'note:' || id, ? FROM cold_notes",
-                        "SELECT 'msg:' || id, ? FROM ctx_messages", "SELECT 'sum:' || id, ? FROM ctx_summaries",
-                        "SELECT 'item:' || id, ? FROM store_items"):
-                conn.execute(f"INSERT OR REPLACE INTO cold_pending (item, queued_at) {sql}", (now,))
+            for item, table in (("'fact:' || key", "user_facts"), ("'note:' || id", "cold_notes"),
+                                ("'msg:' || id", "ctx_messages"), ("'sum:' || id", "ctx_summaries"),
+                                ("'item:' || id", "store_items")):
+                conn.execute(f"INSERT INTO cold_pending (item, queued_at) SELECT {item}, ? FROM {table} {_REQUEUE}", (now,))
+
+
+_REQUEUE = "WHERE true ON CONFLICT (item) DO UPDATE SET queued_at = excluded.queued_at, attempts = 0, last_error = NULL"
+"""Queued anew, as on a first insert (``WHERE true``: SQLite's upsert after a SELECT needs a WHERE)."""
 
 
 def _listed(doc: Doc | None) -> list[Doc]:

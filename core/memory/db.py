@@ -24,6 +24,8 @@ from typing import Callable, Iterator
 from core import __version__
 from core.errors import CorruptionError, DiskFullError, LockTimeoutError, ReadOnlyError, StorageError
 from core.memory import migrations as migrations_package
+from core.memory.dialect import SQLITE
+from core.memory.locking import AgentLock
 from core.memory.fsutil import storage_error
 
 log = logging.getLogger(__name__)
@@ -242,6 +244,8 @@ would drop SQLite locks the child's own connections hold on the same file."""
 class Database:
     """Per-thread connections to one memory.db; a forked child opens its own."""
 
+    dialect = SQLITE
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
@@ -283,3 +287,16 @@ class Database:
                 conn.close()
             self._all.clear()
         self._local = threading.local()
+
+    def iterate(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
+        """The rows of a long read, fetched as they are consumed (an SQLite cursor already is)."""
+        return self.conn.execute(sql, params)
+
+    def serialize(self, conn: sqlite3.Connection, *key: object) -> None:
+        """Inside a transaction: wait for other writers of ``key``; ``BEGIN IMMEDIATE`` already did."""
+
+    def conversation_lock(self, conv: int, timeout: float):
+        """The lock that lets one compaction at a time work on conversation ``conv`` (a file beside memory.db)."""
+        lock_dir = Path(self.path).parent / "ctx-locks"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        return AgentLock(lock_dir / f"conversation-{conv}.lock", timeout=timeout, keep_open=False).hold()

@@ -52,16 +52,26 @@ def insert(conn: sqlite3.Connection, entries: Iterable[LogEntry], archive_id: st
            apply: bool = True) -> int:
     """Index ``entries`` in the caller's transaction, applying the system records not indexed before.
 
-    Returns how many rows were added (already indexed seqs are skipped).
+    Returns how many rows were added (already indexed seqs are skipped). Entries with nothing to apply
+    go in batches (one round trip each on PostgreSQL); a system record alone, in seq order.
     """
     added = 0
+    batch: list[tuple] = []
     for entry in entries:
+        applier = APPLY.get(entry.type) if apply else None
+        if applier is None:
+            batch.append(_row(entry, archive_id))
+            continue
+        added += _insert_rows(conn, batch)
+        batch = []
         if conn.execute(_INSERT, _row(entry, archive_id)).rowcount:
             added += 1
-            applier = APPLY.get(entry.type) if apply else None
-            if applier is not None:
-                applier(conn, entry)
-    return added
+            applier(conn, entry)
+    return added + _insert_rows(conn, batch)
+
+
+def _insert_rows(conn: sqlite3.Connection, rows: list[tuple]) -> int:
+    return conn.executemany(_INSERT, rows).rowcount if rows else 0
 
 
 def record(db: Database, entries: Iterable[LogEntry], archive_id: str | None = None, apply: bool = True) -> int:
@@ -141,7 +151,7 @@ def mark_compacted(db: Database, archived: Iterable[LogEntry], archive_id: str, 
         insert(conn, archived, archive_id)
         if archived:
             conn.execute(
-                "UPDATE log_metadata SET compacted = 1, archive_id = ? WHERE id BETWEEN ? AND ?",
+                "UPDATE log_metadata SET compacted = TRUE, archive_id = ? WHERE id BETWEEN ? AND ?",
                 (archive_id, archived[0].seq, archived[-1].seq),
             )
         # The summary reuses the seq of the reservation entry it replaces.

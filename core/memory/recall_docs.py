@@ -2,8 +2,8 @@
 
 Rows are derived from their sources (see :mod:`core.memory.recall_sources`) and
 can be rebuilt at any time. Each row's ``text`` and ``context`` (speaker,
-dates, relative dates resolved) are indexed by SQLite FTS5 with the Porter
-stemmer; its vector is computed later, in the background
+dates, relative dates resolved) are indexed for words (SQLite FTS5 with the
+Porter stemmer, or a PostgreSQL tsvector: :mod:`core.memory.recall_words`); its vector is computed later, in the background
 (:mod:`core.memory.vector_indexer`), and ``vector_state`` says whether it is
 in LanceDB yet.
 """
@@ -11,27 +11,23 @@ in LanceDB yet.
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from core.memory.db import Database
+from core.memory.dialect import SQLITE
 from core.memory.log_format import utc_timestamp
+from core.memory.recall_words import idf
 
 KINDS = ("note", "summary", "fact", "log", "log_archive", "message", "item")
 """What a memory can be: a stored note or summary, a fact, a LOG.md entry (``log`` while in
 LOG.md, ``log_archive`` once compacted), a conversation message, a passage of a LangGraph store
 item (``AgentOSStore``)."""
 TIERS = ("warm", "cold", "conversation")
-TEXT_WEIGHT, CONTEXT_WEIGHT = 1.0, 0.5
-"""FTS5 column weights: the words of the memory itself count more than its context."""
 COMMON_SHARE = 0.25
 """Query words found in more than this share of memories are left out of the word search: they
 weigh almost nothing in BM25 and would make the search scan most of the index."""
-FILTER_MARGIN = 50
-"""Word matches ranked beyond the ``depth`` needed, so that a few left out by the filters (an expired
-note, another kind) rarely make the search rank every match again."""
 _COLUMNS = ("id, kind, tier, source, text, context, metadata, speaker, thread, occurred_at, created_at, "
             "expires_at, rowid")
 
@@ -94,6 +90,7 @@ class DocIndex:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._words = getattr(db, "dialect", SQLITE).recall_words
 
     # -- writing (inside the caller's transaction) ---------------------------------------------
 
@@ -108,9 +105,11 @@ class DocIndex:
                        occurred_at, created_at, expires_at, vector_state)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
                    ON CONFLICT (id) DO UPDATE SET
-                       vector_state = CASE WHEN text = excluded.text AND speaker = excluded.speaker
-                                           AND kind = excluded.kind AND occurred_at = excluded.occurred_at
-                                           THEN vector_state ELSE 0 END,
+                       vector_state = CASE WHEN recall_docs.text = excluded.text
+                                           AND recall_docs.speaker = excluded.speaker
+                                           AND recall_docs.kind = excluded.kind
+                                           AND recall_docs.occurred_at = excluded.occurred_at
+                                           THEN recall_docs.vector_state ELSE 0 END,
                        kind = excluded.kind, tier = excluded.tier, source = excluded.source,
                        text = excluded.text, context = excluded.context, metadata = excluded.metadata,
                        speaker = excluded.speaker, thread = excluded.thread, occurred_at = excluded.occurred_at,
@@ -151,7 +150,7 @@ class DocIndex:
 
     def count(self, filters: Filters | None = None) -> int:
         """How many memories are indexed (that pass ``filters``)."""
-        where, params = filters.sql("recall_docs") if filters else ("1", [])
+        where, params = filters.sql("recall_docs") if filters else ("true", [])
         return self.db.conn.execute(f"SELECT count(*) FROM recall_docs WHERE {where}", params).fetchone()[0]
 
     def ids(self) -> list[str]:
@@ -161,7 +160,7 @@ class DocIndex:
     def get(self, ids: Iterable[str], filters: Filters | None = None) -> dict[str, Doc]:
         """The docs of ``ids`` that exist (and pass ``filters``)."""
         wanted = list(dict.fromkeys(ids))
-        where, params = filters.sql("recall_docs") if filters else ("1", [])
+        where, params = filters.sql("recall_docs") if filters else ("true", [])
         found: dict[str, Doc] = {}
         for start in range(0, len(wanted), 500):
             part = wanted[start : start + 500]
@@ -226,64 +225,21 @@ class DocIndex:
         terms = self.terms(query)
         if not terms:
             return []
-        total = max(1, self.db.conn.execute("SELECT coalesce(max(rowid), 0) FROM recall_docs").fetchone()[0])
-        counts = dict(conn.execute(
-            f"SELECT term, doc FROM recall_terms WHERE term IN ({', '.join('?' * len(terms))})", terms
-        ).fetchall())
+        total = max(1, conn.execute("SELECT coalesce(max(rowid), 0) FROM recall_docs").fetchone()[0])
+        counts = self._words.doc_counts(conn, terms, int(COMMON_SHARE * total) + 1)
         present = {t: counts[t] for t in terms if counts.get(t)}
         if not present:
             return []
         rare = [t for t, n in present.items() if n <= COMMON_SHARE * total] or [min(present, key=present.get)]
-        ceiling = sum(_idf(present[t], total) for t in rare) or 1.0
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in rare)
-        return [(doc_id, min(1.0, score / ceiling)) for doc_id, score in self._best_matches(match, depth, filters)]
-
-    def _best_matches(self, match: str, depth: int, filters: Filters) -> list[tuple[str, float]]:
-        """The ``depth`` best rows of the full-text ``match`` that pass ``filters``, as ``(id, bm25)``.
-
-        The full-text index ranks first, on its own, a few more rows than needed (joining every match
-        with ``recall_docs`` before ranking made the search several times slower on large indexes);
-        only when the filters leave too few of them is every match joined and ranked.
-        """
-        conn = self.db.conn
+        weights = {t: idf(present[t], total) for t in rare}
+        ceiling = sum(weights.values()) or 1.0
         where, params = filters.sql()
-        bm25 = f"bm25(recall_fts, {TEXT_WEIGHT}, {CONTEXT_WEIGHT})"
-        first = depth + FILTER_MARGIN
-        rows = conn.execute(
-            f"""SELECT d.id, -f.score FROM (
-                    SELECT rowid, {bm25} AS score FROM recall_fts WHERE recall_fts MATCH ? ORDER BY score LIMIT ?
-                ) f JOIN recall_docs d ON d.rowid = f.rowid WHERE {where} ORDER BY f.score LIMIT ?""",
-            [match, first, *params, depth],
-        ).fetchall()
-        if len(rows) == depth or conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM recall_fts WHERE recall_fts MATCH ? LIMIT ?)",
-                (match, first + 1)).fetchone()[0] <= first:
-            return [(row[0], row[1]) for row in rows]
-        rows = conn.execute(
-            f"""SELECT d.id, -{bm25} FROM recall_fts JOIN recall_docs d ON d.rowid = recall_fts.rowid
-                WHERE recall_fts MATCH ? AND {where} ORDER BY {bm25} LIMIT ?""",
-            [match, *params, depth],
-        ).fetchall()
-        return [(row[0], row[1]) for row in rows]
+        return [(doc_id, min(1.0, score / ceiling))
+                for doc_id, score in self._words.ranked(conn, weights, total, where, params, depth)]
 
     def terms(self, text: str) -> list[str]:
-        """``text``'s words as the index stores them (lower case, Porter-stemmed), stop words left out."""
-        conn = self.db.conn
-        # A scratch FTS5 table of this connection stems the text exactly as the index does.
-        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.recall_stem USING fts5 (t, tokenize = 'porter unicode61')")
-        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.recall_stem_terms USING fts5vocab (temp, recall_stem, 'row')")
-        conn.execute("INSERT INTO temp.recall_stem (rowid, t) VALUES (1, ?)", (text,))
-        try:
-            terms = [row[0] for row in conn.execute("SELECT term FROM temp.recall_stem_terms")]
-        finally:
-            conn.execute("DELETE FROM temp.recall_stem")
-        return [t for t in terms if t not in STOP_WORDS]
-
-
-def _idf(count: int, total: int) -> float:
-    """FTS5's BM25 weight of a term found in ``count`` of ``total`` rows: what one occurrence of it
-    scores in a memory of average length."""
-    return max(1e-6, math.log((total - count + 0.5) / (count + 0.5)))
+        """``text``'s words as the index stores them (lower case, stemmed), stop words left out."""
+        return [t for t in self._words.terms(self.db.conn, text) if t not in STOP_WORDS]
 
 
 def _doc(row: sqlite3.Row) -> Doc:

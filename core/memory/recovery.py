@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from core.errors import AgentOSError, CorruptionError, StorageError
 from core.memory import log_index, now_file, now_record
-from core.memory.db import damage_marker
+from core.memory.db import Database, damage_marker
 from core.memory.fsutil import atomic_write, storage_error
 from core.memory.log_file import scan_bytes
 from core.memory.log_format import LogEntry, utc_timestamp
@@ -40,6 +40,8 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 EMPTY = "empty (0 bytes)"
 NOT_REBUILT = ("conversations, profiles, souls, constraints and LangGraph store items (kept only in memory.db: "
                "a damaged file's can be salvaged with `sqlite3 <file> .recover`)")
+NOT_REBUILT_POSTGRES = ("conversations, profiles, souls, constraints and LangGraph store items (kept only in the "
+                        "schema: restore them from a backup of it)")
 
 
 def archives(manager: "MemoryManager") -> list[Path]:
@@ -95,8 +97,14 @@ def open_database(manager: "MemoryManager") -> list[str]:
 
 def _open_database(manager: "MemoryManager") -> list[str]:
     path = manager.paths.db_file
-    damage = database_damage(path)
     history = has_history(manager)
+    if not isinstance(manager.db, Database):  # a PostgreSQL schema: no file of ours to find damaged
+        if not (history and _recreated(manager)):
+            return []
+        return rebuild_database(manager, f"the PostgreSQL schema {manager.db.schema} is new and empty although "
+                                "LOG.md has a history (it was dropped, or the agent's memory.db was never copied "
+                                "into it with `agentos copy-to-postgres`)", [])
+    damage = database_damage(path)
     marker = damage_marker(path)
     if marker.exists():  # SQLite reported a damaged page while the agent was in use
         damage = "damaged (" + marker.read_text(encoding="utf-8", errors="replace").strip() + ")"
@@ -157,7 +165,7 @@ def rebuild_database(manager: "MemoryManager", reason: str, moved: list[Path]) -
         f"{reason}{where}",
         f"rebuilt from LOG.md and {len(sources)} archive(s): {rows} log index rows, {compactions} compaction(s), "
         f"{facts} fact(s), {notes} note(s)",
-        "not rebuilt: " + NOT_REBUILT
+        "not rebuilt: " + (NOT_REBUILT if isinstance(manager.db, Database) else NOT_REBUILT_POSTGRES)
         + (f"; the values of the secret fact(s) {', '.join(lost)}: save them again" if lost else ""),
     ]
     for line in lines:

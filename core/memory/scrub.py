@@ -24,7 +24,9 @@ compaction, and deletes the row once the value is gone from:
 - **quarantined LOG tails** (``quarantine/*.md``) and **session handoff summaries**;
 - **memory.db**: every text column of every table but a secret's own value
   (:func:`core.memory.scrub_tables.scrub_database`), the full-text indexes rebuilt,
-  freed pages zeroed, the WAL truncated;
+  freed pages zeroed, the WAL truncated; on PostgreSQL, the agent's schema the same
+  way, its changed tables vacuumed and their GIN indexes rebuilt
+  (:mod:`core.memory.postgres.scrub`);
 - **the cold store**: its rows rewritten and re-embedded, old versions deleted.
 
 A scrub never waits for a running LOG.md compaction: it does everything else
@@ -45,6 +47,7 @@ from typing import TYPE_CHECKING
 
 from core.errors import AgentOSError, BackendError, ColdStoreError, CorruptionError, ValidationError
 from core.memory.cold_store import TABLE
+from core.memory.db import Database
 from core.memory.fsutil import atomic_write, fsync_dir, write_all
 from core.memory.log_format import LogEntry, decode_line, encode_entry, is_header
 from core.memory.rebuild import archive_first_seq
@@ -158,7 +161,7 @@ class SecretScrubber:
                 report.deferred = "a LOG.md compaction is running: LOG.md and the archives are scrubbed when it ends"
             self._now(redactor, report)
             self._other_files(redactor, report)
-            report.rows, truncated = scrub_database(manager.db.conn, redactor)
+            report.rows, truncated = _scrub_tables(manager.db, redactor)
             if not truncated:
                 report.deferred = report.deferred or "memory.db's WAL could not be truncated"
             self._cold(redactor, report)
@@ -309,6 +312,15 @@ class SecretScrubber:
                 "archives": {a: {"sha256_before": b, "sha256_after": c} for a, (b, c) in report.archives.items()},
                 "rows": report.rows, "cold_rows": report.cold_rows, "files": report.files}
         self.manager.append_system("SYSTEM", "secret values scrubbed from " + ", ".join(parts), meta)
+
+
+def _scrub_tables(db, redactor: Redactor) -> tuple[dict[str, int], bool]:
+    """memory.db's tables scrubbed, in its SQLite file or its PostgreSQL schema."""
+    if isinstance(db, Database):
+        return scrub_database(db.conn, redactor)
+    from core.memory.postgres.scrub import scrub_schema
+
+    return scrub_schema(db, redactor)
 
 
 def _write_durably(path: Path, data: bytes) -> None:

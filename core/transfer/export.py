@@ -28,6 +28,7 @@ from core.errors import StorageError
 from core.memory.cold_store import TABLE
 from core.memory.log_file import scan_bytes
 from core.memory.secrets import redactor_for
+from core.memory.storage import require_sqlite
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths, existing_agent
 from core.transfer import scrub
@@ -98,6 +99,7 @@ def export_agent(agent: str, file: str | Path, *, with_vectors: bool = False, in
 def _snapshot(manager: MemoryManager, root: Path, with_vectors: bool) -> bool:
     """Copy the agent's files and a memory.db snapshot into ``root``; return True if vectors were copied."""
     paths: AgentPaths = manager.paths
+    require_sqlite(manager.config.storage, "export")
     memory = root / "memory"
     memory.mkdir(parents=True)
     manager.cold.wait()

@@ -23,6 +23,8 @@ from core.errors import CorruptionError, NotFoundError, StorageError, Validation
 from core.memory import now_file
 from core.memory.cold_store import TABLE
 from core.memory.rebuild import rebuild_all
+from core.config import load_config
+from core.memory.storage import require_sqlite
 from core.memory_manager import MemoryManager
 from core.paths import agents_home, validate_agent_name
 from core.transfer.manifest import Manifest, check_member_name, verify
@@ -60,6 +62,7 @@ def import_agent(file: str | Path, *, as_name: str | None = None, force: bool = 
         CorruptionError: the archive is damaged or not an agent archive; nothing was written.
         ValidationError: the agent exists (and not ``force``) or the name is invalid; nothing was written.
     """
+    require_sqlite(load_config().storage, "import")
     source = Path(file)
     if not source.is_file():
         raise NotFoundError(f"no archive at {source}")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ollama_server import ScriptedOllama
+from tests.ollama_server import ScriptedOllama, tool_call, tool_calls
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,18 +47,44 @@ def run_cli(*args: str, timeout: float = 60, **popen) -> subprocess.CompletedPro
                           capture_output=True, text=True, timeout=timeout, **popen)
 
 
-def kill_engine_at(block, *args: str) -> None:
-    """Run ``python -m core.engine --create ARGS`` and SIGKILL it once its model call reaches ``block`` (a server Block)."""
-    engine = subprocess.Popen([sys.executable, "-m", "core.engine", "--create", *args], cwd=ROOT, env=dict(os.environ),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+RESEARCH_TASK = "Research Python decorators and outline a blog post"
+
+
+def research_then_outline(blocked) -> list:
+    """The model's replies to RESEARCH_TASK: research written and NOW updated, ``blocked`` (a server Block: the
+    second call), the outline written, the answer."""
+    return [
+        tool_calls(("write_file", {"path": "research.md", "content": "Decorators wrap functions."}),
+                   ("update_status", {"new_status": "Research done", "done_steps": ["Research decorators"],
+                                      "next_steps": ["Write the outline"]})),
+        blocked,
+        tool_call("write_file", path="outline.md", content="1. What a decorator is"),
+        "The outline is in outline.md.",
+    ]
+
+
+def start_engine(*args: str) -> subprocess.Popen:
+    """Start ``python -m core.engine --create ARGS`` in a subprocess with the test's environment."""
+    return subprocess.Popen([sys.executable, "-m", "core.engine", "--create", *args], cwd=ROOT, env=dict(os.environ),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def sigkill(engine: subprocess.Popen, block=None) -> None:
+    """SIGKILL ``engine`` (once its model call reaches ``block``, a server Block, if given)."""
     try:
-        assert block.entered.wait(60), "the engine never reached the blocked model call"
+        if block is not None:
+            assert block.entered.wait(60), "the engine never reached the blocked model call"
         engine.send_signal(signal.SIGKILL)
         engine.wait(10)
     finally:
         if engine.poll() is None:
             engine.kill()
     assert engine.returncode == -signal.SIGKILL
+
+
+def kill_engine_at(block, *args: str) -> None:
+    """Run ``python -m core.engine --create ARGS`` and SIGKILL it once its model call reaches ``block`` (a server Block)."""
+    sigkill(start_engine(*args), block)
 
 
 def write_config(home: Path, text: str) -> None:

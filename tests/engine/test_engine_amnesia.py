@@ -2,32 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 
 from core.memory_manager import MemoryManager
-from tests.engine.conftest import ROOT, kill_engine_at, run_cli, write_config
-from tests.ollama_server import Block, tool_call, tool_calls
-
-TASK = "Research Python decorators and outline a blog post"
+from tests.engine.conftest import RESEARCH_TASK, kill_engine_at, research_then_outline, run_cli, start_engine, write_config
+from tests.ollama_server import Block, tool_calls
 
 
 def test_killed_run_resumes_without_redoing_the_finished_step(server, agents_home):
     """After kill -9 mid-task, "Continue" resumes: the prompt shows the finished step and its tool call is not redone."""
     write_config(agents_home, "llm:\n  backend: ollama\n")
     blocked = Block()
-    server.enqueue(
-        tool_calls(("write_file", {"path": "research.md", "content": "Decorators wrap functions."}),
-                   ("update_status", {"new_status": "Research done", "done_steps": ["Research decorators"],
-                                      "next_steps": ["Write the outline"]})),
-        blocked,
-        tool_call("write_file", path="outline.md", content="1. What a decorator is"),
-        "The outline is in outline.md.",
-    )
-    kill_engine_at(blocked, "--agent", "finn", TASK)
+    server.enqueue(*research_then_outline(blocked))
+    kill_engine_at(blocked, "--agent", "finn", RESEARCH_TASK)
 
     result = run_cli("--agent", "finn", "Continue")
     assert result.returncode == 0, result.stderr
@@ -90,8 +78,7 @@ def test_kill_inside_the_tools_node_redoes_only_the_unfinished_call(server, agen
                    ("collect_notes", {"topic": "decorators"})),
         "Research saved; notes collected.",
     )
-    engine = subprocess.Popen([sys.executable, "-m", "core.engine", "--create", "--agent", "finn", TASK], cwd=ROOT,
-                              env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    engine = start_engine("--agent", "finn", RESEARCH_TASK)
     calls = skills / "calls"
     try:
         deadline = time.monotonic() + 60

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from core.config import load_config
 from core.inspector.server import InspectorServer
+from core.memory.storage import open_database
 from core.memory.provider import CompactionMode, Message, Session
 from core.memory_manager import MemoryManager
 from core.plugins.memory import open_provider
+from core.paths import AgentPaths
 from core.plugins.memory.lcm import DeterministicSummarizer
 
 SECRET = "sk-live-4242-abcd"
@@ -79,7 +82,9 @@ def build_demo_agent(home: Path, name: str = "finn") -> Demo:
         mm.store_memory("The report goes to Maria on Fridays")
         mm.store_memory("Exit code 137 means the kernel killed the process for using too much memory")
     session_id = f"{name}:cli:main"
-    provider = open_provider("lcm", home / name / "memory" / "memory.db", summarizer=DeterministicSummarizer())
+    paths = AgentPaths.for_agent(name, home)
+    provider = open_provider("lcm", open_database(paths, load_config(paths).storage),
+                             summarizer=DeterministicSummarizer())
     try:
         session = Session(session_id, agent_id=name, user_id="ada", channel="cli")
         provider.bootstrap(session)
@@ -97,7 +102,8 @@ def build_demo_agent(home: Path, name: str = "finn") -> Demo:
 
 
 @pytest.fixture
-def demo(agents_home: Path) -> Demo:
+def demo(agents_home: Path, storage_backend: str) -> Demo:
+    """The demo agent, with its memory tables in memory.db, then in a PostgreSQL schema."""
     return build_demo_agent(agents_home)
 
 

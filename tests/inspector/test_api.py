@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import os
 import urllib.parse
 from pathlib import Path
 
+import psycopg
+from psycopg import sql
 
 from core.memory_manager import MemoryManager
 from tests.inspector.conftest import SCRIPT_TEXT, SECRET
@@ -163,11 +166,26 @@ def tree_digest(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def schema_digest() -> dict[str, str]:
+    """A digest of every table's rows in the PostgreSQL schemas of ``$AGENTOS_DSN`` ({} with SQLite)."""
+    dsn = os.environ.get("AGENTOS_DSN")
+    if not dsn:
+        return {}
+    with psycopg.connect(dsn) as conn:
+        tables = conn.execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema"
+                              " NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'").fetchall()
+        return {f"{schema}.{table}": conn.execute(
+            sql.SQL("SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM {} t").format(
+                sql.Identifier(schema, table))).fetchone()[0] for schema, table in tables}
+
+
 def test_no_request_writes(demo, serve):
     """Every endpoint, and every write method, leaves the agent's files byte-identical (SQLite may add
-    its empty -wal/-shm companions beside memory.db); write methods are refused with 405."""
+    its empty -wal/-shm companions beside memory.db) and its PostgreSQL schema's rows as they were;
+    write methods are refused with 405."""
     url = serve()
     before = tree_digest(demo.home)
+    rows_before = schema_digest()
     view = get_json(url, "/api/agents/finn")
     conv = view["conversations"][0]["id"]
     for path in ["/", "/static/app.js", "/api/agents", "/api/agents/finn/state", "/api/agents/finn/log?q=asyncio",
@@ -182,6 +200,7 @@ def test_no_request_writes(demo, serve):
     companions = {"finn/memory/memory.db-wal", "finn/memory/memory.db-shm"}
     assert {k: v for k, v in after.items() if k not in companions} == before
     assert after.get("finn/memory/memory.db-wal", hashlib.sha256(b"").hexdigest()) == hashlib.sha256(b"").hexdigest()
+    assert schema_digest() == rows_before
 
 
 def test_a_foreign_host_header_is_refused(demo, serve):

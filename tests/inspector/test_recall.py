@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,9 @@ def stamps(folder: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
 
 
-def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents_home, serve):
+def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents_home, storage_backend, serve):
     """The recall box returns the agent's hybrid-search results best first, each with kind, source and
-    score, masks secrets, and leaves memory.db and the LanceDB folder as they were."""
+    score, masks secrets, and leaves memory.db (if the agent has one) and the LanceDB folder as they were."""
     with MemoryManager("ada", agents_home) as mm:
         mm.store_memory("The weekly report goes to Maria on Fridays")
         mm.store_memory("Exit code 137 means the container was killed for using too much memory")
@@ -34,10 +33,7 @@ def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents
         mm.save_fact("home_city", "Lisbon", category="personal")  # queued for the cold store, not indexed
     url = serve()
     memory = agents_home / "ada" / "memory"
-    before_db, before_lance = tree_digest(memory)["memory.db"], stamps(memory / "lancedb")
-    conn = sqlite3.connect(memory / "memory.db")
-    waiting = conn.execute("SELECT count(*) FROM cold_pending").fetchone()[0]  # the last fact, unless indexed
-    conn.close()
+    before_db, before_lance = tree_digest(memory).get("memory.db"), stamps(memory / "lancedb")
     answer = get_json(url, "/api/agents/ada/recall?q=who+receives+the+report%3F")
     hits = answer["results"]
     assert hits[0]["content"] == "The weekly report goes to Maria on Fridays" and hits[0]["kind"] == "note"
@@ -45,10 +41,12 @@ def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents
     assert all(h["source"] and h["created_at"] for h in hits)
     facts = get_json(url, "/api/agents/ada/recall?q=currency&kind=fact")["results"]
     assert facts[0]["content"] == "preferred_currency: USD" and {h["kind"] for h in facts} == {"fact"}
-    assert answer["pending_cold_items"] == waiting  # a reader never indexes what waits
+    # The last fact waits unless the agent indexed it before closing; a reader never indexes it.
+    assert answer["pending_cold_items"] in (0, 1)
+    assert get_json(url, "/api/agents/ada/recall?q=report")["pending_cold_items"] == answer["pending_cold_items"]
     token = get_json(url, "/api/agents/ada/recall?q=deploy+token")["results"]
     assert token[0]["content"] == "The deploy token is [REDACTED]"
-    assert tree_digest(memory)["memory.db"] == before_db and stamps(memory / "lancedb") == before_lance
+    assert tree_digest(memory).get("memory.db") == before_db and stamps(memory / "lancedb") == before_lance
     assert get(url, "/api/agents/ada/recall?q=")[0] == 400
     assert get(url, "/api/agents/ada/recall?q=x&kind=secret")[0] == 400
 

@@ -18,9 +18,12 @@ from core.langgraph_store import AgentOSStore
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def store(agents_home, minilm):
-    """A store on agent finn in the test's home, indexing the ``text`` field (the embedder loaded once)."""
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request, agents_home, minilm):
+    """A store on agent finn in the test's home (memory.db, or a schema on the test server), indexing ``text``
+    (the embedder loaded once)."""
+    if request.param == "postgres":
+        request.getfixturevalue("pg_home")
     yield AgentOSStore("finn", index={"fields": ["text"]})
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from core.memory.storage import open_database
 from tests.ollama_server import ScriptedOllama
 
 
@@ -20,22 +21,31 @@ def ollama(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.fixture
 def home(agents_home: Path, ollama: ScriptedOllama) -> Path:
-    """An agents home embedding with the loopback Ollama, summarising LOG.md deterministically."""
+    """An agents home embedding with the loopback Ollama, summarising LOG.md deterministically (on SQLite)."""
     write_config(agents_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"},
                                "memory": {"compact_summarizer": "deterministic"}})
     return agents_home
 
 
 @pytest.fixture
-def finn(home: Path, manager):
-    """The MemoryManager of agent finn in ``home``."""
+def finn(storage_backend: str, home: Path, manager):
+    """The MemoryManager of agent finn in ``home``, its tables in memory.db, then in a PostgreSQL schema."""
     return manager
 
 
 def write_config(home: Path, data: dict) -> None:
-    """Write ``<home>/config.yaml``."""
+    """Write ``<home>/config.yaml``, keeping the storage section a fixture chose (``pg_home``)."""
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    path = home / "config.yaml"
+    before = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else None
+    if isinstance(before, dict) and "storage" in before:
+        data = {"storage": before["storage"], **data}
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+
+
+def database_of(manager):
+    """A database object of its own over the agent's memory tables, for a provider to own and close."""
+    return open_database(manager.paths, manager.config.storage)
 
 
 def save_unscrubbed(manager, key: str, value: str) -> None:

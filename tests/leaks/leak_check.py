@@ -7,6 +7,12 @@ WAL's frames included), the LangGraph checkpoint database. It also reads
 memory.db's tables and full-text vocabularies and the LanceDB table through
 their own APIs. The only place allowed to hold the value is the page of
 ``user_facts`` that stores the secret fact itself (``get_fact`` reads it there).
+
+An agent kept on PostgreSQL is read in its schema instead: every row of every
+table (LangGraph's checkpoints included), and every index's files on the test
+server, read byte by byte after a CHECKPOINT (the full-text GIN indexes hold
+their words there). The tables' own files are not read: a scrub vacuums them,
+which frees the old row versions without overwriting them (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ def leaks(root: Path, value: str, *, checkpoints: bool = True) -> list[str]:
     db = root / "memory" / "memory.db"
     if db.exists():
         found += database_leaks(db, value)
+    found += schema_leaks(root, value, checkpoints=checkpoints)
     found += cold_store_leaks(root / "memory" / "lancedb", value)
     return found
 
@@ -112,6 +119,52 @@ def _terms_holding(conn: sqlite3.Connection, value: str) -> list[str]:
         if word in terms:
             found.append(f"memory.db full-text term in {name}")
     return found
+
+
+def schema_leaks(root: Path, value: str, *, checkpoints: bool = True) -> list[str]:
+    """Rows and index files of the agent's PostgreSQL schema holding ``value`` ([] for an agent on SQLite)."""
+    import psycopg
+    from psycopg import sql
+
+    from core.config import load_config
+    from core.memory.storage import schema_name
+    from core.paths import AgentPaths
+
+    paths = AgentPaths.for_agent(root.name, root.parent)
+    storage = load_config(paths).storage
+    backend, dsn = storage.resolved()
+    if backend != "postgres":
+        return []
+    schema = schema_name(paths.name, storage)
+    found = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s"
+                                             " AND table_type = 'BASE TABLE' ORDER BY 1", (schema,))]
+        for table in tables:
+            if table.startswith("checkpoint") and not checkpoints:
+                continue
+            cursor = conn.execute(sql.SQL("SELECT * FROM {}").format(sql.Identifier(schema, table)))
+            names = [column.name for column in cursor.description]
+            for row in cursor:
+                record = dict(zip(names, row))
+                if table == "user_facts" and record.get("category") == "secret":
+                    record.pop("value")
+                for column, cell in record.items():
+                    raw = cell if isinstance(cell, bytes) else json.dumps(cell, ensure_ascii=False, default=str).encode()
+                    if holds(raw, value) or holds(str(cell).encode("utf-8"), value):
+                        found.append(f"postgres {table}.{column}")
+        conn.execute("CHECKPOINT")  # the indexes' pages on disk, as the server keeps them
+        data = Path(conn.execute("SHOW data_directory").fetchone()[0])
+        for index, table, path in conn.execute(
+                "SELECT x.relname, t.relname, pg_relation_filepath(x.oid) FROM pg_index i"
+                " JOIN pg_class x ON x.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid"
+                " JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = %s", (schema,)).fetchall():
+            if table.startswith("checkpoint") and not checkpoints:
+                continue
+            for segment in sorted(data.glob(path + "*")):  # the file, its .1, .2 ... segments and _fsm/_vm forks
+                if holds(segment.read_bytes(), value):
+                    found.append(f"postgres index {index} ({segment.name})")
+    return sorted(set(found))
 
 
 def cold_store_leaks(folder: Path, value: str) -> list[str]:

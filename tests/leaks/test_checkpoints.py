@@ -3,7 +3,8 @@ beyond what the user typed, and a finished turn's are gone from the disk."""
 
 from __future__ import annotations
 
-from tests.engine.conftest import kill_engine_at, run_cli, write_config
+from tests.engine.conftest import kill_engine_at, run_cli
+from tests.leaks.conftest import write_config
 from tests.leaks.leak_check import leaks, prompt_leaks
 from tests.ollama_server import Block, tool_call
 
@@ -11,18 +12,20 @@ VALUE = "sk-live-4242-9911"
 TASK = f"Keep this for the deploys: {VALUE}"
 
 
-def test_a_killed_runs_checkpoint_leaks_nowhere_and_is_gone_once_the_turn_ends(ollama, agents_home):
-    """SIGKILL after save_fact: only checkpoints.db holds the value (the user's own request); resuming sends
-    it in no prompt but as the user's request; once the turn ends checkpoints.db no longer holds it."""
-    write_config(agents_home, "llm:\n  backend: ollama\n")
+def test_a_killed_runs_checkpoint_leaks_nowhere_and_is_gone_once_the_turn_ends(ollama, agents_home, storage_backend):
+    """SIGKILL after save_fact: only the checkpoints hold the value (the user's own request), in checkpoints.db
+    or LangGraph's tables of the agent's schema; resuming sends it in no prompt but as the user's request;
+    once the turn ends no checkpoint holds it."""
+    write_config(agents_home, {"llm": {"backend": "ollama"}})
     blocked = Block()
     server = ollama
     server.enqueue(tool_call("save_fact", key="deploy_token", value=VALUE, category="secret"), blocked,
                    "Saved your deploy token as a secret.", "The weather is fine.")
     kill_engine_at(blocked, "--agent", "finn", TASK)
     root = agents_home / "finn"
-    assert set(leaks(root, VALUE)) <= {"memory/checkpoints.db", "memory/checkpoints.db-wal"}, \
-        "the killed turn leaked beyond its checkpoint"
+    held = leaks(root, VALUE)
+    assert held and all(place.startswith(("memory/checkpoints.db", "postgres checkpoint")) for place in held), \
+        f"the killed turn leaked beyond its checkpoint: {held}"
     assert leaks(root, VALUE, checkpoints=False) == []
 
     resumed = run_cli("--agent", "finn", "Continue")

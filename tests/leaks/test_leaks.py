@@ -14,7 +14,7 @@ from core.memory.provider.types import CompactionMode
 from core.plugins.memory.lcm import LCMProvider, LLMSummarizer
 from core.plugins.memory.simple import SimpleProvider
 from tests.engine.conftest import run_cli
-from tests.leaks.conftest import save_unscrubbed
+from tests.leaks.conftest import database_of, save_unscrubbed
 from tests.leaks.leak_check import holds, leaks
 
 VALUE = "cred-5566-7788"
@@ -164,7 +164,7 @@ def test_the_lcm_provider_keeps_secrets_out_of_its_storage_prompts_and_context(f
     save; and on their own, its summarizer's prompt, its summaries and ``assemble`` hide the value."""
     prompts: list[str] = []
     summarizer = LLMSummarizer(lambda prompt: prompts.append(prompt) or "The user shared a card number.")
-    lcm = LCMProvider(finn.paths.db_file, summarizer=summarizer)
+    lcm = LCMProvider(database_of(finn), summarizer=summarizer)
     try:
         lcm.append(SESSION, _turn_with(VALUE))
         save_unscrubbed(finn, "card", VALUE)
@@ -198,7 +198,7 @@ def _query(text: str):
 
 def test_the_simple_provider_keeps_secrets_out_of_its_storage_and_context(finn):
     """Simple: stored messages and the window it assembles hide a secret, saved before or after them."""
-    simple = SimpleProvider(finn.paths.db_file)
+    simple = SimpleProvider(database_of(finn))
     try:
         simple.append(SESSION, _turn_with(VALUE))
         save_unscrubbed(finn, "card", VALUE)

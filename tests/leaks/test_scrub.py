@@ -26,6 +26,7 @@ from core.memory.secrets import REDACTED
 from core.memory_manager import MemoryManager
 from core.plugins.memory.lcm import DeterministicSummarizer, LCMProvider
 from tests.cold.helpers import seq_counts
+from tests.leaks.conftest import database_of
 from tests.leaks.leak_check import leaks
 
 VALUE = "cred-5566-7788"
@@ -43,7 +44,7 @@ def fill(manager: MemoryManager) -> None:
         if round_ < 2:
             assert manager.compact_log().done
     manager.store_memory(f"the card {VALUE} expires soon")
-    provider = LCMProvider(manager.paths.db_file, summarizer=DeterministicSummarizer())
+    provider = LCMProvider(database_of(manager), summarizer=DeterministicSummarizer())
     provider.append(Session("finn:main", "finn", "local", "cli"),
                     [Message("user", f"card {VALUE}"), Message("assistant", f"noted {VALUE}")])
     provider.close()

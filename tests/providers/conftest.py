@@ -18,6 +18,9 @@ PROVIDER_FACTORIES: dict[str, Callable[[Path, ProviderConfig], object]] = {
     "simple": lambda db, config: SimpleProvider(db, config=config),
 }
 
+# Adding a database to the contract is one line here (and a fixture).
+DATABASES = ("sqlite", "postgres")
+
 SMALL_CONFIG = ProviderConfig(
     fresh_tail=4, leaf_chunk_size=4, leaf_chunk_max_tokens=300, leaf_target_tokens=60, condensed_target_tokens=80
 )
@@ -29,10 +32,16 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"
 
 
+@pytest.fixture(params=DATABASES)
+def database(request: pytest.FixtureRequest, db_path: Path):
+    """Each database in turn: a fresh memory.db path, or a fresh schema on the test PostgreSQL server."""
+    return db_path if request.param == "sqlite" else request.getfixturevalue("postgres_db")
+
+
 @pytest.fixture(params=sorted(PROVIDER_FACTORIES))
-def provider(request: pytest.FixtureRequest, db_path: Path):
-    """Each provider in turn, over a fresh memory.db."""
-    opened = PROVIDER_FACTORIES[request.param](db_path, SMALL_CONFIG)
+def provider(request: pytest.FixtureRequest, database):
+    """Each provider in turn, over each database."""
+    opened = PROVIDER_FACTORIES[request.param](database, SMALL_CONFIG)
     yield opened
     opened.close()
 

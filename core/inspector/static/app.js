@@ -126,9 +126,9 @@ function showSizes(sizes, counts) {
     row("hot", "NOW.md", sizes.hot["NOW.md"]),
     row("warm", "LOG.md", sizes.warm["LOG.md"]),
     row("", "archives", sizes.warm.archives, plural(sizes.warm.archive_files, "file")),
-    row("cold", "memory.db", sizes.cold["memory.db"], `${plural(counts.facts, "fact")}, ${plural(counts.messages, "message")}`),
+    row("cold", sizes.cold.database, sizes.cold["memory.db"], `${plural(counts.facts, "fact")}, ${plural(counts.messages, "message")}`),
     row("", "LanceDB", sizes.cold.lancedb, plural(counts.notes, "note")),
-    row("", "checkpoints", sizes.other["checkpoints.db"]),
+    sizes.cold.database === "memory.db" ? row("", "checkpoints", sizes.other["checkpoints.db"]) : null,  // else in the schema
     sizes.other.quarantine ? row("", "quarantine", sizes.other.quarantine, "torn LOG tails") : null),
     counts.unindexed_archives || counts.pending_cold_items
       ? el("p", { class: "warn small" }, `not indexed for recall yet: ${plural(counts.unindexed_archives, "archive")}, `
@@ -194,9 +194,17 @@ function logParams(page) {
 
 function reloadLog() { return pageLog({}); }
 
+let logRequests = 0;
+
 async function pageLog(page) {
+  const request = ++logRequests;  // only the newest request's answer is shown: an older one may arrive after it
   fill($("log-status"), "loading…");
-  try { showTimeline(await api("/log", logParams(page)), true); } catch (error) { fill($("log-status"), el("span", { class: "warn" }, error.message)); }
+  try {
+    const data = await api("/log", logParams(page));
+    if (request === logRequests) showTimeline(data, true);
+  } catch (error) {
+    if (request === logRequests) fill($("log-status"), el("span", { class: "warn" }, error.message));
+  }
 }
 
 function showTimeline(data, filtered) {
@@ -263,7 +271,9 @@ async function changed(name, status) {
 }
 
 async function appendNewer() {
+  const request = logRequests;
   const data = await api("/log", logParams({ after: state.log.newestShown }));
+  if (request !== logRequests) return;  // the timeline was reloaded meanwhile (another filter)
   if (data.has_newer) { await reloadLog(); return; }
   if (!data.entries.length) return;
   const items = data.entries.map(entryItem);

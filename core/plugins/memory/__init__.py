@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from core.config import ProviderConfig
 from core.errors import ConfigError
@@ -13,8 +14,9 @@ from core.errors import ConfigError
 PROVIDER_NAMES = ("lcm", "simple")
 
 
-def open_provider(name: str | None, db_path: Path | str, summarizer=None, config: ProviderConfig | None = None):
-    """Open the provider ``name`` (``config.name`` when None; LCM by default) over memory.db at ``db_path``.
+def open_provider(name: str | None, db_path: Path | str | Any, summarizer=None, config: ProviderConfig | None = None):
+    """Open the provider ``name`` (``config.name`` when None; LCM by default) over memory.db at ``db_path``
+    (or over an open database: ``core.memory.storage.open_database``).
 
     Raises:
         ConfigError: the name is not a known provider.

@@ -22,9 +22,10 @@ from core.plugins.memory.store import ConversationStore, check_session, redacted
 class StoredConversations:
     """Provider basics + SessionManager + ProfileStore over one memory.db."""
 
-    def __init__(self, db_path: Path | str, config: ProviderConfig | None = None) -> None:
+    def __init__(self, db: Path | str | Database, config: ProviderConfig | None = None) -> None:
+        """``db``: the path of memory.db, or an open database (``core.memory.storage.open_database``)."""
         self.config = config or ProviderConfig()
-        self.db = Database(Path(db_path))
+        self.db = Database(Path(db)) if isinstance(db, (str, Path)) else db
         self.store = ConversationStore(self.db)
         self.profiles = ProfileRepository(self.db)
 

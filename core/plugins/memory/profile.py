@@ -132,6 +132,7 @@ class ProfileRepository:
         check_id(user_id, "user id")
         check_id(agent_id, "agent id")
         now = utc_timestamp()
+        self.db.serialize(conn, "profile", user_id, agent_id)
         conn.execute(
             "INSERT OR IGNORE INTO ctx_agent_memory (user_id, agent_id, updated_at) VALUES (?, ?, ?)",
             (user_id, agent_id, now),

@@ -128,10 +128,12 @@ class ConversationStore:
     def _insert_messages(
         self, conn: sqlite3.Connection, session: Session, batch: list[Message], now: str
     ) -> list[int]:
-        # Read inside the write transaction: concurrent appends serialise on BEGIN IMMEDIATE.
+        # Read inside the write transaction: concurrent appends of a conversation serialise
+        # (SQLite: on BEGIN IMMEDIATE; PostgreSQL: on the conversation's advisory lock).
         conv = conn.execute(
             "SELECT id, title FROM ctx_conversations WHERE session_id = ?", (session.id,)
         ).fetchone()
+        self.db.serialize(conn, "conversation", conv["id"])
         seq = conn.execute(
             "SELECT COALESCE(MAX(seq), 0) FROM ctx_messages WHERE conversation_id = ?", (conv["id"],)
         ).fetchone()[0]
@@ -145,16 +147,16 @@ class ConversationStore:
             seq += 1
             position += 1
             tokens = message.tokens()
-            cursor = conn.execute(
+            message_id = conn.execute(
                 "INSERT INTO ctx_messages (conversation_id, seq, role, content, tool_calls, tool_name,"
-                " token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (conv["id"], seq, message.role, message.content, tool_calls_to_json(message.tool_calls),
                  message.tool_name, tokens, message.created_at or now),
-            )
-            ids.append(cursor.lastrowid)
+            ).fetchone()[0]
+            ids.append(message_id)
             conn.execute(
                 "INSERT INTO ctx_items (conversation_id, position, message_id, token_count) VALUES (?, ?, ?, ?)",
-                (conv["id"], position, cursor.lastrowid, tokens),
+                (conv["id"], position, message_id, tokens),
             )
         title = conv["title"] or _title(batch)
         conn.execute(
@@ -202,7 +204,7 @@ class ConversationStore:
 
     def messages_newest_first(self, conv: int) -> Iterator[sqlite3.Row]:
         """A lazy cursor over the conversation's messages, newest first."""
-        return self.db.conn.execute(
+        return self.db.iterate(
             f"SELECT {MESSAGE_COLUMNS}, m.token_count FROM ctx_messages m"
             " WHERE m.conversation_id = ? ORDER BY m.seq DESC", (conv,)
         )

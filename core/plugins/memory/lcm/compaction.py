@@ -1,7 +1,8 @@
 """LCM compaction: leaf and condensed passes, bounded by rounds, a deadline and a progress check.
 
-Concurrency: one compaction at a time per conversation (a thread lock plus a
-file lock, so processes queue too). Summaries are computed outside any
+Concurrency: one compaction at a time per conversation (the database's
+conversation lock: a file lock beside memory.db, an advisory lock in
+PostgreSQL, so processes and hosts queue too). Summaries are computed outside any
 database transaction; each one is then committed in its own ``BEGIN
 IMMEDIATE`` transaction that re-reads the items it replaces and skips the
 commit if they changed, so appends running meanwhile are never lost. A
@@ -15,11 +16,9 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from core.config import ProviderConfig
 from core.memory.db import Database
-from core.memory.locking import AgentLock
 from core.memory.log_format import utc_timestamp
 from core.memory.provider.types import CompactionMode, CompactionResult, SummarizeOptions
 from core.memory.secrets import redactor_of
@@ -70,7 +69,6 @@ class CompactionEngine:
         self.store = store
         self.summarizer = summarizer
         self.config = config
-        self.lock_dir = Path(db.path).parent / "ctx-locks"
 
     def compact(self, conv: int, mode: CompactionMode, fresh_tail: int | None = None,
                 min_leaf: int | None = None) -> CompactionResult:
@@ -81,9 +79,7 @@ class CompactionEngine:
             log.warning("conversation %s not compacted: no summarizer is configured", conv)
             tokens = self.store.context_tokens(conv)
             return CompactionResult(tokens_before=tokens, tokens_after=tokens, stopped="no_summarizer")
-        self.lock_dir.mkdir(parents=True, exist_ok=True)
-        lock = AgentLock(self.lock_dir / f"conversation-{conv}.lock", timeout=self.config.deadline_s, keep_open=False)
-        with lock.hold():
+        with self.db.conversation_lock(conv, self.config.deadline_s):
             return self._compact_locked(conv, mode, _Run(
                 deadline=time.monotonic() + self.config.deadline_s,
                 fresh_tail=self.config.fresh_tail if fresh_tail is None else fresh_tail,
@@ -195,6 +191,7 @@ class CompactionEngine:
         if not _shrinks(node, items):
             return False
         with self.db.transaction() as conn:
+            self.db.serialize(conn, "conversation", conv)
             if not _unchanged(conn, conv, items):
                 return False
             summary_id = _insert_summary(conn, conv, node)

@@ -7,6 +7,7 @@ import sqlite3
 from typing import Iterator
 
 from core.errors import SummaryNotFoundError, ValidationError
+from core.memory.dialect import SQLITE, Dialect
 from core.memory.provider.types import (
     DescribeResult,
     ExpandChild,
@@ -33,9 +34,9 @@ WHERE i.conversation_id = ? ORDER BY i.position DESC
 """
 
 
-def context_newest_first(conn: sqlite3.Connection, conv: int) -> Iterator[WindowItem]:
+def context_newest_first(db, conv: int) -> Iterator[WindowItem]:
     """The conversation's context items, newest first, read lazily so assembly stops at the budget."""
-    for row in conn.execute(_CONTEXT_SQL, (conv,)):
+    for row in db.iterate(_CONTEXT_SQL, (conv,)):
         if row["summary_id"] is None:
             yield WindowItem(message_from_row(row), row["token_count"])
         else:
@@ -45,35 +46,32 @@ def context_newest_first(conn: sqlite3.Connection, conv: int) -> Iterator[Window
             yield WindowItem(summary_message(summary), row["token_count"], is_summary=True)
 
 
-def fts_query(text: object) -> str:
-    """``text`` as an FTS5 query matching all its words, each quoted so no character is an operator."""
+def query_words(text: object) -> list[str]:
+    """The words of a search text; ValidationError when it is not text or has none."""
     if not isinstance(text, str):
         raise ValidationError(f"search text must be a string, got {type(text).__name__}")
     words = _WORD.findall(text)
     if not words:
         raise ValidationError(f"search text {text!r} has no words to look for")
-    return " ".join('"' + word.replace('"', '""') + '"' for word in words)
+    return words
 
 
-def search(conn: sqlite3.Connection, conv: int, query: SearchQuery) -> list[SearchResult]:
-    """Best matches first, by BM25, with snippets; matches are marked with ``[...]``."""
+def fts_query(text: object) -> str:
+    """``text`` as an FTS5 query matching all its words, each quoted so no character is an operator."""
+    return SQLITE.match(query_words(text))
+
+
+def search(conn: sqlite3.Connection, conv: int, query: SearchQuery, dialect: Dialect = SQLITE) -> list[SearchResult]:
+    """Best matches first (BM25 in SQLite, ts_rank_cd in PostgreSQL), with snippets; matches are marked ``[...]``."""
     if not isinstance(query.limit, int) or query.limit <= 0:
         raise ValidationError(f"search limit must be a positive integer, got {query.limit!r}")
-    match = fts_query(query.text)
+    match = dialect.match(query_words(query.text))
     hits: list[SearchResult] = []
     if query.scope in (SearchScope.BOTH, SearchScope.MESSAGES):
-        rows = conn.execute(
-            "SELECT m.id, m.created_at AS at, snippet(ctx_messages_fts, 0, '[', ']', '…', ?) AS snip,"
-            " bm25(ctx_messages_fts) AS rank FROM ctx_messages_fts JOIN ctx_messages m"
-            " ON m.id = ctx_messages_fts.rowid WHERE ctx_messages_fts MATCH ? AND m.conversation_id = ?"
-            " ORDER BY rank LIMIT ?", (SNIPPET_TOKENS, match, conv, query.limit))
+        rows = conn.execute(dialect.search_messages, (SNIPPET_TOKENS, match, conv, query.limit))
         hits += [SearchResult("message", f"msg_{r['id']}", r["snip"], -r["rank"], r["at"]) for r in rows]
     if query.scope in (SearchScope.BOTH, SearchScope.SUMMARIES):
-        rows = conn.execute(
-            "SELECT s.id, s.created_at AS at, snippet(ctx_summaries_fts, 0, '[', ']', '…', ?) AS snip,"
-            " bm25(ctx_summaries_fts) AS rank FROM ctx_summaries_fts JOIN ctx_summaries s"
-            " ON s.rowid = ctx_summaries_fts.rowid WHERE ctx_summaries_fts MATCH ? AND s.conversation_id = ?"
-            " ORDER BY rank LIMIT ?", (SNIPPET_TOKENS, match, conv, query.limit))
+        rows = conn.execute(dialect.search_summaries, (SNIPPET_TOKENS, match, conv, query.limit))
         hits += [SearchResult("summary", r["id"], r["snip"], -r["rank"], r["at"]) for r in rows]
     hits.sort(key=lambda hit: hit.score, reverse=True)
     return hits[: query.limit]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.config import ProviderConfig
+from core.memory.db import Database
 from core.memory.provider.types import (
     ChangeEntry,
     CompactionMode,
@@ -32,11 +33,11 @@ class LCMProvider(StoredConversations):
 
     name = "lcm"
 
-    def __init__(self, db_path: Path | str, summarizer=None, config: ProviderConfig | None = None) -> None:
+    def __init__(self, db_path: Path | str | Database, summarizer=None, config: ProviderConfig | None = None) -> None:
         """Open the provider over memory.db at ``db_path``.
 
         Args:
-            db_path: the agent's memory.db (created and migrated on first use).
+            db_path: the agent's memory.db (created and migrated on first use), or an open database.
             summarizer: an object with ``summarize(text, options) -> str``; None disables compaction.
             config: limits of compaction and the default fresh tail.
         """
@@ -47,7 +48,7 @@ class LCMProvider(StoredConversations):
 
     def _window_items(self, conv: int):
         """Context items newest first: messages and the summaries that stand in for older ones."""
-        return explore.context_newest_first(self.db.conn, conv)
+        return explore.context_newest_first(self.db, conv)
 
     # -- Compactor -------------------------------------------------------------
 
@@ -87,7 +88,7 @@ class LCMProvider(StoredConversations):
         if conv is None:
             explore.fts_query(query.text)
             return []
-        return explore.search(self.db.conn, conv, query)
+        return explore.search(self.db.conn, conv, query, self.db.dialect)
 
     def describe(self, summary_id: str, session: Session | None = None) -> DescribeResult:
         """Metadata and lineage of a summary."""
