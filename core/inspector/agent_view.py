@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from core.config import StorageConfig, load_config
+from core.config import Config, StorageConfig, load_config
 from core.errors import AgentOSError, NotFoundError
 from core.inspector import queries, timeline
 from core.inspector.log_files import LogFiles
@@ -46,14 +46,19 @@ class AgentView:
         self.files = LogFiles(paths)
         self._store: ColdStore | None = None
         self._store_guard = threading.Lock()
-        self._storage: StorageConfig | None = None
+        self._config: Config | None = None
+
+    @property
+    def config(self) -> Config:
+        """The agent's config, read on first use."""
+        if self._config is None:
+            self._config = load_config(self.paths)
+        return self._config
 
     @property
     def storage(self) -> StorageConfig:
-        """Where the agent's memory tables are (its config, read on first use)."""
-        if self._storage is None:
-            self._storage = load_config(self.paths).storage
-        return self._storage
+        """Where the agent's memory tables are."""
+        return self.config.storage
 
     def _answer(self, build: Callable[[Reader, list[str]], dict[str, Any]]) -> dict[str, Any]:
         """``build(reader, secrets)`` inside one read transaction, masked."""
@@ -214,26 +219,25 @@ class AgentView:
     def recall(self, text: str, n_results: int, kind: str | None) -> dict[str, Any]:
         """The agent's recall of ``text``, ranked as the agent ranks it (read-only: nothing is indexed first,
         so what waits to be indexed is counted instead)."""
-        config = load_config(self.paths)
-        request = check_recall(text, n_results, kind, default_min_score=config.cold.min_score)
+        request = check_recall(text, n_results, kind, default_min_score=self.config.cold.min_score)
 
         def build(reader: Reader, secrets: list[str]) -> dict[str, Any]:
             waiting = {"unindexed_archives": reader.unindexed_archives(),
                        "pending_cold_items": reader.pending_cold_items(), "pending_vectors": reader.pending_vectors()}
             if "recall_docs" not in reader.tables:
                 return {"results": [], "note": "nothing is indexed for recall yet: open the agent once", **waiting}
-            store = self._cold_store(config)
+            store = self._cold_store()
             note = {} if store else {"note": "there is no cold store yet: results are matched by words only"}
             # The reader's connection serves the word search (DocIndex only reads through ``.conn``).
             results = recall_query.recall(request, DocIndex(reader), store, Tuning(), secrets)
             return {"results": results, **note, **waiting}
         return self._answer(build)
 
-    def _cold_store(self, config) -> ColdStore | None:
+    def _cold_store(self) -> ColdStore | None:
         """The agent's cold store opened read-only, or None while it has none."""
         with self._store_guard:
             if self._store is None and (self.paths.lancedb_dir / f"{TABLE}.lance").is_dir():
-                self._store = open_store(self.paths, config, read_only=True)
+                self._store = open_store(self.paths, self.config, read_only=True)
             return self._store
 
     def close(self) -> None:
