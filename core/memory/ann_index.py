@@ -68,7 +68,8 @@ def describe(table) -> dict[str, Any] | None:
 
 def nearest_query(table, vector, *, exact: bool = False):
     """A cosine vector query of ``table``: through the index if there is one, unless ``exact``."""
-    query = table.search(vector).distance_type("cosine")
+    # Naming the column spares LanceDB a read of the table's schema to find it.
+    query = table.search(vector, vector_column_name="vector").distance_type("cosine")
     if exact:
         return query.bypass_vector_index()
     # A narrow filter may leave too few rows in the first partitions: maximum 0 lets it probe on.

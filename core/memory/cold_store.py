@@ -314,18 +314,22 @@ class ColdStore:
         """Every row's id (duplicates included: there should be none)."""
         return self.table.to_arrow().column("id").to_pylist()
 
-    def nearest(self, vector, depth: int, where: str | None = None, *, exact: bool = False) -> list[dict]:
+    def nearest(
+        self, vector, depth: int, where: str | None = None, *, exact: bool = False,
+        columns: Sequence[str] = _SEARCHED,
+    ) -> list[dict]:
         """The ``depth`` rows closest to ``vector`` (cosine), through the ANN index if any, best first.
 
-        Each row is ``{id, kind, text, source, occurred_at, _distance}``; ``exact=True`` bypasses
-        the index (to measure what it loses).
+        Each row has ``columns`` (by default ``id, kind, text, source, occurred_at``) and ``_distance``;
+        ``exact=True`` bypasses the index (to measure what it loses). Every column read costs a random
+        read a row: recall asks for ``("id",)`` only.
         """
         query = self.vector_query(vector, exact=exact)
         if where:
             query = query.where(where, prefilter=True)
         try:
             # Naming the distance column keeps LanceDB from warning that it adds it implicitly.
-            return query.select([*_SEARCHED, "_distance"]).limit(depth).to_list()
+            return query.select([*columns, "_distance"]).limit(depth).to_list()
         except (OSError, ValueError, RuntimeError) as exc:
             raise ColdStoreError(f"vector search failed in {self.path}: {exc}") from exc
 

@@ -8,6 +8,7 @@ memory.db): the same request gives both the same ranking.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,22 +72,42 @@ def candidates(
 ) -> list[Candidate]:
     """Every candidate for ``text`` scored, best first: the word matches of ``docs`` and the nearest
     vectors of ``store`` (no store, an empty one or an embedder that fails: by words only, see
-    ``Tuning.unknown_vector``)."""
+    ``Tuning.unknown_vector``).
+
+    The query is embedded and the vectors searched in a thread of their own while this one runs the
+    word search and reads its matches: both wait mostly outside the GIL (torch, LanceDB, SQLite),
+    so a recall takes about as long as the longer of the two.
+    """
+    if store is None:
+        return _ranked(text, filters, docs, tuning, None)
     where = where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)
+    with ThreadPoolExecutor(1, thread_name_prefix="recall-vectors") as pool:
+        vectors = pool.submit(nearest, text, store, tuning.depth, where)
+        return _ranked(text, filters, docs, tuning, vectors)
 
-    def nearest(depth: int) -> list[tuple[str, float]] | None:
-        if store is None:
-            return None
-        try:
-            if store.count() == 0:
-                return None
-            vector = store.embedder.embed([text])[0]
-        except BackendError as exc:
-            log.warning("recall by words only: the embedder failed: %s", exc)
-            return None
-        return [(row["id"], 1.0 - row["_distance"]) for row in store.nearest(vector, depth, where)]
 
-    return recall_search.search(text, docs, nearest, filters, tuning)
+def nearest(text: str, store: ColdStore, depth: int, where: str | None) -> list[tuple[str, float]] | None:
+    """The ``depth`` memories nearest in meaning to ``text`` as ``(id, cosine similarity)``, best first;
+    None when no vector search can run (the embedder failed, or no memory has its vector yet)."""
+    try:
+        vector = store.embedder.embed([text])[0]
+    except BackendError as exc:
+        log.warning("recall by words only: the embedder failed: %s", exc)
+        return None
+    hits = [(row["id"], 1.0 - row["_distance"]) for row in store.nearest(vector, depth, where, columns=("id",))]
+    # Empty (no vector yet, or none passes the filters): what the vector search would say is unknown.
+    return hits or None
+
+
+def _ranked(
+    text: str, filters: Filters, docs: DocIndex, tuning: Tuning,
+    vectors: "Future[list[tuple[str, float]] | None] | None",
+) -> list[Candidate]:
+    word_hits = docs.words(text, tuning.depth, filters)
+    found = docs.get([i for i, _ in word_hits], filters)
+    vector_hits = vectors.result() if vectors is not None else None
+    found.update(docs.get([i for i, _ in vector_hits or () if i not in found], filters))
+    return recall_search.rank(text, found, vector_hits, word_hits, tuning)
 
 
 def results(

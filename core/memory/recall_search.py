@@ -31,9 +31,9 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from core.memory.recall_docs import STOP_WORDS, Doc, DocIndex, Filters
+from core.memory.recall_docs import STOP_WORDS, Doc
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -78,16 +78,16 @@ def sigmoid(x: float) -> float:
 
 
 def rank(
-    query: str, docs: DocIndex, vector_hits: Sequence[tuple[str, float]] | None,
-    word_hits: Sequence[tuple[str, float]], tuning: Tuning, filters: Filters | None = None,
+    query: str, found: dict[str, Doc], vector_hits: Sequence[tuple[str, float]] | None,
+    word_hits: Sequence[tuple[str, float]], tuning: Tuning,
 ) -> list[Candidate]:
-    """Every candidate scored, best first (no threshold, no collapsing); ``vector_hits`` None: no vector
-    search could run."""
+    """Every candidate scored, best first (no threshold, no collapsing); ``found`` holds the docs of the
+    hits that may be returned (those that pass the filters), ``vector_hits`` None: no vector search
+    could run."""
     if vector_hits is None:
         vector_hits, floor = [], tuning.unknown_vector
     else:
         floor = min((v for _, v in vector_hits), default=0.0)
-    found = docs.get([i for i, _ in vector_hits] + [i for i, _ in word_hits], filters)
     cands: dict[str, Candidate] = {}
     for doc_id, similarity in vector_hits:
         if doc_id in found:
@@ -157,15 +157,6 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 
 def _time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def search(
-    query: str, docs: DocIndex, nearest: Callable[[int], list[tuple[str, float]] | None], filters: Filters,
-    tuning: Tuning,
-) -> list[Candidate]:
-    """Gather both candidate lists and rank them (``nearest(depth)`` runs the vector search; None: it could not)."""
-    word_hits = docs.words(query, tuning.depth, filters)
-    return rank(query, docs, nearest(tuning.depth), word_hits, tuning, filters)
 
 
 def as_result(cand: Candidate) -> dict[str, Any]:
