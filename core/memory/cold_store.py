@@ -98,6 +98,7 @@ class ColdStore:
         self._guard = threading.RLock()
         self._table = None
         self._writes = 0
+        self._had_rows = False
         self._maintenance: ThreadPoolExecutor | None = None
         self._optimizing: Future | None = None
 
@@ -302,6 +303,13 @@ class ColdStore:
         """Number of rows."""
         return self.table.count_rows()
 
+    def may_have_rows(self) -> bool:
+        """False while the table is empty; once it has had a row, True without asking LanceDB again
+        (a search of a table emptied since then finds nothing, which is as good)."""
+        if not self._had_rows:
+            self._had_rows = self.count() > 0
+        return self._had_rows
+
     def rows_of(self, id_prefix: str) -> list[dict[str, Any]]:
         """Every row whose id starts with ``id_prefix`` (e.g. ``note:``), without its vector."""
         try:
@@ -346,6 +354,7 @@ class ColdStore:
             if TABLE in db.list_tables().tables:
                 db.drop_table(TABLE)
             self._table = None
+            self._had_rows = False
 
     def close(self) -> None:
         """Wait for a background optimize and release the table handle."""

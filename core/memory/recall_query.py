@@ -75,8 +75,8 @@ def candidates(
     ``Tuning.unknown_vector``).
 
     The query is embedded and the vectors searched in a thread of their own while this one runs the
-    word search and reads its matches: both wait mostly outside the GIL (torch, LanceDB, SQLite),
-    so a recall takes about as long as the longer of the two.
+    word search and reads its matches: both wait mostly outside the GIL (ONNX Runtime, LanceDB,
+    SQLite), so a recall takes about as long as the longer of the two.
     """
     if store is None:
         return _ranked(text, filters, docs, tuning, None)
@@ -90,6 +90,8 @@ def nearest(text: str, store: ColdStore, depth: int, where: str | None) -> list[
     """The ``depth`` memories nearest in meaning to ``text`` as ``(id, cosine similarity)``, best first;
     None when no vector search can run (the embedder failed, or no memory has its vector yet)."""
     try:
+        if not store.may_have_rows():  # nothing to compare with: the model is not even loaded
+            return None
         vector = store.embedder.embed([text])[0]
     except BackendError as exc:
         log.warning("recall by words only: the embedder failed: %s", exc)

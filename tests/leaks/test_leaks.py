@@ -61,6 +61,7 @@ def test_text_logged_before_its_secret_is_saved_is_neither_summarised_nor_indexe
 
     assert second.done and second.summary_method == "llm" and prompts
     assert not any(holds(p.encode(), VALUE) for p in prompts)
+    assert finn.cold.background.wait_idle(60)  # the archive's vectors are written too
     assert leaks(finn.paths.root, VALUE) == []
     hits = finn.recall_memory("bank login worked", n_results=10)
     assert hits and not holds(json.dumps(hits).encode(), VALUE)
