@@ -130,6 +130,36 @@ def test_index_is_retrained_once_optimize_stacked_too_many_segments(indexed, cor
     assert indexed.vector_index()["indexed_rows"] == len(corpus[0]) + 3
 
 
+def test_index_is_retrained_when_the_table_has_doubled_since_it_was_trained(tmp_path, corpus):
+    """An index trained on a small table would keep its few partitions: once the table has doubled,
+    optimize trains it again on every row (the trained row count survives reopening the store)."""
+    texts, vectors, _, query_vectors = corpus
+    half = len(texts) // 2
+    store = open_store(tmp_path, ann_min_rows=100)
+    add_rows(store, texts[:200], vectors[:200])
+    store.optimize()
+    assert ann_index.trained_rows(store.table) == 200 and store.vector_index()["segments"] == 1
+    store.put([note("note:a", "one more note about the staging deploy")])
+    store.optimize()  # 201 rows: folded in, no retraining
+    assert ann_index.trained_rows(store.table) == 200 and store.vector_index()["indexed_rows"] == 201
+    store.close()
+    store = open_store(tmp_path, ann_min_rows=100)
+    import pyarrow as pa
+
+    more = [f"more:{i}" for i in range(half)]
+    store.table.add(pa.table({
+        "id": more, "kind": ["note"] * half, "text": texts[200 : 200 + half], "source": more,
+        "occurred_at": ["2026-01-01T00:00:00.000Z"] * half, "memory": ["{}"] * half,
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors[200 : 200 + half].ravel()), vectors.shape[1]),
+    }))
+    store.optimize()
+    rows = 201 + half
+    assert ann_index.trained_rows(store.table) == rows
+    assert store.vector_index() == {"type": "IVF_FLAT", "indexed_rows": rows, "unindexed_rows": 0, "segments": 1}
+    assert recall_at_10(store, query_vectors) >= 0.98
+    store.close()
+
+
 def test_small_tables_and_a_zero_threshold_keep_exact_search(tmp_path, corpus):
     """Below ann_min_rows, or with ann_min_rows = 0, optimize builds no index and search is exact."""
     texts, vectors, _, query_vectors = corpus
