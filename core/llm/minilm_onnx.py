@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 MAX_TOKENS = 256
 """sentence-transformers' ``max_seq_length`` for this model: longer texts are truncated."""
 BATCH = 32
-"""Texts run together (sorted by length first, so that little padding is computed)."""
+"""Texts run together by default (sorted by length first, so that little padding is computed)."""
 TOLERANCE = 1e-5
 """Largest difference allowed between a vector of this runner and sentence-transformers' one."""
 EXPORT_VERSION = 1
@@ -61,6 +61,8 @@ def cached_model_path() -> Path:
 
 class OnnxMiniLM:
     """The exported model in an ONNX Runtime session (one thread) with the model's tokenizer."""
+
+    runtime = "ONNX Runtime"
 
     def __init__(self, model: Path | bytes) -> None:
         """Load ``model`` (a file or its bytes); raise BackendError if it cannot be loaded or fails its check."""
@@ -94,15 +96,15 @@ class OnnxMiniLM:
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
         return ids, mask
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
-        """Unit vectors of ``texts`` (float32, one row a text)."""
+    def embed(self, texts: Sequence[str], batch_size: int = BATCH) -> "np.ndarray":
+        """Unit vectors of ``texts`` (float32, one row a text), run ``batch_size`` at a time."""
         import numpy as np
 
         lengths = [len(t) for t in texts]
         order = sorted(range(len(texts)), key=lengths.__getitem__)
         vectors = np.empty((len(texts), 384), dtype=np.float32)
-        for start in range(0, len(order), BATCH):
-            part = order[start : start + BATCH]
+        for start in range(0, len(order), batch_size):
+            part = order[start : start + batch_size]
             ids, mask = self.token_ids([texts[i] for i in part])
             try:
                 vectors[part] = self.session.run(["vector"], {"input_ids": ids, "attention_mask": mask})[0]

@@ -15,7 +15,7 @@ import pytest
 
 from core.errors import BackendError
 from core.llm import embedders, minilm_onnx
-from core.llm.embedders import OnnxRunner, TorchMiniLM, _load_sentence_transformer
+from core.llm.embedders import TorchMiniLM, _load_sentence_transformer
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = "the a billing service Lisbon café 東京 timed out retry 12 seconds Ada said yesterday ¿qué? 🎉".split()
@@ -117,7 +117,7 @@ def test_an_export_that_fails_leaves_sentence_transformers_in_charge(monkeypatch
 
 def test_queries_and_background_batches_embed_at_once_from_two_threads(exported):
     """A recall's query and the indexer's batches share one runner: no error, the same vectors."""
-    runner = OnnxRunner(exported[0])
+    runner = exported[0]
     batch, queries = texts(64, seed=2), texts(40, seed=3)
     expected_batch, expected = runner.embed(batch, 64), [runner.embed([q], 64) for q in queries]
     errors: list[BaseException] = []
