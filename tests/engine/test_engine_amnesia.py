@@ -82,7 +82,8 @@ def test_kill_inside_the_tools_node_redoes_only_the_unfinished_call(server, agen
     calls = skills / "calls"
     try:
         deadline = time.monotonic() + 60
-        while not calls.exists() and engine.poll() is None and time.monotonic() < deadline:
+        # The file exists from its open on; the kill waits for the call's line (written when it is closed).
+        while not (calls.exists() and calls.read_text()) and engine.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert calls.exists(), "the engine never reached the slow tool"
         engine.send_signal(signal.SIGKILL)
