@@ -164,7 +164,7 @@ class BackgroundIndexer:
                     self._index_docs()
                 while self.embeds and not self._stop.is_set():
                     with self._step:
-                        if not self.embed_batch():
+                        if not self._background_batch():
                             break
                 self.last_error = None
             except EmbedderMismatchError as exc:
@@ -194,21 +194,28 @@ class BackgroundIndexer:
         to do, and a process exits once the batch in progress is written.
         """
         with _embedding_turn:
-            if self._stop.is_set():
-                return 0
-            pending = self.docs.pending_vectors(BATCH)
-            if not pending:
-                return 0
-            rows = within_budget([vector_row(d, self.docs.previous(d)) for d in pending])
-            pending = pending[:len(rows)]
-            store = self._store()
-            store.put(rows)
-            self.docs.mark_embedded({row.id: row for row in rows}, vector_row)
-            present = self.docs.get([d.id for d in pending])
-            gone = [d.id for d in pending if d.id not in present]
-            if gone:  # forgotten while their vectors were computed: the forget's purge may have run already
-                store.remove(gone)
-            return len(pending)
+            return self._embed_pending()
+
+    def _background_batch(self) -> int:
+        """:meth:`embed_batch` for the thread: nothing once it is asked to stop (also while it waited its turn)."""
+        with _embedding_turn:
+            return 0 if self._stop.is_set() else self._embed_pending()
+
+    def _embed_pending(self) -> int:
+        """One batch of pending docs: their vectors computed and written, the docs marked; how many."""
+        pending = self.docs.pending_vectors(BATCH)
+        if not pending:
+            return 0
+        rows = within_budget([vector_row(d, self.docs.previous(d)) for d in pending])
+        pending = pending[:len(rows)]
+        store = self._store()
+        store.put(rows)
+        self.docs.mark_embedded({row.id: row for row in rows}, vector_row)
+        present = self.docs.get([d.id for d in pending])
+        gone = [d.id for d in pending if d.id not in present]
+        if gone:  # forgotten while their vectors were computed: the forget's purge may have run already
+            store.remove(gone)
+        return len(pending)
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no doc waits for its vector and the thread is between batches (or ``timeout`` s);
