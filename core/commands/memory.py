@@ -64,6 +64,7 @@ def recall(args: argparse.Namespace) -> int:
     kind and tier, and where the original is. A query about nothing returns nothing.
     """
     with open_memory(args.agent) as manager, progress("searching memory"):
+        manager.cold.warm_up()  # the model loads while the query's words are searched
         found = manager.recall_memory(args.query, n_results=args.results, kind=args.kind, since=args.since,
                                       until=args.until, min_score=args.min_score, recency_days=args.recency_days)
     emit(args, found, lambda: "\n".join(

@@ -53,6 +53,7 @@ def build_server(agent: str, *, session: str = "main") -> MCPServer:
     """
     paths = existing_agent(agent)
     manager = memory_for(agent)
+    manager.cold.warm_up()  # while the client connects: its first recall_memory then finds the model loaded
     provider = open_provider(None, open_database(paths, manager.config.storage), config=manager.config.provider)
     bound = Session(id=f"{agent}:{session}", agent_id=agent, user_id=MCP_USER, channel="mcp")
 

@@ -130,6 +130,25 @@ class ColdMemory:
                 self._store = open_store(self.paths, self.config, redactor=lambda: redactor_of(self.db))
             return self._store
 
+    def warm_up(self) -> threading.Thread:
+        """Open the cold store and load its embedding model in a thread now, so that a first recall soon after
+        (an MCP client's, a ``recall`` command's) does not wait for both; return the thread.
+
+        Not a daemon: the model's native code must not run while the interpreter finalizes, so a process that
+        ends meanwhile waits for it (a fraction of a second).
+        """
+        thread = threading.Thread(target=self._warm_up, name=f"agentos-warm-up-{self.paths.name}")
+        thread.start()
+        return thread
+
+    def _warm_up(self) -> None:
+        try:
+            store = self.store()
+            if store.may_have_rows():
+                store.embedder.embed(["warm up"])
+        except AgentOSError as exc:  # the recall that follows meets the same failure and reports it
+            log.info("warming up the cold store of %s failed: %s", self.paths.name, exc)
+
     # -- notes --------------------------------------------------------------------
 
     def store_memory(self, content: Any, metadata: dict | None, kind: str, secrets: list[str],
