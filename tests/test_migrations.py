@@ -39,7 +39,8 @@ def db_before_recall(path) -> sqlite3.Connection:
 def test_a_database_without_recall_upgrades_once_and_its_memories_become_recallable(agents_home, minilm):
     """Opening an agent of a version without recall applies m008_recall once; its notes, facts and store items are
     recalled, and the cold store's old chunk table is replaced."""
-    import lancedb
+    import lance
+    import pyarrow as pa
 
     write_config(agents_home, {"llm": {"backend": "offline"}, "memory": {"auto_compact": False}})
     paths = AgentPaths.for_agent("finn")
@@ -52,7 +53,8 @@ def test_a_database_without_recall_upgrades_once_and_its_memories_become_recalla
                  "('memories.ada', 'k', ?, ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
                  (json.dumps({"text": "Ada prefers tea"}), json.dumps([["text", "Ada prefers tea"]])))
     conn.close()
-    lancedb.connect(paths.lancedb_dir).create_table("chunks", data=[{"id": "log:LOG-1-9:0", "vector": [0.1, 0.2]}])
+    lance.write_dataset(pa.Table.from_pylist([{"id": "log:LOG-1-9:0", "vector": [0.1, 0.2]}]),
+                        paths.lancedb_dir / "chunks.lance")
 
     with MemoryManager("finn") as manager:
         applied = [r[0] for r in manager.db.conn.execute("SELECT name FROM _migrations ORDER BY name")]
@@ -60,7 +62,7 @@ def test_a_database_without_recall_upgrades_once_and_its_memories_become_recalla
         assert manager.recall_memory("who receives the report?", 1)[0]["id"] == "note:abc"
         assert manager.recall_memory("which city?", 1)[0]["id"] == "fact:city"
         assert manager.recall_memory("what does Ada drink?", 1, kind="item")[0]["content"] == "Ada prefers tea"
-        assert lancedb.connect(paths.lancedb_dir).list_tables().tables == ["memories"]
+        assert sorted(p.name for p in paths.lancedb_dir.iterdir()) == ["memories.lance"]
     with MemoryManager("finn") as again:
         assert memory_db.migrate(again.db.conn) == []
 

@@ -62,6 +62,50 @@ def test_exiting_while_background_indexing_runs_is_clean_and_the_next_open_finis
         assert manager.recall_memory("entry 3 word", 1, kind="log_archive", min_score=0)[0]["where"]["archive"] == archive
 
 
+EXIT_WITH_FOUR_AGENTS = """
+import subprocess, sys, time
+from core.memory_manager import MemoryManager
+
+managers = [MemoryManager(name) for name in ("ada", "bob", "cyd", "dee")]
+for n, manager in enumerate(managers):
+    # Long notes first: the first vectors computed are the costliest to compute.
+    manager.store_memories([f"design note {k} of agent {n} about retries, backoff and timeouts " * 80 for k in range(64)]
+                           + [f"note {i} about service {i % 7} on host {i % 3}" for i in range(40)])
+    manager.append_log("THOUGHT", f"agent {n}: the billing service timed out again")
+    manager.save_fact(f"drink{n}", "tea", "preference")
+writer = subprocess.Popen([sys.executable, "-c", "from core.memory_manager import MemoryManager\\n"
+                           "m = MemoryManager('ada')\\nwhile True: m.append_log('THOUGHT', 'child writer')"])
+ada_log = managers[0].paths.log_file
+while b"child writer" not in ada_log.read_bytes():
+    time.sleep(0.01)
+writer.kill()
+writer.wait()
+# Return as soon as the embedding model is loaded: every agent's first batch is under way.
+from core.llm import embedders
+while embedders._minilm_model is None:
+    time.sleep(0.01)
+print("pending", sum(m.cold.docs.pending_count() for m in managers), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_process_with_four_agents_indexing_exits_cleanly_every_time(agents_home: Path, monkeypatch) -> None:
+    """A script that opens four agents, writes to each, kills a child writer and returns while their vectors are
+    being computed exits 0 every time (no inference is in flight when the interpreter finalizes); the work it
+    left is queued and the next open finishes it."""
+    for attempt in range(5):
+        home = agents_home.parent / f"home{attempt}"
+        done = run_child(EXIT_WITH_FOUR_AGENTS, home, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "terminate called" not in done.stderr and "Traceback" not in done.stderr
+        assert int(done.stdout.split()[-1]) > 0  # it did exit with work left
+    monkeypatch.setenv("AGENTOS_HOME", str(home))
+    with MemoryManager("dee") as manager:
+        manager.cold.catch_up()
+        assert manager.cold.docs.pending_count() == 0
+        assert manager.recall_memory("long design note about retries", 1, min_score=0)
+
+
 KILLED_BEFORE_THE_REPLACE = """
 import os, signal
 from core.memory import fsutil

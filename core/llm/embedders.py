@@ -133,29 +133,37 @@ class TorchMiniLM:
     """all-MiniLM-L6-v2 in sentence-transformers (torch)."""
 
     runtime = "sentence-transformers"
+    window = 256
 
     def __init__(self, model) -> None:
         self.model = model
 
-    def embed(self, texts: list[str], batch_size: int) -> "np.ndarray":
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.model.tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
+
+    def run(self, rows: Sequence[Sequence[int]]) -> "np.ndarray":
         import torch
 
+        width = max(len(r) for r in rows)
+        ids = torch.zeros((len(rows), width), dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for n, row in enumerate(rows):
+            ids[n, :len(row)] = torch.tensor(row)
+            mask[n, :len(row)] = 1
         with torch.inference_mode():
-            if len(texts) == 1:
-                # A recall query: the model's own modules (tokenizer, BERT, mean pooling,
-                # normalisation) without encode()'s batching machinery, ~1-3 ms less.
-                return self.model.forward(self.model.preprocess(texts))["sentence_embedding"].numpy()
-            return self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=False)
+            return self.model.forward({"input_ids": ids, "attention_mask": mask})["sentence_embedding"].numpy()
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        from core.llm.token_batches import embed_texts
+
+        return embed_texts(self, texts)
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2, offline, 384-d, loaded on first use."""
+    """all-MiniLM-L6-v2, offline, 384-d, loaded on first use; long texts are embedded window by window
+    (see :mod:`core.llm.token_batches`)."""
 
     name = MINILM_NAME
-
-    def __init__(self, batch_size: int = 64) -> None:
-        self.batch_size = batch_size
 
     def dimension(self) -> int:
         return MINILM_DIMENSION
@@ -165,7 +173,7 @@ class MiniLMEmbedder:
 
         if not texts:
             return np.zeros((0, MINILM_DIMENSION), dtype=np.float32)
-        raw = load_minilm().embed(list(texts), self.batch_size)
+        raw = load_minilm().embed(list(texts))
         return checked_vectors(raw, len(texts), MINILM_DIMENSION, self.name)
 
     def __repr__(self) -> str:

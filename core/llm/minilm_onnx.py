@@ -33,8 +33,6 @@ log = logging.getLogger(__name__)
 
 MAX_TOKENS = 256
 """sentence-transformers' ``max_seq_length`` for this model: longer texts are truncated."""
-BATCH = 32
-"""Texts run together by default (sorted by length first, so that little padding is computed)."""
 TOLERANCE = 1e-5
 """Largest difference allowed between a vector of this runner and sentence-transformers' one."""
 EXPORT_VERSION = 2
@@ -86,6 +84,7 @@ class OnnxMiniLM:
     """The built model in an ONNX Runtime session (one thread) with the model's tokenizer."""
 
     runtime = "ONNX Runtime"
+    window = MAX_TOKENS
 
     def __init__(self, model: Path | bytes, probes: Sequence[str] = LOAD_PROBES) -> None:
         """Load ``model`` (a file or its bytes) and check it on ``probes``; raise BackendError if it
@@ -103,35 +102,34 @@ class OnnxMiniLM:
         except (OSError, ValueError, *_ort_errors()) as exc:
             raise BackendError(f"cannot load the ONNX model {_name(model)}: {exc}") from exc
         self.tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
-        # Set once, never changed: concurrent encodes then only read the tokenizer.
-        self.tokenizer.enable_truncation(MAX_TOKENS)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        # Set once, never changed: concurrent encodes then only read the tokenizer. Texts are cut into
+        # windows and padded by :mod:`core.llm.token_batches`, not by the tokenizer.
+        self.tokenizer.no_truncation()
+        self.tokenizer.no_padding()
         self.check(probes, f"the ONNX model {_name(model)}")
 
-    def token_ids(self, texts: Sequence[str]) -> tuple["np.ndarray", "np.ndarray"]:
-        """The token ids and attention mask of ``texts``, padded to the longest."""
-        import numpy as np
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids of ``texts`` with ``[CLS]`` and ``[SEP]``, neither truncated nor padded."""
+        return [e.ids for e in self.tokenizer.encode_batch(list(texts))]
 
-        encoded = self.tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        return ids, mask
+    def truncated(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids of ``texts`` cut at ``MAX_TOKENS`` as sentence-transformers cuts them (``[SEP]`` kept)."""
+        return [ids[:MAX_TOKENS - 1] + ids[-1:] if len(ids) > MAX_TOKENS else ids for ids in self.tokenize(texts)]
 
-    def embed(self, texts: Sequence[str], batch_size: int = BATCH) -> "np.ndarray":
-        """Unit vectors of ``texts`` (float32, one row a text), run ``batch_size`` at a time."""
-        import numpy as np
+    def run(self, rows: Sequence[Sequence[int]]) -> "np.ndarray":
+        """Unit vectors of token-id ``rows`` (each at most ``MAX_TOKENS``), padded to the longest."""
+        ids, mask = _padded(rows)
+        try:
+            return self.session.run(["vector"], {"input_ids": ids, "attention_mask": mask})[0]
+        except _ort_errors() as exc:
+            raise BackendError(f"all-MiniLM-L6-v2 (ONNX Runtime) failed: {exc}") from exc
 
-        lengths = [len(t) for t in texts]
-        order = sorted(range(len(texts)), key=lengths.__getitem__)
-        vectors = np.empty((len(texts), 384), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            part = order[start : start + batch_size]
-            ids, mask = self.token_ids([texts[i] for i in part])
-            try:
-                vectors[part] = self.session.run(["vector"], {"input_ids": ids, "attention_mask": mask})[0]
-            except _ort_errors() as exc:
-                raise BackendError(f"all-MiniLM-L6-v2 (ONNX Runtime) failed: {exc}") from exc
-        return vectors
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        """Unit vectors of ``texts`` (float32, one row a text), in token-bounded batches (see
+        :mod:`core.llm.token_batches`)."""
+        from core.llm.token_batches import embed_texts
+
+        return embed_texts(self, texts)
 
     def check(self, probes: Sequence[str], what: str) -> None:
         """Raise BackendError unless this runner gives sentence-transformers' vectors for ``probes``
@@ -140,7 +138,7 @@ class OnnxMiniLM:
 
         reference = reference_vectors()
         expected = np.asarray([reference[text] for text in probes], dtype=np.float32)
-        got = self.embed(probes)
+        got = self.run(self.truncated(probes))  # the model itself: long probes cut as sentence-transformers cuts them
         difference = float(np.abs(got - expected).max()) if got.shape == expected.shape else float("inf")
         if not difference <= TOLERANCE:
             raise BackendError(f"{what} does not give sentence-transformers' vectors "
@@ -207,6 +205,19 @@ def _ort_errors() -> tuple[type[BaseException], ...]:
     return tuple(getattr(state, name) for name in (
         "Fail", "InvalidArgument", "NoSuchFile", "NoModel", "EngineError", "RuntimeException",
         "InvalidProtobuf", "ModelLoaded", "NotImplemented", "InvalidGraph", "EPFail") if hasattr(state, name))
+
+
+def _padded(rows: Sequence[Sequence[int]]) -> tuple["np.ndarray", "np.ndarray"]:
+    """``rows`` of token ids padded with 0 to the longest, and their attention mask."""
+    import numpy as np
+
+    width = max(len(r) for r in rows)
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for n, row in enumerate(rows):
+        ids[n, :len(row)] = row
+        mask[n, :len(row)] = 1
+    return ids, mask
 
 
 def _name(model: Path | bytes) -> str:

@@ -17,7 +17,6 @@ retrained on the whole table past ``ANN_MAX_SEGMENTS`` segments and whenever
 the table has doubled since it was trained (the row count it was trained on is
 kept in the vector column's metadata): retraining costs about 4 s at 100k
 rows, in the background, about twice in all as the table grows.
-lancedb is imported on first use.
 """
 
 from __future__ import annotations
@@ -44,8 +43,8 @@ TRAINED_ROWS = "agentos:index_trained_rows"
 
 
 def maintain(table, min_rows: int, where: Path) -> None:
-    """Build the index once ``table`` has ``min_rows`` rows (0: never); retrain it when it has
-    too many segments or has doubled since it was trained. A failed build is logged and leaves
+    """Build the index once ``table`` (a Lance dataset) has ``min_rows`` rows (0: never); retrain it when
+    it has too many segments or has doubled since it was trained. A failed build is logged and leaves
     exact search in place.
 
     The caller holds the store's write lock.
@@ -55,21 +54,25 @@ def maintain(table, min_rows: int, where: Path) -> None:
     rows = table.count_rows()
     if rows < min_rows:
         return
-    stats = table.index_stats(INDEX_NAME)
-    if stats is not None and stats.num_indices <= ANN_MAX_SEGMENTS and rows < ANN_REGROW * trained_rows(table):
+    index = _index(table)
+    if index is not None and len(index.segments) <= ANN_MAX_SEGMENTS and rows < ANN_REGROW * trained_rows(table):
         return
-    from lancedb.index import IvfFlat
-
     start = time.perf_counter()
-    config = IvfFlat(distance_type="cosine", num_partitions=max(1, round(math.sqrt(rows))))
+    partitions = max(1, round(math.sqrt(rows)))
     try:
-        table.create_index("vector", config=config, replace=True, name=INDEX_NAME)
-        table.update_field_metadata({"path": "vector", "metadata": {TRAINED_ROWS: str(rows)}})
+        table.create_index("vector", index_type="IVF_FLAT", name=INDEX_NAME, metric="cosine",
+                           num_partitions=partitions, replace=True)
+        table.update_field_metadata({"vector": {TRAINED_ROWS: str(rows)}})
     except (OSError, ValueError, RuntimeError) as exc:
         log.warning("building the vector index of %s failed; search stays exact: %s", where, exc)
         return
     log.info("vector index of %s built over %d rows (%d partitions) in %.1f s",
-             where, rows, config.num_partitions, time.perf_counter() - start)
+             where, rows, partitions, time.perf_counter() - start)
+
+
+def _index(table):
+    """The vector index's description, or None."""
+    return next((i for i in table.describe_indices() if i.name == INDEX_NAME), None)
 
 
 def trained_rows(table) -> int:
@@ -81,18 +84,19 @@ def trained_rows(table) -> int:
 
 def describe(table) -> dict[str, Any] | None:
     """The index's type, indexed and unindexed rows and segments; None while search is exact."""
-    stats = table.index_stats(INDEX_NAME)
-    if stats is None:
+    index = _index(table)
+    if index is None:
         return None
-    return {"type": stats.index_type, "indexed_rows": stats.num_indexed_rows,
-            "unindexed_rows": stats.num_unindexed_rows, "segments": stats.num_indices}
+    indexed = index.num_rows_indexed
+    return {"type": "IVF_FLAT", "indexed_rows": indexed, "unindexed_rows": max(0, table.count_rows() - indexed),
+            "segments": len(index.segments)}
 
 
-def nearest_query(table, vector, *, exact: bool = False):
-    """A cosine vector query of ``table``: through the index if there is one, unless ``exact``."""
-    # Naming the column spares LanceDB a read of the table's schema to find it.
-    query = table.search(vector, vector_column_name="vector").distance_type("cosine")
+def nearest(vector, depth: int, *, exact: bool = False) -> dict[str, Any]:
+    """The ``nearest`` argument of a cosine search for ``vector``'s ``depth`` nearest rows: through the
+    index if there is one, unless ``exact``."""
+    query = {"column": "vector", "q": vector, "k": depth, "metric": "cosine"}
     if exact:
-        return query.bypass_vector_index()
-    # A narrow filter may leave too few rows in the first partitions: maximum 0 lets it probe on.
-    return query.minimum_nprobes(ANN_NPROBES).maximum_nprobes(0)
+        return {**query, "use_index": False}
+    # No maximum: a narrow filter may leave too few rows in the first partitions, and the search probes on.
+    return {**query, "minimum_nprobes": ANN_NPROBES}

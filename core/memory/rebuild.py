@@ -51,9 +51,10 @@ def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> R
         store = cold.store()
         store.drop()
         cold.indexer.sync()
-        memories = cold.catch_up(progress)
+        cold.catch_up(progress)  # the background thread may compute some of them meanwhile
         cold.purge_vectors()
         store.optimize()
+        memories = store.count()
     return RebuildResult(log_rows, compactions, memories, store.embedder.name, store.vector_index())
 
 

@@ -5,8 +5,8 @@ table a later feature adds is covered without being named here. Neither leaves
 the old text behind on disk: memory.db rewrites with ``secure_delete`` (freed
 space zeroed), rebuilds the full-text indexes whose content changed and
 truncates its WAL; the cold store rewrites the whole fragments that held a
-value (so none keeps it under a deletion mark), rebuilds its full-text index
-and deletes every older table version.
+value (so none keeps it under a deletion mark) and deletes every older table
+version and every file no version uses.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
-import warnings
 from datetime import timedelta
 
 from core.errors import ColdStoreError
+from core.memory.cold_store import compact, upsert
 from core.memory.db import transaction
 from core.memory.secrets import Redactor
 
@@ -103,45 +103,43 @@ def scrub_cold_store(store, redactor: Redactor) -> int:
     """Rewrite the cold store's rows that hold a secret (re-embedding their text); return how many.
 
     Every row of the fragments that held one is rewritten, so those fragments are dropped whole;
-    the full-text index is rebuilt and every older table version deleted.
+    every older table version is deleted.
 
     Raises:
         ColdStoreError: LanceDB failed; the table is at a consistent version (the scrub is retried).
         BackendError: the embedder failed; nothing was written.
     """
-    table = store.table
+    store.table  # opened (and its embedder checked) before the write lock
     with store.writing():
         try:
-            return _rewrite(store, table, redactor)
+            return _rewrite(store, store.writable(), redactor)
         except (OSError, ValueError, RuntimeError) as exc:
             raise ColdStoreError(f"cannot scrub the cold store {store.path}: {exc}") from exc
 
 
-def _drop_old_files(table) -> None:
-    """Delete every older version of ``table`` and every file no version uses (we hold the write lock)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*cleanup_older_than=0.*")
-        table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+def _drop_old_files(store) -> None:
+    """Delete every older version of the store's table and every file no version uses (we hold the write lock)."""
+    compact(store.writable(), timedelta(0), delete_unverified=True)
 
 
 def _rewrite(store, table, redactor: Redactor) -> int:
     import pyarrow as pa
 
     texts = [f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-    scan = table.search().with_row_id(True).select([*texts]).limit(None).to_arrow()
+    scan = table.to_table(columns=texts, with_row_id=True)
     columns = {name: scan.column(name).to_pylist() for name in texts}
     row_ids = scan.column("_rowid").to_pylist()
     holding = [n for n in range(scan.num_rows) if any(redactor.holds(columns[c][n]) for c in texts)]
     if not holding:
         # Older versions, and the files of a write killed before its commit, may still hold it.
-        _drop_old_files(table)
+        _drop_old_files(store)
         return 0
     fragments = {row_ids[n] >> 32 for n in holding}  # a row id is fragment << 32 | offset
     ids = [columns["id"][n] for n in range(scan.num_rows) if row_ids[n] >> 32 in fragments]
     rows = []
     for start in range(0, len(ids), _BATCH):
         listed = ", ".join("'" + i.replace("'", "''") + "'" for i in ids[start:start + _BATCH])
-        rows += table.search().where(f"id IN ({listed})").limit(None).to_arrow().to_pylist()
+        rows += table.to_table(filter=f"id IN ({listed})").to_pylist()
     changed = [row for row in rows if row["text"] != redactor.text(row["text"])]
     for row in rows:
         for name in texts:
@@ -150,16 +148,8 @@ def _rewrite(store, table, redactor: Redactor) -> int:
         vectors = store.embedder.embed([row["text"] for row in changed])
         for row, vector in zip(changed, vectors):
             row["vector"] = vector.tolist()
-    for row in rows:
-        row.pop("_distance", None)
-    data = pa.Table.from_pylist(rows, schema=table.schema)
-    table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
-    from lancedb.index import FTS
-
-    for index in table.list_indices():
-        if index.index_type == "FTS":
-            table.create_index(index.columns[0], config=FTS(), replace=True)
-    _drop_old_files(table)
+    upsert(table, pa.Table.from_pylist(rows, schema=table.schema))
+    _drop_old_files(store)
     log.info("cold store %s: %d rows held a secret; %d rows of their fragments rewritten", store.path,
              len(holding), len(rows))
     return len(holding)

@@ -30,7 +30,10 @@ from core.memory.recall_docs import Doc, DocIndex
 log = logging.getLogger(__name__)
 
 BATCH = 64
-"""Docs embedded and written to LanceDB together."""
+"""Docs embedded and written to LanceDB together, at most."""
+BATCH_CHARS = 8000
+"""Characters of text a batch embeds, at most (one doc at least): about half a second of one core, so a
+batch never runs long, and an exit waits for one such batch at most."""
 IDLE_WAKEUP_S = 30.0
 """The thread also looks for work this often (another process may have written)."""
 RETRY_AFTER_S = 5.0
@@ -55,6 +58,18 @@ def vector_row(doc: Doc, previous: Doc | None) -> VectorRow:
                      occurred_at=doc.occurred_at, memory=json.dumps(memory, ensure_ascii=False, sort_keys=True))
 
 
+def within_budget(rows: list[VectorRow]) -> list[VectorRow]:
+    """The first of ``rows`` whose texts add up to at most ``BATCH_CHARS`` characters (the first row always)."""
+    total = 0
+    for count, row in enumerate(rows):
+        total += len(row.text)
+        if count and total > BATCH_CHARS:
+            return rows[:count]
+    return rows
+
+
+_embedding_turn = threading.Lock()
+"""Held while a batch is embedded and written: one batch at a time in a process, for every agent of it."""
 _running: "weakref.WeakSet[BackgroundIndexer]" = weakref.WeakSet()
 _paused: list[BackgroundIndexer] = []
 _fork_hooks_registered = False
@@ -75,7 +90,10 @@ def _resume_all_after_fork() -> None:
 
 
 def _forget_all_after_fork() -> None:
-    """In a forked child the parent's indexers (and their paused steps) are not the child's."""
+    """In a forked child the parent's indexers (and their paused steps) are not the child's, nor is a turn
+    that one of the parent's threads held."""
+    global _embedding_turn
+    _embedding_turn = threading.Lock()
     _paused.clear()
     _running.clear()
 
@@ -146,7 +164,7 @@ class BackgroundIndexer:
                     self._index_docs()
                 while self.embeds and not self._stop.is_set():
                     with self._step:
-                        if not self.embed_batch():
+                        if not self._background_batch():
                             break
                 self.last_error = None
             except EmbedderMismatchError as exc:
@@ -170,11 +188,26 @@ class BackgroundIndexer:
             self._idle.notify_all()
 
     def embed_batch(self) -> int:
-        """Compute and store the vectors of up to ``BATCH`` pending docs; return how many."""
+        """Compute and store the vectors of up to ``BATCH`` pending docs (``BATCH_CHARS`` of text); return how many.
+
+        One batch at a time in a process, whichever agent it is for: the model has one core's worth of work
+        to do, and a process exits once the batch in progress is written.
+        """
+        with _embedding_turn:
+            return self._embed_pending()
+
+    def _background_batch(self) -> int:
+        """:meth:`embed_batch` for the thread: nothing once it is asked to stop (also while it waited its turn)."""
+        with _embedding_turn:
+            return 0 if self._stop.is_set() else self._embed_pending()
+
+    def _embed_pending(self) -> int:
+        """One batch of pending docs: their vectors computed and written, the docs marked; how many."""
         pending = self.docs.pending_vectors(BATCH)
         if not pending:
             return 0
-        rows = [vector_row(d, self.docs.previous(d)) for d in pending]
+        rows = within_budget([vector_row(d, self.docs.previous(d)) for d in pending])
+        pending = pending[:len(rows)]
         store = self._store()
         store.put(rows)
         self.docs.mark_embedded({row.id: row for row in rows}, vector_row)
@@ -214,6 +247,9 @@ class BackgroundIndexer:
             thread.join(timeout)
 
 
-EXIT_WAIT_S = 10.0
-"""At interpreter exit, how long in all to wait for indexers to finish their batch (a batch killed
-half-way is redone at the next start, so exit never waits for a stuck embedder)."""
+EXIT_WAIT_S = 120.0
+"""At interpreter exit, how long in all to wait for indexers to finish their batch. A batch is short
+(``BATCH_CHARS``) and one runs at a time, so an exit waits about half a second at most; this bound is
+only for an embedder that hangs (an Ollama server that stopped answering). The wait must not be cut
+short otherwise: a thread still inside the model's native code when the interpreter finalizes aborts
+the process. Work not started stays queued in memory.db for the next open."""

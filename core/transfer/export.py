@@ -132,20 +132,19 @@ def _backup(manager: MemoryManager, target: Path) -> None:
 
 
 def _copy_vectors(source: Path, target: Path) -> bool:
-    """Copy the cold store's current rows into a new LanceDB at ``target``; False if it has no table yet.
+    """Copy the cold store's current rows into a new cold store at ``target``; False if it has no table yet.
 
     Only the current version travels: older versions still hold the rows of forgotten
     memories and texts redacted since, which must not leave the agent.
     """
-    import lancedb
+    import lance
 
-    db = lancedb.connect(source)
-    if TABLE not in db.list_tables().tables:
+    if not (source / f"{TABLE}.lance").is_dir():
         return False
-    rows = db.open_table(TABLE).to_arrow()
-    copy = lancedb.connect(target).create_table(TABLE, schema=rows.schema)  # the schema names the embedder
-    if rows.num_rows:
-        copy.add(rows)
+    rows = lance.dataset(source / f"{TABLE}.lance").to_table()
+    target.mkdir(parents=True, exist_ok=True)
+    # The schema (and so the embedder it names) travels with the rows.
+    lance.write_dataset(rows, target / f"{TABLE}.lance", schema=rows.schema, mode="create")
     return True
 
 
@@ -169,9 +168,9 @@ def _remove_secrets(root: Path, vectors: bool) -> str:
 
 def _vectors_hold(lancedb_dir: Path, secrets: list[str]) -> bool:
     """True if a text embedded in the copied cold store holds a secret value."""
-    import lancedb
+    import lance
 
-    table = lancedb.connect(lancedb_dir).open_table(TABLE).to_arrow()
+    table = lance.dataset(lancedb_dir / f"{TABLE}.lance").to_table(columns=["text", "memory"])
     redactor = redactor_for(secrets)
     return any(redactor.holds(text) for name in ("text", "memory") for text in table.column(name).to_pylist())
 

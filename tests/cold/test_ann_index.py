@@ -55,7 +55,7 @@ def add_rows(store: ColdStore, texts: list[str], vectors: np.ndarray) -> None:
     import pyarrow as pa
 
     ids = [f"note:{i}" for i in range(len(texts))]
-    store.table.add(pa.table({
+    store.table.insert(pa.table({
         "id": ids, "kind": ["note"] * len(texts), "text": texts, "source": ids,
         "occurred_at": ["2026-01-01T00:00:00.000Z"] * len(texts), "memory": ["{}"] * len(texts),
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1]),
@@ -71,7 +71,7 @@ def first_id(store: ColdStore, text: str) -> str:
 
 
 def uses_index(store: ColdStore, vector: np.ndarray) -> bool:
-    return "ANNSubIndex" in store.vector_query(vector).explain_plan()
+    return "ANNSubIndex" in store.explain_nearest(vector)
 
 
 def recall_at_10(store: ColdStore, query_vectors: np.ndarray) -> float:
@@ -147,7 +147,7 @@ def test_index_is_retrained_when_the_table_has_doubled_since_it_was_trained(tmp_
     import pyarrow as pa
 
     more = [f"more:{i}" for i in range(half)]
-    store.table.add(pa.table({
+    store.table.insert(pa.table({
         "id": more, "kind": ["note"] * half, "text": texts[200 : 200 + half], "source": more,
         "occurred_at": ["2026-01-01T00:00:00.000Z"] * half, "memory": ["{}"] * half,
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors[200 : 200 + half].ravel()), vectors.shape[1]),
@@ -172,8 +172,8 @@ def test_small_tables_and_a_zero_threshold_keep_exact_search(tmp_path, corpus):
 
 
 def test_a_failed_index_build_is_logged_and_search_stays_exact(tmp_path, corpus, monkeypatch, caplog):
-    """If LanceDB cannot build the index, optimize still succeeds, logs it, and search answers exactly."""
-    from lancedb.table import LanceTable
+    """If Lance cannot build the index, optimize still succeeds, logs it, and search answers exactly."""
+    from lance.dataset import LanceDataset
 
     texts, vectors, queries, query_vectors = corpus
     store = open_store(tmp_path, ann_min_rows=10)
@@ -182,7 +182,7 @@ def test_a_failed_index_build_is_logged_and_search_stays_exact(tmp_path, corpus,
     def no_space(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(LanceTable, "create_index", no_space)
+    monkeypatch.setattr(LanceDataset, "create_index", no_space)
     with caplog.at_level(logging.WARNING, logger="core.memory.ann_index"):
         store.optimize()
     assert "search stays exact" in caplog.text and store.vector_index() is None

@@ -27,12 +27,12 @@ def test_minilm_returns_normalised_384d_vectors_that_rank_by_meaning(minilm):
 
 def test_importing_core_and_opening_a_manager_does_not_import_torch():
     """Importing core and reading an agent's memory (NOW, LOG, facts, the prompt's context) imports neither
-    torch, sentence_transformers nor lancedb: only vectors need them (writes compute those in the background)."""
+    torch, sentence_transformers nor lance: only vectors need them (writes compute those in the background)."""
     code = (
         "import sys, os, tempfile; os.environ['AGENTOS_HOME'] = tempfile.mkdtemp();"
         "from core.memory_manager import MemoryManager; m = MemoryManager('finn'); m.read_now(); m.read_log(5);"
         "m.get_fact('k'); m.list_facts(); m.format_context_for_prompt(); m.close();"
-        "print(sorted(n for n in ('torch', 'sentence_transformers', 'lancedb') if n in sys.modules))"
+        "print(sorted(n for n in ('torch', 'sentence_transformers', 'lancedb', 'lance') if n in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

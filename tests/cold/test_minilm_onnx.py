@@ -74,9 +74,12 @@ def test_vectors_equal_sentence_transformers_for_single_texts_and_padded_batches
     long = "the agent retried the quotes download after a timeout; " * 60
     assert len(sentence_transformer.tokenizer(long)["input_ids"]) > 2 * minilm_onnx.MAX_TOKENS
     sample = texts(70) + ["x", "Ünïcödé café in 東京 🎉 — naïve résumé", "¿Qué dijo Ada de Lisboa?", long, ""]
-    assert np.abs(runner.embed(sample) - encode(sentence_transformer, sample)).max() < minilm_onnx.TOLERANCE
+    model = lambda part: runner.run(runner.truncated(part))  # the model itself, long texts cut as in sentence-transformers
+    assert np.abs(model(sample) - encode(sentence_transformer, sample)).max() < minilm_onnx.TOLERANCE
     for text in sample[:10] + sample[-5:]:
-        assert np.abs(runner.embed([text]) - encode(sentence_transformer, [text])).max() < minilm_onnx.TOLERANCE
+        assert np.abs(model([text]) - encode(sentence_transformer, [text])).max() < minilm_onnx.TOLERANCE
+    short = [t for t in sample if len(runner.tokenize([t])[0]) <= minilm_onnx.MAX_TOKENS]
+    assert np.abs(runner.embed(short) - encode(sentence_transformer, short)).max() < minilm_onnx.TOLERANCE
 
 
 def test_the_shipped_probe_vectors_are_sentence_transformers_vectors(sentence_transformer):
@@ -153,7 +156,7 @@ def test_a_model_that_cannot_be_built_leaves_sentence_transformers_in_charge(cac
     with caplog.at_level(logging.WARNING):
         runner = embedders._load_minilm()
     assert isinstance(runner, TorchMiniLM) and "runs in sentence-transformers" in caplog.text
-    assert runner.embed(["hello"], 64).shape == (1, 384)
+    assert runner.embed(["hello"]).shape == (1, 384)
 
 
 def test_without_onnxruntime_or_sentence_transformers_the_error_says_what_to_install(cache, monkeypatch):
@@ -181,14 +184,14 @@ def test_queries_and_background_batches_embed_at_once_from_two_threads(built):
     """A recall's query and the indexer's batches share one runner: no error, the same vectors."""
     runner = built[0]
     batch, queries = texts(64, seed=2), texts(40, seed=3)
-    expected_batch, expected = runner.embed(batch, 64), [runner.embed([q], 64) for q in queries]
+    expected_batch, expected = runner.embed(batch), [runner.embed([q]) for q in queries]
     errors: list[BaseException] = []
     stop = threading.Event()
 
     def batches() -> None:
         while not stop.is_set():
             try:
-                assert np.array_equal(runner.embed(batch, 64), expected_batch)
+                assert np.array_equal(runner.embed(batch), expected_batch)
             except BaseException as exc:  # noqa: BLE001 - reported to the test's thread
                 errors.append(exc)
                 return
@@ -197,7 +200,7 @@ def test_queries_and_background_batches_embed_at_once_from_two_threads(built):
     worker.start()
     try:
         for query, vector in zip(queries * 3, expected * 3):
-            assert np.abs(runner.embed([query], 64) - vector).max() < 1e-6
+            assert np.abs(runner.embed([query]) - vector).max() < 1e-6
     finally:
         stop.set()
         worker.join()

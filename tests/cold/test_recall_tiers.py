@@ -136,7 +136,7 @@ def test_secrets_are_never_indexed(finn):
     assert "fact:api_key" not in finn.cold.docs.ids()
     rows = finn.db.conn.execute("SELECT text, context, metadata FROM recall_docs").fetchall()
     assert all("sk-live-998877" not in json.dumps(tuple(r)) for r in rows)
-    assert all("sk-live-998877" not in t for t in finn.cold.store().table.to_arrow().column("text").to_pylist())
+    assert all("sk-live-998877" not in t for t in finn.cold.store().table.to_table().column("text").to_pylist())
 
 
 def test_a_value_that_becomes_a_secret_leaves_the_index(finn):
@@ -150,7 +150,7 @@ def test_a_value_that_becomes_a_secret_leaves_the_index(finn):
     assert finn.cold.background.wait_idle(60)
     rows = finn.db.conn.execute("SELECT text, context, metadata FROM recall_docs").fetchall()
     assert all("4417" not in json.dumps(tuple(r)) for r in rows)
-    vectors = finn.cold.store().table.to_arrow()
+    vectors = finn.cold.store().table.to_table()
     texts = dict(zip(vectors.column("id").to_pylist(), vectors.column("text").to_pylist()))
     assert all("4417" not in t for t in texts.values()) and "[REDACTED]" in texts[after]
     assert finn.cold.docs.words("4417-alpha", 10, Filters()) == []  # its words left the full-text index
@@ -161,7 +161,7 @@ def test_forgetting_a_turn_gives_the_next_turn_a_new_vector(finn):
     first = finn.store_memory("I moved to 12 Elm Street", metadata={"speaker": "Ada", "session": "s2"})
     reply = finn.store_memory("Nice, how is the new flat?", metadata={"speaker": "Bob", "session": "s2"})
     finn.cold.catch_up()
-    texts = lambda: dict(zip(*(finn.cold.store().table.to_arrow().column(c).to_pylist() for c in ("id", "text"))))
+    texts = lambda: dict(zip(*(finn.cold.store().table.to_table().column(c).to_pylist() for c in ("id", "text"))))
     assert "Elm Street" in texts()[reply]
     finn.forget_memory(first)
     assert finn.cold.background.wait_idle(60)

@@ -177,10 +177,9 @@ def cold_store_leaks(folder: Path, value: str) -> list[str]:
 
     if not (folder / f"{TABLE}.lance").is_dir():
         return []
-    import lancedb
+    import lance
 
-    table = lancedb.connect(folder).open_table(TABLE)
-    rows = table.search().select(["id", "text", "memory", "source"]).limit(None).to_list()
+    rows = lance.dataset(folder / f"{TABLE}.lance").to_table(columns=["id", "text", "memory", "source"]).to_pylist()
     return [f"lancedb row {row['id']}" for row in rows
             if holds(json.dumps(row, ensure_ascii=False).encode("utf-8"), value)
             or holds(f"{row['text']} {row['memory']}".encode("utf-8"), value)]

@@ -1,0 +1,62 @@
+"""Token-bounded batches: a batch costs what its tokens cost, and a long text is embedded whole."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.llm import token_batches
+from core.llm.embedders import MiniLMEmbedder, load_minilm
+from core.llm.token_batches import batches, windows
+
+
+def test_windows_keep_the_special_tokens_around_consecutive_parts_and_stop_at_the_cap() -> None:
+    """Each window is [CLS] + a consecutive slice + [SEP], no longer than the model's length."""
+    ids = [101, *range(1, 600), 102]
+    parts = windows(ids, 256, 10)
+    assert [len(p) for p in parts] == [256, 256, 93]
+    assert all(p[0] == 101 and p[-1] == 102 for p in parts)
+    assert [t for p in parts for t in p[1:-1]] == list(range(1, 600))
+    assert len(windows(ids, 256, 2)) == 2
+    assert windows([101, 5, 102], 256, 4) == [[101, 5, 102]]
+
+
+def test_batches_stay_within_the_token_budget_and_cover_every_row_once() -> None:
+    """Rows × longest row never exceeds the budget (unless one row alone does); every row is in one batch."""
+    lengths = [256] + [12] * 56 + [40, 180, 7]
+    groups = batches(lengths, budget=1024, max_rows=64)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    for group in groups:
+        assert len(group) == 1 or len(group) * max(lengths[i] for i in group) <= 1024
+    assert not any(0 in g and 1 in g for g in groups)  # the long row does not pad the short ones
+    assert len(batches([3] * 200, budget=10_000, max_rows=64)) == 4
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_minilm()
+
+
+def test_a_batch_gives_each_text_the_vector_it_gets_alone(model) -> None:
+    """56 short texts and a long one in one call: the same vectors as one text at a time."""
+    short = [f"note {i}: the deploy of service {i % 5} failed on host {i % 3}" for i in range(56)]
+    long = "the billing service timed out after 45 seconds; we added a retry with backoff " * 60
+    together = MiniLMEmbedder().embed(short + [long])
+    for n, text in enumerate(short[:5] + [long]):
+        alone = MiniLMEmbedder().embed([text])[0]
+        assert np.abs(together[n if n < 5 else 56] - alone).max() < 1e-5
+
+
+def test_a_long_text_is_the_token_weighted_mean_of_its_windows(model) -> None:
+    """A text past 256 tokens gets the normalised mean of its windows' vectors, weighted by their tokens;
+    a text of one window gets exactly the model's vector."""
+    long = " ".join(f"word{i} about topic {i % 13}" for i in range(300))
+    ids = model.tokenize([long])[0]
+    parts = windows(ids, model.window, token_batches.MAX_WINDOWS)
+    assert len(parts) > 1
+    each = model.run(parts)
+    weights = np.array([len(p) - 2 for p in parts], dtype=np.float32)[:, None]
+    mean = (each * weights).sum(0)
+    assert np.abs(model.embed([long])[0] - mean / np.linalg.norm(mean)).max() < 1e-5
+    short = "What did Ada say about Lisbon?"
+    assert np.abs(model.embed([short])[0] - model.run(model.tokenize([short]))[0]).max() < 1e-6
