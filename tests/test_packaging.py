@@ -59,8 +59,8 @@ def _pip(bin_dir: Path, *args: str) -> None:
 
 @pytest.mark.slow
 def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
-    """The wheel holds core, its Markdown prompts and the inspector's page; installed, agentos and a memory
-    round trip work anywhere."""
+    """The wheel holds core, its Markdown prompts, the inspector's page and the embedding model's probe vectors;
+    installed, agentos and a memory round trip work anywhere."""
     source = _source_tree(tmp_path)
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--quiet", "-w",
@@ -73,6 +73,7 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     assert "core/py.typed" in names
     assets = {p.relative_to(ROOT).as_posix() for p in (ROOT / "core" / "inspector" / "static").iterdir()}
     assert assets <= set(names) and "core/inspector/static/app.js" in assets  # the inspector's page ships too
+    assert "core/llm/minilm_probes.json" in names  # the embedding model's reference vectors
 
     bin_dir = _venv(tmp_path / "venv")
     _pip(bin_dir, str(wheel))

