@@ -38,6 +38,11 @@ IDLE_WAKEUP_S = 30.0
 """The thread also looks for work this often (another process may have written)."""
 RETRY_AFTER_S = 5.0
 """After a failed batch (embedder or LanceDB down), wait this long before trying again."""
+START_DELAY_S = 1.0
+"""A thread's first vectors wait this long after its first work (unless a recall needs them at once): a
+command that writes and ends within it (``agentos run``, a script's few appends) neither loads the model
+nor waits for it at exit; its docs stay queued in memory.db, searchable by words, and the next process
+that opens the agent computes their vectors."""
 CONTEXT_CHARS = 300
 """How much of the previous memory of the same thread goes into a memory's vector."""
 
@@ -135,6 +140,8 @@ class BackgroundIndexer:
         self._name = name
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._urgent = threading.Event()
+        """Set: vectors are computed without waiting ``START_DELAY_S`` (a recall waits for them, or a stop)."""
         self._idle = threading.Condition()
         self._busy = False
         self._thread: threading.Thread | None = None
@@ -162,6 +169,9 @@ class BackgroundIndexer:
             try:
                 with self._step:
                     self._index_docs()
+                if self.embeds and not self._urgent.is_set():
+                    self._urgent.wait(START_DELAY_S)
+                    self._urgent.set()  # only the first round waits
                 while self.embeds and not self._stop.is_set():
                     with self._step:
                         if not self._background_batch():
@@ -221,6 +231,7 @@ class BackgroundIndexer:
         """Wait until no doc waits for its vector and the thread is between batches (or ``timeout`` s);
         True if so: nothing is being written to the cold store by this indexer then."""
         deadline = time.monotonic() + timeout
+        self._urgent.set()
         self.wake()
         while True:
             pending = self.docs.pending_count()
@@ -237,6 +248,7 @@ class BackgroundIndexer:
     def stop(self) -> None:
         """Ask the thread to stop after the batch in progress (without waiting for it)."""
         self._stop.set()
+        self._urgent.set()
         self._wake.set()
 
     def close(self, timeout: float | None = 60.0) -> None:
