@@ -95,9 +95,11 @@ def rebuild_index(args: argparse.Namespace) -> int:
     """
     with open_memory(args.agent) as manager, tqdm(desc="embedding", unit="memory") as bar:
         result = rebuild_all(manager, progress=bar.update)
+        elapsed = bar.format_dict["elapsed"]
     print(f"log_metadata rows: {result.log_rows}")
     print(f"compactions recorded: {result.compactions}")
-    print(f"memories embedded: {result.memories} (embedder {result.embedder})")
+    print(f"memories embedded: {result.memories} in {elapsed:.1f} s "
+          f"({result.memories / max(elapsed, 1e-3):.0f} memories/s, embedder {result.embedder})")
     index, min_rows = result.vector_index, manager.config.cold.ann_min_rows
     if index is not None:
         print(f"vector index: {index['type']} over {index['indexed_rows']} memories")

@@ -20,6 +20,11 @@ def mcp(args: argparse.Namespace) -> int:
     resources: NOW.md, the LOG.md tail, the facts (secrets redacted). Safe beside a
     running engine on the same agent.
     """
+    from core.paths import existing_agent
+    from core.skills.base import memory_for
+
+    existing_agent(args.agent)
+    memory_for(args.agent).cold.warm_up()  # the model loads while the MCP SDK is imported
     from core.mcp_server import serve  # the SDK is loaded only by this command
 
     if args.http:

@@ -49,9 +49,10 @@ def import_(args: argparse.Namespace) -> int:
 
     with tqdm(desc="embedding", unit="memory", leave=False, disable=None) as bar:
         result = import_agent(args.file, as_name=args.as_name, force=args.force, progress=bar.update)
+        elapsed = bar.format_dict["elapsed"]
     counts = result.manifest["counts"]
     print(f"imported {result.agent} into {result.root}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "
           f"{counts['messages']} messages"
-          + (f"; re-embedded {result.memories} memories ({result.reembedded})" if result.reembedded
+          + (f"; re-embedded {result.memories} memories in {elapsed:.1f} s ({result.reembedded})" if result.reembedded
              else "; vectors kept"))
     return 0

@@ -119,6 +119,7 @@ class ColdMemory:
         self._store: ColdStore | None = None
         self._guard = threading.Lock()
         self._worker: threading.Thread | None = None
+        self._warming: threading.Thread | None = None
         self._auto_failed_at = -AUTO_RETRY_S
         self._llm_failed_at = -AUTO_RETRY_S
         _register(self)
@@ -130,16 +131,17 @@ class ColdMemory:
                 self._store = open_store(self.paths, self.config, redactor=lambda: redactor_of(self.db))
             return self._store
 
-    def warm_up(self) -> threading.Thread:
-        """Open the cold store and load its embedding model in a thread now, so that a first recall soon after
-        (an MCP client's, a ``recall`` command's) does not wait for both; return the thread.
+    def warm_up(self) -> None:
+        """Open the cold store and load its embedding model in a thread now (once), so that a first recall soon
+        after (an MCP client's, a ``recall`` command's) does not wait for both.
 
         Not a daemon: the model's native code must not run while the interpreter finalizes, so a process that
         ends meanwhile waits for it (a fraction of a second).
         """
-        thread = threading.Thread(target=self._warm_up, name=f"agentos-warm-up-{self.paths.name}")
-        thread.start()
-        return thread
+        with self._guard:
+            if self._warming is None:
+                self._warming = threading.Thread(target=self._warm_up, name=f"agentos-warm-up-{self.paths.name}")
+                self._warming.start()
 
     def _warm_up(self) -> None:
         try:
