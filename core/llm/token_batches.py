@@ -26,8 +26,9 @@ BATCH_TOKENS = 2048
 """Padded tokens a batch may hold (rows × longest row): about 0.4 s of one core for all-MiniLM-L6-v2."""
 BATCH_ROWS = 64
 """Rows a batch may hold, however short."""
-MAX_WINDOWS = 4
-"""Windows of a long text that are embedded; words past them are still found by the word search."""
+MAX_WINDOWS = 2
+"""Windows of a long text that are embedded (its first 510 tokens, about 2,000 characters); words past them
+are still found by the word search."""
 
 
 class TokenModel(Protocol):
