@@ -146,8 +146,9 @@ class ColdMemory:
     def _warm_up(self) -> None:
         try:
             store = self.store()
-            if store.may_have_rows():
-                store.embedder.embed(["warm up"])
+            # The model first: ONNX Runtime loads it without the GIL, while importing lance mostly holds it.
+            store.embedder.embed(["warm up"])
+            store.may_have_rows()
         except AgentOSError as exc:  # the recall that follows meets the same failure and reports it
             log.info("warming up the cold store of %s failed: %s", self.paths.name, exc)
 
