@@ -8,10 +8,12 @@ import threading
 
 import pytest
 
-from core.errors import LockTimeoutError, ValidationError
+from core.errors import ColdStoreError, LockTimeoutError, ValidationError
 from core.memory.fsutil import StagedFile
 from core.memory.locking import AgentLock
 from core.memory.log_compaction import LogCompactor, compacted_header
+from core.memory.log_file import LogFile
+from core.memory.recall_docs import DocIndex
 from core.memory_manager import MemoryManager
 from tests.cold.conftest import EMBED_MODELS
 from tests.ollama_server import ScriptedOllama
@@ -160,6 +162,46 @@ def test_history_log_index_and_cold_store_are_updated(mm):
     assert len(store.ids()) == len(set(store.ids())) == mm.cold.docs.count()
     hits = mm.recall_memory("portfolio tool step 17", n_results=3, kind="log_archive")
     assert any("step 17" in h["content"] for h in hits)
+
+
+def test_an_archive_is_indexed_in_short_transactions_and_counts_as_indexed_with_the_last(mm, monkeypatch):
+    """Appends wait for memory.db's write lock, so an archive's docs are written a few at a time; one
+    interrupted half-way stays pending (indexed_at empty) and the next sync finishes it."""
+    fill(mm, 80)
+    assert mm.cold.compactor.run(mm.cold.summarizer(), force=True, index=False).done
+    upsert, calls = DocIndex.upsert, []
+
+    def failing_second(self, conn, docs):
+        calls.append(len(docs := list(docs)))
+        if len(calls) == 2:
+            raise ColdStoreError("interrupted")
+        return upsert(self, conn, docs)
+
+    monkeypatch.setattr(DocIndex, "upsert", failing_second)
+    with pytest.raises(ColdStoreError):
+        mm.cold.indexer.index_archive("LOG-1-80")
+    assert calls[0] < 81, "the first transaction wrote only part of the archive"
+    assert mm.db.conn.execute("SELECT indexed_at FROM compaction_history").fetchone()[0] is None
+    monkeypatch.setattr(DocIndex, "upsert", upsert)
+    assert mm.cold.indexer.sync() >= 81
+    assert mm.db.conn.execute("SELECT indexed_at FROM compaction_history").fetchone()[0]
+    docs = mm.cold.docs.get([f"log:{seq}" for seq in range(1, 81)] + ["summary:LOG-1-80"])
+    assert len(docs) == 81 and {d.kind for i, d in docs.items() if i.startswith("log:")} == {"log_archive"}
+
+
+def test_the_recall_indexer_reads_only_the_end_of_log_md(mm, monkeypatch):
+    """Turning new entries into docs reads LOG.md from its end back to the last entry done, never all of it."""
+    mm.cold.background.stop()
+    fill(mm, 10)
+    assert mm.cold.indexer.sync_log() == 10
+
+    def no_full_scan(self):
+        raise AssertionError("LOG.md was read whole")
+
+    monkeypatch.setattr(LogFile, "scan", no_full_scan)
+    fill(mm, 3, start=10)
+    assert mm.cold.indexer.sync_log() == 3
+    assert set(mm.cold.docs.get([f"log:{seq}" for seq in range(1, 14)])) == {f"log:{seq}" for seq in range(1, 14)}
 
 
 def test_second_compaction_archives_the_previous_summary(mm):
