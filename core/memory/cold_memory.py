@@ -264,10 +264,15 @@ class ColdMemory:
 
     def summarizer(self, automatic: bool = False) -> LogSummarizer:
         """The LOG.md summarizer: ``summary_llm`` if set, else the configured backend, else deterministic
-        (also for an ``automatic`` compaction within ``AUTO_RETRY_S`` of a failed summarizer model)."""
+        (also for an ``automatic`` compaction within ``AUTO_RETRY_S`` of a failed summarizer model, or of
+        finding none)."""
         memory = self.config.memory
         resting = automatic and time.monotonic() - self._llm_failed_at < AUTO_RETRY_S
         generate = None if resting else self.summary_llm or self._configured_llm()
+        if automatic and generate is None:
+            # Finding none means building clients and a ping (Python work that delays this process's
+            # appends): automatic compactions ask again after AUTO_RETRY_S, like after a failed model.
+            self._llm_failed_at = time.monotonic()
         window = self.summary_window or window_of_generate(generate)
         return LogSummarizer(generate, memory.compact_summary_tokens, window=window,
                              timeout_s=memory.compact_timeout_s, deadline_s=memory.compact_deadline_s,

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from core.errors import ColdStoreError, LockTimeoutError, ValidationError
+from core.memory.cold_memory import ColdMemory
 from core.memory.fsutil import StagedFile
 from core.memory.locking import AgentLock
 from core.memory.log_compaction import LogCompactor, compacted_header
@@ -202,6 +203,18 @@ def test_the_recall_indexer_reads_only_the_end_of_log_md(mm, monkeypatch):
     fill(mm, 3, start=10)
     assert mm.cold.indexer.sync_log() == 3
     assert set(mm.cold.docs.get([f"log:{seq}" for seq in range(1, 14)])) == {f"log:{seq}" for seq in range(1, 14)}
+
+
+def test_automatic_compactions_that_found_no_model_do_not_look_again_for_a_while(mm, monkeypatch):
+    """Looking for the summarizer model builds clients and pings (work that delays appends): an automatic
+    compaction that found none summarises deterministically without looking for AUTO_RETRY_S; an explicit one looks."""
+    looked = []
+    monkeypatch.setattr(ColdMemory, "_configured_llm", lambda self: looked.append(1))
+    assert mm.cold.summarizer(automatic=True).generate is None
+    assert mm.cold.summarizer(automatic=True).generate is None
+    assert len(looked) == 1
+    mm.cold.summarizer()
+    assert len(looked) == 2
 
 
 def test_second_compaction_archives_the_previous_summary(mm):
