@@ -40,7 +40,7 @@ from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
 from core.memory.log_format import check_text, is_compaction_summary, utc_timestamp
 from core.memory.recall_docs import Filters
-from core.memory import recall_query, recall_search
+from core.memory import foreground, recall_query, recall_search
 from core.memory.recall_query import check_recall
 from core.memory.recall_search import Tuning
 from core.memory.recall_sources import content_key, note_doc, occurred_from
@@ -115,7 +115,8 @@ class ColdMemory:
                                    quarantine_dir=paths.quarantine_dir, cancel=self._closing)
         self.docs = self.indexer.docs
         self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
-        self.background = BackgroundIndexer(self.docs, self.store, self.sync, paths.name)
+        self.background = BackgroundIndexer(self.docs, self.store, self.sync, paths.name,
+                                            pause=foreground.wait_for_pause)
         self._store: ColdStore | None = None
         self._guard = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -292,6 +293,7 @@ class ColdMemory:
 
     def after_append(self) -> None:
         """Index the new entry in the background; start a compaction if LOG.md crossed a threshold."""
+        foreground.wrote()
         self.background.wake()
         if not self.config.memory.auto_compact or time.monotonic() - self._auto_failed_at < AUTO_RETRY_S:
             return
@@ -325,9 +327,11 @@ class ColdMemory:
         return worker is not None and worker.is_alive()
 
     def _auto_compact(self) -> None:
+        if not foreground.wait_for_pause(self._closing):  # choosing the summarizer may import its client
+            return
         summarizer = self.summarizer(automatic=True)
         try:
-            self.compactor.run(summarizer, wait=False)
+            self.compactor.run(summarizer, wait=False, pause=lambda: foreground.wait_for_pause(self._closing))
         except AgentOSError as exc:
             # A background run has no caller to raise to: the log stays whole and a later append retries.
             self._auto_failed_at = time.monotonic()
@@ -374,7 +378,8 @@ class ColdMemory:
         # LanceDB writes in a forked child can crash it (its runtime is only partly reset at a fork):
         # the child indexes docs, searchable by words at once, and leaves their vectors to the parent's
         # thread or to the next process that opens the agent.
-        self.background = BackgroundIndexer(self.docs, self.store, self.sync, self.paths.name, embeds=False)
+        self.background = BackgroundIndexer(self.docs, self.store, self.sync, self.paths.name, embeds=False,
+                                            pause=foreground.wait_for_pause)
 
 
 def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,

@@ -195,6 +195,7 @@ class LogCompactor:
     def run(
         self, summarizer: Summarizer, summary: str | None = None, *, force: bool = False,
         dry_run: bool = False, wait: bool = True, index: bool = True, progress: Progress | None = None,
+        pause: Callable[[], object] = lambda: None,
     ) -> CompactionReport:
         """Compact LOG.md if over a threshold (or ``force``); finish any interrupted compaction first.
 
@@ -205,6 +206,7 @@ class LogCompactor:
             dry_run: report what would be archived; change nothing.
             wait: wait for another running compaction (else return at once, ``reason="busy"``).
             index: index the archive in the cold store now (else at the next sync).
+            pause: called before each step (a background run waits there for the writers to pause).
 
         Raises:
             LockTimeoutError: ``wait`` and another compaction held the lock too long.
@@ -219,6 +221,7 @@ class LogCompactor:
                 return report
             if not dry_run:
                 report.recovered = self.finish_pending()
+            pause()
             plan = self._plan(force, dry_run, report)
             if plan is None:
                 return self._index(report, progress) if index and not dry_run else report
@@ -228,8 +231,10 @@ class LogCompactor:
             if dry_run:
                 report.reason = f"would archive entries {plan.first_seq}-{plan.last_seq}"
                 return report
+            pause()
             made = Summary(summary, "given") if summary is not None else self._summarize(summarizer, plan)
             report.summary_method = made.method
+            pause()
             summary_entry, new_size = self._swap(plan, made.text, report)
             log_index.mark_compacted(self.db, plan.entries, plan.archive_id, summary_entry)
             self.record(plan.archive_id, summary_entry, len(plan.source), new_size)
@@ -239,6 +244,8 @@ class LogCompactor:
                      report.bytes_after, made.method)
         if self.after_run is not None:
             self.after_run()
+        if index:
+            pause()
         return self._index(report, progress) if index else report
 
     def _check_summary(self, text: str) -> None:

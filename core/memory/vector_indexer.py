@@ -108,13 +108,16 @@ class BackgroundIndexer:
     """
 
     def __init__(self, docs: DocIndex, store: Callable[[], ColdStore], index_docs: Callable[[], int],
-                 name: str, *, embeds: bool = True) -> None:
-        """``embeds=False``: only ``index_docs`` runs; the vectors are left to another process."""
+                 name: str, *, embeds: bool = True,
+                 pause: Callable[[threading.Event], object] = lambda stop: None) -> None:
+        """``embeds=False``: only ``index_docs`` runs; the vectors are left to another process.
+        ``pause(stop)`` is called before each step (see :mod:`core.memory.foreground`)."""
         self.docs = docs
         self.embeds = embeds
         self._store = store
         self._index_docs = index_docs
         self._name = name
+        self._pause = pause
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._idle = threading.Condition()
@@ -142,9 +145,11 @@ class BackgroundIndexer:
             self._set_busy(True)
             failed = False
             try:
+                self._pause(self._stop)
                 with self._step:
                     self._index_docs()
                 while self.embeds and not self._stop.is_set():
+                    self._pause(self._stop)
                     with self._step:
                         if not self.embed_batch():
                             break

@@ -1,0 +1,91 @@
+"""Background work (automatic compaction, recall indexing) gives way to the writers of the process."""
+
+from __future__ import annotations
+
+import threading
+
+from core.memory import foreground
+from core.memory.log_compaction import LogCompactor
+from core.memory_manager import MemoryManager
+from tests.cold.conftest import write_config
+
+
+def fill(manager: MemoryManager, n: int) -> None:
+    for i in range(n):
+        manager.append_log("TOOL_USE", f"ran the portfolio tool, step {i}", {"tool": "portfolio"})
+
+
+def test_a_wait_for_a_pause_ends_once_the_writers_are_quiet(monkeypatch):
+    """A step waits while writes keep coming and starts once none came for PAUSE_S."""
+    monkeypatch.setattr(foreground, "PAUSE_S", 0.01)
+    monkeypatch.setattr(foreground, "MAX_WAIT_S", 3600.0)
+    foreground.wrote()
+    assert foreground.wait_for_pause() is True
+
+
+def test_a_wait_for_a_pause_gives_up_after_max_wait(monkeypatch):
+    """Under writes that never pause, a step still starts after MAX_WAIT_S: background work keeps up."""
+    monkeypatch.setattr(foreground, "PAUSE_S", 3600.0)
+    monkeypatch.setattr(foreground, "MAX_WAIT_S", 0.01)
+    foreground.wrote()
+    assert foreground.wait_for_pause() is True
+
+
+def test_a_wait_for_a_pause_ends_at_once_when_cancelled(monkeypatch):
+    """A closing cold tier does not wait for the writers: the wait returns False."""
+    monkeypatch.setattr(foreground, "PAUSE_S", 3600.0)
+    monkeypatch.setattr(foreground, "MAX_WAIT_S", 3600.0)
+    foreground.wrote()
+    cancel = threading.Event()
+    cancel.set()
+    assert foreground.wait_for_pause(cancel) is False
+
+
+def test_background_work_waits_for_the_writers_to_pause(ollama_home, monkeypatch):
+    """Appends past the compaction threshold start no compaction step and no indexing step until the
+    pause lets them; then both catch up."""
+    write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"},
+                               "memory": {"compact_log_entries": 20}})
+    waiting, released = threading.Event(), threading.Event()
+
+    def gate(cancel=None):
+        waiting.set()
+        released.wait(60)
+        return True
+
+    monkeypatch.setattr(foreground, "wait_for_pause", gate)
+    with MemoryManager("finn") as manager:
+        fill(manager, 30)
+        assert waiting.wait(60)
+        assert manager.cold.docs.count() == 0, "no doc was written while the writers had not paused"
+        assert not list(manager.paths.archive_dir.glob("LOG-*.md")), "no compaction step ran meanwhile"
+        released.set()
+        assert manager.cold.wait(timeout=60) and manager.cold.background.wait_idle(60)
+        assert list(manager.paths.archive_dir.glob("LOG-*.md")) and manager.cold.docs.count() > 0
+
+
+def test_an_append_records_a_foreground_write(ollama_home):
+    """What background work waits on: every append notes the time of the last foreground write."""
+    write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"},
+                               "memory": {"auto_compact": False}})
+    with MemoryManager("finn") as manager:
+        before = foreground._last_write
+        manager.append_log("THOUGHT", "a foreground write")
+        assert foreground._last_write > before
+
+
+def test_a_compaction_pauses_before_each_step(ollama_home, monkeypatch):
+    """The compactor calls ``pause`` before the reservation, the summary, the swap and the indexing."""
+    write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"},
+                               "memory": {"auto_compact": False}})
+    events: list[str] = []
+    for step in ("_plan", "_summarize", "_swap", "_index"):
+        original = getattr(LogCompactor, step)
+        monkeypatch.setattr(LogCompactor, step, lambda self, *a, _o=original, _s=step, **k: (
+            events.append(_s), _o(self, *a, **k))[1])
+    with MemoryManager("finn") as manager:
+        fill(manager, 10)
+        report = manager.cold.compactor.run(manager.cold.summarizer(), force=True,
+                                            pause=lambda: events.append("pause"))
+    assert report.done
+    assert events == ["pause", "_plan", "pause", "_summarize", "pause", "_swap", "pause", "_index"]
