@@ -115,7 +115,7 @@ class ColdMemory:
                                    quarantine_dir=paths.quarantine_dir, cancel=self._closing)
         self.docs = self.indexer.docs
         self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
-        self.background = BackgroundIndexer(self.docs, self.store, self.sync, paths.name,
+        self.background = BackgroundIndexer(self.docs, self.store, self._background_sync, paths.name,
                                             pause=foreground.wait_for_pause)
         self._store: ColdStore | None = None
         self._guard = threading.Lock()
@@ -226,6 +226,13 @@ class ColdMemory:
         """Bring the docs in step with their sources and delete the vectors of removed docs; return docs written."""
         written = self.indexer.sync()
         self.purge_vectors()
+        return written
+
+    def _background_sync(self) -> int:
+        """The background indexer's first step: :meth:`sync`, then a checkpoint of memory.db's WAL, which
+        would otherwise fall on the append whose commit filled it (see ``core.memory.db.AUTOCHECKPOINT_PAGES``)."""
+        written = self.sync()
+        self.db.checkpoint()
         return written
 
     def purge_vectors(self) -> int:
@@ -378,8 +385,8 @@ class ColdMemory:
         # LanceDB writes in a forked child can crash it (its runtime is only partly reset at a fork):
         # the child indexes docs, searchable by words at once, and leaves their vectors to the parent's
         # thread or to the next process that opens the agent.
-        self.background = BackgroundIndexer(self.docs, self.store, self.sync, self.paths.name, embeds=False,
-                                            pause=foreground.wait_for_pause)
+        self.background = BackgroundIndexer(self.docs, self.store, self._background_sync, self.paths.name,
+                                            embeds=False, pause=foreground.wait_for_pause)
 
 
 def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,

@@ -31,6 +31,10 @@ from core.memory.fsutil import storage_error
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 30_000
+AUTOCHECKPOINT_PAGES = 10_000
+"""A commit that leaves more pages than this in memory.db's WAL copies them into the database (SQLite's
+default is 1,000). A process's background indexer does it much sooner (:meth:`Database.checkpoint`), off
+the writers' path: the append whose commit crossed the default waited for the copy and its fsyncs."""
 
 _migrated: set[Path] = set()
 _migrated_guard = threading.Lock()
@@ -160,6 +164,7 @@ def open_connection(path: Path) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
         conn.execute("PRAGMA foreign_keys = ON")
     except OSError as exc:
         raise storage_error(exc, f"cannot open database {path}") from exc
@@ -277,6 +282,11 @@ class Database:
     def transaction(self):
         """A write transaction on this thread's connection."""
         return transaction(self.conn)
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into memory.db without waiting for its readers and writers (a passive checkpoint);
+        for a background thread (see :data:`AUTOCHECKPOINT_PAGES`)."""
+        self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def close(self) -> None:
         """Close every connection this object opened (in this process). Safe to call twice."""

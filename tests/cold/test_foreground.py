@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from core.memory import foreground
+from core.memory.db import AUTOCHECKPOINT_PAGES, Database
 from core.memory.log_compaction import LogCompactor
 from core.memory_manager import MemoryManager
 from tests.cold.conftest import write_config
@@ -89,3 +90,20 @@ def test_a_compaction_pauses_before_each_step(ollama_home, monkeypatch):
                                             pause=lambda: events.append("pause"))
     assert report.done
     assert events == ["pause", "_plan", "pause", "_summarize", "pause", "_swap", "pause", "_index"]
+
+
+def test_memory_db_is_checkpointed_by_the_background_indexer_not_by_appends(ollama_home, monkeypatch):
+    """The commit that fills memory.db's WAL copies it into the database and waits for the fsyncs: appends
+    leave that to the background indexer (their connections only past AUTOCHECKPOINT_PAGES)."""
+    write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"},
+                               "memory": {"auto_compact": False}})
+    callers = []
+    checkpoint = Database.checkpoint
+    monkeypatch.setattr(Database, "checkpoint", lambda self: (callers.append(threading.current_thread()),
+                                                             checkpoint(self))[1])
+    with MemoryManager("finn") as manager:
+        pages = manager.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+        assert pages == AUTOCHECKPOINT_PAGES > 1000
+        fill(manager, 20)
+        assert manager.cold.background.wait_idle(60)
+    assert callers and threading.main_thread() not in callers
