@@ -145,8 +145,6 @@ class ColdIndexer:
         secrets = self._secrets()
         written = 0
         for start in range(0, len(entries), _WRITE_CHUNK):
-            if self.cancel.is_set():
-                break
             chunk = entries[start : start + _WRITE_CHUNK]
             docs = [d for d in (log_doc(e, secrets) for e in chunk) if d is not None]
             with self.db.transaction() as conn:
