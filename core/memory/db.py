@@ -39,6 +39,10 @@ the writers' path: the append whose commit crossed the default waited for the co
 _migrated: set[Path] = set()
 _migrated_guard = threading.Lock()
 
+_writers: dict[str, threading.RLock] = {}
+_writers_guard = threading.Lock()
+_fork_hook_registered = False
+
 
 def migrations() -> list[tuple[str, Callable[[sqlite3.Connection], None]]]:
     """Return ``(name, apply)`` for every migration module, in order."""
@@ -140,6 +144,8 @@ class Connection(sqlite3.Connection):
     """
 
     path: str = ""
+    writers_key: str = ""
+    """The database file's real path: this process's write transactions on it queue on one lock."""
 
     def cursor(self, factory=_Cursor):  # type: ignore[override]
         return super().cursor(factory)
@@ -160,6 +166,7 @@ def open_connection(path: Path) -> sqlite3.Connection:
             factory=Connection,
         )
         conn.path = str(path)
+        conn.writers_key = os.path.realpath(path)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
@@ -223,22 +230,58 @@ def _has_migrations_table(conn: sqlite3.Connection) -> bool:
 
 @contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """Run the block in one ``BEGIN IMMEDIATE`` transaction: all of it is written, or none."""
-    conn.execute("BEGIN IMMEDIATE")
+    """Run the block in one ``BEGIN IMMEDIATE`` transaction: all of it is written, or none.
+
+    The writers of one database in this process queue on a lock first. A writer that finds the
+    database locked sleeps in SQLite and tries again 1, 2, 5, 10 ... 100 ms later, so one behind a
+    thread that commits short transactions back to back (the background indexer) could wait for a
+    second; the lock wakes it when the transaction before it ends. Other processes meet at SQLite's lock.
+    """
+    with _writing(conn):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            if conn.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
+                with suppress(StorageError):  # the error that stopped the block is the one to report
+                    conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except StorageError:
+            if conn.in_transaction:
+                with suppress(StorageError):
+                    conn.execute("ROLLBACK")
+            raise
+
+
+@contextmanager
+def _writing(conn: sqlite3.Connection) -> Iterator[None]:
+    """Hold this process's write lock of ``conn``'s database (none for a connection not opened here)."""
+    key = getattr(conn, "writers_key", "")
+    if not key:
+        yield
+        return
+    global _fork_hook_registered
+    with _writers_guard:
+        if not _fork_hook_registered:
+            os.register_at_fork(after_in_child=_forget_writers_after_fork)
+            _fork_hook_registered = True
+        lock = _writers.setdefault(key, threading.RLock())
+    if not lock.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+        raise LockTimeoutError(f"{conn.path} stayed locked by another thread of this process for "
+                               f"{BUSY_TIMEOUT_MS // 1000}s: wait for it or stop it, then retry")
     try:
-        yield conn
-    except BaseException:
-        if conn.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
-            with suppress(StorageError):  # the error that stopped the block is the one to report
-                conn.execute("ROLLBACK")
-        raise
-    try:
-        conn.execute("COMMIT")
-    except StorageError:
-        if conn.in_transaction:
-            with suppress(StorageError):
-                conn.execute("ROLLBACK")
-        raise
+        yield
+    finally:
+        lock.release()
+
+
+def _forget_writers_after_fork() -> None:
+    """In a forked child: the parent's threads, which may have held these locks, are not the child's."""
+    global _writers_guard
+    _writers_guard = threading.Lock()
+    _writers.clear()
 
 
 _inherited: list[sqlite3.Connection] = []
