@@ -23,8 +23,9 @@ import threading
 import time
 import uuid
 import weakref
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from core.config import Config
 from core.errors import AgentOSError, ConfigError, ValidationError
@@ -115,8 +116,11 @@ class ColdMemory:
                                    quarantine_dir=paths.quarantine_dir, cancel=self._closing)
         self.docs = self.indexer.docs
         self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
+        self._hurry = threading.Event()
+        """Set while a recall waits for vectors: the indexer does not wait for the writers to pause then."""
+        self._hurried = 0
         self.background = BackgroundIndexer(self.docs, self.store, self._background_sync, paths.name,
-                                            pause=foreground.wait_for_pause)
+                                            pause=self._pause)
         self._store: ColdStore | None = None
         self._guard = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -218,9 +222,28 @@ class ColdMemory:
         if self.indexer.pending():
             self.sync()  # read your own writes: what was just stored or logged is found
         if self.background.embeds and self.docs.pending_count():
-            self.background.wait_idle(self.config.cold.vector_wait_s)
+            with self._hurrying():
+                self.background.wait_idle(self.config.cold.vector_wait_s)
         tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
         return recall_query.candidates(text, filters, self.docs, self.store(), tuning)
+
+    def _pause(self, stop: threading.Event) -> bool:
+        """Before each step of the recall indexer: wait for the writers to pause (see :mod:`core.memory.foreground`)."""
+        return foreground.wait_for_pause(stop, self._hurry)
+
+    @contextmanager
+    def _hurrying(self) -> Iterator[None]:
+        """While the block runs, the recall indexer's steps start without waiting for the writers."""
+        with self._guard:
+            self._hurried += 1
+            self._hurry.set()
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._hurried -= 1
+                if not self._hurried:
+                    self._hurry.clear()
 
     def sync(self) -> int:
         """Bring the docs in step with their sources and delete the vectors of removed docs; return docs written."""
@@ -382,11 +405,12 @@ class ColdMemory:
         self._guard = threading.Lock()
         self._worker = None
         self._store = None
+        self._hurry, self._hurried = threading.Event(), 0  # the parent's recalls are not the child's
         # LanceDB writes in a forked child can crash it (its runtime is only partly reset at a fork):
         # the child indexes docs, searchable by words at once, and leaves their vectors to the parent's
         # thread or to the next process that opens the agent.
         self.background = BackgroundIndexer(self.docs, self.store, self._background_sync, self.paths.name,
-                                            embeds=False, pause=foreground.wait_for_pause)
+                                            embeds=False, pause=self._pause)
 
 
 def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,

@@ -23,6 +23,9 @@ PAUSE_S = 0.05
 MAX_WAIT_S = 1.0
 """The longest a background step waits for that pause (s)."""
 
+_POLL_S = 0.01
+"""How often a waiting step looks at its ``cancel`` events."""
+
 _last_write = float("-inf")
 
 
@@ -32,18 +35,15 @@ def wrote() -> None:
     _last_write = time.monotonic()  # one store under the GIL: no lock needed
 
 
-def wait_for_pause(cancel: threading.Event | None = None) -> bool:
+def wait_for_pause(*cancel: threading.Event) -> bool:
     """Wait until the writers have been quiet for ``PAUSE_S``, at most ``MAX_WAIT_S``; False (at once)
-    when ``cancel`` is set, which the caller takes as a request to stop."""
+    when one of the ``cancel`` events is set: the caller is stopping, or someone waits for its result."""
     deadline = time.monotonic() + MAX_WAIT_S
     while True:
+        if any(event.is_set() for event in cancel):
+            return False
         now = time.monotonic()
         left = min(PAUSE_S - (now - _last_write), deadline - now)
-        if cancel is not None and cancel.is_set():
-            return False
         if left <= 0:
             return True
-        if cancel is not None:
-            cancel.wait(left)
-        else:
-            time.sleep(left)
+        time.sleep(min(left, _POLL_S))

@@ -49,7 +49,7 @@ def test_background_work_waits_for_the_writers_to_pause(ollama_home, monkeypatch
                                "memory": {"compact_log_entries": 20}})
     waiting, released = threading.Event(), threading.Event()
 
-    def gate(cancel=None):
+    def gate(*cancel):
         waiting.set()
         released.wait(60)
         return True
@@ -107,3 +107,16 @@ def test_memory_db_is_checkpointed_by_the_background_indexer_not_by_appends(olla
         fill(manager, 20)
         assert manager.cold.background.wait_idle(60)
     assert callers and threading.main_thread() not in callers
+
+
+def test_a_recall_waiting_for_vectors_does_not_wait_for_the_writers(ollama_home, monkeypatch):
+    """A recall is foreground work too: while it waits for the vectors of what was just written, the
+    indexer's steps start without waiting for the writers to pause."""
+    write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed", "vector_wait_s": 120},
+                               "llm": {"backend": "offline"}, "memory": {"auto_compact": False}})
+    monkeypatch.setattr(foreground, "PAUSE_S", 3600.0)
+    monkeypatch.setattr(foreground, "MAX_WAIT_S", 3600.0)
+    with MemoryManager("finn") as manager:
+        fill(manager, 5)
+        assert manager.recall_memory("portfolio tool step 3", n_results=1)
+        assert manager.cold.docs.pending_count() == 0, "every vector was computed for the recall"
