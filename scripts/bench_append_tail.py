@@ -48,7 +48,7 @@ def measure(home: Path, appends: int, chars: int, *, compact: bool, index: bool,
             from core.llm.embedders import load_minilm
 
             load_minilm()
-            manager.cold.store()
+            manager.cold.store().table
             manager.cold.summarizer(automatic=True)
         for i in range(20):  # warm-up: imports, the first open of LOG.md, the lock file
             manager.append_log("THOUGHT", text)
@@ -58,6 +58,12 @@ def measure(home: Path, appends: int, chars: int, *, compact: bool, index: bool,
             times.append((time.perf_counter() - start) * 1000)
         manager.cold.wait()
     return times
+
+
+def _loadavg() -> list[str]:
+    """The machine's load averages (1, 5, 15 min): the figures mean little on a busy machine."""
+    path = Path("/proc/loadavg")
+    return path.read_text().split()[:3] if path.exists() else ["?"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,14 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for the run (s)")
     parser.add_argument("--slowest", type=int, default=0, help="also print the indexes of the N slowest calls")
     args = parser.parse_args(argv)
-    load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else ["?"]
+    load = _loadavg()
     with tempfile.TemporaryDirectory(prefix="agentos-tail-") as tmp:
         times = measure(Path(tmp), args.appends, args.chars, compact=not args.no_compact,
                         index=not args.no_index, switch_interval=args.switch_interval, warm=args.warm)
     print(f"{args.appends} appends of {args.chars} chars (compact={not args.no_compact}, "
           f"index={not args.no_index}, warm={args.warm}, switchinterval={sys.getswitchinterval()}): "
           f"p50 {statistics.median(times):.3f} ms, p99 {percentile(times, 99):.3f} ms, "
-          f"max {max(times):.3f} ms; loadavg before {' '.join(load)}")
+          f"max {max(times):.3f} ms; loadavg before {' '.join(load)}, after {' '.join(_loadavg())}")
     if args.slowest:
         worst = sorted(range(len(times)), key=times.__getitem__, reverse=True)[: args.slowest]
         print("slowest:", ", ".join(f"#{i} {times[i]:.1f}" for i in sorted(worst)))
