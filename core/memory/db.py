@@ -237,7 +237,11 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     thread that commits short transactions back to back (the background indexer) could wait for a
     second; the lock wakes it when the transaction before it ends. Other processes meet at SQLite's lock.
     """
-    with _writing(conn):
+    writers = _writers_of(conn)
+    if writers is not None and not writers.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+        raise LockTimeoutError(f"{conn.path} stayed locked by another thread of this process for "
+                               f"{BUSY_TIMEOUT_MS // 1000}s: wait for it or stop it, then retry")
+    try:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
@@ -253,28 +257,25 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
                 with suppress(StorageError):
                     conn.execute("ROLLBACK")
             raise
+    finally:
+        if writers is not None:
+            writers.release()
 
 
-@contextmanager
-def _writing(conn: sqlite3.Connection) -> Iterator[None]:
-    """Hold this process's write lock of ``conn``'s database (none for a connection not opened here)."""
+def _writers_of(conn: sqlite3.Connection) -> threading.RLock | None:
+    """The lock this process's writers of ``conn``'s database queue on (None: a connection not opened here)."""
+    global _fork_hook_registered
     key = getattr(conn, "writers_key", "")
     if not key:
-        yield
-        return
-    global _fork_hook_registered
-    with _writers_guard:
-        if not _fork_hook_registered:
-            os.register_at_fork(after_in_child=_forget_writers_after_fork)
-            _fork_hook_registered = True
-        lock = _writers.setdefault(key, threading.RLock())
-    if not lock.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
-        raise LockTimeoutError(f"{conn.path} stayed locked by another thread of this process for "
-                               f"{BUSY_TIMEOUT_MS // 1000}s: wait for it or stop it, then retry")
-    try:
-        yield
-    finally:
-        lock.release()
+        return None
+    lock = _writers.get(key)
+    if lock is None:
+        with _writers_guard:
+            if not _fork_hook_registered:
+                os.register_at_fork(after_in_child=_forget_writers_after_fork)
+                _fork_hook_registered = True
+            lock = _writers.setdefault(key, threading.RLock())
+    return lock
 
 
 def _forget_writers_after_fork() -> None:
