@@ -25,7 +25,7 @@ import uuid
 import weakref
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Sequence
 
 from core.config import Config
 from core.errors import AgentOSError, ConfigError, ValidationError
@@ -120,7 +120,7 @@ class ColdMemory:
         """Set while a recall waits for vectors: the indexer does not wait for the writers to pause then."""
         self._hurried = 0
         self.background = BackgroundIndexer(self.docs, self.store, self._background_sync, paths.name,
-                                            pause=self._pause)
+                                            step=self._step)
         self._store: ColdStore | None = None
         self._guard = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -227,9 +227,9 @@ class ColdMemory:
         tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
         return recall_query.candidates(text, filters, self.docs, self.store(), tuning)
 
-    def _pause(self, stop: threading.Event) -> bool:
-        """Before each step of the recall indexer: wait for the writers to pause (see :mod:`core.memory.foreground`)."""
-        return foreground.wait_for_pause(stop, self._hurry)
+    def _step(self, stop: threading.Event) -> ContextManager[None]:
+        """The context of each step of the recall indexer (see :func:`core.memory.foreground.step`)."""
+        return foreground.step(stop, self._hurry)
 
     @contextmanager
     def _hurrying(self) -> Iterator[None]:
@@ -357,11 +357,10 @@ class ColdMemory:
         return worker is not None and worker.is_alive()
 
     def _auto_compact(self) -> None:
-        if not foreground.wait_for_pause(self._closing):  # choosing the summarizer may import its client
-            return
-        summarizer = self.summarizer(automatic=True)
+        with foreground.step(self._closing):  # choosing the summarizer may import its client
+            summarizer = self.summarizer(automatic=True)
         try:
-            self.compactor.run(summarizer, wait=False, pause=lambda: foreground.wait_for_pause(self._closing))
+            self.compactor.run(summarizer, wait=False, step=lambda: foreground.step(self._closing))
         except AgentOSError as exc:
             # A background run has no caller to raise to: the log stays whole and a later append retries.
             self._auto_failed_at = time.monotonic()
@@ -410,7 +409,7 @@ class ColdMemory:
         # the child indexes docs, searchable by words at once, and leaves their vectors to the parent's
         # thread or to the next process that opens the agent.
         self.background = BackgroundIndexer(self.docs, self.store, self._background_sync, self.paths.name,
-                                            embeds=False, pause=self._pause)
+                                            embeds=False, step=self._step)
 
 
 def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,

@@ -11,12 +11,20 @@ So background threads start each step of their work once the writers of this pro
 have paused for :data:`PAUSE_S`, or after :data:`MAX_WAIT_S`, so that they keep up
 under writes that never pause. An agent writes in bursts (a turn's entries) between
 model calls that take seconds: its background work runs in those gaps.
+
+And one background step runs at a time in a process (:func:`step`): a compaction step
+holds the agent lock or memory.db's write lock, which appends wait for, and it would
+hold them for as long as another background thread kept the GIL from it (loading
+LanceDB kept a compaction's swap under the agent lock for 250 ms).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 PAUSE_S = 0.05
 """How long the writers must have been quiet for a background step to start (s)."""
@@ -27,6 +35,8 @@ _POLL_S = 0.01
 """How often a waiting step looks at its ``cancel`` events."""
 
 _last_write = float("-inf")
+_turn = threading.Lock()
+_fork_hook_registered = False
 
 
 def wrote() -> None:
@@ -47,3 +57,30 @@ def wait_for_pause(*cancel: threading.Event) -> bool:
         if left <= 0:
             return True
         time.sleep(min(left, _POLL_S))
+
+
+@contextmanager
+def step(stop: threading.Event, hurry: threading.Event | None = None) -> Iterator[None]:
+    """Run the block as a background step: once the writers have paused (at once while ``hurry`` is set:
+    someone waits for the result), and as the only background step of the process (without waiting for
+    the others once ``stop`` is set)."""
+    global _fork_hook_registered
+    if not _fork_hook_registered:
+        os.register_at_fork(after_in_child=_forget_turn_after_fork)
+        _fork_hook_registered = True
+    wait_for_pause(stop, *([hurry] if hurry is not None else []))
+    turn = _turn
+    taken = turn.acquire(timeout=_POLL_S)
+    while not taken and not stop.is_set():
+        taken = turn.acquire(timeout=_POLL_S)
+    try:
+        yield
+    finally:
+        if taken:
+            turn.release()
+
+
+def _forget_turn_after_fork() -> None:
+    """In a forked child: the thread that held the turn in the parent is not the child's."""
+    global _turn
+    _turn = threading.Lock()

@@ -33,10 +33,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, ContextManager, Iterator, Optional
 
 from core.config import Config
 from core.errors import (
@@ -195,7 +195,7 @@ class LogCompactor:
     def run(
         self, summarizer: Summarizer, summary: str | None = None, *, force: bool = False,
         dry_run: bool = False, wait: bool = True, index: bool = True, progress: Progress | None = None,
-        pause: Callable[[], object] = lambda: None,
+        step: Callable[[], ContextManager[object]] = nullcontext,
     ) -> CompactionReport:
         """Compact LOG.md if over a threshold (or ``force``); finish any interrupted compaction first.
 
@@ -206,7 +206,8 @@ class LogCompactor:
             dry_run: report what would be archived; change nothing.
             wait: wait for another running compaction (else return at once, ``reason="busy"``).
             index: index the archive in the cold store now (else at the next sync).
-            pause: called before each step (a background run waits there for the writers to pause).
+            step: the context of each step that holds the agent lock or memory.db's write lock (a background
+                run waits there for the writers to pause, and for the other background steps).
 
         Raises:
             LockTimeoutError: ``wait`` and another compaction held the lock too long.
@@ -221,8 +222,8 @@ class LogCompactor:
                 return report
             if not dry_run:
                 report.recovered = self.finish_pending()
-            pause()
-            plan = self._plan(force, dry_run, report)
+            with step():
+                plan = self._plan(force, dry_run, report)
             if plan is None:
                 return self._index(report, progress) if index and not dry_run else report
             report.first_seq, report.last_seq, report.entries = plan.first_seq, plan.last_seq, len(plan.entries)
@@ -231,22 +232,22 @@ class LogCompactor:
             if dry_run:
                 report.reason = f"would archive entries {plan.first_seq}-{plan.last_seq}"
                 return report
-            pause()
             made = Summary(summary, "given") if summary is not None else self._summarize(summarizer, plan)
             report.summary_method = made.method
-            pause()
-            summary_entry, new_size = self._swap(plan, made.text, report)
-            log_index.mark_compacted(self.db, plan.entries, plan.archive_id, summary_entry)
-            self.record(plan.archive_id, summary_entry, len(plan.source), new_size)
+            with step():
+                summary_entry, new_size = self._swap(plan, made.text, report)
+                log_index.mark_compacted(self.db, plan.entries, plan.archive_id, summary_entry)
+                self.record(plan.archive_id, summary_entry, len(plan.source), new_size)
             report.done = True
             log.info("LOG.md compacted: entries %d-%d -> %s (%d -> %d bytes, summary by %s)",
                      plan.first_seq, plan.last_seq, report.archive_path, report.bytes_before,
                      report.bytes_after, made.method)
         if self.after_run is not None:
             self.after_run()
-        if index:
-            pause()
-        return self._index(report, progress) if index else report
+        if not index:
+            return report
+        with step():
+            return self._index(report, progress)
 
     def _check_summary(self, text: str) -> None:
         """Refuse a given summary that cannot be a SUMMARY entry, before anything is written."""

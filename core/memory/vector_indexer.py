@@ -21,7 +21,8 @@ import os
 import threading
 import time
 import weakref
-from typing import Callable
+from contextlib import nullcontext
+from typing import Callable, ContextManager
 
 from core.errors import AgentOSError, EmbedderMismatchError
 from core.memory.cold_store import ColdStore, VectorRow
@@ -109,15 +110,15 @@ class BackgroundIndexer:
 
     def __init__(self, docs: DocIndex, store: Callable[[], ColdStore], index_docs: Callable[[], int],
                  name: str, *, embeds: bool = True,
-                 pause: Callable[[threading.Event], object] = lambda stop: None) -> None:
+                 step: Callable[[threading.Event], ContextManager[object]] = lambda stop: nullcontext()) -> None:
         """``embeds=False``: only ``index_docs`` runs; the vectors are left to another process.
-        ``pause(stop)`` is called before each step (see :mod:`core.memory.foreground`)."""
+        ``step(stop)`` is the context of each step (see :mod:`core.memory.foreground`)."""
         self.docs = docs
         self.embeds = embeds
         self._store = store
         self._index_docs = index_docs
         self._name = name
-        self._pause = pause
+        self._step_context = step
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._idle = threading.Condition()
@@ -145,12 +146,10 @@ class BackgroundIndexer:
             self._set_busy(True)
             failed = False
             try:
-                self._pause(self._stop)
-                with self._step:
+                with self._step_context(self._stop), self._step:
                     self._index_docs()
                 while self.embeds and not self._stop.is_set():
-                    self._pause(self._stop)
-                    with self._step:
+                    with self._step_context(self._stop), self._step:
                         if not self.embed_batch():
                             break
                 self.last_error = None

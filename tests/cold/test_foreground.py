@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 from core.memory import foreground
 from core.memory.db import AUTOCHECKPOINT_PAGES, Database
@@ -75,21 +76,58 @@ def test_an_append_records_a_foreground_write(ollama_home):
         assert foreground._last_write > before
 
 
-def test_a_compaction_pauses_before_each_step(ollama_home, monkeypatch):
-    """The compactor calls ``pause`` before the reservation, the summary, the swap and the indexing."""
+def test_a_compactions_steps_that_hold_what_appends_need_run_as_background_steps(ollama_home, monkeypatch):
+    """The reservation, the swap with its records, and the indexing each run inside ``step()`` (where a
+    background run waits for the writers and for the other background steps); the summary does not (an
+    LLM call may take minutes)."""
     write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"},
                                "memory": {"auto_compact": False}})
     events: list[str] = []
-    for step in ("_plan", "_summarize", "_swap", "_index"):
-        original = getattr(LogCompactor, step)
-        monkeypatch.setattr(LogCompactor, step, lambda self, *a, _o=original, _s=step, **k: (
-            events.append(_s), _o(self, *a, **k))[1])
+    for name in ("_plan", "_summarize", "_swap", "record", "_index"):
+        original = getattr(LogCompactor, name)
+        monkeypatch.setattr(LogCompactor, name, lambda self, *a, _o=original, _n=name, **k: (
+            events.append(_n), _o(self, *a, **k))[1])
+
+    @contextmanager
+    def step():
+        events.append("(")
+        yield
+        events.append(")")
+
     with MemoryManager("finn") as manager:
         fill(manager, 10)
-        report = manager.cold.compactor.run(manager.cold.summarizer(), force=True,
-                                            pause=lambda: events.append("pause"))
+        report = manager.cold.compactor.run(manager.cold.summarizer(), force=True, step=step)
     assert report.done
-    assert events == ["pause", "_plan", "pause", "_summarize", "pause", "_swap", "pause", "_index"]
+    assert events == ["(", "_plan", ")", "_summarize", "(", "_swap", "record", ")", "(", "_index", ")"]
+
+
+def test_one_background_step_runs_at_a_time():
+    """A second background step starts only when the first ends (unless its thread is stopping)."""
+    inside, release, order = threading.Event(), threading.Event(), []
+    stop = threading.Event()
+
+    def first():
+        with foreground.step(stop):
+            order.append("first in")
+            inside.set()
+            release.wait(60)
+            order.append("first out")
+
+    def second():
+        with foreground.step(stop):
+            order.append("second in")
+
+    one = threading.Thread(target=first)
+    one.start()
+    assert inside.wait(60)
+    two = threading.Thread(target=second)
+    two.start()
+    two.join(0.5)  # it waits for the first step; without the turn it would have run by now
+    assert two.is_alive()
+    release.set()
+    one.join(60)
+    two.join(60)
+    assert order == ["first in", "first out", "second in"]
 
 
 def test_memory_db_is_checkpointed_by_the_background_indexer_not_by_appends(ollama_home, monkeypatch):
