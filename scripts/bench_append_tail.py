@@ -29,7 +29,7 @@ def percentile(values: list[float], pct: float) -> float:
 
 
 def measure(home: Path, appends: int, chars: int, *, compact: bool, index: bool,
-            switch_interval: float | None, warm: bool = False) -> list[float]:
+            switch_interval: float | None, warm: bool = False, interval: float = 0.0) -> list[float]:
     """Append ``appends`` entries to a fresh agent under ``home``; return each call's time in ms."""
     os.environ["AGENTOS_HOME"] = str(home)
     os.environ.setdefault("OLLAMA_HOST", "http://127.0.0.1:9")
@@ -53,6 +53,8 @@ def measure(home: Path, appends: int, chars: int, *, compact: bool, index: bool,
         for i in range(20):  # warm-up: imports, the first open of LOG.md, the lock file
             manager.append_log("THOUGHT", text)
         for i in range(appends):
+            if interval:
+                time.sleep(interval)  # an agent's pace: a few entries, then a model call
             start = time.perf_counter()
             manager.append_log("THOUGHT", text)
             times.append((time.perf_counter() - start) * 1000)
@@ -74,15 +76,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-index", action="store_true", help="turn the background recall indexer off")
     parser.add_argument("--warm", action="store_true",
                         help="load LanceDB, the embedding model and the LLM client before measuring")
+    parser.add_argument("--interval", type=float, default=0.0,
+                        help="sleep this long (s) before each append (default: back to back)")
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for the run (s)")
     parser.add_argument("--slowest", type=int, default=0, help="also print the indexes of the N slowest calls")
     args = parser.parse_args(argv)
     load = _loadavg()
     with tempfile.TemporaryDirectory(prefix="agentos-tail-") as tmp:
         times = measure(Path(tmp), args.appends, args.chars, compact=not args.no_compact,
-                        index=not args.no_index, switch_interval=args.switch_interval, warm=args.warm)
+                        index=not args.no_index, switch_interval=args.switch_interval, warm=args.warm,
+                        interval=args.interval)
     print(f"{args.appends} appends of {args.chars} chars (compact={not args.no_compact}, "
-          f"index={not args.no_index}, warm={args.warm}, switchinterval={sys.getswitchinterval()}): "
+          f"index={not args.no_index}, warm={args.warm}, interval={args.interval}, switchinterval={sys.getswitchinterval()}): "
           f"p50 {statistics.median(times):.3f} ms, p99 {percentile(times, 99):.3f} ms, "
           f"max {max(times):.3f} ms; loadavg before {' '.join(load)}, after {' '.join(_loadavg())}")
     if args.slowest:
