@@ -80,11 +80,13 @@ class MemoryManager:
         if fresh:
             self.created.append(self.paths.db_file)
         self._catch_up()
+        # Archives and the compactor's staged LOG.md are written under the compaction lock only.
+        stale = self.cold.compactor.sweep()
         with self.lock.hold():
-            # Archives are written under this lock too, like NOW.md and LOG.md.
-            for path in (self.paths.now_file, self.paths.log_file, self.paths.archive_dir / "LOG-*.md"):
-                for stale in remove_stale_temp_files(path):
-                    log.warning("removed %s, left by a writer that was killed", stale)
+            for path in (self.paths.now_file, self.paths.log_file):
+                stale += remove_stale_temp_files(path)
+            for path in stale:
+                log.warning("removed %s, left by a writer that was killed", path)
             if not self.paths.now_file.exists() and not recovery.has_history(self):
                 now_file.write(self.paths.now_file, NowState(agent=self.agent_name, updated_at=utc_timestamp()))
                 self.created.append(self.paths.now_file)

@@ -116,3 +116,41 @@ def test_concurrent_now_updates_keep_versions_strictly_increasing(agents_home: P
     assert versions == list(range(1, 121))
     last = [e for e in entries if e["type"] == "NOW_UPDATE"][-1]
     assert front["log_seq"] == last["seq"] and front["objective"] == last["meta"]["objective"]
+
+
+def test_writers_of_one_process_queue_for_memory_db(tmp_path: Path) -> None:
+    """Threads of one process wait for each other's memory.db transactions in a queue, woken when the one
+    before commits, not in SQLite's sleep-and-retry (which, with no busy timeout, fails at once)."""
+    from core.memory.db import Database
+
+    db = Database(tmp_path / "memory.db")
+    db.conn.execute("PRAGMA busy_timeout = 0")
+    inside, release = threading.Event(), threading.Event()
+    written: list[str] = []
+
+    def first() -> None:
+        with db.transaction() as conn:
+            conn.execute("INSERT INTO user_facts (key, value, created_at, updated_at) VALUES ('a', '1', 'x', 'x')")
+            inside.set()
+            release.wait(60)
+        written.append("first")
+
+    def second() -> None:
+        db.conn.execute("PRAGMA busy_timeout = 0")
+        with db.transaction() as conn:
+            conn.execute("INSERT INTO user_facts (key, value, created_at, updated_at) VALUES ('b', '2', 'x', 'x')")
+        written.append("second")
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    assert inside.wait(60)
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    waiter.join(0.5)  # it waits for the first transaction; without the queue it would have failed by now
+    assert waiter.is_alive() and not written
+    release.set()
+    holder.join(60)
+    waiter.join(60)
+    assert written == ["first", "second"]
+    assert db.conn.execute("SELECT count(*) FROM user_facts").fetchone()[0] == 2
+    db.close()

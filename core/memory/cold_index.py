@@ -53,6 +53,9 @@ Progress = Callable[[int], None]
 """Called with the number of items just indexed."""
 
 _BATCH = 256
+_WRITE_CHUNK = 32
+"""Docs written in one transaction: an append indexes its entry in memory.db too, and waits for the write
+transaction in progress (~1 ms for this many docs with their full-text index)."""
 
 
 class ColdIndexer:
@@ -138,19 +141,30 @@ class ColdIndexer:
         done = self.log_seq()
         if self.log.last_seq() <= done:
             return 0
-        entries = [e for e in self.log.scan().entries if e.seq > done]
-        if not entries:
-            return 0
+        entries = self._entries_after(done)
         secrets = self._secrets()
-        docs = [d for d in (log_doc(e, secrets) for e in entries) if d is not None]
-        with self.db.transaction() as conn:
-            # An entry already archived keeps its archived doc.
-            archived = {r[0] for r in conn.execute(
-                "SELECT id FROM recall_docs WHERE kind = 'log_archive' AND id IN "
-                f"({', '.join('?' * len(docs))})", [d.id for d in docs])} if docs else set()
-            written = self.docs.upsert(conn, self._redacted_now([d for d in docs if d.id not in archived], secrets))
-            self._set_log_seq(conn, max(done, entries[-1].seq))
+        written = 0
+        for start in range(0, len(entries), _WRITE_CHUNK):
+            chunk = entries[start : start + _WRITE_CHUNK]
+            docs = [d for d in (log_doc(e, secrets) for e in chunk) if d is not None]
+            with self.db.transaction() as conn:
+                # An entry already archived keeps its archived doc.
+                archived = {r[0] for r in conn.execute(
+                    "SELECT id FROM recall_docs WHERE kind = 'log_archive' AND id IN "
+                    f"({', '.join('?' * len(docs))})", [d.id for d in docs])} if docs else set()
+                written += self.docs.upsert(conn, self._redacted_now([d for d in docs if d.id not in archived],
+                                                                     secrets))
+                self._set_log_seq(conn, max(done, chunk[-1].seq))
         return written
+
+    def _entries_after(self, seq: int) -> list:
+        """The LOG.md entries after ``seq``, oldest first, read from the file's end (not the whole log each time)."""
+        entries = []
+        for entry in self.log.newest_first():
+            if entry.seq <= seq:
+                break
+            entries.append(entry)
+        return entries[::-1]
 
     @staticmethod
     def _set_log_seq(conn, seq: int) -> None:
@@ -184,12 +198,16 @@ class ColdIndexer:
             created = entries[-1].ts if entries else row["compacted_at"]
             docs.append(archive_summary_doc(archive_id, row["summary"], row["first_seq"], row["last_seq"],
                                             created, secrets))
-        with self.db.transaction() as conn:
-            written = self.docs.upsert(conn, self._redacted_now(docs, secrets))
-            if entries and entries[-1].seq > self.log_seq():
-                self._set_log_seq(conn, entries[-1].seq)
-            conn.execute("UPDATE compaction_history SET indexed_at = ?, index_error = ? WHERE archive_id = ?",
-                         (utc_timestamp(), problem, archive_id))
+        # In short transactions (appends wait for each); the archive counts as indexed with the last one.
+        written = 0
+        for start in range(0, max(len(docs), 1), _WRITE_CHUNK):
+            with self.db.transaction() as conn:
+                written += self.docs.upsert(conn, self._redacted_now(docs[start : start + _WRITE_CHUNK], secrets))
+                if start + _WRITE_CHUNK >= len(docs):
+                    if entries and entries[-1].seq > self.log_seq():
+                        self._set_log_seq(conn, entries[-1].seq)
+                    conn.execute("UPDATE compaction_history SET indexed_at = ?, index_error = ? WHERE archive_id = ?",
+                                 (utc_timestamp(), problem, archive_id))
         if problem:
             log.error("archive %s (entries %s-%s) cannot be indexed: %s; its summary is searchable, its entries "
                       "are not: put the original back (sha256 %s) and run scripts/rebuild_index.py", archive_id,

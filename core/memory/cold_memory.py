@@ -23,8 +23,9 @@ import threading
 import time
 import uuid
 import weakref
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Sequence
 
 from core.config import Config
 from core.errors import AgentOSError, ConfigError, ValidationError
@@ -40,7 +41,7 @@ from core.memory.log_compaction import CompactionReport, LogCompactor
 from core.memory.log_file import LogFile
 from core.memory.log_format import check_text, is_compaction_summary, utc_timestamp
 from core.memory.recall_docs import Filters
-from core.memory import recall_query, recall_search
+from core.memory import foreground, recall_query, recall_search
 from core.memory.recall_query import check_recall
 from core.memory.recall_search import Tuning
 from core.memory.recall_sources import content_key, note_doc, occurred_from
@@ -115,7 +116,11 @@ class ColdMemory:
                                    quarantine_dir=paths.quarantine_dir, cancel=self._closing)
         self.docs = self.indexer.docs
         self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
-        self.background = BackgroundIndexer(self.docs, self.store, self.sync, paths.name)
+        self._hurry = threading.Event()
+        """Set while a recall waits for vectors: the indexer does not wait for the writers to pause then."""
+        self._hurried = 0
+        self.background = BackgroundIndexer(self.docs, self.store, self._background_sync, paths.name,
+                                            step=self._step)
         self._store: ColdStore | None = None
         self._guard = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -239,14 +244,40 @@ class ColdMemory:
         if self.indexer.pending():
             self.sync()  # read your own writes: what was just stored or logged is found
         if self.background.embeds and self.docs.pending_count():
-            self.background.wait_idle(self.config.cold.vector_wait_s)
+            with self._hurrying():
+                self.background.wait_idle(self.config.cold.vector_wait_s)
         tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
         return recall_query.candidates(text, filters, self.docs, self.store(), tuning)
+
+    def _step(self, stop: threading.Event) -> ContextManager[None]:
+        """The context of each step of the recall indexer (see :func:`core.memory.foreground.step`)."""
+        return foreground.step(stop, self._hurry)
+
+    @contextmanager
+    def _hurrying(self) -> Iterator[None]:
+        """While the block runs, the recall indexer's steps start without waiting for the writers."""
+        with self._guard:
+            self._hurried += 1
+            self._hurry.set()
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._hurried -= 1
+                if not self._hurried:
+                    self._hurry.clear()
 
     def sync(self) -> int:
         """Bring the docs in step with their sources and delete the vectors of removed docs; return docs written."""
         written = self.indexer.sync()
         self.purge_vectors()
+        return written
+
+    def _background_sync(self) -> int:
+        """The background indexer's first step: :meth:`sync`, then a checkpoint of memory.db's WAL, which
+        would otherwise fall on the append whose commit filled it (see ``core.memory.db.AUTOCHECKPOINT_PAGES``)."""
+        written = self.sync()
+        self.db.checkpoint()
         return written
 
     def purge_vectors(self) -> int:
@@ -286,10 +317,15 @@ class ColdMemory:
 
     def summarizer(self, automatic: bool = False) -> LogSummarizer:
         """The LOG.md summarizer: ``summary_llm`` if set, else the configured backend, else deterministic
-        (also for an ``automatic`` compaction within ``AUTO_RETRY_S`` of a failed summarizer model)."""
+        (also for an ``automatic`` compaction within ``AUTO_RETRY_S`` of a failed summarizer model, or of
+        finding none)."""
         memory = self.config.memory
         resting = automatic and time.monotonic() - self._llm_failed_at < AUTO_RETRY_S
         generate = None if resting else self.summary_llm or self._configured_llm()
+        if automatic and generate is None:
+            # Finding none means building clients and a ping (Python work that delays this process's
+            # appends): automatic compactions ask again after AUTO_RETRY_S, like after a failed model.
+            self._llm_failed_at = time.monotonic()
         window = self.summary_window or window_of_generate(generate)
         return LogSummarizer(generate, memory.compact_summary_tokens, window=window,
                              timeout_s=memory.compact_timeout_s, deadline_s=memory.compact_deadline_s,
@@ -309,6 +345,7 @@ class ColdMemory:
 
     def after_append(self) -> None:
         """Index the new entry in the background; start a compaction if LOG.md crossed a threshold."""
+        foreground.wrote()
         self.background.wake()
         if not self.config.memory.auto_compact or time.monotonic() - self._auto_failed_at < AUTO_RETRY_S:
             return
@@ -342,9 +379,10 @@ class ColdMemory:
         return worker is not None and worker.is_alive()
 
     def _auto_compact(self) -> None:
-        summarizer = self.summarizer(automatic=True)
+        with foreground.step(self._closing):  # choosing the summarizer may import its client
+            summarizer = self.summarizer(automatic=True)
         try:
-            self.compactor.run(summarizer, wait=False)
+            self.compactor.run(summarizer, wait=False, step=lambda: foreground.step(self._closing))
         except AgentOSError as exc:
             # A background run has no caller to raise to: the log stays whole and a later append retries.
             self._auto_failed_at = time.monotonic()
@@ -388,10 +426,12 @@ class ColdMemory:
         self._guard = threading.Lock()
         self._worker = None
         self._store = None
+        self._hurry, self._hurried = threading.Event(), 0  # the parent's recalls are not the child's
         # LanceDB writes in a forked child can crash it (its runtime is only partly reset at a fork):
         # the child indexes docs, searchable by words at once, and leaves their vectors to the parent's
         # thread or to the next process that opens the agent.
-        self.background = BackgroundIndexer(self.docs, self.store, self.sync, self.paths.name, embeds=False)
+        self.background = BackgroundIndexer(self.docs, self.store, self._background_sync, self.paths.name,
+                                            embeds=False, step=self._step)
 
 
 def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,

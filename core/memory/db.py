@@ -31,9 +31,17 @@ from core.memory.fsutil import storage_error
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 30_000
+AUTOCHECKPOINT_PAGES = 10_000
+"""A commit that leaves more pages than this in memory.db's WAL copies them into the database (SQLite's
+default is 1,000). A process's background indexer does it much sooner (:meth:`Database.checkpoint`), off
+the writers' path: the append whose commit crossed the default waited for the copy and its fsyncs."""
 
 _migrated: set[Path] = set()
 _migrated_guard = threading.Lock()
+
+_writers: dict[str, threading.RLock] = {}
+_writers_guard = threading.Lock()
+_fork_hook_registered = False
 
 
 def migrations() -> list[tuple[str, Callable[[sqlite3.Connection], None]]]:
@@ -136,6 +144,8 @@ class Connection(sqlite3.Connection):
     """
 
     path: str = ""
+    writers_key: str = ""
+    """The database file's real path: this process's write transactions on it queue on one lock."""
 
     def cursor(self, factory=_Cursor):  # type: ignore[override]
         return super().cursor(factory)
@@ -156,10 +166,12 @@ def open_connection(path: Path) -> sqlite3.Connection:
             factory=Connection,
         )
         conn.path = str(path)
+        conn.writers_key = os.path.realpath(path)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
         conn.execute("PRAGMA foreign_keys = ON")
     except OSError as exc:
         raise storage_error(exc, f"cannot open database {path}") from exc
@@ -218,22 +230,59 @@ def _has_migrations_table(conn: sqlite3.Connection) -> bool:
 
 @contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """Run the block in one ``BEGIN IMMEDIATE`` transaction: all of it is written, or none."""
-    conn.execute("BEGIN IMMEDIATE")
+    """Run the block in one ``BEGIN IMMEDIATE`` transaction: all of it is written, or none.
+
+    The writers of one database in this process queue on a lock first. A writer that finds the
+    database locked sleeps in SQLite and tries again 1, 2, 5, 10 ... 100 ms later, so one behind a
+    thread that commits short transactions back to back (the background indexer) could wait for a
+    second; the lock wakes it when the transaction before it ends. Other processes meet at SQLite's lock.
+    """
+    writers = _writers_of(conn)
+    if writers is not None and not writers.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+        raise LockTimeoutError(f"{conn.path} stayed locked by another thread of this process for "
+                               f"{BUSY_TIMEOUT_MS // 1000}s: wait for it or stop it, then retry")
     try:
-        yield conn
-    except BaseException:
-        if conn.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
-            with suppress(StorageError):  # the error that stopped the block is the one to report
-                conn.execute("ROLLBACK")
-        raise
-    try:
-        conn.execute("COMMIT")
-    except StorageError:
-        if conn.in_transaction:
-            with suppress(StorageError):
-                conn.execute("ROLLBACK")
-        raise
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            if conn.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
+                with suppress(StorageError):  # the error that stopped the block is the one to report
+                    conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except StorageError:
+            if conn.in_transaction:
+                with suppress(StorageError):
+                    conn.execute("ROLLBACK")
+            raise
+    finally:
+        if writers is not None:
+            writers.release()
+
+
+def _writers_of(conn: sqlite3.Connection) -> threading.RLock | None:
+    """The lock this process's writers of ``conn``'s database queue on (None: a connection not opened here)."""
+    global _fork_hook_registered
+    key = getattr(conn, "writers_key", "")
+    if not key:
+        return None
+    lock = _writers.get(key)
+    if lock is None:
+        with _writers_guard:
+            if not _fork_hook_registered:
+                os.register_at_fork(after_in_child=_forget_writers_after_fork)
+                _fork_hook_registered = True
+            lock = _writers.setdefault(key, threading.RLock())
+    return lock
+
+
+def _forget_writers_after_fork() -> None:
+    """In a forked child: the parent's threads, which may have held these locks, are not the child's."""
+    global _writers_guard
+    _writers_guard = threading.Lock()
+    _writers.clear()
 
 
 _inherited: list[sqlite3.Connection] = []
@@ -277,6 +326,11 @@ class Database:
     def transaction(self):
         """A write transaction on this thread's connection."""
         return transaction(self.conn)
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into memory.db without waiting for its readers and writers (a passive checkpoint);
+        for a background thread (see :data:`AUTOCHECKPOINT_PAGES`)."""
+        self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def close(self) -> None:
         """Close every connection this object opened (in this process). Safe to call twice."""

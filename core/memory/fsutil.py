@@ -52,11 +52,15 @@ class StagedFile:
     the file as it was.
     """
 
-    def __init__(self, path: Path, data: bytes, *, start_flush: bool = False) -> None:
+    def __init__(self, path: Path, data: bytes, *, start_flush: bool = False, prefix: str = "") -> None:
         """Write the temp file; with ``start_flush`` its writeback starts at once, so that a
-        flush the caller makes meanwhile (of another file) and ``install()`` wait on less."""
+        flush the caller makes meanwhile (of another file) and ``install()`` wait on less.
+
+        ``prefix`` starts the temp file's name (``.<prefix><name>.<pid>.tmp``): a writer that stages
+        ``path`` under another lock than its other writers names its temp files apart, so that
+        neither sweeps the other's (see :func:`remove_stale_temp_files`)."""
         self.path = path
-        self.tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        self.tmp = path.with_name(f".{prefix}{path.name}.{os.getpid()}.tmp")
         self.replaced = False
         """True once the temp file has taken the path's place (only the folder's flush may be missing)."""
         try:
@@ -72,6 +76,22 @@ class StagedFile:
             if isinstance(exc, OSError):
                 raise self._error(exc) from exc
             raise
+
+    def append(self, data: bytes) -> None:
+        """Add ``data`` at the end of the temp file."""
+        try:
+            write_all(self._fd, data)
+        except OSError as exc:
+            self.discard()
+            raise self._error(exc) from exc
+
+    def flush(self) -> None:
+        """fsync the temp file now, so that ``install()`` flushes only what is appended after."""
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            self.discard()
+            raise self._error(exc) from exc
 
     def install(self) -> None:
         """fsync the temp file, ``os.replace`` it onto the path, fsync the folder."""
@@ -121,13 +141,14 @@ def start_writeback(fd: int) -> None:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
-def remove_stale_temp_files(path: Path) -> list[Path]:
-    """Delete the temp files ``atomic_write`` left beside ``path`` when its writer was killed.
+def remove_stale_temp_files(path: Path, prefix: str = "") -> list[Path]:
+    """Delete the temp files ``atomic_write`` (or a :class:`StagedFile` with ``prefix``) left beside
+    ``path`` when its writer was killed.
 
     ``path``'s name may be a glob pattern (``archive/LOG-*.md``). Call it only under the lock
-    that every writer of ``path`` holds, so no temp file is live.
+    that every writer of those temp files holds, so no temp file is live.
     """
-    stale = list(path.parent.glob(f".{path.name}.*.tmp"))
+    stale = list(path.parent.glob(f".{prefix}{path.name}.*.tmp"))
     for tmp in stale:
         tmp.unlink(missing_ok=True)
     return stale

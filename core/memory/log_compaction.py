@@ -7,10 +7,12 @@ after a SIGKILL, and no seq is ever lost or doubled:
    entry L ends, and append a SYSTEM entry ``{"compaction": "reserved",
    "covers": [first, L]}`` with seq S = L + 1;
 2. **summarise** bytes ``[0, O)`` with no lock held (an LLM may take a while);
-3. **swap** (agent lock): write ``archive/LOG-<first>-<L>.md`` = bytes ``[0, O)``
-   exactly (atomically; an existing one with the same sha256 is reused), then
-   replace LOG.md atomically with: header + SUMMARY entry of seq S (covers,
-   archive, sha256, the text) + every line after the reservation;
+3. **swap**: write ``archive/LOG-<first>-<L>.md`` = bytes ``[0, O)`` exactly
+   (atomically; an existing one with the same sha256 is reused), then replace
+   LOG.md atomically with: header + SUMMARY entry of seq S (covers, archive,
+   sha256, the text) + every line after the reservation. Appends wait for the
+   agent lock, so it is held only for the replace: the archive (whose bytes no
+   longer change) and most of the new LOG.md are written and flushed before;
 4. **record** the ``compaction_history`` row (and mark the archived seqs in ``log_metadata``);
 5. **index** the archive's entries and summary for recall (docs in memory.db; vectors follow in
    the background).
@@ -22,7 +24,8 @@ archive's bytes are the same, so a written archive is reused). A crash after
 it leaves a SUMMARY whose ``covers`` tell :meth:`LogCompactor.finish_pending`
 what to record. Indexing failures (LanceDB, the embedder) only leave
 ``indexed_at`` empty; the next start retries. Runs are serialised by
-``memory/.compact.lock``.
+``memory/.compact.lock``, which also guards the temp files of the archives and of
+the staged LOG.md (swept by whoever holds it next).
 """
 
 from __future__ import annotations
@@ -30,10 +33,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, ContextManager, Iterator, Optional
 
 from core.config import Config
 from core.errors import (
@@ -47,10 +50,10 @@ from core.errors import (
 from core.memory import log_index
 from core.memory.cold_index import ColdIndexer, Progress
 from core.memory.db import Database
-from core.memory.fsutil import atomic_write, remove_stale_temp_files
+from core.memory.fsutil import StagedFile, atomic_write, remove_stale_temp_files
 from core.memory.locking import AgentLock
 from core.memory.log_file import LogFile, parse_or_none, scan_bytes
-from core.memory.log_format import HEADER, LogEntry, check_text, decode_line, is_compaction_summary
+from core.memory.log_format import HEADER, LogEntry, check_text, is_compaction_summary
 from core.memory.secrets import redactor_of
 from core.memory.summarizer import LogSummarizer, Summarizer, Summary
 from core.paths import AgentPaths
@@ -58,6 +61,9 @@ from core.paths import AgentPaths
 log = logging.getLogger(__name__)
 
 RESERVED = "reserved"
+STAGING_PREFIX = "compacted-"
+"""Names the compactor's staged LOG.md (``.compacted-LOG.md.<pid>.tmp``), written under the compaction lock
+only: the sweeps under the agent lock leave it alone, those under the compaction lock remove it."""
 
 
 @dataclass(frozen=True)
@@ -112,15 +118,21 @@ def compacted_header(seq: int) -> bytes:
     return (HEADER.rstrip("\n")[: -len("-->")] + f"last_seq={seq} -->\n").encode("utf-8")
 
 
-def _lines(data: bytes):
-    """``(start, end, entry or None)`` for every complete line; end includes the newline."""
-    start = 0
+def _lines(data: bytes, start: int = 0):
+    """``(start, end, entry or None)`` for every complete line from offset ``start``; end includes the newline."""
     while start < len(data):
         end = data.find(b"\n", start)
         if end < 0:
             return
         yield start, end + 1, parse_or_none(data[start:end])
         start = end + 1
+
+
+def _report_damaged(lines: list) -> None:
+    """Warn about the lines that will be archived although they cannot be read (a header or blank line aside)."""
+    for start, end, entry in lines:
+        if entry is None and start > 0 and end - start > 1:
+            log.warning("LOG.md line at byte %d cannot be read; it is archived as it is, skipped by recall", start)
 
 
 class LogCompactor:
@@ -183,6 +195,7 @@ class LogCompactor:
     def run(
         self, summarizer: Summarizer, summary: str | None = None, *, force: bool = False,
         dry_run: bool = False, wait: bool = True, index: bool = True, progress: Progress | None = None,
+        step: Callable[[], ContextManager[object]] = nullcontext,
     ) -> CompactionReport:
         """Compact LOG.md if over a threshold (or ``force``); finish any interrupted compaction first.
 
@@ -193,6 +206,8 @@ class LogCompactor:
             dry_run: report what would be archived; change nothing.
             wait: wait for another running compaction (else return at once, ``reason="busy"``).
             index: index the archive in the cold store now (else at the next sync).
+            step: the context of each step that holds the agent lock or memory.db's write lock (a background
+                run waits there for the writers to pause, and for the other background steps).
 
         Raises:
             LockTimeoutError: ``wait`` and another compaction held the lock too long.
@@ -207,7 +222,8 @@ class LogCompactor:
                 return report
             if not dry_run:
                 report.recovered = self.finish_pending()
-            plan = self._plan(force, dry_run, report)
+            with step():
+                plan = self._plan(force, dry_run, report)
             if plan is None:
                 return self._index(report, progress) if index and not dry_run else report
             report.first_seq, report.last_seq, report.entries = plan.first_seq, plan.last_seq, len(plan.entries)
@@ -218,16 +234,20 @@ class LogCompactor:
                 return report
             made = Summary(summary, "given") if summary is not None else self._summarize(summarizer, plan)
             report.summary_method = made.method
-            summary_entry, new_size = self._swap(plan, made.text, report)
-            log_index.mark_compacted(self.db, plan.entries, plan.archive_id, summary_entry)
-            self.record(plan.archive_id, summary_entry, len(plan.source), new_size)
+            with step():
+                summary_entry, new_size = self._swap(plan, made.text, report)
+                log_index.mark_compacted(self.db, plan.entries, plan.archive_id, summary_entry)
+                self.record(plan.archive_id, summary_entry, len(plan.source), new_size)
             report.done = True
             log.info("LOG.md compacted: entries %d-%d -> %s (%d -> %d bytes, summary by %s)",
                      plan.first_seq, plan.last_seq, report.archive_path, report.bytes_before,
                      report.bytes_after, made.method)
         if self.after_run is not None:
             self.after_run()
-        return self._index(report, progress) if index else report
+        if not index:
+            return report
+        with step():
+            return self._index(report, progress)
 
     def _check_summary(self, text: str) -> None:
         """Refuse a given summary that cannot be a SUMMARY entry, before anything is written."""
@@ -250,12 +270,19 @@ class LogCompactor:
         return made
 
     def _plan(self, force: bool, dry_run: bool, report: CompactionReport) -> Plan | None:
-        """Step 1: find an interrupted reservation, or make one (under the agent lock)."""
+        """Step 1: find an interrupted reservation, or make one (under the agent lock).
+
+        LOG.md is parsed before the lock is taken (appends wait for the lock, and parsing a
+        50 KB log takes milliseconds); under it only the lines appended since are parsed, or
+        all of them again if the file changed otherwise (a retracted line, a repaired tail).
+        """
+        seen = self._whole_lines()
+        parsed = list(_lines(seen))
         with self.lock.hold():
             self.log.repair()
             data = self.log.path.read_bytes()
+            lines = parsed + list(_lines(data, len(seen))) if data.startswith(seen) else list(_lines(data))
             report.bytes_before = len(data)
-            lines = list(_lines(data))
             entries = [entry for _, _, entry in lines if entry is not None]
             if not entries:
                 report.reason = "LOG.md has no entries"
@@ -276,11 +303,21 @@ class LogCompactor:
                 "SYSTEM", f"LOG.md compaction started: entries {first}-{last} will be archived",
                 {"compaction": RESERVED, "covers": [first, last]})
             log_index.index_appended(self.db, self.log, reservation)  # under the lock, like every append
+            with open(self.log.path, "rb") as handle:  # the repaired file ended with a newline: the line is next
+                handle.seek(len(data))
+                line = handle.readline()
+        if parse_or_none(line.rstrip(b"\n")) != reservation:
+            raise StorageError("the compaction reservation was not found in LOG.md after appending it")
+        _report_damaged(lines)
+        return Plan(first, last, reservation.seq, len(data), len(data) + len(line), data, tuple(entries), False)
+
+    def _whole_lines(self) -> bytes:
+        """LOG.md up to its last newline, read without the lock (a line being appended is left out)."""
+        try:
             data = self.log.path.read_bytes()
-            plan = self._find_reservation(data, list(_lines(data)), first)
-            if plan is None:
-                raise StorageError("the compaction reservation was not found in LOG.md after appending it")
-            return replace(plan, resumed=False)
+        except FileNotFoundError:
+            return b""
+        return data[: data.rfind(b"\n") + 1]
 
     @staticmethod
     def _find_reservation(data: bytes, lines: list, first_seq: int) -> Plan | None:
@@ -292,30 +329,60 @@ class LogCompactor:
             meta = entry.metadata
             if (entry.type == "SYSTEM" and meta.get("compaction") == RESERVED and previous is not None
                     and meta.get("covers") == [first_seq, previous.seq]):
-                source = data[:start]
-                archived = tuple(scan_bytes(source, "LOG.md").entries)
-                return Plan(first_seq, previous.seq, entry.seq, start, end, source, archived, True)
+                archived = [line for line in lines if line[0] < start]
+                _report_damaged(archived)
+                return Plan(first_seq, previous.seq, entry.seq, start, end, data[:start],
+                            tuple(e for _, _, e in archived if e is not None), True)
             previous = entry
         return None
 
     def _swap(self, plan: Plan, text: str, report: CompactionReport) -> tuple[LogEntry, int]:
-        """Step 3: write the archive, then replace LOG.md (under the agent lock)."""
-        with self.lock.hold():
-            data = self.log.path.read_bytes()
-            line = data[plan.offset : plan.line_end]
-            if data[: plan.offset] != plan.source or decode_line(line.rstrip(b"\n")).seq != plan.seq:
-                raise CorruptionError(
-                    "LOG.md changed under the compaction (edited by hand?); nothing was archived: run it again"
-                )
-            sha = self._write_archive(plan)
-            meta = {"covers": [plan.first_seq, plan.last_seq], "archive": f"archive/{plan.archive_id}.md",
-                    "sha256": sha, "entries": len(plan.entries), "source_bytes": len(plan.source),
-                    "method": report.summary_method}
-            summary_entry, summary_line = self.log.build_line(plan.seq, "SUMMARY", text, meta)
-            new = compacted_header(plan.seq) + summary_line + data[plan.line_end :]
-            atomic_write(self.log.path, new)
-            report.bytes_after = len(new)
-        return summary_entry, len(new)
+        """Step 3: write the archive, then replace LOG.md; the agent lock is held for the replace only.
+
+        The archive's bytes no longer change, so it is written under the compaction lock alone.
+        The new LOG.md is staged and flushed before the agent lock is taken; under it, the lines
+        appended meanwhile are added and flushed, and the file takes LOG.md's place (its folder
+        flushed before any append can land in it).
+        """
+        self._check_unchanged(self.log.path.read_bytes(), plan)  # before the archive is written
+        sha = self._write_archive(plan)
+        meta = {"covers": [plan.first_seq, plan.last_seq], "archive": f"archive/{plan.archive_id}.md",
+                "sha256": sha, "entries": len(plan.entries), "source_bytes": len(plan.source),
+                "method": report.summary_method}
+        summary_entry, summary_line = self.log.build_line(plan.seq, "SUMMARY", text, meta)
+        head = compacted_header(plan.seq) + summary_line
+        kept = self._whole_lines()[plan.line_end :]
+        staged = StagedFile(self.log.path, head + kept, prefix=STAGING_PREFIX)
+        try:
+            staged.flush()
+            with self.lock.hold():
+                data = self.log.path.read_bytes()
+                try:
+                    self._check_unchanged(data, plan)
+                except CorruptionError:
+                    (self.paths.archive_dir / f"{plan.archive_id}.md").unlink(missing_ok=True)  # names nothing
+                    raise
+                if data.startswith(kept, plan.line_end):
+                    staged.append(data[plan.line_end + len(kept) :])
+                else:  # a line staged was retracted meanwhile: stage the file again
+                    staged.discard()
+                    staged = StagedFile(self.log.path, head + data[plan.line_end :], prefix=STAGING_PREFIX)
+                staged.install()
+        except BaseException:
+            if not staged.replaced:
+                staged.discard()
+            raise
+        report.bytes_after = len(head) + len(data) - plan.line_end
+        return summary_entry, report.bytes_after
+
+    @staticmethod
+    def _check_unchanged(data: bytes, plan: Plan) -> None:
+        """Raise CorruptionError unless LOG.md still starts with the archived bytes and the reservation."""
+        reservation = parse_or_none(data[plan.offset : plan.line_end].rstrip(b"\n"))
+        if data[: plan.offset] != plan.source or reservation is None or reservation.seq != plan.seq:
+            raise CorruptionError(
+                "LOG.md changed under the compaction (edited by hand?); nothing was archived: run it again"
+            )
 
     def _write_archive(self, plan: Plan) -> str:
         sha = hashlib.sha256(plan.source).hexdigest()
@@ -344,11 +411,22 @@ class LogCompactor:
                  source_bytes / 1024, new_size / 1024, covers[0], covers[1], summary.metadata["sha256"]),
             )
 
+    def remove_temp_files(self) -> list[Path]:
+        """Delete the archives and staged LOG.md a killed compaction was writing (the compaction lock is held)."""
+        removed = list(self.paths.archive_dir.glob(".LOG-*.tmp"))
+        for leftover in removed:
+            leftover.unlink(missing_ok=True)
+        return removed + remove_stale_temp_files(self.log.path, STAGING_PREFIX)
+
+    def sweep(self) -> list[Path]:
+        """Delete a killed compaction's temp files now, unless a compaction is running (its own are live)."""
+        with self.exclusive(wait=False) as acquired:
+            return self.remove_temp_files() if acquired else []
+
     def finish_pending(self) -> list[str]:
         """Finish the steps after a swap that a killed run left undone; return the archives recorded."""
         # Temp files of a killed archive or LOG.md write; the run is redone from its reservation.
-        for leftover in self.paths.archive_dir.glob(".LOG-*.tmp"):
-            leftover.unlink()
+        self.remove_temp_files()
         with self.lock.hold():
             remove_stale_temp_files(self.log.path)
         first = self.log.first_entry()

@@ -21,7 +21,8 @@ import os
 import threading
 import time
 import weakref
-from typing import Callable
+from contextlib import nullcontext
+from typing import Callable, ContextManager
 
 from core.errors import AgentOSError, EmbedderMismatchError
 from core.memory.cold_store import ColdStore, VectorRow
@@ -131,13 +132,16 @@ class BackgroundIndexer:
     """
 
     def __init__(self, docs: DocIndex, store: Callable[[], ColdStore], index_docs: Callable[[], int],
-                 name: str, *, embeds: bool = True) -> None:
-        """``embeds=False``: only ``index_docs`` runs; the vectors are left to another process."""
+                 name: str, *, embeds: bool = True,
+                 step: Callable[[threading.Event], ContextManager[object]] = lambda stop: nullcontext()) -> None:
+        """``embeds=False``: only ``index_docs`` runs; the vectors are left to another process.
+        ``step(stop)`` is the context of each step (see :mod:`core.memory.foreground`)."""
         self.docs = docs
         self.embeds = embeds
         self._store = store
         self._index_docs = index_docs
         self._name = name
+        self._step_context = step
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._urgent = threading.Event()
@@ -167,13 +171,13 @@ class BackgroundIndexer:
             self._set_busy(True)
             failed = False
             try:
-                with self._step:
+                with self._step_context(self._stop), self._step:
                     self._index_docs()
                 if self.embeds and not self._urgent.is_set():
                     self._urgent.wait(START_DELAY_S)
                     self._urgent.set()  # only the first round waits
                 while self.embeds and not self._stop.is_set():
-                    with self._step:
+                    with self._step_context(self._stop), self._step:
                         if not self._background_batch():
                             break
                 self.last_error = None

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 
 import pytest
 
-from core.errors import ValidationError
-from core.memory.log_compaction import compacted_header
+from core.errors import ColdStoreError, LockTimeoutError, ValidationError
+from core.memory.cold_memory import ColdMemory
+from core.memory.fsutil import StagedFile
+from core.memory.locking import AgentLock
+from core.memory.log_compaction import LogCompactor, compacted_header
+from core.memory.log_file import LogFile
+from core.memory.recall_docs import DocIndex
 from core.memory_manager import MemoryManager
 from tests.cold.conftest import EMBED_MODELS
 from tests.ollama_server import ScriptedOllama
@@ -48,6 +54,96 @@ def test_compaction_writes_archive_summary_and_keeps_later_lines(mm):
     assert_each_seq_once(mm.paths.memory_dir, 32)
 
 
+def in_another_thread(call):
+    """Run ``call`` in another thread and return its result (the agent lock is re-entrant in this one)."""
+    result = []
+    thread = threading.Thread(target=lambda: result.append(call()))
+    thread.start()
+    thread.join(timeout=60)
+    assert result, "the call in the other thread did not finish"
+    return result[0]
+
+
+def agent_lock_free(manager: MemoryManager) -> bool:
+    """True when no thread holds the agent lock now (asked from another thread, without waiting)."""
+    def probe() -> bool:
+        try:
+            with AgentLock(manager.paths.lock_file, timeout=0).hold():
+                return True
+        except LockTimeoutError:
+            return False
+    return in_another_thread(probe)
+
+
+def test_the_agent_lock_is_held_only_for_the_replace(mm, monkeypatch):
+    """Appends wait for the agent lock: the archive is written, and the new LOG.md staged and flushed, before
+    the compactor takes it, and an entry appended meanwhile is carried into the new LOG.md."""
+    fill(mm, 30)
+    seen: dict[str, bool] = {}
+    appended: list[int] = []
+    write_archive, flush, install = LogCompactor._write_archive, StagedFile.flush, StagedFile.install
+
+    def watched_archive(self, plan):
+        seen["archive"] = agent_lock_free(mm)
+        return write_archive(self, plan)
+
+    def watched_flush(self):
+        flush(self)
+        seen["flush"] = agent_lock_free(mm)
+        appended.append(in_another_thread(lambda: mm.append_log("THOUGHT", "appended while the swap was staged")))
+
+    def watched_install(self):
+        if self.path == mm.paths.log_file:
+            seen["install"] = agent_lock_free(mm)
+        install(self)
+
+    monkeypatch.setattr(LogCompactor, "_write_archive", watched_archive)
+    monkeypatch.setattr(StagedFile, "flush", watched_flush)
+    monkeypatch.setattr(StagedFile, "install", watched_install)
+    report = mm.compact_log()
+    assert report.done and seen == {"archive": True, "flush": True, "install": False}
+    entries = mm.scan_log().entries
+    assert [e.seq for e in entries] == [31, 32] and appended == [32]
+    assert entries[1].content == "appended while the swap was staged"
+    assert_each_seq_once(mm.paths.memory_dir, 32)
+
+
+def test_a_line_retracted_after_staging_is_left_out(mm, monkeypatch):
+    """A line staged for the new LOG.md that is retracted before the swap (a failed NOW update) stays out."""
+    fill(mm, 10)
+    retracted = []
+    summarize, flush = LogCompactor._summarize, StagedFile.flush
+
+    def summarize_then_append(self, summarizer, plan):
+        retracted.append(mm.log.append("THOUGHT", "written, then retracted"))
+        return summarize(self, summarizer, plan)
+
+    def flush_then_retract(self):
+        flush(self)
+        assert mm.log.retract(retracted[0])
+
+    monkeypatch.setattr(LogCompactor, "_summarize", summarize_then_append)
+    monkeypatch.setattr(StagedFile, "flush", flush_then_retract)
+    report = mm.compact_log()
+    assert report.done and [e.type for e in mm.scan_log().entries] == ["SUMMARY"]
+    assert not list(mm.paths.memory_dir.glob(".*.tmp"))
+
+
+def test_an_open_removes_a_killed_compactions_temp_files_but_not_a_running_ones(mm):
+    """The archive and staged LOG.md temp files are swept under the compaction lock: left alone while
+    a compaction holds it, removed by the next open once none does."""
+    mm.paths.archive_dir.mkdir(exist_ok=True)
+    leftovers = [mm.paths.memory_dir / f".compacted-LOG.md.{os.getpid()}.tmp",
+                 mm.paths.archive_dir / f".LOG-1-5.md.{os.getpid()}.tmp"]
+    for path in leftovers:
+        path.write_bytes(b"- 1 partial")
+    with mm.cold.compactor.exclusive(wait=True):
+        in_another_thread(lambda: MemoryManager("finn").close())
+        assert all(path.exists() for path in leftovers)
+    MemoryManager("finn").close()
+    assert not any(path.exists() for path in leftovers)
+
+
 def test_history_log_index_and_cold_store_are_updated(mm):
     """A compaction records compaction_history, marks archived seqs and indexes chunks plus the summary."""
     fill(mm, 40)
@@ -67,6 +163,58 @@ def test_history_log_index_and_cold_store_are_updated(mm):
     assert len(store.ids()) == len(set(store.ids())) == mm.cold.docs.count()
     hits = mm.recall_memory("portfolio tool step 17", n_results=3, kind="log_archive")
     assert any("step 17" in h["content"] for h in hits)
+
+
+def test_an_archive_is_indexed_in_short_transactions_and_counts_as_indexed_with_the_last(mm, monkeypatch):
+    """Appends wait for memory.db's write lock, so an archive's docs are written a few at a time; one
+    interrupted half-way stays pending (indexed_at empty) and the next sync finishes it."""
+    fill(mm, 80)
+    assert mm.cold.compactor.run(mm.cold.summarizer(), force=True, index=False).done
+    upsert, calls = DocIndex.upsert, []
+
+    def failing_second(self, conn, docs):
+        calls.append(len(docs := list(docs)))
+        if len(calls) == 2:
+            raise ColdStoreError("interrupted")
+        return upsert(self, conn, docs)
+
+    monkeypatch.setattr(DocIndex, "upsert", failing_second)
+    with pytest.raises(ColdStoreError):
+        mm.cold.indexer.index_archive("LOG-1-80")
+    assert calls[0] < 81, "the first transaction wrote only part of the archive"
+    assert mm.db.conn.execute("SELECT indexed_at FROM compaction_history").fetchone()[0] is None
+    monkeypatch.setattr(DocIndex, "upsert", upsert)
+    assert mm.cold.indexer.sync() >= 81
+    assert mm.db.conn.execute("SELECT indexed_at FROM compaction_history").fetchone()[0]
+    docs = mm.cold.docs.get([f"log:{seq}" for seq in range(1, 81)] + ["summary:LOG-1-80"])
+    assert len(docs) == 81 and {d.kind for i, d in docs.items() if i.startswith("log:")} == {"log_archive"}
+
+
+def test_the_recall_indexer_reads_only_the_end_of_log_md(mm, monkeypatch):
+    """Turning new entries into docs reads LOG.md from its end back to the last entry done, never all of it."""
+    mm.cold.background.stop()
+    fill(mm, 10)
+    assert mm.cold.indexer.sync_log() == 10
+
+    def no_full_scan(self):
+        raise AssertionError("LOG.md was read whole")
+
+    monkeypatch.setattr(LogFile, "scan", no_full_scan)
+    fill(mm, 3, start=10)
+    assert mm.cold.indexer.sync_log() == 3
+    assert set(mm.cold.docs.get([f"log:{seq}" for seq in range(1, 14)])) == {f"log:{seq}" for seq in range(1, 14)}
+
+
+def test_automatic_compactions_that_found_no_model_do_not_look_again_for_a_while(mm, monkeypatch):
+    """Looking for the summarizer model builds clients and pings (work that delays appends): an automatic
+    compaction that found none summarises deterministically without looking for AUTO_RETRY_S; an explicit one looks."""
+    looked = []
+    monkeypatch.setattr(ColdMemory, "_configured_llm", lambda self: looked.append(1))
+    assert mm.cold.summarizer(automatic=True).generate is None
+    assert mm.cold.summarizer(automatic=True).generate is None
+    assert len(looked) == 1
+    mm.cold.summarizer()
+    assert len(looked) == 2
 
 
 def test_second_compaction_archives_the_previous_summary(mm):

@@ -275,6 +275,9 @@ class PostgresDatabase:
             finally:
                 self._local.bound = None
 
+    def checkpoint(self) -> None:
+        """Nothing to do: the server checkpoints its own write-ahead log."""
+
     def iterate(self, sql: str, params: Sequence = ()) -> Iterator[Row]:
         """The rows of a long read, fetched a page at a time (a server-side cursor), so a reader that
         stops early (assembling a context) does not read them all; one snapshot throughout."""

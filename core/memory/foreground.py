@@ -1,0 +1,86 @@
+"""Foreground writes, which this process's background work gives way to.
+
+An append takes a fraction of a millisecond when nothing else in the process competes
+with it. While automatic compaction or recall indexing runs in another thread, the
+append also waits for what that thread holds: the GIL (CPython hands it back to a thread
+returning from a system call only after the switch interval, 5 ms, and an append makes
+several such calls), a CPU (computing vectors keeps one busy, loading LanceDB or the
+embedding model takes seconds of Python), memory.db's write lock and the disk's flushes.
+
+So background threads start each step of their work once the writers of this process
+have paused for :data:`PAUSE_S`, or after :data:`MAX_WAIT_S`, so that they keep up
+under writes that never pause. An agent writes in bursts (a turn's entries) between
+model calls that take seconds: its background work runs in those gaps.
+
+And one background step runs at a time in a process (:func:`step`): a compaction step
+holds the agent lock or memory.db's write lock, which appends wait for, and it would
+hold them for as long as another background thread kept the GIL from it (loading
+LanceDB kept a compaction's swap under the agent lock for 250 ms).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+PAUSE_S = 0.05
+"""How long the writers must have been quiet for a background step to start (s)."""
+MAX_WAIT_S = 1.0
+"""The longest a background step waits for that pause (s)."""
+
+_POLL_S = 0.01
+"""How often a waiting step looks at its ``cancel`` events."""
+
+_last_write = float("-inf")
+_turn = threading.Lock()
+_fork_hook_registered = False
+
+
+def wrote() -> None:
+    """Record that a foreground write (a LOG.md entry, with NOW.md or a fact) just ended."""
+    global _last_write
+    _last_write = time.monotonic()  # one store under the GIL: no lock needed
+
+
+def wait_for_pause(*cancel: threading.Event) -> bool:
+    """Wait until the writers have been quiet for ``PAUSE_S``, at most ``MAX_WAIT_S``; False (at once)
+    when one of the ``cancel`` events is set: the caller is stopping, or someone waits for its result."""
+    deadline = time.monotonic() + MAX_WAIT_S
+    while True:
+        if any(event.is_set() for event in cancel):
+            return False
+        now = time.monotonic()
+        left = min(PAUSE_S - (now - _last_write), deadline - now)
+        if left <= 0:
+            return True
+        time.sleep(min(left, _POLL_S))
+
+
+@contextmanager
+def step(stop: threading.Event, hurry: threading.Event | None = None) -> Iterator[None]:
+    """Run the block as a background step: once the writers have paused (at once while ``hurry`` is set:
+    someone waits for the result), and as the only background step of the process (without waiting for
+    the others once ``stop`` is set)."""
+    global _fork_hook_registered
+    if not _fork_hook_registered:
+        os.register_at_fork(after_in_child=_forget_turn_after_fork)
+        _fork_hook_registered = True
+    wait_for_pause(stop, *([hurry] if hurry is not None else []))
+    turn = _turn
+    taken = turn.acquire(timeout=_POLL_S)
+    while not taken and not stop.is_set():
+        taken = turn.acquire(timeout=_POLL_S)
+    try:
+        yield
+    finally:
+        if taken:
+            turn.release()
+
+
+def _forget_turn_after_fork() -> None:
+    """In a forked child: the thread that held the turn in the parent is not the child's."""
+    global _turn
+    _turn = threading.Lock()
