@@ -83,9 +83,10 @@ class WordPiece:
         from it too or else from ``vocab.txt``.
 
         Raises:
-            OSError: the files cannot be read.
+            OSError: the files (or this package's ``bert_unicode.json``) cannot be read.
             ValueError: the files are damaged or describe a tokenizer other than BERT's WordPiece.
         """
+        _tables()  # read now: a missing or damaged bert_unicode.json fails here, not in the first encode
         config = json.loads((path / "tokenizer.json").read_text(encoding="utf-8"))
         model = _expect(config, "model", "WordPiece")
         vocab = model.get("vocab") or read_vocab_txt(path / "vocab.txt")
@@ -217,7 +218,10 @@ class _Tables:
 @cache
 def _tables() -> _Tables:
     text = resources.files(__package__).joinpath("bert_unicode.json").read_text(encoding="utf-8")
-    return _Tables(json.loads(text))
+    try:
+        return _Tables(json.loads(text))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"core/llm/bert_unicode.json is damaged ({exc!r}); reinstall agentos") from exc
 
 
 def _starts_ends(ranges: list[list[int]]) -> tuple[list[int], list[int]]:

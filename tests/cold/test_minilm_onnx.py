@@ -26,7 +26,7 @@ from core.llm.embedders import TorchMiniLM, _load_sentence_transformer
 ROOT = Path(__file__).resolve().parents[2]
 PROBES_FILE = ROOT / "core" / "llm" / "minilm_probes.json"
 WORDS = "the a billing service Lisbon café 東京 timed out retry 12 seconds Ada said yesterday ¿qué? 🎉".split()
-HEAVY = ("torch", "transformers", "sentence_transformers")
+HEAVY = ("torch", "transformers", "sentence_transformers", "tokenizers", "huggingface_hub")
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_the_shipped_probe_vectors_are_sentence_transformers_vectors(sentence_tr
 
 def test_a_new_process_builds_then_loads_the_model_without_torch(built, tmp_path):
     """A process with an empty cache builds the model, a later one loads it; neither imports torch,
-    transformers or sentence-transformers, and both give the vectors of the runner built here."""
+    transformers, sentence-transformers, HF tokenizers or huggingface_hub, and both give the vectors of the runner built here."""
     code = ("import sys; from core.llm.embedders import MiniLMEmbedder, load_minilm;"
             "v = MiniLMEmbedder().embed(['What did Ada say about Lisbon?'])[0];"
             f"print(load_minilm().runtime); print(sorted(n for n in {HEAVY!r} if n in sys.modules));"
