@@ -205,7 +205,7 @@ class _Tables:
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.removed = _starts_ends(data["removed"])
-        """Dropped by clean_text: NUL, U+FFFD and controls (Cc, Cf, Co, Cs; not Cn), but tab, newline, return."""
+        """Dropped by clean_text: NUL, U+FFFD, controls (Cc, Cf, Co, Cs; not Cn) but tab, newline, return."""
         self.punctuation = _starts_ends(data["punctuation"])
         """Split around by BertPreTokenizer: ASCII punctuation and categories P*."""
         self.marks = _starts_ends(data["nonspacing_marks"])
