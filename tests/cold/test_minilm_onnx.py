@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBES_FILE = ROOT / "core" / "llm" / "minilm_probes.json"
 WORDS = "the a billing service Lisbon café 東京 timed out retry 12 seconds Ada said yesterday ¿qué? 🎉".split()
 HEAVY = ("torch", "transformers", "sentence_transformers")
-NOT_AT_RUN_TIME = (*HEAVY, "onnx")
-"""Modules no process imports to embed: torch's stack, and onnx (the graph is written with protobuf)."""
+NOT_AT_RUN_TIME = (*HEAVY, "onnx", "tokenizers", "huggingface_hub")
+"""Modules no process imports to embed: torch's stack, onnx (the graph is written with protobuf) and HF
+tokenizers (the text is split by core.llm.wordpiece)."""
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +97,8 @@ def test_the_shipped_probe_vectors_are_sentence_transformers_vectors(sentence_tr
 
 def test_a_new_process_builds_then_loads_the_model_without_torch(built, tmp_path):
     """A process with an empty cache builds the model, a later one loads it; neither imports torch,
-    transformers, sentence-transformers or onnx, and both give the vectors of the runner built here."""
+    transformers, sentence-transformers, onnx, HF tokenizers or huggingface_hub, and both give the vectors of
+    the runner built here."""
     code = ("import sys; from core.llm.embedders import MiniLMEmbedder, load_minilm;"
             "v = MiniLMEmbedder().embed(['What did Ada say about Lisbon?'])[0];"
             f"print(load_minilm().runtime); print(sorted(n for n in {NOT_AT_RUN_TIME!r} if n in sys.modules));"
