@@ -88,7 +88,7 @@ def describe(table) -> dict[str, Any] | None:
     if index is None:
         return None
     indexed = index.num_rows_indexed
-    return {"type": "IVF_FLAT", "indexed_rows": indexed, "unindexed_rows": max(0, table.count_rows() - indexed),
+    return {"type": index.index_type, "indexed_rows": indexed, "unindexed_rows": max(0, table.count_rows() - indexed),
             "segments": len(index.segments)}
 
 

@@ -174,7 +174,8 @@ class ColdStore:
     def _create(self):
         import lance
 
-        table = lance.write_dataset(self._schema().empty_table(), self.uri, schema=self._schema(), mode="create")
+        schema = self._schema()
+        table = lance.write_dataset(schema.empty_table(), self.uri, schema=schema, mode="create")
         log.info("created cold store %s with embedder %s (%d-d)", self.path, self.embedder.name,
                  self.embedder.dimension())
         return table

@@ -74,8 +74,6 @@ def within_budget(rows: list[VectorRow]) -> list[VectorRow]:
     return rows
 
 
-_embedding_turn = threading.Lock()
-"""Held while a batch is embedded and written: one batch at a time in a process, for every agent of it."""
 _running: "weakref.WeakSet[BackgroundIndexer]" = weakref.WeakSet()
 _paused: list[BackgroundIndexer] = []
 _fork_hooks_registered = False
@@ -96,10 +94,7 @@ def _resume_all_after_fork() -> None:
 
 
 def _forget_all_after_fork() -> None:
-    """In a forked child the parent's indexers (and their paused steps) are not the child's, nor is a turn
-    that one of the parent's threads held."""
-    global _embedding_turn
-    _embedding_turn = threading.Lock()
+    """In a forked child the parent's indexers (and their paused steps) are not the child's."""
     _paused.clear()
     _running.clear()
 
@@ -204,19 +199,9 @@ class BackgroundIndexer:
     def embed_batch(self) -> int:
         """Compute and store the vectors of up to ``BATCH`` pending docs (``BATCH_CHARS`` of text); return how many.
 
-        One batch at a time in a process, whichever agent it is for: the model has one core's worth of work
-        to do, and a process exits once the batch in progress is written.
+        The thread runs it as a background step (:func:`core.memory.foreground.step`): one at a time in a
+        process, whichever agent it is for, so a process exits once the batch in progress is written.
         """
-        with _embedding_turn:
-            return self._embed_pending()
-
-    def _background_batch(self) -> int:
-        """:meth:`embed_batch` for the thread: nothing once it is asked to stop (also while it waited its turn)."""
-        with _embedding_turn:
-            return 0 if self._stop.is_set() else self._embed_pending()
-
-    def _embed_pending(self) -> int:
-        """One batch of pending docs: their vectors computed and written, the docs marked; how many."""
         pending = self.docs.pending_vectors(BATCH)
         if not pending:
             return 0
@@ -230,6 +215,10 @@ class BackgroundIndexer:
         if gone:  # forgotten while their vectors were computed: the forget's purge may have run already
             store.remove(gone)
         return len(pending)
+
+    def _background_batch(self) -> int:
+        """:meth:`embed_batch` for the thread: nothing once it is asked to stop (also while it waited its turn)."""
+        return 0 if self._stop.is_set() else self.embed_batch()
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no doc waits for its vector and the thread is between batches (or ``timeout`` s);
