@@ -141,7 +141,9 @@ class ConversationStore:
             "SELECT COALESCE(MAX(position), 0) FROM ctx_items WHERE conversation_id = ?", (conv["id"],)
         ).fetchone()[0]
         ids = []
-        redactor = redactor_of(conn)  # read in the transaction: a secret saved a moment ago is known
+        # Read in the transaction: a secret saved a moment ago is known. The stored messages are the record:
+        # a forgotten value is hidden when they are read, not when they are kept.
+        redactor = redactor_of(conn, forgotten=False)
         batch = [redacted(m, redactor) for m in batch]
         for message in batch:
             seq += 1

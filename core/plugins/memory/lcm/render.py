@@ -24,6 +24,10 @@ def summary_message(row) -> Message:
     return Message(role="user", content=text, created_at=row["latest_at"], summary_id=row["id"])
 
 
+FORGOTTEN_LINE = "[forgotten]"
+"""What a summarizer reads in place of a message or summary the user had forgotten."""
+
+
 def render_message_line(row: sqlite3.Row) -> str:
     """A ``ctx_messages`` row as one block of summarizer input."""
     message = message_from_row(row)
