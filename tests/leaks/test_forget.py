@@ -4,7 +4,15 @@ archives keep them as the record until ``purge_forgotten`` takes the value out o
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from core.llm.backend import generate_with
 from core.llm.ollama_backend import OllamaBackend
@@ -12,12 +20,14 @@ from core.memory.log_file import scan_bytes
 from core.memory.provider import Message, Session
 from core.memory.provider.types import CompactionMode
 from core.memory.secrets import REDACTED
+from core.memory_manager import MemoryManager
 from core.plugins.memory.lcm import LCMProvider, LLMSummarizer
 from tests.leaks.conftest import database_of
 from tests.leaks.leak_check import holds, leaks
 
 VALUE = "teal with copper trim"
 KEY = "favourite_colour"
+ROOT = Path(__file__).resolve().parents[2]
 SESSION = Session("finn:main", agent_id="finn", user_id="local", channel="cli")
 
 
@@ -155,3 +165,36 @@ def test_purge_takes_the_value_out_of_log_md_archives_and_indexes(finn):
     assert finn.scrubber.pending_purges() == []
     assert finn.read_log(1)[0]["metadata"]["kind"] == "forget_purge"
     assert VALUE not in json.dumps(finn.read_log(1)), "the purge's own record names keys, never the value"
+
+
+FAULT_POINTS = (
+    "core.memory.scrub._write_durably",  # the archives' side files not all written: nothing committed
+    "core.memory.scrub._install",  # their sha256 committed, the archives not replaced yet
+    "core.memory.scrub._scrub_tables",  # LOG.md and the archives done, memory.db not yet
+)
+
+
+@pytest.mark.parametrize("point", FAULT_POINTS)
+def test_a_purge_killed_at_a_fault_point_is_finished_by_the_next_open(home, manager, point):
+    """SIGKILL inside a purge (before its commit, between the commit and the archives' replace, before
+    memory.db): the next open finishes it; every archive verifies and only forgotten_values holds the value."""
+    _remember_and_forget(manager)
+    assert manager.compact_log(force=True).done
+    manager.append_log("THOUGHT", f"later: {VALUE} again")
+    assert manager.compact_log(force=True).done
+    manager.close()
+
+    child = subprocess.run([sys.executable, str(Path(__file__).with_name("purge_child.py")), point],
+                           cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=300)
+
+    assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
+    with MemoryManager("finn") as reopened:
+        assert reopened.scrubber.pending_purges() == []
+        history = dict(reopened.db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history"))
+        assert reopened.cold.background.wait_idle(60)
+    archives = {p.stem: p for p in (home / "finn" / "memory" / "archive").glob("LOG-*.md")}
+    assert set(archives) == set(history) and len(archives) == 2
+    for archive_id, path in archives.items():
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == history[archive_id], archive_id
+    assert not list((home / "finn" / "memory" / "archive").glob(".*.scrub"))
+    assert leaks(home / "finn", VALUE, kept=("forgotten_values",)) == []
