@@ -63,7 +63,8 @@ class MemoryManager:
         self.log = LogFile(
             self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes,
             seq_floor=lambda: log_index.last_indexed_seq(self.db),
-            redactor=lambda: self.facts.redactor(forgotten=False),  # LOG.md is the record: it keeps what was said
+            # LOG.md is the record: it keeps what was said, forgotten since or not.
+            redactor=lambda: self.facts.redactor(forgotten=False),
         )
         self.cold = ColdMemory(self.paths, self.config, self.db, self.log, self.lock)
         self.repairs: list[str] = []
@@ -446,13 +447,13 @@ class MemoryManager:
     # -- prompt ---------------------------------------------------------------
 
     def format_context_for_prompt(self, max_tokens: int | None = None, log_entries: int = 50) -> str:
-        """NOW, the newest LOG entries and the facts within ``max_tokens``; secrets, and what was forgotten, hidden."""
+        """NOW, the newest LOG entries and the facts within ``max_tokens`` (secrets, the forgotten hidden)."""
         budget = max_tokens if max_tokens is not None else self.config.memory.context_tokens
         if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise ValidationError("max_tokens must be a positive integer")
         return self.facts.redactor()(
-            format_context(self.agent_name, self.now_state(), visible_entries(self.db, self.log.tail(log_entries)),
-                           self.facts.list(), budget))
+            format_context(self.agent_name, self.now_state(),
+                           visible_entries(self.db, self.log.tail(log_entries)), self.facts.list(), budget))
 
     def scrub_secrets(self) -> ScrubReport:
         """Remove the secrets' values from every file and index that holds them now (see :mod:`core.memory.scrub`).

@@ -95,7 +95,8 @@ def forget(args: argparse.Namespace) -> int:
         raise ValidationError("give memory ids, or --query and/or --before, not both")
     if not (args.ids or args.query or args.before):
         if not args.purge:
-            raise ValidationError("say what to forget: memory ids, --query TEXT or --before DATE (or --purge)")
+            raise ValidationError("say what to forget: memory ids, --query TEXT or --before DATE "
+                                  "(or --purge)")
         with open_memory(args.agent) as manager:
             report = manager.purge_forgotten()
         emit(args, {"forgotten": [], "count": 0, "purged": _purged(report)}, _purged_text(report))
@@ -112,7 +113,8 @@ def forget(args: argparse.Namespace) -> int:
             _confirm(manager, chosen)
         forgotten = manager.forget_memories(ids=chosen) if chosen else []
         report = manager.purge_forgotten() if args.purge else None
-    text = f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}" if forgotten else "nothing to forget"
+    text = (f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}" if forgotten
+            else "nothing to forget")
     result = {"forgotten": forgotten, "count": len(forgotten)}
     if report is not None:
         result["purged"] = _purged(report)
@@ -132,7 +134,9 @@ def _purged_text(report) -> str:
     done = (f"purged the values of {len(report.keys)} forgotten fact(s): {report.log_lines} LOG.md lines, "
             f"{len(report.archives)} archives, {sum(report.rows.values())} memory.db rows, "
             f"{report.cold_rows} cold store rows rewritten")
-    return done + (f" (not finished: {report.deferred}; it resumes at the next open)" if report.deferred else "")
+    if report.deferred:
+        done += f" (not finished: {report.deferred}; it resumes at the next open)"
+    return done
 
 
 def _confirm(manager, ids: list[str]) -> None:

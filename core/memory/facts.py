@@ -15,7 +15,8 @@ from typing import Any
 from core.errors import ValidationError
 from core.memory.db import Database
 from core.memory.log_format import check_text
-from core.memory.secrets import MIN_SECRET_CHARS, REDACTED, Redactor, forgotten_values, redactor_for, redactor_of
+from core.memory.secrets import (MIN_SECRET_CHARS, REDACTED, Redactor, forgotten_values, redactor_for,
+                                 redactor_of)
 
 log = logging.getLogger(__name__)
 

@@ -96,7 +96,7 @@ def forget(manager: "MemoryManager", *, query: str | None, before: Any, ids: lis
 
 
 def _hide_in_now(manager: "MemoryManager") -> None:
-    """Rewrite NOW.md (every field redacted on the way) if it holds a value just forgotten: it is in every prompt."""
+    """Rewrite NOW.md (every field redacted) if it holds a value just forgotten: every prompt shows NOW.md."""
     hidden = redactor_for(forgotten_values(manager.db))
     try:
         text = manager.paths.now_file.read_text(encoding="utf-8")
@@ -171,13 +171,13 @@ def apply_entry(conn: sqlite3.Connection, entry: LogEntry) -> int:
 def _keep_value(conn: sqlite3.Connection, memory_id: str, key: str, entry: LogEntry) -> None:
     """Record what a fact forgotten by ``entry`` held, so that nothing derived later shows it (a secret's
     value goes with its row: it was never shown)."""
-    row = conn.execute("SELECT value FROM user_facts WHERE key = ? AND updated_at <= ? AND category <> 'secret'",
-                       (key, entry.ts)).fetchone()
+    row = conn.execute("SELECT value FROM user_facts WHERE key = ? AND updated_at <= ?"
+                       " AND category <> 'secret'", (key, entry.ts)).fetchone()
     known = conn.execute("SELECT 1 FROM forgotten_values WHERE memory_id = ? AND forget_seq = ?",
                          (memory_id, entry.seq)).fetchone()
     if row is not None and known is None:
-        conn.execute("INSERT INTO forgotten_values (memory_id, forget_seq, value, forgotten_at) VALUES (?, ?, ?, ?)",
-                     (memory_id, entry.seq, row[0], entry.ts))
+        conn.execute("INSERT INTO forgotten_values (memory_id, forget_seq, value, forgotten_at)"
+                     " VALUES (?, ?, ?, ?)", (memory_id, entry.seq, row[0], entry.ts))
 
 
 def replay(db: "Database", sources: Iterable[tuple[object, bytes]]) -> int:

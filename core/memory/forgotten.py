@@ -30,7 +30,8 @@ def forgotten_ids(conn: Any, ids: Sequence[str]) -> set[str]:
     forgotten: set[str] = set()
     for start in range(0, len(ids), _BATCH):
         part = list(ids[start:start + _BATCH])
-        rows = conn.execute(f"SELECT id FROM recall_forgotten WHERE id IN ({', '.join('?' * len(part))})", part)
+        marks = ", ".join("?" * len(part))
+        rows = conn.execute(f"SELECT id FROM recall_forgotten WHERE id IN ({marks})", part)
         forgotten.update(r[0] for r in rows)
     return forgotten
 
@@ -53,5 +54,6 @@ def _forgotten_fact(entry: LogEntry, facts: dict[str, int]) -> bool:
 
 
 def derivable(conn: Any, entries: Sequence[LogEntry]) -> list[LogEntry]:
-    """``entries`` as a derivation may read them: the forgotten left out, secrets and forgotten values hidden."""
+    """``entries`` as a derivation may read them: the forgotten left out, secrets and forgotten values
+    hidden."""
     return redactor_of(conn).entries(visible_entries(conn, entries))

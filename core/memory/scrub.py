@@ -159,8 +159,8 @@ class SecretScrubber:
         try:
             return self.run_pending()
         except AgentOSError as exc:
-            log.error("a saved secret (or a forgotten value being purged) could not be scrubbed yet from the files "
-                      "that hold it (retried at the next save, compaction or open): %s", exc)
+            log.error("a saved secret (or a forgotten value being purged) could not be scrubbed yet from the "
+                      "files that hold it (retried at the next save, compaction or open): %s", exc)
             return None
 
     def run(self, everything: bool = False) -> ScrubReport | None:
@@ -178,9 +178,9 @@ class SecretScrubber:
         return report
 
     def purge(self) -> ScrubReport:
-        """Remove the values of forgotten facts (those no fact holds again) from every file and index, archives
-        included, with the same steps as a secret's scrub. Queued first, so a purge killed midway is finished
-        at the next open; ``forgotten_values`` keeps them, to hide them from what is derived later."""
+        """Remove the values of forgotten facts (those no fact holds again) from every file and index,
+        archives included, with the same steps as a secret's scrub. Queued first, so a purge killed midway
+        is finished at the next open; ``forgotten_values`` keeps them, to hide them from what comes later."""
         with self.manager.db.transaction() as conn:
             if not conn.execute("SELECT 1 FROM forget_purges").fetchone():
                 conn.execute("INSERT INTO forget_purges (queued_at) VALUES (?)", (utc_timestamp(),))
@@ -199,7 +199,7 @@ class SecretScrubber:
         return report
 
     def _scrub(self, redactor: Redactor, report: ScrubReport, dequeue: str, queued: list[tuple]) -> None:
-        """Take ``redactor``'s values out of every file and index; dequeue ``queued`` when nothing is deferred."""
+        """Take ``redactor``'s values out of every file and index; dequeue ``queued`` unless deferred."""
         manager = self.manager
         with manager.cold.compactor.exclusive(wait=False) as acquired:
             if acquired:

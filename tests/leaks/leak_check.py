@@ -78,7 +78,8 @@ def database_leaks(db: Path, value: str, kept: tuple[str, ...] = ()) -> list[str
                  if not any(f.startswith(f"memory.db {t}.") for t in kept)]
         facts_pages = {row[0] for row in conn.execute(
             f"SELECT pageno FROM dbstat WHERE name IN ({marks}) OR name IN "
-            f"(SELECT name FROM sqlite_master WHERE tbl_name IN ({marks}) AND type = 'index')", tables + tables)}
+            f"(SELECT name FROM sqlite_master WHERE tbl_name IN ({marks}) AND type = 'index')",
+            tables + tables)}
     finally:
         conn.close()
     data = db.read_bytes()
@@ -130,7 +131,8 @@ def _terms_holding(conn: sqlite3.Connection, value: str) -> list[str]:
     return found
 
 
-def schema_leaks(root: Path, value: str, *, checkpoints: bool = True, kept: tuple[str, ...] = ()) -> list[str]:
+def schema_leaks(root: Path, value: str, *, checkpoints: bool = True,
+                 kept: tuple[str, ...] = ()) -> list[str]:
     """Rows and index files of the agent's PostgreSQL schema holding ``value`` ([] for an agent on SQLite)."""
     import psycopg
     from psycopg import sql

@@ -158,7 +158,7 @@ class CompactionEngine:
     def _summarize_leaf(self, conv: int, chunk: list[plan.Item], previous: str, run: _Run) -> bool:
         ids = [item.message_id for item in chunk]
         rows = self._message_rows(ids)
-        # A forgotten message stays in the DAG (lossless: expand still reaches it) but not in what summarises it.
+        # A forgotten message stays in the DAG (lossless: expand reaches it), not in what summarises it.
         hidden = forgotten_ids(self.db, [f"msg:{row['id']}" for row in rows])
         text = "\n".join(FORGOTTEN_LINE if f"msg:{row['id']}" in hidden else render_message_line(row)
                          for row in rows)
