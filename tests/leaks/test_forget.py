@@ -201,3 +201,20 @@ def test_a_purge_killed_at_a_fault_point_is_finished_by_the_next_open(home, mana
         assert hashlib.sha256(path.read_bytes()).hexdigest() == history[archive_id], archive_id
     assert not list((home / "finn" / "memory" / "archive").glob(".*.scrub"))
     assert leaks(home / "finn", VALUE, kept=("forgotten_values",)) == []
+
+
+def test_forgotten_values_come_back_with_a_memory_db_rebuilt_from_log_md(home, manager):
+    """memory.db lost: the rebuild replays the FACT and FORGET entries in seq order, so the value the fact
+    held is forgotten again and the next summary and prompt still hide it."""
+    _remember_and_forget(manager)
+    assert manager.compact_log(force=True).done
+    manager.append_log("THOUGHT", f"the hallway will still be {VALUE}")
+    manager.close()
+    for path in manager.paths.memory_dir.glob("memory.db*"):
+        path.unlink()
+
+    with MemoryManager("finn") as rebuilt:
+        assert rebuilt.get_fact(KEY) is None
+        assert not holds(rebuilt.format_context_for_prompt().encode(), VALUE)
+        assert rebuilt.compact_log(force=True).done
+        assert not any(holds(s.encode(), VALUE) for s in _summaries(rebuilt))
