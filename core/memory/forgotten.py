@@ -22,6 +22,8 @@ from core.memory.log_format import LogEntry
 from core.memory.secrets import redactor_of
 
 _BATCH = 500
+FORGOTTEN = "[forgotten]"
+"""What a prompt or a summarizer is shown in place of a conversation message or summary that was forgotten."""
 
 
 def forgotten_ids(conn: Any, ids: Sequence[str]) -> set[str]:
@@ -34,6 +36,15 @@ def forgotten_ids(conn: Any, ids: Sequence[str]) -> set[str]:
         rows = conn.execute(f"SELECT id FROM recall_forgotten WHERE id IN ({marks})", part)
         forgotten.update(r[0] for r in rows)
     return forgotten
+
+
+def forgotten_of(conn: Any, *prefixes: str) -> set[str]:
+    """Every forgotten id that starts with one of ``prefixes`` (e.g. ``"msg:"``): forgets are few."""
+    conn = getattr(conn, "conn", conn)
+    found: set[str] = set()
+    for prefix in prefixes:
+        found.update(r[0] for r in conn.execute("SELECT id FROM recall_forgotten WHERE id LIKE ?", (f"{prefix}%",)))
+    return found
 
 
 def visible_entries(conn: Any, entries: Sequence[LogEntry]) -> list[LogEntry]:

@@ -21,13 +21,16 @@ from core.memory.provider import Message, Session
 from core.memory.provider.types import CompactionMode
 from core.memory.secrets import REDACTED
 from core.memory_manager import MemoryManager
-from core.plugins.memory.lcm import LCMProvider, LLMSummarizer
+from core.memory.forgotten import FORGOTTEN
+from core.plugins.memory.lcm import DeterministicSummarizer, LCMProvider, LLMSummarizer
+from core.plugins.memory.simple import SimpleProvider
 from tests.leaks.conftest import database_of
 from tests.leaks.leak_check import holds, leaks
 
 VALUE = "teal with copper trim"
 KEY = "favourite_colour"
 ROOT = Path(__file__).resolve().parents[2]
+GARDEN = "The garden tools need oil, the hoses need new washers and the shed door sticks in the rain. " * 3
 SESSION = Session("finn:main", agent_id="finn", user_id="local", channel="cli")
 
 
@@ -218,3 +221,35 @@ def test_forgotten_values_come_back_with_a_memory_db_rebuilt_from_log_md(home, m
         assert not holds(rebuilt.format_context_for_prompt().encode(), VALUE)
         assert rebuilt.compact_log(force=True).done
         assert not any(holds(s.encode(), VALUE) for s in _summaries(rebuilt))
+
+
+@pytest.mark.parametrize("provider_class", [LCMProvider, SimpleProvider], ids=["lcm", "simple"])
+def test_a_forgotten_message_is_not_shown_in_context_history_or_expand(finn, provider_class):
+    """A conversation message forgotten by id stays stored (the record; LCM's DAG stays lossless) but what
+    assemble, load_history (the handoff's input) and expand give the model shows only that it was forgotten."""
+    provider = provider_class(database_of(finn), **({"summarizer": DeterministicSummarizer()}
+                                                    if provider_class is LCMProvider else {}))
+    try:
+        provider.append(SESSION, [Message("user", "the alarm code of the shed is 4471, keep it"),
+                                  Message("assistant", "Kept.")]
+                        + [Message("user" if n % 2 else "assistant", f"turn {n}: {GARDEN}") for n in range(10)])
+        rows = finn.db.conn.execute("SELECT id, content FROM ctx_messages ORDER BY id").fetchall()
+        code = next(r[0] for r in rows if "4471" in r[1])
+        finn.recall_memory("shed alarm")  # indexes the messages, so they can be forgotten by id
+        assert finn.forget_memory(f"msg:{code}")
+
+        shown = provider.assemble(SESSION, 100_000, 2) + provider.load_history(SESSION.id)
+        if provider_class is LCMProvider:
+            provider.compact(SESSION, CompactionMode.FULL, fresh_tail=2)
+            leaf = finn.db.conn.execute("SELECT summary_id FROM ctx_summary_messages WHERE message_id = ?",
+                                        (code,)).fetchone()[0]
+            expanded = provider.expand(leaf, 10_000)
+            assert f"msg_{code}" in [m.id for m in expanded.messages], "still reachable: the DAG is lossless"
+            shown += [m.message for m in expanded.messages] + provider.assemble(SESSION, 100_000, 2)
+
+        texts = [m.content for m in shown]
+        assert FORGOTTEN in texts and not any("4471" in t for t in texts)
+        assert finn.db.conn.execute("SELECT content FROM ctx_messages WHERE id = ?", (code,)).fetchone()[0] \
+            == "the alarm code of the shed is 4471, keep it", "the stored message is the record"
+    finally:
+        provider.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from core.memory.forgotten import FORGOTTEN
 from core.memory.provider.messages import Message
 from core.plugins.memory.store import message_from_row
 
@@ -24,7 +25,7 @@ def summary_message(row) -> Message:
     return Message(role="user", content=text, created_at=row["latest_at"], summary_id=row["id"])
 
 
-FORGOTTEN_LINE = "[forgotten]"
+FORGOTTEN_LINE = FORGOTTEN
 """What a summarizer reads in place of a message or summary the user had forgotten."""
 
 
