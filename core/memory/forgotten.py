@@ -43,7 +43,8 @@ def forgotten_of(conn: Any, *prefixes: str) -> set[str]:
     conn = getattr(conn, "conn", conn)
     found: set[str] = set()
     for prefix in prefixes:
-        found.update(r[0] for r in conn.execute("SELECT id FROM recall_forgotten WHERE id LIKE ?", (f"{prefix}%",)))
+        rows = conn.execute("SELECT id FROM recall_forgotten WHERE id LIKE ?", (f"{prefix}%",))
+        found.update(r[0] for r in rows)
     return found
 
 

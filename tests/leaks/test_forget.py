@@ -226,13 +226,14 @@ def test_forgotten_values_come_back_with_a_memory_db_rebuilt_from_log_md(home, m
 @pytest.mark.parametrize("provider_class", [LCMProvider, SimpleProvider], ids=["lcm", "simple"])
 def test_a_forgotten_message_is_not_shown_in_context_history_or_expand(finn, provider_class):
     """A conversation message forgotten by id stays stored (the record; LCM's DAG stays lossless) but what
-    assemble, load_history (the handoff's input) and expand give the model shows only that it was forgotten."""
+    assemble, load_history (the handoff's input) and expand give the model only says it was forgotten."""
     provider = provider_class(database_of(finn), **({"summarizer": DeterministicSummarizer()}
                                                     if provider_class is LCMProvider else {}))
     try:
         provider.append(SESSION, [Message("user", "the alarm code of the shed is 4471, keep it"),
                                   Message("assistant", "Kept.")]
-                        + [Message("user" if n % 2 else "assistant", f"turn {n}: {GARDEN}") for n in range(10)])
+                        + [Message("user" if n % 2 else "assistant", f"turn {n}: {GARDEN}")
+                           for n in range(10)])
         rows = finn.db.conn.execute("SELECT id, content FROM ctx_messages ORDER BY id").fetchall()
         code = next(r[0] for r in rows if "4471" in r[1])
         finn.recall_memory("shed alarm")  # indexes the messages, so they can be forgotten by id

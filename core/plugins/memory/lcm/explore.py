@@ -129,9 +129,8 @@ def expand(conn: sqlite3.Connection, summary_id: str, token_cap: int, conv: int 
         " WHERE p.parent_id = ? ORDER BY p.ordinal", (summary_id,))
     kept, truncated = _within(rows, token_cap)
     forgotten = forgotten_of(conn, "sum:")
-    children = tuple(ExpandChild(r["id"], r["kind"], r["depth"],
-                                 FORGOTTEN if f"sum:{r['id']}" in forgotten else r["content"], r["token_count"])
-                     for r in kept)
+    children = tuple(ExpandChild(r["id"], r["kind"], r["depth"], FORGOTTEN if f"sum:{r['id']}" in forgotten
+                                 else r["content"], r["token_count"]) for r in kept)
     return ExpandResult(summary_id, children=children, truncated=truncated)
 
 
