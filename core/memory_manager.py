@@ -30,6 +30,7 @@ from core.memory.log_compaction import CompactionReport
 from core.memory.context import format_context
 from core.memory.db import Database
 from core.memory.facts import FactStore
+from core.memory.forgotten import visible_entries
 from core.memory.fsutil import remove_stale_temp_files
 from core.memory.locking import AgentLock
 from core.memory.log_file import LogFile, ScanResult
@@ -61,7 +62,9 @@ class MemoryManager:
         self.facts = FactStore(self.db)
         self.log = LogFile(
             self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes,
-            seq_floor=lambda: log_index.last_indexed_seq(self.db), redactor=self.facts.redactor,
+            seq_floor=lambda: log_index.last_indexed_seq(self.db),
+            # LOG.md is the record: it keeps what was said, forgotten since or not.
+            redactor=lambda: self.facts.redactor(forgotten=False),
         )
         self.cold = ColdMemory(self.paths, self.config, self.db, self.log, self.lock)
         self.repairs: list[str] = []
@@ -289,7 +292,8 @@ class MemoryManager:
         """
         key, text, category = facts.check_key(key), facts.check_value(value), facts.check_category(category)
         if category != "secret":
-            text = redactor_of(self.db, excluding=key)(text)  # a secret's value is kept under its own key only
+            # A secret's value is kept under its own key only; a forgotten value saved again is live again.
+            text = redactor_of(self.db, excluding=key, forgotten=False)(text)
         fact = self._record_fact(key, text, category, lambda conn: facts.upsert(conn, key, text, category,
                                                                                 utc_timestamp()))
         self.scrubber.catch_up()
@@ -400,14 +404,16 @@ class MemoryManager:
             warm, cold or conversation, ``where`` says where the original is (seq, archive,
             conversation and message id, fact key, note id, or store namespace and key).
         """
-        return self.cold.recall(query, n_results, kind, since, until, self.facts.secret_values(),
+        return self.cold.recall(query, n_results, kind, since, until, self.facts.hidden_values(),
                                 min_score=min_score, recency_days=recency_days)
 
     def forget_memory(self, memory_id: str) -> bool:
         """Forget one memory by the id recall returned; return True if it existed.
 
         It leaves recall and memory.db (a note is deleted, a fact and a store item too); LOG.md gets a
-        FORGET entry naming the id, never the text, and ``rebuild_index`` honours it.
+        FORGET entry naming the id, never the text, and ``rebuild_index`` honours it. What is derived
+        later (summaries, NOW.md, prompts, recall) no longer shows a forgotten fact's value;
+        :meth:`purge_forgotten` also takes it out of LOG.md and the archives.
         """
         return bool(self.forget_memories(ids=[memory_id]))
 
@@ -441,12 +447,13 @@ class MemoryManager:
     # -- prompt ---------------------------------------------------------------
 
     def format_context_for_prompt(self, max_tokens: int | None = None, log_entries: int = 50) -> str:
-        """NOW, the newest LOG entries and the facts (secrets redacted) within ``max_tokens``."""
+        """NOW, the newest LOG entries and the facts within ``max_tokens`` (secrets, the forgotten hidden)."""
         budget = max_tokens if max_tokens is not None else self.config.memory.context_tokens
         if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise ValidationError("max_tokens must be a positive integer")
         return self.facts.redactor()(
-            format_context(self.agent_name, self.now_state(), self.log.tail(log_entries), self.facts.list(), budget))
+            format_context(self.agent_name, self.now_state(),
+                           visible_entries(self.db, self.log.tail(log_entries)), self.facts.list(), budget))
 
     def scrub_secrets(self) -> ScrubReport:
         """Remove the secrets' values from every file and index that holds them now (see :mod:`core.memory.scrub`).
@@ -454,6 +461,15 @@ class MemoryManager:
         ``save_fact`` runs it for a new secret; call it after saving secrets in ``memory.db`` another way.
         """
         return self.scrubber.run(everything=True)
+
+    def purge_forgotten(self) -> ScrubReport:
+        """Take the values of forgotten facts out of LOG.md, the archives, NOW.md and every index too.
+
+        Forgetting hides them from everything derived after it; the purge also rewrites the records that
+        hold them, as a secret's scrub does (crash-safe: a purge killed midway is finished at the next
+        open). A fact saved again with its value is live: its value is not purged.
+        """
+        return self.scrubber.purge()
 
     def close(self) -> None:
         """Wait for background compaction, release the cold store and databases. Safe to call twice."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from core import prompts
 from core.errors import StorageError
 from core.memory.context import fit_lines, fit_newest, more_facts_note, render_entry, render_fact, render_now
+from core.memory.forgotten import visible_entries
 from core.memory.tokens import estimate_tokens
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths
@@ -92,9 +93,9 @@ def _identity_sections(paths: AgentPaths, identity: Identity) -> list[str]:
 
 def memory_context(manager: MemoryManager, max_tokens: int) -> str:
     """NOW.md, the LOG.md entries since NOW was written plus the tail, and the facts, within ``max_tokens``
-    (the caller redacts the secrets)."""
+    (the caller redacts the secrets and forgotten values; the entries a FORGET named are left out here)."""
     now = manager.now_state()
-    entries = manager.log.tail(TAIL_ENTRIES + SINCE_ENTRIES)
+    entries = visible_entries(manager.db, manager.log.tail(TAIL_ENTRIES + SINCE_ENTRIES))
     since = [e for e in entries if e.seq > now.log_seq][-SINCE_ENTRIES:]
     tail = [e for e in entries if e.seq <= now.log_seq][-TAIL_ENTRIES:]
     head = ["# Memory", "", "## NOW (NOW.md: current objective and plan)", *render_now(now)]

@@ -1,4 +1,4 @@
-"""Real faults for tests: a read-only file, a full disk, a damaged file.
+"""Real faults for tests: a read-only file, a full disk, a damaged file, a process killed at a named point.
 
 A read-only file is made with ``chmod`` (or, for root, whom permissions do not stop, with a
 read-only bind mount); a full disk is a small tmpfs mounted over the agent's memory folder
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import importlib
 import os
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -128,3 +130,18 @@ def flip_byte(path: Path, offset: int) -> None:
     data[offset] ^= 0xFF
     path.write_bytes(bytes(data))
     path.chmod(mode)
+
+
+def kill_at(point: str) -> None:
+    """Make this process SIGKILL itself when the function ``point`` (``"core.memory.scrub._install"``) is
+    first called: a named fault point, for a child process of a crash test. The module's global is replaced,
+    so the point must be called through its module's namespace (a module-level function, not a method)."""
+    module_name, _, name = point.rpartition(".")
+    module = importlib.import_module(module_name)
+    if not callable(getattr(module, name, None)):
+        raise ValueError(f"{point} is not a function of {module_name}: not a fault point")
+
+    def killed(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    setattr(module, name, killed)

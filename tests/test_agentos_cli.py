@@ -141,6 +141,32 @@ def test_recall_options_and_forget_with_confirmation(agents_home, minilm, capsys
     assert run("forget", "--agent", "finn", "--before", "2000-01-01", "--yes")[1].strip() == "nothing to forget"
 
 
+def test_forget_purge_takes_a_forgotten_value_out_of_log_md_and_archives(agents_home, capsys):
+    """forget ID --yes --purge forgets a fact and rewrites LOG.md and the archives without its value; --purge
+    alone purges what was forgotten earlier; without anything to forget or purge it is a usage error."""
+    from core.commands import main
+
+    agents_home.mkdir(parents=True, exist_ok=True)
+    (agents_home / "config.yaml").write_text("llm:\n  backend: offline\n", encoding="utf-8")
+    with MemoryManager("finn") as manager:
+        manager.save_fact("favourite_colour", "teal with copper trim")
+        manager.compact_log()
+        manager.save_fact("car", "a green van")
+    assert main(["forget", "--agent", "finn", "fact:favourite_colour", "--yes", "--purge", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["forgotten"] == ["fact:favourite_colour"] and done["purged"]["keys"] == ["favourite_colour"]
+    assert len(done["purged"]["archives"]) == 1  # (memory.db's WAL may wait for a reader: resumed at open)
+    memory = agents_home / "finn" / "memory"
+    records = [memory / "LOG.md", *(memory / "archive").glob("LOG-*.md")]
+    assert not any(b"teal with copper trim" in p.read_bytes() for p in records)
+    with MemoryManager("finn") as manager:
+        manager.forget_memory("fact:car")
+    assert b"a green van" in (memory / "LOG.md").read_bytes()
+    assert main(["forget", "--agent", "finn", "--purge"]) == 0
+    assert "purged the values of 2 forgotten fact" in capsys.readouterr().out  # every value forgotten so far
+    assert b"a green van" not in (memory / "LOG.md").read_bytes()
+
+
 def test_run_create_makes_the_agent(agents_home):
     """run --create (and python -m core.engine --create) creates a new agent and runs it."""
     result = agentos("run", "--agent", "nova", "--create", "--offline", "remember that my city is Lisbon")

@@ -58,7 +58,7 @@ def test_a_database_without_recall_upgrades_once_and_its_memories_become_recalla
 
     with MemoryManager("finn") as manager:
         applied = [r[0] for r in manager.db.conn.execute("SELECT name FROM _migrations ORDER BY name")]
-        assert applied == [*BEFORE_RECALL, "m008_recall"]
+        assert applied[: len(BEFORE_RECALL) + 1] == [*BEFORE_RECALL, "m008_recall"]  # and the later ones
         assert manager.recall_memory("who receives the report?", 1)[0]["id"] == "note:abc"
         assert manager.recall_memory("which city?", 1)[0]["id"] == "fact:city"
         assert manager.recall_memory("what does Ada drink?", 1, kind="item")[0]["content"] == "Ada prefers tea"

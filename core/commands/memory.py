@@ -79,18 +79,28 @@ def recall(args: argparse.Namespace) -> int:
          arg("--kind", choices=KINDS, action="append", help="only this kind of memory (repeat for several)"),
          arg("--min-score", type=_score, metavar="X", help="with --query: only results at least this relevant"),
          arg("--limit", type=int, default=100, metavar="N", help="forget at most N memories (default 100)"),
+         arg("--purge", action="store_true",
+             help="also take forgotten facts' values out of LOG.md, the archives and the indexes"),
          arg("-y", "--yes", action="store_true", help="do not ask for confirmation"), JSON)
 def forget(args: argparse.Namespace) -> int:
     """Forget memories by id, or what matches --query and/or happened before --before.
 
     Shows what would be forgotten and asks first (unless --yes). Forgotten memories leave
     recall and memory.db; LOG.md gets a FORGET entry naming their ids, never their text,
-    and rebuild-index does not bring them back.
+    and rebuild-index does not bring them back. Summaries, NOW.md, prompts and recall no
+    longer show a forgotten fact's value; LOG.md and the archives keep it as the record,
+    unless --purge rewrites them without it (alone, --purge does that for earlier forgets).
     """
     if args.ids and (args.query or args.before):
         raise ValidationError("give memory ids, or --query and/or --before, not both")
     if not (args.ids or args.query or args.before):
-        raise ValidationError("say what to forget: memory ids, --query TEXT or --before DATE")
+        if not args.purge:
+            raise ValidationError("say what to forget: memory ids, --query TEXT or --before DATE "
+                                  "(or --purge)")
+        with open_memory(args.agent) as manager:
+            report = manager.purge_forgotten()
+        emit(args, {"forgotten": [], "count": 0, "purged": _purged(report)}, _purged_text(report))
+        return 0
     with open_memory(args.agent) as manager:
         chosen = manager.forget_memories(query=args.query, before=args.before, ids=args.ids or None, kind=args.kind,
                                          min_score=args.min_score, limit=args.limit, dry_run=True)
@@ -102,9 +112,31 @@ def forget(args: argparse.Namespace) -> int:
         if chosen and not args.yes:
             _confirm(manager, chosen)
         forgotten = manager.forget_memories(ids=chosen) if chosen else []
-    emit(args, {"forgotten": forgotten, "count": len(forgotten)},
-         f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}" if forgotten else "nothing to forget")
+        report = manager.purge_forgotten() if args.purge else None
+    text = (f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}" if forgotten
+            else "nothing to forget")
+    result = {"forgotten": forgotten, "count": len(forgotten)}
+    if report is not None:
+        result["purged"] = _purged(report)
+        text += "\n" + _purged_text(report)
+    emit(args, result, text)
     return 0
+
+
+def _purged(report) -> dict:
+    """What a purge rewrote (names and counts, never a value)."""
+    return {"keys": report.keys, "log_lines": report.log_lines, "archives": sorted(report.archives),
+            "now": report.now_rewritten, "files": report.files, "rows": sum(report.rows.values()),
+            "cold_rows": report.cold_rows, "deferred": report.deferred}
+
+
+def _purged_text(report) -> str:
+    done = (f"purged the values of {len(report.keys)} forgotten fact(s): {report.log_lines} LOG.md lines, "
+            f"{len(report.archives)} archives, {sum(report.rows.values())} memory.db rows, "
+            f"{report.cold_rows} cold store rows rewritten")
+    if report.deferred:
+        done += f" (not finished: {report.deferred}; it resumes at the next open)"
+    return done
 
 
 def _confirm(manager, ids: list[str]) -> None:

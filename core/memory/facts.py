@@ -15,7 +15,8 @@ from typing import Any
 from core.errors import ValidationError
 from core.memory.db import Database
 from core.memory.log_format import check_text
-from core.memory.secrets import MIN_SECRET_CHARS, REDACTED, Redactor, redactor_for, redactor_of
+from core.memory.secrets import (MIN_SECRET_CHARS, REDACTED, Redactor, forgotten_values, redactor_for,
+                                 redactor_of)
 
 log = logging.getLogger(__name__)
 
@@ -156,9 +157,14 @@ class FactStore:
         ).fetchall()
         return sorted((row[0] for row in rows), key=len, reverse=True)
 
-    def redactor(self) -> Redactor:
-        """What hides the current secret values (see :mod:`core.memory.secrets`)."""
-        return redactor_of(self.db)
+    def redactor(self, forgotten: bool = True) -> Redactor:
+        """What hides the current secret values and, with ``forgotten``, the values of forgotten facts
+        (see :mod:`core.memory.secrets`)."""
+        return redactor_of(self.db, forgotten=forgotten)
+
+    def hidden_values(self) -> list[str]:
+        """Secret values and forgotten facts' values: what recall must not show."""
+        return self.secret_values() + forgotten_values(self.db)
 
 
 def _fact(row) -> Fact:

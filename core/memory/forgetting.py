@@ -30,6 +30,7 @@ from core.errors import ValidationError
 from core.memory.log_file import scan_bytes
 from core.memory.log_format import LogEntry, utc_timestamp
 from core.memory.recall_docs import KINDS, DocIndex
+from core.memory.secrets import forgotten_values, redactor_for
 from core.memory.when import parse_time
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def forget(manager: "MemoryManager", *, query: str | None, before: Any, ids: lis
         if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) and i for i in ids):
             raise ValidationError("ids must be a list of memory ids as recall returns them")
         known = manager.cold.docs.get(ids)
-        notes = _existing_notes(manager.db, ids)
+        notes = _existing_notes(manager.db, ids) | _existing_facts(manager.db, ids)  # docs may lag behind
         targets = [i for i in dict.fromkeys(ids) if i in known or i in notes]
     elif query is not None:
         found = manager.recall_memory(query, n_results=min(limit, 100), kind=kinds, until=bound,
@@ -89,8 +90,20 @@ def forget(manager: "MemoryManager", *, query: str | None, before: Any, ids: lis
         entry = manager.log_forget(f"forgot {len(part)} memor{'y' if len(part) == 1 else 'ies'} ({how})", meta)
         apply(manager.db, entry)
     manager.cold.sync()  # a forgotten store item's other passages go too; vectors are purged
+    _hide_in_now(manager)
     log.info("forgot %d memories (%s)", len(targets), how)
     return targets
+
+
+def _hide_in_now(manager: "MemoryManager") -> None:
+    """Rewrite NOW.md (every field redacted) if it holds a value just forgotten: every prompt shows NOW.md."""
+    hidden = redactor_for(forgotten_values(manager.db))
+    try:
+        text = manager.paths.now_file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return
+    if hidden.holds(text):
+        manager.update_now()
 
 
 def _existing_notes(db: "Database", ids: Iterable[str]) -> set[str]:
@@ -99,6 +112,15 @@ def _existing_notes(db: "Database", ids: Iterable[str]) -> set[str]:
         return set()
     rows = db.conn.execute(f"SELECT id FROM cold_notes WHERE id IN ({', '.join('?' * len(wanted))})", wanted)
     return {f"note:{r[0]}" for r in rows}
+
+
+def _existing_facts(db: "Database", ids: Iterable[str]) -> set[str]:
+    wanted = [i.partition(":")[2] for i in ids if i.startswith("fact:")]
+    if not wanted:
+        return set()
+    rows = db.conn.execute(f"SELECT key FROM user_facts WHERE key IN ({', '.join('?' * len(wanted))})"
+                           " AND category <> 'secret'", wanted)
+    return {f"fact:{r[0]}" for r in rows}
 
 
 def _rewritable(source: str, key: str) -> tuple[str, str, str] | None:
@@ -133,6 +155,8 @@ def apply_entry(conn: sqlite3.Connection, entry: LogEntry) -> int:
         elif row := _rewritable(source, key):
             # A fact or store item saved again after it was forgotten is a new memory: it stays.
             table, column, value = row
+            if source == "fact":
+                _keep_value(conn, memory_id, key, entry)
             removed += conn.execute(f"DELETE FROM {table} WHERE {column} = ? AND updated_at <= ?",
                                     (value, entry.ts)).rowcount
             if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (value,)).fetchone():
@@ -142,6 +166,18 @@ def apply_entry(conn: sqlite3.Connection, entry: LogEntry) -> int:
                          (memory_id, entry.ts))
         removed += DocIndex.delete(conn, [memory_id])
     return removed
+
+
+def _keep_value(conn: sqlite3.Connection, memory_id: str, key: str, entry: LogEntry) -> None:
+    """Record what a fact forgotten by ``entry`` held, so that nothing derived later shows it (a secret's
+    value goes with its row: it was never shown)."""
+    row = conn.execute("SELECT value FROM user_facts WHERE key = ? AND updated_at <= ?"
+                       " AND category <> 'secret'", (key, entry.ts)).fetchone()
+    known = conn.execute("SELECT 1 FROM forgotten_values WHERE memory_id = ? AND forget_seq = ?",
+                         (memory_id, entry.seq)).fetchone()
+    if row is not None and known is None:
+        conn.execute("INSERT INTO forgotten_values (memory_id, forget_seq, value, forgotten_at)"
+                     " VALUES (?, ?, ?, ?)", (memory_id, entry.seq, row[0], entry.ts))
 
 
 def replay(db: "Database", sources: Iterable[tuple[object, bytes]]) -> int:

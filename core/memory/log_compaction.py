@@ -50,6 +50,7 @@ from core.errors import (
 from core.memory import log_index
 from core.memory.cold_index import ColdIndexer, Progress
 from core.memory.db import Database
+from core.memory.forgotten import derivable
 from core.memory.fsutil import StagedFile, atomic_write, remove_stale_temp_files
 from core.memory.locking import AgentLock
 from core.memory.log_file import LogFile, parse_or_none, scan_bytes
@@ -235,7 +236,10 @@ class LogCompactor:
             made = Summary(summary, "given") if summary is not None else self._summarize(summarizer, plan)
             report.summary_method = made.method
             with step():
-                summary_entry, new_size = self._swap(plan, made.text, report)
+                # Checked again as it is written: a model may know a forgotten value from elsewhere, and a
+                # forget or a secret may have come while it wrote.
+                text = redactor_of(self.db).text(made.text)
+                summary_entry, new_size = self._swap(plan, text, report)
                 log_index.mark_compacted(self.db, plan.entries, plan.archive_id, summary_entry)
                 self.record(plan.archive_id, summary_entry, len(plan.source), new_size)
             report.done = True
@@ -260,13 +264,13 @@ class LogCompactor:
 
     def _summarize(self, summarizer: Summarizer, plan: Plan) -> Summary:
         """The summarizer's summary, or the deterministic one if it is too long to be an entry."""
-        made = summarizer.summarize(redactor_of(self.db).entries(plan.entries))
+        made = summarizer.summarize(derivable(self.db, plan.entries))
         try:
             self._check_summary(made.text)
         except ValidationError as exc:
             log.warning("the %s summary cannot be used (%s): using the deterministic summary", made.method, exc)
             made = LogSummarizer(None, self.config.memory.compact_summary_tokens).deterministic(
-                redactor_of(self.db).entries(plan.entries))
+                derivable(self.db, plan.entries))
         return made
 
     def _plan(self, force: bool, dry_run: bool, report: CompactionReport) -> Plan | None:

@@ -29,6 +29,10 @@ compaction, and deletes the row once the value is gone from:
   (:mod:`core.memory.postgres.scrub`);
 - **the cold store**: its rows rewritten and re-embedded, old versions deleted.
 
+A **purge** (``MemoryManager.purge_forgotten``) takes the values of forgotten
+facts out of the same places with the same steps; ``forget_purges`` queues it
+so that a purge killed midway is finished at the next open.
+
 A scrub never waits for a running LOG.md compaction: it does everything else
 and leaves LOG.md and the archives to the end of that compaction, which runs the
 scrub again. Each step is idempotent, so a scrub killed at any point is finished
@@ -49,10 +53,10 @@ from core.errors import AgentOSError, BackendError, ColdStoreError, CorruptionEr
 from core.memory.cold_store import TABLE
 from core.memory.db import Database
 from core.memory.fsutil import atomic_write, fsync_dir, write_all
-from core.memory.log_format import LogEntry, decode_line, encode_entry, is_header
+from core.memory.log_format import LogEntry, decode_line, encode_entry, is_header, utc_timestamp
 from core.memory.rebuild import archive_first_seq
 from core.memory.scrub_tables import scrub_cold_store, scrub_database
-from core.memory.secrets import Redactor
+from core.memory.secrets import Redactor, forgotten_values, redactor_for
 from core.memory.tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -68,7 +72,7 @@ class ScrubReport:
     """What one scrub changed (counts and names only: never a value)."""
 
     keys: list[str] = field(default_factory=list)
-    """The secret facts whose scrub was queued."""
+    """The secret facts whose scrub was queued (a purge: the forgotten facts' keys)."""
     log_lines: int = 0
     """LOG.md lines rewritten."""
     archives: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -116,6 +120,13 @@ def rewrite_lines(data: bytes, redactor: Redactor, archive_shas: dict[str, str])
     return b"\n".join(lines), rewritten
 
 
+def forgotten_keys(db) -> set[str]:
+    """The keys of the forgotten facts whose values a purge takes out (never the values)."""
+    hidden = set(forgotten_values(db))
+    rows = db.conn.execute("SELECT memory_id, value FROM forgotten_values").fetchall()
+    return {r[0].partition(":")[2] for r in rows if r[1] in hidden}
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -131,9 +142,16 @@ class SecretScrubber:
         """The queued ``(key, queued_at)`` rows."""
         return [tuple(r) for r in self.manager.db.conn.execute("SELECT key, queued_at FROM secret_scrubs")]
 
+    def pending_purges(self) -> list[str]:
+        """The ``queued_at`` of the purges of forgotten values that have not finished."""
+        return [r[0] for r in self.manager.db.conn.execute("SELECT queued_at FROM forget_purges")]
+
     def run_pending(self) -> ScrubReport | None:
-        """Scrub if a secret is queued (one cheap query otherwise)."""
-        return self.run() if self.pending() else None
+        """Scrub if a secret is queued, and finish an interrupted purge (cheap queries otherwise)."""
+        report = self.run() if self.pending() else None
+        if self.pending_purges():
+            report = self.purge()
+        return report
 
     def catch_up(self) -> ScrubReport | None:
         """Run a queued scrub (after a save, at open, when a compaction ends); a failure is logged loudly and
@@ -141,8 +159,8 @@ class SecretScrubber:
         try:
             return self.run_pending()
         except AgentOSError as exc:
-            log.error("a saved secret could not be scrubbed yet from the files that hold it (retried at the next "
-                      "save, compaction or open): %s", exc)
+            log.error("a saved secret (or a forgotten value being purged) could not be scrubbed yet from the "
+                      "files that hold it (retried at the next save, compaction or open): %s", exc)
             return None
 
     def run(self, everything: bool = False) -> ScrubReport | None:
@@ -150,9 +168,39 @@ class SecretScrubber:
         queued = self.pending()
         if not queued and not everything:
             return None
-        manager = self.manager
-        redactor = manager.facts.redactor()
         report = ScrubReport(keys=sorted({key for key, _ in queued}))
+        self._scrub(self.manager.facts.redactor(forgotten=False), report,
+                    "DELETE FROM secret_scrubs WHERE key = ? AND queued_at = ?", queued)
+        if report.changed:
+            self._record(report, "secret_scrub", "secret values scrubbed from ")
+        if report.deferred:
+            log.warning("secret scrub not complete yet (it runs again): %s", report.deferred)
+        return report
+
+    def purge(self) -> ScrubReport:
+        """Remove the values of forgotten facts (those no fact holds again) from every file and index,
+        archives included, with the same steps as a secret's scrub. Queued first, so a purge killed midway
+        is finished at the next open; ``forgotten_values`` keeps them, to hide them from what comes later."""
+        with self.manager.db.transaction() as conn:
+            if not conn.execute("SELECT 1 FROM forget_purges").fetchone():
+                conn.execute("INSERT INTO forget_purges (queued_at) VALUES (?)", (utc_timestamp(),))
+        queued = [(q,) for q in self.pending_purges()]
+        report = ScrubReport(keys=sorted(forgotten_keys(self.manager.db)))
+        redactor = redactor_for(forgotten_values(self.manager.db))
+        if not redactor:  # nothing forgotten (or all saved again): nothing to take out
+            with self.manager.db.transaction() as conn:
+                conn.executemany("DELETE FROM forget_purges WHERE queued_at = ?", queued)
+            return report
+        self._scrub(redactor, report, "DELETE FROM forget_purges WHERE queued_at = ?", queued)
+        if report.changed:
+            self._record(report, "forget_purge", "forgotten values purged from ")
+        if report.deferred:
+            log.warning("purge of forgotten values not complete yet (it runs again): %s", report.deferred)
+        return report
+
+    def _scrub(self, redactor: Redactor, report: ScrubReport, dequeue: str, queued: list[tuple]) -> None:
+        """Take ``redactor``'s values out of every file and index; dequeue ``queued`` unless deferred."""
+        manager = self.manager
         with manager.cold.compactor.exclusive(wait=False) as acquired:
             if acquired:
                 self.finish_interrupted()
@@ -165,14 +213,9 @@ class SecretScrubber:
             if not truncated:
                 report.deferred = report.deferred or "memory.db's WAL could not be truncated"
             self._cold(redactor, report)
-            if not report.deferred:
+            if not report.deferred and queued:
                 with manager.db.transaction() as conn:
-                    conn.executemany("DELETE FROM secret_scrubs WHERE key = ? AND queued_at = ?", queued)
-        if report.changed:
-            self._record(report)
-        if report.deferred:
-            log.warning("secret scrub not complete yet (it runs again): %s", report.deferred)
-        return report
+                    conn.executemany(dequeue, queued)
 
     # -- LOG.md and the archives ---------------------------------------------------
 
@@ -300,7 +343,7 @@ class SecretScrubber:
         except (ColdStoreError, BackendError) as exc:
             report.deferred = report.deferred or f"the cold store could not be scrubbed: {exc}"
 
-    def _record(self, report: ScrubReport) -> None:
+    def _record(self, report: ScrubReport, kind: str, title: str) -> None:
         """The scrub's own LOG.md entry: what was rewritten, never a value."""
         parts = [f"{report.log_lines} LOG.md lines"] if report.log_lines else []
         parts += [f"archive {a}" for a in report.archives]
@@ -308,10 +351,10 @@ class SecretScrubber:
         parts += report.files
         parts += [f"{sum(report.rows.values())} memory.db rows"] if report.rows else []
         parts += [f"{report.cold_rows} cold store rows"] if report.cold_rows else []
-        meta = {"kind": "secret_scrub", "keys": report.keys, "log_lines": report.log_lines,
+        meta = {"kind": kind, "keys": report.keys, "log_lines": report.log_lines,
                 "archives": {a: {"sha256_before": b, "sha256_after": c} for a, (b, c) in report.archives.items()},
                 "rows": report.rows, "cold_rows": report.cold_rows, "files": report.files}
-        self.manager.append_system("SYSTEM", "secret values scrubbed from " + ", ".join(parts), meta)
+        self.manager.append_system("SYSTEM", title + ", ".join(parts), meta)
 
 
 def _scrub_tables(db, redactor: Redactor) -> tuple[dict[str, int], bool]:

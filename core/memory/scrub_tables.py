@@ -27,6 +27,8 @@ _FTS5 = re.compile(r"CREATE\s+VIRTUAL\s+TABLE\s+.*\bUSING\s+fts5\s*\(", re.IGNOR
 _CONTENT = re.compile(r"\bcontent\s*=\s*['\"]?(\w*)", re.IGNORECASE)
 _SHADOW = ("_data", "_idx", "_content", "_docsize", "_config")
 _BATCH = 500
+KEPT = ("_migrations", "forgotten_values")
+"""Tables no scrub rewrites: the migrations, and the forgotten values (what a purge searches for)."""
 
 
 def _quoted(name: str) -> str:
@@ -86,7 +88,7 @@ def _tables(conn: sqlite3.Connection) -> tuple[list[str], dict[str, str | None]]
     shadows = {f"{name}{suffix}" for name in fts for suffix in _SHADOW}
     tables = [name for name, sql in rows
               if name not in fts and name not in shadows and not name.startswith("sqlite_")
-              and name != "_migrations" and not (sql or "").upper().startswith("CREATE VIRTUAL")]
+              and name not in KEPT and not (sql or "").upper().startswith("CREATE VIRTUAL")]
     return tables, fts
 
 

@@ -1,5 +1,8 @@
 """Finding a secret fact's value in text, however it was written, and hiding it.
 
+The same redactor hides the values of forgotten facts from everything derived
+after the forget (:func:`forgotten_values`, see :mod:`core.memory.forgetting`).
+
 A fact in category ``secret`` is stored only in ``user_facts``. Every text that
 leaves for something derived from it (a LOG.md line, NOW.md, a summary and the
 prompt that asks for it, the cold store, the provider's tables, a system
@@ -125,9 +128,29 @@ def redactor_for(values: Iterable[str]) -> Redactor:
     return _cached(values) if values else NO_SECRETS
 
 
-def redactor_of(conn: Any, *, excluding: str | None = None) -> Redactor:
+def redactor_of(conn: Any, *, excluding: str | None = None, forgotten: bool = True) -> Redactor:
     """The redactor of the secret facts in a memory.db (a ``Database`` or an ``sqlite3.Connection``),
-    but for the fact ``excluding`` if given."""
+    but for the fact ``excluding`` if given.
+
+    With ``forgotten`` (for everything derived: summaries, NOW.md, prompts, recall, indexes) it hides the
+    values of forgotten facts too (:func:`forgotten_values`); records (LOG.md lines, stored messages, a
+    fact's own value) are written with ``forgotten=False``: they keep what was said.
+    """
     conn = getattr(conn, "conn", conn)
     rows = conn.execute("SELECT key, value FROM user_facts WHERE category = 'secret' ORDER BY key").fetchall()
-    return redactor_for(row[1] for row in rows if row[0] != excluding)
+    values = [row[1] for row in rows if row[0] != excluding]
+    return redactor_for(values + (forgotten_values(conn) if forgotten else []))
+
+
+def forgotten_values(conn: Any) -> list[str]:
+    """The values of forgotten facts that no fact holds now, sorted.
+
+    A fact saved again with a value (or with a value that contains it) makes that value live again.
+    """
+    conn = getattr(conn, "conn", conn)
+    rows = conn.execute("SELECT DISTINCT value FROM forgotten_values").fetchall()
+    if not rows:
+        return []
+    live = [normalize(r[0]).casefold() for r in conn.execute("SELECT value FROM user_facts").fetchall()]
+    hidden = {r[0] for r in rows if not any(normalize(r[0]).strip().casefold() in value for value in live)}
+    return sorted(hidden)

@@ -44,8 +44,9 @@ def holds(data: bytes, value: str) -> bool:
     return any(form in lowered for form in forms(value))
 
 
-def leaks(root: Path, value: str, *, checkpoints: bool = True) -> list[str]:
-    """Every place under ``root`` (an agent folder) that holds ``value``, but the secret fact itself."""
+def leaks(root: Path, value: str, *, checkpoints: bool = True, kept: tuple[str, ...] = ()) -> list[str]:
+    """Every place under ``root`` (an agent folder) that holds ``value``, but the secret fact itself and the
+    tables named in ``kept`` (their rows and pages)."""
     found = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         if path.name in DB_FILES or path.name.endswith("-shm"):
@@ -60,20 +61,25 @@ def leaks(root: Path, value: str, *, checkpoints: bool = True) -> list[str]:
             found.append(str(path.relative_to(root)))
     db = root / "memory" / "memory.db"
     if db.exists():
-        found += database_leaks(db, value)
-    found += schema_leaks(root, value, checkpoints=checkpoints)
+        found += database_leaks(db, value, kept)
+    found += schema_leaks(root, value, checkpoints=checkpoints, kept=kept)
     found += cold_store_leaks(root / "memory" / "lancedb", value)
     return found
 
 
-def database_leaks(db: Path, value: str) -> list[str]:
-    """Rows, full-text terms, pages and WAL frames of memory.db holding ``value`` (the secret fact's own page excepted)."""
+def database_leaks(db: Path, value: str, kept: tuple[str, ...] = ()) -> list[str]:
+    """Rows, full-text terms, pages and WAL frames of memory.db holding ``value`` (the secret fact's own page
+    and the ``kept`` tables excepted)."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    tables = ("user_facts", *kept)
+    marks = ", ".join("?" * len(tables))
     try:
-        found = _rows_holding(conn, value) + _terms_holding(conn, value)
+        found = [f for f in _rows_holding(conn, value) + _terms_holding(conn, value)
+                 if not any(f.startswith(f"memory.db {t}.") for t in kept)]
         facts_pages = {row[0] for row in conn.execute(
-            "SELECT pageno FROM dbstat WHERE name = 'user_facts' OR name IN "
-            "(SELECT name FROM sqlite_master WHERE tbl_name = 'user_facts' AND type = 'index')")}
+            f"SELECT pageno FROM dbstat WHERE name IN ({marks}) OR name IN "
+            f"(SELECT name FROM sqlite_master WHERE tbl_name IN ({marks}) AND type = 'index')",
+            tables + tables)}
     finally:
         conn.close()
     data = db.read_bytes()
@@ -125,7 +131,8 @@ def _terms_holding(conn: sqlite3.Connection, value: str) -> list[str]:
     return found
 
 
-def schema_leaks(root: Path, value: str, *, checkpoints: bool = True) -> list[str]:
+def schema_leaks(root: Path, value: str, *, checkpoints: bool = True,
+                 kept: tuple[str, ...] = ()) -> list[str]:
     """Rows and index files of the agent's PostgreSQL schema holding ``value`` ([] for an agent on SQLite)."""
     import psycopg
     from psycopg import sql
@@ -145,7 +152,7 @@ def schema_leaks(root: Path, value: str, *, checkpoints: bool = True) -> list[st
         tables = [r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s"
                                              " AND table_type = 'BASE TABLE' ORDER BY 1", (schema,))]
         for table in tables:
-            if table.startswith("checkpoint") and not checkpoints:
+            if (table.startswith("checkpoint") and not checkpoints) or table in kept:
                 continue
             cursor = conn.execute(sql.SQL("SELECT * FROM {}").format(sql.Identifier(schema, table)))
             names = [column.name for column in cursor.description]
@@ -163,7 +170,7 @@ def schema_leaks(root: Path, value: str, *, checkpoints: bool = True) -> list[st
                 "SELECT x.relname, t.relname, pg_relation_filepath(x.oid) FROM pg_index i"
                 " JOIN pg_class x ON x.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid"
                 " JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = %s", (schema,)).fetchall():
-            if table.startswith("checkpoint") and not checkpoints:
+            if (table.startswith("checkpoint") and not checkpoints) or table in kept:
                 continue
             for segment in sorted(data.glob(path + "*")):  # the file, its .1, .2 ... segments and _fsm/_vm forks
                 if holds(segment.read_bytes(), value):

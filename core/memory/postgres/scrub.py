@@ -37,7 +37,7 @@ SELECT t.relname, a.attname FROM pg_class t
 JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum > 0 AND NOT a.attisdropped
 WHERE t.relnamespace = current_schema()::regnamespace AND t.relkind IN ('r', 'p')
   AND a.atttypid IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype)
-  AND t.relname <> '_migrations'
+  AND t.relname NOT IN ('_migrations', 'forgotten_values')
   AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = t.oid AND a.attnum = ANY (i.indkey))
 ORDER BY t.relname, a.attnum
 """

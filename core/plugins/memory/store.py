@@ -13,6 +13,7 @@ from typing import Iterable, Iterator
 
 from core.errors import SessionNotFoundError, ValidationError
 from core.memory.db import Database
+from core.memory.forgotten import FORGOTTEN, forgotten_of
 from core.memory.log_format import utc_timestamp
 from core.memory.provider.messages import (
     Message,
@@ -27,6 +28,15 @@ from core.memory.secrets import Redactor, redactor_of
 
 TITLE_CHARS = 60
 MESSAGE_COLUMNS = "m.id, m.role, m.content, m.tool_calls, m.tool_name, m.created_at"
+
+
+def shown_message(row: sqlite3.Row, forgotten: set[str]) -> Message:
+    """A stored message as a prompt shows it: one that was forgotten only says so (it stays stored, the
+    conversation's record; ``forgotten`` holds the forgotten ``msg:<id>`` ids)."""
+    message = message_from_row(row)
+    if f"msg:{row['id']}" in forgotten:
+        return replace(message, content=FORGOTTEN, tool_calls=())
+    return message
 
 
 def message_from_row(row: sqlite3.Row) -> Message:
@@ -141,7 +151,9 @@ class ConversationStore:
             "SELECT COALESCE(MAX(position), 0) FROM ctx_items WHERE conversation_id = ?", (conv["id"],)
         ).fetchone()[0]
         ids = []
-        redactor = redactor_of(conn)  # read in the transaction: a secret saved a moment ago is known
+        # Read in the transaction: a secret saved a moment ago is known. The stored messages are the record:
+        # a forgotten value is hidden when they are read, not when they are kept.
+        redactor = redactor_of(conn, forgotten=False)
         batch = [redacted(m, redactor) for m in batch]
         for message in batch:
             seq += 1
@@ -192,7 +204,7 @@ class ConversationStore:
         return row[0]
 
     def load_history(self, session_id: str) -> list[Message]:
-        """Every message of the session, oldest first."""
+        """Every message of the session, oldest first (a forgotten one says only that)."""
         conv = self.conversation_id(session_id)
         if conv is None:
             return []
@@ -200,7 +212,8 @@ class ConversationStore:
             f"SELECT {MESSAGE_COLUMNS} FROM ctx_messages m WHERE m.conversation_id = ? ORDER BY m.seq", (conv,)
         )
         redactor = redactor_of(self.db)  # a message stored before its secret was, and not yet scrubbed
-        return [redacted(message_from_row(row), redactor) for row in rows]
+        forgotten = forgotten_of(self.db, "msg:")
+        return [redacted(shown_message(row, forgotten), redactor) for row in rows]
 
     def messages_newest_first(self, conv: int) -> Iterator[sqlite3.Row]:
         """A lazy cursor over the conversation's messages, newest first."""

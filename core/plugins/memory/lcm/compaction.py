@@ -19,12 +19,14 @@ from dataclasses import dataclass, field, replace
 
 from core.config import ProviderConfig
 from core.memory.db import Database
+from core.memory.forgotten import forgotten_ids
 from core.memory.log_format import utc_timestamp
 from core.memory.provider.types import CompactionMode, CompactionResult, SummarizeOptions
 from core.memory.secrets import redactor_of
 from core.memory.tokens import estimate_tokens
 from core.plugins.memory.lcm import plan
-from core.plugins.memory.lcm.render import render_message_line, render_summary, render_summary_line
+from core.plugins.memory.lcm.render import (FORGOTTEN_LINE, render_message_line, render_summary,
+                                            render_summary_line)
 from core.plugins.memory.lcm.summarizer import call_with_timeout
 from core.plugins.memory.store import ConversationStore
 
@@ -156,7 +158,10 @@ class CompactionEngine:
     def _summarize_leaf(self, conv: int, chunk: list[plan.Item], previous: str, run: _Run) -> bool:
         ids = [item.message_id for item in chunk]
         rows = self._message_rows(ids)
-        text = "\n".join(render_message_line(row) for row in rows)
+        # A forgotten message stays in the DAG (lossless: expand reaches it), not in what summarises it.
+        hidden = forgotten_ids(self.db, [f"msg:{row['id']}" for row in rows])
+        text = "\n".join(FORGOTTEN_LINE if f"msg:{row['id']}" in hidden else render_message_line(row)
+                         for row in rows)
         target = min(self.config.leaf_target_tokens, max(1, estimate_tokens(text) // 3))
         summary = self._summarize(text, SummarizeOptions(previous=previous, target_tokens=target), run)
         node = _Node("leaf", 0, summary, estimate_tokens(text), len(rows),
@@ -170,7 +175,9 @@ class CompactionEngine:
     def _summarize_condensed(self, conv: int, group: list[plan.Item], run: _Run) -> bool:
         ids = [item.summary_id for item in group]
         rows = self._summary_rows(ids)
-        text = "\n\n".join(render_summary_line(row) for row in rows)
+        hidden = forgotten_ids(self.db, [f"sum:{row['id']}" for row in rows])
+        text = "\n\n".join(FORGOTTEN_LINE if f"sum:{row['id']}" in hidden else render_summary_line(row)
+                           for row in rows)
         target = min(self.config.condensed_target_tokens, max(1, estimate_tokens(text) // 3))
         depth = group[0].depth + 1
         options = SummarizeOptions(is_condensed=True, depth=depth, target_tokens=target)
@@ -202,8 +209,8 @@ class CompactionEngine:
     def _summarize(self, text: str, options: SummarizeOptions, run: _Run) -> str:
         run.calls += 1
         remaining = max(1.0, run.deadline - time.monotonic())
-        # Neither the summarizer's prompt nor the stored summary carries a secret, even one saved after
-        # the messages were stored.
+        # Neither the summarizer's prompt nor the stored summary carries a secret or a forgotten fact's
+        # value, even one saved or forgotten after the messages were stored.
         redactor = redactor_of(self.db)
         options = replace(options, previous=redactor.text(options.previous))
         summary = call_with_timeout(self.summarizer, redactor.text(text), options,

@@ -8,6 +8,7 @@ from typing import Iterator
 
 from core.errors import SummaryNotFoundError, ValidationError
 from core.memory.dialect import SQLITE, Dialect
+from core.memory.forgotten import FORGOTTEN, forgotten_of
 from core.memory.provider.types import (
     DescribeResult,
     ExpandChild,
@@ -18,7 +19,7 @@ from core.memory.provider.types import (
     SearchScope,
 )
 from core.plugins.memory.lcm.render import render_message_line, render_summary_line, summary_message
-from core.plugins.memory.store import MESSAGE_COLUMNS, message_from_row
+from core.plugins.memory.store import MESSAGE_COLUMNS, shown_message
 from core.plugins.memory.window import WindowItem
 
 SNIPPET_TOKENS = 32
@@ -36,11 +37,13 @@ WHERE i.conversation_id = ? ORDER BY i.position DESC
 
 def context_newest_first(db, conv: int) -> Iterator[WindowItem]:
     """The conversation's context items, newest first, read lazily so assembly stops at the budget."""
+    forgotten = forgotten_of(db, "msg:", "sum:")  # forgotten items stay in the DAG (lossless), not in prompts
     for row in db.iterate(_CONTEXT_SQL, (conv,)):
         if row["summary_id"] is None:
-            yield WindowItem(message_from_row(row), row["token_count"])
+            yield WindowItem(shown_message(row, forgotten), row["token_count"])
         else:
-            summary = {"id": row["sid"], "kind": row["kind"], "depth": row["depth"], "content": row["s_content"],
+            content = FORGOTTEN if f"sum:{row['sid']}" in forgotten else row["s_content"]
+            summary = {"id": row["sid"], "kind": row["kind"], "depth": row["depth"], "content": content,
                        "descendant_count": row["descendant_count"], "earliest_at": row["earliest_at"],
                        "latest_at": row["latest_at"]}
             yield WindowItem(summary_message(summary), row["token_count"], is_summary=True)
@@ -118,13 +121,16 @@ def expand(conn: sqlite3.Connection, summary_id: str, token_cap: int, conv: int 
             f"SELECT {MESSAGE_COLUMNS}, m.token_count FROM ctx_summary_messages sm JOIN ctx_messages m"
             " ON m.id = sm.message_id WHERE sm.summary_id = ? ORDER BY sm.ordinal", (summary_id,))
         kept, truncated = _within(rows, token_cap)
-        messages = tuple(ExpandMessage(f"msg_{r['id']}", message_from_row(r)) for r in kept)
+        forgotten = forgotten_of(conn, "msg:")  # reachable still (lossless), but its text is not shown again
+        messages = tuple(ExpandMessage(f"msg_{r['id']}", shown_message(r, forgotten)) for r in kept)
         return ExpandResult(summary_id, messages=messages, truncated=truncated)
     rows = conn.execute(
         "SELECT s.* FROM ctx_summary_parents p JOIN ctx_summaries s ON s.id = p.child_id"
         " WHERE p.parent_id = ? ORDER BY p.ordinal", (summary_id,))
     kept, truncated = _within(rows, token_cap)
-    children = tuple(ExpandChild(r["id"], r["kind"], r["depth"], r["content"], r["token_count"]) for r in kept)
+    forgotten = forgotten_of(conn, "sum:")
+    children = tuple(ExpandChild(r["id"], r["kind"], r["depth"], FORGOTTEN if f"sum:{r['id']}" in forgotten
+                                 else r["content"], r["token_count"]) for r in kept)
     return ExpandResult(summary_id, children=children, truncated=truncated)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from core.memory.forgotten import FORGOTTEN
 from core.memory.provider.messages import Message
 from core.plugins.memory.store import message_from_row
 
@@ -22,6 +23,10 @@ def summary_message(row) -> Message:
     text = render_summary(row["id"], row["kind"], row["depth"], row["descendant_count"],
                           row["earliest_at"], row["latest_at"], row["content"])
     return Message(role="user", content=text, created_at=row["latest_at"], summary_id=row["id"])
+
+
+FORGOTTEN_LINE = FORGOTTEN
+"""What a summarizer reads in place of a message or summary the user had forgotten."""
 
 
 def render_message_line(row: sqlite3.Row) -> str:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from core.memory.forgotten import forgotten_of
 from core.plugins.memory import window
 from core.plugins.memory.base import StoredConversations
-from core.plugins.memory.store import message_from_row
+from core.plugins.memory.store import shown_message
 
 
 class SimpleProvider(StoredConversations):
@@ -20,7 +21,8 @@ class SimpleProvider(StoredConversations):
 
     def _window_items(self, conv: int) -> Iterator[window.WindowItem]:
         """Every stored message, newest first: no summaries stand in for older ones."""
+        forgotten = forgotten_of(self.db, "msg:")
         return (
-            window.WindowItem(message_from_row(row), row["token_count"])
+            window.WindowItem(shown_message(row, forgotten), row["token_count"])
             for row in self.store.messages_newest_first(conv)
         )
