@@ -15,7 +15,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.config import StorageConfig
 from core.memory.postgres import migrate
-from core.memory.postgres.pool import configure, converted, probe
+from core.memory.postgres.pool import application_name, configure, converted, probe
 
 
 def open_saver(dsn: str, schema: str, config: StorageConfig) -> tuple[ConnectionPool, PostgresSaver]:
@@ -30,7 +30,8 @@ def open_saver(dsn: str, schema: str, config: StorageConfig) -> tuple[Connection
         dsn, min_size=1, max_size=2, open=False, timeout=config.pool_timeout_s, name=f"agentos-checkpoints-{schema}",
         # what PostgresSaver requires of its connections
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
-                "connect_timeout": max(1, round(config.connect_timeout_s))},
+                "connect_timeout": max(1, round(config.connect_timeout_s)),
+                "application_name": application_name(schema)},
         configure=configure(schema, config),
     )
     try:
