@@ -1,4 +1,5 @@
-"""Subcommands that maintain an agent's memory: compact-log, compact-session, rebuild-index, copy-to-postgres, copy-to-sqlite."""
+"""Subcommands that maintain an agent's memory: compact-log, compact-session, rebuild-index, and the copies
+between SQLite and PostgreSQL (copy-to-postgres, copy-to-sqlite)."""
 
 from __future__ import annotations
 

@@ -38,9 +38,11 @@ def waiting_for(admin: psycopg.Connection, schema: str) -> int:
 
 
 def start_engines(agent: str) -> list[subprocess.Popen]:
+    """ENGINES engines of ``agent`` (new), one a session, each saving one fact (the offline backend)."""
     return [subprocess.Popen([sys.executable, "-m", "core.engine", "--create", "--offline", "--agent", agent,
-                              "--session", f"s{n}", f"remember that my session {n} colour is blue"], cwd=ROOT, env=dict(os.environ),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(ENGINES)]
+                              "--session", f"s{n}", f"remember that my session {n} colour is blue"], cwd=ROOT,
+                             env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for n in range(ENGINES)]
 
 
 def released_together(admin: psycopg.Connection, schema: str, engines: list[subprocess.Popen]) -> None:
@@ -48,7 +50,8 @@ def released_together(admin: psycopg.Connection, schema: str, engines: list[subp
     admin.execute("SELECT pg_advisory_lock(%s)", (advisory_key("migrate", schema),))
     try:
         while waiting_for(admin, schema) < len(engines):  # a condition, polled: how long it takes does not matter
-            assert all(e.poll() is None for e in engines), [e.communicate() for e in engines if e.poll() is not None]
+            ended = [e.communicate() for e in engines if e.poll() is not None]
+            assert ended == [], ended  # an engine that ended before the release failed
             time.sleep(0.05)
     finally:
         admin.execute("SELECT pg_advisory_unlock(%s)", (advisory_key("migrate", schema),))
@@ -73,6 +76,9 @@ def test_engines_started_together_on_a_new_agent_all_run(pg_home, postgres_serve
                 out, err = engine.communicate(timeout=HANG_S)
                 if engine.returncode != 0:
                     failures.append(f"round {round_no} engine s{n}: exit {engine.returncode}: {err.strip()[-400:]}")
+            if not failures:  # every engine's turn was stored
+                facts = admin.execute(f'SELECT key FROM "{schema}".user_facts ORDER BY key').fetchall()
+                assert [row[0] for row in facts] == [f"session_{n}_colour" for n in range(ENGINES)]
     assert failures == [], "\n".join(failures)
 
 

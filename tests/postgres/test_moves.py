@@ -215,3 +215,23 @@ def _storage(home: Path):
 def _on(dsn: str, monkeypatch) -> MemoryManager:
     monkeypatch.setenv("AGENTOS_DSN", dsn)
     return MemoryManager("ada")
+
+
+def test_the_inspector_reads_only_the_side_that_holds_the_memory(sqlite_ada, pg_home, monkeypatch):
+    """The inspector pointed at the side that does not hold the memory refuses, rather than showing it empty."""
+    from core.config import load_config
+    from core.errors import StorageError
+    from core.inspector.queries import reading
+    from core.paths import AgentPaths
+
+    paths = AgentPaths.for_agent("ada")
+    monkeypatch.setenv("AGENTOS_DSN", sqlite_ada)
+    with pytest.raises(StorageError, match="agentos copy-to-postgres --agent ada"):
+        with reading(paths, load_config(paths).storage):
+            pass
+    assert schemas(sqlite_ada) == []
+    assert agentos("copy-to-postgres", "--agent", "ada", dsn=sqlite_ada).returncode == 0
+    monkeypatch.delenv("AGENTOS_DSN")
+    with pytest.raises(StorageError, match="agentos copy-to-sqlite --agent ada"):
+        with reading(paths, load_config(paths).storage):
+            pass

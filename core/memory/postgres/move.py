@@ -43,7 +43,8 @@ def _nothing(name: str) -> None:
     """No fault point."""
 
 
-def to_postgres(paths: AgentPaths, config: StorageConfig, step: Step = _nothing) -> tuple[dict[str, int], PostgresDatabase]:
+def to_postgres(paths: AgentPaths, config: StorageConfig,
+                step: Step = _nothing) -> tuple[dict[str, int], PostgresDatabase]:
     """Copy memory.db into the agent's schema (empty, or holding an older copy of this folder's memory).
 
     Raises:
@@ -86,7 +87,8 @@ def to_postgres(paths: AgentPaths, config: StorageConfig, step: Step = _nothing)
     return counts, db
 
 
-def to_sqlite(paths: AgentPaths, config: StorageConfig, step: Step = _nothing) -> tuple[dict[str, int], PostgresDatabase]:
+def to_sqlite(paths: AgentPaths, config: StorageConfig,
+              step: Step = _nothing) -> tuple[dict[str, int], PostgresDatabase]:
     """Copy the agent's schema into a new memory.db that takes the old one's place (an older copy, if any).
 
     Raises:
@@ -111,7 +113,7 @@ def to_sqlite(paths: AgentPaths, config: StorageConfig, step: Step = _nothing) -
         counts = copy_schema_to_file(db, staged, lambda table, rows: step(f"table {table}"))
     except BaseException:  # not a crash: memory.db is untouched and the schema still holds the memory
         _remove(staged, *_companions(staged))
-        residence.record(paths, state if state == POSTGRES else POSTGRES)
+        residence.record(paths, POSTGRES)
         raise
     step("copied")
     # An older memory.db's write-ahead log must not be replayed onto the new file, and older checkpoints
@@ -146,7 +148,8 @@ def _check_owner(db: PostgresDatabase, paths: AgentPaths) -> None:
 def _check_idle(db: PostgresDatabase) -> None:
     """Refuse while engines or commands are connected to the schema: their writes would miss the copy."""
     try:
-        with psycopg.connect(db.dsn, autocommit=True, connect_timeout=max(1, round(db.config.connect_timeout_s))) as conn:
+        timeout = max(1, round(db.config.connect_timeout_s))
+        with psycopg.connect(db.dsn, autocommit=True, connect_timeout=timeout) as conn:
             rows = conn.execute("SELECT pid, coalesce(host(client_addr), 'a local socket') FROM pg_stat_activity"
                                 " WHERE application_name = %s AND pid <> pg_backend_pid()",
                                 (application_name(db.schema),)).fetchall()
