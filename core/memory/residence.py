@@ -121,14 +121,18 @@ def check_postgres(paths: AgentPaths) -> None:
         raise unfinished(paths, state)
     if state == POSTGRES:
         return
-    busy = tables_with_rows(paths.db_file)
-    if state == SQLITE and (busy or recorded(paths) == SQLITE):
-        what = f"{paths.db_file} holds its data ({', '.join(busy[:4])}{', ...' if len(busy) > 4 else ''})" if busy \
-            else f"it was copied back to {paths.db_file}"
-        raise StorageError(
-            f"agent {paths.name}'s memory lives in SQLite: {what}, and storage is set to PostgreSQL: move it with "
-            f"`agentos copy-to-postgres --agent {paths.name}`, or unset $AGENTOS_DSN (and storage.backend) to "
-            "keep it in SQLite")
+    # The memory lives in SQLite here: copied back, or a folder never opened on PostgreSQL (new, or not moved yet).
+    if recorded(paths) == SQLITE:
+        what = f"it was copied back to {paths.db_file}"
+    else:
+        busy = tables_with_rows(paths.db_file)
+        if not busy:
+            return
+        what = f"{paths.db_file} holds its data ({', '.join(busy[:4])}{', ...' if len(busy) > 4 else ''})"
+    raise StorageError(
+        f"agent {paths.name}'s memory lives in SQLite: {what}, and storage is set to PostgreSQL: move it with "
+        f"`agentos copy-to-postgres --agent {paths.name}`, or unset $AGENTOS_DSN (and storage.backend) to "
+        "keep it in SQLite")
 
 
 def unfinished(paths: AgentPaths, state: str) -> StorageError:
