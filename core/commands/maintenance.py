@@ -1,4 +1,5 @@
-"""Subcommands that maintain an agent's memory: compact-log, compact-session, rebuild-index, copy-to-postgres."""
+"""Subcommands that maintain an agent's memory: compact-log, compact-session, rebuild-index, and the copies
+between SQLite and PostgreSQL (copy-to-postgres, copy-to-sqlite)."""
 
 from __future__ import annotations
 
@@ -114,22 +115,40 @@ def rebuild_index(args: argparse.Namespace) -> int:
 def copy_to_postgres(args: argparse.Namespace) -> int:
     """Copy an agent's memory.db into its PostgreSQL schema, to move an existing agent to a server.
 
-    Set storage.backend postgres (or $AGENTOS_DSN) first. Every table is copied in one
-    transaction into the agent's schema, which must still be empty; memory.db is left
-    as it was. NOW.md, LOG.md and the cold store stay in the agent's folder.
+    Set $AGENTOS_DSN (or storage.backend postgres) first, and stop the agent's engine. Every
+    table is copied in one transaction into the agent's schema, which must be empty (or hold
+    an older copy made before a copy-to-sqlite); memory.db is left as it was, and from then
+    on the agent opens on PostgreSQL only. Stopped midway, it is run again to finish.
+    NOW.md, LOG.md and the cold store stay in the agent's folder.
     """
     from core.config import load_config
-    from core.errors import ConfigError
-    from core.memory.storage import open_database
+    from core.memory.postgres.move import to_postgres
 
     paths = existing_agent(args.agent)
-    db = open_database(paths, load_config(paths).storage)
-    if not hasattr(db, "schema"):
-        raise ConfigError("storage.backend is sqlite: set storage.backend postgres or $AGENTOS_DSN first")
-    from core.memory.postgres.copy import copy_memory_db
-
-    counts = copy_memory_db(paths.db_file, db)
+    counts, db = to_postgres(paths, load_config(paths).storage)
     for table, rows in counts.items():
         print(f"{table}: {rows} rows")
-    print(f"copied {paths.db_file} into schema {db.schema} of {db!r}")
+    print(f"copied {paths.db_file} into schema {db.schema} of {db!r}; the agent's memory lives there now")
+    return 0
+
+
+@command("copy-to-sqlite", AGENT)
+def copy_to_sqlite(args: argparse.Namespace) -> int:
+    """Copy an agent's PostgreSQL schema back into its memory.db, to keep it in SQLite again.
+
+    Run it with $AGENTOS_DSN (or storage.backend postgres) still set, and with the agent's
+    engines stopped. A new memory.db is built beside the old one from one snapshot of the
+    schema and then takes its place (an older memory.db, left by copy-to-postgres, is
+    replaced); the schema is left as it was. Then unset $AGENTOS_DSN: the agent opens on
+    SQLite only. Stopped midway, it is run again to finish.
+    """
+    from core.config import load_config
+    from core.memory.postgres.move import to_sqlite
+
+    paths = existing_agent(args.agent)
+    counts, db = to_sqlite(paths, load_config(paths).storage)
+    for table, rows in counts.items():
+        print(f"{table}: {rows} rows")
+    print(f"copied schema {db.schema} of {db!r} into {paths.db_file}; the agent's memory lives there now: "
+          "unset $AGENTOS_DSN (and storage.backend) to run it")
     return 0

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from core.config import StorageConfig
 from core.errors import StorageError
 from core.memory.dialect import POSTGRES, SQLITE, Dialect
+from core.memory import residence
 from core.memory.facts import MIN_REDACTED_CHARS, REDACTED
 from core.memory.storage import schema_name
 from core.paths import AgentPaths
@@ -96,14 +97,21 @@ _NEWEST = 2**63 - 1
 @contextmanager
 def reading(paths: AgentPaths, storage: StorageConfig) -> Iterator["Reader"]:
     """A :class:`Reader` over one read transaction of the agent's memory.db, or of its PostgreSQL schema
-    (an empty one if it does not exist)."""
+    (an empty one if it does not exist).
+
+    Raises:
+        StorageError: the agent's memory lives in the other backend (shown nowhere rather than stale or empty).
+    """
     backend, dsn = storage.resolved()
     if backend == "postgres":
         from core.memory.postgres.database import snapshot
 
+        residence.check_postgres(paths)
+
         with snapshot(dsn, schema_name(paths.name, storage), storage) as conn:
             yield Reader(conn, POSTGRES)
         return
+    residence.check_sqlite(paths)
     db_file = paths.db_file
     if not db_file.is_file():
         yield Reader(None)

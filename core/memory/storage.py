@@ -21,6 +21,7 @@ from typing import Any
 
 from core.config import StorageConfig
 from core.errors import ConfigError, StorageError
+from core.memory import residence
 from core.memory.db import Database
 from core.memory.fsutil import atomic_write
 from core.memory.log_format import utc_timestamp
@@ -45,12 +46,15 @@ def open_database(paths: AgentPaths, config: StorageConfig | None = None):
     Raises:
         ConfigError: an unknown backend, postgres without a DSN, or psycopg missing.
         DatabaseUnavailableError: the PostgreSQL server cannot be reached.
-        StorageError: the schema belongs to another folder of this agent.
+        StorageError: the schema belongs to another folder of this agent, or the agent's memory lives in the
+            other backend (or is being copied there): the message names the command that moves it.
     """
     config = config or StorageConfig()
     backend, dsn = config.resolved()
     if backend == "sqlite":
+        residence.check_sqlite(paths)
         return Database(paths.db_file)
+    residence.check_postgres(paths)  # before anything is created: the memory may live in memory.db
     db = postgres_database(dsn, schema_name(paths.name, config), config, paths.db_file)
     claim_schema(db, paths)
     return db

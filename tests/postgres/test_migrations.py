@@ -20,7 +20,8 @@ def test_every_migration_has_a_postgres_form():
 
 
 def test_four_processes_starting_together_apply_each_migration_once(postgres_server, tmp_path):
-    """Four processes opening a new schema at the same moment: one applies the migrations, each once; all succeed."""
+    """Four processes opening a new schema at the same moment: one applies the migrations (LangGraph's too), each
+    once; all succeed."""
     schema = "race_" + tmp_path.name[-12:].replace("-", "_").lower()
     go = tmp_path / "go"
     children = [subprocess.Popen([sys.executable, "-m", "tests.postgres.workers", "migrate", postgres_server.dsn,
@@ -33,9 +34,12 @@ def test_four_processes_starting_together_apply_each_migration_once(postgres_ser
         out, _ = child.communicate(timeout=120)
         assert child.returncode == 0
         outputs.append(out.strip())
-    expected = ",".join(name for name, _ in migrations())
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    ours = [name for name, _ in migrations()]
+    expected = ",".join(ours + [f"checkpoints v{v}" for v in range(len(PostgresSaver.MIGRATIONS))])
     assert sorted(outputs) == ["", "", "", expected]
     with psycopg.connect(postgres_server.dsn) as conn:
         rows = conn.execute(f'SELECT name FROM "{schema}"._migrations ORDER BY name').fetchall()
-        assert [row[0] for row in rows] == expected.split(",")
+        assert [row[0] for row in rows] == ours
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')

@@ -19,17 +19,22 @@ from psycopg import sql
 
 from core.errors import NotFoundError, StorageError, ValidationError
 from core.memory.postgres.database import PostgresDatabase
+from core.memory.residence import data_tables
 
 FIRST = ("cold_pending", "secret_scrubs")
 """Copied before the rest: the facts' triggers then update their rows instead of colliding with them."""
 
 
-def copy_memory_db(db_file: Path, db: PostgresDatabase, progress: Callable[[str, int], None] | None = None) -> dict[str, int]:
+def copy_memory_db(db_file: Path, db: PostgresDatabase, progress: Callable[[str, int], None] | None = None,
+                   replace: bool = False) -> dict[str, int]:
     """Copy ``db_file`` into ``db``'s schema; return the rows copied per table.
+
+    With ``replace`` the schema's rows (an older copy of this agent's memory) are deleted first, in the
+    same transaction: the schema then holds memory.db's rows, or, after a failure, what it held before.
 
     Raises:
         NotFoundError: there is no memory.db.
-        ValidationError: the schema already holds rows (nothing is copied twice).
+        ValidationError: the schema already holds rows and ``replace`` is off (nothing is copied twice).
         StorageError: memory.db has a table the schema lacks, or either database failed; nothing was written.
     """
     if not db_file.is_file():
@@ -37,15 +42,16 @@ def copy_memory_db(db_file: Path, db: PostgresDatabase, progress: Callable[[str,
     source = sqlite3.connect(f"file:{db_file}?mode=ro", uri=True)
     try:
         with db.connection() as raw:
-            target = _tables(raw, db.schema)
+            target = schema_tables(raw, db.schema)
             tables = _source_tables(source, target)
-            busy = [name for name in tables if raw.execute(
-                sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(sql.Identifier(name))).fetchone()[0]]
+            busy = [] if replace else busy_tables(raw, tables)
             if busy:
                 raise ValidationError(f"schema {db.schema} already holds rows ({', '.join(busy)}): a copy goes only "
                                       "into an agent's empty schema, before its first run on PostgreSQL")
             counts = {}
             with raw.transaction():
+                if replace:
+                    _empty(raw, target)
                 for name in _in_order(raw, db.schema, tables):
                     counts[name] = _copy(source, raw, name, target[name])
                     if progress:
@@ -60,7 +66,29 @@ def copy_memory_db(db_file: Path, db: PostgresDatabase, progress: Callable[[str,
         source.close()
 
 
-def _tables(raw: psycopg.Connection, schema: str) -> dict[str, list[str]]:
+BOOKKEEPING = ("_migrations", "_agent_folder", "checkpoint_migrations")
+"""Tables of a schema that describe it rather than hold the agent's memory."""
+
+
+def busy_tables(raw: psycopg.Connection, tables: list[str]) -> list[str]:
+    """Which of ``tables`` hold rows."""
+    return [name for name in tables if raw.execute(
+        sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(sql.Identifier(name))).fetchone()[0]]
+
+
+def schema_rows(db: PostgresDatabase) -> list[str]:
+    """The tables of ``db``'s schema that hold the agent's rows (its bookkeeping left out)."""
+    with db.connection() as raw, db.converting():
+        return busy_tables(raw, [name for name in sorted(schema_tables(raw, db.schema)) if name not in BOOKKEEPING])
+
+
+def _empty(raw: psycopg.Connection, target: dict[str, list[str]]) -> None:
+    """Delete every row of the agent's memory from the schema, LangGraph's checkpoints included."""
+    names = [name for name in sorted(target) if name not in BOOKKEEPING]
+    raw.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(sql.SQL(", ").join(map(sql.Identifier, names))))
+
+
+def schema_tables(raw: psycopg.Connection, schema: str) -> dict[str, list[str]]:
     """The schema's tables and their columns."""
     tables: dict[str, list[str]] = {}
     for table, column in raw.execute("SELECT table_name, column_name FROM information_schema.columns"
@@ -71,14 +99,10 @@ def _tables(raw: psycopg.Connection, schema: str) -> dict[str, list[str]]:
 
 def _source_tables(source: sqlite3.Connection, target: dict[str, list[str]]) -> list[str]:
     """memory.db's tables to copy: all but its bookkeeping and its FTS5 tables (and their shadows)."""
-    fts = [row[0] for row in source.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'")]
-    names = []
-    for (name,) in source.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"):
-        if name.startswith("sqlite_") or name == "_migrations" or any(name.startswith(f) for f in fts):
-            continue
-        if name not in target:
-            raise StorageError(f"memory.db has a table {name} that the PostgreSQL schema lacks: update AgentOS")
-        names.append(name)
+    names = data_tables(source)
+    missing = [name for name in names if name not in target]
+    if missing:
+        raise StorageError(f"memory.db has a table {missing[0]} that the PostgreSQL schema lacks: update AgentOS")
     return names
 
 

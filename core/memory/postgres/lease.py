@@ -15,7 +15,7 @@ import psycopg
 from core.config import StorageConfig
 from core.errors import LockTimeoutError
 from core.memory.postgres.database import advisory_key
-from core.memory.postgres.pool import converted, session_settings
+from core.memory.postgres.pool import application_name, converted, session_settings
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class SessionLease:
     def _connect(self) -> psycopg.Connection:
         """A connection of the lease's own, holding the session's lock."""
         try:
-            conn = psycopg.connect(self.dsn, autocommit=True,
+            conn = psycopg.connect(self.dsn, autocommit=True, application_name=application_name(self.schema),
                                    connect_timeout=max(1, round(self.config.connect_timeout_s)))
             for name, value in session_settings(self.config).items():
                 conn.execute("SELECT set_config(%s, %s, false)", (name, value))

@@ -52,7 +52,8 @@ def converted(exc: BaseException, dsn: str, config: StorageConfig) -> AgentOSErr
     if isinstance(exc, (psycopg.DataError, errors.ProgramLimitExceeded)):
         return ValidationError(f"{where} refused a value: {_first_line(exc)}; nothing was written")
     if isinstance(exc, errors.LockNotAvailable):
-        return LockTimeoutError(f"{where}: a lock stayed busy: {_first_line(exc)}; retry, or find the session holding it")
+        return LockTimeoutError(f"{where}: a lock wait was cut short ({_first_line(exc)}): another session held the "
+                                "lock; retry, or find that session in pg_locks and pg_stat_activity")
     if isinstance(exc, errors.QueryCanceled):
         return StorageError(f"{where}: a statement ran longer than storage.statement_timeout_s "
                             f"({config.statement_timeout_s:g}s) and was cancelled; raise it or check the server's load")
