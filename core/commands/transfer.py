@@ -26,11 +26,13 @@ def export(args: argparse.Namespace) -> int:
     with tqdm(desc="writing archive", unit="B", unit_scale=True, leave=False, disable=None) as bar:
         result = export_agent(args.agent, args.file, with_vectors=args.with_vectors,
                               include_secrets=args.include_secrets, progress=bar.update)
-    counts = result.manifest["counts"]
+    counts, left_out = result.manifest["counts"], result.secrets_left_out
     print(f"exported {args.agent} to {result.path}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "
           f"{counts['notes']} notes, {counts['messages']} messages, {counts['store_items']} store items"
           + ("; with vectors" if result.manifest["with_vectors"] else "")
-          + ("; secrets included" if args.include_secrets else ""))
+          + ("; secrets included" if args.include_secrets else "")
+          + (f"; {left_out} secret fact{'' if left_out == 1 else 's'} left out and their values redacted "
+             f"everywhere (--include-secrets keeps them)" if left_out else ""))
     if result.notice:
         print(f"note: {result.notice}", file=sys.stderr)
     return 0

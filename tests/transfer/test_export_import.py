@@ -263,6 +263,30 @@ def test_command_line_round_trip(agents_home, tmp_path):
     assert junk.returncode == 5 and junk.stderr.startswith("error: ") and not (tmp_path / "h3").exists()
 
 
+def test_export_says_how_many_secret_facts_it_left_out(agents_home, tmp_path):
+    """agentos export names the secret facts left out and the flag that keeps them; with the flag, none is."""
+    initialize_agent_memory("finn")
+    with MemoryManager("finn") as manager:
+        manager.save_fact("city", "Porto")
+        manager.save_fact("db_password", SECRET, category="secret")
+        manager.save_fact("api_token", "tok-5f1e-99aa-secret", category="secret")
+
+    def export(*flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "core", "export", "--agent", "finn", *flags],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    without = export(str(tmp_path / "a.tar.gz"))
+    assert without.returncode == 0, without.stderr
+    assert " 1 facts, " in without.stdout
+    assert "2 secret facts left out" in without.stdout and "--include-secrets keeps them" in without.stdout
+    with_secrets = export(str(tmp_path / "b.tar.gz"), "--include-secrets")
+    assert with_secrets.returncode == 0, with_secrets.stderr
+    assert " 3 facts, " in with_secrets.stdout and "secrets included" in with_secrets.stdout
+    assert "left out" not in with_secrets.stdout
+    assert export_agent("finn", tmp_path / "c.tar.gz").secrets_left_out == 2
+    assert export_agent("finn", tmp_path / "d.tar.gz", include_secrets=True).secrets_left_out == 0
+
+
 def test_forgotten_memories_do_not_travel_with_the_vectors(agents_home, tmp_path, monkeypatch):
     """--with-vectors copies the cold store's current rows only: a forgotten note is in no member of the archive,
     and the imported agent keeps the vectors of the others."""
