@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from tqdm import tqdm
 
@@ -50,8 +51,9 @@ def import_(args: argparse.Namespace) -> int:
     from core.transfer import import_agent
 
     with tqdm(desc="embedding", unit="memory", leave=False, disable=None) as bar:
+        started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on
         result = import_agent(args.file, as_name=args.as_name, force=args.force, progress=bar.update)
-        elapsed = bar.format_dict["elapsed"]
+        elapsed = time.monotonic() - started
     counts = result.manifest["counts"]
     print(f"imported {result.agent} into {result.root}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "
           f"{counts['messages']} messages"

@@ -6,6 +6,7 @@ import gzip
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -254,6 +255,9 @@ def test_command_line_round_trip(agents_home, tmp_path):
     assert exported.returncode == 0 and "exported finn" in exported.stdout, exported.stderr
     imported = agentos("import", str(archive), "--as", "porto", home=tmp_path / "h2")
     assert imported.returncode == 0 and "imported porto" in imported.stdout, imported.stderr
+    # No terminal, so no bar: the time is still measured (the bar's own clock stops when it is not drawn).
+    seconds = re.search(r"re-embedded \d+ memories in ([\d.]+) s", imported.stdout)
+    assert seconds and float(seconds.group(1)) > 0 and "embedding:" not in imported.stderr, imported.stdout
     facts = agentos("facts", "--agent", "porto", "--json", home=tmp_path / "h2")
     assert json.loads(facts.stdout)[0]["value"] == "Porto"
     again = agentos("import", str(archive), "--as", "porto", home=tmp_path / "h2")
