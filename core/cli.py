@@ -50,7 +50,7 @@ def add_arguments(cli: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the engine from the command line; return the exit code (a closed output: see core.closed_output)."""
+    """Run the engine from the command line; return the exit code (a closed output: core.closed_output)."""
     return closed_output.run(lambda: execute(parser().parse_args(argv)))
 
 

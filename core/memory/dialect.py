@@ -56,7 +56,8 @@ SQLITE = Dialect(
     count_messages=("SELECT count(*) FROM ctx_messages_fts JOIN ctx_messages m ON m.id = ctx_messages_fts.rowid"
                     " WHERE ctx_messages_fts MATCH ? AND m.conversation_id = ?"),
     count_summaries=("SELECT count(*) FROM ctx_summaries_fts JOIN ctx_summaries s"
-                     " ON s.rowid = ctx_summaries_fts.rowid WHERE ctx_summaries_fts MATCH ? AND s.conversation_id = ?"),
+                     " ON s.rowid = ctx_summaries_fts.rowid"
+                     " WHERE ctx_summaries_fts MATCH ? AND s.conversation_id = ?"),
     match=_fts5_match,
     tables="SELECT name FROM sqlite_master WHERE type = 'table'",
     recall_words=Fts5Words,
@@ -79,7 +80,8 @@ ORDER BY h.rank, t.id
 """
 
 _PG_COUNT = """SELECT count(*) FROM {table} t
-WHERE to_tsvector('simple', left(t.content, 200000)) @@ plainto_tsquery('simple', ?) AND t.conversation_id = ?"""
+WHERE to_tsvector('simple', left(t.content, 200000)) @@ plainto_tsquery('simple', ?)
+  AND t.conversation_id = ?"""
 
 POSTGRES = Dialect(
     name="postgres",

@@ -44,8 +44,10 @@ def scores(conn: Any, dialect: Dialect, table: str, conv: int, words: Sequence[s
                          (conv,)).fetchone()
     total, avg_len = stats[0], max(float(stats[1] or 1), 1.0)
     count = dialect.count_messages if table == "ctx_messages" else dialect.count_summaries
-    terms = {fold(w): w for w in words}
-    weights = {t: idf(conn.execute(count, (dialect.match([w]), conv)).fetchone()[0], total) for t, w in terms.items()}
+    weights = {}
+    for word in words:
+        matching = conn.execute(count, (dialect.match([word]), conv)).fetchone()[0]
+        weights[fold(word)] = idf(matching, total)
     ceiling = sum(weights.values()) * (K1 + 1)
     rows = conn.execute(f"SELECT id, content FROM {table} WHERE id IN ({', '.join('?' * len(ids))})", list(ids))
     return {row["id"]: min(1.0, _bm25(row["content"], weights, avg_len) / ceiling) for row in rows}
