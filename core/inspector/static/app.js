@@ -166,10 +166,10 @@ function wireTimeline() {
   $("log-newer").addEventListener("click", () => pageLog({ after: state.log.newestShown }));
 }
 
-// One chip per entry type: core's list, then any other type the log holds (written by a newer version).
-// The chips are rebuilt only when the types change, so live updates refresh the counts in place.
+// One chip per entry type of core's list (LOG.md holds no other). The chips are built once,
+// so live updates refresh their counts in place and a pressed chip stays pressed.
 function showTypeChips(counts) {
-  const types = [...state.entryTypes, ...Object.keys(counts).filter((t) => !state.entryTypes.includes(t)).sort()];
+  const types = state.entryTypes;
   const chips = $("log-types");
   if (chips.dataset.types !== types.join(" ")) {
     chips.dataset.types = types.join(" ");
