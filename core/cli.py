@@ -19,7 +19,7 @@ import logging
 import sys
 from typing import Callable
 
-from core import exit_codes
+from core import closed_output, exit_codes
 from core.errors import AgentOSError
 from core.paths import existing_agent
 from core.spinner import progress
@@ -50,8 +50,8 @@ def add_arguments(cli: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the engine from the command line; return the exit code."""
-    return execute(parser().parse_args(argv))
+    """Run the engine from the command line; return the exit code (a closed output: core.closed_output)."""
+    return closed_output.run(lambda: execute(parser().parse_args(argv)))
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -129,6 +129,8 @@ def interactive(engine) -> int:
                 _turn(engine, lambda: engine.run(line))
         except AgentOSError as exc:
             print(f"error: {exc}", file=sys.stderr)
+        if closed_output.discarded():
+            return EXIT_OK  # nobody reads the answers any more
 
 
 def command(engine, line: str) -> str:

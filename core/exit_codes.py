@@ -11,6 +11,8 @@
          server cannot be reached)
     6    model backend error (no server, unknown model, a failing model call)
     130  interrupted (Ctrl-C)
+    141  the output's reader went away (``agentos status | head -n 1``): the rest of the
+         output was dropped, without a message (what a shell reports for SIGPIPE)
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from core.errors import (AgentOSError, BackendError, ColdStoreError, ConfigError
                          StorageError, ValidationError)
 
 OK, FAILED, USAGE, BLOCKED, NOT_FOUND, STORAGE, BACKEND, INTERRUPTED = 0, 1, 2, 3, 4, 5, 6, 130
+CLOSED_OUTPUT = 141
 
 
 def for_error(exc: AgentOSError) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from core import closed_output
 from core.spinner import stop_all
 
 _CALL_LIKE = ("{", "[", "<tool_call", "```")
@@ -57,6 +58,13 @@ class ReplyDisplay:
         self.written, self._pending, self._held = "", "", False
 
     def _write(self, text: str) -> None:
-        self.stream.write(text)
-        self.stream.flush()
         self.written += text
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:
+            if self.stream is not sys.stdout or not closed_output.stdout_closed():
+                raise
+            # The reader went away mid-reply (``agentos run ... | head``): the turn still finishes and
+            # is recorded in the agent's memory; only its text is dropped, and the command exits 141.
+            closed_output.discard_stdout()

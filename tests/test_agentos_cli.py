@@ -194,3 +194,61 @@ def test_scripts_are_wrappers_of_the_subcommands(agents_home):
     helped = subprocess.run([sys.executable, "scripts/rebuild_index.py", "--help"], cwd=ROOT, capture_output=True,
                             text=True, timeout=60)
     assert helped.returncode == 0 and "agentos rebuild-index" in helped.stdout
+
+
+def with_terminal_stderr(*args: str, env: dict) -> tuple[subprocess.CompletedProcess, str]:
+    """Run ``python -m core ARGS`` with stderr a terminal (a pseudo-terminal); return it and what it drew there."""
+    import pty
+
+    main, terminal = pty.openpty()
+    try:
+        result = subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=terminal, stdin=subprocess.DEVNULL, text=True, env=env, timeout=300)
+    finally:
+        os.close(terminal)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # Linux: EIO once the terminal's other side is closed and everything was read
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(main)
+    return result, drawn.decode("utf-8", "replace")
+
+
+def test_a_dry_run_compaction_draws_no_bar_and_asks_no_model(agents_home):
+    """compact-log --dry-run draws no progress bar, even on a terminal, looks for no summarizer model and
+    changes nothing."""
+    from tests.ollama_server import ScriptedOllama
+
+    assert agentos("init", "--agent", "finn").returncode == 0
+    with MemoryManager("finn") as manager:
+        for step in range(3):
+            manager.append_log("THOUGHT", f"Step {step} of the plan")
+    log_file = agents_home / "finn" / "memory" / "LOG.md"
+    before = log_file.read_bytes()
+    with ScriptedOllama() as server:
+        result, drawn = with_terminal_stderr("compact-log", "--agent", "finn", "--dry-run", "--force",
+                                             env={**os.environ, "OLLAMA_HOST": server.host})
+        assert server.requests == []
+    assert result.returncode == 0, drawn
+    assert "dry run: would archive entries" in result.stdout
+    assert drawn == ""
+    assert log_file.read_bytes() == before and not list((agents_home / "finn" / "memory" / "archive").glob("LOG-*"))
+
+
+def test_progress_bars_are_drawn_only_on_a_terminal(agents_home):
+    """compact-log and rebuild-index print their results, and no bar, when stderr is not a terminal."""
+    assert agentos("init", "--agent", "finn").returncode == 0
+    with MemoryManager("finn") as manager:
+        for step in range(3):
+            manager.append_log("THOUGHT", f"Step {step}: read the asyncio documentation")
+    compacted = agentos("compact-log", "--agent", "finn", "--force")
+    assert compacted.returncode == 0 and "entries archived: " in compacted.stdout, compacted.stderr
+    rebuilt = agentos("rebuild-index", "--agent", "finn")
+    assert rebuilt.returncode == 0 and "memories embedded: " in rebuilt.stdout, rebuilt.stderr
+    for result in (compacted, rebuilt):
+        assert "indexing:" not in result.stderr and "embedding:" not in result.stderr, result.stderr

@@ -17,7 +17,7 @@ import importlib
 import logging
 import sys
 
-from core import __version__, exit_codes
+from core import __version__, closed_output, exit_codes
 from core.commands.base import REGISTRY
 from core.errors import AgentOSError
 
@@ -47,7 +47,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``agentos`` with ``argv`` (default: the process's arguments); return the exit code."""
+    """Run ``agentos`` with ``argv`` (default: the process's arguments); return the exit code.
+
+    Output piped to a reader that stops early (``agentos status | head``) ends the command
+    quietly: see :mod:`core.closed_output`.
+    """
+    return closed_output.run(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     cli = parser()
     args = cli.parse_args(argv)
     if args.command is None:

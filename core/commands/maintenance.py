@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from tqdm import tqdm
 
@@ -25,7 +26,9 @@ def compact_log(args: argparse.Namespace) -> int:
     deterministic extractive summary is used, and the output says so. Running it again
     after a crash finishes the interrupted compaction.
     """
-    with open_memory(args.agent) as manager, tqdm(desc="indexing", unit="memory", leave=False) as bar:
+    # A dry run indexes nothing, so it shows no bar; a bar is only drawn on a terminal (disable=None).
+    with open_memory(args.agent) as manager, tqdm(desc="indexing", unit="memory", leave=False,
+                                                  disable=True if args.dry_run else None) as bar:
         report = manager.cold.compact(args.summary, force=args.force, dry_run=args.dry_run, progress=bar.update)
     print(compaction_text(report, args.dry_run))
     return 0
@@ -94,9 +97,10 @@ def rebuild_index(args: argparse.Namespace) -> int:
     embedder (forgotten memories stay forgotten). It ends by optimizing the table, which
     builds the approximate vector index once it holds cold.ann_min_rows memories.
     """
-    with open_memory(args.agent) as manager, tqdm(desc="embedding", unit="memory") as bar:
+    with open_memory(args.agent) as manager, tqdm(desc="embedding", unit="memory", disable=None) as bar:
+        started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on
         result = rebuild_all(manager, progress=bar.update)
-        elapsed = bar.format_dict["elapsed"]
+        elapsed = time.monotonic() - started
     print(f"log_metadata rows: {result.log_rows}")
     print(f"compactions recorded: {result.compactions}")
     print(f"memories embedded: {result.memories} in {elapsed:.1f} s "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from tqdm import tqdm
 
@@ -26,11 +27,13 @@ def export(args: argparse.Namespace) -> int:
     with tqdm(desc="writing archive", unit="B", unit_scale=True, leave=False, disable=None) as bar:
         result = export_agent(args.agent, args.file, with_vectors=args.with_vectors,
                               include_secrets=args.include_secrets, progress=bar.update)
-    counts = result.manifest["counts"]
+    counts, left_out = result.manifest["counts"], result.secrets_left_out
     print(f"exported {args.agent} to {result.path}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "
           f"{counts['notes']} notes, {counts['messages']} messages, {counts['store_items']} store items"
           + ("; with vectors" if result.manifest["with_vectors"] else "")
-          + ("; secrets included" if args.include_secrets else ""))
+          + ("; secrets included" if args.include_secrets else "")
+          + (f"; {left_out} secret fact{'' if left_out == 1 else 's'} left out and their values redacted "
+             f"everywhere (--include-secrets keeps them)" if left_out else ""))
     if result.notice:
         print(f"note: {result.notice}", file=sys.stderr)
     return 0
@@ -48,8 +51,9 @@ def import_(args: argparse.Namespace) -> int:
     from core.transfer import import_agent
 
     with tqdm(desc="embedding", unit="memory", leave=False, disable=None) as bar:
+        started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on
         result = import_agent(args.file, as_name=args.as_name, force=args.force, progress=bar.update)
-        elapsed = bar.format_dict["elapsed"]
+        elapsed = time.monotonic() - started
     counts = result.manifest["counts"]
     print(f"imported {result.agent} into {result.root}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "
           f"{counts['messages']} messages"

@@ -25,6 +25,7 @@ from core.memory import now_file
 from core.memory import recall_query
 from core.memory.cold_memory import open_store
 from core.memory.cold_store import TABLE, ColdStore
+from core.memory.log_format import ENTRY_TYPES
 from core.memory.recall_docs import DocIndex
 from core.memory.recall_query import check_recall
 from core.memory.recall_search import Tuning
@@ -94,7 +95,7 @@ class AgentView:
             answer = self._state(reader)
             answer.update({
                 "agent": self.paths.name,
-                "types": reader.type_counts(),
+                "entry_types": list(ENTRY_TYPES),
                 "runs": self._runs(reader, answer["now"]),
                 "timeline": self._timeline(reader, timeline.LogQuery(), secrets),
                 "notes": self._notes(reader, None),
@@ -113,6 +114,7 @@ class AgentView:
         current = _current_run(now)
         return {
             "now": now,
+            "types": reader.type_counts(),  # here, not in the overview only: live updates refresh the chips
             "sizes": self.sizes(reader),
             "counts": {"facts": reader.fact_count(), "notes": reader.note_count(),
                        "messages": reader.message_count(), "compactions": reader.compaction_count(),

@@ -16,7 +16,7 @@ import logging
 import signal
 import sys
 
-from core import exit_codes
+from core import closed_output, exit_codes
 from core.addresses import is_loopback
 from core.errors import AgentOSError
 from core.paths import agents_home, existing_agent
@@ -78,6 +78,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m core.inspector") 
     cli = argparse.ArgumentParser(prog=prog, description=inspect.getdoc(run),
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(cli)
+    return closed_output.run(lambda: _serve(cli, argv))
+
+
+def _serve(cli: argparse.ArgumentParser, argv: list[str] | None) -> int:
     try:
         return run(cli.parse_args(argv))
     except AgentOSError as exc:

@@ -312,7 +312,8 @@ class ColdMemory:
         progress: Progress | None = None,
     ) -> CompactionReport:
         """Compact LOG.md now (waiting for a running compaction)."""
-        summarizer = self.summarizer()
+        # A dry run or a given summary summarises nothing: no summarizer model is looked for (a network call).
+        summarizer = None if dry_run or summary is not None else self.summarizer()
         return self.compactor.run(summarizer, summary, force=force, dry_run=dry_run, progress=progress)
 
     def summarizer(self, automatic: bool = False) -> LogSummarizer:

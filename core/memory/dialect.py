@@ -24,6 +24,10 @@ class Dialect:
     columns id, at, snip (matches marked ``[...]``), rank (lower is better)."""
     search_summaries: str
     """The same for summaries."""
+    count_messages: str
+    """How many messages of one conversation match: params (match, conversation)."""
+    count_summaries: str
+    """The same for summaries."""
     match: Callable[[list[str]], str]
     """The query text matching every one of the words."""
     tables: str
@@ -49,6 +53,11 @@ SQLITE = Dialect(
         " bm25(ctx_summaries_fts) AS rank FROM ctx_summaries_fts JOIN ctx_summaries s"
         " ON s.rowid = ctx_summaries_fts.rowid WHERE ctx_summaries_fts MATCH ? AND s.conversation_id = ?"
         " ORDER BY rank LIMIT ?"),
+    count_messages=("SELECT count(*) FROM ctx_messages_fts JOIN ctx_messages m ON m.id = ctx_messages_fts.rowid"
+                    " WHERE ctx_messages_fts MATCH ? AND m.conversation_id = ?"),
+    count_summaries=("SELECT count(*) FROM ctx_summaries_fts JOIN ctx_summaries s"
+                     " ON s.rowid = ctx_summaries_fts.rowid"
+                     " WHERE ctx_summaries_fts MATCH ? AND s.conversation_id = ?"),
     match=_fts5_match,
     tables="SELECT name FROM sqlite_master WHERE type = 'table'",
     recall_words=Fts5Words,
@@ -70,10 +79,16 @@ JOIN {table} t ON t.id = h.id, q
 ORDER BY h.rank, t.id
 """
 
+_PG_COUNT = """SELECT count(*) FROM {table} t
+WHERE to_tsvector('simple', left(t.content, 200000)) @@ plainto_tsquery('simple', ?)
+  AND t.conversation_id = ?"""
+
 POSTGRES = Dialect(
     name="postgres",
     search_messages=_PG_SEARCH.format(table="ctx_messages"),
     search_summaries=_PG_SEARCH.format(table="ctx_summaries"),
+    count_messages=_PG_COUNT.format(table="ctx_messages"),
+    count_summaries=_PG_COUNT.format(table="ctx_summaries"),
     match=" ".join,
     tables="SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
     recall_words=TsvectorWords,

@@ -194,14 +194,15 @@ class LogCompactor:
     # -- the protocol -------------------------------------------------------------
 
     def run(
-        self, summarizer: Summarizer, summary: str | None = None, *, force: bool = False,
+        self, summarizer: Summarizer | None, summary: str | None = None, *, force: bool = False,
         dry_run: bool = False, wait: bool = True, index: bool = True, progress: Progress | None = None,
         step: Callable[[], ContextManager[object]] = nullcontext,
     ) -> CompactionReport:
         """Compact LOG.md if over a threshold (or ``force``); finish any interrupted compaction first.
 
         Args:
-            summarizer: makes the SUMMARY text when ``summary`` is not given.
+            summarizer: makes the SUMMARY text when ``summary`` is not given (None only with
+                ``summary`` or ``dry_run``).
             summary: a ready summary, used as is.
             force: compact even below the thresholds.
             dry_run: report what would be archived; change nothing.

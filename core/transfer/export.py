@@ -53,6 +53,8 @@ class ExportResult:
     manifest: dict[str, Any]
     notice: str = ""
     """Why the vectors were left out although asked for (empty otherwise)."""
+    secrets_left_out: int = 0
+    """Secret facts not in the archive (always 0 with ``include_secrets``)."""
 
 
 def export_agent(agent: str, file: str | Path, *, with_vectors: bool = False, include_secrets: bool = False,
@@ -82,7 +84,9 @@ def export_agent(agent: str, file: str | Path, *, with_vectors: bool = False, in
             embedder = manager.config.cold.embedder
             vectors = _snapshot(manager, root, with_vectors)
         notice = "" if vectors or not with_vectors else "the agent has no cold store yet: the importer embeds"
+        left_out = 0
         if not include_secrets:
+            left_out = _secret_fact_count(root / "memory" / "memory.db")
             notice = _remove_secrets(root, vectors) or notice
             vectors = vectors and (root / "memory" / "lancedb").exists()
         manifest = {
@@ -93,7 +97,7 @@ def export_agent(agent: str, file: str | Path, *, with_vectors: bool = False, in
         _write_archive(staging, root, manifest, target, progress)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return ExportResult(target, manifest, notice)
+    return ExportResult(target, manifest, notice, left_out)
 
 
 def _snapshot(manager: MemoryManager, root: Path, with_vectors: bool) -> bool:
@@ -146,6 +150,15 @@ def _copy_vectors(source: Path, target: Path) -> bool:
     # The schema (and so the embedder it names) travels with the rows.
     lance.write_dataset(rows, target / f"{TABLE}.lance", schema=rows.schema, mode="create")
     return True
+
+
+def _secret_fact_count(db_file: Path) -> int:
+    """How many secret facts the staged memory.db holds (before they are removed)."""
+    conn = sqlite3.connect(db_file)
+    try:
+        return conn.execute("SELECT count(*) FROM user_facts WHERE category = 'secret'").fetchone()[0]
+    finally:
+        conn.close()
 
 
 def _remove_secrets(root: Path, vectors: bool) -> str:

@@ -142,3 +142,33 @@ def test_live_update_shows_a_newly_appended_entry(page, demo):
         seq = mm.append_log("THOUGHT", "a thought that arrives while the page is open")
     page.wait_for_selector(f"#log li.entry.fresh[data-seq='{seq}']", timeout=2500)
     assert entries(page)[0] == str(seq)
+
+
+def test_type_chips_are_core_entry_types_and_follow_live_updates(page, demo):
+    """A chip for every LOG.md entry type core writes (FACT and FORGET too), whose counts follow new entries."""
+    from core.memory.log_format import ENTRY_TYPES
+
+    chips = page.locator("#log-types .chip")
+    assert chips.evaluate_all("chips => chips.map(c => c.dataset.type)") == list(ENTRY_TYPES)
+
+    def count(entry_type: str):
+        return page.locator(f"#log-types .chip[data-type='{entry_type}'] small")
+
+    facts, thoughts = int(count("FACT").inner_text()), int(count("THOUGHT").inner_text())
+    assert facts >= 3 and count("FORGET").inner_text() == "0"
+    page.click("#log-types button[data-type='THOUGHT']")  # a pressed chip stays pressed through the updates
+    page.wait_for_selector("#live.on")
+    config = demo.home / "finn" / "config" / "config.yaml"  # forgetting opens the cold store: a reachable embedder
+    config.write_text(config.read_text().replace("ollama:nomic-embed-text", "minilm"))
+    with MemoryManager("finn", demo.home) as mm:
+        mm.append_log("THOUGHT", "a thought that arrives while the page is open")
+        mm.save_fact("editor", "vim", category="preference")
+        assert mm.forget_memory(mm.store_memory("a note that is forgotten at once"))
+    expect(count("FORGET")).to_have_text("1")
+    expect(count("FACT")).to_have_text(str(facts + 1))
+    expect(count("THOUGHT")).to_have_text(str(thoughts + 1))
+    assert page.locator("#log-types button[data-type='THOUGHT']").get_attribute("aria-pressed") == "true"
+    page.click("#log-clear")
+    page.click("#log-types button[data-type='FORGET']")
+    expect(page.locator("#log li.entry")).to_have_count(1)
+    assert page.locator("#log li.entry .badge.type-FORGET").count() == 1

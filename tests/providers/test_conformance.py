@@ -234,6 +234,25 @@ def test_searcher(provider, session):
     assert provider.search(Session("nobody"), SearchQuery("module")) == []
 
 
+def test_search_scores_are_a_share_of_the_best_possible(provider, session):
+    """A search score is BM25 as a share of the most the words could score: in [0, 1], best first, the
+    same for any query and database (a text of average length holding each word once: 1 / 2.2), never
+    collapsed to ~1e-6 by words found in every message."""
+    needs(provider, Searcher)
+    provider.append(session, [Message("user", "apple one"), Message("assistant", "apple two"),
+                              Message("user", "apple six")])
+    hits = provider.search(session, SearchQuery("APPLE", limit=5))
+    assert len(hits) == 3 and all(hit.score == pytest.approx(1 / 2.2) for hit in hits)
+    provider.append(session, [Message("user", "apple apple apple pie"), Message("assistant", "a long answer "
+                              "about the orchard, its trees, the weather this spring and, once, an apple")])
+    hits = provider.search(session, SearchQuery("apple", limit=10))
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+    assert all(0 < hit.score < 1 for hit in hits)
+    assert hits[0].content.startswith("[apple] [apple] [apple]") and "orchard" in hits[-1].content
+    two_words = provider.search(session, SearchQuery("apple pie", limit=10))
+    assert len(two_words) == 1 and 0.4 < two_words[0].score < 1
+
+
 def test_explorer(provider, session):
     """Every summary in context can be described and expanded."""
     needs(provider, Explorer)

@@ -9,6 +9,7 @@ import pytest
 from core.errors import ProviderError, SummaryNotFoundError, ToolArgumentError
 from core.memory.provider import (
     ChangeSource,
+    Message,
     CompactionMode,
     Searcher,
     Session,
@@ -81,6 +82,16 @@ def test_explore_through_tool_is_scoped_to_session(lcm):
     assert call(tool, ADA, action="search", query="module", limit=3)
     with pytest.raises(SummaryNotFoundError):
         call(tool, BOB, action="expand", id=summary_id)
+
+
+def test_search_action_scores_are_meaningful(lcm):
+    """The tool's search hits carry a score in [0, 1], best first: the text that repeats the words leads."""
+    lcm.append(ADA, [Message("user", "the deploy failed with error 137"),
+                     Message("assistant", "error 137: the deploy ran out of memory; error 137 again after the retry"),
+                     Message("user", "thanks, that helps")])
+    hits = call(build_tool(lcm), ADA, action="search", query="error 137")
+    assert [hit["source_id"] for hit in hits] == ["msg_2", "msg_1"]
+    assert 0.4 < hits[1]["score"] < hits[0]["score"] < 1
 
 
 def test_constraints_history_and_rollback(lcm):

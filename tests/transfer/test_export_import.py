@@ -6,6 +6,7 @@ import gzip
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -254,6 +255,9 @@ def test_command_line_round_trip(agents_home, tmp_path):
     assert exported.returncode == 0 and "exported finn" in exported.stdout, exported.stderr
     imported = agentos("import", str(archive), "--as", "porto", home=tmp_path / "h2")
     assert imported.returncode == 0 and "imported porto" in imported.stdout, imported.stderr
+    # No terminal, so no bar: the time is still measured (the bar's own clock stops when it is not drawn).
+    seconds = re.search(r"re-embedded \d+ memories in ([\d.]+) s", imported.stdout)
+    assert seconds and float(seconds.group(1)) > 0 and "embedding:" not in imported.stderr, imported.stdout
     facts = agentos("facts", "--agent", "porto", "--json", home=tmp_path / "h2")
     assert json.loads(facts.stdout)[0]["value"] == "Porto"
     again = agentos("import", str(archive), "--as", "porto", home=tmp_path / "h2")
@@ -261,6 +265,30 @@ def test_command_line_round_trip(agents_home, tmp_path):
     (tmp_path / "junk.tar.gz").write_bytes(gzip.compress(b"junk"))
     junk = agentos("import", str(tmp_path / "junk.tar.gz"), home=tmp_path / "h3")
     assert junk.returncode == 5 and junk.stderr.startswith("error: ") and not (tmp_path / "h3").exists()
+
+
+def test_export_says_how_many_secret_facts_it_left_out(agents_home, tmp_path):
+    """agentos export names the secret facts left out and the flag that keeps them; with the flag, none is."""
+    initialize_agent_memory("finn")
+    with MemoryManager("finn") as manager:
+        manager.save_fact("city", "Porto")
+        manager.save_fact("db_password", SECRET, category="secret")
+        manager.save_fact("api_token", "tok-5f1e-99aa-secret", category="secret")
+
+    def export(*flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "core", "export", "--agent", "finn", *flags],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    without = export(str(tmp_path / "a.tar.gz"))
+    assert without.returncode == 0, without.stderr
+    assert " 1 facts, " in without.stdout
+    assert "2 secret facts left out" in without.stdout and "--include-secrets keeps them" in without.stdout
+    with_secrets = export(str(tmp_path / "b.tar.gz"), "--include-secrets")
+    assert with_secrets.returncode == 0, with_secrets.stderr
+    assert " 3 facts, " in with_secrets.stdout and "secrets included" in with_secrets.stdout
+    assert "left out" not in with_secrets.stdout
+    assert export_agent("finn", tmp_path / "c.tar.gz").secrets_left_out == 2
+    assert export_agent("finn", tmp_path / "d.tar.gz", include_secrets=True).secrets_left_out == 0
 
 
 def test_forgotten_memories_do_not_travel_with_the_vectors(agents_home, tmp_path, monkeypatch):

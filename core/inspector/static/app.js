@@ -2,9 +2,7 @@
 // as text only (el() below never parses HTML), so nothing an agent stored can run as code.
 "use strict";
 
-const TYPES = ["RUN_START", "RUN_END", "STEP_START", "STEP_END", "USER_FEEDBACK", "THOUGHT", "TOOL_USE",
-  "NOW_UPDATE", "ERROR", "INTERRUPTED", "SYSTEM", "SUMMARY"];
-const state = { agent: null, tab: "timeline", log: { types: new Set(), run: "", q: "", archive: "" },
+const state = { agent: null, tab: "timeline", entryTypes: [], log: { types: new Set(), run: "", q: "", archive: "" },
   newest: 0, firstPage: true, events: null, notesCursor: null, compactionsCursor: null };
 const $ = (id) => document.getElementById(id);
 
@@ -83,8 +81,8 @@ async function openAgent(name) {
   $("log-search").value = "";
   const overview = await api("");
   $("main").hidden = false;
+  state.entryTypes = overview.entry_types;  // core's one list of LOG.md entry types
   showState(overview);
-  showTypeChips(overview.types);
   showRuns(overview.runs);
   showTimeline(overview.timeline, false);
   showConversations(overview.conversations);
@@ -98,6 +96,7 @@ async function openAgent(name) {
 // -- NOW, sizes, facts ---------------------------------------------------------------------
 
 function showState(data) {
+  showTypeChips(data.types || {});
   showNow(data.now);
   showSizes(data.sizes, data.counts);
   showFacts(data.facts, data.profiles);
@@ -167,10 +166,18 @@ function wireTimeline() {
   $("log-newer").addEventListener("click", () => pageLog({ after: state.log.newestShown }));
 }
 
+// One chip per entry type of core's list (LOG.md holds no other). The chips are built once,
+// so live updates refresh their counts in place and a pressed chip stays pressed.
 function showTypeChips(counts) {
-  fill($("log-types"), TYPES.map((type) => el("button", { type: "button", class: `chip type-${type}`, "data-type": type,
-    onclick: () => { state.log.types.has(type) ? state.log.types.delete(type) : state.log.types.add(type); markChips(); reloadLog(); } },
-  type, el("small", {}, number(counts[type] || 0)))));
+  const types = state.entryTypes;
+  const chips = $("log-types");
+  if (chips.dataset.types !== types.join(" ")) {
+    chips.dataset.types = types.join(" ");
+    fill(chips, types.map((type) => el("button", { type: "button", class: `chip type-${type}`, "data-type": type,
+      onclick: () => { state.log.types.has(type) ? state.log.types.delete(type) : state.log.types.add(type); markChips(); reloadLog(); } },
+    type, el("small", {}, ""))));
+  }
+  for (const chip of chips.querySelectorAll(".chip")) fill(chip.querySelector("small"), number(counts[chip.dataset.type] || 0));
   markChips();
 }
 

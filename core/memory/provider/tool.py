@@ -66,8 +66,8 @@ class Action:
 
 ACTIONS = (
     Action("status", "session statistics (messages, tokens, summaries)", ()),
-    Action("search", "full-text search of this conversation's history", (Searcher,), ("query",),
-           ("scope", "limit")),
+    Action("search", "full-text search of this conversation's history (each hit's score: 0-1, higher is better)",
+           (Searcher,), ("query",), ("scope", "limit")),
     Action("describe", "metadata and lineage of a summary", (Explorer,), ("id",)),
     Action("expand", "the messages or summaries a summary was built from", (Explorer,), ("id",),
            ("token_cap",)),

@@ -18,6 +18,7 @@ from core.memory.provider.types import (
     SearchResult,
     SearchScope,
 )
+from core.plugins.memory.lcm import relevance
 from core.plugins.memory.lcm.render import render_message_line, render_summary_line, summary_message
 from core.plugins.memory.store import MESSAGE_COLUMNS, shown_message
 from core.plugins.memory.window import WindowItem
@@ -65,18 +66,24 @@ def fts_query(text: object) -> str:
 
 
 def search(conn: sqlite3.Connection, conv: int, query: SearchQuery, dialect: Dialect = SQLITE) -> list[SearchResult]:
-    """Best matches first (BM25 in SQLite, ts_rank_cd in PostgreSQL), with snippets; matches are marked ``[...]``."""
+    """Best matches first, with snippets (matches marked ``[...]``) and a score in [0, 1] (:mod:`.relevance`).
+
+    The database finds and orders the candidates (BM25 in SQLite, ts_rank_cd in PostgreSQL).
+    """
     if not isinstance(query.limit, int) or query.limit <= 0:
         raise ValidationError(f"search limit must be a positive integer, got {query.limit!r}")
-    match = dialect.match(query_words(query.text))
+    words = query_words(query.text)
+    match = dialect.match(words)
     hits: list[SearchResult] = []
     if query.scope in (SearchScope.BOTH, SearchScope.MESSAGES):
-        rows = conn.execute(dialect.search_messages, (SNIPPET_TOKENS, match, conv, query.limit))
-        hits += [SearchResult("message", f"msg_{r['id']}", r["snip"], -r["rank"], r["at"]) for r in rows]
+        rows = conn.execute(dialect.search_messages, (SNIPPET_TOKENS, match, conv, query.limit)).fetchall()
+        score = relevance.scores(conn, dialect, "ctx_messages", conv, words, [r["id"] for r in rows])
+        hits += [SearchResult("message", f"msg_{r['id']}", r["snip"], score[r["id"]], r["at"]) for r in rows]
     if query.scope in (SearchScope.BOTH, SearchScope.SUMMARIES):
-        rows = conn.execute(dialect.search_summaries, (SNIPPET_TOKENS, match, conv, query.limit))
-        hits += [SearchResult("summary", r["id"], r["snip"], -r["rank"], r["at"]) for r in rows]
-    hits.sort(key=lambda hit: hit.score, reverse=True)
+        rows = conn.execute(dialect.search_summaries, (SNIPPET_TOKENS, match, conv, query.limit)).fetchall()
+        score = relevance.scores(conn, dialect, "ctx_summaries", conv, words, [r["id"] for r in rows])
+        hits += [SearchResult("summary", r["id"], r["snip"], score[r["id"]], r["at"]) for r in rows]
+    hits.sort(key=lambda hit: hit.score, reverse=True)  # stable: equal scores keep the database's order
     return hits[: query.limit]
 
 
