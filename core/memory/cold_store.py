@@ -40,7 +40,7 @@ from typing import Any, Callable, Sequence
 
 from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError
 from core.llm.embedders import Embedder
-from core.memory import ann_index
+from core.memory import ann_index, fault_points
 from core.memory.locking import AgentLock
 from core.memory.secrets import Redactor
 
@@ -252,7 +252,9 @@ class ColdStore:
                     vectors[n] = vector
             records = self._arrow(rows, vectors, table.schema)
             try:
+                fault_points.reach("cold.write")
                 upsert(self.writable(), records)
+                fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot write to the cold store {self.path}: {exc}") from exc
             self._writes += 1
@@ -295,7 +297,9 @@ class ColdStore:
         with self.writing():
             try:
                 for start in range(0, len(ids), 500):
+                    fault_points.reach("cold.write")
                     self.writable().delete(f"id IN ({', '.join(sql_string(i) for i in ids[start:start + 500])})")
+                    fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot delete from the cold store {self.path}: {exc}") from exc
 
@@ -410,9 +414,12 @@ def upsert(table, records) -> None:
 def compact(table, cleanup_older_than: timedelta, *, delete_unverified: bool = False) -> None:
     """Merge small fragments, fold new rows into the indexes, and delete versions older than ``cleanup_older_than``
     (with ``delete_unverified``, also files no version uses, as a write killed before its commit leaves)."""
-    table.optimize.compact_files()
-    table.optimize.optimize_indices()
-    table.cleanup_old_versions(older_than=cleanup_older_than, delete_unverified=delete_unverified)
+    for step in (table.optimize.compact_files, table.optimize.optimize_indices,
+                 lambda: table.cleanup_old_versions(older_than=cleanup_older_than,
+                                                    delete_unverified=delete_unverified)):
+        fault_points.reach("cold.write")
+        step()
+        fault_points.reach("cold.written")
 
 
 def where_clause(kinds: Sequence[str] | None = None, since: str | None = None, until: str | None = None,

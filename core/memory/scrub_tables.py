@@ -17,6 +17,7 @@ import sqlite3
 from datetime import timedelta
 
 from core.errors import ColdStoreError
+from core.memory import fault_points
 from core.memory.cold_store import compact, upsert
 from core.memory.db import transaction
 from core.memory.secrets import Redactor
@@ -150,7 +151,9 @@ def _rewrite(store, table, redactor: Redactor) -> int:
         vectors = store.embedder.embed([row["text"] for row in changed])
         for row, vector in zip(changed, vectors):
             row["vector"] = vector.tolist()
+    fault_points.reach("cold.write")
     upsert(table, pa.Table.from_pylist(rows, schema=table.schema))
+    fault_points.reach("cold.written")
     _drop_old_files(store)
     log.info("cold store %s: %d rows held a secret; %d rows of their fragments rewritten", store.path,
              len(holding), len(rows))
