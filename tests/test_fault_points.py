@@ -21,7 +21,8 @@ import threading
 from core.memory_manager import MemoryManager
 
 manager = MemoryManager("finn")
-worker = threading.Thread(target=lambda: [manager.append_log("THOUGHT", f"thread {i}") for i in range(3)])
+worker = threading.Thread(target=lambda: [manager.append_log("THOUGHT", f"thread {i}") for i in range(3)],
+                          name="worker")
 worker.start()
 worker.join()
 for i in range(5):
@@ -48,13 +49,21 @@ def test_a_process_dies_at_the_nth_time_it_reaches_the_point(agents_home: Path) 
     assert texts(agents_home) == ["thread 0", "thread 1", "thread 2", "entry 0"]
 
 
-def test_main_counts_only_the_main_threads_points(agents_home: Path) -> None:
-    """``main:log.appended@2``: the kill follows the main thread's second line, flushed; the thread's are not counted."""
+def test_a_thread_prefix_counts_only_that_threads_points(agents_home: Path) -> None:
+    """``main:log.appended@2``: the kill follows the main thread's second line, flushed; the other thread's
+    lines are not counted."""
     done = append_five(agents_home, "main:log.appended@2")
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
     assert texts(agents_home) == ["thread 0", "thread 1", "thread 2", "entry 0", "entry 1"]
     with MemoryManager("finn") as manager:  # the killed append's index row is caught up from LOG.md
         assert manager.db.conn.execute("SELECT count(*) FROM log_metadata WHERE entry_type = 'THOUGHT'").fetchone()[0] == 5
+
+
+def test_a_thread_name_prefix_counts_that_threads_points(agents_home: Path) -> None:
+    """``worker:log.append@2``: the worker thread's second append is never written; the main thread's never ran."""
+    done = append_five(agents_home, "worker:log.append@2")
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    assert texts(agents_home) == ["thread 0"]
 
 
 def test_a_point_never_reached_kills_nothing_and_counts_every_point(agents_home: Path) -> None:

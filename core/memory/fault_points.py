@@ -3,7 +3,8 @@
 A write path calls :func:`reach` between its durable steps. Unarmed (always, outside crash tests)
 that is one global read. Armed, by :func:`arm` or by ``AGENTOS_FAULT_POINT=NAME[@N]`` in the
 environment (read at the first point reached), the process SIGKILLs itself the N-th time (default
-the first) one of its threads reaches a point called NAME (``*``: any point). A kill after a sleep
+the first) one of its threads reaches a point called NAME (``*``: any point); ``THREAD:NAME[@N]``
+counts only the points of the threads whose name starts with THREAD (``main``: the main thread). A kill after a sleep
 lands wherever the process happens to be, and on a busy machine somewhere else, or after the work
 is over; a kill at a fault point lands at a known step however loaded the machine is.
 
@@ -27,7 +28,7 @@ import threading
 ENV = "AGENTOS_FAULT_POINT"
 _UNREAD = object()
 _armed: object = _UNREAD
-"""``(name, n, main_thread_only)`` once armed, None when not, ``_UNREAD`` before the environment is read."""
+"""``(name, n, thread)`` once armed, None when not, ``_UNREAD`` before the environment is read."""
 _counts: dict[str, int] = {}
 _guard = threading.Lock()
 
@@ -40,8 +41,8 @@ def reach(name: str) -> None:
         _read_environment()
         if _armed is None:
             return
-    target, nth, main_only = _armed  # type: ignore[misc]
-    if main_only and threading.current_thread() is not threading.main_thread():
+    target, nth, thread = _armed  # type: ignore[misc]
+    if thread is not None and not _is_thread(thread):
         return
     with _guard:
         _counts[name] = _counts.get(name, 0) + 1
@@ -50,15 +51,16 @@ def reach(name: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def arm(name: str | None, nth: int = 1, *, main_thread_only: bool = False) -> None:
-    """Kill this process the ``nth`` time its threads (the main thread's only, if asked) reach ``name``
-    (``*``: any point), counting from now; ``None`` disarms."""
+def arm(name: str | None, nth: int = 1, *, thread: str | None = None) -> None:
+    """Kill this process the ``nth`` time its threads reach ``name`` (``*``: any point), counting from now;
+    ``None`` disarms. With ``thread``, only the points of the threads whose name starts with it count
+    (``main``: the main thread; ``agentos-recall``: background indexing)."""
     global _armed
     if nth < 1:
         raise ValueError(f"a fault point is reached the 1st time or later, not the {nth}th")
     with _guard:
         _counts.clear()
-        _armed = None if name is None else (name, nth, main_thread_only)
+        _armed = None if name is None else (name, nth, thread)
 
 
 def reached() -> dict[str, int]:
@@ -67,13 +69,19 @@ def reached() -> dict[str, int]:
         return dict(_counts)
 
 
+def _is_thread(prefix: str) -> bool:
+    current = threading.current_thread()
+    if prefix == "main":
+        return current is threading.main_thread()
+    return current.name.startswith(prefix)
+
+
 def _read_environment() -> None:
-    """Arm from ``AGENTOS_FAULT_POINT`` (``NAME``, ``NAME@N``; a ``main:`` prefix counts the main
-    thread's points only), or disarm when it is unset."""
+    """Arm from ``AGENTOS_FAULT_POINT`` (``[THREAD:]NAME[@N]``, see :func:`arm`), or disarm when it is unset."""
     spec = os.environ.get(ENV, "")
     if not spec:
         arm(None)
         return
-    main_only = spec.startswith("main:")
-    name, _, nth = spec.removeprefix("main:").partition("@")
-    arm(name, int(nth or 1), main_thread_only=main_only)
+    thread, _, point = spec.rpartition(":")
+    name, _, nth = point.partition("@")
+    arm(name, int(nth or 1), thread=thread or None)
