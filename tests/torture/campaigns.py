@@ -51,7 +51,7 @@ def kill_campaign(result: Result, work: Path, trials: int, seed: int, workload: 
         for trial in range(trials):
             ack_file = work / f"acks-{trial}.jsonl"
             point = f"*@{rng.randint(1, most_steps)}"
-            code = kill_at(zygote, point, workload, home, ack_file, seed=seed * 1000 + trial)
+            code = run_to_fault_point(zygote, point, workload, home, ack_file, seed=seed * 1000 + trial)
             records = read_acks(ack_file)
             if code != -9:
                 result.fail(f"trial {trial}: the worker did not die at fault point {point} ({code}): "
@@ -66,7 +66,7 @@ def kill_campaign(result: Result, work: Path, trials: int, seed: int, workload: 
     return result
 
 
-def kill_at(zygote: Zygote, point: str, workload: str, home: Path, ack_file: Path, **args) -> int:
+def run_to_fault_point(zygote: Zygote, point: str, workload: str, home: Path, ack_file: Path, **args) -> int:
     """Run ``workload`` in a worker armed for the fault point ``point``; return its exit code (-9: killed there).
 
     A worker that has not reached it after ``HANG_S`` (a hang guard, not a timing) is killed from outside,
@@ -223,7 +223,7 @@ def background_indexing(work: Path, trials: int, seed: int = 6) -> Result:
             # At a write of the catch-up's to LanceDB or memory.db (the main thread's: the opening's
             # own background work comes and goes with timing).
             point = f"main:{rng.choice(('cold.write', 'cold.written', 'db.commit'))}@{rng.randint(1, 3)}"
-            if kill_at(zygote, point, "indexing", home, work / f"acks-{trial}.jsonl", seed=trial) != -9:
+            if run_to_fault_point(zygote, point, "indexing", home, work / f"acks-{trial}.jsonl", seed=trial) != -9:
                 result.fail(f"trial {trial}: the indexing worker did not die at fault point {point}")
             result.trials += 1
             result.kills += 1
