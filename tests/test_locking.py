@@ -293,3 +293,41 @@ def test_one_holder_that_keeps_the_lock_times_the_waiter_out(tmp_path: Path) -> 
     finally:
         release.set()
         holder.join(60)
+
+
+def test_a_thread_waits_while_the_thread_before_it_queues_behind_other_processes(tmp_path: Path) -> None:
+    """A thread waiting for one that itself waits for the flock (other processes taking their turns) sees those
+    turns as progress too, and does not time out while the queue moves."""
+    lock_file = tmp_path / ".lock"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    turns = subprocess.Popen([sys.executable, "-c", TAKING_TURNS, str(lock_file), "60"], env=env,
+                             stdout=subprocess.PIPE, text=True)
+    entered: list[str] = []
+
+    def first() -> None:
+        with AgentLock(lock_file, timeout=1.0).hold():
+            entered.append("first")
+
+    try:
+        assert turns.stdout.readline().strip() == "holding"
+        before = threading.Thread(target=first)
+        before.start()
+        while not _queued_in_this_process(lock_file):  # the first thread holds the thread lock, waiting for the flock
+            assert before.is_alive(), "the first thread did not wait for the other process"
+            time.sleep(0.01)
+        with AgentLock(lock_file, timeout=1.0).hold():
+            entered.append("second")
+        before.join(60)
+    finally:
+        turns.kill()
+        turns.wait()
+        turns.stdout.close()
+    assert entered == ["first", "second"]
+
+
+def _queued_in_this_process(lock_file: Path) -> bool:
+    try:
+        with AgentLock(lock_file, timeout=0).hold():
+            return False
+    except LockTimeoutError as exc:
+        return "another thread of this process" in str(exc)

@@ -155,7 +155,9 @@ class ColdStore:
                         shutil.rmtree(self.path / f"{legacy}.lance")
                         log.info("dropped the cold store's old %r table in %s: memories are embedded again",
                                  legacy, self.path)
-                table = lance.dataset(self.uri) if self.uri.is_dir() else self._create(schema or self._schema())
+                # Checked again under the lock: another process may have created the table meanwhile.
+                exists = self.uri.is_dir()
+                table = lance.dataset(self.uri) if exists else self._create(schema or self._schema())
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot open the cold store at {self.path}: {exc}") from exc
         self._check_embedder(table)
@@ -258,7 +260,8 @@ class ColdStore:
     def _write_if_unchanged(self, rows: list[VectorRow], vectors, schema) -> bool:
         """Upsert ``rows`` unless a secret saved since they were redacted is in them; True if written."""
         with self.writing():
-            if any((row.text, row.memory) != (now.text, now.memory) for row, now in zip(rows, self._redacted(rows))):
+            now = self._redacted(rows)
+            if any((row.text, row.memory) != (late.text, late.memory) for row, late in zip(rows, now)):
                 return False
             records = self._arrow(rows, vectors, schema)
             try:
@@ -428,7 +431,8 @@ def compact(table, cleanup_older_than: timedelta, *, delete_unverified: bool = F
         step(table)
 
 
-def compaction_steps(cleanup_older_than: timedelta, *, delete_unverified: bool = False) -> list[Callable[[Any], None]]:
+def compaction_steps(cleanup_older_than: timedelta, *,
+                     delete_unverified: bool = False) -> list[Callable[[Any], None]]:
     """The steps of :func:`compact`, each one Lance commit that takes a dataset handle."""
     def step(write: Callable[[Any], None]) -> Callable[[Any], None]:
         def run(table) -> None:
@@ -438,7 +442,8 @@ def compaction_steps(cleanup_older_than: timedelta, *, delete_unverified: bool =
         return run
 
     return [step(lambda t: t.optimize.compact_files()), step(lambda t: t.optimize.optimize_indices()),
-            step(lambda t: t.cleanup_old_versions(older_than=cleanup_older_than, delete_unverified=delete_unverified))]
+            step(lambda t: t.cleanup_old_versions(older_than=cleanup_older_than,
+                                                  delete_unverified=delete_unverified))]
 
 
 def where_clause(kinds: Sequence[str] | None = None, since: str | None = None, until: str | None = None,

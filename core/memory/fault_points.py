@@ -4,9 +4,10 @@ A write path calls :func:`reach` between its durable steps. Unarmed (always, out
 that is one global read. Armed, by :func:`arm` or by ``AGENTOS_FAULT_POINT=NAME[@N]`` in the
 environment (read at the first point reached), the process SIGKILLs itself the N-th time (default
 the first) one of its threads reaches a point called NAME (``*``: any point); ``THREAD:NAME[@N]``
-counts only the points of the threads whose name starts with THREAD (``main``: the main thread). A kill after a sleep
-lands wherever the process happens to be, and on a busy machine somewhere else, or after the work
-is over; a kill at a fault point lands at a known step however loaded the machine is.
+counts only the points of the threads whose name starts with THREAD (``main``: the main thread).
+A kill after a sleep lands wherever the process happens to be, and on a busy machine somewhere
+else, or after the work is over; a kill at a fault point lands at a known step however loaded the
+machine is.
 
 The points:
 
@@ -77,7 +78,7 @@ def _is_thread(prefix: str) -> bool:
 
 
 def _read_environment() -> None:
-    """Arm from ``AGENTOS_FAULT_POINT`` (``[THREAD:]NAME[@N]``, see :func:`arm`), or disarm when it is unset."""
+    """Arm from ``AGENTOS_FAULT_POINT`` (``[THREAD:]NAME[@N]``, see :func:`arm`); disarm when it is unset."""
     spec = os.environ.get(ENV, "")
     if not spec:
         arm(None)

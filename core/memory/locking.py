@@ -22,9 +22,8 @@ import fcntl
 import os
 import struct
 import threading
-from contextlib import suppress
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterator
 
@@ -52,16 +51,19 @@ class _Shared:
         self.depth = 0
         """How deep the thread that holds ``thread_lock`` has entered; only that thread changes it."""
         self.releases = 0
-        """How many times this process has released the lock (what its waiting threads watch)."""
+        """How many times this process has released the lock (written in the release mark)."""
+        self.handovers = 0
+        """How many times the lock was seen to change hands, here or in another process: what the
+        threads waiting for ``thread_lock`` watch (its holder may itself be queueing for the flock)."""
         self._fd = -1
 
     def take_thread_lock(self, timeout: float) -> bool:
         """Take ``thread_lock``, waiting while other threads take their turns; False once one thread
         has held it ``timeout`` s."""
-        seen, deadline = self.releases, time.monotonic() + timeout
+        seen, deadline = self.handovers, time.monotonic() + timeout
         while not self.thread_lock.acquire(timeout=max(0.0, min(deadline - time.monotonic(), 0.1))):
-            if self.releases != seen:
-                seen, deadline = self.releases, time.monotonic() + timeout
+            if self.handovers != seen:
+                seen, deadline = self.handovers, time.monotonic() + timeout
             elif time.monotonic() >= deadline:
                 return False
         return True
@@ -81,6 +83,7 @@ class _Shared:
                 mark = self._release_mark()
                 if seen is not None and mark != seen:
                     deadline = time.monotonic() + timeout
+                    self.handovers += 1
                 seen, left = mark, deadline - time.monotonic()
                 if left <= 0:
                     if not self.keep_open:
@@ -170,7 +173,8 @@ class AgentLock:
         if not shared.take_thread_lock(self.timeout):
             raise LockTimeoutError(self._busy_message("another thread of this process"))
         try:
-            if shared.depth == 0 and not shared.take_file_lock(self.timeout):  # re-entry takes no second flock
+            # Re-entry takes no second flock.
+            if shared.depth == 0 and not shared.take_file_lock(self.timeout):
                 raise LockTimeoutError(self._busy_message("another process"))
             shared.depth += 1
             try:
@@ -179,6 +183,7 @@ class AgentLock:
                 shared.depth -= 1
                 if shared.depth == 0:
                     shared.releases += 1
+                    shared.handovers += 1
                     shared.unlock_file()
         finally:
             shared.thread_lock.release()
