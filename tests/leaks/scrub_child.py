@@ -5,8 +5,8 @@
 The steps counted are every ``os.replace``, ``os.fsync`` and memory.db commit of the main thread (the scrub's)
 after the agent is open;
 N past the last one lets the scrub finish. The number of steps taken is printed at the end, then the
-number of writes to the cold store's Lance table (any thread's, ``AGENTOS_FAULT_POINT`` must be set for
-them to be counted; it also kills the child at one of them).
+number of writes to the cold store's Lance table that the fault point in ``AGENTOS_FAULT_POINT`` counted
+(its thread's; unset, none are counted; a point it reaches kills the child there).
 """
 
 import os
