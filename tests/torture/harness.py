@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -73,11 +72,6 @@ class Zygote:
     def wait(self, pid: int) -> int:
         """Wait for a worker; return its exit code (negative: killed by that signal)."""
         return self._ask({"op": "wait", "pid": pid})["code"]
-
-    def kill(self, pid: int) -> int:
-        """SIGKILL a worker and reap it."""
-        os.kill(pid, signal.SIGKILL)
-        return self.wait(pid)
 
     def close(self) -> None:
         self.proc.stdin.close()
