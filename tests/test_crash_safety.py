@@ -36,6 +36,7 @@ while True:
 """
 
 RUN_STARTER = """
+import time
 from core.memory_manager import MemoryManager
 
 manager = MemoryManager("finn")
@@ -181,6 +182,7 @@ def test_killed_run_is_reported_as_interrupted(agents_home: Path) -> None:
     run_id = proc.stdout.readline().strip()
     assert run_id, proc.stderr.read()
     kill(proc)
+    assert proc.returncode == -signal.SIGKILL, "the child ended before the kill"
     with MemoryManager("finn") as manager:
         assert [r["run_id"] for r in manager.interrupted_runs()] == [run_id]
         manager.mark_interrupted(run_id)
