@@ -5,6 +5,13 @@ read-only bind mount); a full disk is a small tmpfs mounted over the agent's mem
 and filled up. Where the machine allows neither (no root, no ``mount``), the disk-full case
 falls back to the closest imitation: ``os.write`` refusing with ENOSPC and SQLite's
 ``max_page_count`` refusing to grow memory.db (SQLITE_FULL, the error a full disk gives).
+
+A crash test kills its child at a known step, never after a sleep (which lands elsewhere, or
+nowhere, on a busy machine). Two ways: :func:`kill_at` turns one step that is a function of its
+own into a SIGKILL at its first call; the product's fault points
+(:mod:`core.memory.fault_points`: ``AGENTOS_FAULT_POINT=NAME[@N]`` in the child's environment,
+or ``fault_points.arm``) kill at the N-th LOG.md append, file replace, commit or LanceDB write,
+of any thread or of one, which is how a trial draws a step at random.
 """
 
 from __future__ import annotations

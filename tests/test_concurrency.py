@@ -23,6 +23,7 @@ from core.memory_manager import MemoryManager
 
 mode, writer, count, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 manager = MemoryManager("finn")
+(go.parent / f"ready-{writer}").touch()
 while not go.exists():  # start together, so the writers really contend
     time.sleep(0.001)
 for i in range(count):
@@ -54,7 +55,10 @@ def run_workers(home: Path, tmp_path: Path, mode: str, writers: int, count: int,
                          stderr=subprocess.PIPE, text=True)
         for w in range(writers)
     ]
-    time.sleep(0.3)  # let the interpreters start
+    deadline = time.monotonic() + 300  # a hang guard: on a busy machine interpreters take long to start
+    while not all((tmp_path / f"ready-{w}").exists() for w in range(writers)):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "a writer did not start"
+        time.sleep(0.01)
     go.touch()
     if while_running:
         while_running(procs)

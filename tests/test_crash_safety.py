@@ -7,7 +7,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,9 +19,12 @@ TRIALS = 40
 
 WRITER = """
 import os, random, sys
+from core.memory import fault_points
 from core.memory_manager import MemoryManager
 
 manager = MemoryManager("finn")  # opening repairs whatever the last kill left
+if len(sys.argv) > 1:  # killed at a step of the writes, not of the opening
+    fault_points.arm(sys.argv[1], int(sys.argv[2]))
 print("ready", flush=True)
 pid, i = os.getpid(), 0
 while True:
@@ -43,10 +45,10 @@ time.sleep(60)
 """
 
 
-def spawn(script: str, home: Path) -> subprocess.Popen:
-    """Start a fresh interpreter running ``script`` on the agents home ``home``."""
-    env = dict(os.environ, AGENTOS_HOME=str(home), PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+def spawn(script: str, home: Path, *args: str, fault_point: str = "") -> subprocess.Popen:
+    """Start a fresh interpreter running ``script ARGS`` on the agents home ``home``, armed for ``fault_point``."""
+    env = dict(os.environ, AGENTOS_HOME=str(home), PYTHONPATH=str(ROOT), AGENTOS_FAULT_POINT=fault_point)
+    return subprocess.Popen([sys.executable, "-c", script, *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -90,18 +92,23 @@ def check_after_kill(home: Path) -> dict:
     return front
 
 
+WRITE_POINTS = ("log.append", "log.appended", "file.replace", "file.replaced", "db.commit")
+"""The steps of an append (the line written, then flushed, then indexed) and of a NOW update (NOW.md's
+temp file replacing it): see core.memory.fault_points."""
+
+
 def test_sigkill_during_appends_and_now_writes(agents_home: Path) -> None:
-    """After each of many SIGKILLs at random moments, LOG.md, NOW.md and log_metadata are consistent."""
+    """After each of many SIGKILLs at fault points drawn at random, LOG.md, NOW.md and log_metadata are consistent."""
     rng = random.Random(20260131)
     versions, entries_seen = [], []
     MemoryManager("finn").close()
     for trial in range(TRIALS):
-        proc = spawn(WRITER, agents_home)
-        if trial % 4 == 3:
-            time.sleep(rng.uniform(0.02, 0.25))  # may land while the child is still opening or repairing
+        if trial % 4 == 3:  # at one of the first steps of the process: opening and repairing what the last kill left
+            proc = spawn(WRITER, agents_home, fault_point=f"*@{rng.randint(1, 4)}")
         else:
+            proc = spawn(WRITER, agents_home, rng.choice(WRITE_POINTS), str(rng.randint(1, 30)))
             assert proc.stdout.readline() == "ready\n", proc.stderr.read()
-            time.sleep(rng.uniform(0.0, 0.05))
+        assert proc.wait(timeout=120) == -signal.SIGKILL, proc.stderr.read()
         kill(proc)
         front = check_after_kill(agents_home)
         versions.append(front["version"])
@@ -175,6 +182,7 @@ def test_killed_run_is_reported_as_interrupted(agents_home: Path) -> None:
     run_id = proc.stdout.readline().strip()
     assert run_id, proc.stderr.read()
     kill(proc)
+    assert proc.returncode == -signal.SIGKILL, "the child ended before the kill"
     with MemoryManager("finn") as manager:
         assert [r["run_id"] for r in manager.interrupted_runs()] == [run_id]
         manager.mark_interrupted(run_id)

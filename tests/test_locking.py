@@ -216,3 +216,118 @@ def test_a_lock_that_does_not_keep_its_file_open_closes_it_when_it_times_out(tmp
         assert len(os.listdir("/proc/self/fd")) == before
     finally:
         holder.release()
+
+
+TAKING_TURNS = """
+import sys, time
+from pathlib import Path
+from core.memory.locking import AgentLock
+
+lock = AgentLock(Path(sys.argv[1]))
+with lock.hold():
+    print("holding", flush=True)
+    time.sleep(0.05)
+for _ in range(int(sys.argv[2])):  # released and taken again at once: a waiter polling for it rarely wins
+    with lock.hold():
+        time.sleep(0.05)
+"""
+
+
+def test_a_waiter_waits_while_other_processes_take_their_turns(tmp_path: Path) -> None:
+    """A process holding the lock 60 times for 50 ms keeps it 3 s; a waiter whose timeout is 1 s waits it out:
+    the timeout bounds one holder's hold, not the wait behind a queue (which grows with the machine's load)."""
+    lock_file = tmp_path / ".lock"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    turns = subprocess.Popen([sys.executable, "-c", TAKING_TURNS, str(lock_file), "60"], env=env,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert turns.stdout.readline().strip() == "holding"
+        with AgentLock(lock_file, timeout=1.0).hold():
+            pass
+    finally:
+        turns.kill()
+        turns.wait()
+        turns.stdout.close()
+
+
+def test_a_thread_waits_while_other_threads_take_their_turns(tmp_path: Path) -> None:
+    """The same within one process: threads queue on the lock as long as each holder lets go in time."""
+    lock = AgentLock(tmp_path / ".lock")
+    holding, done = threading.Event(), threading.Event()
+
+    def take_turns() -> None:
+        for turn in range(60):
+            with lock.hold():
+                holding.set()
+                time.sleep(0.05)
+        done.set()
+
+    worker = threading.Thread(target=take_turns)
+    worker.start()
+    try:
+        assert holding.wait(30)
+        with AgentLock(tmp_path / ".lock", timeout=1.0).hold():
+            pass
+    finally:
+        worker.join(60)
+    assert done.is_set()
+
+
+def test_one_holder_that_keeps_the_lock_times_the_waiter_out(tmp_path: Path) -> None:
+    """A hold longer than the timeout is what fails a waiter, with a message that says so."""
+    lock = AgentLock(tmp_path / ".lock")
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock.hold():
+            holding.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(30)
+        with pytest.raises(LockTimeoutError, match="another thread of this process has held it for 0.2s"):
+            with AgentLock(tmp_path / ".lock", timeout=0.2).hold():
+                pass
+    finally:
+        release.set()
+        holder.join(60)
+
+
+def test_a_thread_waits_while_the_thread_before_it_queues_behind_other_processes(tmp_path: Path) -> None:
+    """A thread waiting for one that itself waits for the flock (other processes taking their turns) sees those
+    turns as progress too, and does not time out while the queue moves."""
+    lock_file = tmp_path / ".lock"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    turns = subprocess.Popen([sys.executable, "-c", TAKING_TURNS, str(lock_file), "60"], env=env,
+                             stdout=subprocess.PIPE, text=True)
+    entered: list[str] = []
+
+    def first() -> None:
+        with AgentLock(lock_file, timeout=1.0).hold():
+            entered.append("first")
+
+    try:
+        assert turns.stdout.readline().strip() == "holding"
+        before = threading.Thread(target=first)
+        before.start()
+        while not _queued_in_this_process(lock_file):  # the first thread holds the thread lock, waiting for the flock
+            assert before.is_alive(), "the first thread did not wait for the other process"
+            time.sleep(0.01)
+        with AgentLock(lock_file, timeout=1.0).hold():
+            entered.append("second")
+        before.join(60)
+    finally:
+        turns.kill()
+        turns.wait()
+        turns.stdout.close()
+    assert entered == ["first", "second"]
+
+
+def _queued_in_this_process(lock_file: Path) -> bool:
+    try:
+        with AgentLock(lock_file, timeout=0).hold():
+            return False
+    except LockTimeoutError as exc:
+        return "another thread of this process" in str(exc)

@@ -40,7 +40,7 @@ from typing import Any, Callable, Sequence
 
 from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError
 from core.llm.embedders import Embedder
-from core.memory import ann_index
+from core.memory import ann_index, fault_points
 from core.memory.locking import AgentLock
 from core.memory.secrets import Redactor
 
@@ -143,6 +143,8 @@ class ColdStore:
         import lance
 
         self.path.mkdir(parents=True, exist_ok=True)
+        # Before the lock: an Ollama embedder learns its dimension from a call to the model.
+        schema = None if self.uri.is_dir() else self._schema()
         with self.writing():
             swept = self._sweep_orphans()
             if swept[0]:
@@ -153,7 +155,9 @@ class ColdStore:
                         shutil.rmtree(self.path / f"{legacy}.lance")
                         log.info("dropped the cold store's old %r table in %s: memories are embedded again",
                                  legacy, self.path)
-                table = lance.dataset(self.uri) if self.uri.is_dir() else self._create()
+                # Checked again under the lock: another process may have created the table meanwhile.
+                exists = self.uri.is_dir()
+                table = lance.dataset(self.uri) if exists else self._create(schema or self._schema())
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot open the cold store at {self.path}: {exc}") from exc
         self._check_embedder(table)
@@ -171,10 +175,9 @@ class ColdStore:
         self._check_embedder(table)
         return table
 
-    def _create(self):
+    def _create(self, schema):
         import lance
 
-        schema = self._schema()
         table = lance.write_dataset(schema.empty_table(), self.uri, schema=schema, mode="create")
         log.info("created cold store %s with embedder %s (%d-d)", self.path, self.embedder.name,
                  self.embedder.dimension())
@@ -241,24 +244,34 @@ class ColdStore:
         rows = self._redacted(rows)
         vectors = self._embed(rows)
         table = self.table
-        with self.writing():
-            # A secret saved while the vectors were computed is hidden too: its scrub may have run already.
+        while not self._write_if_unchanged(rows, vectors, table.schema):
+            # A secret was saved while the vectors were computed (its scrub may have run already): the rows
+            # it is in are embedded again, outside the lock, which writers of other processes wait for.
             late = self._redacted(rows)
             changed = [n for n, (row, now) in enumerate(zip(rows, late))
                        if (row.text, row.memory) != (now.text, now.memory)]
-            if changed:
-                rows, fresh = late, self._embed([late[n] for n in changed])
-                for n, vector in zip(changed, fresh):
-                    vectors[n] = vector
-            records = self._arrow(rows, vectors, table.schema)
+            rows, fresh = late, self._embed([late[n] for n in changed])
+            for n, vector in zip(changed, fresh):
+                vectors[n] = vector
+        if self._writes % self.optimize_every == 0:
+            self._optimize_soon()
+        return len(rows)
+
+    def _write_if_unchanged(self, rows: list[VectorRow], vectors, schema) -> bool:
+        """Upsert ``rows`` unless a secret saved since they were redacted is in them; True if written."""
+        with self.writing():
+            now = self._redacted(rows)
+            if any((row.text, row.memory) != (late.text, late.memory) for row, late in zip(rows, now)):
+                return False
+            records = self._arrow(rows, vectors, schema)
             try:
+                fault_points.reach("cold.write")
                 upsert(self.writable(), records)
+                fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot write to the cold store {self.path}: {exc}") from exc
             self._writes += 1
-        if self._writes % self.optimize_every == 0:
-            self._optimize_soon()
-        return len(records)
+        return True
 
     @staticmethod
     def _arrow(rows: Sequence[VectorRow], vectors, schema):
@@ -295,7 +308,9 @@ class ColdStore:
         with self.writing():
             try:
                 for start in range(0, len(ids), 500):
+                    fault_points.reach("cold.write")
                     self.writable().delete(f"id IN ({', '.join(sql_string(i) for i in ids[start:start + 500])})")
+                    fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot delete from the cold store {self.path}: {exc}") from exc
 
@@ -303,18 +318,20 @@ class ColdStore:
         """Merge small fragments, fold new rows into the index, delete old versions, and
         build or retrain the vector index once the table has ``ann_min_rows`` rows.
 
-        Searches go on meanwhile; writers wait. A failed index build is logged and
-        leaves exact search in place.
+        Searches go on meanwhile; writers wait for one step at a time (each a Lance commit of its own),
+        not for the whole of it. A failed index build is logged and leaves exact search in place.
         """
         self.table  # before the write lock: opening takes ``_guard`` first
+        try:
+            for step in compaction_steps(cleanup_older_than):
+                with self.writing():
+                    table = self.writable()
+                    step(table)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ColdStoreError(f"cannot optimize the cold store {self.path}: {exc}") from exc
+        log.info("cold store %s optimized (version %d)", self.path, table.version)
         with self.writing():
-            try:
-                table = self.writable()
-                compact(table, cleanup_older_than)
-            except (OSError, ValueError, RuntimeError) as exc:
-                raise ColdStoreError(f"cannot optimize the cold store {self.path}: {exc}") from exc
-            log.info("cold store %s optimized (version %d)", self.path, table.version)
-            ann_index.maintain(table, self.ann_min_rows, self.path)
+            ann_index.maintain(self.writable(), self.ann_min_rows, self.path)
 
     def vector_index(self) -> dict[str, Any] | None:
         """The ANN index's type, indexed/unindexed rows and segments, or None while search is exact."""
@@ -410,9 +427,23 @@ def upsert(table, records) -> None:
 def compact(table, cleanup_older_than: timedelta, *, delete_unverified: bool = False) -> None:
     """Merge small fragments, fold new rows into the indexes, and delete versions older than ``cleanup_older_than``
     (with ``delete_unverified``, also files no version uses, as a write killed before its commit leaves)."""
-    table.optimize.compact_files()
-    table.optimize.optimize_indices()
-    table.cleanup_old_versions(older_than=cleanup_older_than, delete_unverified=delete_unverified)
+    for step in compaction_steps(cleanup_older_than, delete_unverified=delete_unverified):
+        step(table)
+
+
+def compaction_steps(cleanup_older_than: timedelta, *,
+                     delete_unverified: bool = False) -> list[Callable[[Any], None]]:
+    """The steps of :func:`compact`, each one Lance commit that takes a dataset handle."""
+    def step(write: Callable[[Any], None]) -> Callable[[Any], None]:
+        def run(table) -> None:
+            fault_points.reach("cold.write")
+            write(table)
+            fault_points.reach("cold.written")
+        return run
+
+    return [step(lambda t: t.optimize.compact_files()), step(lambda t: t.optimize.optimize_indices()),
+            step(lambda t: t.cleanup_old_versions(older_than=cleanup_older_than,
+                                                  delete_unverified=delete_unverified))]
 
 
 def where_clause(kinds: Sequence[str] | None = None, since: str | None = None, until: str | None = None,

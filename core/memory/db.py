@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 
 from core import __version__
 from core.errors import CorruptionError, DiskFullError, LockTimeoutError, ReadOnlyError, StorageError
+from core.memory import fault_points
 from core.memory import migrations as migrations_package
 from core.memory.dialect import SQLITE
 from core.memory.locking import AgentLock
@@ -251,6 +252,7 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
                     conn.execute("ROLLBACK")
             raise
         try:
+            fault_points.reach("db.commit")
             conn.execute("COMMIT")
         except StorageError:
             if conn.in_transaction:

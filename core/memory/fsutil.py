@@ -9,6 +9,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from core.errors import DiskFullError, ReadOnlyError, StorageError
+from core.memory import fault_points
 
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 _READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
@@ -100,8 +101,10 @@ class StagedFile:
                 os.fsync(self._fd)
             finally:
                 self._close()
+            fault_points.reach("file.replace")
             os.replace(self.tmp, self.path)
             self.replaced = True
+            fault_points.reach("file.replaced")
         except BaseException as exc:
             self.discard()
             if isinstance(exc, OSError):

@@ -8,15 +8,22 @@ holds ``filelock.FileLock("memory/.lock")`` is serialised with the agent too; th
 difference is that a lock taken often keeps its file open between holds, which
 makes taking it one system call instead of an open, a lock and a close. The OS
 drops the lock when its holder dies, even by SIGKILL.
+
+A waiter gives up only when one holder has kept the lock for the whole timeout, not
+when it has waited that long behind a queue of holders that each took their turn: on
+a busy machine, and with many writers, the queue's length says nothing about a holder
+that hangs. Every release marks the lock file (8 bytes: the releasing process and its
+count of releases), so a waiter in another process sees the lock change hands.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import struct
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterator
 
@@ -28,6 +35,8 @@ _fork_hook_registered = False
 
 _FIRST_WAIT_S = 0.0005
 _LONGEST_WAIT_S = 0.02
+_MARK = struct.Struct("<II")
+"""The release mark at the start of the lock file: the releasing pid and its process's count of releases."""
 
 
 class _Shared:
@@ -41,11 +50,29 @@ class _Shared:
         self.thread_lock = threading.RLock()
         self.depth = 0
         """How deep the thread that holds ``thread_lock`` has entered; only that thread changes it."""
+        self.releases = 0
+        """How many times this process has released the lock (written in the release mark)."""
+        self.handovers = 0
+        """How many times the lock was seen to change hands, here or in another process: what the
+        threads waiting for ``thread_lock`` watch (its holder may itself be queueing for the flock)."""
         self._fd = -1
 
-    def lock_file_until(self, deadline: float) -> bool:
-        """Take the flock, waiting until ``deadline`` (``time.monotonic()``); False if it stays busy."""
-        wait = _FIRST_WAIT_S
+    def take_thread_lock(self, timeout: float) -> bool:
+        """Take ``thread_lock``, waiting while other threads take their turns; False once one thread
+        has held it ``timeout`` s."""
+        seen, deadline = self.handovers, time.monotonic() + timeout
+        while not self.thread_lock.acquire(timeout=max(0.0, min(deadline - time.monotonic(), 0.1))):
+            if self.handovers != seen:
+                seen, deadline = self.handovers, time.monotonic() + timeout
+            elif time.monotonic() >= deadline:
+                return False
+        return True
+
+    def take_file_lock(self, timeout: float) -> bool:
+        """Take the flock, waiting while other processes take their turns; False once one has held
+        it ``timeout`` s (or, for a holder that does not mark its releases, e.g. ``filelock``, once
+        the lock has been busy ``timeout`` s)."""
+        wait, seen, deadline = _FIRST_WAIT_S, None, time.monotonic() + timeout
         while True:
             if self._fd < 0:
                 self._open()
@@ -53,7 +80,11 @@ class _Shared:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 in_place = os.fstat(self._fd).st_nlink > 0
             except BlockingIOError:
-                left = deadline - time.monotonic()
+                mark = self._release_mark()
+                if seen is not None and mark != seen:
+                    deadline = time.monotonic() + timeout
+                    self.handovers += 1
+                seen, left = mark, deadline - time.monotonic()
                 if left <= 0:
                     if not self.keep_open:
                         self.close()
@@ -70,9 +101,17 @@ class _Shared:
 
     def unlock_file(self) -> None:
         if self.pid == os.getpid():  # in a forked child the descriptor is the parent's: leave its lock
+            with suppress(OSError):  # a hint for waiters; without it (a full disk) they wait for the timeout
+                os.pwrite(self._fd, _MARK.pack(self.pid & 0xFFFFFFFF, self.releases & 0xFFFFFFFF), 0)
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             if not self.keep_open:
                 self.close()
+
+    def _release_mark(self) -> bytes:
+        try:
+            return os.pread(self._fd, _MARK.size, 0)
+        except OSError:
+            return b""
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -131,24 +170,26 @@ class AgentLock:
         shared = self._shared
         if shared.pid != os.getpid():  # this process was forked from the one that made it
             shared = self._shared = _shared_for(self.lock_file, self.keep_open)
-        deadline = time.monotonic() + self.timeout
-        if not shared.thread_lock.acquire(timeout=self.timeout):
-            raise LockTimeoutError(self._busy_message())
+        if not shared.take_thread_lock(self.timeout):
+            raise LockTimeoutError(self._busy_message("another thread of this process"))
         try:
-            if shared.depth == 0 and not shared.lock_file_until(deadline):  # re-entry takes no second flock
-                raise LockTimeoutError(self._busy_message())
+            # Re-entry takes no second flock.
+            if shared.depth == 0 and not shared.take_file_lock(self.timeout):
+                raise LockTimeoutError(self._busy_message("another process"))
             shared.depth += 1
             try:
                 yield
             finally:
                 shared.depth -= 1
                 if shared.depth == 0:
+                    shared.releases += 1
+                    shared.handovers += 1
                     shared.unlock_file()
         finally:
             shared.thread_lock.release()
 
-    def _busy_message(self) -> str:
+    def _busy_message(self, holder: str) -> str:
         return (
-            f"could not lock {self.lock_file} within {self.timeout:g}s: another process is "
+            f"could not lock {self.lock_file}: {holder} has held it for {self.timeout:g}s while "
             "writing this agent's memory; wait for it or stop it"
         )

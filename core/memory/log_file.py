@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from core.errors import CorruptionError, StorageError, ValidationError
+from core.memory import fault_points
 from core.memory.fsutil import atomic_write, datasync, fsync_dir, storage_error, write_all
 from core.memory.locking import AgentLock
 from core.memory.log_format import (
@@ -145,10 +146,12 @@ class LogFile:
                 start = os.fstat(fd).st_size
                 doing = "append to"
                 try:
+                    fault_points.reach("log.append")
                     write_all(fd, line)
                     yield entry
                     doing = "flush"
                     datasync(fd)
+                    fault_points.reach("log.appended")
                 except BaseException as exc:
                     self._cut(fd, start)  # refused: nothing of the line stays behind
                     if isinstance(exc, OSError):

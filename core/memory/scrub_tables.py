@@ -14,9 +14,11 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+from dataclasses import dataclass
 from datetime import timedelta
 
 from core.errors import ColdStoreError
+from core.memory import fault_points
 from core.memory.cold_store import compact, upsert
 from core.memory.db import transaction
 from core.memory.secrets import Redactor
@@ -105,18 +107,32 @@ def scrub_cold_store(store, redactor: Redactor) -> int:
     """Rewrite the cold store's rows that hold a secret (re-embedding their text); return how many.
 
     Every row of the fragments that held one is rewritten, so those fragments are dropped whole;
-    every older table version is deleted.
+    every older table version is deleted. The rows are embedded again outside the write lock (an
+    embedding, or loading the model, can take seconds on a busy machine, and writers of other
+    processes wait for the lock); they are written if no writer changed them meanwhile, else the
+    scrub plans again.
 
     Raises:
         ColdStoreError: LanceDB failed; the table is at a consistent version (the scrub is retried).
         BackendError: the embedder failed; nothing was written.
     """
     store.table  # opened (and its embedder checked) before the write lock
-    with store.writing():
-        try:
-            return _rewrite(store, store.writable(), redactor)
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise ColdStoreError(f"cannot scrub the cold store {store.path}: {exc}") from exc
+    try:
+        while True:
+            with store.writing():
+                plan = _plan(store.writable(), redactor)
+                if plan is None:
+                    # Older versions, and the files of a write killed before its commit, may still hold it.
+                    _drop_old_files(store)
+                    return 0
+            vectors = store.embedder.embed([row["text"] for row in plan.changed]) if plan.changed else []
+            with store.writing():
+                table = store.writable()
+                if _plan(table, redactor) == plan:
+                    _write(store, table, plan, vectors)
+                    return plan.holding
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise ColdStoreError(f"cannot scrub the cold store {store.path}: {exc}") from exc
 
 
 def _drop_old_files(store) -> None:
@@ -124,7 +140,20 @@ def _drop_old_files(store) -> None:
     compact(store.writable(), timedelta(0), delete_unverified=True)
 
 
-def _rewrite(store, table, redactor: Redactor) -> int:
+@dataclass(frozen=True)
+class _Plan:
+    """What a scrub of the cold store rewrites."""
+
+    holding: int
+    """How many rows hold a secret."""
+    rows: list[dict]
+    """Every row of the fragments that hold one, redacted (their vectors still those of the old text)."""
+    changed: list[dict]
+    """The rows of ``rows`` whose text the redaction changed: their vectors are computed again."""
+
+
+def _plan(table, redactor: Redactor) -> _Plan | None:
+    """What to rewrite in ``table`` (the write lock held), or None if no row holds a secret."""
     import pyarrow as pa
 
     texts = [f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
@@ -133,9 +162,7 @@ def _rewrite(store, table, redactor: Redactor) -> int:
     row_ids = scan.column("_rowid").to_pylist()
     holding = [n for n in range(scan.num_rows) if any(redactor.holds(columns[c][n]) for c in texts)]
     if not holding:
-        # Older versions, and the files of a write killed before its commit, may still hold it.
-        _drop_old_files(store)
-        return 0
+        return None
     fragments = {row_ids[n] >> 32 for n in holding}  # a row id is fragment << 32 | offset
     ids = [columns["id"][n] for n in range(scan.num_rows) if row_ids[n] >> 32 in fragments]
     rows = []
@@ -146,12 +173,18 @@ def _rewrite(store, table, redactor: Redactor) -> int:
     for row in rows:
         for name in texts:
             row[name] = redactor(row[name])
-    if changed:
-        vectors = store.embedder.embed([row["text"] for row in changed])
-        for row, vector in zip(changed, vectors):
-            row["vector"] = vector.tolist()
+    return _Plan(len(holding), rows, changed)
+
+
+def _write(store, table, plan: _Plan, vectors) -> None:
+    """Write ``plan``'s rows with the new ``vectors`` of its changed rows, and drop the old files."""
+    import pyarrow as pa
+
+    fresh = {row["id"]: vector.tolist() for row, vector in zip(plan.changed, vectors)}
+    rows = [{**row, "vector": fresh.get(row["id"], row["vector"])} for row in plan.rows]
+    fault_points.reach("cold.write")
     upsert(table, pa.Table.from_pylist(rows, schema=table.schema))
+    fault_points.reach("cold.written")
     _drop_old_files(store)
     log.info("cold store %s: %d rows held a secret; %d rows of their fragments rewritten", store.path,
-             len(holding), len(rows))
-    return len(holding)
+             plan.holding, len(rows))

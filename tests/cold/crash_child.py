@@ -1,14 +1,22 @@
-"""Child process of the crash test: append and compact LOG.md in a loop until SIGKILLed."""
+"""Child process of the crash test: append and compact LOG.md in a loop until it dies at a fault point.
+
+    python crash_child.py POINT N
+
+Once the agent is open the child arms the fault point ``POINT`` for its ``N``-th time (see
+:mod:`core.memory.fault_points`), says "ready", and appends and compacts until it is reached.
+"""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from core.memory import fault_points  # noqa: E402
 from core.memory_manager import MemoryManager  # noqa: E402
 
 manager = MemoryManager("finn")
-manager.cold.store().table  # open LanceDB before "ready", so kills land in the protocol, not in imports
+manager.cold.store().table  # open LanceDB before arming, so kills land in the protocol, not in the opening
+fault_points.arm(sys.argv[1], int(sys.argv[2]))
 print("ready", flush=True)
 step = 0
 while True:

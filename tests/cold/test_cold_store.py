@@ -5,12 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from core.errors import EmbedderMismatchError
+from core.errors import EmbedderMismatchError, LockTimeoutError
+from core.memory.locking import AgentLock
+from core.memory.scrub_tables import scrub_cold_store
+from core.memory.secrets import REDACTED, redactor_for
 from core.memory.cold_store import ColdStore, VectorRow, where_clause
 from core.llm.embedders import MiniLMEmbedder, OllamaEmbedder
 
@@ -141,3 +145,51 @@ def test_optimize_merges_fragments_and_removes_old_versions(tmp_path, ollama_url
     assert len(s.table.get_fragments()) < fragments_before
     assert len(s.table.versions()) < versions_before
     assert s.count() == 6 and sorted(s.ids()) == [f"note:{n}" for n in range(6)]
+
+
+class LockWatchingEmbedder(MiniLMEmbedder):
+    """The real model, noting for each call whether another thread could take the store's write lock then."""
+
+    def __init__(self, lock_file: Path, during_first_call=None) -> None:
+        super().__init__()
+        self.lock_file = lock_file
+        self.lock_was_free: list[bool] = []
+        self.during_first_call = during_first_call
+
+    def embed(self, texts):
+        free: list[bool] = []
+        probe = threading.Thread(target=lambda: free.append(_lock_is_free(self.lock_file)))
+        probe.start()
+        probe.join()
+        self.lock_was_free += free
+        if self.during_first_call is not None:
+            self.during_first_call, run = None, self.during_first_call
+            run()
+        return super().embed(texts)
+
+
+def _lock_is_free(lock_file: Path) -> bool:
+    try:
+        with AgentLock(lock_file, timeout=0).hold():
+            return True
+    except LockTimeoutError:
+        return False
+
+
+def test_vectors_are_computed_outside_the_write_lock(tmp_path, minilm):
+    """Embedding (and so loading the model) never holds the write lock that other processes' writers wait for:
+    not a write, not the one again for a secret saved meanwhile, not a scrub of the secret."""
+    secrets: list[str] = []
+    embedder = LockWatchingEmbedder(tmp_path / ".cold.lock", during_first_call=lambda: secrets.append("cred-5566"))
+    store = ColdStore(tmp_path / "lancedb", embedder, tmp_path / ".cold.lock", reindex_hint="-",
+                      redactor=lambda: redactor_for(secrets))
+    try:
+        store.put([row(1, "the card cred-5566 expires in May"), row(2, "lunch was pizza")])
+        assert sorted(r["text"] for r in store.rows_of("note:")) == ["lunch was pizza", f"the card {REDACTED} expires in May"]
+        assert len(embedder.lock_was_free) == 2  # the secret saved meanwhile: its row embedded again
+        secrets.append("pizza")
+        assert scrub_cold_store(store, redactor_for(secrets)) == 1
+        assert f"lunch was {REDACTED}" in [r["text"] for r in store.rows_of("note:")]
+        assert len(embedder.lock_was_free) == 3 and all(embedder.lock_was_free)
+    finally:
+        store.close()

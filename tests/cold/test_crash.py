@@ -1,4 +1,4 @@
-"""SIGKILL of a compacting process at random points: nothing lost, nothing doubled, restart finishes."""
+"""SIGKILL of a compacting process at fault points drawn at random: nothing lost, nothing doubled, restart finishes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from core.memory.log_file import scan_bytes
@@ -19,16 +18,23 @@ from tests.cold.helpers import assert_each_seq_once
 
 CHILD = Path(__file__).with_name("crash_child.py")
 TRIALS = 14
+POINTS = ("log.append", "log.appended", "file.replace", "file.replaced", "db.commit", "cold.write", "cold.written")
+"""The steps a compaction loop reaches (see core.memory.fault_points): a LOG.md line, a staged archive or
+LOG.md taking its place, a memory.db commit (reservation, history, index), a vector written to LanceDB."""
 
 
-def kill_at_random(rng: random.Random) -> None:
-    child = subprocess.Popen([sys.executable, str(CHILD)], stdout=subprocess.PIPE, text=True)
+def kill_at_a_fault_point(rng: random.Random) -> str:
+    """Run the child until it dies at a fault point drawn from ``POINTS`` (its 1st to 12th time); return it."""
+    point, nth = rng.choice(POINTS), rng.randint(1, 12)
+    child = subprocess.Popen([sys.executable, str(CHILD), point, str(nth)], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.0, 0.6))
+        assert child.wait(timeout=300) == -signal.SIGKILL, f"the child did not die at {point}@{nth}"
     finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    return f"{point}@{nth}"
 
 
 def check_consistent(manager: MemoryManager) -> None:
@@ -71,8 +77,9 @@ def test_sigkill_during_compaction_loses_and_doubles_nothing(ollama_home):
                                "memory": {"auto_compact": False}})
     rng = random.Random(int(os.environ.get("CRASH_SEED", "3")))
     outcomes = {"resumed": 0, "unindexed": 0, "unrecorded": 0, "orphan tmp": 0}
+    kills = []
     for _ in range(TRIALS):
-        kill_at_random(rng)
+        kills.append(kill_at_a_fault_point(rng))
         memory = ollama_home / "finn" / "memory"
         outcomes["orphan tmp"] += bool(list(memory.glob(".LOG.md.*.tmp")) + list(memory.glob("archive/.*.tmp")))
         for state in interrupted_state(memory):
@@ -82,6 +89,6 @@ def test_sigkill_during_compaction_loses_and_doubles_nothing(ollama_home):
             report = manager.compact_log(force=False)  # resumes a reserved compaction, else indexes leftovers
             outcomes["resumed"] += report.resumed
             check_consistent(manager)
-    print(f"crash outcomes over {TRIALS} kills: {outcomes}")
+    print(f"crash outcomes over {TRIALS} kills ({', '.join(kills)}): {outcomes}")
     with MemoryManager("finn") as manager:
         assert manager.db.conn.execute("SELECT count(*) FROM compaction_history").fetchone()[0] >= TRIALS // 2

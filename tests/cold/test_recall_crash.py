@@ -1,13 +1,12 @@
-"""SIGKILL during background indexing, and a clean exit while it runs: nothing missing, nothing doubled."""
+"""SIGKILL during background indexing (at its fault points), and a clean exit while it runs: nothing missing,
+nothing doubled."""
 
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from core.memory_manager import MemoryManager
@@ -15,35 +14,43 @@ from tests.cold.conftest import write_config
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = """
-import sys, time
+import sys
 sys.path.insert(0, {root!r})
+from core.memory import fault_points
 from core.memory_manager import MemoryManager
 manager = MemoryManager("finn")
 manager.cold.store().table
+if {point!r}:  # the background indexer's steps from now on, once it has finished the notes of the rounds before
+    assert manager.cold.background.wait_idle(120)
+    fault_points.arm({point!r}, thread="agentos-recall")
 manager.store_memories([f"round {round} note {{i}} about ticker T{{i % 13}}" for i in range(300)])
 print("stored", flush=True)
-if {wait}:
-    time.sleep(120)
+if {point!r}:
+    manager.cold.background.wait_idle(120)
+    print("indexed without reaching", {point!r}, flush=True)
 """
+KILL_POINTS = ("cold.write", "cold.written", "db.commit")
+"""Where background indexing is killed: before its first LanceDB write, after it, and at its first commit to
+memory.db (the points of the background indexer's thread only)."""
 
 
-def run_child(round_no: int, wait: bool) -> subprocess.Popen:
-    code = CHILD.format(root=str(ROOT), round=round_no, wait=wait)
+def run_child(round_no: int, point: str = "") -> subprocess.Popen:
+    """A process that stores 300 notes; with ``point`` it dies there, else it exits at once."""
+    code = CHILD.format(root=str(ROOT), round=round_no, point=point)
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=os.environ.copy())
 
 
 def test_sigkill_during_background_indexing_then_the_index_catches_up(ollama_home):
     """After SIGKILLs while vectors are computed, a restart indexes every memory exactly once."""
     write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"}})
-    rng = random.Random(5)
-    for round_no in range(3):
-        child = run_child(round_no, wait=True)
+    for round_no, point in enumerate(KILL_POINTS):
+        child = run_child(round_no, point)
         try:
-            assert child.stdout.readline().strip() == "stored"
-            time.sleep(rng.uniform(0.05, 0.6))
+            assert child.wait(timeout=300) == -signal.SIGKILL, child.stdout.read()
         finally:
-            os.kill(child.pid, signal.SIGKILL)
-            child.wait()
+            if child.poll() is None:
+                child.kill()
+                child.wait()
     with MemoryManager("finn") as manager:
         assert manager.cold.background.wait_idle(120)
         ids = manager.cold.store().ids()
@@ -55,7 +62,7 @@ def test_sigkill_during_background_indexing_then_the_index_catches_up(ollama_hom
 def test_a_process_exits_cleanly_while_background_indexing_runs(ollama_home):
     """A process that stores and exits at once ends with status 0; the next open finishes the vectors."""
     write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"}})
-    child = run_child(0, wait=False)
+    child = run_child(0)
     assert child.stdout.readline().strip() == "stored"
     assert child.wait(timeout=90) == 0
     with MemoryManager("finn") as manager:

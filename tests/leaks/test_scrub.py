@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import re
 import shutil
 import signal
@@ -14,7 +13,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -130,25 +128,33 @@ def test_a_scrub_leaves_log_and_archives_to_a_running_compaction(finn):
 
 
 def _prepared(home: Path, cache: Path) -> None:
-    """The agent of the crash trials, built once and copied for each trial."""
+    """The agent of the crash trials, built once and copied for each trial (its vectors in the cold store)."""
     if not cache.exists():
         with MemoryManager("finn") as manager:
             fill(manager)
+            manager.cold.catch_up()
         MemoryManager("finn").close()  # moves the torn tail to quarantine
         shutil.copytree(home / "finn", cache)
     shutil.rmtree(home / "finn", ignore_errors=True)
     shutil.copytree(cache, home / "finn")
 
 
-def _child(kill_at: int, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(CHILD), str(kill_at), VALUE], cwd=ROOT, env=dict(os.environ),
-                          capture_output=True, text=True, timeout=timeout)
+COUNTING = "main:*@1000000000"
+"""A fault point that is never reached: the child counts the points its main thread reaches."""
 
 
-def _trial(home: Path, cache: Path, kill_at: int) -> bool:
-    """One scrub killed at step ``kill_at``, then the next open finishes it; True if the child was killed."""
+def _child(kill_at: int, point: str = COUNTING, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The scrub child, killed at its ``kill_at``-th step or at the fault point ``point``."""
+    return subprocess.run([sys.executable, str(CHILD), str(kill_at), VALUE], cwd=ROOT,
+                          env=dict(os.environ, AGENTOS_FAULT_POINT=point), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _trial(home: Path, cache: Path, kill_at: int, point: str = COUNTING) -> bool:
+    """One scrub killed at step ``kill_at`` or at ``point``, then the next open finishes it; True if the child
+    was killed."""
     _prepared(home, cache)
-    done = _child(kill_at)
+    done = _child(kill_at, point)
     killed = done.returncode == -signal.SIGKILL
     assert killed or done.returncode == 0, done.stderr
     with MemoryManager("finn") as manager:
@@ -163,7 +169,7 @@ def test_a_scrub_killed_as_it_commits_its_archives_is_finished_by_the_next_open(
     the next open puts them in place, and nothing holds the value."""
     cache = tmp_path / "prepared"
     _prepared(home, cache)
-    total = int(_child(10**6).stdout.split()[-1])
+    total = int(_child(10**6).stdout.split()[-2])
     # The steps: the fact's save, then side files written and fsynced, then the commit of their sha256.
     commit = next((k for k in range(2, total) if _trial_side_files_committed(home, cache, k)), None)
     assert commit is not None, "no step of the scrub left committed side files to finish"
@@ -189,23 +195,17 @@ def _trial_side_files_committed(home: Path, cache: Path, kill_at: int) -> bool:
 
 @pytest.mark.slow
 def test_a_scrub_killed_at_any_step_is_finished_by_the_next_open(home, tmp_path):
-    """SIGKILL at every durable step of a scrub (each file replace, fsync and memory.db commit) and at random
-    moments: the next open finishes it, every seq stays once, every archive verifies, no value is left."""
+    """SIGKILL at every durable step of a scrub (each file replace, fsync and memory.db commit) and before and
+    after each of its writes to the cold store's Lance table: the next open finishes it, every seq stays once,
+    every archive verifies, no value is left."""
     cache = tmp_path / "prepared"
     _prepared(home, cache)
-    total = int(_child(10**6).stdout.split()[-1])
+    total, lance_writes = map(int, _child(10**6).stdout.split()[-2:])
+    assert lance_writes > 0, "the scrub rewrote no row of the cold store"
     killed = sum(_trial(home, cache, k) for k in range(1, total + 1))
     assert killed == total
-    rng = random.Random(7)
-    for _ in range(4):  # random moments, LanceDB's own writes included
-        _prepared(home, cache)
-        child = subprocess.Popen([sys.executable, str(CHILD), str(10**6), VALUE], cwd=ROOT, env=dict(os.environ),
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(1.0, 4.0))
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
-        with MemoryManager("finn") as manager:
-            if manager.get_fact("card_number") is None:
-                manager.save_fact("card_number", VALUE, "secret")
-        assert_consistent(home / "finn")
-    print(f"scrub crash trials: {total} kill points + 4 random kills, {killed} killed, 0 values left")
+    lance_kills = sum(_trial(home, cache, 10**6, f"main:{point}@{k}")
+                      for point in ("cold.write", "cold.written") for k in range(1, lance_writes + 1))
+    assert lance_kills == 2 * lance_writes
+    print(f"scrub crash trials: {total} kill points + {2 * lance_writes} at LanceDB writes, all killed, "
+          "0 values left")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -23,16 +24,20 @@ TURNS = 40
 
 
 class Child:
-    """A worker process whose printed lines are collected as they come."""
+    """A worker process whose printed lines are collected as they come, started again each time it dies at one of
+    its ``fault_points`` (one a start, see core.memory.fault_points; the start after the last is not armed)."""
 
-    def __init__(self, args: list[str]) -> None:
+    def __init__(self, args: list[str], fault_points: list[str]) -> None:
         self.args = args
+        self.fault_points = fault_points
         self.lines: list[str] = []
         self.kills = 0
         self.start()
 
     def start(self) -> None:
-        self.process = subprocess.Popen([*PYTHON, *self.args], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        point = self.fault_points[self.kills] if self.kills < len(self.fault_points) else ""
+        self.process = subprocess.Popen([*PYTHON, *self.args], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                                        env=dict(os.environ, AGENTOS_FAULT_POINT=point))
         self.reader = threading.Thread(target=self._read, args=(self.process,), daemon=True)
         self.reader.start()
 
@@ -40,11 +45,20 @@ class Child:
         for line in process.stdout:
             self.lines.append(line.strip())
 
-    def kill(self) -> None:
+    def restart_if_killed(self) -> bool:
+        """Start the worker again if it died at its fault point; False while it runs or once it has finished."""
+        if self.process.poll() != -signal.SIGKILL:
+            return False
+        self.reader.join(30)
+        self.kills += 1
+        self.start()
+        return True
+
+    def stop(self) -> None:
+        """End a worker that runs for ever (a compactor) once the test is done with it."""
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(30)
         self.reader.join(30)
-        self.kills += 1
 
 
 def stored_turns(provider: LCMProvider, session_id: str, writer: str) -> list[int]:
@@ -54,25 +68,25 @@ def stored_turns(provider: LCMProvider, session_id: str, writer: str) -> list[in
 
 @pytest.mark.slow
 def test_eight_appenders_and_compactors_under_sigkill(postgres_db):
-    """8 processes append to 4 conversations while 2 compact them; random SIGKILLs lose and duplicate no turn."""
+    """8 processes append to 4 conversations while 2 compact them; SIGKILLs at commits drawn at random (twice each
+    appender; each compactor when it reaches them) lose and duplicate no turn."""
     dsn, schema = postgres_db.dsn, postgres_db.schema
     sessions = [f"fleet:{n}" for n in range(4)]
     writers = {f"w{n}": sessions[n % 4] for n in range(8)}
     chance = random.Random(14)
-    appenders = {writer: Child(["append", dsn, schema, session, writer, str(TURNS)]) for writer, session in writers.items()}
-    compactors = [Child(["compact", dsn, schema, "0.01", *sessions[n::2]]) for n in range(2)]
-    deadline = time.monotonic() + 150
-    while any(child.process.poll() is None for child in appenders.values()) and time.monotonic() < deadline:
-        time.sleep(chance.uniform(0.1, 0.3))  # kills land before the appenders finish, even on a fast machine
-        victim = chance.choice([*[c for c in appenders.values() if c.process.poll() is None], *compactors])
-        if victim.kills < 2:
-            victim.kill()
-            victim.start()
+    appenders = {writer: Child(["append", dsn, schema, session, writer, str(TURNS)],
+                               [f"db.commit@{chance.randint(1, TURNS // 3)}" for _ in range(2)])
+                 for writer, session in writers.items()}
+    compactors = [Child(["compact", dsn, schema, "0.01", *sessions[n::2]],
+                        [f"db.commit@{chance.randint(1, 20)}" for _ in range(2)]) for n in range(2)]
+    deadline = time.monotonic() + 600  # a hang guard: the work is over long before on any machine
+    while any(child.process.poll() != 0 for child in appenders.values()):
+        assert time.monotonic() < deadline, "the appenders still run after 10 minutes"
+        if not any([child.restart_if_killed() for child in [*appenders.values(), *compactors]]):
+            time.sleep(0.05)  # polling the children's state, not timing a kill
     for child in compactors:
-        child.kill()
-    for writer, child in appenders.items():
-        assert child.process.wait(timeout=max(1, deadline - time.monotonic())) == 0, writer
-    assert sum(child.kills for child in [*appenders.values(), *compactors]) >= 8
+        child.stop()
+    assert all(child.kills == 2 for child in appenders.values()), "an appender finished before its fault point"
 
     provider = LCMProvider(postgres_db, summarizer=DeterministicSummarizer(), config=CONFIG)
     assert sum(provider.stats(Session(s)).summary_count for s in sessions) > 0  # compaction ran meanwhile

@@ -8,8 +8,10 @@ trial costs milliseconds, not the seconds of loading a model.
 
 from __future__ import annotations
 
+import os
 import random
-import time
+import signal
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -21,6 +23,8 @@ from tests.torture.checks import check_agent, memory_dir, only_tail_damaged, ope
 from tests.torture.harness import Clock, Result, Zygote
 from tests.torture.workloads import read_acks
 
+HANG_S = 300.0
+"""How long a worker may take to reach its fault point before the campaign calls it a hang."""
 COLD = {"cold": {"embedder": "ollama:fake-embed", "optimize_every": 20}, "llm": {"backend": "offline"}}
 
 
@@ -35,8 +39,9 @@ def prepare(work: Path, memory: dict | None = None) -> Path:
 
 def kill_campaign(result: Result, work: Path, trials: int, seed: int, workload: str,
                   check: Callable[[Path, list[list], Result], None], memory: dict | None = None,
-                  longest_s: float = 0.4, shortest_s: float = 0.0) -> Result:
-    """SIGKILL ``workload`` at a random moment ``trials`` times, checking the agent after each kill."""
+                  most_steps: int = 60) -> Result:
+    """SIGKILL ``workload`` at a durable step drawn at random (its 1st to ``most_steps``-th fault point, any
+    thread's) ``trials`` times, checking the agent after each kill."""
     clock, rng = Clock(), random.Random(seed)
     home = prepare(work, memory)
     with MemoryManager("finn", home=home) as manager:
@@ -45,12 +50,11 @@ def kill_campaign(result: Result, work: Path, trials: int, seed: int, workload: 
     with Zygote() as zygote:
         for trial in range(trials):
             ack_file = work / f"acks-{trial}.jsonl"
-            pid = zygote.spawn(workload, home, ack_file, seed=seed * 1000 + trial)
-            time.sleep(rng.uniform(shortest_s, longest_s))
-            code = zygote.kill(pid)
+            point = f"*@{rng.randint(1, most_steps)}"
+            code = run_to_fault_point(zygote, point, workload, home, ack_file, seed=seed * 1000 + trial)
             records = read_acks(ack_file)
             if code != -9:
-                result.fail(f"trial {trial}: the worker ended by itself ({code}): "
+                result.fail(f"trial {trial}: the worker did not die at fault point {point} ({code}): "
                             f"{ack_file.with_suffix('.err').read_text()[-500:]}")
             acks += records
             result.trials += 1
@@ -60,6 +64,33 @@ def kill_campaign(result: Result, work: Path, trials: int, seed: int, workload: 
             check(home, acks, result)
     result.seconds = clock()
     return result
+
+
+def run_to_fault_point(zygote: Zygote, point: str, workload: str, home: Path, ack_file: Path, **args) -> int:
+    """Run ``workload`` in a worker armed for the fault point ``point``; return its exit code (-9: killed there).
+
+    A worker that has not reached it after ``HANG_S`` (a hang guard, not a timing) is killed from outside,
+    and its code is then reported as 0.
+    """
+    code, hung = wait_or_stop_a_hang(zygote, zygote.spawn(workload, home, ack_file,
+                                                          env={"AGENTOS_FAULT_POINT": point}, **args))
+    return 0 if hung else code
+
+
+def wait_or_stop_a_hang(zygote: Zygote, pid: int) -> tuple[int, bool]:
+    """Wait for a worker; SIGKILL it if it runs ``HANG_S`` (a hang guard, not a timing). Return its exit code and
+    whether it was stopped as hung."""
+    hung = threading.Event()
+
+    def stop_a_hang() -> None:
+        hung.set()
+        os.kill(pid, signal.SIGKILL)
+
+    guard = threading.Timer(HANG_S, stop_a_hang)
+    guard.start()
+    code = zygote.wait(pid)
+    guard.cancel()
+    return code, hung.is_set()
 
 
 # -- SIGKILL campaigns ------------------------------------------------------------------------
@@ -88,7 +119,7 @@ def log_compaction(work: Path, trials: int, seed: int = 3) -> Result:
             _check_archives(manager, result)
 
     return kill_campaign(result, work, trials, seed, "compaction", check,
-                         {"compact_log_entries": 20, "compact_log_bytes": 8192}, longest_s=0.6)
+                         {"compact_log_entries": 20, "compact_log_bytes": 8192}, most_steps=120)
 
 
 def _check_archives(manager: MemoryManager, result: Result) -> None:
@@ -128,8 +159,7 @@ def notes(work: Path, trials: int, seed: int = 4) -> Result:
                 result.fail("the cold store has duplicate rows or lacks a stored note's vector after a catch-up")
 
     # A worker imports LanceDB (about a second) before its first store: most kills land after that.
-    return kill_campaign(result, work, trials, seed, "notes", check, {"auto_compact": False}, longest_s=4.0,
-                         shortest_s=1.5)
+    return kill_campaign(result, work, trials, seed, "notes", check, {"auto_compact": False}, most_steps=40)
 
 
 def lcm(work: Path, trials: int, seed: int = 5) -> Result:
@@ -156,7 +186,7 @@ def lcm(work: Path, trials: int, seed: int = 5) -> Result:
         finally:
             provider.close()
 
-    return kill_campaign(result, work, trials, seed, "lcm", check, {"auto_compact": False}, longest_s=0.6)
+    return kill_campaign(result, work, trials, seed, "lcm", check, {"auto_compact": False}, most_steps=120)
 
 
 def _expand_context(provider, session) -> list:
@@ -190,9 +220,11 @@ def background_indexing(work: Path, trials: int, seed: int = 6) -> Result:
                 if len(ids) != len(set(ids)):
                     result.fail(f"trial {trial}: duplicate rows after a kill during indexing")
                 manager.cold.indexer.mark_all_pending()
-            pid = zygote.spawn("indexing", home, work / f"acks-{trial}.jsonl", seed=trial)
-            time.sleep(rng.uniform(1.0, 2.5))  # after the worker's LanceDB import, while it indexes
-            zygote.kill(pid)
+            # At a write of the catch-up's to LanceDB or memory.db (the main thread's: the opening's
+            # own background work comes and goes with timing).
+            point = f"main:{rng.choice(('cold.write', 'cold.written', 'db.commit'))}@{rng.randint(1, 3)}"
+            if run_to_fault_point(zygote, point, "indexing", home, work / f"acks-{trial}.jsonl", seed=trial) != -9:
+                result.fail(f"trial {trial}: the indexing worker did not die at fault point {point}")
             result.trials += 1
             result.kills += 1
     with MemoryManager("finn", home=home) as manager:
@@ -250,14 +282,13 @@ def fork(work: Path, trials: int, seed: int = 8, children: int = 8, count: int =
     with Zygote() as zygote:
         for trial in range(trials):
             ack_file = work / f"acks-{trial}.jsonl"
-            started = time.monotonic()
             pid = zygote.spawn("fork_writers", home, ack_file, seed=trial, children=children, count=count)
-            code = zygote.wait(pid)
+            code, hung = wait_or_stop_a_hang(zygote, pid)
             records = read_acks(ack_file)
-            if code != 0 or any(r[0] == "child" and r[1] != 0 for r in records) or any(r[0] == "error" for r in records):
+            if hung:
+                result.fail(f"trial {trial}: {children} children still ran after {HANG_S:g}s (a lock hung)")
+            elif code != 0 or any(r[0] == "child" and r[1] != 0 for r in records) or any(r[0] == "error" for r in records):
                 result.fail(f"trial {trial}: a forked child failed: {[r for r in records if r[0] == 'error'][:2]}")
-            if time.monotonic() - started > 20:
-                result.fail(f"trial {trial}: {children} children took {time.monotonic() - started:.0f}s (a lock hung)")
             acks += records
             result.trials += 1
             result.acknowledged += sum(1 for r in records if r[0] in ("append", "fact"))

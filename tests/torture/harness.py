@@ -1,4 +1,4 @@
-"""The torture harness: workers forked from a zygote, SIGKILLed at random moments, and the results table.
+"""The torture harness: workers forked from a zygote, SIGKILLed at fault points drawn at random, and the results table.
 
 Starting a Python interpreter for each kill would cost most of a second; the zygote imports
 the library once and forks a worker per trial, so a campaign spends its time killing and
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -73,11 +72,6 @@ class Zygote:
     def wait(self, pid: int) -> int:
         """Wait for a worker; return its exit code (negative: killed by that signal)."""
         return self._ask({"op": "wait", "pid": pid})["code"]
-
-    def kill(self, pid: int) -> int:
-        """SIGKILL a worker and reap it."""
-        os.kill(pid, signal.SIGKILL)
-        return self.wait(pid)
 
     def close(self) -> None:
         self.proc.stdin.close()

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from core.llm.model_window import RatioStore
@@ -76,19 +75,16 @@ def test_count_tokens_is_not_chars_over_four():
 
 
 def test_a_killed_writer_leaves_the_ratio_file_whole(tmp_path):
-    """SIGKILL during a stream of ratio updates: the file is the old or the new JSON, never torn."""
+    """SIGKILL during a stream of ratio updates, before and after a replace of the file: it is the old or the
+    new JSON, never torn."""
     path = tmp_path / "token_ratios.json"
     code = ("import sys\nfrom pathlib import Path\nfrom core.llm.model_window import RatioStore\n"
             "store = RatioStore(Path(sys.argv[1]))\ni = 0\n"
             "while True:\n    store.put(f'model{i % 50}', 2.0 + (i % 100) / 50)\n    i += 1\n")
-    for _ in range(3):
-        child = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=ROOT)
-        deadline = time.monotonic() + 20
-        while not path.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.3)
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
+    for point in ("file.replace@40", "file.replaced@80", "file.replace@120"):
+        child = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=ROOT,
+                                 env=dict(os.environ, AGENTOS_FAULT_POINT=point))
+        assert child.wait(timeout=120) == -signal.SIGKILL
         data = json.loads(path.read_text())
         assert data and all(2.0 <= v <= 4.0 for v in data.values())
         assert RatioStore(path).get("model0") is not None

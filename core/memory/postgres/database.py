@@ -23,6 +23,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.config import StorageConfig
 from core.errors import DatabaseUnavailableError, LockTimeoutError
+from core.memory import fault_points
 from core.memory.dialect import POSTGRES
 from core.memory.postgres import migrate
 from core.memory.postgres.pool import converted, pool_for, probe
@@ -272,6 +273,7 @@ class PostgresDatabase:
             self._local.bound = bound = BoundConnection(raw, pipeline, self)
             try:
                 yield bound
+                fault_points.reach("db.commit")
             finally:
                 self._local.bound = None
 
