@@ -25,7 +25,7 @@ run, so later runs take about a minute. Printed:
   measurement began: at 100k memories many older ones say much the same);
 - the time to compact a 50 KB LOG.md with the deterministic summarizer.
 
-    python scripts/bench_cold.py            # the README's figures
+    python scripts/bench_cold.py            # the figures of docs/benchmarks.md
     python scripts/bench_cold.py --size 20000 --runs 100
 """
 

@@ -9,7 +9,7 @@ turns among the first k results (mapped back through the metadata's
 plain BM25 (Okapi, k1 1.2, b 0.75, over the turn's words) and plain vector
 search (cosine of all-MiniLM-L6-v2 embeddings of the turn's text).
 
-    python scripts/bench_recall_quality.py                 # the figures of the README
+    python scripts/bench_recall_quality.py                 # the figures of docs/recall.md
     python scripts/bench_recall_quality.py --ideas         # also each idea switched off in turn
     python scripts/bench_recall_quality.py --fit           # fit the ranking's weights on this data
     python scripts/bench_recall_quality.py --dsn postgresql://user@host/db   # the agents on PostgreSQL

@@ -1,4 +1,4 @@
-"""Run the torture campaigns longer than the test suite does and print their table (the README's figures).
+"""Run the torture campaigns longer than the test suite does; print their table (docs/reliability.md).
 
     python scripts/torture.py                      # every campaign, 3x the test suite's trials
     python scripts/torture.py --scale 10           # longer
