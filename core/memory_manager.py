@@ -24,21 +24,26 @@ from typing import Any
 
 from core.config import Config, load_config
 from core.errors import CorruptionError, StorageError, ValidationError
-from core.memory import facts, forgetting, log_index, now_file, now_record, recovery
-from core.memory.cold_memory import ColdMemory
-from core.memory.log_compaction import CompactionReport
+from core.memory.storage import facts
+from core.memory.upkeep import forgetting
+from core.memory.upkeep import log_index
+from core.memory.files import now_file
+from core.memory.files import now_record
+from core.memory.upkeep import recovery
+from core.memory.recall.cold import ColdMemory
+from core.memory.compaction.log_compaction import CompactionReport
 from core.memory.context import format_context
-from core.memory.db import Database
-from core.memory.facts import FactStore
-from core.memory.forgotten import visible_entries
-from core.memory.fsutil import remove_stale_temp_files
-from core.memory.locking import AgentLock
-from core.memory.log_file import LogFile, ScanResult
-from core.memory.log_format import LogEntry, check_entry_type, check_text, check_writer, utc_timestamp
-from core.memory.now_file import STATUSES, NowState, PlanStep
-from core.memory.scrub import ScrubReport, SecretScrubber
-from core.memory.secrets import Redactor, redactor_of
-from core.memory.storage import open_database
+from core.memory.storage.sqlite import Database
+from core.memory.storage.facts import FactStore
+from core.memory.secrets.forgotten import visible_entries
+from core.memory.files.fsutil import remove_stale_temp_files
+from core.memory.files.locking import AgentLock
+from core.memory.files.log_file import LogFile, ScanResult
+from core.memory.files.log_format import LogEntry, check_entry_type, check_text, check_writer, utc_timestamp
+from core.memory.files.now_file import STATUSES, NowState, PlanStep
+from core.memory.secrets.scrub import ScrubReport, SecretScrubber
+from core.memory.secrets.redaction import Redactor, redactor_of
+from core.memory.storage.backend import open_database
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -230,7 +235,7 @@ class MemoryManager:
 
     def log_forget(self, text: str, metadata: dict[str, Any]) -> LogEntry:
         """Append the FORGET entry of a forget (a system record: it names ids, never text); it is applied
-        as it is indexed (see :mod:`core.memory.forgetting`)."""
+        as it is indexed (see :mod:`core.memory.upkeep.forgetting`)."""
         with self.lock.hold():
             entry = self.log.append("FORGET", text, metadata)
             self._index(entry)
@@ -283,7 +288,7 @@ class MemoryManager:
         LOG.md's FACT entry lets the facts be rebuilt if memory.db is lost; a secret's
         value is never logged (only its key), so a secret cannot be rebuilt.
 
-        A new secret is then scrubbed from what already holds it (see :mod:`core.memory.scrub`), and
+        A new secret is then scrubbed from what already holds it (see :mod:`core.memory.secrets.scrub`), and
         a non-secret value is stored with the secrets it contains redacted.
 
         Raises:
@@ -456,7 +461,7 @@ class MemoryManager:
                            visible_entries(self.db, self.log.tail(log_entries)), self.facts.list(), budget))
 
     def scrub_secrets(self) -> ScrubReport:
-        """Remove the secrets' values from every file and index that holds them now (see :mod:`core.memory.scrub`).
+        """Remove the secrets' values from every file and index that holds them now (see :mod:`core.memory.secrets.scrub`).
 
         ``save_fact`` runs it for a new secret; call it after saving secrets in ``memory.db`` another way.
         """

@@ -236,7 +236,7 @@ class PartTimer:
 
 def bench_recall(manager, queries: list[str], warmup: list[str]) -> tuple[list[float], dict[str, list[float]]]:
     """Each query's ``recall_memory`` time (ms) and the time of its parts."""
-    from core.memory import recall_search
+    from core.memory.recall import search as recall_search
 
     store = manager.cold.store()
     timer = PartTimer()
@@ -315,7 +315,7 @@ def bench_single_and_meaning(manager) -> tuple[list[float], list[float]]:
 
 def bench_compaction(home: Path) -> tuple[float, float, int]:
     """Seconds to compact a 50 KB LOG.md (deterministic summary, no indexing) and to write its recall docs."""
-    from core.memory.summarizer import LogSummarizer
+    from core.memory.compaction.summarizer import LogSummarizer
     from core.memory_manager import MemoryManager
 
     rng = random.Random(3)

@@ -48,7 +48,7 @@ def startup_rows(turns: int) -> list[tuple[str, float, int, str]]:
     with tempfile.TemporaryDirectory() as home:
         os.environ["AGENTOS_HOME"] = home
         from core.engine import Engine
-        from core.system_prompt import PromptExtras, build_system_prompt
+        from core.engine.prompting.system_prompt import PromptExtras, build_system_prompt
 
         started = time.perf_counter()
         engine = Engine("bench", offline=True)
@@ -93,7 +93,7 @@ def fill_session(engine, messages: int, rng: random.Random) -> None:
 
 def overhead(engine, runs: int) -> list[float]:
     """Milliseconds to build one planner prompt, ``runs`` times."""
-    from core.system_prompt import PromptExtras
+    from core.engine.prompting.system_prompt import PromptExtras
 
     state = {"messages": [{"role": "user", "content": "What happened to service s7 yesterday?"}], "turn_id": "bench"}
     engine.runtime.context.build(state, PromptExtras())  # the window is asked once, outside the timing

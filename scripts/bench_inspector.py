@@ -114,7 +114,7 @@ def uncompacted_copy(home: Path, target: Path) -> None:
 
 
 def lines_header() -> bytes:
-    from core.memory.log_format import HEADER
+    from core.memory.files.log_format import HEADER
 
     return HEADER.encode()
 

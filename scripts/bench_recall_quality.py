@@ -101,7 +101,7 @@ def _storage():
         return
     import psycopg
 
-    from core.memory.postgres.pool import close_pools
+    from core.memory.storage.postgres.pool import close_pools
 
     prefix = f"bench_{os.getpid()}_{time.monotonic_ns() % 10**6}_"
     try:
@@ -188,7 +188,7 @@ def fit(conversations):
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
-    from core.memory.recall_docs import Filters
+    from core.memory.recall.docs import Filters
     rows, labels = [], []
 
     def collect(manager, question):
@@ -249,8 +249,8 @@ def main() -> None:
     print_table("AgentOS recall_memory (min_score 0)", ours)
     print_table("AgentOS recall_memory (default min_score)", with_default)
     if args.ideas:
-        from core.memory import vector_indexer
-        from core.memory.recall_search import Tuning
+        from core.memory.recall import vector_indexer
+        from core.memory.recall.search import Tuning
         for name, (change, text) in IDEAS.items():
             original = vector_indexer.embedding_text
             vector_indexer.embedding_text = text or original

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tqdm import tqdm  # noqa: E402
 
 from core.config import ProviderConfig, StorageConfig  # noqa: E402
-from core.memory.log_format import utc_timestamp  # noqa: E402
+from core.memory.files.log_format import utc_timestamp  # noqa: E402
 from core.memory.provider import CompactionMode, Message, Session  # noqa: E402
 from core.plugins.memory.lcm import DeterministicSummarizer, LCMProvider  # noqa: E402
 
@@ -68,10 +68,10 @@ class Target:
 
     def database(self):
         if self.kind == "sqlite":
-            from core.memory.db import Database
+            from core.memory.storage.sqlite import Database
 
             return Database(self.path)
-        from core.memory.postgres.database import PostgresDatabase
+        from core.memory.storage.postgres.database import PostgresDatabase
 
         return PostgresDatabase(self.dsn, self.schema, StorageConfig(pool_max=4))
 
@@ -82,7 +82,7 @@ class Target:
         if self.kind == "postgres":
             import psycopg
 
-            from core.memory.postgres.pool import close_pools
+            from core.memory.storage.postgres.pool import close_pools
 
             close_pools(self.schema)
             with psycopg.connect(self.dsn, autocommit=True) as conn:

@@ -38,7 +38,7 @@ def postgres_server():
 
     ``AGENTOS_TEST_POSTGRES=require`` (set by .ci/run) makes that a failure instead.
     """
-    from core.memory.postgres.pool import close_pools
+    from core.memory.storage.postgres.pool import close_pools
     from tests.postgres_server import PostgresServer, ServerUnavailable
 
     try:
@@ -59,8 +59,8 @@ def postgres_db(postgres_server):
 
     import psycopg
 
-    from core.memory.postgres.database import PostgresDatabase
-    from core.memory.postgres.pool import close_pools
+    from core.memory.storage.postgres.database import PostgresDatabase
+    from core.memory.storage.postgres.pool import close_pools
 
     schema = f"test_{uuid.uuid4().hex[:12]}"
     db = PostgresDatabase(postgres_server.dsn, schema)
@@ -105,7 +105,7 @@ def pg_home(agents_home: Path, postgres_server, monkeypatch: pytest.MonkeyPatch)
 
     import psycopg
 
-    from core.memory.postgres.pool import close_pools
+    from core.memory.storage.postgres.pool import close_pools
 
     import yaml
 

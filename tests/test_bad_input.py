@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.errors import ValidationError
-from core.memory.log_format import ENTRY_TYPES
+from core.memory.files.log_format import ENTRY_TYPES
 from core.memory_manager import MemoryManager
 
 LIMIT = 64 * 1024  # MemoryConfig.max_entry_bytes, the documented default

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core import exit_codes
+from core.terminal import exit_codes
 from core.memory_manager import MemoryManager
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,7 +88,7 @@ def test_the_inspector_exits_quietly_when_its_address_cannot_be_printed():
 
 def test_a_broken_pipe_that_is_not_stdout_is_not_hidden(capsys):
     """Only standard output's reader going away is quiet: another BrokenPipeError is raised as it is."""
-    from core import closed_output
+    from core.terminal import closed_output
 
     def failing() -> int:
         raise BrokenPipeError("a socket closed by its peer")

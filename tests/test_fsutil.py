@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import StorageError
-from core.memory.fsutil import StagedFile, atomic_write
+from core.memory.files.fsutil import StagedFile, atomic_write
 
 
 def test_a_staged_file_is_invisible_until_installed(tmp_path: Path) -> None:

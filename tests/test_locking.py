@@ -14,7 +14,7 @@ import pytest
 from filelock import FileLock
 
 from core.errors import LockTimeoutError
-from core.memory.locking import AgentLock
+from core.memory.files.locking import AgentLock
 
 HOLDER = """
 import sys, time
@@ -164,7 +164,7 @@ def test_a_lock_that_does_not_keep_its_file_open_closes_it_after_each_hold(tmp_p
 FORKING_HOLDER = """
 import os, sys, time
 from pathlib import Path
-from core.memory.locking import AgentLock
+from core.memory.files.locking import AgentLock
 
 lock = AgentLock(Path(sys.argv[1]))
 with lock.hold():  # the lock file is open from here on
@@ -221,7 +221,7 @@ def test_a_lock_that_does_not_keep_its_file_open_closes_it_when_it_times_out(tmp
 TAKING_TURNS = """
 import sys, time
 from pathlib import Path
-from core.memory.locking import AgentLock
+from core.memory.files.locking import AgentLock
 
 lock = AgentLock(Path(sys.argv[1]))
 with lock.hold():

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from core.config import load_config
 from core.errors import ConfigError, InvalidAgentNameError, StorageError, ValidationError
-from core.memory.log_format import ENTRY_TYPES
+from core.memory.files.log_format import ENTRY_TYPES
 from core.memory.tokens import estimate_tokens
 from core.memory_manager import MemoryManager
 from memory_format_checks import UTC_MS, parse_log_file, parse_now_file
@@ -95,7 +95,7 @@ def test_a_now_md_that_cannot_be_written_is_a_storage_error_and_stays_as_it_was(
 
 def test_a_log_flush_failure_leaves_now_md_as_it_was(manager: MemoryManager, monkeypatch) -> None:
     """NOW.md's next version is staged while its NOW_UPDATE line flushes; if that flush fails, it is dropped."""
-    from core.memory import log_file
+    from core.memory.files import log_file
 
     before = manager.paths.now_file.read_bytes()
 
@@ -112,7 +112,8 @@ def test_a_log_flush_failure_leaves_now_md_as_it_was(manager: MemoryManager, mon
 def test_update_now_replaces_now_md_only_after_its_log_line_is_durable(manager: MemoryManager,
                                                                         monkeypatch) -> None:
     """The order of the flushes: LOG.md line, NOW.md's temp file, the rename, the folder, then the index row."""
-    from core.memory import log_file, log_index
+    from core.memory.files import log_file
+    from core.memory.upkeep import log_index
 
     events: list[str] = []
 
@@ -138,7 +139,7 @@ def test_an_oversize_now_is_refused_before_anything_is_logged(manager: MemoryMan
     """A NOW that fits only with its old log_seq is refused whole: the new seq has more digits."""
     from dataclasses import replace
 
-    from core.memory import now_file
+    from core.memory.files import now_file
 
     for i in range(12):  # NOW.md's log_seq has one digit, the next entry's seq two
         manager.append_log("THOUGHT", f"thought {i}")

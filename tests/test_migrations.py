@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from core.errors import StorageError
-from core.memory import db as memory_db
+from core.memory.storage import sqlite as memory_db
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths
 from tests.cold.conftest import write_config

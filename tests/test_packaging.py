@@ -20,8 +20,8 @@ ROUND_TRIP = textwrap.dedent("""
     import core, sys
     from pathlib import Path
     from core.memory_manager import MemoryManager
-    from core.prompts import load
-    from core.memory.summarizer import load_prompt
+    from core.engine.prompts import load
+    from core.memory.compaction.summarizer import load_prompt
     assert Path(core.__file__).resolve().is_relative_to(Path(sys.argv[1]).resolve()), core.__file__
     assert load("SYSTEM").startswith("# AgentOS") and load_prompt("log_summary")
     with MemoryManager("finn") as manager:

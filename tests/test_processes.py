@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from core.conversation import Conversation, handoff_file
+from core.engine.conversation import Conversation, handoff_file
 from core.memory.provider import Session
 from core.memory_manager import MemoryManager
-from core.memory.secrets import redactor_for
+from core.memory.secrets.redaction import redactor_for
 from core.paths import AgentPaths
 from core.plugins.memory import open_provider
-from core.toolbox import build_toolbox
+from core.engine.toolbox.toolbox import build_toolbox
 from memory_format_checks import parse_log_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,7 +108,7 @@ def test_a_process_with_four_agents_indexing_exits_cleanly_every_time(agents_hom
 
 KILLED_BEFORE_THE_REPLACE = """
 import os, signal
-from core.memory import fsutil
+from core.memory.files import fsutil
 from core.memory_manager import MemoryManager
 
 manager = MemoryManager("finn")
@@ -140,7 +140,7 @@ def test_a_kill_between_the_now_update_line_and_the_replace_never_reuses_a_versi
 KILLED_WRITE_FILE = """
 import os, signal
 from core.paths import AgentPaths
-from core.tools.workspace import Workspace
+from core.engine.toolbox.workspace import Workspace
 
 def killed(src, dst):
     os.kill(os.getpid(), signal.SIGKILL)

@@ -19,7 +19,7 @@ from core.memory_manager import MemoryManager
 from core.paths import AgentPaths
 from core.plugins.memory import open_provider
 from core.plugins.memory.lcm import DeterministicSummarizer
-from core.toolbox import build_toolbox
+from core.engine.toolbox.toolbox import build_toolbox
 from faults import read_only
 from memory_format_checks import parse_log_file
 

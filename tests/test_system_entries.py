@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from core.errors import ToolArgumentError, ValidationError
-from core.memory.log_format import ENTRY_TYPES, SYSTEM_META_KEYS, SYSTEM_TYPES
+from core.memory.files.log_format import ENTRY_TYPES, SYSTEM_META_KEYS, SYSTEM_TYPES
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths
-from core.toolbox import build_toolbox
+from core.engine.toolbox.toolbox import build_toolbox
 
 
 def fill(manager: MemoryManager, count: int) -> None:

@@ -7,7 +7,7 @@
 Subcommands are registered with :func:`core.commands.base.command` in the
 modules of :data:`MODULES`: adding a module there adds its subcommands. Each
 docstring is the subcommand's ``--help``. Library errors are one line on
-stderr, with the exit codes of :mod:`core.exit_codes`.
+stderr, with the exit codes of :mod:`core.terminal.exit_codes`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import importlib
 import logging
 import sys
 
-from core import __version__, closed_output, exit_codes
+from core import __version__
+from core.terminal import closed_output
+from core.terminal import exit_codes
 from core.commands.base import REGISTRY
 from core.errors import AgentOSError
 
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``agentos`` with ``argv`` (default: the process's arguments); return the exit code.
 
     Output piped to a reader that stops early (``agentos status | head``) ends the command
-    quietly: see :mod:`core.closed_output`.
+    quietly: see :mod:`core.terminal.closed_output`.
     """
     return closed_output.run(lambda: _main(argv))
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from core import cli as engine_cli
+from core.engine import cli as engine_cli
 from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
-from core.memory import now_file
-from core.memory.dialect import POSTGRES
+from core.memory.files import now_file
+from core.memory.storage.dialect import POSTGRES
 from core.memory_initializer import initialize_agent_memory, report
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths, home_and_source, list_agents

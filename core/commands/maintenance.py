@@ -10,10 +10,10 @@ import time
 from tqdm import tqdm
 
 from core.commands.base import AGENT, arg, command, open_memory
-from core.memory.log_compaction import CompactionReport
-from core.memory.rebuild import rebuild_all
+from core.memory.compaction.log_compaction import CompactionReport
+from core.memory.upkeep.rebuild import rebuild_all
 from core.paths import existing_agent
-from core.spinner import Spinner
+from core.terminal.spinner import Spinner
 
 
 @command("compact-log", AGENT, arg("--dry-run", action="store_true", help="show what would be archived; change nothing"),
@@ -126,7 +126,7 @@ def copy_to_postgres(args: argparse.Namespace) -> int:
     NOW.md, LOG.md and the cold store stay in the agent's folder.
     """
     from core.config import load_config
-    from core.memory.postgres.move import to_postgres
+    from core.memory.storage.postgres.move import to_postgres
 
     paths = existing_agent(args.agent)
     counts, db = to_postgres(paths, load_config(paths).storage)
@@ -147,7 +147,7 @@ def copy_to_sqlite(args: argparse.Namespace) -> int:
     SQLite only. Stopped midway, it is run again to finish.
     """
     from core.config import load_config
-    from core.memory.postgres.move import to_sqlite
+    from core.memory.storage.postgres.move import to_sqlite
 
     paths = existing_agent(args.agent)
     counts, db = to_sqlite(paths, load_config(paths).storage)

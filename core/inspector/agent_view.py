@@ -21,15 +21,15 @@ from core.inspector import queries, timeline
 from core.inspector.log_files import LogFiles
 from core.inspector.masking import mask, searchable
 from core.inspector.queries import Reader
-from core.memory import now_file
-from core.memory import recall_query
-from core.memory.cold_memory import open_store
-from core.memory.cold_store import TABLE, ColdStore
-from core.memory.log_format import ENTRY_TYPES
-from core.memory.recall_docs import DocIndex
-from core.memory.recall_query import check_recall
-from core.memory.recall_search import Tuning
-from core.memory.storage import schema_name
+from core.memory.files import now_file
+from core.memory.recall import query as recall_query
+from core.memory.recall.cold import open_store
+from core.memory.recall.store import TABLE, ColdStore
+from core.memory.files.log_format import ENTRY_TYPES
+from core.memory.recall.docs import DocIndex
+from core.memory.recall.query import check_recall
+from core.memory.recall.search import Tuning
+from core.memory.storage.backend import schema_name
 from core.paths import AgentPaths
 
 RUNS_SHOWN = 100

@@ -16,8 +16,9 @@ import logging
 import signal
 import sys
 
-from core import closed_output, exit_codes
-from core.addresses import is_loopback
+from core.terminal import closed_output
+from core.terminal import exit_codes
+from core.terminal.addresses import is_loopback
 from core.errors import AgentOSError
 from core.paths import agents_home, existing_agent
 

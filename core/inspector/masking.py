@@ -2,7 +2,7 @@
 
 The values of an agent's ``secret`` facts are replaced by ``[REDACTED]`` wherever
 they occur, in text, metadata and keys alike, with the memory layer's own
-:func:`core.memory.facts.redact`. Masking the whole answer in one place (rather
+:func:`core.memory.storage.facts.redact`. Masking the whole answer in one place (rather
 than field by field) means a new panel cannot forget it.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.memory.facts import redact
+from core.memory.storage.facts import redact
 
 
 def mask(value: Any, secrets: list[str]) -> Any:

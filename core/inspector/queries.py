@@ -18,10 +18,10 @@ from typing import Any, Iterator
 
 from core.config import StorageConfig
 from core.errors import StorageError
-from core.memory.dialect import POSTGRES, SQLITE, Dialect
-from core.memory import residence
-from core.memory.facts import MIN_REDACTED_CHARS, REDACTED
-from core.memory.storage import schema_name
+from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
+from core.memory.storage import residence
+from core.memory.storage.facts import MIN_REDACTED_CHARS, REDACTED
+from core.memory.storage.backend import schema_name
 from core.paths import AgentPaths
 
 BUSY_TIMEOUT_S = 5.0
@@ -104,7 +104,7 @@ def reading(paths: AgentPaths, storage: StorageConfig) -> Iterator["Reader"]:
     """
     backend, dsn = storage.resolved()
     if backend == "postgres":
-        from core.memory.postgres.database import snapshot
+        from core.memory.storage.postgres.database import snapshot
 
         residence.check_postgres(paths)
 

@@ -36,7 +36,7 @@ from importlib import resources
 from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from core.addresses import is_loopback
+from core.terminal.addresses import is_loopback
 from core.errors import AgentOSError, NotFoundError, ValidationError
 from core.inspector import timeline
 from core.inspector.agent_view import AgentView

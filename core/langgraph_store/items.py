@@ -9,8 +9,8 @@ from typing import Any, Iterable, Mapping
 from langgraph.store.base import Item, MatchCondition
 
 from core.errors import ValidationError
-from core.memory.db import Database
-from core.memory.log_format import utc_timestamp
+from core.memory.storage.sqlite import Database
+from core.memory.files.log_format import utc_timestamp
 
 
 def namespace_text(namespace: tuple[str, ...]) -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 
 from core.errors import BackendError, ConfigError
 from core.llm.backend import resolve_host
-from core.spinner import progress
+from core.terminal.spinner import progress
 
 if TYPE_CHECKING:
     import numpy as np

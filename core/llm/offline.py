@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from core import prompts
+from core.engine import prompts
 from core.llm.backend import ChatReply, TextSink, ToolCall
 
 NOTICE = (

@@ -23,13 +23,13 @@ from typing import AsyncIterator
 from mcp.server.mcpserver import MCPServer
 
 from core import __version__
-from core.addresses import is_loopback
+from core.terminal.addresses import is_loopback
 from core.errors import ValidationError
 from core.mcp_server.tools import memory_tools
-from core.memory.facts import redact
+from core.memory.storage.facts import redact
 from core.memory.provider.types import Session
 from core.paths import existing_agent
-from core.memory.storage import open_database
+from core.memory.storage.backend import open_database
 from core.plugins.memory import open_provider
 from core.skills.base import memory_for
 

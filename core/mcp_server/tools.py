@@ -23,7 +23,7 @@ from core.memory.provider.context import bind
 from core.memory.provider.tool import build_tool
 from core.memory.provider.types import Session
 from core.skills.registry import builtin_skills
-from core.toolbox import READ_ONLY
+from core.engine.toolbox.toolbox import READ_ONLY
 
 READ_ONLY_ACTIONS = frozenset({"status", "search", "describe", "expand", "profile_get", "soul_get",
                                "constraint_list", "profile_history", "recall"})

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from core.memory.facts import REDACTED, Fact
-from core.memory.log_format import LogEntry
-from core.memory.now_file import NowState
+from core.memory.storage.facts import REDACTED, Fact
+from core.memory.files.log_format import LogEntry
+from core.memory.files.now_file import NowState
 from core.memory.tokens import estimate_tokens
 
 ENTRY_PREVIEW_CHARS = 400

@@ -1,11 +1,11 @@
 """Removing secrets from a staged copy of an agent before it is archived.
 
 The secret facts are deleted from the memory.db snapshot, and their values are
-replaced by ``[REDACTED]`` (matched as :mod:`core.memory.secrets` matches them) in
+replaced by ``[REDACTED]`` (matched as :mod:`core.memory.secrets.redaction` matches them) in
 every text column of every table (so tables added later are covered, recall's
 ``recall_docs`` with its full-text index rebuilt included), in NOW.md,
 in LOG.md and its archives, and in the other text files, with the scrub's own
-functions (:mod:`core.memory.scrub`): LOG lines are re-encoded with their new CRC,
+functions (:mod:`core.memory.secrets.scrub`): LOG lines are re-encoded with their new CRC,
 and each archive's new sha256 is written where it is recorded (the SUMMARY entry
 that points to it and ``compaction_history``), in seq order, so the copy stays
 self-consistent.
@@ -17,12 +17,12 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
-from core.memory import scrub_tables
-from core.memory.facts import redact
-from core.memory.fsutil import atomic_write
-from core.memory.rebuild import archive_first_seq
-from core.memory.scrub import rewrite_lines
-from core.memory.secrets import redactor_for
+from core.memory.secrets import scrub_tables
+from core.memory.storage.facts import redact
+from core.memory.files.fsutil import atomic_write
+from core.memory.upkeep.rebuild import archive_first_seq
+from core.memory.secrets.scrub import rewrite_lines
+from core.memory.secrets.redaction import redactor_for
 
 TEXT_SUFFIXES = {".md", ".json", ".yaml", ".yml", ".txt"}
 

@@ -3,7 +3,7 @@
     python crash_child.py POINT N
 
 Once the agent is open the child arms the fault point ``POINT`` for its ``N``-th time (see
-:mod:`core.memory.fault_points`), says "ready", and appends and compacts until it is reached.
+:mod:`core.memory.files.fault_points`), says "ready", and appends and compacts until it is reached.
 """
 
 import sys

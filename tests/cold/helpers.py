@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from core.memory.log_file import scan_bytes
+from core.memory.files.log_file import scan_bytes
 
 
 def seq_counts(memory_dir: Path) -> Counter:

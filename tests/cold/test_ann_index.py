@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import core.memory.ann_index as ann_index
-from core.memory.cold_store import ColdStore, VectorRow
+import core.memory.recall.ann_index as ann_index
+from core.memory.recall.store import ColdStore, VectorRow
 from core.llm.embedders import MiniLMEmbedder
 
 DOC_MODULES = ["argparse", "asyncio", "collections", "csv", "datetime", "decimal", "email", "fractions",
@@ -183,7 +183,7 @@ def test_a_failed_index_build_is_logged_and_search_stays_exact(tmp_path, corpus,
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(LanceDataset, "create_index", no_space)
-    with caplog.at_level(logging.WARNING, logger="core.memory.ann_index"):
+    with caplog.at_level(logging.WARNING, logger="core.memory.recall.ann_index"):
         store.optimize()
     assert "search stays exact" in caplog.text and store.vector_index() is None
     assert store.nearest(query_vectors[0], 10) == store.nearest(query_vectors[0], 10, exact=True)
@@ -204,7 +204,7 @@ def test_writes_start_a_background_optimize_that_builds_the_index(tmp_path, mini
 
 def test_rebuild_index_builds_the_vector_index(agents_home, minilm):
     """rebuild_all (scripts/rebuild_index.py) ends with an optimize that indexes a big enough table."""
-    from core.memory.rebuild import rebuild_all
+    from core.memory.upkeep.rebuild import rebuild_all
     from core.memory_manager import MemoryManager
     from tests.cold.conftest import write_config
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from core.errors import EmbedderMismatchError, LockTimeoutError
-from core.memory.locking import AgentLock
-from core.memory.scrub_tables import scrub_cold_store
-from core.memory.secrets import REDACTED, redactor_for
-from core.memory.cold_store import ColdStore, VectorRow, where_clause
+from core.memory.files.locking import AgentLock
+from core.memory.secrets.scrub_tables import scrub_cold_store
+from core.memory.secrets.redaction import REDACTED, redactor_for
+from core.memory.recall.store import ColdStore, VectorRow, where_clause
 from core.llm.embedders import MiniLMEmbedder, OllamaEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,7 +123,7 @@ def test_a_handle_sees_writes_of_another_process(tmp_path, ollama_url):
     assert reader.count() == 1
     code = textwrap.dedent(f"""
         from pathlib import Path
-        from core.memory.cold_store import ColdStore, VectorRow
+        from core.memory.recall.store import ColdStore, VectorRow
         from core.llm.embedders import OllamaEmbedder
         s = ColdStore(Path({str(tmp_path / 'lancedb')!r}), OllamaEmbedder('fake-embed', host={ollama_url!r}),
                       Path({str(tmp_path / '.cold.lock')!r}), reindex_hint='x')

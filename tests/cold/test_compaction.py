@@ -9,12 +9,12 @@ import threading
 import pytest
 
 from core.errors import ColdStoreError, LockTimeoutError, ValidationError
-from core.memory.cold_memory import ColdMemory
-from core.memory.fsutil import StagedFile
-from core.memory.locking import AgentLock
-from core.memory.log_compaction import LogCompactor, compacted_header
-from core.memory.log_file import LogFile
-from core.memory.recall_docs import DocIndex
+from core.memory.recall.cold import ColdMemory
+from core.memory.files.fsutil import StagedFile
+from core.memory.files.locking import AgentLock
+from core.memory.compaction.log_compaction import LogCompactor, compacted_header
+from core.memory.files.log_file import LogFile
+from core.memory.recall.docs import DocIndex
 from core.memory_manager import MemoryManager
 from tests.cold.conftest import EMBED_MODELS
 from tests.ollama_server import ScriptedOllama
@@ -299,7 +299,7 @@ def test_a_failing_embedder_still_archives_and_vectors_follow_at_next_start(agen
 
 def test_rebuild_index_recreates_everything_from_the_files(mm):
     """After deleting memory.db's indexes and the LanceDB folder, rebuild restores history and chunks."""
-    from core.memory.rebuild import rebuild_all
+    from core.memory.upkeep.rebuild import rebuild_all
 
     fill(mm, 15)
     mm.compact_log()

@@ -9,9 +9,9 @@ import threading
 import pytest
 
 from core.errors import BackendUnavailableError
-from core.memory.fitting import BoundedModel, pack, reduce, room_chars
-from core.memory.log_format import LogEntry
-from core.memory.summarizer import LogSummarizer
+from core.memory.compaction.fitting import BoundedModel, pack, reduce, room_chars
+from core.memory.files.log_format import LogEntry
+from core.memory.compaction.summarizer import LogSummarizer
 from core.llm.window import ContextWindow
 from core.errors import SummarizerError
 from tests.engine.conftest import write_config
@@ -95,7 +95,7 @@ def test_a_long_lcm_leaf_is_summarised_in_pieces_that_fit(small_model):
 
 def test_a_long_handoff_transcript_is_read_in_pieces(small_model, agents_home):
     """The Simple provider's handoff of a long session: every prompt fits, each carries the summary so far."""
-    from core.conversation import handoff_summary
+    from core.engine.conversation import handoff_summary
     from core.llm.backend import generate_with
     from core.llm.ollama_backend import OllamaBackend
 

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.memory.log_file import scan_bytes
-from core.memory.recall_sources import log_doc
+from core.memory.files.log_file import scan_bytes
+from core.memory.recall.sources import log_doc
 from core.memory_manager import MemoryManager
 from tests.cold.conftest import write_config
 from tests.cold.helpers import assert_each_seq_once
@@ -19,7 +19,7 @@ from tests.cold.helpers import assert_each_seq_once
 CHILD = Path(__file__).with_name("crash_child.py")
 TRIALS = 14
 POINTS = ("log.append", "log.appended", "file.replace", "file.replaced", "db.commit", "cold.write", "cold.written")
-"""The steps a compaction loop reaches (see core.memory.fault_points): a LOG.md line, a staged archive or
+"""The steps a compaction loop reaches (see core.memory.files.fault_points): a LOG.md line, a staged archive or
 LOG.md taking its place, a memory.db commit (reservation, history, index), a vector written to LanceDB."""
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 
-from core.memory import foreground
-from core.memory.db import AUTOCHECKPOINT_PAGES, Database
-from core.memory.log_compaction import LogCompactor
+from core.memory.recall import foreground
+from core.memory.storage.sqlite import AUTOCHECKPOINT_PAGES, Database
+from core.memory.compaction.log_compaction import LogCompactor
 from core.memory_manager import MemoryManager
 from tests.cold.conftest import write_config
 

@@ -6,8 +6,8 @@ import json
 
 
 from core.memory.provider import Message, Session
-from core.memory.rebuild import rebuild_all
-from core.memory.recall_docs import Filters
+from core.memory.upkeep.rebuild import rebuild_all
+from core.memory.recall.docs import Filters
 from core.memory_manager import MemoryManager
 from core.plugins.memory import open_provider
 from core.plugins.memory.lcm import DeterministicSummarizer
@@ -171,7 +171,7 @@ def test_forgetting_a_turn_gives_the_next_turn_a_new_vector(finn):
 def test_forget_skill_and_memory_tool_actions(finn):
     """The forget_memory skill and the memory tool's recall and forget actions work on the agent's memory."""
     from core.memory.provider import bind
-    from core.memory_tool import memory_tools
+    from core.engine.toolbox.memory_tool import memory_tools
     from core.skills.memory.scripts.forget_memory import execute as forget_memory
     from core.skills.memory.scripts.store_memory import execute as store_memory
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from core.errors import BackendUnavailableError
-from core.memory.extractive import extractive_summary
-from core.memory.log_format import LogEntry
-from core.memory.summarizer import LogSummarizer, load_prompt, render_prompt
+from core.memory.compaction.extractive import extractive_summary
+from core.memory.files.log_format import LogEntry
+from core.memory.compaction.summarizer import LogSummarizer, load_prompt, render_prompt
 
 
 def entries() -> list[LogEntry]:
@@ -85,7 +85,7 @@ def test_extractive_summary_is_never_empty():
 
 
 def test_prompts_are_markdown_files_with_placeholders():
-    """Both prompts live in core/memory/prompts/*.md and every placeholder is filled."""
+    """Both prompts live in core/memory/compaction/prompts/*.md and every placeholder is filled."""
     for name in ("log_summary", "log_summary_aggressive"):
         assert "{{entries}}" in load_prompt(name)
         rendered = render_prompt(name, entries()[:3], 80)

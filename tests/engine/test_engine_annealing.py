@@ -94,7 +94,7 @@ def test_ollama_down_is_one_line_error_and_recorded(agents_home, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     result = run_cli("--agent", "finn", "Do something")
 
-    assert result.returncode == 6  # core.exit_codes.BACKEND
+    assert result.returncode == 6  # core.terminal.exit_codes.BACKEND
     assert result.stderr.strip().splitlines()[-1].startswith("error: no Ollama server answers at http://127.0.0.1:9")
     assert "Traceback" not in result.stderr
     memory = MemoryManager("finn")

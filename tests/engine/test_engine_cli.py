@@ -10,14 +10,14 @@ import pytest
 
 from core.errors import ToolArgumentError
 from core.memory_manager import MemoryManager
-from core.tools.workspace import Workspace
+from core.engine.toolbox.workspace import Workspace
 from tests.engine.conftest import ROOT, run_cli, write_config
 from tests.ollama_server import tool_call
 
 
 def test_import_and_help_do_not_load_torch():
     """Importing the engine (and --help) never imports torch or sentence-transformers."""
-    code = "import sys, core.engine, core.cli; print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))"
+    code = "import sys, core.engine, core.engine.cli; print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stderr
     helped = subprocess.run([sys.executable, "core/engine.py", "--help"], cwd=ROOT, capture_output=True,

@@ -132,7 +132,7 @@ def test_a_kept_tail_over_the_threshold_warns_once(server, agents_home, make_eng
                               "compaction:\n  max_tokens: 50\n  keep_tail: 40\n")
     server.default = scripted()
     engine = make_engine()
-    caplog.set_level("WARNING", logger="core.session_compaction")
+    caplog.set_level("WARNING", logger="core.engine.session_compaction")
     for turn in range(4):
         assert engine.run(f"Step {turn}: {LONG}").ok
     warnings = [r for r in caplog.records if "automatic session compaction failed" in r.getMessage()]

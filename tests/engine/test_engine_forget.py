@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from core.memory.secrets import REDACTED
+from core.memory.secrets.redaction import REDACTED
 from tests.engine.conftest import write_config
 from tests.engine.test_engine_compaction import LONG, scripted
 from tests.leaks.leak_check import holds, prompt_leaks

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.nodes.tools import tools
+from core.engine.nodes.tools import tools
 
 COUNTER_SKILL = '''
 from pathlib import Path

@@ -11,11 +11,11 @@ from typing import Literal, Optional
 import pydantic
 import pytest
 
-from core import exit_codes
+from core.terminal import exit_codes
 from core.errors import ToolArgumentError
 from core.llm import text_tool_calls
 from core.memory_manager import MemoryManager
-from core.reply_display import ReplyDisplay
+from core.terminal.reply_display import ReplyDisplay
 from core.skills.arguments import Arguments
 from tests.engine.conftest import run_cli, write_config
 
@@ -189,7 +189,7 @@ def test_offline_open_task_is_blocked_and_resumed_with_a_model(agents_home, serv
 
 
 def test_an_agents_own_system_md_replaces_the_built_in_instructions(server, agents_home, make_engine):
-    from core import prompts
+    from core.engine import prompts
 
     server.enqueue("Arr.")
     engine = make_engine()

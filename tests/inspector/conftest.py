@@ -10,7 +10,7 @@ import pytest
 
 from core.config import load_config
 from core.inspector.server import InspectorServer
-from core.memory.storage import open_database
+from core.memory.storage.backend import open_database
 from core.memory.provider import CompactionMode, Message, Session
 from core.memory_manager import MemoryManager
 from core.plugins.memory import open_provider

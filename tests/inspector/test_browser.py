@@ -146,7 +146,7 @@ def test_live_update_shows_a_newly_appended_entry(page, demo):
 
 def test_type_chips_are_core_entry_types_and_follow_live_updates(page, demo):
     """A chip for every LOG.md entry type core writes (FACT and FORGET too), whose counts follow new entries."""
-    from core.memory.log_format import ENTRY_TYPES
+    from core.memory.files.log_format import ENTRY_TYPES
 
     chips = page.locator("#log-types .chip")
     assert chips.evaluate_all("chips => chips.map(c => c.dataset.type)") == list(ENTRY_TYPES)

@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from core import exit_codes
+from core.terminal import exit_codes
 from core.memory_manager import MemoryManager
 from tests.conftest import ROOT
 from tests.inspector.test_api import get

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from core.inspector import log_files
 from core.inspector.log_files import LogFiles
-from core.memory.log_format import HEADER, encode_entry
+from core.memory.files.log_format import HEADER, encode_entry
 from core.paths import AgentPaths
 
 QUICK = {"deadline": None, "suppress_health_check": [HealthCheck.function_scoped_fixture]}

@@ -9,7 +9,7 @@ import pytest
 
 from core.errors import ColdStoreError
 from core.llm.embedders import MiniLMEmbedder
-from core.memory.cold_store import ColdStore, VectorRow
+from core.memory.recall.store import ColdStore, VectorRow
 from core.memory_manager import MemoryManager
 from tests.inspector.test_api import get, get_json, tree_digest
 
@@ -53,7 +53,7 @@ def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents
 
 def test_recall_of_an_agent_without_cold_store_matches_words_and_says_so(agents_home, serve, monkeypatch):
     """An agent whose cold store does not exist yet is searched by words, with a note; nothing is created."""
-    monkeypatch.setattr("core.memory.vector_indexer.BackgroundIndexer.wake", lambda self: None)  # no vectors yet
+    monkeypatch.setattr("core.memory.recall.vector_indexer.BackgroundIndexer.wake", lambda self: None)  # no vectors yet
     with MemoryManager("bo", agents_home) as mm:
         mm.append_log("THOUGHT", "just started the quarterly tax report")
         mm.cold.sync()  # the entry is a recall doc, searchable by words; no vector is computed

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.langgraph_store import AgentOSStore
-from core.memory.rebuild import rebuild_all
+from core.memory.upkeep.rebuild import rebuild_all
 from tests.cold.conftest import write_config
 
 

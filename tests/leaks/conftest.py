@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core.memory.storage import open_database
+from core.memory.storage.backend import open_database
 from tests.ollama_server import ScriptedOllama
 
 

@@ -138,7 +138,7 @@ def schema_leaks(root: Path, value: str, *, checkpoints: bool = True,
     from psycopg import sql
 
     from core.config import load_config
-    from core.memory.storage import schema_name
+    from core.memory.storage.backend import schema_name
     from core.paths import AgentPaths
 
     paths = AgentPaths.for_agent(root.name, root.parent)
@@ -180,7 +180,7 @@ def schema_leaks(root: Path, value: str, *, checkpoints: bool = True,
 
 def cold_store_leaks(folder: Path, value: str) -> list[str]:
     """Rows of the LanceDB table whose text or memory (JSON) hold ``value``."""
-    from core.memory.cold_store import TABLE
+    from core.memory.recall.store import TABLE
 
     if not (folder / f"{TABLE}.lance").is_dir():
         return []

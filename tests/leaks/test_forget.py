@@ -16,12 +16,12 @@ import pytest
 
 from core.llm.backend import generate_with
 from core.llm.ollama_backend import OllamaBackend
-from core.memory.log_file import scan_bytes
+from core.memory.files.log_file import scan_bytes
 from core.memory.provider import Message, Session
 from core.memory.provider.types import CompactionMode
-from core.memory.secrets import REDACTED
+from core.memory.secrets.redaction import REDACTED
 from core.memory_manager import MemoryManager
-from core.memory.forgotten import FORGOTTEN
+from core.memory.secrets.forgotten import FORGOTTEN
 from core.plugins.memory.lcm import DeterministicSummarizer, LCMProvider, LLMSummarizer
 from core.plugins.memory.simple import SimpleProvider
 from tests.leaks.conftest import database_of
@@ -174,9 +174,9 @@ def test_purge_takes_the_value_out_of_log_md_archives_and_indexes(finn):
 
 
 FAULT_POINTS = (
-    "core.memory.scrub._write_durably",  # the archives' side files not all written: nothing committed
-    "core.memory.scrub._install",  # their sha256 committed, the archives not replaced yet
-    "core.memory.scrub._scrub_tables",  # LOG.md and the archives done, memory.db not yet
+    "core.memory.secrets.scrub._write_durably",  # the archives' side files not all written: nothing committed
+    "core.memory.secrets.scrub._install",  # their sha256 committed, the archives not replaced yet
+    "core.memory.secrets.scrub._scrub_tables",  # LOG.md and the archives done, memory.db not yet
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from core.memory.secrets import REDACTED
+from core.memory.secrets.redaction import REDACTED
 from core.memory.provider import Message, Session, ToolCall
 from core.memory.provider.types import CompactionMode
 from core.plugins.memory.lcm import LCMProvider, LLMSummarizer

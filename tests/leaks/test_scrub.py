@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from core.memory.log_file import scan_bytes
+from core.memory.files.log_file import scan_bytes
 from core.memory.provider import Message, Session
-from core.memory.rebuild import rebuild_all
-from core.memory.secrets import REDACTED
+from core.memory.upkeep.rebuild import rebuild_all
+from core.memory.secrets.redaction import REDACTED
 from core.memory_manager import MemoryManager
 from core.plugins.memory.lcm import DeterministicSummarizer, LCMProvider
 from tests.cold.helpers import seq_counts

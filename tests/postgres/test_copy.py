@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from core.errors import ValidationError
-from core.memory.postgres.copy import copy_memory_db
+from core.memory.storage.postgres.copy import copy_memory_db
 from core.memory.provider import CompactionMode, Message, SearchQuery, Session
-from core.memory.storage import open_database
+from core.memory.storage.backend import open_database
 from core.memory_manager import MemoryManager
 from core.plugins.memory.lcm import DeterministicSummarizer, LCMProvider
 from tests.providers.conftest import SMALL_CONFIG, conversation

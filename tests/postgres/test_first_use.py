@@ -13,9 +13,9 @@ import yaml
 
 from core.config import StorageConfig
 from core.errors import LockTimeoutError
-from core.memory.postgres import migrate
-from core.memory.postgres.database import advisory_key
-from core.memory.storage import schema_name
+from core.memory.storage.postgres import migrate
+from core.memory.storage.postgres.database import advisory_key
+from core.memory.storage.backend import schema_name
 from tests.engine.conftest import ROOT
 
 ENGINES = 4

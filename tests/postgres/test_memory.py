@@ -15,10 +15,10 @@ import pytest
 
 from core.config import StorageConfig, load_config
 from core.errors import ConfigError, StorageError
-from core.memory.postgres.database import PostgresDatabase, advisory_key
+from core.memory.storage.postgres.database import PostgresDatabase, advisory_key
 from core.memory.provider import Message, Session
-from core.memory.recall_docs import Filters
-from core.memory.storage import schema_name
+from core.memory.recall.docs import Filters
+from core.memory.storage.backend import schema_name
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths
 from core.plugins.memory.lcm import LCMProvider
@@ -155,7 +155,7 @@ def test_a_huge_message_is_stored_whole_and_searched_by_its_beginning(postgres_d
 def test_connections_the_server_dropped_are_replaced(postgres_db):
     """After the server ends the pool's connections (a restart, a failover) one call fails as unavailable, then calls work."""
     from core.errors import DatabaseUnavailableError
-    from core.memory.postgres.pool import application_name
+    from core.memory.storage.postgres.pool import application_name
 
     provider = LCMProvider(postgres_db)
     provider.append(Session("s"), [Message("user", "before")])
@@ -172,8 +172,8 @@ def test_connections_the_server_dropped_are_replaced(postgres_db):
 def test_a_dropped_schema_is_rebuilt_from_the_agents_files(pg_home):
     """A schema dropped while LOG.md has a history is recreated at the next open and rebuilt from the files:
     the LOG.md index, the facts from their FACT entries; the repair is reported."""
-    from core.memory.postgres.migrate import forget_ready
-    from core.memory.postgres.pool import close_pools
+    from core.memory.storage.postgres.migrate import forget_ready
+    from core.memory.storage.postgres.pool import close_pools
 
     with MemoryManager("finn") as manager:
         manager.save_fact("city", "Lisbon", "personal")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import psycopg
 
-from core.memory.db import migrations
-from core.memory.postgres.migrate import postgres_migrations
+from core.memory.storage.sqlite import migrations
+from core.memory.storage.postgres.migrate import postgres_migrations
 
 ROOT = Path(__file__).resolve().parents[2]
 

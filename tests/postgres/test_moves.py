@@ -12,9 +12,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from core.memory.postgres.pool import close_pools
+from core.memory.storage.postgres.pool import close_pools
 from core.memory.provider import Message, Session
-from core.memory.storage import open_database, schema_name
+from core.memory.storage.backend import open_database, schema_name
 from core.memory_manager import MemoryManager
 from core.plugins.memory.lcm import LCMProvider
 from tests.engine.conftest import ROOT
@@ -25,7 +25,7 @@ SESSION = Session("ada:main", agent_id="ada", user_id="ada", channel="cli")
 KILL_AT = """
 import os, signal, sys
 from core.config import load_config
-from core.memory.postgres import move
+from core.memory.storage.postgres import move
 from core.paths import existing_agent
 
 def step(name):

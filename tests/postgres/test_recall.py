@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.memory.db import Database
-from core.memory.recall_docs import Doc, DocIndex, Filters
+from core.memory.storage.sqlite import Database
+from core.memory.recall.docs import Doc, DocIndex, Filters
 
 WHEN = "2024-05-01T10:00:00.000Z"
 MEMORIES = {

@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from core.memory.postgres.database import PostgresDatabase
+from core.memory.storage.postgres.database import PostgresDatabase
 from core.memory.provider import CompactionMode, Message, Session
 from core.plugins.memory.lcm import LCMProvider
 from tests.providers.workers import CONFIG, SlowSummarizer
@@ -46,7 +46,7 @@ def compact(dsn: str, schema: str, delay_s: float, *session_ids: str) -> None:
 def migrate(dsn: str, schema: str, go: str) -> None:
     """Once the file ``go`` exists, create and migrate the schema; print the migrations this process applied."""
     from core.config import StorageConfig
-    from core.memory.postgres import migrate as migrations
+    from core.memory.storage.postgres import migrate as migrations
 
     print("ready", flush=True)
     while not Path(go).exists():

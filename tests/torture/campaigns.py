@@ -17,7 +17,7 @@ from typing import Callable
 
 import yaml
 
-from core.memory.recall_docs import Filters
+from core.memory.recall.docs import Filters
 from core.memory_manager import MemoryManager
 from tests.torture.checks import check_agent, memory_dir, only_tail_damaged, open_agent
 from tests.torture.harness import Clock, Result, Zygote

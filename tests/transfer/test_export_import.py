@@ -19,7 +19,7 @@ from core.langgraph_store import AgentOSStore
 from core.memory.provider.types import Message, Session
 from core.memory_initializer import initialize_agent_memory
 from core.llm.embedders import MiniLMEmbedder
-from core.memory.cold_store import ColdStore, VectorRow
+from core.memory.recall.store import ColdStore, VectorRow
 from core.memory_manager import MemoryManager
 from core.plugins.memory import open_provider
 from core.transfer import export_agent, import_agent
@@ -70,7 +70,7 @@ def snapshot(manager: MemoryManager) -> dict:
 
 
 def _scan(path: Path):
-    from core.memory.log_file import scan_bytes
+    from core.memory.files.log_file import scan_bytes
 
     result = scan_bytes(path.read_bytes(), path)
     assert not result.bad_lines

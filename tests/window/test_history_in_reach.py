@@ -23,7 +23,7 @@ def test_simple_provider_reports_what_does_not_fit_once(make_server, agents_home
     write_config(agents_home, "llm:\n  backend: ollama\nprovider:\n  name: simple\n"
                               "memory:\n  compact_summarizer: deterministic\n")
     engine = make_engine()
-    caplog.set_level(logging.WARNING, logger="core.context_builder")
+    caplog.set_level(logging.WARNING, logger="core.engine.prompting.context_builder")
     for turn in range(16):
         assert engine.run(f"Note {turn}. {NOTE}").ok
     warnings = [r for r in caplog.records if "fit the model's window" in r.getMessage()]

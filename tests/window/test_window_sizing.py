@@ -38,7 +38,7 @@ def test_summarizer_calls_send_num_ctx_and_keep_alive(make_server, agents_home, 
     engine = make_engine()
     for turn in range(12):
         assert engine.run(f"Note {turn}: " + "words and more words " * 20).ok
-    from core.cli import command
+    from core.engine.cli import command
 
     text = command(engine, "/compact")
     assert "Compacted (lcm)" in text and "kept as they are" in text and "The user sent twelve notes" in text

@@ -16,7 +16,7 @@ PROVIDER_NAMES = ("lcm", "simple")
 
 def open_provider(name: str | None, db_path: Path | str | Any, summarizer=None, config: ProviderConfig | None = None):
     """Open the provider ``name`` (``config.name`` when None; LCM by default) over memory.db at ``db_path``
-    (or over an open database: ``core.memory.storage.open_database``).
+    (or over an open database: ``core.memory.storage.backend.open_database``).
 
     Raises:
         ConfigError: the name is not a known provider.

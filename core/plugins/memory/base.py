@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Iterable
 
 from core.config import ProviderConfig
-from core.memory.db import Database
+from core.memory.storage.sqlite import Database
 from core.memory.provider.messages import Message
 from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
-from core.memory.secrets import redactor_of
+from core.memory.secrets.redaction import redactor_of
 from core.plugins.memory import window
 from core.plugins.memory.profile import ProfileRepository
 from core.plugins.memory.store import ConversationStore, check_session, redacted
@@ -23,7 +23,7 @@ class StoredConversations:
     """Provider basics + SessionManager + ProfileStore over one memory.db."""
 
     def __init__(self, db: Path | str | Database, config: ProviderConfig | None = None) -> None:
-        """``db``: the path of memory.db, or an open database (``core.memory.storage.open_database``)."""
+        """``db``: the path of memory.db, or an open database (``core.memory.storage.backend.open_database``)."""
         self.config = config or ProviderConfig()
         self.db = Database(Path(db)) if isinstance(db, (str, Path)) else db
         self.store = ConversationStore(self.db)

@@ -12,9 +12,9 @@ from dataclasses import replace
 from typing import Iterable, Iterator
 
 from core.errors import SessionNotFoundError, ValidationError
-from core.memory.db import Database
-from core.memory.forgotten import FORGOTTEN, forgotten_of
-from core.memory.log_format import utc_timestamp
+from core.memory.storage.sqlite import Database
+from core.memory.secrets.forgotten import FORGOTTEN, forgotten_of
+from core.memory.files.log_format import utc_timestamp
 from core.memory.provider.messages import (
     Message,
     ToolCall,
@@ -24,7 +24,7 @@ from core.memory.provider.messages import (
     tool_calls_to_json,
 )
 from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
-from core.memory.secrets import Redactor, redactor_of
+from core.memory.secrets.redaction import Redactor, redactor_of
 
 TITLE_CHARS = 60
 MESSAGE_COLUMNS = "m.id, m.role, m.content, m.tool_calls, m.tool_name, m.created_at"
@@ -131,7 +131,7 @@ class ConversationStore:
         if not batch:
             return []
         now = utc_timestamp()
-        with self.db.transaction() as conn:  # any SQLite error arrives as a StorageError (core.memory.db)
+        with self.db.transaction() as conn:  # any SQLite error arrives as a StorageError (core.memory.storage.sqlite)
             self._insert_conversation(conn, session)
             return self._insert_messages(conn, session, batch, now)
 

@@ -18,11 +18,11 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from core.config import ProviderConfig
-from core.memory.db import Database
-from core.memory.forgotten import forgotten_ids
-from core.memory.log_format import utc_timestamp
+from core.memory.storage.sqlite import Database
+from core.memory.secrets.forgotten import forgotten_ids
+from core.memory.files.log_format import utc_timestamp
 from core.memory.provider.types import CompactionMode, CompactionResult, SummarizeOptions
-from core.memory.secrets import redactor_of
+from core.memory.secrets.redaction import redactor_of
 from core.memory.tokens import estimate_tokens
 from core.plugins.memory.lcm import plan
 from core.plugins.memory.lcm.render import (FORGOTTEN_LINE, render_message_line, render_summary,

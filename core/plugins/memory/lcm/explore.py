@@ -7,8 +7,8 @@ import sqlite3
 from typing import Iterator
 
 from core.errors import SummaryNotFoundError, ValidationError
-from core.memory.dialect import SQLITE, Dialect
-from core.memory.forgotten import FORGOTTEN, forgotten_of
+from core.memory.storage.dialect import SQLITE, Dialect
+from core.memory.secrets.forgotten import FORGOTTEN, forgotten_of
 from core.memory.provider.types import (
     DescribeResult,
     ExpandChild,

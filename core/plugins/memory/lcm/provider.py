@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.config import ProviderConfig
-from core.memory.db import Database
+from core.memory.storage.sqlite import Database
 from core.memory.provider.types import (
     ChangeEntry,
     CompactionMode,

@@ -19,8 +19,8 @@ from typing import Callable
 
 from core.errors import AgentOSError, SummarizerError
 from core.llm.window import ContextWindow
-from core.memory.escalation import escalate
-from core.memory.fitting import map_reduce, room_chars, window_of_generate
+from core.memory.compaction.escalation import escalate
+from core.memory.compaction.fitting import map_reduce, room_chars, window_of_generate
 from core.memory.provider.types import SummarizeOptions
 from core.memory.tokens import estimate_tokens
 
@@ -78,7 +78,7 @@ class LLMSummarizer:
     """Summaries from a language model, escalating normal -> aggressive -> deterministic.
 
     A text whose prompt would not fit the model's window is summarised in pieces that do, and the
-    pieces' summaries are then summarised together (:mod:`core.memory.fitting`).
+    pieces' summaries are then summarised together (:mod:`core.memory.compaction.fitting`).
     """
 
     def __init__(self, generate: Callable[[str], str], fallback: DeterministicSummarizer | None = None,

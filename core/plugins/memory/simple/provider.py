@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from core.memory.forgotten import forgotten_of
+from core.memory.secrets.forgotten import forgotten_of
 from core.plugins.memory import window
 from core.plugins.memory.base import StoredConversations
 from core.plugins.memory.store import shown_message

@@ -1,0 +1,165 @@
+"""The command line of the engine: one task, or an interactive session.
+
+    python -m core.engine --agent finn "Research Python asyncio and create a summary"
+    python -m core.engine --agent finn                 # interactive
+    python -m core.engine --agent finn --resume        # continue an interrupted run
+    python -m core.engine --agent new --create "..."  # an agent that does not exist yet
+
+The same command is ``agentos run``.
+
+Interactive commands: /compact /status /now /log /facts /recall QUERY /exit.
+Library errors are printed as one line; the exit codes are those of :mod:`core.terminal.exit_codes`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Callable
+
+from core.terminal import closed_output
+from core.terminal import exit_codes
+from core.errors import AgentOSError
+from core.paths import existing_agent
+from core.terminal.spinner import progress
+
+EXIT_OK, EXIT_FAILED, EXIT_BLOCKED = exit_codes.OK, exit_codes.FAILED, exit_codes.BLOCKED
+"""See :mod:`core.terminal.exit_codes`: the same codes for every command."""
+
+
+def parser(prog: str = "python -m core.engine") -> argparse.ArgumentParser:
+    """The engine's command line (``agentos run`` adds the same arguments to its subcommand)."""
+    cli = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(cli)
+    return cli
+
+
+def add_arguments(cli: argparse.ArgumentParser) -> None:
+    """The engine's flags."""
+    cli.add_argument("--agent", required=True, help="agent name, e.g. finn (its folder is <agents home>/<agent>)")
+    cli.add_argument("task", nargs="?", help="what to do; omit for the interactive mode")
+    cli.add_argument("--create", action="store_true", help="create the agent if it does not exist yet")
+    cli.add_argument("--model", help="Ollama model (default: llm.model in the config)")
+    cli.add_argument("--host", help="Ollama address (default: llm.host, $OLLAMA_HOST, http://127.0.0.1:11434)")
+    cli.add_argument("--session", default="main", help="conversation session name (default: main)")
+    cli.add_argument("--resume", action="store_true", help="continue the interrupted run from its checkpoint")
+    cli.add_argument("--offline", action="store_true", help="use the offline backend (no model server)")
+    cli.add_argument("-v", "--verbose", action="store_true", help="log each LLM call and turn to stderr")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the engine from the command line; return the exit code (a closed output: core.terminal.closed_output)."""
+    return closed_output.run(lambda: execute(parser().parse_args(argv)))
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run the engine with parsed arguments; library errors become one line on stderr and an exit code."""
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if not args.create:
+            existing_agent(args.agent)  # an unknown agent is an error that lists the agents, not a new one
+        from core.engine.runner import Engine  # imported here so --help stays instant
+
+        with Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host) as engine:
+            print(engine.notice, file=sys.stderr)
+            if engine.recovered:
+                print(f"Found {len(engine.recovered)} interrupted run(s); NOW.md says where it stopped.", file=sys.stderr)
+            try:
+                if args.resume:
+                    return _turn(engine, engine.resume)
+                if args.task is not None:
+                    return _turn(engine, lambda: engine.run(args.task))
+                return interactive(engine)
+            finally:
+                engine.manager.close()  # lets a background LOG.md compaction finish before exit
+    except AgentOSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_codes.for_error(exc)
+    except KeyboardInterrupt:
+        print("interrupted: NOW.md says where the run stopped; --resume continues it", file=sys.stderr)
+        return exit_codes.INTERRUPTED
+
+
+def _turn(engine, start: Callable) -> int:
+    """Run one turn with the reply streaming to the terminal; return its exit code."""
+    from core.terminal.reply_display import ReplyDisplay
+    from core.terminal.spinner import Spinner
+
+    display = ReplyDisplay()
+    engine.runtime.on_text = display
+    try:
+        with Spinner(f"{engine.paths.name} is working"):
+            result = start()
+    finally:
+        engine.runtime.on_text = None
+    display.finish(result.response)
+    if result.outcome == "blocked":
+        print(f"blocked: {engine.paths.name} cannot do this with the {engine.backend.name} backend; "
+              f"run with a model and --resume to carry it out", file=sys.stderr)
+        return EXIT_BLOCKED
+    if not result.ok:
+        print(f"error: the run ended with outcome {result.outcome}; NOW.md says what to do next", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def interactive(engine) -> int:
+    """Read requests and commands until /exit or end of input."""
+    print(f"Talking to {engine.paths.name} (session {engine.session.id}). /exit to leave.", file=sys.stderr)
+    while True:
+        try:
+            line = input("> ").strip()
+        except EOFError:
+            return EXIT_OK
+        if not line:
+            continue
+        if line in ("/exit", "/quit"):
+            return EXIT_OK
+        try:
+            if line.startswith("/"):
+                from core.terminal.spinner import Spinner
+
+                with Spinner(line.split()[0][1:]):
+                    text = command(engine, line)
+                print(text)
+            else:
+                _turn(engine, lambda: engine.run(line))
+        except AgentOSError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+        if closed_output.discarded():
+            return EXIT_OK  # nobody reads the answers any more
+
+
+def command(engine, line: str) -> str:
+    """Run one slash command and return its text."""
+    name, _, rest = line.partition(" ")
+    manager = engine.manager
+    if name == "/compact":
+        with progress("compacting the session"):
+            report = engine.compact()
+        head = f"Compacted ({report.method}): {report.tokens_before} -> {report.tokens_after} tokens."
+        if report.details:
+            head += f"\n{report.details}."
+        return f"{head}\n\n{report.summary}" if report.summary else head
+    if name == "/status":
+        now = manager.now_state()
+        return (f"{engine.notice}\nsession {engine.session.id}: {engine.conversation.message_count()} messages, "
+                f"~{engine.conversation.tokens()} tokens\n{engine.window_status()}\n"
+                f"NOW: {now.status} - {now.current_step or '(no step)'}")
+    if name == "/now":
+        return manager.paths.now_file.read_text(encoding="utf-8")
+    if name == "/log":
+        return "\n".join(f"#{e['seq']} {e['ts']} {e['type']}: {e['content']}" for e in manager.read_log(20))
+    if name == "/facts":
+        return "\n".join(f"{f['key']} ({f['category']}): {f['value']}" for f in manager.list_facts()) or "(no facts)"
+    if name == "/recall":
+        if not rest.strip():
+            return "usage: /recall QUERY"
+        with progress("searching memory"):
+            found = manager.recall_memory(rest.strip())
+        return json.dumps(found, indent=1, ensure_ascii=False, default=str)
+    return "commands: /compact /status /now /log /facts /recall QUERY /exit"

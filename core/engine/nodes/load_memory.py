@@ -1,0 +1,33 @@
+"""load_memory: log the user's intent, mark NOW active, and inject the memory context."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from core.engine.nodes.runtime import Runtime, keeps_objective, mask_credentials, preview
+from core.engine.state import AgentState
+
+log = logging.getLogger(__name__)
+
+
+def load_memory(state: AgentState, rt: Runtime) -> dict[str, Any]:
+    """Start the turn: USER_FEEDBACK and NOW once per turn (a re-run finds them logged)."""
+    turn_id = state["turn_id"]
+    task = state["task"]
+    masked = mask_credentials(task)
+    if state.get("auto_log_enabled", True) and rt.find_logged("USER_FEEDBACK", "turn_id", turn_id) is None:
+        rt.log("USER_FEEDBACK", masked, turn_id=turn_id, session=state["session_id"])
+        if keeps_objective(task):
+            # "continue" and "status" are about the objective in NOW: they must not replace it.
+            rt.manager.update_now(state="active", current_step=f"Handling '{_objective(masked)}'", run_id=rt.run_id)
+        else:
+            rt.manager.update_now(state="active", objective=_objective(masked),
+                                  current_step="Working on the user's request", run_id=rt.run_id)
+    log.info("turn %s of agent %s: %s", turn_id, state["agent_name"], _objective(masked))
+    # The planner rebuilds the memory context before every LLM call and puts it in the state.
+    return {"messages": [{"role": "user", "content": task}]}
+
+
+def _objective(text: str) -> str:
+    return preview(" ".join(text.split()), 300)

@@ -1,0 +1,103 @@
+"""What the nodes share during one run: memory, backend, tools, conversation, config."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from core.config import Config
+from core.engine.conversation import Conversation
+from core.llm.backend import Backend
+from core.memory.storage.facts import REDACTED
+from core.memory_manager import MemoryManager
+from core.engine.prompting.system_prompt import Identity
+from core.engine.toolbox.toolbox import Toolbox
+
+SCAN_ENTRIES = 400
+"""How far back in LOG.md a node looks for what it already did."""
+RESULT_PREVIEW_CHARS = 2000
+
+_SECRET_WORDS = (
+    r"(?:(?:api|access|secret|private|ssh|license|encryption)[ _-]?)?keys?|credentials?|passwords?|passwd"
+    r"|pass[ _-]?phrases?|pass[ _-]?codes?|pins?(?:[ _-]?(?:codes?|numbers?))?|tokens?|secrets?"
+    r"|(?:security|access|auth|authentication|verification|recovery)[ _-]?codes?|otp|cvv|cvc"
+)
+# "<word> is X", "<word>: X", "<word>=X", "<word> for <something> is X"; a quoted value is taken whole.
+_CREDENTIAL = re.compile(
+    rf"(?i)\b({_SECRET_WORDS})((?:\s+(?:for|of|to|on|at)\s+[\w.@:/-]+)?\s*(?:\b(?:is|are|was)\b|=|:)\s*)"
+    r"(\"[^\"]*\"|'[^']*'|\S+)"
+)
+
+
+@dataclass
+class Runtime:
+    """Everything a node needs besides the state; rebuilt by each process, never checkpointed."""
+
+    manager: MemoryManager
+    backend: Backend
+    toolbox: Toolbox
+    conversation: Conversation
+    config: Config
+    identity: Callable[[], Identity] = Identity
+    """Reads soul, constraints and profile fresh (they may change between calls)."""
+    run_id: str = ""
+    """The current process's run (RUN_START ... RUN_END)."""
+    resumed: bool = False
+    """True when this run continues a turn from its checkpoint."""
+    notes: list[str] = field(default_factory=list)
+    """Extra system prompt sections for this run (e.g. a compaction warning)."""
+    context: Any = None
+    """The session's :class:`core.engine.prompting.context_builder.ContextBuilder` (set by the engine)."""
+    on_text: Any = None
+    """A :class:`core.terminal.reply_display.ReplyDisplay` (or any text sink with ``end_reply()``) that shows the
+    model's reply as it streams; None when nobody watches."""
+
+    def log(self, entry_type: str, content: Any, **meta: Any) -> int:
+        """Append to LOG.md as the system, with the run id in the metadata (the engine finds its own entries by it)."""
+        return self.manager.append_system(entry_type, content, {"run_id": self.run_id, **meta})
+
+    def logged(self, entry_type: str, key: str) -> dict[Any, dict[str, Any]]:
+        """Recent LOG entries of ``entry_type`` by their metadata ``key`` (the newest wins), in one read."""
+        return {e["metadata"].get(key): e for e in self.manager.read_log(SCAN_ENTRIES) if e["type"] == entry_type}
+
+    def find_logged(self, entry_type: str, key: str, value: str) -> dict[str, Any] | None:
+        """The newest recent LOG entry of ``entry_type`` whose metadata ``key`` equals ``value``."""
+        return self.logged(entry_type, key).get(value)
+
+
+def mask_credentials(text: str) -> str:
+    """Hide values that follow words like "API key is" or "pin code:" before they reach NOW.md or the log.
+
+    The user's request is logged before the model saves its secret, so this masks the obvious
+    phrasings at once. It is not the only defence: a secret saved later is scrubbed from
+    everything that holds it (:mod:`core.memory.secrets.scrub`), however it was phrased.
+    """
+    return _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+
+
+_CONTINUE = re.compile(r"^\s*(continue|resume|go on|carry on|keep going)\b[\s.!]*$", re.IGNORECASE)
+
+
+_STATUS = re.compile(r"^\s*(status|what are you doing|where are we)\b[\s.?!]*$", re.IGNORECASE)
+
+
+def is_continue(task: str) -> bool:
+    """True if the user only asks to continue the interrupted objective."""
+    return bool(_CONTINUE.match(task))
+
+
+def keeps_objective(task: str) -> bool:
+    """True for requests about the current objective ("continue", "status") that must not replace it."""
+    return is_continue(task) or bool(_STATUS.match(task))
+
+
+def to_json(value: Any) -> str:
+    """A tool result as the JSON text sent back to the model."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def preview(text: str, limit: int = RESULT_PREVIEW_CHARS) -> str:
+    """``text`` shortened for the log."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

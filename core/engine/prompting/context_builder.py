@@ -1,0 +1,209 @@
+"""The prompt of each planner call, sized to the model's window.
+
+Before every call: the system prompt is built with the memory context trimmed
+to its budget (see :mod:`core.engine.prompting.budgets`); a provider that can compact is asked
+``needs_compaction(budget, threshold)`` and, when it says yes, runs one
+incremental compaction so older turns live on as summaries (a failure warns and
+the turn goes on with the full history); the earlier turns are assembled within
+what the window has left after this turn's messages, whose largest tool results
+(then other messages) are shortened if they alone would overflow it. What does not fit is never lost
+silently: the first time in a session that part of the conversation stays out of
+the prompt, a WARNING and a LOG.md entry say so.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from core.engine.prompting import budgets as sizing
+from core.engine.prompting.budgets import Budgets
+from core.errors import AgentOSError
+from core.memory.provider.capabilities import Compactor
+from core.memory.provider.types import CompactionMode, CompactionResult
+from core.memory.tokens import estimate_tokens
+from core.plugins.memory.lcm.provider import LCMProvider
+from core.engine.prompting.system_prompt import PromptExtras, build_system_prompt
+
+log = logging.getLogger(__name__)
+
+CLIPPED_NOTE = "\n[... {cut} characters of this result left out to fit the model's window; ask for less]"
+MIN_FRESH_TAIL = 2
+"""Newest messages always sent verbatim, however small the window."""
+MIN_LEAF = 2
+"""Fewest messages of a leaf summary made because the window is full."""
+MIDDLE_NOTE = "\n[... {cut} characters of this message left out to fit the model's window ...]\n"
+LOSS_TOLERANCE = 0.05
+"""Share of the conversation that may differ between the stored and the assembled estimate (wrappers)."""
+
+
+@dataclass
+class Prompt:
+    """One planner call's request."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    memory: str
+    budgets: Budgets
+    compaction: CompactionResult | None = None
+
+
+class ContextBuilder:
+    """Builds planner prompts for one session; remembers what it already reported."""
+
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt
+        self.loss_reported = False
+        self.last: Prompt | None = None
+
+    def check(self) -> Budgets:
+        """Size the fixed parts now (at start-up).
+
+        Raises:
+            ContextWindowTooSmallError: the window cannot hold them.
+        """
+        window = sizing.window_of(self.rt.backend, self.rt.config)
+        system, memory = self._system(PromptExtras(), window)
+        return self._plan(window, system, memory, self.rt.toolbox.definitions())
+
+    def build(self, state: dict[str, Any], extras: PromptExtras) -> Prompt:
+        """The messages and tools of the next planner call.
+
+        Raises:
+            ContextWindowTooSmallError: the window cannot hold the fixed parts.
+            BackendError: the model's window could not be asked.
+        """
+        rt = self.rt
+        window = sizing.window_of(rt.backend, rt.config)
+        tools = rt.toolbox.definitions()
+        system, memory = self._system(extras, window)
+        budgets = self._plan(window, system, memory, tools)
+        left = min(budgets.history, budgets.num_ctx - budgets.reply - budgets.margin - budgets.tools
+                   - window.tokens(system))
+        current = fit_current(state["messages"], window, left)
+        left -= sum(window.tokens(_text(m)) for m in current)
+        units = sizing.estimate_units(window, max(0, left))
+        tail = self._fresh_tail(units)
+        compaction = self._compact_if_needed(units, tail)
+        history = rt.conversation.history(units, fresh_tail=tail)
+        if _estimate(history) > units:  # the protected fresh tail alone is too long: newest first within the budget
+            history = rt.conversation.history(units, fresh_tail=0)
+        self._report_loss(history)
+        # Earlier turns never carry a secret back into a prompt. In this turn only the user's request and
+        # get_fact's replies may: the model's own calls and other tools' results are redacted too.
+        redactor = rt.manager.facts.redactor()
+        current = [m if _may_hold_secret(m, n) else redactor(m) for n, m in enumerate(current)]
+        prompt = Prompt([{"role": "system", "content": system}, *redactor(history), *current], tools, memory,
+                        budgets, compaction)
+        self.last = prompt
+        return prompt
+
+    def _system(self, extras: PromptExtras, window: Any) -> tuple[str, str]:
+        memory_units = sizing.estimate_units(window, sizing.memory_budget(window.num_ctx, self.rt.config))
+        return build_system_prompt(self.rt.manager, self.rt.identity(), extras, memory_units)
+
+    def _plan(self, window: Any, system: str, memory: str, tools: list[dict[str, Any]]) -> Budgets:
+        base = max(0, window.tokens(system) - window.tokens(memory))
+        model = f"model {getattr(self.rt.backend, 'model', '?')!r}"
+        return sizing.plan(window, self.rt.config, sizing.tools_tokens(window, tools), base, model)
+
+    def _fresh_tail(self, units: int) -> int:
+        """The configured fresh tail, shortened to the newest messages that fill half the history budget
+        (so the summaries of older turns keep room beside it); at least two messages."""
+        conversation = self.rt.conversation
+        configured = conversation.fresh_tail
+        newest = conversation.provider.assemble(conversation.session, units // 2, 0)
+        fitting = 0
+        for message in reversed(newest):
+            if message.summary_id:
+                break
+            fitting += 1
+        return max(MIN_FRESH_TAIL, min(configured, fitting))
+
+    def _compact_if_needed(self, units: int, tail: int) -> CompactionResult | None:
+        """One incremental compaction when the provider says the history passes the threshold."""
+        rt = self.rt
+        provider, session = rt.conversation.provider, rt.conversation.session
+        if not isinstance(provider, Compactor) or rt.conversation.handoff() is not None:
+            return None
+        threshold = rt.config.provider.context_threshold
+        try:
+            if not provider.needs_compaction(session, units, threshold):
+                return None
+            if isinstance(provider, LCMProvider):  # under the window's pressure: the tail that fits, small leaves
+                result = provider.compact(session, CompactionMode.INCREMENTAL, fresh_tail=tail, min_leaf=MIN_LEAF)
+            else:
+                result = provider.compact(session, CompactionMode.INCREMENTAL)
+        except AgentOSError as exc:
+            log.warning("compaction before the model call failed, going on with the full history: %s", exc)
+            rt.manager.append_log("SYSTEM", f"compaction before the model call failed: {exc}",
+                                  {"kind": "context_compaction", "outcome": "warning"})
+            return None
+        log.info("conversation compacted before the model call: %s -> %s tokens (%d messages into %d+%d summaries)",
+                 result.tokens_before, result.tokens_after, result.messages_compacted,
+                 result.leaf_summaries_created, result.condensed_summaries_created)
+        return result
+
+    def _report_loss(self, history: list[dict[str, Any]]) -> None:
+        """Warn once per session when part of the conversation stays out of the prompt."""
+        if self.loss_reported:
+            return
+        stored = self.rt.conversation.tokens()
+        sent = _estimate(history)
+        if stored <= sent * (1 + LOSS_TOLERANCE) + 10:
+            return
+        self.loss_reported = True
+        message = (f"the conversation holds ~{stored} tokens but only ~{sent} fit the model's window: older turns "
+                   f"are left out of the prompt (they stay stored; /compact summarises them, or use the lcm "
+                   f"provider, or a model with a longer context)")
+        log.warning("%s", message)
+        self.rt.manager.append_log("SYSTEM", message, {"kind": "context_overflow", "stored_tokens": stored,
+                                                       "sent_tokens": sent})
+
+
+def fit_current(messages: list[dict[str, Any]], window: Any, budget: int) -> list[dict[str, Any]]:
+    """This turn's messages; when they overflow ``budget`` tokens, the largest tool results are shortened
+    (their end goes), then the largest other messages (their middle goes)."""
+    sizes = [window.tokens(_text(m)) for m in messages]
+    excess = sum(sizes) - budget
+    if excess <= 0:
+        return messages
+    out = [dict(m) for m in messages]
+    tools = sorted((i for i, m in enumerate(out) if m.get("role") == "tool"), key=lambda i: -sizes[i])
+    others = sorted((i for i, m in enumerate(out) if m.get("role") != "tool"), key=lambda i: -sizes[i])
+    for i in [*tools, *others]:
+        if excess <= 0:
+            break
+        content = str(out[i].get("content") or "")
+        keep_tokens = max(sizes[i] - excess - window.tokens(CLIPPED_NOTE) - 8, 16)
+        keep = window.chars(keep_tokens)
+        if keep >= len(content):
+            continue
+        if out[i].get("role") == "tool":
+            out[i]["content"] = content[:keep] + CLIPPED_NOTE.format(cut=len(content) - keep)
+        else:  # a request: its beginning and its end (where the question usually is)
+            head = keep * 2 // 3
+            tail = keep - head
+            out[i]["content"] = (content[:head] + MIDDLE_NOTE.format(cut=len(content) - keep)
+                                 + content[len(content) - tail:])
+        excess -= sizes[i] - window.tokens(out[i]["content"])
+    return out
+
+
+def _may_hold_secret(message: dict[str, Any], position: int) -> bool:
+    """True for a message of this turn that may show a secret: the user's request (what they typed, the
+    turn's first message) and get_fact's replies."""
+    role = message.get("role")
+    return (position == 0 and role == "user") or (role == "tool" and message.get("tool_name") == "get_fact")
+
+
+def _text(message: dict[str, Any]) -> str:
+    text = str(message.get("content") or "")
+    if message.get("tool_calls"):
+        text += str(message["tool_calls"])
+    return text
+
+
+def _estimate(messages: list[dict[str, Any]]) -> int:
+    return sum(estimate_tokens(_text(m)) for m in messages)

@@ -1,0 +1,316 @@
+"""The engine's graph and its runs: one agent on its memory.
+
+Graph: load_memory → planner ⇄ tools → finalize, checkpointed after every node
+in ``memory/checkpoints.db`` (LangGraph's SQLite saver, strict durability) or
+in the agent's PostgreSQL schema (its Postgres saver), one thread per agent
+session. A run killed at any moment is found on the next start (RUN_START
+without RUN_END → INTERRUPTED) and its turn goes on from the last checkpoint:
+only the interrupted node runs again, and it skips what LOG.md shows it
+already did.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+
+from core.config import Config, load_config
+from core.engine.conversation import CompactionReport, Conversation
+from core.engine.prompting.budgets import window_of
+from core.engine.prompting.context_builder import ContextBuilder
+from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError
+from core.llm.backend import Backend, generate_with
+from core.llm.select import choose_backend
+from core.memory.provider.types import Session
+from core.engine.toolbox.memory_tool import memory_tools
+from core.engine.nodes.finalize import finalize
+from core.engine.nodes.load_memory import load_memory
+from core.engine.nodes.planner import planner
+from core.engine.nodes.runtime import Runtime, is_continue, mask_credentials
+from core.engine.nodes.tools import tools
+from core.paths import AgentPaths
+from core.memory.storage.backend import open_checkpointer, open_database
+from core.plugins.memory import open_provider
+from core.engine.run_lease import hold_lease
+from core.engine.session_compaction import auto_compact, compact_session
+from core.skills.base import memory_for
+from core.engine.state import AgentState
+from core.engine.toolbox.toolbox import build_toolbox
+
+log = logging.getLogger(__name__)
+
+LOCAL_USER = "local"
+"""The user id of the command line (profiles and constraints are per user and agent)."""
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """How a turn ended."""
+
+    response: str
+    """The answer for the user (or what went wrong and what to do)."""
+    outcome: str
+    """``done``, ``error`` or ``step_limit``."""
+    run_id: str
+    steps: int = 0
+    tool_calls: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "done"
+
+
+def build_graph(rt: Runtime, checkpointer: Any) -> Any:
+    """The compiled graph: load_memory → planner ⇄ tools → finalize."""
+    graph = StateGraph(AgentState)
+    graph.add_node("load_memory", lambda state: load_memory(state, rt))
+    graph.add_node("planner", lambda state: planner(state, rt))
+    graph.add_node("tools", lambda state: tools(state, rt))
+    graph.add_node("finalize", lambda state: finalize(state, rt))
+    graph.add_edge(START, "load_memory")
+    graph.add_edge("load_memory", "planner")
+    graph.add_conditional_edges("planner", lambda state: after_planner(state, rt), ["tools", "planner", "finalize"])
+    graph.add_conditional_edges("tools", lambda state: after_tools(state, rt), ["planner", "finalize"])
+    graph.add_edge("finalize", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def after_planner(state: AgentState, rt: Runtime) -> str:
+    """Run the tools the model asked for, retry a failed call, or finish."""
+    if state.get("outcome") or state.get("retries", 0) > rt.config.engine.max_retries:
+        return "finalize"
+    if state.get("pending_tool_calls"):
+        return "tools"
+    if state["messages"] and state["messages"][-1]["role"] == "assistant":
+        return "finalize"
+    return "planner"
+
+
+def after_tools(state: AgentState, rt: Runtime) -> str:
+    """Back to the model with the results, unless errors used up the retries."""
+    return "finalize" if state.get("retries", 0) > rt.config.engine.max_retries else "planner"
+
+
+class Engine:
+    """One agent session: memory, backend, tools, conversation and the checkpointed graph."""
+
+    def __init__(
+        self,
+        agent_name: str,
+        *,
+        session: str = "main",
+        offline: bool = False,
+        model: str | None = None,
+        host: str | None = None,
+        backend: Backend | None = None,
+        config: Config | None = None,
+    ) -> None:
+        """Open the agent (creating its memory on first use) and recover interrupted runs.
+
+        Raises:
+            InvalidAgentNameError, ConfigError: bad agent name or config; nothing is created.
+            LockTimeoutError: another engine is running this agent (with PostgreSQL: this session) (exit code 5).
+        """
+        self.paths = AgentPaths.for_agent(agent_name)
+        self.config = config or load_config(self.paths)
+        self.manager = memory_for(agent_name)
+        self._lease = hold_lease(self.paths, self.config.storage, f"{self.paths.name}:{session}")
+        try:
+            self._open(session, offline, model, host, backend)
+        except BaseException:
+            self._lease.release()
+            raise
+        self.recovered = self.recover()
+
+    def _open(self, session: str, offline: bool, model: str | None, host: str | None,
+              backend: Backend | None) -> None:
+        """Choose the backend, open the provider, the tools and the checkpointed graph."""
+        if backend is None:
+            choice = choose_backend(self.config.llm, offline=offline, model=model, host=host)
+            backend, self.notice = choice.backend, choice.notice
+        else:
+            self.notice = f"backend: {backend.name}, model {backend.model}"
+        self.backend = backend
+        if backend.name != "offline" and self.config.memory.compact_summarizer == "llm":
+            self.manager.cold.summary_llm = generate_with(backend)  # LOG.md summaries by the run's model
+        self.provider = open_provider(None, open_database(self.paths, self.config.storage),
+                                      summarizer=self._summarizer(), config=self.config.provider)
+        name = self.paths.name
+        self.session = Session(id=f"{name}:{session}", agent_id=name, user_id=LOCAL_USER, channel="cli")
+        self.conversation = Conversation(self.provider, self.session, self.paths, self.config.provider.fresh_tail,
+                                         redactor=self.manager.facts.redactor)
+        toolbox = build_toolbox(self.paths, extra=memory_tools(self.provider, self.session, self.manager))
+        self.runtime = Runtime(self.manager, backend, toolbox, self.conversation, self.config,
+                               identity=self.conversation.identity)
+        self.runtime.context = ContextBuilder(self.runtime)
+        self._check_window()
+        self._checkpoints = open_checkpointer(self.paths, self.config.storage)
+        self.graph = build_graph(self.runtime, self._checkpoints.saver)
+        self.thread = {"configurable": {"thread_id": self.session.id},
+                       "recursion_limit": 2 * self.config.engine.max_steps + 10}
+
+    def _check_window(self) -> None:
+        """Fail at start-up when the model's window cannot hold the prompt's fixed parts.
+
+        A server that cannot be asked now is not an error here: the first model call reports it.
+
+        Raises:
+            ContextWindowTooSmallError: the window is too small (the message says what to set).
+        """
+        try:
+            budgets = self.runtime.context.check()
+        except ContextWindowTooSmallError:
+            self.provider.close()
+            raise
+        except BackendError as exc:
+            log.info("model window not checked at start-up: %s", exc)
+            return
+        log.info("budgets of %s: %s", self.backend.model, budgets)
+
+    def window_status(self) -> str:
+        """The model's window, the last prompt's size and the estimate's error (``/status``)."""
+        describe = getattr(self.backend, "describe_window", None)
+        if describe is not None:
+            return describe()
+        window = window_of(self.backend, self.config)
+        return f"window {window.num_ctx} tokens, {window.chars_per_token:.2f} chars/token; no prompt measured yet"
+
+    def _summarizer(self) -> Any:
+        from core.plugins.memory.lcm import DeterministicSummarizer, LLMSummarizer
+
+        if self.backend.name == "offline":
+            return DeterministicSummarizer()
+        return LLMSummarizer(generate_with(self.backend))
+
+    # -- runs -------------------------------------------------------------------
+
+    def recover(self) -> list[str]:
+        """Mark runs that never ended (their process died) INTERRUPTED; NOW → interrupted. Return their ids."""
+        runs = [run["run_id"] for run in self.manager.interrupted_runs() if not self._lease.is_live(run["run_id"])]
+        for run_id in runs:
+            self.manager.mark_interrupted(run_id)
+        if runs:
+            self.manager.update_now(
+                state="interrupted", current_step="Interrupted: the last run stopped before it finished",
+                resume_hint=f"Say 'continue' or run: python -m core.engine --agent {self.paths.name} --resume",
+                run_id=None,
+            )
+            log.warning("agent %s: %d interrupted run(s) found: %s", self.paths.name, len(runs), ", ".join(runs))
+        return runs
+
+    def pending_turn(self) -> dict[str, Any] | None:
+        """The state of a turn that stopped before finishing (from the checkpoint), or None."""
+        snapshot = self.graph.get_state(self.thread)
+        return dict(snapshot.values) if snapshot.next else None
+
+    def run(self, task: str) -> TurnResult:
+        """Run one turn for ``task``; "continue" resumes an unfinished turn from its checkpoint.
+
+        Raises:
+            BackendUnavailableError, ModelNotFoundError: the model cannot be reached (NOW and LOG say so).
+            ValidationError: ``task`` is empty or not text.
+        """
+        if not isinstance(task, str) or not task.strip():
+            raise EngineError("the task is empty: say what the agent should do")
+        pending = self.pending_turn()
+        if pending is not None and is_continue(task):
+            return self.resume()
+        if pending is not None:
+            self.manager.append_system("SYSTEM", f"unfinished turn {pending.get('turn_id')} set aside for a new request",
+                                    {"turn_id": pending.get("turn_id"), "kind": "turn_abandoned"})
+        self.runtime.notes.clear()
+        report = auto_compact(self.conversation, self.backend, self.config.compaction, self.manager)
+        if report is not None:
+            log.info("session compacted before the turn: %s -> %s tokens", report.tokens_before, report.tokens_after)
+        return self._invoke(self._new_turn(task), task)
+
+    def resume(self) -> TurnResult:
+        """Continue the unfinished turn from its checkpoint, or the interrupted objective in NOW.md.
+
+        Raises:
+            EngineError: there is nothing to resume.
+        """
+        pending = self.pending_turn()
+        if pending is None:
+            now = self.manager.now_state()
+            if now.objective and now.status in ("interrupted", "error", "active", "blocked"):
+                return self._invoke(self._new_turn("Continue"), "Continue")
+            raise EngineError("nothing to resume: the last turn finished and NOW.md has no open objective")
+        self.runtime.resumed = True
+        try:
+            return self._invoke(None, f"resume: {pending.get('task', '')}")
+        finally:
+            self.runtime.resumed = False
+
+    def compact(self) -> CompactionReport:
+        """Compact the session now (``/compact``).
+
+        Raises:
+            SummarizerError: the summary failed or was empty; the session is untouched.
+        """
+        return compact_session(self.conversation, self.backend, self.config.compaction, self.manager)
+
+    def _new_turn(self, task: str) -> AgentState:
+        return AgentState(
+            task=task, turn_id=uuid.uuid4().hex[:12], session_id=self.session.id, agent_name=self.paths.name,
+            auto_log_enabled=True, memory_context=None, messages=[], pending_tool_calls=[], steps=0,
+            tool_calls_done=0, retries=0, errors=[], final_response="", outcome="",
+        )
+
+    def _invoke(self, state: AgentState | None, objective: str) -> TurnResult:
+        run_id = uuid.uuid4().hex[:12]
+        with self._lease.running(run_id):  # before RUN_START: another engine never takes it for a dead run
+            return self._run(state, objective, run_id)
+
+    def _run(self, state: AgentState | None, objective: str, run_id: str) -> TurnResult:
+        self.manager.start_run(mask_credentials(objective)[:300], run_id=run_id)
+        self.runtime.run_id = run_id
+        try:
+            final = self.graph.invoke(state, self.thread, durability="sync")
+        except BaseException as exc:
+            self._fail(run_id, exc)
+            raise
+        outcome = final.get("outcome") or "error"
+        response = final.get("final_response") or ""
+        detail = response[:500] if outcome == "done" else (final.get("errors") or [""])[-1]
+        self.manager.end_run(run_id, outcome, detail)
+        # The finished turn is in the provider (secrets redacted): its checkpoints, which hold the
+        # raw messages, are no longer needed to resume anything.
+        self._checkpoints.forget(self.session.id)
+        return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0))
+
+    def _fail(self, run_id: str, exc: BaseException) -> None:
+        """Self-annealing for an error that stops the run: log it, NOW says what to do, RUN_END error."""
+        if isinstance(exc, KeyboardInterrupt):
+            self.manager.end_run(run_id, "interrupted", "stopped by the user")
+            self.manager.update_now(state="interrupted", current_step="Stopped by the user",
+                                    resume_hint=f"Run: python -m core.engine --agent {self.paths.name} --resume")
+            return
+        line = f"{type(exc).__name__}: {exc}"
+        self.manager.append_system("ERROR", line, {"run_id": run_id, "traceback": traceback.format_exc()})
+        self.manager.update_now(
+            state="error", current_step="Error encountered - recovery needed", blockers=[line[:300]],
+            next_steps=["Review LOG.md", "Fix the cause (see the error)", "Run again with --resume"],
+            resume_hint=f"After fixing the cause run: python -m core.engine --agent {self.paths.name} --resume",
+        )
+        self.manager.end_run(run_id, "error", line[:500])
+        if not isinstance(exc, AgentOSError):
+            log.error("run %s failed with an unexpected error", run_id, exc_info=exc)
+
+    def close(self) -> None:
+        """Close the checkpoint database and the provider, and let another engine run the agent. Safe twice."""
+        self._checkpoints.close()
+        self.provider.close()
+        self._lease.release()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+

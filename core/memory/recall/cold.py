@@ -1,0 +1,451 @@
+"""The cold tier of one agent behind the MemoryManager: notes, recall, LOG.md compaction.
+
+Nothing heavy happens until it is needed: the LanceDB table is opened, and
+the embedding model loaded, on the first store or recall (or when pending
+archives are indexed). Automatic compaction runs in a background thread so
+that ``append_log`` stays a ~millisecond call: the LLM summary and the first
+load of the embedding model (~6 s) never delay the caller, and a failing cold
+tier never makes an append fail. A process that dies mid-compaction is the
+same case as a SIGKILL, which the protocol recovers from. A process that exits
+while the threads run first stops them between steps (a model call is abandoned,
+indexing not yet started is left to the next open) and waits for them, so the
+interpreter never finalizes under a thread that is inside native code. A forked
+child starts with no background work and opens its own cold store.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+import weakref
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any, Callable, ContextManager, Iterator, Sequence
+
+from core.config import Config
+from core.errors import AgentOSError, ConfigError, ValidationError
+from core.memory.recall.index import ColdIndexer, Progress
+from core.memory.recall.store import ColdStore
+from core.llm.embedders import make_embedder
+from core.llm.window import ContextWindow
+from core.memory.storage.sqlite import Database
+from core.memory.storage.facts import FactStore, redact
+from core.memory.compaction.fitting import window_of_generate
+from core.memory.files.locking import AgentLock
+from core.memory.compaction.log_compaction import CompactionReport, LogCompactor
+from core.memory.files.log_file import LogFile
+from core.memory.files.log_format import check_text, is_compaction_summary, utc_timestamp
+from core.memory.recall.docs import Filters
+from core.memory.recall import foreground
+from core.memory.recall import query as recall_query
+from core.memory.recall import search as recall_search
+from core.memory.recall.query import check_recall
+from core.memory.recall.search import Tuning
+from core.memory.recall.sources import content_key, note_doc, occurred_from
+from core.memory.secrets.redaction import Redactor, redactor_of
+from core.memory.compaction.summarizer import Generate, LogSummarizer
+from core.memory.recall import vector_indexer
+from core.memory.recall.vector_indexer import EXIT_WAIT_S, BackgroundIndexer
+from core.memory.recall.when import parse_time
+from core.paths import AgentPaths
+
+log = logging.getLogger(__name__)
+
+NOTE_KINDS = ("note", "summary")
+"""Kinds ``store_memory`` accepts; the other kinds come from their sources."""
+AUTO_RETRY_S = 60.0
+"""After a failed automatic compaction, appends do not retry it for this long; after a failed
+summarizer model, automatic compactions summarise deterministically for this long."""
+
+_live: "weakref.WeakSet[ColdMemory]" = weakref.WeakSet()
+_hooks_registered = False
+_hooks_guard = threading.Lock()
+
+
+def _register(cold: "ColdMemory") -> None:
+    """Track ``cold`` for the exit and fork hooks (registered once a process)."""
+    global _hooks_registered
+    with _hooks_guard:
+        if not _hooks_registered:
+            # Before the interpreter joins its threads and shuts down the executors LanceDB and
+            # torch use (the public atexit runs after that, too late for a thread that needs them).
+            getattr(threading, "_register_atexit", atexit.register)(_stop_all_at_exit)
+            os.register_at_fork(after_in_child=_forget_all_after_fork)
+            _hooks_registered = True
+        _live.add(cold)
+
+
+def _stop_all_at_exit() -> None:
+    """At interpreter exit: stop every background compaction and indexer between steps and wait for them
+    (the indexers, all together, at most ``EXIT_WAIT_S``: a batch cut short is redone at the next open)."""
+    deadline = time.monotonic() + EXIT_WAIT_S
+    colds = list(_live)
+    for cold in colds:
+        cold.background.stop()
+    for cold in colds:
+        cold.stop(indexer_timeout=max(0.0, deadline - time.monotonic()))
+    vector_indexer.close_all(deadline)
+
+
+def _forget_all_after_fork() -> None:
+    """In a forked child: the parent's threads and cold store handles are not the child's."""
+    global _hooks_guard
+    _hooks_guard = threading.Lock()
+    for cold in list(_live):
+        cold.after_fork()
+
+
+class ColdMemory:
+    """Recall over every tier, the cold store, its indexers and the LOG.md compactor of one agent."""
+
+    def __init__(self, paths: AgentPaths, config: Config, db: Database, log_file: LogFile, lock: AgentLock) -> None:
+        self.paths = paths
+        self.config = config
+        self.db = db
+        self.summary_llm: Generate | None = None
+        """The LLM that summarises LOG.md (``generate(prompt) -> str``); None: chosen from the config."""
+        self.summary_window: ContextWindow | None = None
+        """That LLM's window (None: asked from its backend, else Ollama's default is assumed)."""
+        self.tuning = Tuning()
+        """The ranking's parameters (see :mod:`core.memory.recall.search`)."""
+        self._closing = threading.Event()
+        self.indexer = ColdIndexer(db, paths.archive_dir, log_file, FactStore(db).secret_values,
+                                   quarantine_dir=paths.quarantine_dir, cancel=self._closing)
+        self.docs = self.indexer.docs
+        self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
+        self._hurry = threading.Event()
+        """Set while a recall waits for vectors: the indexer does not wait for the writers to pause then."""
+        self._hurried = 0
+        self.background = BackgroundIndexer(self.docs, self.store, self._background_sync, paths.name,
+                                            step=self._step)
+        self._store: ColdStore | None = None
+        self._guard = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self._warming: threading.Thread | None = None
+        self._auto_failed_at = -AUTO_RETRY_S
+        self._llm_failed_at = -AUTO_RETRY_S
+        _register(self)
+
+    def store(self) -> ColdStore:
+        """The cold store, created on first use (no LanceDB or torch import before)."""
+        with self._guard:
+            if self._store is None:
+                self._store = open_store(self.paths, self.config, redactor=lambda: redactor_of(self.db))
+            return self._store
+
+    def warm_up(self) -> None:
+        """Open the cold store and load its embedding model in a thread now (once), so that a first recall soon
+        after (an MCP client's, a ``recall`` command's) does not wait for both.
+
+        Not a daemon: the model's native code must not run while the interpreter finalizes, so a process that
+        ends meanwhile waits for it (a fraction of a second).
+        """
+        with self._guard:
+            if self._warming is None:
+                self._warming = threading.Thread(target=self._warm_up, name=f"agentos-warm-up-{self.paths.name}")
+                self._warming.start()
+
+    def _warm_up(self) -> None:
+        try:
+            store = self.store()
+            # The model first: ONNX Runtime loads it without the GIL, while importing lance mostly holds it.
+            store.embedder.embed(["warm up"])
+            store.may_have_rows()
+        except AgentOSError as exc:  # the recall that follows meets the same failure and reports it
+            log.info("warming up the cold store of %s failed: %s", self.paths.name, exc)
+
+    # -- notes --------------------------------------------------------------------
+
+    def store_memory(self, content: Any, metadata: dict | None, kind: str, secrets: list[str],
+                     occurred_at: Any = None, expires_at: Any = None) -> str:
+        """Save a note in memory.db, searchable by words at once; return its id (see ``MemoryManager.store_memory``)."""
+        return self.store_memories([{"content": content, "metadata": metadata, "kind": kind,
+                                     "occurred_at": occurred_at, "expires_at": expires_at}], secrets)[0]
+
+    def store_memories(self, items: Sequence[Any], secrets: list[str]) -> list[str]:
+        """Save many notes in one transaction (see ``MemoryManager.store_memories``); return their ids."""
+        notes = [self._check_note(item, secrets) for item in items]
+        ids = []
+        now = utc_timestamp()
+        with self.db.transaction() as conn:
+            for note in notes:
+                found = conn.execute("SELECT id FROM cold_notes WHERE content_key = ?", (note["key"],)).fetchone()
+                if found:  # the same memory again: refresh it instead of keeping a copy
+                    note_id = found[0]
+                    conn.execute("UPDATE cold_notes SET updated_at = ?, expires_at = ? WHERE id = ?",
+                                 (now, note["expires_at"], note_id))
+                else:
+                    note_id = uuid.uuid4().hex
+                    conn.execute(
+                        "INSERT INTO cold_notes (id, kind, text, metadata, created_at, occurred_at, expires_at,"
+                        " content_key, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (note_id, note["kind"], note["text"], note["metadata"], now, note["occurred_at"],
+                         note["expires_at"], note["key"], now),
+                    )
+                row = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (note_id,)).fetchone()
+                self.docs.upsert(conn, [note_doc(row, secrets)])
+                conn.execute("DELETE FROM cold_pending WHERE item = ?", (f"note:{note_id}",))
+                ids.append(f"note:{note_id}")
+        self.background.wake()
+        return ids
+
+    def _check_note(self, item: Any, secrets: list[str]) -> dict[str, Any]:
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, dict):
+            raise ValidationError(f"each memory must be text or a dict with 'content', got {type(item).__name__}")
+        unknown = set(item) - {"content", "metadata", "kind", "occurred_at", "expires_at"}
+        if unknown:
+            raise ValidationError(f"unknown memory field(s) {sorted(unknown)}; use content, metadata, kind, "
+                                  "occurred_at, expires_at")
+        text = check_text(item.get("content"), "memory content").strip()
+        if not text:
+            raise ValidationError("memory content must not be empty")
+        if len(text.encode("utf-8")) > self.config.memory.max_entry_bytes:
+            raise ValidationError(f"memory content exceeds {self.config.memory.max_entry_bytes} bytes")
+        kind = item.get("kind") or "note"
+        if kind not in NOTE_KINDS:
+            raise ValidationError(f"store_memory kind must be one of {', '.join(NOTE_KINDS)}, got {kind!r}")
+        metadata = item.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+        metadata = redact(metadata or {}, secrets)
+        try:
+            meta_json = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from exc
+        occurred = occurred_from(metadata, item.get("occurred_at"))
+        expires = item.get("expires_at")
+        expires = utc_timestamp(parse_time(expires, "expires_at")) if expires is not None else None
+        text = redact(text, secrets)
+        key = content_key(kind, text, meta_json, occurred)
+        return {"text": text, "kind": kind, "metadata": meta_json, "occurred_at": occurred,
+                "expires_at": expires, "key": key}
+
+    # -- recall -------------------------------------------------------------------
+
+    def recall(
+        self, query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
+        secrets: list[str], min_score: float | None = None, recency_days: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Search every tier by meaning and words (see ``MemoryManager.recall_memory``)."""
+        request = check_recall(query, n_results, kind, since, until, min_score=min_score,
+                               recency_days=recency_days, default_min_score=self.config.cold.min_score)
+        return recall_query.results(request, self.candidates(request.text, request.filters), self.tuning, secrets)
+
+    def candidates(self, text: str, filters: Filters, depth: int | None = None) -> list[recall_search.Candidate]:
+        """Every candidate for ``text`` scored, best first, after catching up with what was just written.
+
+        ``depth`` (default ``tuning.depth``) is how many word matches and how many nearest vectors are taken.
+        """
+        if self.indexer.pending():
+            self.sync()  # read your own writes: what was just stored or logged is found
+        if self.background.embeds and self.docs.pending_count():
+            with self._hurrying():
+                self.background.wait_idle(self.config.cold.vector_wait_s)
+        tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
+        return recall_query.candidates(text, filters, self.docs, self.store(), tuning)
+
+    def _step(self, stop: threading.Event) -> ContextManager[None]:
+        """The context of each step of the recall indexer (see :func:`core.memory.recall.foreground.step`)."""
+        return foreground.step(stop, self._hurry)
+
+    @contextmanager
+    def _hurrying(self) -> Iterator[None]:
+        """While the block runs, the recall indexer's steps start without waiting for the writers."""
+        with self._guard:
+            self._hurried += 1
+            self._hurry.set()
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._hurried -= 1
+                if not self._hurried:
+                    self._hurry.clear()
+
+    def sync(self) -> int:
+        """Bring the docs in step with their sources and delete the vectors of removed docs; return docs written."""
+        written = self.indexer.sync()
+        self.purge_vectors()
+        return written
+
+    def _background_sync(self) -> int:
+        """The background indexer's first step: :meth:`sync`, then a checkpoint of memory.db's WAL, which
+        would otherwise fall on the append whose commit filled it (see ``core.memory.storage.sqlite.AUTOCHECKPOINT_PAGES``)."""
+        written = self.sync()
+        self.db.checkpoint()
+        return written
+
+    def purge_vectors(self) -> int:
+        """Delete from LanceDB the vectors of forgotten or deleted memories; return how many were purged.
+
+        An id that has a doc again (a fact saved again, a store item's reused id) keeps its row:
+        its new vector replaces the old one by id.
+        """
+        queued = [r[0] for r in self.db.conn.execute("SELECT id FROM recall_purge LIMIT 1000")]
+        if not queued:
+            return 0
+        ids = [i for i in queued if i not in self.docs.get(queued)]
+        self.store().remove(ids)
+        with self.db.transaction() as conn:
+            conn.executemany("DELETE FROM recall_purge WHERE id = ?", [(i,) for i in queued])
+        return len(ids)
+
+    def catch_up(self, progress: Progress | None = None) -> int:
+        """Write every pending doc and compute every missing vector now; return the vectors computed."""
+        self.indexer.sync()
+        done = 0
+        while count := self.background.embed_batch():
+            done += count
+            if progress:
+                progress(count)
+        return done
+
+    # -- compaction -------------------------------------------------------------
+
+    def compact(
+        self, summary: str | None = None, *, force: bool = True, dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> CompactionReport:
+        """Compact LOG.md now (waiting for a running compaction)."""
+        # A dry run or a given summary summarises nothing: no summarizer model is looked for (a network call).
+        summarizer = None if dry_run or summary is not None else self.summarizer()
+        return self.compactor.run(summarizer, summary, force=force, dry_run=dry_run, progress=progress)
+
+    def summarizer(self, automatic: bool = False) -> LogSummarizer:
+        """The LOG.md summarizer: ``summary_llm`` if set, else the configured backend, else deterministic
+        (also for an ``automatic`` compaction within ``AUTO_RETRY_S`` of a failed summarizer model, or of
+        finding none)."""
+        memory = self.config.memory
+        resting = automatic and time.monotonic() - self._llm_failed_at < AUTO_RETRY_S
+        generate = None if resting else self.summary_llm or self._configured_llm()
+        if automatic and generate is None:
+            # Finding none means building clients and a ping (Python work that delays this process's
+            # appends): automatic compactions ask again after AUTO_RETRY_S, like after a failed model.
+            self._llm_failed_at = time.monotonic()
+        window = self.summary_window or window_of_generate(generate)
+        return LogSummarizer(generate, memory.compact_summary_tokens, window=window,
+                             timeout_s=memory.compact_timeout_s, deadline_s=memory.compact_deadline_s,
+                             cancel=self._closing)
+
+    def _configured_llm(self) -> Generate | None:
+        choice = self.config.memory.compact_summarizer
+        if choice not in ("llm", "deterministic"):
+            raise ConfigError(f"memory.compact_summarizer must be llm or deterministic, got {choice!r}")
+        if choice == "deterministic" or self.config.llm.backend == "offline":
+            return None
+        from core.llm.backend import generate_with
+        from core.llm.select import choose_backend
+
+        backend = choose_backend(self.config.llm).backend
+        return None if backend.name == "offline" else generate_with(backend)
+
+    def after_append(self) -> None:
+        """Index the new entry in the background; start a compaction if LOG.md crossed a threshold."""
+        foreground.wrote()
+        self.background.wake()
+        if not self.config.memory.auto_compact or time.monotonic() - self._auto_failed_at < AUTO_RETRY_S:
+            return
+        if self._busy() or not self.compactor.over_threshold():
+            return
+        self._start(self._auto_compact, "compaction")
+
+    def at_open(self) -> None:
+        """Finish an interrupted compaction's indexing in the background, if any is pending."""
+        history = self.db.conn.execute(
+            "SELECT 1 FROM compaction_history WHERE indexed_at IS NULL LIMIT 1"
+        ).fetchone()
+        first = self.compactor.log.first_entry()
+        unrecorded = first is not None and is_compaction_summary(first) and not self.db.conn.execute(
+            "SELECT 1 FROM compaction_history WHERE last_seq = ?", (first.metadata["covers"][1],)
+        ).fetchone()
+        if history or unrecorded:
+            self._start(self._recover, "recovery")
+        if self.indexer.pending() or self.docs.pending_count():
+            self.background.wake()  # catch up with what a killed process left unindexed
+
+    def _start(self, target, what: str) -> None:
+        with self._guard:
+            if self._closing.is_set() or (self._worker is not None and self._worker.is_alive()):
+                return
+            self._worker = threading.Thread(target=target, name=f"agentos-{what}-{self.paths.name}", daemon=True)
+            self._worker.start()
+
+    def _busy(self) -> bool:
+        worker = self._worker
+        return worker is not None and worker.is_alive()
+
+    def _auto_compact(self) -> None:
+        with foreground.step(self._closing):  # choosing the summarizer may import its client
+            summarizer = self.summarizer(automatic=True)
+        try:
+            self.compactor.run(summarizer, wait=False, step=lambda: foreground.step(self._closing))
+        except AgentOSError as exc:
+            # A background run has no caller to raise to: the log stays whole and a later append retries.
+            self._auto_failed_at = time.monotonic()
+            log.error("automatic LOG.md compaction failed (LOG.md is unchanged or complete): %s", exc)
+        if summarizer.failures:
+            self._llm_failed_at = time.monotonic()
+            log.warning("the LOG.md summarizer model failed; automatic compactions summarise deterministically "
+                        "for the next %gs", AUTO_RETRY_S)
+
+    def _recover(self) -> None:
+        try:
+            self.compactor.recover()
+        except AgentOSError as exc:
+            log.error("finishing an interrupted LOG.md compaction failed (retried at next start): %s", exc)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for a background compaction or recovery; return True if none is running."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
+        return not self._busy()
+
+    def stop(self, indexer_timeout: float | None = 60.0) -> None:
+        """Stop background work between steps (a model call it waits for is abandoned) and wait for it
+        (for the vector indexer's batch in progress, at most ``indexer_timeout`` s)."""
+        self._closing.set()
+        self.background.close(indexer_timeout)
+        self.wait()
+
+    def close(self) -> None:
+        """Stop background work (see :meth:`stop`), then release the cold store."""
+        self.stop()
+        with self._guard:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+        _live.discard(self)
+
+    def after_fork(self) -> None:
+        """In a forked child: forget the parent's threads and cold store (used or closed only by the parent)."""
+        self._guard = threading.Lock()
+        self._worker = None
+        self._store = None
+        self._hurry, self._hurried = threading.Event(), 0  # the parent's recalls are not the child's
+        # LanceDB writes in a forked child can crash it (its runtime is only partly reset at a fork):
+        # the child indexes docs, searchable by words at once, and leaves their vectors to the parent's
+        # thread or to the next process that opens the agent.
+        self.background = BackgroundIndexer(self.docs, self.store, self._background_sync, self.paths.name,
+                                            embeds=False, step=self._step)
+
+
+def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,
+               redactor: Callable[[], Redactor] | None = None) -> ColdStore:
+    """The cold store of an agent (opened on first use); ``read_only`` searches an existing one only.
+
+    ``redactor()`` hides the secrets known now in every row written.
+    """
+    return ColdStore(
+        paths.lancedb_dir, make_embedder(config), paths.memory_dir / ".cold.lock",
+        reindex_hint=f"python scripts/rebuild_index.py --agent {paths.name}",
+        optimize_every=config.cold.optimize_every, ann_min_rows=config.cold.ann_min_rows,
+        read_only=read_only, redactor=redactor,
+    )

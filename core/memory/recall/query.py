@@ -1,0 +1,130 @@
+"""One recall, from its arguments to its results: validation, both searches, ranking, redaction.
+
+Used by an agent's cold tier (which first catches up with what was just written) and by
+readers that write nothing, such as the inspector (a read-only cold store and a read-only
+memory.db): the same request gives both the same ranking.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import BackendError, ValidationError
+from core.memory.recall import search as recall_search
+from core.memory.recall.store import ColdStore, where_clause
+from core.memory.storage.facts import redact
+from core.memory.files.log_format import check_text, utc_timestamp
+from core.memory.recall.docs import KINDS, DocIndex, Filters
+from core.memory.recall.search import Candidate, Tuning
+from core.memory.recall.when import parse_time
+
+log = logging.getLogger(__name__)
+
+MAX_RESULTS = 100
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """A validated recall."""
+
+    text: str
+    n_results: int
+    filters: Filters
+    min_score: float
+    recency_days: float | None
+
+
+def check_recall(
+    query: Any, n_results: Any, kind: str | list[str] | None = None, since: Any = None, until: Any = None, *,
+    min_score: Any = None, recency_days: Any = None, default_min_score: float,
+) -> RecallRequest:
+    """Validate the arguments of a recall (``min_score`` None: ``default_min_score``); raise ValidationError."""
+    text = check_text(query, "query").strip()
+    if not text:
+        raise ValidationError("query must not be empty")
+    if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
+        raise ValidationError(f"n_results must be an integer from 1 to {MAX_RESULTS}")
+    kinds = [kind] if isinstance(kind, str) else kind
+    if kinds is not None and (not isinstance(kinds, list) or not kinds or any(k not in KINDS for k in kinds)):
+        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {kind!r}")
+    threshold = default_min_score if min_score is None else min_score
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+        raise ValidationError(f"min_score must be a number from 0 to 1, got {min_score!r}")
+    if recency_days is not None and (isinstance(recency_days, bool) or not isinstance(recency_days, (int, float))
+                                     or recency_days <= 0):
+        raise ValidationError(f"recency_days must be a positive number of days, got {recency_days!r}")
+    filters = Filters(tuple(kinds) if kinds else None, time_bound(since, "since"), time_bound(until, "until"))
+    return RecallRequest(text, n_results, filters, float(threshold), recency_days)
+
+
+def time_bound(value: Any, what: str) -> str | None:
+    """A ``since``/``until`` bound (datetime, ISO-8601 or a written date) in the store's UTC format."""
+    if value is None:
+        return None
+    return utc_timestamp(parse_time(value, what))
+
+
+def candidates(
+    text: str, filters: Filters, docs: DocIndex, store: ColdStore | None, tuning: Tuning,
+) -> list[Candidate]:
+    """Every candidate for ``text`` scored, best first: the word matches of ``docs`` and the nearest
+    vectors of ``store`` (no store, an empty one or an embedder that fails: by words only, see
+    ``Tuning.unknown_vector``).
+
+    The query is embedded and the vectors searched in a thread of their own while this one runs the
+    word search and reads its matches: both wait mostly outside the GIL (ONNX Runtime, LanceDB,
+    SQLite), so a recall takes about as long as the longer of the two.
+    """
+    if store is None:
+        return _ranked(text, filters, docs, tuning, None)
+    where = where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)
+    with ThreadPoolExecutor(1, thread_name_prefix="recall-vectors") as pool:
+        vectors = pool.submit(nearest, text, store, tuning.depth, where)
+        return _ranked(text, filters, docs, tuning, vectors)
+
+
+def nearest(text: str, store: ColdStore, depth: int, where: str | None) -> list[tuple[str, float]] | None:
+    """The ``depth`` memories nearest in meaning to ``text`` as ``(id, cosine similarity)``, best first;
+    None when no vector search can run (the embedder failed, or no memory has its vector yet)."""
+    try:
+        if not store.may_have_rows():  # nothing to compare with: the model is not even loaded
+            return None
+        vector = store.embedder.embed([text])[0]
+    except BackendError as exc:
+        log.warning("recall by words only: the embedder failed: %s", exc)
+        return None
+    hits = [(row["id"], 1.0 - row["_distance"]) for row in store.nearest(vector, depth, where, columns=("id",))]
+    # Empty (no vector yet, or none passes the filters): what the vector search would say is unknown.
+    return hits or None
+
+
+def _ranked(
+    text: str, filters: Filters, docs: DocIndex, tuning: Tuning,
+    vectors: "Future[list[tuple[str, float]] | None] | None",
+) -> list[Candidate]:
+    word_hits = docs.words(text, tuning.depth, filters)
+    found = docs.get([i for i, _ in word_hits], filters)
+    vector_hits = vectors.result() if vectors is not None else None
+    found.update(docs.get([i for i, _ in vector_hits or () if i not in found], filters))
+    return recall_search.rank(text, found, vector_hits, word_hits, tuning)
+
+
+def results(
+    request: RecallRequest, ranked: list[Candidate], tuning: Tuning, secrets: list[str],
+) -> list[dict[str, Any]]:
+    """The best of ``ranked`` for ``request`` as ``recall_memory`` returns them, secrets redacted."""
+    chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days)
+    found = [recall_search.as_result(c) for c in chosen]
+    return [{**r, "content": redact(r["content"], secrets), "metadata": redact(r["metadata"], secrets)}
+            for r in found]
+
+
+def recall(
+    request: RecallRequest, docs: DocIndex, store: ColdStore | None, tuning: Tuning, secrets: list[str],
+) -> list[dict[str, Any]]:
+    """Search ``docs`` and ``store`` for ``request`` (nothing is indexed first)."""
+    return results(request, candidates(request.text, request.filters, docs, store, tuning), tuning, secrets)
+

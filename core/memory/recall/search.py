@@ -1,0 +1,190 @@
+"""Ranking for recall: words and meaning fused into one score in [0, 1] that means the same for every query.
+
+For a query, two candidate lists are gathered: the memories whose words match
+(SQLite FTS5, BM25, Porter stems) and the memories nearest in meaning
+(LanceDB, cosine of all-MiniLM-L6-v2 vectors of the memory with its speaker
+and the turn before it). Each candidate gets four evidence features:
+
+- ``vector``: the cosine similarity to the query;
+- ``words``: the BM25 score as a share of what one match of every query word scores;
+- ``speaker``: the query names the person who said it;
+- ``informative``: how much the memory says (its distinct content words, up to
+  ``Tuning.informative_words``): "That sounds amazing!" says nothing a question
+  could ask about, "I took a pottery class yesterday and made a bowl" does.
+
+The score is the logistic function of their weighted sum. The weights were
+measured on the generated conversations of ``scripts/bench_recall_quality.py``
+(the README lists what each feature adds) and scaled so that a score depends
+only on the memory's own evidence, never on the other results: the same score
+means the same evidence for any query, and ``min_score`` is one threshold for
+all of them. On the benchmark, 99% of the evidence found in a top 10 scores
+above 0.6, and nonsense queries ("zzzz qqqq") stay below 0.1.
+
+Facts get a bonus (a fact is the curated, current value: it outranks an older
+note that contradicts it), near-duplicates are collapsed (same words, same
+speaker and session), and an optional recency half-life favours newer memories.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Sequence
+
+from core.memory.recall.docs import STOP_WORDS, Doc
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The ranking's parameters (fitted on the recall benchmark; see the README)."""
+
+    depth: int = 100
+    """Candidates taken from each of the word and vector searches."""
+    bias: float = -6.5
+    vector: float = 11.0
+    words: float = 2.2
+    speaker: float = 2.2
+    informative: float = 2.0
+    informative_words: int = 12
+    """Distinct content words at which a memory counts as fully informative."""
+    fact_bonus: float = 1.5
+    """Added to a fact's evidence: a saved fact is the current value."""
+    unknown_vector: float = 0.35
+    """The closeness in meaning assumed for word matches when no vector search could run (the embedder
+    is down, or no memory has its vector yet): that of a memory that shares words but little meaning,
+    so that only strong word matches pass the default ``min_score``."""
+    collapse_jaccard: float = 0.9
+    """Two results of the same speaker and session with this share of words in common are one."""
+
+
+@dataclass
+class Candidate:
+    """One memory under consideration, with its evidence."""
+
+    doc: Doc
+    vector: float = 0.0
+    words: float = 0.0
+    features: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+
+
+def sigmoid(x: float) -> float:
+    """The logistic function, safe for large ``|x|``."""
+    return 1.0 / (1.0 + math.exp(-x)) if x > -60 else 0.0
+
+
+def rank(
+    query: str, found: dict[str, Doc], vector_hits: Sequence[tuple[str, float]] | None,
+    word_hits: Sequence[tuple[str, float]], tuning: Tuning,
+) -> list[Candidate]:
+    """Every candidate scored, best first (no threshold, no collapsing); ``found`` holds the docs of the
+    hits that may be returned (those that pass the filters), ``vector_hits`` None: no vector search
+    could run."""
+    if vector_hits is None:
+        vector_hits, floor = [], tuning.unknown_vector
+    else:
+        floor = min((v for _, v in vector_hits), default=0.0)
+    cands: dict[str, Candidate] = {}
+    for doc_id, similarity in vector_hits:
+        if doc_id in found:
+            cands[doc_id] = Candidate(found[doc_id], vector=similarity)
+    for doc_id, strength in word_hits:
+        if doc_id in found:
+            # A memory the vector search did not return is at most as close as the last one it did.
+            cand = cands.setdefault(doc_id, Candidate(found[doc_id], vector=floor))
+            cand.words = strength
+    query_words = set(_WORD.findall(query.lower()))
+    for cand in cands.values():
+        speaker = 1.0 if cand.doc.speaker and _names_in(cand.doc.speaker, query_words) else 0.0
+        # A summary restates other memories: its length says nothing about its own evidence.
+        info = 0.0 if cand.doc.kind == "summary" else informative(cand.doc.text, tuning.informative_words)
+        cand.features = {"vector": cand.vector, "words": cand.words, "speaker": speaker, "informative": info}
+        z = (tuning.bias + tuning.vector * cand.vector + tuning.words * cand.words + tuning.speaker * speaker
+             + tuning.informative * info + (tuning.fact_bonus if cand.doc.kind == "fact" else 0.0))
+        cand.score = sigmoid(z)
+    return sorted(cands.values(), key=lambda c: c.score, reverse=True)
+
+
+def informative(text: str, enough: int) -> float:
+    """The share of ``enough`` distinct content words (not stop words, not one letter) that ``text`` has."""
+    words = {w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOP_WORDS}
+    return min(1.0, len(words) / enough)
+
+
+def _names_in(speaker: str, query_words: set[str]) -> bool:
+    names = [w for w in _WORD.findall(speaker.lower()) if len(w) > 2]
+    return bool(names) and any(n in query_words for n in names)
+
+
+def select(
+    cands: list[Candidate], n_results: int, min_score: float, tuning: Tuning,
+    recency_days: float | None = None, now: datetime | None = None,
+) -> list[Candidate]:
+    """The best ``n_results`` candidates scoring at least ``min_score``, near-duplicates collapsed.
+
+    With ``recency_days`` a score is halved for every ``recency_days`` of the memory's age.
+    """
+    kept = [c for c in cands if c.score >= min_score]
+    if recency_days:
+        moment = now or datetime.now(timezone.utc)
+        for cand in kept:
+            age = (moment - _time(cand.doc.occurred_at)).total_seconds() / 86400
+            cand.score *= 0.5 ** (max(0.0, age) / recency_days)
+        kept.sort(key=lambda c: c.score, reverse=True)
+    chosen: list[Candidate] = []
+    seen: list[tuple[tuple[str, str], set[str]]] = []
+    for cand in kept:
+        words = set(_WORD.findall(cand.doc.text.lower()))
+        who = (cand.doc.speaker, cand.doc.thread)
+        if any(w == who and _jaccard(words, other) >= tuning.collapse_jaccard for w, other in seen):
+            continue
+        seen.append((who, words))
+        chosen.append(cand)
+        if len(chosen) == n_results:
+            break
+    return chosen
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def as_result(cand: Candidate) -> dict[str, Any]:
+    """A ranked memory as ``recall_memory`` returns it."""
+    doc = cand.doc
+    return {
+        "content": doc.text, "metadata": doc.metadata, "score": round(cand.score, 4), "source": doc.source,
+        "created_at": doc.created_at, "occurred_at": doc.occurred_at, "kind": doc.kind, "tier": doc.tier,
+        "where": where_of(doc), "id": doc.id,
+    }
+
+
+def where_of(doc: Doc) -> dict[str, Any]:
+    """Where to open a memory's original: ``{seq}``, ``{archive, seq}``, ``{conversation, message_id}``, ..."""
+    meta = doc.metadata
+    if doc.kind in ("log", "log_archive"):
+        found = {"seq": meta.get("seq")}
+        if doc.kind == "log_archive":
+            found["archive"] = meta.get("archive_id")
+        return found
+    if doc.id.startswith("summary:"):
+        return {"archive": meta.get("archive_id"), "first_seq": meta.get("first_seq"), "last_seq": meta.get("last_seq")}
+    if doc.kind == "message":
+        return {"conversation": meta.get("conversation"), "message_id": meta.get("message_id"), "seq": meta.get("seq")}
+    if doc.id.startswith("sum:"):
+        return {"conversation": meta.get("conversation"), "summary_id": meta.get("summary_id")}
+    if doc.kind == "fact":
+        return {"fact": meta.get("key")}
+    if doc.kind == "item":
+        return {"namespace": meta.get("namespace"), "key": meta.get("key"), "path": meta.get("path")}
+    return {"note": doc.id.partition(":")[2]}

@@ -1,0 +1,354 @@
+"""PostgresDatabase: memory.db's tables in one PostgreSQL schema, used exactly like :class:`core.memory.storage.sqlite.Database`.
+
+``db.conn.execute(sql, params)`` runs one statement on a pooled connection
+(autocommit) and returns its rows; ``with db.transaction() as conn`` holds one
+connection for a ``BEGIN ... COMMIT``. Rows answer ``row[0]`` and
+``row["name"]`` like ``sqlite3.Row``. The statements are memory.db's own,
+translated (:mod:`core.memory.storage.postgres.translate`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from contextlib import contextmanager, suppress
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from core.config import StorageConfig
+from core.errors import DatabaseUnavailableError, LockTimeoutError
+from core.memory.files import fault_points
+from core.memory.storage.dialect import POSTGRES
+from core.memory.storage.postgres import migrate
+from core.memory.storage.postgres.pool import converted, pool_for, probe
+from core.memory.storage.postgres.translate import translate
+
+log = logging.getLogger(__name__)
+
+ITER_PAGE = 64
+"""Rows fetched at a time by :meth:`PostgresDatabase.iterate`: about what one context needs."""
+_FIRST_WAIT_S = 0.005
+_LONGEST_WAIT_S = 0.2
+
+
+class Row(tuple):
+    """A result row readable by position and by column name, like ``sqlite3.Row``."""
+
+    __slots__ = ()
+    _index: dict[str, int] = {}
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        if isinstance(key, str):
+            try:
+                key = self._index[key]
+            except KeyError:
+                raise IndexError(f"no column named {key!r}") from None
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+
+@lru_cache(maxsize=1024)
+def _row_class(names: tuple[str, ...]) -> type[Row]:
+    index: dict[str, int] = {}
+    for position, name in enumerate(names):
+        index.setdefault(name, position)  # the first of equal names wins, as in sqlite3.Row
+    return type("Row", (Row,), {"__slots__": (), "_index": index})
+
+
+def row_factory(cursor: psycopg.Cursor) -> Any:
+    """psycopg's row factory for :class:`Row`."""
+    description = cursor.description
+    if description is None:
+        return tuple
+    return _row_class(tuple(column.name for column in description))
+
+
+def advisory_key(*parts: object) -> int:
+    """A signed 64-bit advisory-lock key for ``parts`` (hashed, so any text fits)."""
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class Result:
+    """The rows of a statement already read from the server."""
+
+    __slots__ = ("_rows", "_next", "rowcount")
+
+    def __init__(self, rows: list, rowcount: int) -> None:
+        self._rows = rows
+        self._next = 0
+        self.rowcount = rowcount
+
+    def fetchone(self) -> Any:
+        if self._next >= len(self._rows):
+            return None
+        self._next += 1
+        return self._rows[self._next - 1]
+
+    def fetchall(self) -> list:
+        rows = self._rows[self._next:]
+        self._next = len(self._rows)
+        return rows
+
+    def __iter__(self) -> Iterator:
+        while self._next < len(self._rows):
+            self._next += 1
+            yield self._rows[self._next - 1]
+
+
+class PipelinedCursor:
+    """A statement's cursor in a pipelined transaction: reading rows or ``rowcount`` waits for its result."""
+
+    __slots__ = ("_cursor", "_pipeline", "_db")
+
+    def __init__(self, cursor: psycopg.Cursor, pipeline: psycopg.Pipeline, db: "PostgresDatabase") -> None:
+        self._cursor, self._pipeline, self._db = cursor, pipeline, db
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone()  # psycopg syncs the pipeline for it
+
+    def fetchall(self) -> list:
+        return self._cursor.fetchall()
+
+    def __iter__(self) -> Iterator:
+        return iter(self._cursor)
+
+    @property
+    def rowcount(self) -> int:
+        try:
+            self._pipeline.sync()
+        except psycopg.Error as exc:
+            raise self._db.error(exc) from exc
+        return self._cursor.rowcount
+
+
+class BoundConnection:
+    """One checked-out connection (in a transaction): ``execute`` and ``executemany`` like sqlite3's."""
+
+    def __init__(self, raw: psycopg.Connection, pipeline: psycopg.Pipeline, db: "PostgresDatabase") -> None:
+        self.raw = raw
+        self.pipeline = pipeline
+        self.db = db
+
+    def execute(self, sql: str, params: Sequence | None = None) -> PipelinedCursor:
+        try:
+            return PipelinedCursor(self.raw.execute(translate(sql), params or ()), self.pipeline, self.db)
+        except psycopg.Error as exc:
+            raise self.db.error(exc) from exc
+
+    def executemany(self, sql: str, rows: Iterable[Sequence]) -> PipelinedCursor:
+        cursor = self.raw.cursor()
+        try:
+            cursor.executemany(translate(sql), list(rows))
+        except psycopg.Error as exc:
+            raise self.db.error(exc) from exc
+        return PipelinedCursor(cursor, self.pipeline, self.db)
+
+
+class _AutocommitConnection:
+    """``db.conn`` outside a transaction: each statement on a pooled connection, committed at once."""
+
+    def __init__(self, db: "PostgresDatabase") -> None:
+        self.db = db
+
+    def execute(self, sql: str, params: Sequence | None = None) -> Result:
+        with self.db.connection() as raw:
+            try:
+                cursor = raw.execute(translate(sql), params or ())
+                rows = cursor.fetchall() if cursor.description is not None else []
+            except psycopg.Error as exc:
+                raise self.db.error(exc) from exc
+            return Result(rows, cursor.rowcount)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence]) -> Result:
+        with self.db.transaction() as conn:
+            return Result([], conn.executemany(sql, rows).rowcount)
+
+
+class ReadOnlyConnection:
+    """The connection of one read-only transaction: ``execute`` takes memory.db's SQL, like sqlite3's."""
+
+    def __init__(self, raw: psycopg.Connection, dsn: str, config: StorageConfig) -> None:
+        self.raw, self.dsn, self.config = raw, dsn, config
+
+    def execute(self, sql: str, params: Sequence | None = None) -> psycopg.Cursor:
+        try:
+            return self.raw.execute(translate(sql), params or ())
+        except psycopg.Error as exc:
+            raise converted(exc, self.dsn, self.config) from exc
+
+
+@contextmanager
+def snapshot(dsn: str, schema: str, config: StorageConfig) -> Iterator[ReadOnlyConnection]:
+    """One read-only, repeatable-read transaction on ``schema``, which is neither created nor migrated:
+    every read in the block sees one state while engines go on writing, and the server refuses a write.
+
+    Raises:
+        DatabaseUnavailableError: the server cannot be reached.
+    """
+    pool = pool_for(dsn, schema, config, row_factory=row_factory)
+    try:
+        with pool.connection() as raw:
+            raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                yield ReadOnlyConnection(raw, dsn, config)
+            finally:
+                with suppress(psycopg.Error):  # a lost connection ended the transaction; the pool drops it
+                    raw.execute("ROLLBACK")
+    except (psycopg.Error, PoolTimeout) as exc:
+        raise converted(exc, dsn, config) from exc
+
+
+class PostgresDatabase:
+    """One agent's memory tables in the schema ``schema`` of the server at ``dsn``."""
+
+    dialect = POSTGRES
+
+    def __init__(self, dsn: str, schema: str, config: StorageConfig | None = None,
+                 path: Path | None = None) -> None:
+        """``path`` is the agent's memory.db path, kept for messages and for the files beside it."""
+        self.dsn = dsn
+        self.schema = schema
+        self.config = config or StorageConfig()
+        self.path = path if path is not None else Path(schema)
+        self._local = threading.local()
+        self._auto = _AutocommitConnection(self)
+        self._pool: ConnectionPool | None = None
+        self._guard = threading.Lock()
+
+    def __repr__(self) -> str:
+        from core.memory.storage.postgres.pool import describe
+
+        return f"PostgresDatabase({describe(self.dsn)!r}, schema={self.schema!r})"
+
+    # -- connections -------------------------------------------------------------
+
+    def pool(self) -> ConnectionPool:
+        """The pool (opened, and the schema migrated, on first use)."""
+        with self._guard:
+            if self._pool is None or self._pool.closed:
+                pool = pool_for(self.dsn, self.schema, self.config, row_factory=row_factory)
+                migrate.ensure(self.dsn, self.schema, self.config)
+                self._pool = pool
+            return self._pool
+
+    @property
+    def conn(self) -> BoundConnection | _AutocommitConnection:
+        """This thread's transaction's connection, else one that runs each statement on its own."""
+        bound = getattr(self._local, "bound", None)
+        return bound if bound is not None else self._auto
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection for the ``with`` block."""
+        pool = self.pool()
+        try:
+            raw = pool.getconn()
+        except PoolTimeout as exc:
+            probe(self.dsn, self.config)  # a server that is down is said so, not "all connections busy"
+            raise self.error(exc) from exc
+        try:
+            yield raw
+        finally:
+            pool.putconn(raw)
+
+    @contextmanager
+    def transaction(self) -> Iterator[BoundConnection]:
+        """A ``BEGIN ... COMMIT`` on one connection: all of the block is written, or none (nested: a savepoint)."""
+        bound = getattr(self._local, "bound", None)
+        if bound is not None:
+            with self.converting(), bound.raw.transaction():
+                yield bound
+            return
+        # Pipeline mode: statements whose results nobody reads go out without waiting for the server.
+        with self.connection() as raw, self.converting(), raw.pipeline() as pipeline, raw.transaction():
+            self._local.bound = bound = BoundConnection(raw, pipeline, self)
+            try:
+                yield bound
+                fault_points.reach("db.commit")
+            finally:
+                self._local.bound = None
+
+    def checkpoint(self) -> None:
+        """Nothing to do: the server checkpoints its own write-ahead log."""
+
+    def iterate(self, sql: str, params: Sequence = ()) -> Iterator[Row]:
+        """The rows of a long read, fetched a page at a time (a server-side cursor), so a reader that
+        stops early (assembling a context) does not read them all; one snapshot throughout."""
+        bound = getattr(self._local, "bound", None)
+        if bound is not None:
+            yield from bound.execute(sql, params)
+            return
+        with self.connection() as raw, self.converting(), raw.transaction():
+            with raw.cursor(name="agentos_read") as cursor:
+                cursor.itersize = ITER_PAGE
+                cursor.execute(translate(sql), params or ())
+                yield from cursor
+
+    @contextmanager
+    def converting(self) -> Iterator[None]:
+        """psycopg's errors in the block (a statement, BEGIN, COMMIT or ROLLBACK) raised as the library's."""
+        try:
+            yield
+        except psycopg.Error as exc:
+            raise self.error(exc) from exc
+
+    def error(self, exc: BaseException):
+        """The library error for ``exc``; after a lost connection the pool drops its idle ones that died too
+        (a server restarted or failed over), so the next operation gets a live one."""
+        error = converted(exc, self.dsn, self.config)
+        if isinstance(error, DatabaseUnavailableError) and self._pool is not None:
+            self._pool.check()
+        return error
+
+    # -- what differs from SQLite ---------------------------------------------------
+
+    def serialize(self, conn: BoundConnection, *key: object) -> None:
+        """Inside a transaction: wait for every other transaction holding ``key`` (across hosts) to end."""
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (advisory_key(self.schema, *key),))
+
+    @contextmanager
+    def exclusive(self, timeout: float, *key: object) -> Iterator[None]:
+        """Hold the lock ``key`` for the block, across processes and hosts (released if this process dies).
+
+        Raises:
+            LockTimeoutError: another holder kept it for ``timeout`` seconds.
+        """
+        lock = advisory_key(self.schema, *key)
+        with self.connection() as raw:
+            deadline = time.monotonic() + timeout
+            wait = _FIRST_WAIT_S
+            try:
+                while not raw.execute("SELECT pg_try_advisory_lock(%s)", (lock,)).fetchone()[0]:
+                    if time.monotonic() >= deadline:
+                        raise LockTimeoutError(
+                            f"{'/'.join(map(str, key))} of schema {self.schema} stayed locked for {timeout:g}s: "
+                            "another process is working on it; wait for it or stop it")
+                    time.sleep(wait)
+                    wait = min(wait * 2, _LONGEST_WAIT_S)
+            except psycopg.Error as exc:
+                raise self.error(exc) from exc
+            try:
+                yield
+            finally:
+                try:
+                    raw.execute("SELECT pg_advisory_unlock(%s)", (lock,))
+                except psycopg.Error as exc:  # the connection is gone, and the lock with it
+                    log.warning("could not unlock %s: %s", key, exc)
+
+    def conversation_lock(self, conv: int, timeout: float):
+        """The lock that lets one compaction at a time work on conversation ``conv``."""
+        return self.exclusive(timeout, "compaction", conv)
+
+    def close(self) -> None:
+        """Forget this object's pool (shared by the process, and closed with it). Safe to call twice."""
+        self._pool = None
+        self._local = threading.local()

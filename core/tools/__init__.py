@@ -1,1 +1,0 @@
-"""Engine tools that are not memory skills: the workspace file tools."""
