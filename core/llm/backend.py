@@ -21,6 +21,11 @@ def resolve_host(flag: str | None = None, configured: str = "") -> str:
     return flag or configured or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
 
 
+HANDOFF_OPENING = "You are handing this session over to a fresh assistant"
+"""The words that open every handoff request the engine sends (its ``prompts/HANDOFF.md``): a backend
+that cannot summarise, the offline one, answers such a request with a deterministic summary."""
+
+
 TextSink = Callable[[str], None]
 """Receives a reply's text piece by piece as the model produces it."""
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import TYPE_CHECKING, Protocol, Sequence
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Callable, ContextManager, Protocol, Sequence
 
 from core.errors import BackendError, ConfigError
 from core.llm.backend import resolve_host
-from core.terminal.spinner import progress
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,6 +37,9 @@ MINILM_DIMENSION = 384
 
 _model_guard = threading.Lock()
 _minilm_model = None
+
+Progress = Callable[[str], ContextManager[object]]
+"""``progress(label)`` is open while a long operation runs: a command line shows a spinner with the label."""
 
 
 class Embedder(Protocol):
@@ -71,14 +74,17 @@ def checked_vectors(raw: object, count: int, dimension: int | None, name: str) -
     return vectors / norms
 
 
-def load_minilm():
+def load_minilm(progress: Progress | None = None):
     """The process's all-MiniLM-L6-v2 runner, loaded once: ONNX Runtime (:mod:`core.llm.minilm_onnx`,
     built from the weights on first use, ~0.2 s to load later) or, where that cannot run and
-    sentence-transformers is installed, sentence-transformers (imports torch, ~6 s)."""
+    sentence-transformers is installed, sentence-transformers (imports torch, ~6 s).
+
+    ``progress`` is open while the model loads (not when it is loaded already)."""
     global _minilm_model
     with _model_guard:
         if _minilm_model is None:
-            with progress("loading the embedding model (first use)"):
+            log.info("loading the embedding model all-MiniLM-L6-v2 (first use)")
+            with (progress or nullcontext)("loading the embedding model (first use)"):
                 _minilm_model = _load_minilm()
             log.info("embedding model all-MiniLM-L6-v2 loaded (%s)", _minilm_model.runtime)
         return _minilm_model
@@ -165,6 +171,10 @@ class MiniLMEmbedder:
 
     name = MINILM_NAME
 
+    def __init__(self, progress: Progress | None = None) -> None:
+        self.progress = progress
+        """Open while the model loads on first use (a command line's spinner); None shows nothing."""
+
     def dimension(self) -> int:
         return MINILM_DIMENSION
 
@@ -173,7 +183,7 @@ class MiniLMEmbedder:
 
         if not texts:
             return np.zeros((0, MINILM_DIMENSION), dtype=np.float32)
-        raw = load_minilm().embed(list(texts))
+        raw = load_minilm(self.progress).embed(list(texts))
         return checked_vectors(raw, len(texts), MINILM_DIMENSION, self.name)
 
     def __repr__(self) -> str:

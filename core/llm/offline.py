@@ -17,8 +17,7 @@ import json
 import re
 from typing import Any
 
-from core.engine import prompts
-from core.llm.backend import ChatReply, TextSink, ToolCall
+from core.llm.backend import HANDOFF_OPENING, ChatReply, TextSink, ToolCall
 
 NOTICE = (
     "WARNING: running with the OFFLINE backend (no model server). It only handles simple explicit "
@@ -65,7 +64,7 @@ class OfflineBackend:
         offered = {t["function"]["name"] for t in tools}
         system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
         user, results = _last_request(messages)
-        if user.startswith(prompts.load("HANDOFF")):
+        if user.startswith(HANDOFF_OPENING):
             return ChatReply(text=handoff_summary(user))
         if results:
             return ChatReply(text=_conclude(user, results, system))
