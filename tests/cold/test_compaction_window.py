@@ -81,7 +81,7 @@ def test_a_long_lcm_leaf_is_summarised_in_pieces_that_fit(small_model):
     """An LCM leaf of ~20,000 characters on a 4,096-token model: several calls, none cut, one summary."""
     from core.llm.backend import generate_with
     from core.llm.ollama_backend import OllamaBackend
-    from core.memory.provider.types import SummarizeOptions
+    from core.memory.provider import SummarizeOptions
     from core.plugins.memory.lcm.summarizer import LLMSummarizer
 
     backend = OllamaBackend("llama3.1", host=small_model.host)

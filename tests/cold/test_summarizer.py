@@ -90,3 +90,32 @@ def test_prompts_are_markdown_files_with_placeholders():
         assert "{{entries}}" in load_prompt(name)
         rendered = render_prompt(name, entries()[:3], 80)
         assert "{{" not in rendered and "routine tool call 1" in rendered
+
+
+def test_log_and_conversation_summaries_escalate_alike():
+    """LOG.md compaction and LCM go normal -> aggressive -> deterministic through one escalation; a failing
+    model gives LOG.md the deterministic summary and makes LCM's summary fail (its session stays untouched)."""
+    import pytest
+
+    from core.errors import SummarizerError
+    from core.memory.compaction.escalation import summarize_escalating
+    from core.memory.provider import SummarizeOptions
+    from core.plugins.memory.lcm import LLMSummarizer
+
+    prompts = ["normal", "aggressive"]
+    oversize = Scripted("word " * 500, "word " * 500)
+    made = summarize_escalating(oversize, prompts, 50, lambda: "extract")
+    assert (made.text, made.method, oversize.prompts) == ("extract", "deterministic", prompts)
+    assert summarize_escalating(Scripted("word " * 500, "short"), prompts, 50, lambda: "x").method == "llm-aggressive"
+
+    text = "\n".join(f"Line {n}: the deploy failed with error {n}. More detail follows here." for n in range(40))
+    options = SummarizeOptions(target_tokens=40)
+    lcm = LLMSummarizer(Scripted("blah " * 400, "blah " * 400)).summarize(text, options)
+    assert "blah" not in lcm and "Line 0" in lcm  # the extract of the source, as for LOG.md above
+    failing = Scripted(BackendUnavailableError("no server"))
+    with pytest.raises(SummarizerError):
+        LLMSummarizer(failing).summarize(text, options)
+    with pytest.raises(SummarizerError):
+        summarize_escalating(Scripted(SummarizerError("down")), prompts, 50, lambda: "x")
+    assert summarize_escalating(Scripted(SummarizerError("down")), prompts, 50, lambda: "x",
+                                fallback_on_error=True).method == "deterministic"

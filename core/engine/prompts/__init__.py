@@ -1,14 +1,10 @@
-"""The engine's prompts, kept as Markdown files beside this module."""
+"""The engine's prompts, kept as Markdown files in this folder (package data)."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
-
-FOLDER = Path(__file__).resolve().parent
+from core.llm.templates import load_prompt
 
 
-@lru_cache(maxsize=None)
 def load(name: str) -> str:
     """The text of ``<name>.md`` in this folder, without trailing whitespace."""
-    return (FOLDER / f"{name}.md").read_text(encoding="utf-8").rstrip()
+    return load_prompt("core.engine", name).rstrip()

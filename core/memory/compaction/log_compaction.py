@@ -56,7 +56,7 @@ from core.memory.files.locking import AgentLock
 from core.memory.files.log_file import LogFile, parse_or_none, scan_bytes
 from core.memory.files.log_format import HEADER, LogEntry, check_text, is_compaction_summary
 from core.memory.secrets.redaction import redactor_of
-from core.memory.compaction.summarizer import LogSummarizer, Summarizer, Summary
+from core.memory.compaction.summarizer import LogSummarizer, Summary
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -194,7 +194,7 @@ class LogCompactor:
     # -- the protocol -------------------------------------------------------------
 
     def run(
-        self, summarizer: Summarizer | None, summary: str | None = None, *, force: bool = False,
+        self, summarizer: LogSummarizer | None, summary: str | None = None, *, force: bool = False,
         dry_run: bool = False, wait: bool = True, index: bool = True, progress: Progress | None = None,
         step: Callable[[], ContextManager[object]] = nullcontext,
     ) -> CompactionReport:
@@ -263,7 +263,7 @@ class LogCompactor:
             raise ValidationError(f"the summary is {size} bytes; a LOG entry holds at most "
                                   f"{self.config.memory.max_entry_bytes} (memory.max_entry_bytes): shorten it")
 
-    def _summarize(self, summarizer: Summarizer, plan: Plan) -> Summary:
+    def _summarize(self, summarizer: LogSummarizer, plan: Plan) -> Summary:
         """The summarizer's summary, or the deterministic one if it is too long to be an entry."""
         made = summarizer.summarize(derivable(self.db, plan.entries))
         try:

@@ -18,15 +18,15 @@ input rejected); any failure of it escalates.
 from __future__ import annotations
 
 import logging
-import re
 import threading
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from dataclasses import replace
+from typing import Callable, Sequence
 
 from core.errors import SummarizerError
+from core.llm.templates import fill
+from core.llm.templates import load_prompt as load_template
 from core.llm.window import ContextWindow
-from core.memory.compaction.escalation import OVERSIZE_RATIO, escalate
+from core.memory.compaction.escalation import METHODS, OVERSIZE_RATIO, Summary, summarize_escalating
 from core.memory.compaction.extractive import extractive_summary
 from core.memory.compaction.fitting import BoundedModel, pack, reduce, room_chars
 from core.memory.files.log_format import LogEntry
@@ -42,31 +42,15 @@ def render_entry(entry: LogEntry) -> str:
 Generate = Callable[[str], str]
 """An LLM backend: prompt in, text out."""
 
-PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 PROMPTS = ("log_summary", "log_summary_aggressive")
 MERGE_PROMPT = "log_summary_merge"
-METHODS = ("llm", "llm-aggressive")
 
-
-@dataclass(frozen=True)
-class Summary:
-    """A summary and how it was made."""
-
-    text: str
-    method: str
-    """``llm``, ``llm-aggressive``, ``deterministic`` or ``given``."""
-
-
-class Summarizer(Protocol):
-    """Turns LOG.md entries into one summary text."""
-
-    def summarize(self, entries: Sequence[LogEntry]) -> Summary:
-        """Return a non-empty summary of ``entries``."""
+__all__ = ["Generate", "LogSummarizer", "METHODS", "Summary", "load_prompt", "pack_entries", "render_prompt"]
 
 
 def load_prompt(name: str) -> str:
-    """The Markdown prompt ``prompts/<name>.md``."""
-    return (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
+    """The Markdown prompt ``prompts/<name>.md`` (package data)."""
+    return load_template("core.memory.compaction", name)
 
 
 def render_prompt(name: str, entries: Sequence[LogEntry], target_tokens: int) -> str:
@@ -74,11 +58,6 @@ def render_prompt(name: str, entries: Sequence[LogEntry], target_tokens: int) ->
     return fill(load_prompt(name), first_seq=str(entries[0].seq if entries else 0),
                 last_seq=str(entries[-1].seq if entries else 0), target_tokens=str(target_tokens),
                 entries="\n".join(render_entry(e) for e in entries))
-
-
-def fill(template: str, **values: str) -> str:
-    """Replace ``{{key}}`` placeholders (plain replacement, in one pass: values may hold braces)."""
-    return re.sub(r"\{\{(\w+)\}\}", lambda m: values.get(m.group(1), m.group(0)), template)
 
 
 class LogSummarizer:
@@ -142,19 +121,13 @@ class LogSummarizer:
             return model(prompt)
 
         prompts = (render_prompt(name, entries, target) for name in PROMPTS)  # built when asked
-        try:
-            found = escalate(ask, prompts, target)
-        except SummarizerError as exc:
+        made = summarize_escalating(ask, prompts, target, lambda: self.deterministic(entries, target).text,
+                                    fallback_on_error=True)
+        if made.method == "deterministic":  # failed, or twice over the target: counted as failing
             self.failures += 1
-            log.warning("LLM summary failed (%s): using the deterministic summary", exc)
-            return self.deterministic(entries, target)
-        if found is None:  # twice over the target: a model that will not keep to it, counted as failing
-            self.failures += 1
-            log.warning("LLM summaries over %d tokens: using the deterministic summary", target)
-            return self.deterministic(entries, target)
-        index, text = found
-        log.info("LOG.md summary by %s: %d tokens", METHODS[index], estimate_tokens(text))
-        return Summary(text, METHODS[index])
+        else:
+            log.info("LOG.md summary by %s: %d tokens", made.method, estimate_tokens(made.text))
+        return made
 
     def _merge(self, model: BoundedModel, entries: Sequence[LogEntry], summaries: str) -> str:
         """One summary of partial summaries, escalating to half the target once."""

@@ -24,11 +24,11 @@ from core.memory.provider.capabilities import (
     Searcher,
     SessionManager,
     SessionSnapshotStore,
-    Summarizer,
     VersionedConstraintStore,
     VersionedProfileStore,
     capabilities,
 )
+from core.memory.compaction.escalation import SummarizeOptions, Summarizer  # shared with LOG.md compaction
 from core.memory.provider.context import bind, current_session
 from core.memory.provider.messages import Message, ToolCall
 from core.memory.provider.tool import MemoryTool, build_tool
@@ -51,7 +51,6 @@ from core.memory.provider.types import (
     SessionInfo,
     SessionSnapshot,
     SessionStats,
-    SummarizeOptions,
 )
 from core.memory.tokens import estimate_tokens
 

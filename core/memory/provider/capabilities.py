@@ -25,7 +25,6 @@ from core.memory.provider.types import (
     SessionInfo,
     SessionSnapshot,
     SessionStats,
-    SummarizeOptions,
 )
 
 
@@ -205,17 +204,6 @@ class Reviewer(Protocol):
 
     def build_review_context(self, session: Session, since: str = "") -> str:
         """Background summaries plus the messages since ``since`` (all when "")."""
-
-
-class Summarizer(Protocol):
-    """Turns text into a shorter text."""
-
-    def summarize(self, text: str, options: SummarizeOptions) -> str:
-        """A non-empty summary of ``text``.
-
-        Raises:
-            SummarizerError: no usable summary could be produced.
-        """
 
 
 CAPABILITIES: dict[str, type] = {

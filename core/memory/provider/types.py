@@ -231,17 +231,3 @@ class SessionSnapshot:
     agent_id: str
     version: int
     updated_at: str
-
-
-@dataclass(frozen=True)
-class SummarizeOptions:
-    """How a summary should be written."""
-
-    is_condensed: bool = False
-    """True when the text is a run of summaries rather than messages."""
-    depth: int = 0
-    aggressive: bool = False
-    previous: str = ""
-    """The summary just before this one, for continuity."""
-    target_tokens: int = 0
-    """Desired length; 0 = a third of the input."""

@@ -1,10 +1,10 @@
 """Summarizers for LCM compaction: an LLM summarizer with escalation and a deterministic extractive one.
 
-The LLM summarizer tries a normal prompt, then an aggressive one when the
-answer is longer than 150% of the target, then falls back to the
-deterministic extract of the *source* text, so a summary is always shorter
-than what it replaces. The deterministic summarizer needs no model and is
-what compaction uses offline and in benchmarks.
+Both meet :class:`core.memory.compaction.escalation.Summarizer`. The LLM summarizer escalates as
+LOG.md compaction does (:func:`~core.memory.compaction.escalation.summarize_escalating`): a normal
+prompt, an aggressive one when the answer is longer than 150% of the target, then the
+deterministic extract of the *source* text, so a summary is always shorter than what it replaces.
+The deterministic summarizer needs no model and is what compaction uses offline and in benchmarks.
 """
 
 from __future__ import annotations
@@ -13,20 +13,18 @@ import logging
 import re
 import threading
 from dataclasses import replace
-from functools import lru_cache
-from pathlib import Path
 from typing import Callable
 
 from core.errors import AgentOSError, SummarizerError
+from core.llm.templates import load_prompt as load_template
 from core.llm.window import ContextWindow
-from core.memory.compaction.escalation import escalate
+from core.memory.compaction.escalation import summarize_escalating
 from core.memory.compaction.fitting import map_reduce, room_chars, window_of_generate
-from core.memory.provider.types import SummarizeOptions
+from core.memory.provider import SummarizeOptions
 from core.memory.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 
-PROMPTS_DIR = Path(__file__).parent / "prompts"
 LINE_CHARS = 200
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
@@ -37,10 +35,9 @@ def target_tokens(text: str, options: SummarizeOptions) -> int:
     return options.target_tokens or max(1, estimate_tokens(text) // 3)
 
 
-@lru_cache(maxsize=None)
 def load_prompt(name: str) -> str:
-    """The Markdown prompt ``prompts/<name>.md``."""
-    return (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
+    """The Markdown prompt ``prompts/<name>.md`` (package data)."""
+    return load_template("core.plugins.memory.lcm", name)
 
 
 def build_prompt(text: str, options: SummarizeOptions) -> str:
@@ -114,8 +111,8 @@ class LLMSummarizer:
 
     def _escalated(self, text: str, options: SummarizeOptions) -> str:
         prompts = [build_prompt(text, replace(options, aggressive=aggressive)) for aggressive in (False, True)]
-        found = escalate(self._ask, prompts, target_tokens(text, options))
-        return found[1] if found else self.fallback.summarize(text, options)
+        return summarize_escalating(self._ask, prompts, target_tokens(text, options),
+                                    lambda: self.fallback.summarize(text, options)).text
 
     def _ask(self, prompt: str) -> str:
         try:
