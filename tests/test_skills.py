@@ -150,3 +150,20 @@ def test_skill_metadata_without_name_is_an_error(agents_home: Path) -> None:
     (folder / "broken.py").write_text("SKILL_METADATA = {}\ndef execute(agent_name):\n    pass\n")
     with pytest.raises(ValidationError, match="lacks"):
         discover("finn")
+
+
+def test_skills_the_engine_and_the_store_share_one_manager_per_agent(agents_home: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """One MemoryManager per agent and agents home in a process: a skill's write is the engine's and the store's."""
+    from core.engine import Engine
+    from core.langgraph_store import AgentOSStore
+    from core.memory.shared import shared_manager
+    from core.skills.memory.scripts.save_fact import execute as save_fact
+
+    MemoryManager("finn").close()
+    with Engine("finn", offline=True) as engine:
+        assert engine.manager is shared_manager("finn") is AgentOSStore("finn").manager
+        save_fact(agent_name="finn", key="city", value="Porto", category="personal")
+        assert engine.manager.get_fact("city") == "Porto"
+    monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "other-home"))
+    assert shared_manager("finn") is not engine.manager  # another home: another agent of the same name

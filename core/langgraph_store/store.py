@@ -47,7 +47,7 @@ from core.langgraph_store.items import ItemTable, namespace_matches, namespace_t
 from core.memory.storage.facts import redact
 from core.memory.recall.docs import Filters
 from core.memory_manager import MemoryManager
-from core.skills.base import memory_for
+from core.memory.shared import shared_manager
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class AgentOSStore(BaseStore):
             ValidationError: the index config names an embedder or unknown keys.
         """
         self.fields = _fields(index)
-        self.manager = manager or memory_for(agent)
+        self.manager = manager or shared_manager(agent)
         self.items = ItemTable(self.manager.db)
 
     # -- BaseStore ----------------------------------------------------------------------

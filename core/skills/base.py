@@ -1,4 +1,4 @@
-"""Build a skill's ``SKILL_METADATA`` from its ``execute`` function, and open agents' memories.
+"""Build a skill's ``SKILL_METADATA`` from its ``execute`` function.
 
 The name comes from the module, the description from the docstring's first
 paragraph, the JSON schema from the type hints (through pydantic) and the docstring's ``Args:``.
@@ -8,27 +8,11 @@ paragraph, the JSON schema from the type hints (through pydantic) and the docstr
 from __future__ import annotations
 
 import inspect
-import threading
 from typing import Any, Callable
 
-from core.memory_manager import MemoryManager
-from core.paths import agents_home
 from core.skills.arguments import BOUND_PARAMETERS, Arguments
 
-__all__ = ["BOUND_PARAMETERS", "function_arguments", "memory_for", "skill_metadata"]
-
-_managers: dict[tuple[str, str], MemoryManager] = {}
-_managers_guard = threading.Lock()
-
-
-def memory_for(agent_name: str) -> MemoryManager:
-    """The process's MemoryManager for ``agent_name`` in the current agents home (opened once)."""
-    key = (str(agents_home()), agent_name)
-    with _managers_guard:
-        manager = _managers.get(key)
-        if manager is None:
-            manager = _managers[key] = MemoryManager(agent_name)
-        return manager
+__all__ = ["BOUND_PARAMETERS", "function_arguments", "skill_metadata"]
 
 
 def skill_metadata(execute: Callable[..., Any], name: str) -> dict[str, Any]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from core.errors import ToolArgumentError
-from core.skills.base import memory_for, skill_metadata
+from core.memory.shared import shared_manager
+from core.skills.base import skill_metadata
 
 
 def execute(
@@ -24,7 +25,7 @@ def execute(
     """
     if memory_id is None and query is None and before is None:
         raise ToolArgumentError("forget_memory: give memory_id, or a query and/or a before date")
-    manager = memory_for(agent_name)
+    manager = shared_manager(agent_name)
     if memory_id is not None:
         forgotten = [memory_id] if manager.forget_memory(memory_id) else []
     else:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.skills.base import memory_for, skill_metadata
+from core.memory.shared import shared_manager
+from core.skills.base import skill_metadata
 
 
 def execute(agent_name: str, key: str) -> dict[str, Any]:
@@ -13,7 +14,7 @@ def execute(agent_name: str, key: str) -> dict[str, Any]:
     Args:
         key: the fact's key, e.g. api_key.
     """
-    manager = memory_for(agent_name)
+    manager = shared_manager(agent_name)
     fact = manager.facts.get(key)
     if fact is None:
         known = [f["key"] for f in manager.list_facts()]

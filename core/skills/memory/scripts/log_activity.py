@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from core.skills.base import memory_for, skill_metadata
+from core.memory.shared import shared_manager
+from core.skills.base import skill_metadata
 
 
 def execute(
@@ -20,7 +21,7 @@ def execute(
         entry_type: THOUGHT, TOOL_USE, USER_FEEDBACK, ERROR or SYSTEM.
         metadata: optional JSON object with details (paths, parameters).
     """
-    seq = memory_for(agent_name).append_log(entry_type, content, metadata)
+    seq = shared_manager(agent_name).append_log(entry_type, content, metadata)
     return {"logged": True, "seq": seq}
 
 

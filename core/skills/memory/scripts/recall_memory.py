@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Literal, Optional
 
 from core.errors import ToolArgumentError
-from core.skills.base import memory_for, skill_metadata
+from core.memory.shared import shared_manager
+from core.skills.base import skill_metadata
 
 MAX_RESULTS = 20
 
@@ -32,7 +33,7 @@ def execute(
         raise ToolArgumentError(f"recall_memory: n_results must be an integer from 1 to {MAX_RESULTS}")
     if not isinstance(query, str) or not query.strip():
         raise ToolArgumentError("recall_memory: query must be a non-empty string")
-    return memory_for(agent_name).recall_memory(query, n_results=n_results, kind=kind, since=since, until=until)
+    return shared_manager(agent_name).recall_memory(query, n_results=n_results, kind=kind, since=since, until=until)
 
 
 SKILL_METADATA = skill_metadata(execute, name="recall_memory")

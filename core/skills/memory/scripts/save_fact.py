@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from core.skills.base import memory_for, skill_metadata
+from core.memory.shared import shared_manager
+from core.skills.base import skill_metadata
 
 
 def execute(
@@ -20,7 +21,7 @@ def execute(
         value: the value to remember.
         category: general, preference, personal, config, or secret (API keys, passwords: never shown in prompts or logs).
     """
-    fact = memory_for(agent_name).save_fact(key, value, category)
+    fact = shared_manager(agent_name).save_fact(key, value, category)
     return {"saved": fact["key"], "category": fact["category"]}
 
 

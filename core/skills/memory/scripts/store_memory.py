@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from core.errors import ToolArgumentError
-from core.skills.base import memory_for, skill_metadata
+from core.memory.shared import shared_manager
+from core.skills.base import skill_metadata
 
 
 def execute(
@@ -26,7 +27,7 @@ def execute(
     """
     if not isinstance(content, str) or not content.strip():
         raise ToolArgumentError("store_memory: content must be a non-empty string")
-    memory_id = memory_for(agent_name).store_memory(content, metadata, occurred_at=occurred_at,
+    memory_id = shared_manager(agent_name).store_memory(content, metadata, occurred_at=occurred_at,
                                                     expires_at=expires_at)
     return {"id": memory_id}
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from core.skills.base import memory_for, skill_metadata
+from core.memory.shared import shared_manager
+from core.skills.base import skill_metadata
 
 
 def execute(
@@ -24,7 +25,7 @@ def execute(
         objective: the overall objective, when it changes.
         state: lifecycle state; defaults to active.
     """
-    now = memory_for(agent_name).update_now(
+    now = shared_manager(agent_name).update_now(
         new_status, next_steps, done_steps=done_steps, objective=objective, state=state
     )
     return {key: now[key] for key in ("status", "objective", "current_step", "plan", "version")}

@@ -1,0 +1,31 @@
+"""One MemoryManager per agent and process, shared by everything in the process that writes its memory.
+
+The engine, its skills, the MCP server and the LangGraph store each call :func:`shared_manager`, so their
+writes go through the same manager: one agent lock holder, one cold tier, one background compaction.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from core.memory_manager import MemoryManager
+from core.paths import agents_home
+
+__all__ = ["shared_manager"]
+
+_managers: dict[tuple[str, str], MemoryManager] = {}
+_managers_guard = threading.Lock()
+
+
+def shared_manager(agent_name: str) -> MemoryManager:
+    """The process's MemoryManager for ``agent_name`` in the current agents home (opened once).
+
+    Raises:
+        InvalidAgentNameError: the name is not a valid agent name; nothing is created.
+    """
+    key = (str(agents_home()), agent_name)
+    with _managers_guard:
+        manager = _managers.get(key)
+        if manager is None:
+            manager = _managers[key] = MemoryManager(agent_name)
+        return manager
