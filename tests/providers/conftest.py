@@ -9,13 +9,13 @@ import pytest
 
 from core.config import ProviderConfig
 from core.memory.provider import Message, Session, ToolCall
+from core.plugins.memory import PROVIDERS, open_provider
 from core.plugins.memory.lcm import DeterministicSummarizer, LCMProvider
-from core.plugins.memory.simple import SimpleProvider
 
-# Adding a provider to the contract is one line here.
+# Every registered provider (core.plugins.memory.PROVIDERS): adding one there adds it to the contract.
 PROVIDER_FACTORIES: dict[str, Callable[[Path, ProviderConfig], object]] = {
-    "lcm": lambda db, config: LCMProvider(db, summarizer=DeterministicSummarizer(), config=config),
-    "simple": lambda db, config: SimpleProvider(db, config=config),
+    name: lambda db, config, name=name: open_provider(name, db, summarizer=DeterministicSummarizer(), config=config)
+    for name in PROVIDERS
 }
 
 # Adding a database to the contract is one line here (and a fixture).

@@ -256,3 +256,19 @@ def test_tool_results_not_orphaned_after_compaction(lcm, session):
             for index, message in enumerate(got):
                 if message.role == "tool":
                     assert index and (got[index - 1].tool_calls or got[index - 1].role == "tool")
+
+
+def test_a_provider_added_to_the_registry_opens_by_name(db_path, monkeypatch):
+    """One line in PROVIDERS makes a provider openable by provider.name (and part of the conformance suite)."""
+    from core.errors import ConfigError
+    from core.plugins.memory import PROVIDERS
+    from core.plugins.memory.simple import SimpleProvider
+    from tests.providers.conftest import PROVIDER_FACTORIES
+
+    assert sorted(PROVIDER_FACTORIES) == sorted(PROVIDERS)  # the suite runs what the code can open
+    monkeypatch.setitem(PROVIDERS, "window", "core.plugins.memory.simple:SimpleProvider")
+    opened = open_provider(None, db_path, config=ProviderConfig(name="window"))
+    assert isinstance(opened, SimpleProvider)
+    opened.close()
+    with pytest.raises(ConfigError, match="lcm, simple, window"):
+        open_provider("fancy", db_path)
