@@ -252,3 +252,35 @@ def test_progress_bars_are_drawn_only_on_a_terminal(agents_home):
     assert rebuilt.returncode == 0 and "memories embedded: " in rebuilt.stdout, rebuilt.stderr
     for result in (compacted, rebuilt):
         assert "indexing:" not in result.stderr and "embedding:" not in result.stderr, result.stderr
+
+
+def test_errors_interrupts_and_a_closed_pipe_end_every_command_alike(capsys):
+    """run_cli: a library error is one line and its exit code, Ctrl-C is 130, a closed reader ends quietly."""
+    from core.errors import UnknownAgentError
+    from core.terminal import exit_codes, run_cli
+
+    def missing() -> int:
+        raise UnknownAgentError("no agent named 'zed'\nknown agents: finn")
+
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    assert run_cli(missing) == exit_codes.NOT_FOUND
+    assert capsys.readouterr().err == "error: no agent named 'zed' known agents: finn\n"
+    assert run_cli(interrupted) == exit_codes.INTERRUPTED == 130
+    assert run_cli(lambda: None) == exit_codes.OK
+
+
+@pytest.mark.parametrize("command", (["-m", "core", "facts", "--agent", "finn"],
+                                     ["-m", "core.engine", "--agent", "finn", "--offline", "status"]))
+def test_a_reader_that_went_away_ends_the_command_quietly(agents_home, command):
+    """Output into a pipe nobody reads any more (``| head``) ends with 141 and no traceback, in every CLI."""
+    MemoryManager("finn").save_fact("city", "Porto")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the command writes a byte
+    try:
+        done = subprocess.run([sys.executable, *command], cwd=ROOT, stdout=write_end, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True, timeout=120, env=dict(os.environ))
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr.count("Traceback")) == (141, 0), done.stderr

@@ -88,11 +88,11 @@ def test_the_inspector_exits_quietly_when_its_address_cannot_be_printed():
 
 def test_a_broken_pipe_that_is_not_stdout_is_not_hidden(capsys):
     """Only standard output's reader going away is quiet: another BrokenPipeError is raised as it is."""
-    from core.terminal import closed_output
+    from core.terminal import closed_output, run_cli
 
     def failing() -> int:
         raise BrokenPipeError("a socket closed by its peer")
 
     with pytest.raises(BrokenPipeError):
-        closed_output.run(failing)
+        run_cli(failing)
     assert not closed_output.discarded()

@@ -7,21 +7,18 @@
 Subcommands are registered with :func:`core.commands.base.command` in the
 modules of :data:`MODULES`: adding a module there adds its subcommands. Each
 docstring is the subcommand's ``--help``. Library errors are one line on
-stderr, with the exit codes of :mod:`core.terminal.exit_codes`.
+stderr, with the exit codes of :mod:`core.terminal.exit_codes` (:func:`core.terminal.run_cli`).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 
 from core import __version__
-from core.terminal import closed_output
-from core.terminal import exit_codes
 from core.commands.base import REGISTRY
-from core.errors import AgentOSError
+from core.terminal import exit_codes, run_cli
 
 MODULES = (
     "core.commands.agents",
@@ -54,23 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     Output piped to a reader that stops early (``agentos status | head``) ends the command
     quietly: see :mod:`core.terminal.closed_output`.
     """
-    return closed_output.run(lambda: _main(argv))
-
-
-def _main(argv: list[str] | None) -> int:
     cli = parser()
     args = cli.parse_args(argv)
     if args.command is None:
         cli.print_help(sys.stderr)
         return exit_codes.USAGE
-    if args.command != "run":  # the engine sets up its own logging
-        logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                            format="%(levelname)s %(name)s: %(message)s")
-    try:
-        return REGISTRY[args.command].run(args) or exit_codes.OK
-    except AgentOSError as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return exit_codes.for_error(exc)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return exit_codes.INTERRUPTED
+    return run_cli(lambda: REGISTRY[args.command].run(args), verbose=args.verbose)

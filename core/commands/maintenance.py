@@ -13,7 +13,7 @@ from core.commands.base import AGENT, arg, command, open_memory
 from core.memory.compaction.log_compaction import CompactionReport
 from core.memory.upkeep.rebuild import rebuild_all
 from core.paths import existing_agent
-from core.terminal.spinner import Spinner
+from core.terminal import Spinner
 
 
 @command("compact-log", AGENT, arg("--dry-run", action="store_true", help="show what would be archived; change nothing"),

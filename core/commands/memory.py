@@ -9,7 +9,7 @@ from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
 from core.errors import NotFoundError, ValidationError
 from core.memory.storage.facts import CATEGORIES
 from core.memory.recall.docs import KINDS
-from core.terminal.spinner import progress
+from core.terminal import progress
 
 
 @command("now", AGENT, JSON)

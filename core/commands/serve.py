@@ -21,10 +21,10 @@ def mcp(args: argparse.Namespace) -> int:
     running engine on the same agent.
     """
     from core.paths import existing_agent
-    from core.skills.base import memory_for
+    from core.memory.shared import shared_manager
 
     existing_agent(args.agent)
-    memory_for(args.agent).cold.warm_up()  # the model loads while the MCP SDK is imported
+    shared_manager(args.agent).cold.warm_up()  # the model loads while the MCP SDK is imported
     from core.mcp_server import serve  # the SDK is loaded only by this command
 
     if args.http:

@@ -8,22 +8,20 @@
 The same command is ``agentos run``.
 
 Interactive commands: /compact /status /now /log /facts /recall QUERY /exit.
-Library errors are printed as one line; the exit codes are those of :mod:`core.terminal.exit_codes`.
+Library errors are printed as one line (:func:`core.terminal.run_cli`); the exit codes are those of
+:mod:`core.terminal.exit_codes`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from typing import Callable
 
-from core.terminal import closed_output
-from core.terminal import exit_codes
 from core.errors import AgentOSError
 from core.paths import existing_agent
-from core.terminal.spinner import progress
+from core.terminal import ReplyDisplay, Spinner, closed_output, exit_codes, progress, run_cli
 
 EXIT_OK, EXIT_FAILED, EXIT_BLOCKED = exit_codes.OK, exit_codes.FAILED, exit_codes.BLOCKED
 """See :mod:`core.terminal.exit_codes`: the same codes for every command."""
@@ -51,44 +49,37 @@ def add_arguments(cli: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the engine from the command line; return the exit code (a closed output: core.terminal.closed_output)."""
-    return closed_output.run(lambda: execute(parser().parse_args(argv)))
+    """Run the engine from the command line; return the exit code."""
+    args = parser().parse_args(argv)
+    return run_cli(lambda: execute(args), verbose=args.verbose)
 
 
 def execute(args: argparse.Namespace) -> int:
-    """Run the engine with parsed arguments; library errors become one line on stderr and an exit code."""
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
-    try:
-        if not args.create:
-            existing_agent(args.agent)  # an unknown agent is an error that lists the agents, not a new one
-        from core.engine.runner import Engine  # imported here so --help stays instant
+    """Run the engine with parsed arguments (:func:`core.terminal.run_cli` maps its errors to exit codes)."""
+    if not args.create:
+        existing_agent(args.agent)  # an unknown agent is an error that lists the agents, not a new one
+    from core.engine.runner import Engine  # imported here so --help stays instant
 
-        with Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host) as engine:
-            print(engine.notice, file=sys.stderr)
-            if engine.recovered:
-                print(f"Found {len(engine.recovered)} interrupted run(s); NOW.md says where it stopped.", file=sys.stderr)
-            try:
-                if args.resume:
-                    return _turn(engine, engine.resume)
-                if args.task is not None:
-                    return _turn(engine, lambda: engine.run(args.task))
-                return interactive(engine)
-            finally:
-                engine.manager.close()  # lets a background LOG.md compaction finish before exit
-    except AgentOSError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exit_codes.for_error(exc)
-    except KeyboardInterrupt:
-        print("interrupted: NOW.md says where the run stopped; --resume continues it", file=sys.stderr)
-        return exit_codes.INTERRUPTED
+    with Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host) as engine:
+        print(engine.notice, file=sys.stderr)
+        if engine.recovered:
+            print(f"Found {len(engine.recovered)} interrupted run(s); NOW.md says where it stopped.", file=sys.stderr)
+        try:
+            if args.resume:
+                return _turn(engine, engine.resume)
+            if args.task is not None:
+                return _turn(engine, lambda: engine.run(args.task))
+            return interactive(engine)
+        except KeyboardInterrupt:
+            # The run's own advice; run_cli then reports the interruption like any command's.
+            print("the run stopped: NOW.md says where; --resume continues it", file=sys.stderr)
+            raise
+        finally:
+            engine.manager.close()  # lets a background LOG.md compaction finish before exit
 
 
 def _turn(engine, start: Callable) -> int:
     """Run one turn with the reply streaming to the terminal; return its exit code."""
-    from core.terminal.reply_display import ReplyDisplay
-    from core.terminal.spinner import Spinner
-
     display = ReplyDisplay()
     engine.runtime.on_text = display
     try:
@@ -121,8 +112,6 @@ def interactive(engine) -> int:
             return EXIT_OK
         try:
             if line.startswith("/"):
-                from core.terminal.spinner import Spinner
-
                 with Spinner(line.split()[0][1:]):
                     text = command(engine, line)
                 print(text)

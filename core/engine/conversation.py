@@ -26,9 +26,15 @@ from core.errors import CorruptionError, SummarizerError, ValidationError
 from core.memory.compaction.fitting import pack, room_chars, window_of_generate
 from core.memory.files.fsutil import atomic_write, storage_error
 from core.memory.files.log_format import utc_timestamp
-from core.memory.provider.capabilities import Compactor, ConstraintStore, ProfileStore, SessionManager
-from core.memory.provider.messages import Message
-from core.memory.provider.types import CompactionMode, Session
+from core.memory.provider import (
+    CompactionMode,
+    Compactor,
+    ConstraintStore,
+    Message,
+    ProfileStore,
+    Session,
+    SessionManager,
+)
 from core.memory.secrets.redaction import Redactor
 from core.memory.tokens import estimate_tokens
 from core.paths import AgentPaths

@@ -26,7 +26,7 @@ from core.engine.prompting.context_builder import ContextBuilder
 from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError
 from core.llm.backend import Backend, generate_with
 from core.llm.select import choose_backend
-from core.memory.provider.types import Session
+from core.memory.provider import Session
 from core.engine.toolbox.memory_tool import memory_tools
 from core.engine.nodes.finalize import finalize
 from core.engine.nodes.load_memory import load_memory
@@ -38,7 +38,7 @@ from core.memory.storage.backend import open_checkpointer, open_database
 from core.plugins.memory import open_provider
 from core.engine.run_lease import hold_lease
 from core.engine.session_compaction import auto_compact, compact_session
-from core.skills.base import memory_for
+from core.memory.shared import shared_manager
 from core.engine.state import AgentState
 from core.engine.toolbox.toolbox import build_toolbox
 
@@ -118,7 +118,7 @@ class Engine:
         """
         self.paths = AgentPaths.for_agent(agent_name)
         self.config = config or load_config(self.paths)
-        self.manager = memory_for(agent_name)
+        self.manager = shared_manager(agent_name)
         self._lease = hold_lease(self.paths, self.config.storage, f"{self.paths.name}:{session}")
         try:
             self._open(session, offline, model, host, backend)
@@ -286,9 +286,10 @@ class Engine:
 
     def _fail(self, run_id: str, exc: BaseException) -> None:
         """Self-annealing for an error that stops the run: log it, NOW says what to do, RUN_END error."""
-        if isinstance(exc, KeyboardInterrupt):
-            self.manager.end_run(run_id, "interrupted", "stopped by the user")
-            self.manager.update_now(state="interrupted", current_step="Stopped by the user",
+        if isinstance(exc, (KeyboardInterrupt, BrokenPipeError)):  # Ctrl-C, or `| head` stopped reading the reply
+            why = "stopped by the user" if isinstance(exc, KeyboardInterrupt) else "the reader of the reply went away"
+            self.manager.end_run(run_id, "interrupted", why)
+            self.manager.update_now(state="interrupted", current_step=why[0].upper() + why[1:],
                                     resume_hint=f"Run: python -m core.engine --agent {self.paths.name} --resume")
             return
         line = f"{type(exc).__name__}: {exc}"

@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import logging
 import signal
 import sys
 
-from core.terminal import closed_output
-from core.terminal import exit_codes
-from core.terminal.addresses import is_loopback
-from core.errors import AgentOSError
 from core.paths import agents_home, existing_agent
+from core.terminal import exit_codes, is_loopback, run_cli
 
 DEFAULT_PORT = 8765
 
@@ -46,9 +42,6 @@ def run(args: argparse.Namespace) -> int:
     """
     from core.inspector.server import InspectorServer  # --help stays instant
 
-    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
-    if args.verbose:
-        logging.getLogger("core.inspector").setLevel(logging.DEBUG)
     home = agents_home()
     if args.agent is not None:
         existing_agent(args.agent, home)
@@ -79,15 +72,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m core.inspector") 
     cli = argparse.ArgumentParser(prog=prog, description=inspect.getdoc(run),
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(cli)
-    return closed_output.run(lambda: _serve(cli, argv))
-
-
-def _serve(cli: argparse.ArgumentParser, argv: list[str] | None) -> int:
-    try:
-        return run(cli.parse_args(argv))
-    except AgentOSError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exit_codes.for_error(exc)
+    args = cli.parse_args(argv)
+    return run_cli(lambda: run(args), verbose=args.verbose)
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -36,7 +36,7 @@ from importlib import resources
 from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from core.terminal.addresses import is_loopback
+from core.terminal import is_loopback
 from core.errors import AgentOSError, NotFoundError, ValidationError
 from core.inspector import timeline
 from core.inspector.agent_view import AgentView
@@ -148,7 +148,7 @@ class InspectorHandler(BaseHTTPRequestHandler):
     do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _refuse
 
     def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
+        log.info("%s %s", self.address_string(), format % args)
 
     # -- dispatch -------------------------------------------------------------------
 

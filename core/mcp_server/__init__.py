@@ -23,15 +23,15 @@ from typing import AsyncIterator
 from mcp.server.mcpserver import MCPServer
 
 from core import __version__
-from core.terminal.addresses import is_loopback
+from core.terminal import is_loopback
 from core.errors import ValidationError
 from core.mcp_server.tools import memory_tools
 from core.memory.storage.facts import redact
-from core.memory.provider.types import Session
+from core.memory.provider import Session
 from core.paths import existing_agent
 from core.memory.storage.backend import open_database
 from core.plugins.memory import open_provider
-from core.skills.base import memory_for
+from core.memory.shared import shared_manager
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def build_server(agent: str, *, session: str = "main") -> MCPServer:
         UnknownAgentError, InvalidAgentNameError: no such agent; nothing is created.
     """
     paths = existing_agent(agent)
-    manager = memory_for(agent)
+    manager = shared_manager(agent)
     manager.cold.warm_up()  # while the client connects: its first recall_memory then finds the model loaded
     provider = open_provider(None, open_database(paths, manager.config.storage), config=manager.config.provider)
     bound = Session(id=f"{agent}:{session}", agent_id=agent, user_id=MCP_USER, channel="mcp")

@@ -19,9 +19,7 @@ from mcp_types import ToolAnnotations
 from pydantic import ConfigDict
 
 from core.errors import AgentOSError
-from core.memory.provider.context import bind
-from core.memory.provider.tool import build_tool
-from core.memory.provider.types import Session
+from core.memory.provider import Session, bind, build_tool
 from core.skills.registry import builtin_skills
 from core.engine.toolbox.toolbox import READ_ONLY
 

@@ -1,7 +1,7 @@
 """A reader that stops reading (``agentos status | head -n 1``): stop writing, exit quietly.
 
 Python ignores SIGPIPE, so writing to a pipe whose reader has gone raises BrokenPipeError,
-and an uncaught one ends in a traceback. Every command runs under :func:`run`: as the
+and an uncaught one ends in a traceback. Every command runs under :func:`core.terminal.run_cli`: as the
 Python documentation advises (``signal`` module, "Note on SIGPIPE"), standard output is
 then pointed at ``os.devnull``, so that the interpreter's own flush at exit cannot fail
 again, and the command exits with :data:`core.terminal.exit_codes.CLOSED_OUTPUT` (141, what a shell
@@ -14,27 +14,8 @@ from __future__ import annotations
 import os
 import select
 import sys
-from typing import Callable
-
-from core.terminal import exit_codes
 
 _discarded = False
-
-
-def run(main: Callable[[], int]) -> int:
-    """Run ``main`` and return its exit code, or CLOSED_OUTPUT if standard output's reader went away.
-
-    A BrokenPipeError that does not come from standard output (a socket, another pipe) is
-    raised as it is: it is a bug or an error to report, not a reader that had enough.
-    """
-    try:
-        code = main()
-        sys.stdout.flush()  # what is still buffered fails here, not in the interpreter's exit
-    except BrokenPipeError:
-        if not stdout_closed():
-            raise
-        discard_stdout()
-    return exit_codes.CLOSED_OUTPUT if _discarded else code
 
 
 def stdout_closed() -> bool:

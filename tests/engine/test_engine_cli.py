@@ -20,7 +20,7 @@ def test_import_and_help_do_not_load_torch():
     code = "import sys, core.engine, core.engine.cli; print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stderr
-    helped = subprocess.run([sys.executable, "core/engine.py", "--help"], cwd=ROOT, capture_output=True,
+    helped = subprocess.run([sys.executable, "-m", "core.engine", "--help"], cwd=ROOT, capture_output=True,
                             text=True, timeout=60)
     assert helped.returncode == 0 and "--resume" in helped.stdout
 

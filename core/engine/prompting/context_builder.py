@@ -20,10 +20,9 @@ from typing import Any
 from core.engine.prompting import budgets as sizing
 from core.engine.prompting.budgets import Budgets
 from core.errors import AgentOSError
-from core.memory.provider.capabilities import Compactor
-from core.memory.provider.types import CompactionMode, CompactionResult
+from core.memory.provider import CompactionMode, CompactionResult, Compactor
 from core.memory.tokens import estimate_tokens
-from core.plugins.memory.lcm.provider import LCMProvider
+from core.plugins.memory.lcm import LCMProvider
 from core.engine.prompting.system_prompt import PromptExtras, build_system_prompt
 
 log = logging.getLogger(__name__)

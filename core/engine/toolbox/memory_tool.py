@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.memory.provider.context import bind
-from core.memory.provider.tool import build_tool
-from core.memory.provider.types import Session
+from core.memory.provider import Session, bind, build_tool
 from core.engine.toolbox.toolbox import Tool
 
 

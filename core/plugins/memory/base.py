@@ -11,8 +11,7 @@ from typing import Iterable
 
 from core.config import ProviderConfig
 from core.memory.storage.sqlite import Database
-from core.memory.provider.messages import Message
-from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
+from core.memory.provider import ListOptions, Message, Session, SessionInfo, SessionStats
 from core.memory.secrets.redaction import redactor_of
 from core.plugins.memory import window
 from core.plugins.memory.profile import ProfileRepository

@@ -23,7 +23,7 @@ from core.memory.provider.messages import (
     tool_calls_from_json,
     tool_calls_to_json,
 )
-from core.memory.provider.types import ListOptions, Session, SessionInfo, SessionStats
+from core.memory.provider import ListOptions, Session, SessionInfo, SessionStats
 from core.memory.secrets.redaction import Redactor, redactor_of
 
 TITLE_CHARS = 60

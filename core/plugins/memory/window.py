@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from core.errors import ValidationError
-from core.memory.provider.messages import Message
+from core.memory.provider import Message
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from core.config import ProviderConfig
 from core.memory.storage.sqlite import Database
 from core.memory.secrets.forgotten import forgotten_ids
 from core.memory.files.log_format import utc_timestamp
-from core.memory.provider.types import CompactionMode, CompactionResult, SummarizeOptions
+from core.memory.provider import CompactionMode, CompactionResult, SummarizeOptions
 from core.memory.secrets.redaction import redactor_of
 from core.memory.tokens import estimate_tokens
 from core.plugins.memory.lcm import plan

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from core.config import ProviderConfig
 from core.memory.storage.sqlite import Database
-from core.memory.provider.types import (
+from core.memory.provider import (
     ChangeEntry,
     CompactionMode,
     CompactionResult,

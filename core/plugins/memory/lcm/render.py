@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from core.memory.secrets.forgotten import FORGOTTEN
-from core.memory.provider.messages import Message
+from core.memory.provider import Message
 from core.plugins.memory.store import message_from_row
 
 
