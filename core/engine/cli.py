@@ -21,7 +21,7 @@ from typing import Callable
 
 from core.errors import AgentOSError
 from core.paths import existing_agent
-from core.terminal import ReplyDisplay, Spinner, closed_output, exit_codes, progress, run_cli
+from core.terminal import ReplyDisplay, Spinner, closed_output, exit_codes, one_line, progress, run_cli
 
 EXIT_OK, EXIT_FAILED, EXIT_BLOCKED = exit_codes.OK, exit_codes.FAILED, exit_codes.BLOCKED
 """See :mod:`core.terminal.exit_codes`: the same codes for every command."""
@@ -117,8 +117,8 @@ def interactive(engine) -> int:
                 print(text)
             else:
                 _turn(engine, lambda: engine.run(line))
-        except AgentOSError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+        except AgentOSError as exc:  # the session goes on after a failed request
+            print(f"error: {one_line(exc)}", file=sys.stderr)
         if closed_output.discarded():
             return EXIT_OK  # nobody reads the answers any more
 

@@ -26,7 +26,7 @@ from core.engine.prompting.context_builder import ContextBuilder
 from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError
 from core.llm.backend import Backend, generate_with
 from core.llm.select import choose_backend
-from core.memory.provider import Session
+from core.memory.provider import Session, Summarizer
 from core.engine.toolbox.memory_tool import memory_tools
 from core.engine.nodes.finalize import finalize
 from core.engine.nodes.load_memory import load_memory
@@ -180,7 +180,7 @@ class Engine:
         window = window_of(self.backend, self.config)
         return f"window {window.num_ctx} tokens, {window.chars_per_token:.2f} chars/token; no prompt measured yet"
 
-    def _summarizer(self) -> Any:
+    def _summarizer(self) -> Summarizer:
         from core.plugins.memory.lcm import DeterministicSummarizer, LLMSummarizer
 
         if self.backend.name == "offline":
