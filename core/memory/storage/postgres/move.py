@@ -32,7 +32,7 @@ from core.memory.storage.postgres.pool import application_name, converted
 from core.memory.storage.residence import POSTGRES, SQLITE, TO_POSTGRES, TO_SQLITE
 from core.memory.storage.backend import claim_schema, postgres_database, schema_name
 from core.paths import AgentPaths
-from core.engine.run_lease import AgentLease
+from core.memory.storage.engine_lease import AgentLease
 
 log = logging.getLogger(__name__)
 
