@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -12,18 +13,23 @@ from pathlib import Path
 import pytest
 
 from core import __version__
+from core.commands import main
 from core.memory_manager import MemoryManager
 from core.paths import home_and_source
+from tests.inprocess import Ran, run_main
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def agentos(*args: str, cwd: Path = ROOT, env: dict | None = None, answer: str | None = None
-            ) -> subprocess.CompletedProcess:
-    """Run ``python -m core ARGS``; ``answer`` is typed on its stdin (default: no stdin)."""
-    return subprocess.run([sys.executable, "-m", "core", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env=env or dict(os.environ), input=answer,
-                          stdin=subprocess.DEVNULL if answer is None else None)
+def agentos(*args: str) -> Ran:
+    """Run ``agentos ARGS`` in this process with no standard input."""
+    return run_main(main, args)
+
+
+def agentos_process(*args: str) -> subprocess.CompletedProcess:
+    """Run ``python -m core ARGS`` in a new process with no standard input."""
+    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ), stdin=subprocess.DEVNULL)
 
 
 def test_version_and_help():
@@ -47,11 +53,12 @@ def test_agents_home_resolution(tmp_path, monkeypatch):
     assert home_and_source() == (tmp_path / "agents", "./agents in the working folder")
 
 
-def test_status_prints_the_home_and_why(tmp_path):
+def test_status_prints_the_home_and_why(tmp_path, monkeypatch):
     """agentos status names the home and the rule that chose it, and lists the agents."""
-    env = {k: v for k, v in os.environ.items() if k != "AGENTOS_HOME"}
-    env.update(XDG_DATA_HOME=str(tmp_path / "xdg"), PYTHONPATH=str(ROOT))  # core from the checkout, run elsewhere
-    result = agentos("status", cwd=tmp_path, env=env)
+    monkeypatch.delenv("AGENTOS_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    result = agentos("status")
     assert result.returncode == 0
     assert f"agents home: {tmp_path / 'xdg' / 'agentos' / 'agents'} (the per-user data folder)" in result.stdout
     assert "no agents yet" in result.stdout and not (tmp_path / "xdg").exists()
@@ -95,8 +102,6 @@ def test_unknown_agent_is_named_listed_and_not_created(agents_home, command):
 def test_recall_options_and_forget_with_confirmation(agents_home, minilm, capsys, monkeypatch):
     """recall takes --kind, --since, --until, --min-score and --recency-days; forget shows what it will forget
     and asks (nothing without a yes), or forgets at once with --yes; bad combinations are usage errors."""
-    from core.commands import main
-
     assert agentos("init", "--agent", "finn").returncode == 0
     with MemoryManager("finn") as manager:
         old = manager.store_memory("The report went to Maria", occurred_at="2023-01-05")
@@ -124,7 +129,7 @@ def test_recall_options_and_forget_with_confirmation(agents_home, minilm, capsys
     assert usage.value.code == 2
     assert f"note {old}" in run("recall", "--agent", "finn", "report to Maria")[1]
 
-    refused = agentos("forget", "--agent", "finn", old)  # a real process with no terminal to answer
+    refused = agentos_process("forget", "--agent", "finn", old)  # a real process with no terminal to answer
     assert refused.returncode == 2 and "not confirmed" in refused.stderr and old in refused.stderr
     code, _, err = run("forget", "--agent", "finn", old, answer="n\n")
     assert code == 2 and "The report went to Maria" in err and "Forget them? [y/N]" in err
@@ -160,11 +165,17 @@ def test_yaml_syntax_error_is_one_line_with_file_line_and_column(agents_home):
         assert f"error: {config}:3:4: invalid YAML" in result.stderr
 
 
-def test_scripts_are_wrappers_of_the_subcommands(agents_home):
+def run_script(name: str, *args: str, monkeypatch: pytest.MonkeyPatch) -> Ran:
+    """Run ``python scripts/NAME ARGS`` in this process, as ``__main__`` with its own ``sys.argv``."""
+    script = ROOT / "scripts" / name
+    monkeypatch.setattr(sys, "argv", [str(script), *args])
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts the checkout first
+    return run_main(lambda argv: runpy.run_path(str(script), run_name="__main__"), args)
+
+
+def test_scripts_are_wrappers_of_the_subcommands(agents_home, monkeypatch):
     """scripts/compact_log.py is agentos compact-log: same options, same refusal of an unknown agent."""
-    result = subprocess.run([sys.executable, "scripts/compact_log.py", "--agent", "ghost"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    result = run_script("compact_log.py", "--agent", "ghost", monkeypatch=monkeypatch)
     assert result.returncode == 4 and "no agent named 'ghost'" in result.stderr
-    helped = subprocess.run([sys.executable, "scripts/rebuild_index.py", "--help"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=60)
+    helped = run_script("rebuild_index.py", "--help", monkeypatch=monkeypatch)
     assert helped.returncode == 0 and "agentos rebuild-index" in helped.stdout
