@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import runpy
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 
@@ -48,3 +50,14 @@ def _exit_code(code: object, err: io.StringIO) -> int:
         return code or 0
     print(code, file=err)
     return 1
+
+
+def run_script(path: Path, *args: str) -> Ran:
+    """Run ``python PATH ARGS`` in this process: the file as ``__main__`` with its own ``sys.argv`` (and
+    ``sys.path`` put back afterwards, as a script may put its checkout first)."""
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [str(path), *args]
+    try:
+        return run_main(lambda argv: runpy.run_path(str(path), run_name="__main__"), args)
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from core import __version__
 from core.commands import main
 from core.memory_manager import MemoryManager
 from core.paths import home_and_source
-from tests.inprocess import Ran, run_main
+from tests.inprocess import Ran, run_main, run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -165,17 +164,9 @@ def test_yaml_syntax_error_is_one_line_with_file_line_and_column(agents_home):
         assert f"error: {config}:3:4: invalid YAML" in result.stderr
 
 
-def run_script(name: str, *args: str, monkeypatch: pytest.MonkeyPatch) -> Ran:
-    """Run ``python scripts/NAME ARGS`` in this process, as ``__main__`` with its own ``sys.argv``."""
-    script = ROOT / "scripts" / name
-    monkeypatch.setattr(sys, "argv", [str(script), *args])
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts the checkout first
-    return run_main(lambda argv: runpy.run_path(str(script), run_name="__main__"), args)
-
-
-def test_scripts_are_wrappers_of_the_subcommands(agents_home, monkeypatch):
+def test_scripts_are_wrappers_of_the_subcommands(agents_home):
     """scripts/compact_log.py is agentos compact-log: same options, same refusal of an unknown agent."""
-    result = run_script("compact_log.py", "--agent", "ghost", monkeypatch=monkeypatch)
+    result = run_script(ROOT / "scripts" / "compact_log.py", "--agent", "ghost")
     assert result.returncode == 4 and "no agent named 'ghost'" in result.stderr
-    helped = run_script("rebuild_index.py", "--help", monkeypatch=monkeypatch)
+    helped = run_script(ROOT / "scripts" / "rebuild_index.py", "--help")
     assert helped.returncode == 0 and "agentos rebuild-index" in helped.stdout

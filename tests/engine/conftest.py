@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.inprocess import Ran, run_main
 from tests.ollama_server import ScriptedOllama, tool_call, tool_calls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,10 +42,11 @@ def make_engine():
         engine.manager.close()  # waits for a background LOG.md compaction before the test's home goes
 
 
-def run_cli(*args: str, timeout: float = 60, **popen) -> subprocess.CompletedProcess:
-    """Run ``python -m core.engine --create ARGS`` in a subprocess with the test's environment."""
-    return subprocess.run([sys.executable, "-m", "core.engine", "--create", *args], cwd=ROOT, env=dict(os.environ),
-                          capture_output=True, text=True, timeout=timeout, **popen)
+def run_cli(*args: str, stdin: str = "") -> Ran:
+    """Run ``python -m core.engine --create ARGS`` in this process (``core.cli.main``), ``stdin`` its input."""
+    from core.cli import main
+
+    return run_main(main, ["--create", *args], stdin=stdin)
 
 
 RESEARCH_TASK = "Research Python decorators and outline a blog post"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -45,8 +44,7 @@ def test_offline_backend_drives_the_memory_skills(agents_home):
 def test_interactive_mode_commands(agents_home):
     """Interactive mode answers /status, /now, /facts, /log and a request, then leaves on /exit."""
     lines = "remember that my city is Porto\n/facts\n/now\n/status\n/log\n/nope\n/exit\n"
-    result = subprocess.run([sys.executable, "-m", "core.engine", "--create", "--agent", "finn", "--offline"], cwd=ROOT,
-                            input=lines, capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    result = run_cli("--agent", "finn", "--offline", stdin=lines)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "city (personal): Porto" in out

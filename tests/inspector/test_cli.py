@@ -13,8 +13,11 @@ import urllib.parse
 import pytest
 
 from core import exit_codes
+from core.commands import main as agentos_main
+from core.inspector import main as inspector_main
 from core.memory_manager import MemoryManager
 from tests.conftest import ROOT
+from tests.inprocess import run_main
 from tests.inspector.test_api import get
 
 
@@ -61,21 +64,17 @@ def test_unknown_or_invalid_agent_and_busy_port_are_one_line_errors(agents_home)
     """An agent that does not exist exits 4, an invalid name 2, a port in use 2, each with one line."""
     for args, code, words in ((["--agent", "ghost"], exit_codes.NOT_FOUND, "no agent named 'ghost'"),
                               (["--agent", "../x"], exit_codes.USAGE, "invalid agent name")):
-        for command in (INSPECTOR, AGENTOS_INSPECT):
-            done = subprocess.run([sys.executable, *command, *args], cwd=ROOT, capture_output=True,
-                                  text=True, timeout=30)
+        for done in (run_main(inspector_main, args), run_main(agentos_main, ["inspect", *args])):
             assert done.returncode == code and words in done.stderr and len(done.stderr.splitlines()) == 1
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         started = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "core.inspector", "--port", str(busy.getsockname()[1])],
-                              cwd=ROOT, capture_output=True, text=True, timeout=30)
+        done = run_main(inspector_main, ["--port", str(busy.getsockname()[1])])
     assert done.returncode == exit_codes.USAGE and "--port" in done.stderr and time.monotonic() - started < 30
 
 
 def test_main_takes_argv_so_another_command_can_mount_it():
     """core.inspector.main(argv, prog) parses the given argv under the given program name."""
-    done = subprocess.run([sys.executable, "-c", "from core.inspector import main; main(['--help'], prog='agentos inspect')"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=30)
+    done = run_main(inspector_main, ["--help"], prog="agentos inspect")
     assert done.returncode == 0 and done.stdout.startswith("usage: agentos inspect")
