@@ -84,6 +84,7 @@ def test_init_then_readers_text_and_json(agents_home):
     assert json.loads(agentos("facts", "--agent", "finn", "--json", "--category", "personal").stdout)[0]["key"] == "city"
 
 
+@pytest.mark.bare_home
 @pytest.mark.parametrize("command", [["now"], ["log"], ["facts"], ["status"], ["recall", "anything"],
                                      ["forget", "--query", "anything", "--yes"],
                                      ["compact-log"], ["rebuild-index"], ["run", "hello", "--offline"],

@@ -429,6 +429,7 @@ def test_broken_agent_config_creates_no_memory(agents_home: Path) -> None:
 # -- agent names and imports ----------------------------------------------------------
 
 
+@pytest.mark.bare_home
 @pytest.mark.parametrize(
     "name",
     ["../x", "a/b", "", "Finn", "fiNN", "\u0430gent", "finn\u0430", "f\u0131nn", "ﬁnn", "-finn", "_finn",

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from tests.conftest import write_home_config
 from tests.inprocess import Ran, run_main
 from tests.ollama_server import ScriptedOllama, tool_call, tool_calls
 
@@ -90,6 +92,5 @@ def kill_engine_at(block, *args: str) -> None:
 
 
 def write_config(home: Path, text: str) -> None:
-    """Write the agents-wide config.yaml."""
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text(text, encoding="utf-8")
+    """Write the agents-wide config.yaml (keeping the test's embedder unless ``text`` names one)."""
+    write_home_config(home, yaml.safe_load(text) or {})

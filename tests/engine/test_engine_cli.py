@@ -54,6 +54,7 @@ def test_interactive_mode_commands(agents_home):
     assert "commands: /compact" in out
 
 
+@pytest.mark.bare_home
 def test_bad_agent_name_is_one_line_error(agents_home):
     """A bad agent name is a one-line error with exit code 2 and creates nothing."""
     result = run_cli("--agent", "../evil", "hi")
