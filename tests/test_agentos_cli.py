@@ -99,6 +99,7 @@ def test_unknown_agent_is_named_listed_and_not_created(agents_home, command):
     assert sorted(p.name for p in agents_home.iterdir()) == ["finn"]
 
 
+@pytest.mark.slow
 def test_recall_options_and_forget_with_confirmation(agents_home, minilm, capsys, monkeypatch):
     """recall takes --kind, --since, --until, --min-score and --recency-days; forget shows what it will forget
     and asks (nothing without a yes), or forgets at once with --yes; bad combinations are usage errors."""

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from core.memory.log_file import scan_bytes
 from core.memory.recall_sources import log_doc
 from core.memory_manager import MemoryManager
@@ -65,6 +67,7 @@ def interrupted_state(memory: Path) -> list[str]:
     return states
 
 
+@pytest.mark.slow
 def test_sigkill_during_compaction_loses_and_doubles_nothing(ollama_home):
     """After each SIGKILL, a restart finishes the interrupted step and every invariant holds."""
     write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"},

@@ -46,6 +46,7 @@ def test_shared_words_are_near_and_other_texts_far():
     assert np.array_equal(upper, lower)
 
 
+@pytest.mark.slow
 def test_the_same_vectors_in_every_process():
     """A new process, with another string-hash seed, gives the same vectors bit for bit: a store written by
     one process is searched by another."""

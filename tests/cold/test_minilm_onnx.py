@@ -95,6 +95,7 @@ def test_the_shipped_probe_vectors_are_sentence_transformers_vectors(sentence_tr
     assert set(minilm_onnx.LOAD_PROBES) <= set(minilm_onnx.reference_vectors())
 
 
+@pytest.mark.slow
 def test_a_new_process_builds_then_loads_the_model_without_torch(built, tmp_path):
     """A process with an empty cache builds the model, a later one loads it; neither imports torch,
     transformers, sentence-transformers, onnx, HF tokenizers or huggingface_hub, and both give the vectors of

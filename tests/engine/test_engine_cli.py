@@ -14,6 +14,7 @@ from tests.engine.conftest import ROOT, run_cli, write_config
 from tests.ollama_server import tool_call
 
 
+@pytest.mark.slow
 def test_import_and_help_do_not_load_torch():
     """Importing the engine (and --help) never imports torch or sentence-transformers."""
     code = "import sys, core.engine, core.cli; print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))"

@@ -30,6 +30,7 @@ def inspector(*args: str, command: list[str] = INSPECTOR) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [INSPECTOR, AGENTOS_INSPECT], ids=["python -m core.inspector", "agentos inspect"])
 def test_serves_on_loopback_prints_the_address_and_stops_cleanly_on_sigterm(agents_home, command):
     """It binds 127.0.0.1, prints the URL (with the agent) on stdout, serves it, and exits 0 on SIGTERM."""
@@ -48,6 +49,7 @@ def test_serves_on_loopback_prints_the_address_and_stops_cleanly_on_sigterm(agen
     assert process.stderr.read() == ""
 
 
+@pytest.mark.slow
 def test_another_interface_only_when_asked_and_with_a_warning(agents_home):
     """--host 0.0.0.0 serves with a warning on stderr that the memory is exposed."""
     process = inspector("--host", "0.0.0.0", "--port", "0")

@@ -234,6 +234,7 @@ def test_async_api(store):
     assert store.batch([ListNamespacesOp(match_conditions=(), limit=10)]) == [[]]
 
 
+@pytest.mark.slow
 def test_langgraph_graph_memories_survive_a_restart(agents_home):
     """A graph writes memories through runtime.store in one process; a second process finds them by meaning."""
     env = dict(os.environ)

@@ -17,9 +17,11 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from core.commands import main as agentos_main
 from core.memory_initializer import initialize_agent_memory
 from core.memory_manager import MemoryManager
 from core.skills.registry import builtin_skills
+from tests.inprocess import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-live-9f8e7d6c5b4a"
@@ -188,8 +190,7 @@ def test_two_clients_at_once_lose_no_write(finn):
 def test_unknown_agent_is_refused_and_nothing_is_created(agents_home):
     """agentos mcp on an agent that does not exist exits 4 naming the agents; no folder is created."""
     initialize_agent_memory("finn")
-    result = subprocess.run([sys.executable, "-m", "core", "mcp", "--agent", "ghost"], cwd=ROOT, env=dict(os.environ),
-                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    result = run_main(agentos_main, ["mcp", "--agent", "ghost"])
     assert result.returncode == 4, result.stderr
     assert "no agent named 'ghost'" in result.stderr and "finn" in result.stderr
     assert not (agents_home / "ghost").exists()
@@ -201,6 +202,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_streamable_http_serves_two_sessions(finn):
     """--http serves streamable HTTP on 127.0.0.1: two client sessions at once see each other's writes."""
     port = _free_port()
@@ -251,6 +253,5 @@ def test_non_loopback_address_warns(finn):
     assert parse_address("127.0.0.1:8765") == ("127.0.0.1", 8765) and parse_address(":9000") == ("127.0.0.1", 9000)
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
-    result = subprocess.run([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http", "nonsense"], cwd=ROOT,
-                            env=dict(os.environ), capture_output=True, text=True, timeout=60)
+    result = run_main(agentos_main, ["mcp", "--agent", "finn", "--http", "nonsense"])
     assert result.returncode == 2 and "HOST:PORT" in result.stderr

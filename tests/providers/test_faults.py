@@ -90,6 +90,7 @@ def test_failure_midway_keeps_committed_summaries_consistent(db_path, session):
     provider.close()
 
 
+@pytest.mark.slow
 def test_sigkill_during_compaction_leaves_consistent_db(db_path):
     """A compaction process killed with SIGKILL at a random moment leaves a consistent, lossless DB that compacts again."""
     append(str(db_path), SESSION.id, "k", 150)

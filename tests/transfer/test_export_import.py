@@ -5,14 +5,12 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from core.commands import main
 from core.errors import CorruptionError, UnknownAgentError, ValidationError
 from core.langgraph_store import AgentOSStore
 from core.memory.provider.types import Message, Session
@@ -22,6 +20,7 @@ from core.memory.cold_store import ColdStore, VectorRow
 from core.memory_manager import MemoryManager
 from core.plugins.memory import open_provider
 from core.transfer import export_agent, import_agent
+from tests.inprocess import run_main
 
 # Recall ranks by meaning too: the embedding model is loaded once, before the first recall.
 pytestmark = pytest.mark.usefixtures("minilm")
@@ -243,11 +242,11 @@ def test_command_line_round_trip(agents_home, tmp_path):
     """agentos export and import from the shell, with one-line errors and their exit codes."""
     initialize_agent_memory("finn")
     MemoryManager("finn").save_fact("city", "Porto")
-    env = dict(os.environ)
 
     def agentos(*args, home=agents_home):
-        return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True,
-                              timeout=300, env={**env, "AGENTOS_HOME": str(home)})
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("AGENTOS_HOME", str(home))
+            return run_main(main, args)
 
     archive = tmp_path / "finn.tar.gz"
     exported = agentos("export", "--agent", "finn", str(archive))

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from core.llm.model_window import RatioStore
 from tests.ollama_server import count_tokens
 from tests.window.conftest import write_config
@@ -75,6 +77,7 @@ def test_count_tokens_is_not_chars_over_four():
     assert 3.0 < ratio < 3.8
 
 
+@pytest.mark.slow
 def test_a_killed_writer_leaves_the_ratio_file_whole(tmp_path):
     """SIGKILL during a stream of ratio updates: the file is the old or the new JSON, never torn."""
     path = tmp_path / "token_ratios.json"
