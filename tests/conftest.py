@@ -35,7 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the slow tests; a plain ``pytest`` (no --full, no -m, no paths named) leaves them out."""
+    """Mark the slow tests (besides those marked in their modules: the folders of SLOW_FOLDERS, the browser
+    and PostgreSQL tests, and the tests of the real model, which use the ``minilm`` fixture); a plain
+    ``pytest`` (no --full, no -m, no paths named) leaves them out."""
     for item in items:
         if _is_slow(item):
             item.add_marker(pytest.mark.slow)
@@ -58,7 +60,7 @@ def _is_slow(item: pytest.Item) -> bool:
     parts = Path(str(item.path)).relative_to(ROOT / "tests").parts
     params = getattr(item, "callspec", None)
     return (parts[0] in SLOW_FOLDERS or item.get_closest_marker("browser") is not None
-            or bool(POSTGRES_FIXTURES & set(item.fixturenames))
+            or bool(POSTGRES_FIXTURES & set(item.fixturenames)) or "minilm" in item.fixturenames
             or (params is not None and "postgres" in params.params.values()))
 
 

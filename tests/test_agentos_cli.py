@@ -40,6 +40,7 @@ def test_version_and_help():
         assert f"    {name}" in helped
 
 
+@pytest.mark.bare_home
 def test_agents_home_resolution(tmp_path, monkeypatch):
     """AGENTOS_HOME wins, then ./agents when it exists in the working folder, then the per-user data folder."""
     monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "configured"))
@@ -52,6 +53,7 @@ def test_agents_home_resolution(tmp_path, monkeypatch):
     assert home_and_source() == (tmp_path / "agents", "./agents in the working folder")
 
 
+@pytest.mark.bare_home
 def test_status_prints_the_home_and_why(tmp_path, monkeypatch):
     """agentos status names the home and the rule that chose it, and lists the agents."""
     monkeypatch.delenv("AGENTOS_HOME")

@@ -35,6 +35,7 @@ def test_first_use_creates_the_memory_files(agents_home: Path) -> None:
         assert again.created == []
 
 
+@pytest.mark.bare_home
 def test_home_defaults_to_agents_in_the_working_folder(tmp_path: Path, monkeypatch) -> None:
     """Without AGENTOS_HOME an ./agents folder in the working folder is the agents home."""
     monkeypatch.delenv("AGENTOS_HOME")
@@ -387,6 +388,7 @@ def test_rebuilt_log_index_equals_what_appends_recorded(manager: MemoryManager) 
 # -- config -------------------------------------------------------------------------
 
 
+@pytest.mark.bare_home
 @pytest.mark.parametrize(
     "text, message",
     [

@@ -23,6 +23,8 @@ from core.errors import BackendError
 from core.llm import embedders, minilm_onnx
 from core.llm.embedders import TorchMiniLM, _load_sentence_transformer
 
+pytestmark = pytest.mark.slow  # the model itself, against sentence-transformers (torch)
+
 ROOT = Path(__file__).resolve().parents[2]
 PROBES_FILE = ROOT / "core" / "llm" / "minilm_probes.json"
 WORDS = "the a billing service Lisbon café 東京 timed out retry 12 seconds Ada said yesterday ¿qué? 🎉".split()

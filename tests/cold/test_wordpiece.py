@@ -19,6 +19,8 @@ from tokenizers import Tokenizer, normalizers, pre_tokenizers
 from core.llm.minilm_onnx import model_dir
 from core.llm.wordpiece import WordPiece, read_vocab_txt
 
+pytestmark = pytest.mark.slow  # the model's tokenizer, code point by code point against HF tokenizers
+
 ROOT = Path(__file__).resolve().parents[2]
 TABLES_FILE = ROOT / "core" / "llm" / "bert_unicode.json"
 CODE_POINTS = [c for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]

@@ -57,6 +57,7 @@ def run(main) -> None:
     anyio.run(main)
 
 
+@pytest.mark.slow  # the server runs as its own process over stdio
 def test_tools_and_resources_have_the_engines_schemas(finn):
     """The server lists every skill once with its own schema (store_memory and forget_memory among them), the
     memory tool with its recall and forget actions, and three resources."""
@@ -79,6 +80,7 @@ def test_tools_and_resources_have_the_engines_schemas(finn):
     assert resources == ["agentos://finn/facts", "agentos://finn/log", "agentos://finn/now"]
 
 
+@pytest.mark.slow  # the server runs as its own process over stdio
 def test_facts_round_trip_and_bad_arguments_leave_the_server_serving(finn):
     """save_fact then get_fact returns the value; bad arguments are error results and the next call still works."""
     async def main():
@@ -106,6 +108,7 @@ def test_facts_round_trip_and_bad_arguments_leave_the_server_serving(finn):
     assert MemoryManager("finn").get_fact("x") is None
 
 
+@pytest.mark.slow  # the server runs as its own process over stdio
 def test_a_secret_comes_back_only_from_get_fact(finn):
     """A secret saved through MCP is redacted in every tool result and resource; get_fact alone returns it."""
     async def main():
@@ -134,6 +137,7 @@ def test_a_secret_comes_back_only_from_get_fact(finn):
     assert SECRET not in memory.paths.now_file.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow  # the server runs as its own process over stdio
 def test_store_recall_and_forget_a_note(finn):
     """A note stored through MCP is found by recall_memory and the memory tool's recall; forget_memory and the
     memory tool's forget action remove memories, which then are found no more."""
@@ -164,6 +168,7 @@ def test_store_recall_and_forget_a_note(finn):
     assert len(forget_entries) == 2 and "Pixel" not in json.dumps([e.metadata for e in forget_entries])
 
 
+@pytest.mark.slow  # the server runs as its own process over stdio
 def test_two_clients_at_once_lose_no_write(finn):
     """Two servers on the same agent write concurrently: every LOG entry and fact is there, seqs unique."""
     async def writer(name: str):
