@@ -136,13 +136,14 @@ def test_vocab_txt_and_tokenizer_json_hold_the_same_vocabulary():
 
 
 def test_a_long_text_is_tokenized_fast(wordpiece):
-    """30,000 characters of prose in well under 50 ms, cold word cache included."""
+    """30,000 characters of prose in well under 50 ms of CPU, cold word cache included (the thread's own CPU
+    time: other processes on the machine do not count)."""
     words = "the billing service timed out after 45 seconds; we added a retry with backoff, café 東京".split()
     text = " ".join(words[(n * 7) % len(words)] + str(n % 97) for n in range(4000))[:30_000]
     fresh = WordPiece.from_model_dir(model_dir())
-    started = time.perf_counter()
+    started = time.thread_time()
     fresh.encode(text)
-    assert time.perf_counter() - started < 0.05
+    assert time.thread_time() - started < 0.05
 
 
 if __name__ == "__main__":
