@@ -466,6 +466,7 @@ print(len(names), "torch" in sys.modules, sorted(os.listdir(".")))
 
 
 @pytest.mark.slow
+@pytest.mark.bare_home
 def test_importing_core_creates_no_files_and_imports_no_torch(tmp_path: Path) -> None:
     """Importing every module of core (fresh interpreter, empty folder) writes nothing and loads no torch."""
     env = {k: v for k, v in os.environ.items() if k != "AGENTOS_HOME"}

@@ -98,6 +98,7 @@ def test_the_shipped_probe_vectors_are_sentence_transformers_vectors(sentence_tr
 
 
 @pytest.mark.slow
+@pytest.mark.bare_home
 def test_a_new_process_builds_then_loads_the_model_without_torch(built, tmp_path):
     """A process with an empty cache builds the model, a later one loads it; neither imports torch,
     transformers, sentence-transformers, onnx, HF tokenizers or huggingface_hub, and both give the vectors of
