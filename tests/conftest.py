@@ -3,6 +3,7 @@ for the real model) and a one-thread torch; which tests the default run leaves t
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -62,6 +63,37 @@ def _is_slow(item: pytest.Item) -> bool:
     return (parts[0] in SLOW_FOLDERS or item.get_closest_marker("browser") is not None
             or bool(POSTGRES_FIXTURES & set(item.fixturenames)) or "minilm" in item.fixturenames
             or (params is not None and "postgres" in params.params.values()))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In an xdist worker: hand the torture campaigns' results to the controller, which prints the table."""
+    if hasattr(session.config, "workeroutput"):
+        from tests.torture.harness import RESULTS
+
+        session.config.workeroutput["torture_results"] = [dataclasses.asdict(r) for r in RESULTS]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """In xdist's controller: collect a worker's torture results."""
+    from tests.torture.harness import RESULTS, Result
+
+    RESULTS.extend(Result(**row) for row in getattr(node, "workeroutput", {}).get("torture_results", []))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """The torture campaigns' table, at the end of a run that ran any (and in ``torture.md`` of pytest's
+    temp folder)."""
+    from tests.torture.harness import RESULTS, table
+
+    if not RESULTS or hasattr(config, "workeroutput"):
+        return
+    text = table(RESULTS)
+    terminalreporter.write_sep("=", "torture campaigns")
+    terminalreporter.write_line(text)
+    basetemp = config._tmp_path_factory.getbasetemp() if hasattr(config, "_tmp_path_factory") else None
+    if basetemp is not None:
+        (Path(basetemp) / "torture.md").write_text(text + "\n", encoding="utf-8")
 
 
 @pytest.fixture(autouse=True)
