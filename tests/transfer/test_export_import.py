@@ -25,7 +25,6 @@ from tests.inprocess import run_main
 # Recall ranks by meaning too: the embedding model is loaded once, before the first recall.
 pytestmark = pytest.mark.usefixtures("minilm")
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "hunter2-pass-77"
 QUERIES = ("who gets the report", "favourite colour", "train to Lisbon", "deployment error 137")
 
