@@ -54,7 +54,8 @@ class ColdConfig:
     """Cold tier: LanceDB and its embedder."""
 
     embedder: str = "minilm"
-    """``minilm`` (offline all-MiniLM-L6-v2) or ``ollama:<model>`` (e.g. ``ollama:nomic-embed-text``)."""
+    """``minilm`` (offline all-MiniLM-L6-v2) or ``ollama:<model>`` (e.g. ``ollama:nomic-embed-text``); ``fake``
+    (hashed words, no model) is for tests."""
     optimize_every: int = 50
     """Compact LanceDB's small fragments after this many writes (in a background thread)."""
     min_score: float = 0.15

@@ -1,7 +1,9 @@
-"""Shared fixtures: every test gets its own agents home and a one-thread torch."""
+"""Shared fixtures: every test gets its own agents home (embedding with the test embedder unless it asks
+for the real model) and a one-thread torch; which tests the default run leaves to ``--full``."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -22,14 +24,113 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from faults import full_disk  # noqa: E402,F401 - a fixture for every test: the agents home on a small tmpfs
 
 
+SLOW_FOLDERS = ("torture", "postgres")
+"""Folders of tests/ whose every test is slow: the torture campaigns, the PostgreSQL server's trials."""
+POSTGRES_FIXTURES = {"postgres_server", "postgres_db", "pg_home"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--full", action="store_true",
+                     help="run every test, the slow ones too (crash and torture trials, processes, the browser, "
+                          "PostgreSQL, the real model's quality): what CI runs")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow tests (besides those marked in their modules: the folders of SLOW_FOLDERS, the browser
+    and PostgreSQL tests, and the tests of the real model, which use the ``minilm`` fixture); a plain
+    ``pytest`` (no --full, no -m, no paths named) leaves them out."""
+    for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+    if not fast_set_only(config):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
+def fast_set_only(config: pytest.Config) -> bool:
+    """Whether this run is the default fast set: ``pytest`` alone (the same in xdist's workers, which get
+    the command's own arguments)."""
+    return (not config.getoption("full") and not config.option.markexpr
+            and config.args_source == pytest.Config.ArgsSource.TESTPATHS)
+
+
+def _is_slow(item: pytest.Item) -> bool:
+    parts = Path(str(item.path)).relative_to(ROOT / "tests").parts
+    params = getattr(item, "callspec", None)
+    return (parts[0] in SLOW_FOLDERS or item.get_closest_marker("browser") is not None
+            or bool(POSTGRES_FIXTURES & set(item.fixturenames)) or "minilm" in item.fixturenames
+            or (params is not None and "postgres" in params.params.values()))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In an xdist worker: hand the torture campaigns' results to the controller, which prints the table."""
+    if hasattr(session.config, "workeroutput"):
+        from tests.torture.harness import RESULTS
+
+        session.config.workeroutput["torture_results"] = [dataclasses.asdict(r) for r in RESULTS]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """In xdist's controller: collect a worker's torture results."""
+    from tests.torture.harness import RESULTS, Result
+
+    RESULTS.extend(Result(**row) for row in getattr(node, "workeroutput", {}).get("torture_results", []))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """The torture campaigns' table, at the end of a run that ran any (and in ``torture.md`` of pytest's
+    temp folder)."""
+    from tests.torture.harness import RESULTS, table
+
+    if not RESULTS or hasattr(config, "workeroutput"):
+        return
+    text = table(RESULTS)
+    terminalreporter.write_sep("=", "torture campaigns")
+    terminalreporter.write_line(text)
+    basetemp = config._tmp_path_factory.getbasetemp() if hasattr(config, "_tmp_path_factory") else None
+    if basetemp is not None:
+        (Path(basetemp) / "torture.md").write_text(text + "\n", encoding="utf-8")
+
+
 @pytest.fixture(autouse=True)
-def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point ``AGENTOS_HOME`` at a fresh folder and keep Ollama unreachable unless a test says so."""
+def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Path:
+    """Point ``AGENTOS_HOME`` at a fresh folder and keep Ollama unreachable unless a test says so.
+
+    Its ``config.yaml`` sets ``cold.embedder: fake`` (hashed words, :mod:`core.llm.hashed_embedder`), except
+    for tests that use the ``minilm`` fixture (the real model, for what depends on meaning) and tests
+    marked ``bare_home`` (the home starts missing).
+    """
     home = tmp_path / "agents"
     monkeypatch.setenv("AGENTOS_HOME", str(home))
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     monkeypatch.delenv("AGENTOS_DSN", raising=False)  # a developer's server is never a test's
+    if "minilm" not in request.fixturenames and request.node.get_closest_marker("bare_home") is None:
+        home.mkdir()
+        (home / "config.yaml").write_text(FAKE_EMBEDDER_CONFIG, encoding="utf-8")
     return home
+
+
+FAKE_EMBEDDER_CONFIG = "cold:\n  embedder: fake\n"
+"""The agents home's config.yaml in a test: the test embedder, no model to load."""
+KEPT_SECTIONS = ("storage", "cold")
+"""What a test's config.yaml keeps from the fixtures unless it sets them itself: the database a fixture
+chose (``pg_home``) and the embedder."""
+
+
+def write_home_config(home: Path, data: dict) -> None:
+    """Write ``<home>/config.yaml`` with ``data``, keeping the sections of KEPT_SECTIONS it does not set."""
+    import yaml
+
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "config.yaml"
+    before = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else None
+    if isinstance(before, dict):
+        data = {**{key: before[key] for key in KEPT_SECTIONS if key in before}, **data}
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
 
 
 @pytest.fixture(scope="session")

@@ -12,18 +12,23 @@ from pathlib import Path
 import pytest
 
 from core import __version__
+from core.commands import main
 from core.memory_manager import MemoryManager
 from core.paths import home_and_source
+from tests.inprocess import Ran, run_main, run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def agentos(*args: str, cwd: Path = ROOT, env: dict | None = None, answer: str | None = None
-            ) -> subprocess.CompletedProcess:
-    """Run ``python -m core ARGS``; ``answer`` is typed on its stdin (default: no stdin)."""
-    return subprocess.run([sys.executable, "-m", "core", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env=env or dict(os.environ), input=answer,
-                          stdin=subprocess.DEVNULL if answer is None else None)
+def agentos(*args: str) -> Ran:
+    """Run ``agentos ARGS`` in this process with no standard input."""
+    return run_main(main, args)
+
+
+def agentos_process(*args: str) -> subprocess.CompletedProcess:
+    """Run ``python -m core ARGS`` in a new process with no standard input."""
+    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ), stdin=subprocess.DEVNULL)
 
 
 def test_version_and_help():
@@ -35,6 +40,7 @@ def test_version_and_help():
         assert f"    {name}" in helped
 
 
+@pytest.mark.bare_home
 def test_agents_home_resolution(tmp_path, monkeypatch):
     """AGENTOS_HOME wins, then ./agents when it exists in the working folder, then the per-user data folder."""
     monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "configured"))
@@ -47,11 +53,13 @@ def test_agents_home_resolution(tmp_path, monkeypatch):
     assert home_and_source() == (tmp_path / "agents", "./agents in the working folder")
 
 
-def test_status_prints_the_home_and_why(tmp_path):
+@pytest.mark.bare_home
+def test_status_prints_the_home_and_why(tmp_path, monkeypatch):
     """agentos status names the home and the rule that chose it, and lists the agents."""
-    env = {k: v for k, v in os.environ.items() if k != "AGENTOS_HOME"}
-    env.update(XDG_DATA_HOME=str(tmp_path / "xdg"), PYTHONPATH=str(ROOT))  # core from the checkout, run elsewhere
-    result = agentos("status", cwd=tmp_path, env=env)
+    monkeypatch.delenv("AGENTOS_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    result = agentos("status")
     assert result.returncode == 0
     assert f"agents home: {tmp_path / 'xdg' / 'agentos' / 'agents'} (the per-user data folder)" in result.stdout
     assert "no agents yet" in result.stdout and not (tmp_path / "xdg").exists()
@@ -78,6 +86,7 @@ def test_init_then_readers_text_and_json(agents_home):
     assert json.loads(agentos("facts", "--agent", "finn", "--json", "--category", "personal").stdout)[0]["key"] == "city"
 
 
+@pytest.mark.bare_home
 @pytest.mark.parametrize("command", [["now"], ["log"], ["facts"], ["status"], ["recall", "anything"],
                                      ["forget", "--query", "anything", "--yes"],
                                      ["compact-log"], ["rebuild-index"], ["run", "hello", "--offline"],
@@ -92,11 +101,10 @@ def test_unknown_agent_is_named_listed_and_not_created(agents_home, command):
     assert sorted(p.name for p in agents_home.iterdir()) == ["finn"]
 
 
+@pytest.mark.slow
 def test_recall_options_and_forget_with_confirmation(agents_home, minilm, capsys, monkeypatch):
     """recall takes --kind, --since, --until, --min-score and --recency-days; forget shows what it will forget
     and asks (nothing without a yes), or forgets at once with --yes; bad combinations are usage errors."""
-    from core.commands import main
-
     assert agentos("init", "--agent", "finn").returncode == 0
     with MemoryManager("finn") as manager:
         old = manager.store_memory("The report went to Maria", occurred_at="2023-01-05")
@@ -124,7 +132,7 @@ def test_recall_options_and_forget_with_confirmation(agents_home, minilm, capsys
     assert usage.value.code == 2
     assert f"note {old}" in run("recall", "--agent", "finn", "report to Maria")[1]
 
-    refused = agentos("forget", "--agent", "finn", old)  # a real process with no terminal to answer
+    refused = agentos_process("forget", "--agent", "finn", old)  # a real process with no terminal to answer
     assert refused.returncode == 2 and "not confirmed" in refused.stderr and old in refused.stderr
     code, _, err = run("forget", "--agent", "finn", old, answer="n\n")
     assert code == 2 and "The report went to Maria" in err and "Forget them? [y/N]" in err
@@ -188,11 +196,9 @@ def test_yaml_syntax_error_is_one_line_with_file_line_and_column(agents_home):
 
 def test_scripts_are_wrappers_of_the_subcommands(agents_home):
     """scripts/compact_log.py is agentos compact-log: same options, same refusal of an unknown agent."""
-    result = subprocess.run([sys.executable, "scripts/compact_log.py", "--agent", "ghost"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    result = run_script(ROOT / "scripts" / "compact_log.py", "--agent", "ghost")
     assert result.returncode == 4 and "no agent named 'ghost'" in result.stderr
-    helped = subprocess.run([sys.executable, "scripts/rebuild_index.py", "--help"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=60)
+    helped = run_script(ROOT / "scripts" / "rebuild_index.py", "--help")
     assert helped.returncode == 0 and "agentos rebuild-index" in helped.stdout
 
 

@@ -67,6 +67,7 @@ def run_workers(home: Path, tmp_path: Path, mode: str, writers: int, count: int,
         assert proc.returncode == 0, err
 
 
+@pytest.mark.slow
 def test_four_processes_append_1000_whole_lines(agents_home: Path, tmp_path: Path) -> None:
     """4 processes x 250 appends give 1000 CRC-valid lines, seqs 1..1000, each writer's lines in order."""
     run_workers(agents_home, tmp_path, "append", writers=4, count=250)
@@ -102,6 +103,7 @@ def test_threads_of_one_process_append_whole_lines(manager: MemoryManager) -> No
         assert [e["meta"]["i"] for e in entries if e["meta"]["t"] == t] == list(range(40))
 
 
+@pytest.mark.slow
 def test_concurrent_now_updates_keep_versions_strictly_increasing(agents_home: Path, tmp_path: Path) -> None:
     """Processes racing on update_now: NOW.md always parses, versions only grow, none is lost."""
     now_path = agents_home / "finn" / "memory" / "NOW.md"

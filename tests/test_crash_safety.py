@@ -97,6 +97,7 @@ WRITE_POINTS = ("log.append", "log.appended", "file.replace", "file.replaced", "
 temp file replacing it): see core.memory.files.fault_points."""
 
 
+@pytest.mark.slow
 def test_sigkill_during_appends_and_now_writes(agents_home: Path) -> None:
     """After each of many SIGKILLs at fault points drawn at random, LOG.md, NOW.md and log_metadata are consistent."""
     rng = random.Random(20260131)
@@ -176,6 +177,7 @@ def test_index_lagging_log_is_reconciled_on_open(manager: MemoryManager) -> None
         assert ids == [1, 2, 3, 4]
 
 
+@pytest.mark.slow
 def test_killed_run_is_reported_as_interrupted(agents_home: Path) -> None:
     """A child SIGKILLed after start_run leaves a RUN_START without RUN_END: interrupted_runs() lists it."""
     proc = spawn(RUN_STARTER, agents_home)

@@ -11,6 +11,8 @@ import pytest
 from core.errors import StorageError
 from core.memory.files.fsutil import StagedFile, atomic_write
 
+pytestmark = pytest.mark.bare_home  # the tests list tmp_path: no agents home in it
+
 
 def test_a_staged_file_is_invisible_until_installed(tmp_path: Path) -> None:
     target = tmp_path / "NOW.md"

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import os
 from pathlib import Path
 
-from core.memory_initializer import initialize_agent_memory
+import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from core.memory_initializer import initialize_agent_memory, main
+from tests.inprocess import Ran, run_main
 
 
-def run(*args: str, home: Path) -> subprocess.CompletedProcess:
-    env = {"AGENTOS_HOME": str(home), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "core.memory_initializer", *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+def run(*args: str, home: Path) -> Ran:
+    """``python -m core.memory_initializer ARGS`` in this process, on the agents home ``home``."""
+    assert os.environ["AGENTOS_HOME"] == str(home)
+    return run_main(main, args)
 
 
 def test_creates_stack_and_says_so(agents_home: Path) -> None:
@@ -43,6 +43,7 @@ def test_show_prints_memory(agents_home: Path) -> None:
     assert "## NOW" in result.stdout and "## Facts" in result.stdout
 
 
+@pytest.mark.bare_home
 def test_bad_name_is_one_line_error(agents_home: Path) -> None:
     """An invalid agent name is a one-line error, exit 2, and nothing is created."""
     result = run("--agent", "../evil", home=agents_home)

@@ -38,6 +38,7 @@ def start_holder(tmp_path: Path, lock_file: Path) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.slow
 def test_a_filelock_holder_excludes_the_agent_until_it_is_killed(tmp_path: Path) -> None:
     lock_file = tmp_path / "memory" / ".lock"
     lock_file.parent.mkdir()
@@ -105,6 +106,7 @@ def test_threads_take_turns(tmp_path: Path) -> None:
     assert not overlaps
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_does_not_share_its_parents_hold(tmp_path: Path) -> None:
     """The child inherits the open lock file; it must open its own, or flock would let it in."""
@@ -134,6 +136,7 @@ def test_a_deleted_lock_file_is_recreated_and_locked(tmp_path: Path) -> None:
         assert not _acquired(FileLock(str(lock_file), thread_local=False))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_leaving_an_inherited_block_keeps_its_parents_lock(tmp_path: Path) -> None:
     lock_file = tmp_path / ".lock"
@@ -180,6 +183,7 @@ time.sleep(60)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_worker_does_not_keep_a_killed_holders_lock(tmp_path: Path) -> None:
     """A child inherits the open lock file; it must close it, or the flock would outlive its parent."""

@@ -35,6 +35,7 @@ def test_first_use_creates_the_memory_files(agents_home: Path) -> None:
         assert again.created == []
 
 
+@pytest.mark.bare_home
 def test_home_defaults_to_agents_in_the_working_folder(tmp_path: Path, monkeypatch) -> None:
     """Without AGENTOS_HOME an ./agents folder in the working folder is the agents home."""
     monkeypatch.delenv("AGENTOS_HOME")
@@ -388,6 +389,7 @@ def test_rebuilt_log_index_equals_what_appends_recorded(manager: MemoryManager) 
 # -- config -------------------------------------------------------------------------
 
 
+@pytest.mark.bare_home
 @pytest.mark.parametrize(
     "text, message",
     [
@@ -430,6 +432,7 @@ def test_broken_agent_config_creates_no_memory(agents_home: Path) -> None:
 # -- agent names and imports ----------------------------------------------------------
 
 
+@pytest.mark.bare_home
 @pytest.mark.parametrize(
     "name",
     ["../x", "a/b", "", "Finn", "fiNN", "\u0430gent", "finn\u0430", "f\u0131nn", "ﬁnn", "-finn", "_finn",
@@ -463,6 +466,8 @@ print(len(names), "torch" in sys.modules, sorted(os.listdir(".")))
 """
 
 
+@pytest.mark.slow
+@pytest.mark.bare_home
 def test_importing_core_creates_no_files_and_imports_no_torch(tmp_path: Path) -> None:
     """Importing every module of core (fresh interpreter, empty folder) writes nothing and loads no torch."""
     env = {k: v for k, v in os.environ.items() if k != "AGENTOS_HOME"}

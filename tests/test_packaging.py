@@ -58,6 +58,7 @@ def _pip(bin_dir: Path, *args: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     """The wheel holds core, its Markdown prompts, the inspector's page and the embedding model's probe vectors;
     installed, agentos and a memory round trip work anywhere."""
@@ -92,6 +93,7 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     assert facts.stdout.strip() == "city (general): Porto", facts.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_editable_install_imports_from_the_source(tmp_path):
     """pip install -e works: core is imported from the source tree, from any folder."""

@@ -50,6 +50,7 @@ sys.exit(0)
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_exiting_while_background_indexing_runs_is_clean_and_the_next_open_finishes(agents_home: Path) -> None:
     """A script that exits during automatic compaction's indexing exits 0 (no SIGABRT); the next open indexes."""
     done = run_child(EXIT_WHILE_INDEXING, agents_home)
@@ -89,6 +90,7 @@ print("pending", sum(m.cold.docs.pending_count() for m in managers), flush=True)
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_a_process_with_four_agents_indexing_exits_cleanly_every_time(agents_home: Path, monkeypatch) -> None:
     """A script that opens four agents, writes to each, kills a child writer and returns while their vectors are
     being computed exits 0 every time (no inference is in flight when the interpreter finalizes); the work it
@@ -125,6 +127,7 @@ manager.update_now("active", ["two"], objective="second")
 """
 
 
+@pytest.mark.slow
 def test_a_kill_between_the_now_update_line_and_the_replace_never_reuses_a_version(agents_home: Path) -> None:
     """NOW.md is brought forward to the NOW_UPDATE a killed writer logged; the next update takes the next version."""
     done = run_child(KILLED_BEFORE_THE_REPLACE, agents_home)
@@ -150,6 +153,7 @@ Workspace(AgentPaths.for_agent("finn").workspace_dir).write_file("notes/plan.md"
 """
 
 
+@pytest.mark.slow
 def test_the_temp_file_of_a_killed_write_file_is_removed(agents_home: Path) -> None:
     """write_file killed before its rename leaves a temp file; the next toolbox removes it, not the live ones."""
     MemoryManager("finn").close()
@@ -165,6 +169,7 @@ def test_the_temp_file_of_a_killed_write_file_is_removed(agents_home: Path) -> N
     assert tools.call("list_files", {"path": "."})["files"] == []
 
 
+@pytest.mark.slow
 def test_a_memory_manager_used_across_fork_serves_eight_children(agents_home: Path) -> None:
     """8 forked children write through the parent's MemoryManager at once: every write lands, none blocks."""
     agents_home.mkdir(parents=True, exist_ok=True)

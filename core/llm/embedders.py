@@ -10,6 +10,9 @@ Two backends satisfy the :class:`Embedder` protocol:
 - :class:`OllamaEmbedder`: an Ollama embedding model (e.g. ``nomic-embed-text``)
   through the official ``ollama`` client.
 
+``fake`` selects :class:`core.llm.hashed_embedder.HashedWordsEmbedder`, hashed
+words without a model, for tests that need an embedder but not meaning.
+
 Every vector returned is finite and normalised to length 1; a zero or broken
 vector is an error, never stored.
 """
@@ -234,13 +237,18 @@ class OllamaEmbedder:
 
 
 def make_embedder(config: "Config") -> Embedder:
-    """The embedder ``config.cold.embedder`` names: ``minilm`` or ``ollama:<model>``."""
+    """The embedder ``config.cold.embedder`` names: ``minilm``, ``ollama:<model>`` or ``fake`` (the test
+    embedder of :mod:`core.llm.hashed_embedder`)."""
     choice = config.cold.embedder
     if choice == "minilm":
         return MiniLMEmbedder()
+    if choice == "fake":
+        from core.llm.hashed_embedder import HashedWordsEmbedder
+
+        return HashedWordsEmbedder()
     if choice.startswith("ollama:") and choice[len("ollama:"):].strip():
         return OllamaEmbedder(choice[len("ollama:"):].strip(), config.llm.host, config.llm.timeout_s)
     raise ConfigError(
         f"cold.embedder {choice!r} is not known; use 'minilm' or 'ollama:<model>' "
-        "(e.g. 'ollama:nomic-embed-text')"
+        "(e.g. 'ollama:nomic-embed-text'), or 'fake' for tests"
     )

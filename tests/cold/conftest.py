@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.conftest import write_home_config
 from tests.ollama_server import ScriptedOllama
 
 EMBED_MODELS = ("fake-embed", "nomic-embed-text")
@@ -38,6 +38,5 @@ def ollama_home(agents_home: Path, ollama_url: str, monkeypatch: pytest.MonkeyPa
 
 
 def write_config(home: Path, data: dict) -> None:
-    """Write ``<home>/config.yaml``."""
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    """Write ``<home>/config.yaml`` (keeping the test's embedder unless ``data`` names one)."""
+    write_home_config(home, data)

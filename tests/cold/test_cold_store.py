@@ -115,6 +115,7 @@ def test_orphan_tmp_files_are_swept_on_open(tmp_path, ollama_url):
     assert again.count() == 1 and not orphan.exists()
 
 
+@pytest.mark.slow
 def test_a_handle_sees_writes_of_another_process(tmp_path, ollama_url):
     """read_consistency_interval=0: rows added by another process are visible without reopening."""
     embedder = OllamaEmbedder("fake-embed", host=ollama_url)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from core.memory.files.log_file import scan_bytes
 from core.memory.recall.sources import log_doc
 from core.memory_manager import MemoryManager
@@ -71,6 +73,7 @@ def interrupted_state(memory: Path) -> list[str]:
     return states
 
 
+@pytest.mark.slow
 def test_sigkill_during_compaction_loses_and_doubles_nothing(ollama_home):
     """After each SIGKILL, a restart finishes the interrupted step and every invariant holds."""
     write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"},

@@ -25,6 +25,7 @@ def test_minilm_returns_normalised_384d_vectors_that_rank_by_meaning(minilm):
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
 
 
+@pytest.mark.slow
 def test_importing_core_and_opening_a_manager_does_not_import_torch():
     """Importing core and reading an agent's memory (NOW, LOG, facts, the prompt's context) imports neither
     torch, sentence_transformers nor lance: only vectors need them (writes compute those in the background)."""

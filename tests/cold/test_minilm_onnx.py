@@ -23,6 +23,8 @@ from core.errors import BackendError
 from core.llm import embedders, minilm_onnx
 from core.llm.embedders import TorchMiniLM, _load_sentence_transformer
 
+pytestmark = pytest.mark.slow  # the model itself, against sentence-transformers (torch)
+
 ROOT = Path(__file__).resolve().parents[2]
 PROBES_FILE = ROOT / "core" / "llm" / "minilm_probes.json"
 WORDS = "the a billing service Lisbon café 東京 timed out retry 12 seconds Ada said yesterday ¿qué? 🎉".split()
@@ -95,6 +97,8 @@ def test_the_shipped_probe_vectors_are_sentence_transformers_vectors(sentence_tr
     assert set(minilm_onnx.LOAD_PROBES) <= set(minilm_onnx.reference_vectors())
 
 
+@pytest.mark.slow
+@pytest.mark.bare_home
 def test_a_new_process_builds_then_loads_the_model_without_torch(built, tmp_path):
     """A process with an empty cache builds the model, a later one loads it; neither imports torch,
     transformers, sentence-transformers, onnx, HF tokenizers or huggingface_hub, and both give the vectors of

@@ -98,6 +98,7 @@ def test_a_tensor_is_little_endian_raw_data_of_its_dtype():
         onnx_proto.make_attribute("a", [])
 
 
+@pytest.mark.slow  # the whole graph, built from the weights
 def test_the_encoders_model_passes_onnx_checker():
     """all-MiniLM-L6-v2's model bytes parse with onnx and pass its checker (shapes inferred too)."""
     model = onnx.load_from_string(build_model_bytes(minilm_onnx.model_dir()))

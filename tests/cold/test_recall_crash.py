@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from core.memory_manager import MemoryManager
 from tests.cold.conftest import write_config
 
@@ -40,6 +42,7 @@ def run_child(round_no: int, point: str = "") -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=os.environ.copy())
 
 
+@pytest.mark.slow
 def test_sigkill_during_background_indexing_then_the_index_catches_up(ollama_home):
     """After SIGKILLs while vectors are computed, a restart indexes every memory exactly once."""
     write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"}})
@@ -59,6 +62,7 @@ def test_sigkill_during_background_indexing_then_the_index_catches_up(ollama_hom
         assert manager.recall_memory("round 2 note 7 about ticker T7", 1)[0]["content"] == "round 2 note 7 about ticker T7"
 
 
+@pytest.mark.slow
 def test_a_process_exits_cleanly_while_background_indexing_runs(ollama_home):
     """A process that stores and exits at once ends with status 0; the next open finishes the vectors."""
     write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"}})

@@ -9,6 +9,8 @@ from core.llm import token_batches
 from core.llm.embedders import MiniLMEmbedder, load_minilm
 from core.llm.token_batches import batches, windows
 
+pytestmark = pytest.mark.slow  # the real model's vectors of windows and batches
+
 
 def test_windows_keep_the_special_tokens_around_consecutive_parts_and_stop_at_the_cap() -> None:
     """Each window is [CLS] + a consecutive slice + [SEP], no longer than the model's length."""

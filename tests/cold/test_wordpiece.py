@@ -19,6 +19,8 @@ from tokenizers import Tokenizer, normalizers, pre_tokenizers
 from core.llm.minilm_onnx import model_dir
 from core.llm.wordpiece import WordPiece, read_vocab_txt
 
+pytestmark = pytest.mark.slow  # the model's tokenizer, code point by code point against HF tokenizers
+
 ROOT = Path(__file__).resolve().parents[2]
 TABLES_FILE = ROOT / "core" / "llm" / "bert_unicode.json"
 CODE_POINTS = [c for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
@@ -134,17 +136,14 @@ def test_vocab_txt_and_tokenizer_json_hold_the_same_vocabulary():
 
 
 def test_a_long_text_is_tokenized_fast(wordpiece):
-    """30,000 characters of prose in well under 50 ms, cold word cache included: the best of five fresh
-    tokenizers, so that another process on the machine, which may take the core for a while, does not decide."""
+    """30,000 characters of prose in well under 50 ms of CPU, cold word cache included (the thread's own CPU
+    time: other processes on the machine do not count)."""
     words = "the billing service timed out after 45 seconds; we added a retry with backoff, café 東京".split()
     text = " ".join(words[(n * 7) % len(words)] + str(n % 97) for n in range(4000))[:30_000]
-    took = []
-    for _ in range(5):
-        fresh = WordPiece.from_model_dir(model_dir())
-        started = time.perf_counter()
-        fresh.encode(text)
-        took.append(time.perf_counter() - started)
-    assert min(took) < 0.05
+    fresh = WordPiece.from_model_dir(model_dir())
+    started = time.thread_time()
+    fresh.encode(text)
+    assert time.thread_time() - started < 0.05
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from tests.conftest import write_home_config
+from tests.inprocess import Ran, run_main
 from tests.ollama_server import ScriptedOllama, tool_call, tool_calls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,10 +44,11 @@ def make_engine():
         engine.manager.close()  # waits for a background LOG.md compaction before the test's home goes
 
 
-def run_cli(*args: str, timeout: float = 60, **popen) -> subprocess.CompletedProcess:
-    """Run ``python -m core.engine --create ARGS`` in a subprocess with the test's environment."""
-    return subprocess.run([sys.executable, "-m", "core.engine", "--create", *args], cwd=ROOT, env=dict(os.environ),
-                          capture_output=True, text=True, timeout=timeout, **popen)
+def run_cli(*args: str, stdin: str = "") -> Ran:
+    """Run ``python -m core.engine --create ARGS`` in this process (``core.cli.main``), ``stdin`` its input."""
+    from core.cli import main
+
+    return run_main(main, ["--create", *args], stdin=stdin)
 
 
 RESEARCH_TASK = "Research Python decorators and outline a blog post"
@@ -88,6 +92,5 @@ def kill_engine_at(block, *args: str) -> None:
 
 
 def write_config(home: Path, text: str) -> None:
-    """Write the agents-wide config.yaml."""
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text(text, encoding="utf-8")
+    """Write the agents-wide config.yaml (keeping the test's embedder unless ``text`` names one)."""
+    write_home_config(home, yaml.safe_load(text) or {})

@@ -5,11 +5,14 @@ from __future__ import annotations
 import signal
 import time
 
+import pytest
+
 from core.memory_manager import MemoryManager
 from tests.engine.conftest import RESEARCH_TASK, kill_engine_at, research_then_outline, run_cli, start_engine, write_config
 from tests.ollama_server import Block, tool_calls
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_without_redoing_the_finished_step(server, agents_home):
     """After kill -9 mid-task, "Continue" resumes: the prompt shows the finished step and its tool call is not redone."""
     write_config(agents_home, "llm:\n  backend: ollama\n")
@@ -66,6 +69,7 @@ SKILL_METADATA = skill_metadata(execute, name="collect_notes")
 '''
 
 
+@pytest.mark.slow
 def test_kill_inside_the_tools_node_redoes_only_the_unfinished_call(server, agents_home):
     """A SIGKILL while a tool runs: on "Continue" the finished call of the same step is not redone, the cut one is."""
     write_config(agents_home, "llm:\n  backend: ollama\n")

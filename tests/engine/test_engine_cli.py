@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -15,6 +14,7 @@ from tests.engine.conftest import ROOT, run_cli, write_config
 from tests.ollama_server import tool_call
 
 
+@pytest.mark.slow
 def test_import_and_help_do_not_load_torch():
     """Importing the engine (and --help) never imports torch or sentence-transformers."""
     code = "import sys, core.engine, core.engine.cli; print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))"
@@ -45,8 +45,7 @@ def test_offline_backend_drives_the_memory_skills(agents_home):
 def test_interactive_mode_commands(agents_home):
     """Interactive mode answers /status, /now, /facts, /log and a request, then leaves on /exit."""
     lines = "remember that my city is Porto\n/facts\n/now\n/status\n/log\n/nope\n/exit\n"
-    result = subprocess.run([sys.executable, "-m", "core.engine", "--create", "--agent", "finn", "--offline"], cwd=ROOT,
-                            input=lines, capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    result = run_cli("--agent", "finn", "--offline", stdin=lines)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "city (personal): Porto" in out
@@ -56,6 +55,7 @@ def test_interactive_mode_commands(agents_home):
     assert "commands: /compact" in out
 
 
+@pytest.mark.bare_home
 def test_bad_agent_name_is_one_line_error(agents_home):
     """A bad agent name is a one-line error with exit code 2 and creates nothing."""
     result = run_cli("--agent", "../evil", "hi")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from core.errors import SummarizerError
-from tests.engine.conftest import run_cli, write_config
+from tests.engine.conftest import ROOT, run_cli, write_config
+from tests.inprocess import run_script
 from tests.ollama_server import Error
 
 HANDOFF = ("## Goal\nPlan a garden\n## Progress\n- chose tomatoes\n## Key Decisions\n- raised beds\n"
@@ -95,17 +96,11 @@ def test_lcm_session_runs_the_providers_full_compaction(server, agents_home, mak
 
 def test_compact_script_with_offline_backend_writes_a_handoff(agents_home):
     """scripts/compact_session.py --offline compacts a Simple session with a deterministic handoff summary."""
-    import subprocess
-    import sys
-
-    from tests.engine.conftest import ROOT
-
     write_config(agents_home, "provider:\n  name: simple\ncompaction:\n  keep_tail: 2\n")
     plan = "sow tomatoes in March, move them to the raised beds in May, water twice a week " * 4
     for fact in ("my city is Lisbon", f"my garden plan is {plan}", f"my backup plan is {plan}"):
         assert run_cli("--agent", "finn", "--offline", f"remember that {fact}").returncode == 0
-    result = subprocess.run([sys.executable, "scripts/compact_session.py", "--agent", "finn", "--offline"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    result = run_script(ROOT / "scripts" / "compact_session.py", "--agent", "finn", "--offline")
     assert result.returncode == 0, result.stderr
     assert "(handoff)" in result.stdout and "## Next Steps" in result.stdout
     assert "remember that my city is Lisbon" in result.stdout

@@ -12,8 +12,11 @@ import urllib.parse
 import pytest
 
 from core.terminal import exit_codes
+from core.commands import main as agentos_main
+from core.inspector import main as inspector_main
 from core.memory_manager import MemoryManager
 from tests.conftest import ROOT
+from tests.inprocess import run_main
 from tests.inspector.test_api import get
 
 
@@ -26,6 +29,7 @@ def inspector(*args: str, command: list[str] = INSPECTOR) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [INSPECTOR, AGENTOS_INSPECT], ids=["python -m core.inspector", "agentos inspect"])
 def test_serves_on_loopback_prints_the_address_and_stops_cleanly_on_sigterm(agents_home, command):
     """It binds 127.0.0.1, prints the URL (with the agent) on stdout, serves it, and exits 0 on SIGTERM."""
@@ -44,6 +48,7 @@ def test_serves_on_loopback_prints_the_address_and_stops_cleanly_on_sigterm(agen
     assert process.stderr.read() == ""
 
 
+@pytest.mark.slow
 def test_another_interface_only_when_asked_and_with_a_warning(agents_home):
     """--host 0.0.0.0 serves with a warning on stderr that the memory is exposed."""
     process = inspector("--host", "0.0.0.0", "--port", "0")
@@ -60,20 +65,16 @@ def test_unknown_or_invalid_agent_and_busy_port_are_one_line_errors(agents_home)
     """An agent that does not exist exits 4, an invalid name 2, a port in use 2, each with one line."""
     for args, code, words in ((["--agent", "ghost"], exit_codes.NOT_FOUND, "no agent named 'ghost'"),
                               (["--agent", "../x"], exit_codes.USAGE, "invalid agent name")):
-        for command in (INSPECTOR, AGENTOS_INSPECT):
-            done = subprocess.run([sys.executable, *command, *args], cwd=ROOT, capture_output=True,
-                                  text=True, timeout=30)
+        for done in (run_main(inspector_main, args), run_main(agentos_main, ["inspect", *args])):
             assert done.returncode == code and words in done.stderr and len(done.stderr.splitlines()) == 1
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        done = subprocess.run([sys.executable, "-m", "core.inspector", "--port", str(busy.getsockname()[1])],
-                              cwd=ROOT, capture_output=True, text=True, timeout=120)  # a hang guard
+        done = run_main(inspector_main, ["--port", str(busy.getsockname()[1])])
     assert done.returncode == exit_codes.USAGE and "--port" in done.stderr
 
 
 def test_main_takes_argv_so_another_command_can_mount_it():
     """core.inspector.main(argv, prog) parses the given argv under the given program name."""
-    done = subprocess.run([sys.executable, "-c", "from core.inspector import main; main(['--help'], prog='agentos inspect')"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=30)
+    done = run_main(inspector_main, ["--help"], prog="agentos inspect")
     assert done.returncode == 0 and done.stdout.startswith("usage: agentos inspect")

@@ -65,6 +65,7 @@ def test_recall_of_an_agent_without_cold_store_matches_words_and_says_so(agents_
     assert not (agents_home / "bo" / "memory" / "lancedb").exists()
 
 
+@pytest.mark.bare_home
 def test_a_read_only_cold_store_refuses_writes_and_creates_nothing(tmp_path):
     """ColdStore(read_only=True) opens no missing table, takes no lock and refuses upserts and optimize."""
     missing = ColdStore(tmp_path / "none", MiniLMEmbedder(), tmp_path / ".cold.lock", reindex_hint="-", read_only=True)

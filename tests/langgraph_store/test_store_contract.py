@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def store(request, agents_home, minilm):
+def store(request, agents_home):
     """A store on agent finn in the test's home (memory.db, or a schema on the test server), indexing ``text``
-    (the embedder loaded once)."""
+    (with the test's embedder: the real model where the test asks for ``minilm``)."""
     if request.param == "postgres":
         request.getfixturevalue("pg_home")
     yield AgentOSStore("finn", index={"fields": ["text"]})
@@ -140,7 +140,7 @@ def test_search_without_query_filters_and_pages(store):
         store.search(("docs",), filter={"text": {"$regex": "doc"}})
 
 
-def test_query_orders_by_hybrid_recall_with_filters(store):
+def test_query_orders_by_hybrid_recall_with_filters(minilm, store):
     """search(query=...) ranks by the tiers' hybrid recall, best first, within the filter and namespace."""
     docs = [("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
             ("doc2", {"text": "red car", "color": "red", "score": 3.0}),
@@ -234,6 +234,7 @@ def test_async_api(store):
     assert store.batch([ListNamespacesOp(match_conditions=(), limit=10)]) == [[]]
 
 
+@pytest.mark.slow
 def test_langgraph_graph_memories_survive_a_restart(agents_home):
     """A graph writes memories through runtime.store in one process; a second process finds them by meaning."""
     env = dict(os.environ)

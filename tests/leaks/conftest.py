@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from core.memory.storage.backend import open_database
+from tests.conftest import write_home_config
 from tests.ollama_server import ScriptedOllama
 
 
@@ -34,13 +34,8 @@ def finn(storage_backend: str, home: Path, manager):
 
 
 def write_config(home: Path, data: dict) -> None:
-    """Write ``<home>/config.yaml``, keeping the storage section a fixture chose (``pg_home``)."""
-    home.mkdir(parents=True, exist_ok=True)
-    path = home / "config.yaml"
-    before = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else None
-    if isinstance(before, dict) and "storage" in before:
-        data = {"storage": before["storage"], **data}
-    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    """Write ``<home>/config.yaml``, keeping the storage section a fixture chose (``pg_home``) and the embedder."""
+    write_home_config(home, data)
 
 
 def database_of(manager):

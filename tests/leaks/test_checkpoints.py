@@ -3,6 +3,8 @@ beyond what the user typed, and a finished turn's are gone from the disk."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.engine.conftest import kill_engine_at, run_cli
 from tests.leaks.conftest import write_config
 from tests.leaks.leak_check import leaks, prompt_leaks
@@ -12,6 +14,7 @@ VALUE = "sk-live-4242-9911"
 TASK = f"Keep this for the deploys: {VALUE}"
 
 
+@pytest.mark.slow
 def test_a_killed_runs_checkpoint_leaks_nowhere_and_is_gone_once_the_turn_ends(ollama, agents_home, storage_backend):
     """SIGKILL after save_fact: only the checkpoints hold the value (the user's own request), in checkpoints.db
     or LangGraph's tables of the agent's schema; resuming sends it in no prompt but as the user's request;

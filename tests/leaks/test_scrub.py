@@ -164,6 +164,7 @@ def _trial(home: Path, cache: Path, kill_at: int, point: str = COUNTING) -> bool
     return killed
 
 
+@pytest.mark.slow
 def test_a_scrub_killed_as_it_commits_its_archives_is_finished_by_the_next_open(home, tmp_path):
     """SIGKILL right after the new archives' sha256 is committed and before the files replace the archives:
     the next open puts them in place, and nothing holds the value."""
@@ -193,6 +194,7 @@ def _trial_side_files_committed(home: Path, cache: Path, kill_at: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_a_scrub_killed_at_any_step_is_finished_by_the_next_open(home, tmp_path):
     """SIGKILL at every durable step of a scrub (each file replace, fsync and memory.db commit) and before and

@@ -32,8 +32,9 @@ def _engine(home, provider: str, session: str = "main", offline: bool = False) -
     return Engine("finn", session=session, offline=offline)
 
 
+# The real model (minilm): once the value is scrubbed, recall finds the texts around it by meaning only.
 @pytest.mark.slow
-def test_every_public_path_around_a_secret_saved_late(agents_home, storage_backend, ollama):
+def test_every_public_path_around_a_secret_saved_late(minilm, agents_home, storage_backend, ollama):
     """Told as plain text, written everywhere, then saved as a secret and used again through every path:
     afterwards no file, table, index or prompt holds the value in any form but get_fact's replies."""
     server = ollama

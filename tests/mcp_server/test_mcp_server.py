@@ -17,9 +17,11 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from core.commands import main as agentos_main
 from core.memory_initializer import initialize_agent_memory
 from core.memory_manager import MemoryManager
 from core.skills.registry import builtin_skills
+from tests.inprocess import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-live-9f8e7d6c5b4a"
@@ -55,6 +57,7 @@ def run(main) -> None:
     anyio.run(main)
 
 
+@pytest.mark.slow  # the server runs as its own process over stdio
 def test_tools_and_resources_have_the_engines_schemas(finn):
     """The server lists every skill once with its own schema (store_memory and forget_memory among them), the
     memory tool with its recall and forget actions, and three resources."""
@@ -77,6 +80,7 @@ def test_tools_and_resources_have_the_engines_schemas(finn):
     assert resources == ["agentos://finn/facts", "agentos://finn/log", "agentos://finn/now"]
 
 
+@pytest.mark.slow  # the server runs as its own process over stdio
 def test_facts_round_trip_and_bad_arguments_leave_the_server_serving(finn):
     """save_fact then get_fact returns the value; bad arguments are error results and the next call still works."""
     async def main():
@@ -104,6 +108,7 @@ def test_facts_round_trip_and_bad_arguments_leave_the_server_serving(finn):
     assert MemoryManager("finn").get_fact("x") is None
 
 
+@pytest.mark.slow  # the server runs as its own process over stdio
 def test_a_secret_comes_back_only_from_get_fact(finn):
     """A secret saved through MCP is redacted in every tool result and resource; get_fact alone returns it."""
     async def main():
@@ -132,6 +137,7 @@ def test_a_secret_comes_back_only_from_get_fact(finn):
     assert SECRET not in memory.paths.now_file.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow  # the server runs as its own process over stdio
 def test_store_recall_and_forget_a_note(finn):
     """A note stored through MCP is found by recall_memory and the memory tool's recall; forget_memory and the
     memory tool's forget action remove memories, which then are found no more."""
@@ -162,6 +168,7 @@ def test_store_recall_and_forget_a_note(finn):
     assert len(forget_entries) == 2 and "Pixel" not in json.dumps([e.metadata for e in forget_entries])
 
 
+@pytest.mark.slow  # the server runs as its own process over stdio
 def test_two_clients_at_once_lose_no_write(finn):
     """Two servers on the same agent write concurrently: every LOG entry and fact is there, seqs unique."""
     async def writer(name: str):
@@ -188,8 +195,7 @@ def test_two_clients_at_once_lose_no_write(finn):
 def test_unknown_agent_is_refused_and_nothing_is_created(agents_home):
     """agentos mcp on an agent that does not exist exits 4 naming the agents; no folder is created."""
     initialize_agent_memory("finn")
-    result = subprocess.run([sys.executable, "-m", "core", "mcp", "--agent", "ghost"], cwd=ROOT, env=dict(os.environ),
-                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    result = run_main(agentos_main, ["mcp", "--agent", "ghost"])
     assert result.returncode == 4, result.stderr
     assert "no agent named 'ghost'" in result.stderr and "finn" in result.stderr
     assert not (agents_home / "ghost").exists()
@@ -201,6 +207,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_streamable_http_serves_two_sessions(finn):
     """--http serves streamable HTTP on 127.0.0.1: two client sessions at once see each other's writes."""
     port = _free_port()
@@ -251,6 +258,5 @@ def test_non_loopback_address_warns(finn):
     assert parse_address("127.0.0.1:8765") == ("127.0.0.1", 8765) and parse_address(":9000") == ("127.0.0.1", 9000)
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
-    result = subprocess.run([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http", "nonsense"], cwd=ROOT,
-                            env=dict(os.environ), capture_output=True, text=True, timeout=60)
+    result = run_main(agentos_main, ["mcp", "--agent", "finn", "--http", "nonsense"])
     assert result.returncode == 2 and "HOST:PORT" in result.stderr

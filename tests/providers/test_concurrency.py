@@ -7,6 +7,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from core.memory.provider import CompactionMode, Session
 from core.plugins.memory.lcm import LCMProvider
 from tests.providers.test_lossless import expand_all, key
@@ -62,6 +64,7 @@ def test_threads_append_and_compact(db_path):
     per_writer_order(db_path, [f"t{n}" for n in range(4)])
 
 
+@pytest.mark.slow
 def test_processes_append_and_compact(db_path):
     """Three appending processes and two compacting processes on one session lose no message."""
     LCMProvider(db_path, config=CONFIG).bootstrap(SESSION)

@@ -91,6 +91,7 @@ def test_failure_midway_keeps_committed_summaries_consistent(db_path, session):
     provider.close()
 
 
+@pytest.mark.slow
 def test_sigkill_during_compaction_leaves_consistent_db(db_path):
     """A compaction process killed with SIGKILL at one of its commits (drawn at random) leaves a consistent,
     lossless DB that compacts again."""

@@ -1,7 +1,8 @@
-"""Torture fixtures: a loopback Ollama for the cold store's embeddings, and the campaigns' table in the summary.
+"""Torture fixtures: a loopback Ollama for the cold store's embeddings.
 
-The table is printed at the end of every pytest run that ran a campaign (with or without
-``-s``), under "torture campaigns", and written to ``torture.md`` in pytest's temp folder.
+The campaigns' table is printed at the end of every pytest run that ran a campaign (with or
+without ``-s``, from xdist's workers too), under "torture campaigns", and written to
+``torture.md`` in pytest's temp folder: see ``tests/conftest.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from tests.ollama_server import ScriptedOllama
-from tests.torture.harness import RESULTS, table
 
 
 @pytest.fixture(scope="session")
@@ -29,13 +29,3 @@ def campaign_folder(torture_ollama, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     yield tmp_path
     torture_ollama.forget_requests()
 
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    if not RESULTS:
-        return
-    text = table(RESULTS)
-    terminalreporter.write_sep("=", "torture campaigns")
-    terminalreporter.write_line(text)
-    basetemp = config._tmp_path_factory.getbasetemp() if hasattr(config, "_tmp_path_factory") else None
-    if basetemp is not None:
-        (Path(basetemp) / "torture.md").write_text(text + "\n", encoding="utf-8")

@@ -5,15 +5,13 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from core.commands import main
 from core.errors import CorruptionError, UnknownAgentError, ValidationError
 from core.langgraph_store import AgentOSStore
 from core.memory.provider.types import Message, Session
@@ -23,11 +21,11 @@ from core.memory.recall.store import ColdStore, VectorRow
 from core.memory_manager import MemoryManager
 from core.plugins.memory import open_provider
 from core.transfer import export_agent, import_agent
+from tests.inprocess import run_main
 
 # Recall ranks by meaning too: the embedding model is loaded once, before the first recall.
 pytestmark = pytest.mark.usefixtures("minilm")
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "hunter2-pass-77"
 QUERIES = ("who gets the report", "favourite colour", "train to Lisbon", "deployment error 137")
 
@@ -244,11 +242,11 @@ def test_command_line_round_trip(agents_home, tmp_path):
     """agentos export and import from the shell, with one-line errors and their exit codes."""
     initialize_agent_memory("finn")
     MemoryManager("finn").save_fact("city", "Porto")
-    env = dict(os.environ)
 
     def agentos(*args, home=agents_home):
-        return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True,
-                              timeout=300, env={**env, "AGENTOS_HOME": str(home)})
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("AGENTOS_HOME", str(home))
+            return run_main(main, args)
 
     archive = tmp_path / "finn.tar.gz"
     exported = agentos("export", "--agent", "finn", str(archive))
@@ -275,9 +273,8 @@ def test_export_says_how_many_secret_facts_it_left_out(agents_home, tmp_path):
         manager.save_fact("db_password", SECRET, category="secret")
         manager.save_fact("api_token", "tok-5f1e-99aa-secret", category="secret")
 
-    def export(*flags: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "core", "export", "--agent", "finn", *flags],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+    def export(*flags: str):
+        return run_main(main, ["export", "--agent", "finn", *flags])
 
     without = export(str(tmp_path / "a.tar.gz"))
     assert without.returncode == 0, without.stderr

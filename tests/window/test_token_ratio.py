@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from core.llm.model_window import RatioStore
 from tests.ollama_server import count_tokens
 from tests.window.conftest import write_config
@@ -74,6 +76,7 @@ def test_count_tokens_is_not_chars_over_four():
     assert 3.0 < ratio < 3.8
 
 
+@pytest.mark.slow
 def test_a_killed_writer_leaves_the_ratio_file_whole(tmp_path):
     """SIGKILL during a stream of ratio updates, before and after a replace of the file: it is the old or the
     new JSON, never torn."""
