@@ -13,7 +13,7 @@ from core.config import ColdConfig, Config
 from core.errors import EmbedderMismatchError
 from core.llm.embedders import OllamaEmbedder, make_embedder
 from core.llm.hashed_embedder import HASHED_DIMENSION, HASHED_NAME, HashedWordsEmbedder
-from core.memory.cold_store import ColdStore, VectorRow
+from core.memory.recall.store import ColdStore, VectorRow
 from tests.conftest import ROOT
 
 HINT = "agentos rebuild-index --agent finn"

@@ -45,8 +45,8 @@ def make_engine():
 
 
 def run_cli(*args: str, stdin: str = "") -> Ran:
-    """Run ``python -m core.engine --create ARGS`` in this process (``core.cli.main``), ``stdin`` its input."""
-    from core.cli import main
+    """Run ``python -m core.engine --create ARGS`` in this process (``core.engine.cli.main``), ``stdin`` its input."""
+    from core.engine.cli import main
 
     return run_main(main, ["--create", *args], stdin=stdin)
 
