@@ -9,7 +9,6 @@ translated (:mod:`core.memory.storage.postgres.translate`).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -26,7 +25,7 @@ from core.errors import DatabaseUnavailableError, LockTimeoutError
 from core.memory.files import fault_points
 from core.memory.storage.dialect import POSTGRES
 from core.memory.storage.postgres import migrate
-from core.memory.storage.postgres.pool import converted, pool_for, probe
+from core.memory.storage.postgres.pool import advisory_key, converted, pool_for, probe
 from core.memory.storage.postgres.translate import translate
 
 log = logging.getLogger(__name__)
@@ -69,12 +68,6 @@ def row_factory(cursor: psycopg.Cursor) -> Any:
     if description is None:
         return tuple
     return _row_class(tuple(column.name for column in description))
-
-
-def advisory_key(*parts: object) -> int:
-    """A signed 64-bit advisory-lock key for ``parts`` (hashed, so any text fits)."""
-    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
 
 
 class Result:

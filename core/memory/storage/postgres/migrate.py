@@ -27,7 +27,7 @@ from psycopg import errors, sql
 from core.config import StorageConfig
 from core.errors import LockTimeoutError, StorageError
 from core.memory.files.log_format import utc_timestamp
-from core.memory.storage.postgres.pool import converted, describe, session_settings
+from core.memory.storage.postgres.pool import advisory_key, converted, describe, session_settings
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,6 @@ def schema_lock(dsn: str, schema: str, config: StorageConfig) -> Iterator[psycop
     Raises:
         LockTimeoutError: another process held the lock for ``storage.statement_timeout_s``; says who.
     """
-    from core.memory.storage.postgres.database import advisory_key
-
     key = advisory_key("migrate", schema)
     try:
         conn = psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(config.connect_timeout_s)),
