@@ -15,8 +15,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from core.memory.storage.sqlite import Database
-from core.memory.storage.dialect import SQLITE
+from core.memory.storage import Database
 from core.memory.files.log_format import utc_timestamp
 from core.memory.storage.words import idf
 
@@ -90,7 +89,7 @@ class DocIndex:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._words = getattr(db, "dialect", SQLITE).recall_words
+        self._words = db.dialect.recall_words
 
     # -- writing (inside the caller's transaction) ---------------------------------------------
 

@@ -292,10 +292,11 @@ _inherited: list[sqlite3.Connection] = []
 would drop SQLite locks the child's own connections hold on the same file."""
 
 
-class Database:
-    """Per-thread connections to one memory.db; a forked child opens its own."""
+class SqliteDatabase:
+    """Per-thread connections to one memory.db; a forked child opens its own (a :class:`~core.memory.storage.Database`)."""
 
     dialect = SQLITE
+    kind = "sqlite"
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -303,6 +304,26 @@ class Database:
         self._all: list[sqlite3.Connection] = []
         self._guard = threading.Lock()
         self._pid = os.getpid()
+
+    def __repr__(self) -> str:
+        return f"SqliteDatabase({str(self.path)!r})"
+
+    @property
+    def file(self) -> Path:
+        """memory.db: the file holding the tables."""
+        return self.path
+
+    @property
+    def location(self) -> str:
+        """memory.db's path."""
+        return str(self.path)
+
+    def size_bytes(self) -> int:
+        """memory.db's size (its -wal and -shm files not counted)."""
+        try:
+            return self.path.stat().st_size
+        except OSError as exc:
+            raise storage_error(exc, f"cannot read the size of {self.path}") from exc
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -356,3 +377,7 @@ class Database:
         lock_dir = Path(self.path).parent / "ctx-locks"
         lock_dir.mkdir(parents=True, exist_ok=True)
         return AgentLock(lock_dir / f"conversation-{conv}.lock", timeout=timeout, keep_open=False).hold()
+
+
+Database = SqliteDatabase
+"""The SQLite database's earlier name; :class:`core.memory.storage.Database` is what both databases answer."""

@@ -204,6 +204,9 @@ class PostgresDatabase:
     """One agent's memory tables in the schema ``schema`` of the server at ``dsn``."""
 
     dialect = POSTGRES
+    kind = "postgres"
+    file = None
+    """No file of ours holds the tables: the server does."""
 
     def __init__(self, dsn: str, schema: str, config: StorageConfig | None = None,
                  path: Path | None = None) -> None:
@@ -221,6 +224,18 @@ class PostgresDatabase:
         from core.memory.storage.postgres.pool import describe
 
         return f"PostgresDatabase({describe(self.dsn)!r}, schema={self.schema!r})"
+
+    @property
+    def location(self) -> str:
+        """The server (never its password) and the schema."""
+        return repr(self)
+
+    def size_bytes(self) -> int:
+        """Bytes the schema's tables take on the server, their indexes and TOAST included."""
+        return int(self.conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relkind = 'r'",
+            (self.schema,)).fetchone()[0])
 
     # -- connections -------------------------------------------------------------
 
