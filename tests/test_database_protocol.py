@@ -46,3 +46,17 @@ def test_the_size_of_the_tables_grows_with_what_they_hold(storage_backend):
         assert db.size_bytes() > before
     finally:
         db.close()
+
+
+def test_both_databases_define_every_member_of_the_protocol():
+    """SqliteDatabase and PostgresDatabase each have every attribute, property and method Database names."""
+    from core.memory.storage import SqliteDatabase
+    from core.memory.storage.postgres.database import PostgresDatabase
+
+    members = {name for name in vars(Database) if not name.startswith("_")} | set(Database.__annotations__)
+    assert {"conn", "transaction", "close", "kind", "file", "dialect"} <= members
+    for cls in (SqliteDatabase, PostgresDatabase):
+        db = cls.__new__(cls)  # no connection: only what the class defines is looked at
+        missing = sorted(name for name in members if not hasattr(cls, name) and name not in ("path",))
+        assert missing == [], f"{cls.__name__} lacks {missing}"
+        assert db.kind in ("sqlite", "postgres")

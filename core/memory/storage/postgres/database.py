@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager, suppress
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -204,7 +204,7 @@ class PostgresDatabase:
     """One agent's memory tables in the schema ``schema`` of the server at ``dsn``."""
 
     dialect = POSTGRES
-    kind = "postgres"
+    kind: Literal["postgres"] = "postgres"
     file = None
     """No file of ours holds the tables: the server does."""
 
