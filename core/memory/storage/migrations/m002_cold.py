@@ -14,25 +14,29 @@ _QUEUE = "INSERT INTO cold_pending (item, queued_at) VALUES ({item}, {now}) " \
     "ON CONFLICT (item) DO UPDATE SET queued_at = excluded.queued_at, attempts = 0, last_error = NULL;"
 
 
+SQL = """
+-- Text stored with MemoryManager.store_memory; LanceDB holds its vector.
+CREATE TABLE cold_notes (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,          -- JSON object
+    created_at TEXT NOT NULL
+);
+
+-- Items whose vectors must be brought in line with their source: 'fact:<key>', 'note:<id>' or
+-- 'item:<id>'. Archives use compaction_history.indexed_at.
+CREATE TABLE cold_pending (
+    item TEXT PRIMARY KEY,
+    queued_at TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT
+);
+"""
+"""Both databases' tables."""
+
+
 SQLITE = f"""
-        -- Text stored with MemoryManager.store_memory; LanceDB holds its vector.
-        CREATE TABLE cold_notes (
-            id TEXT PRIMARY KEY,
-            kind TEXT NOT NULL,
-            text TEXT NOT NULL,
-            metadata TEXT NOT NULL,          -- JSON object
-            created_at TEXT NOT NULL
-        );
-
-        -- Items whose chunks must be brought in line with their source:
-        -- 'fact:<key>' or 'note:<id>'. Archives use compaction_history.indexed_at.
-        CREATE TABLE cold_pending (
-            item TEXT PRIMARY KEY,
-            queued_at TEXT NOT NULL,
-            attempts INTEGER NOT NULL DEFAULT 0,
-            last_error TEXT
-        );
-
         CREATE TRIGGER user_facts_cold_insert AFTER INSERT ON user_facts BEGIN
             {_QUEUE.format(item="'fact:' || NEW.key", now=_NOW)}
         END;
@@ -47,27 +51,9 @@ SQLITE = f"""
             {_QUEUE.format(item="'note:' || NEW.id", now=_NOW)}
         END;
         """
-"""SQLite's form."""
+"""SQLite's triggers."""
 
 POSTGRES = """
--- The cold tier's own tables: stored notes and the queue of items to (re)index (m002_cold.py in PostgreSQL).
--- Triggers queue every fact change in the same transaction as the change.
-
-CREATE TABLE cold_notes (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    text TEXT NOT NULL,
-    metadata TEXT NOT NULL,          -- JSON object
-    created_at TEXT NOT NULL
-);
-
-CREATE TABLE cold_pending (
-    item TEXT PRIMARY KEY,           -- 'fact:<key>', 'note:<id>' or 'item:<id>'
-    queued_at TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    last_error TEXT
-);
-
 -- The time as memory.db writes it: ISO 8601 UTC with milliseconds and a Z.
 CREATE FUNCTION agentos_now() RETURNS TEXT LANGUAGE sql STABLE
 AS $$ SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
@@ -94,4 +80,4 @@ END $$;
 CREATE TRIGGER cold_notes_queue AFTER INSERT ON cold_notes
     FOR EACH ROW EXECUTE FUNCTION cold_notes_cold_queue();
 """
-"""PostgreSQL's form."""
+"""PostgreSQL's functions and triggers."""

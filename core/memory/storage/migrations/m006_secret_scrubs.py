@@ -14,11 +14,16 @@ _QUEUE = (f"INSERT INTO secret_scrubs (key, queued_at) VALUES (NEW.key, {_NOW})"
           " ON CONFLICT (key) DO UPDATE SET queued_at = excluded.queued_at;")
 
 
+SQL = """
+CREATE TABLE secret_scrubs (
+    key TEXT PRIMARY KEY,            -- the secret fact's key (its value is only in user_facts)
+    queued_at TEXT NOT NULL
+);
+"""
+"""Both databases' table."""
+
+
 SQLITE = f"""
-        CREATE TABLE secret_scrubs (
-            key TEXT PRIMARY KEY,            -- the secret fact's key (its value is only in user_facts)
-            queued_at TEXT NOT NULL
-        );
         CREATE TRIGGER user_facts_secret_insert AFTER INSERT ON user_facts WHEN NEW.category = 'secret' BEGIN
             {_QUEUE}
         END;
@@ -28,19 +33,9 @@ SQLITE = f"""
         END;
         INSERT INTO secret_scrubs (key, queued_at) SELECT key, {_NOW} FROM user_facts WHERE category = 'secret';
         """
-"""SQLite's form."""
+"""SQLite's triggers, and the secrets saved before."""
 
 POSTGRES = """
--- The queue of secrets to scrub from what held them before they were saved as secrets
--- (m006_secret_scrubs.py in PostgreSQL). A trigger queues a fact's key in the same transaction that makes
--- it a secret (or changes a secret's value); only keys are queued, never values. Secrets already saved
--- are queued too: the first open after the upgrade scrubs them.
-
-CREATE TABLE secret_scrubs (
-    key TEXT PRIMARY KEY,            -- the secret fact's key (its value is only in user_facts)
-    queued_at TEXT NOT NULL
-);
-
 -- The time of the change itself (clock_timestamp, not the transaction's start), as SQLite's 'now' is:
 -- a scrub deletes a queue row only if queued_at is still the one it read.
 CREATE FUNCTION user_facts_secret_queue() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
@@ -59,4 +54,4 @@ CREATE TRIGGER user_facts_secret_update AFTER UPDATE OF value, category ON user_
 
 INSERT INTO secret_scrubs (key, queued_at) SELECT key, agentos_now() FROM user_facts WHERE category = 'secret';
 """
-"""PostgreSQL's form."""
+"""PostgreSQL's function and triggers, and the secrets saved before."""

@@ -99,13 +99,11 @@ SQLITE = f"""
 """SQLite's form."""
 
 POSTGRES = """
--- Recall over every tier (m008_recall.py in PostgreSQL): one row a memory, its full-text index, the forget list.
---
 -- SQLite's FTS5 table becomes a stored tsvector column with a GIN index: the memory's own words
 -- weighted A, its context (speaker, dates) weighted B, stemmed by the 'english' configuration
 -- (Snowball's English stemmer, stop words left out; a tsvector holds at most 1 MB, so the first
 -- 200,000 characters of each are indexed). ``tokens`` counts the words of both, as FTS5 counts a
--- row's length for BM25. core/memory/recall_words.py reads both.
+-- row's length for BM25. core/memory/storage/words.py reads both.
 
 ALTER TABLE cold_notes ADD COLUMN occurred_at TEXT;
 ALTER TABLE cold_notes ADD COLUMN expires_at TEXT;

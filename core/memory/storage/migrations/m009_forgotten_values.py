@@ -26,9 +26,6 @@ SQLITE = """
 """SQLite's form."""
 
 POSTGRES = """
--- What a forgotten fact said, so that nothing derived after the forget shows it again, and the purge queue
--- (m009_forgotten_values.py in PostgreSQL). The scrubs leave forgotten_values alone: it is what they search for.
-
 CREATE TABLE forgotten_values (
     memory_id TEXT NOT NULL,         -- the forgotten memory, e.g. fact:favourite_colour
     forget_seq BIGINT NOT NULL,      -- the FORGET entry that forgot it
