@@ -1,8 +1,8 @@
 """memory.db: one SQLite database an agent, in WAL mode, upgraded by numbered migrations.
 
 Migrations are the modules ``core/memory/storage/migrations/mNNN_<name>.py``, which
-PostgreSQL's schemas share (:mod:`core.memory.storage.migrations`). They run in order, each in its own transaction, and
-are recorded in the ``_migrations`` table by name, so :func:`connect` is
+PostgreSQL's schemas share (:mod:`core.memory.storage.migrations`). They run in order,
+each in its own transaction, and are recorded in the ``_migrations`` table by name, so :func:`connect` is
 idempotent and safe when several processes open the database at once. A
 database that records a migration this version does not have was written by
 another version: it is refused before anything is applied, never half upgraded.
