@@ -1,6 +1,5 @@
 """The tier tables of seed 003: facts, the LOG.md index and compaction history."""
 
-
 SQLITE = """
         CREATE TABLE user_facts (
             id INTEGER PRIMARY KEY,

@@ -6,7 +6,6 @@ so a crash can never leave a saved (or deleted) fact out of step with the
 cold store for longer than the next sync.
 """
 
-
 _NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 # An upsert, not INSERT OR REPLACE: an outer statement's conflict policy (the facts'
 # own upsert) would override "OR REPLACE" inside a trigger body.

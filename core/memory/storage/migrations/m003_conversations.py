@@ -1,6 +1,5 @@
 """The provider tables of seeds 000/001: conversations, messages, the summary DAG, profiles, changelog, snapshots, FTS5."""
 
-
 _TABLES = """
 CREATE TABLE ctx_conversations (
     id INTEGER PRIMARY KEY,

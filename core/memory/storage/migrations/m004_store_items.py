@@ -5,7 +5,6 @@ redacted); the cold store indexes them. Triggers queue every change in the same
 transaction, as for facts and notes.
 """
 
-
 from core.memory.storage.migrations.m002_cold import _NOW, _QUEUE
 
 

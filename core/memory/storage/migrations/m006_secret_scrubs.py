@@ -8,7 +8,6 @@ when this migration runs are queued too: the first open after the upgrade scrubs
 them.
 """
 
-
 _NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 _QUEUE = (f"INSERT INTO secret_scrubs (key, queued_at) VALUES (NEW.key, {_NOW})"
           " ON CONFLICT (key) DO UPDATE SET queued_at = excluded.queued_at;")

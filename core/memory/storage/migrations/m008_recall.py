@@ -12,7 +12,6 @@ vectors of earlier versions (archive chunks) are replaced as the docs are
 embedded.
 """
 
-
 from core.memory.storage.migrations.m002_cold import _NOW, _QUEUE
 
 

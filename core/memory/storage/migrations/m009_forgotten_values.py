@@ -8,7 +8,6 @@ FACT and FORGET entries in seq order forgets the same values again. The scrubs
 leave this table alone: it is what they search for.
 """
 
-
 SQLITE = """
         CREATE TABLE forgotten_values (
             memory_id TEXT NOT NULL,         -- the forgotten memory, e.g. fact:favourite_colour
