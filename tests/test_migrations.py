@@ -79,3 +79,16 @@ def test_a_database_of_another_version_is_refused_and_left_as_it_is(agents_home)
     assert {r[0] for r in conn.execute("SELECT name FROM _migrations")} == {*BEFORE_RECALL, "m099_future"}
     assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'recall_docs'").fetchone() is None
     conn.close()
+
+
+def test_the_migrations_build_the_schema_earlier_versions_built(tmp_path):
+    """A new memory.db has exactly the tables, indexes and triggers of one an earlier version made (recorded
+    in tests/data/schema-sqlite.txt), so a database that version upgraded opens as it is, with nothing to apply."""
+    from tests.schema_snapshot import SQLITE_SNAPSHOT, sqlite_schema
+
+    conn = memory_db.connect(tmp_path / "memory.db")
+    try:
+        assert sqlite_schema(conn) == SQLITE_SNAPSHOT.read_text(encoding="utf-8").splitlines()
+        assert memory_db.migrate(conn) == []
+    finally:
+        conn.close()

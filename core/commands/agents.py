@@ -8,7 +8,6 @@ from typing import Any
 from core.engine import cli as engine_cli
 from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
 from core.memory.files import now_file
-from core.memory.storage.dialect import POSTGRES
 from core.memory_initializer import initialize_agent_memory, report
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths, home_and_source, list_agents
@@ -88,13 +87,7 @@ def _details(manager: MemoryManager) -> dict[str, Any]:
 
 def _database(manager: MemoryManager) -> dict[str, Any]:
     """Where the memory tables are and how big they are."""
-    db = manager.db
-    if getattr(db, "dialect", None) is not POSTGRES:
-        return {"database": str(manager.paths.db_file), "memory_db_bytes": manager.paths.db_file.stat().st_size}
-    size = db.conn.execute("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
-                           " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relkind = 'r'",
-                           (db.schema,)).fetchone()[0]
-    return {"database": repr(db), "memory_db_bytes": int(size)}
+    return {"database": manager.db.location, "memory_db_bytes": manager.db.size_bytes()}
 
 
 def _details_text(data: dict[str, Any]) -> str:

@@ -34,7 +34,7 @@ from core.engine.nodes.planner import planner
 from core.engine.nodes.runtime import Runtime, is_continue, mask_credentials
 from core.engine.nodes.tools import tools
 from core.paths import AgentPaths
-from core.memory.storage.backend import open_checkpointer, open_database
+from core.memory.storage import open_checkpointer, open_database
 from core.plugins.memory import open_provider
 from core.memory.storage.engine_lease import hold_lease
 from core.engine.session_compaction import auto_compact, compact_session

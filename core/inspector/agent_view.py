@@ -29,7 +29,7 @@ from core.memory.files.log_format import ENTRY_TYPES
 from core.memory.recall.docs import DocIndex
 from core.memory.recall.query import check_recall
 from core.memory.recall.search import Tuning
-from core.memory.storage.backend import schema_name
+from core.memory.storage import schema_name
 from core.paths import AgentPaths
 
 RUNS_SHOWN = 100

@@ -18,10 +18,8 @@ from typing import Any, Iterator
 
 from core.config import StorageConfig
 from core.errors import StorageError
-from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
-from core.memory.storage import residence
+from core.memory.storage import POSTGRES, SQLITE, Dialect, residence, schema_name
 from core.memory.storage.facts import MIN_REDACTED_CHARS, REDACTED
-from core.memory.storage.backend import schema_name
 from core.paths import AgentPaths
 
 BUSY_TIMEOUT_S = 5.0

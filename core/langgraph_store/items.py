@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping
 from langgraph.store.base import Item, MatchCondition
 
 from core.errors import ValidationError
-from core.memory.storage.sqlite import Database
+from core.memory.storage import Database
 from core.memory.files.log_format import utc_timestamp
 
 

@@ -29,7 +29,7 @@ from core.mcp_server.tools import memory_tools
 from core.memory.storage.facts import redact
 from core.memory.provider import Session
 from core.paths import existing_agent
-from core.memory.storage.backend import open_database
+from core.memory.storage import open_database
 from core.plugins.memory import open_provider
 from core.memory.shared import shared_manager
 

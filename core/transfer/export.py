@@ -28,7 +28,7 @@ from core.errors import StorageError
 from core.memory.recall.store import TABLE
 from core.memory.files.log_file import scan_bytes
 from core.memory.secrets.redaction import redactor_for
-from core.memory.storage.backend import require_sqlite
+from core.memory.storage import require_sqlite
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths, existing_agent
 from core.transfer import scrub

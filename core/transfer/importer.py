@@ -24,7 +24,7 @@ from core.memory.files import now_file
 from core.memory.recall.store import TABLE
 from core.memory.upkeep.rebuild import rebuild_all
 from core.config import load_config
-from core.memory.storage.backend import require_sqlite
+from core.memory.storage import require_sqlite
 from core.memory_manager import MemoryManager
 from core.paths import agents_home, validate_agent_name
 from core.transfer.manifest import Manifest, check_member_name, verify

@@ -15,7 +15,8 @@ from core.errors import EmbedderMismatchError, LockTimeoutError
 from core.memory.files.locking import AgentLock
 from core.memory.secrets.scrub_tables import scrub_cold_store
 from core.memory.secrets.redaction import REDACTED, redactor_for
-from core.memory.recall.store import ColdStore, VectorRow, where_clause
+from core.memory.recall.lance_table import where_clause
+from core.memory.recall.store import ColdStore, VectorRow
 from core.llm.embedders import MiniLMEmbedder, OllamaEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]

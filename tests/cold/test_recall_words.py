@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.memory.recall.docs import Filters
-from core.memory.recall.words import FILTER_MARGIN
+from core.memory.storage.words import FILTER_MARGIN
 
 
 def test_filtered_word_matches_are_found_below_many_better_unfiltered_ones(finn):

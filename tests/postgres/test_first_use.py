@@ -14,7 +14,7 @@ import yaml
 from core.config import StorageConfig
 from core.errors import LockTimeoutError
 from core.memory.storage.postgres import migrate
-from core.memory.storage.postgres.database import advisory_key
+from core.memory.storage.postgres.pool import advisory_key
 from core.memory.storage.backend import schema_name
 from tests.engine.conftest import ROOT
 

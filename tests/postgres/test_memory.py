@@ -15,7 +15,8 @@ import pytest
 
 from core.config import StorageConfig, load_config
 from core.errors import ConfigError, StorageError
-from core.memory.storage.postgres.database import PostgresDatabase, advisory_key
+from core.memory.storage.postgres.database import PostgresDatabase
+from core.memory.storage.postgres.pool import advisory_key
 from core.memory.provider import Message, Session
 from core.memory.recall.docs import Filters
 from core.memory.storage.backend import schema_name

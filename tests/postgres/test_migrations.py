@@ -43,3 +43,16 @@ def test_four_processes_starting_together_apply_each_migration_once(postgres_ser
         rows = conn.execute(f'SELECT name FROM "{schema}"._migrations ORDER BY name').fetchall()
         assert [row[0] for row in rows] == ours
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def test_the_migrations_build_the_schema_earlier_versions_built(postgres_db):
+    """A new schema has exactly the columns, indexes, triggers, functions and constraints of one an earlier
+    version made (tests/data/schema-postgres.txt), so a schema that version upgraded opens as it is."""
+    from core.memory.storage.postgres.migrate import ensure, forget_ready
+    from tests.schema_snapshot import POSTGRES_SNAPSHOT, postgres_schema
+
+    postgres_db.conn.execute("SELECT 1").fetchone()  # sets the schema up
+    with psycopg.connect(postgres_db.dsn, autocommit=True) as conn:
+        assert postgres_schema(conn, postgres_db.schema) == POSTGRES_SNAPSHOT.read_text(encoding="utf-8").splitlines()
+    forget_ready()
+    assert ensure(postgres_db.dsn, postgres_db.schema, postgres_db.config) == []

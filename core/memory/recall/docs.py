@@ -3,7 +3,7 @@
 Rows are derived from their sources (see :mod:`core.memory.recall.sources`) and
 can be rebuilt at any time. Each row's ``text`` and ``context`` (speaker,
 dates, relative dates resolved) are indexed for words (SQLite FTS5 with the
-Porter stemmer, or a PostgreSQL tsvector: :mod:`core.memory.recall.words`); its vector is computed later, in the background
+Porter stemmer, or a PostgreSQL tsvector: :mod:`core.memory.storage.words`); its vector is computed later, in the background
 (:mod:`core.memory.recall.vector_indexer`), and ``vector_state`` says whether it is
 in LanceDB yet.
 """
@@ -15,10 +15,9 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from core.memory.storage.sqlite import Database
-from core.memory.storage.dialect import SQLITE
+from core.memory.storage import Database
 from core.memory.files.log_format import utc_timestamp
-from core.memory.recall.words import idf
+from core.memory.storage.words import idf
 
 KINDS = ("note", "summary", "fact", "log", "log_archive", "message", "item")
 """What a memory can be: a stored note or summary, a fact, a LOG.md entry (``log`` while in
@@ -90,7 +89,7 @@ class DocIndex:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._words = getattr(db, "dialect", SQLITE).recall_words
+        self._words = db.dialect.recall_words
 
     # -- writing (inside the caller's transaction) ---------------------------------------------
 

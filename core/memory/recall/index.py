@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.errors import ColdStoreError
-from core.memory.storage.sqlite import Database
+from core.memory.storage import Database
 from core.memory.storage.facts import redact
 from core.memory.files.log_file import LogFile, scan_bytes
 from core.memory.files.log_format import utc_timestamp

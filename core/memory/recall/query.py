@@ -14,7 +14,8 @@ from typing import Any
 
 from core.errors import BackendError, ValidationError
 from core.memory.recall import search as recall_search
-from core.memory.recall.store import ColdStore, where_clause
+from core.memory.recall.lance_table import where_clause
+from core.memory.recall.store import ColdStore
 from core.memory.storage.facts import redact
 from core.memory.files.log_format import check_text, utc_timestamp
 from core.memory.recall.docs import KINDS, DocIndex, Filters

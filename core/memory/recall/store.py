@@ -33,54 +33,23 @@ import logging
 import shutil
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError
 from core.llm.embedders import Embedder
-from core.memory.recall import ann_index
+from core.memory.recall import ann_index, lance_table
+from core.memory.recall.lance_table import (
+    CLEANUP_AFTER, COLUMNS, LEGACY_TABLES, META_DIMENSION, META_EMBEDDER, SEARCHED, TABLE, VectorRow,
+    compaction_steps, sql_string, upsert,
+)
 from core.memory.files import fault_points
 from core.memory.files.locking import AgentLock
 from core.memory.secrets.redaction import Redactor
 
 log = logging.getLogger(__name__)
-
-TABLE = "memories"
-LEGACY_TABLES = ("chunks",)
-"""Tables of earlier versions (archive chunks fused with LanceDB's full-text search). Their rows
-are not recall docs: the table is dropped on open and every memory is embedded again."""
-CLEANUP_AFTER = timedelta(hours=1)
-"""Table versions older than this are deleted by :meth:`ColdStore.optimize`."""
-_META_EMBEDDER = b"agentos.embedder"
-_META_DIMENSION = b"agentos.dimension"
-_COLUMNS = ["id", "kind", "text", "source", "occurred_at", "memory"]
-_SEARCHED = _COLUMNS[:-1]
-"""What a vector search returns of each row (not the memory's JSON)."""
-
-
-@dataclass(frozen=True)
-class VectorRow:
-    """What the cold store keeps of one memory (its vector is computed from ``text``)."""
-
-    id: str
-    """The recall doc's id: ``note:<hex>``, ``fact:<key>``, ``log:<seq>``, ``item:<id>:<n>``, ..."""
-    kind: str
-    text: str
-    """What the vector is computed from: the memory with its speaker and the turn before it."""
-    source: str
-    """Where the original lives, e.g. ``LOG.md#seq=12`` or ``store:memories.ada/fact-0``."""
-    occurred_at: str
-    """UTC ISO-8601 time the memory happened (what ``since``/``until`` filter)."""
-    memory: str = field(default="{}", compare=False)
-    """The memory itself as JSON (text, metadata, times): what a lost memory.db gets its notes back from.
-    Not part of what a row must match: it never changes the vector."""
-
-
-def sql_string(value: str) -> str:
-    """``value`` as a SQL string literal."""
-    return "'" + value.replace("'", "''") + "'"
 
 
 class ColdStore:
@@ -145,9 +114,9 @@ class ColdStore:
 
         self.path.mkdir(parents=True, exist_ok=True)
         # Before the lock: an Ollama embedder learns its dimension from a call to the model.
-        schema = None if self.uri.is_dir() else self._schema()
+        schema = None if self.uri.is_dir() else lance_table.schema(self.embedder)
         with self.writing():
-            swept = self._sweep_orphans()
+            swept = lance_table.sweep_orphans(self.uri)
             if swept[0]:
                 log.warning("removed %d orphan LanceDB temp files (%d bytes) under %s", *swept, self.path)
             try:
@@ -158,7 +127,7 @@ class ColdStore:
                                  legacy, self.path)
                 # Checked again under the lock: another process may have created the table meanwhile.
                 exists = self.uri.is_dir()
-                table = lance.dataset(self.uri) if exists else self._create(schema or self._schema())
+                table = lance.dataset(self.uri) if exists else self._create(schema or lance_table.schema(self.embedder))
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot open the cold store at {self.path}: {exc}") from exc
         self._check_embedder(table)
@@ -184,36 +153,15 @@ class ColdStore:
                  self.embedder.dimension())
         return table
 
-    def _schema(self):
-        import pyarrow as pa
-
-        dimension = self.embedder.dimension()
-        return pa.schema(
-            [pa.field(name, pa.string(), nullable=False) for name in _COLUMNS]
-            + [pa.field("vector", pa.list_(pa.float32(), dimension), nullable=False)],
-            metadata={_META_EMBEDDER: self.embedder.name.encode(), _META_DIMENSION: str(dimension).encode()},
-        )
-
     def _check_embedder(self, table) -> None:
         meta = table.schema.metadata or {}
-        built_by = meta.get(_META_EMBEDDER, b"?").decode()
-        dimension = meta.get(_META_DIMENSION, b"?").decode()
+        built_by = meta.get(META_EMBEDDER, b"?").decode()
+        dimension = meta.get(META_DIMENSION, b"?").decode()
         if built_by != self.embedder.name:
             raise EmbedderMismatchError(
                 f"the cold store {self.path} was built with embedder {built_by} ({dimension}-d) but the "
                 f"config asks for {self.embedder.name}; re-index it with: {self.reindex_hint}"
             )
-
-    def _sweep_orphans(self) -> tuple[int, int]:
-        """Delete ``.tmp*`` files a killed writer left in the table folder (we hold the write lock)."""
-        count = size = 0
-        table_dir = self.path / f"{TABLE}.lance"
-        for leftover in table_dir.rglob(".tmp*") if table_dir.is_dir() else ():
-            if leftover.is_file():
-                size += leftover.stat().st_size
-                leftover.unlink()
-                count += 1
-        return count, size
 
     def writing(self):
         """The write lock of this store, across threads and processes."""
@@ -227,7 +175,7 @@ class ColdStore:
     @property
     def dimension(self) -> int:
         """Vector length of the table."""
-        return int((self.table.schema.metadata or {})[_META_DIMENSION])
+        return int((self.table.schema.metadata or {})[META_DIMENSION])
 
     # -- writing --------------------------------------------------------------
 
@@ -264,7 +212,7 @@ class ColdStore:
             now = self._redacted(rows)
             if any((row.text, row.memory) != (late.text, late.memory) for row, late in zip(rows, now)):
                 return False
-            records = self._arrow(rows, vectors, schema)
+            records = lance_table.arrow(rows, vectors, schema)
             try:
                 fault_points.reach("cold.write")
                 upsert(self.writable(), records)
@@ -273,17 +221,6 @@ class ColdStore:
                 raise ColdStoreError(f"cannot write to the cold store {self.path}: {exc}") from exc
             self._writes += 1
         return True
-
-    @staticmethod
-    def _arrow(rows: Sequence[VectorRow], vectors, schema):
-        """``rows`` with their ``vectors`` as an Arrow table of ``schema``."""
-        import pyarrow as pa
-
-        columns = {name: [getattr(r, name) for r in rows] for name in _COLUMNS}
-        dimension = schema.field("vector").type.list_size
-        flat = pa.array(vectors.astype("float32", copy=False).reshape(-1))
-        columns["vector"] = pa.FixedSizeListArray.from_arrays(flat, dimension)
-        return pa.table(columns, schema=schema)
 
     def _redacted(self, rows: Sequence[VectorRow]) -> list[VectorRow]:
         """``rows`` with the secrets known now hidden in their text and memory."""
@@ -370,7 +307,7 @@ class ColdStore:
     def rows_of(self, id_prefix: str) -> list[dict[str, Any]]:
         """Every row whose id starts with ``id_prefix`` (e.g. ``note:``), without its vector."""
         try:
-            return self.table.to_table(columns=_COLUMNS,
+            return self.table.to_table(columns=COLUMNS,
                                        filter=f"starts_with(id, {sql_string(id_prefix)})").to_pylist()
         except (OSError, ValueError, RuntimeError) as exc:
             raise ColdStoreError(f"cannot read the cold store {self.path}: {exc}") from exc
@@ -381,7 +318,7 @@ class ColdStore:
 
     def nearest(
         self, vector, depth: int, where: str | None = None, *, exact: bool = False,
-        columns: Sequence[str] = _SEARCHED,
+        columns: Sequence[str] = SEARCHED,
     ) -> list[dict]:
         """The ``depth`` rows closest to ``vector`` (cosine), through the ANN index if any, best first.
 
@@ -418,45 +355,3 @@ class ColdStore:
             pool.shutdown(wait=True)
         with self._guard:
             self._table = None
-
-
-def upsert(table, records) -> None:
-    """Insert ``records`` (an Arrow table) into the Lance ``table``, replacing the rows of the same id."""
-    table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(records)
-
-
-def compact(table, cleanup_older_than: timedelta, *, delete_unverified: bool = False) -> None:
-    """Merge small fragments, fold new rows into the indexes, and delete versions older than ``cleanup_older_than``
-    (with ``delete_unverified``, also files no version uses, as a write killed before its commit leaves)."""
-    for step in compaction_steps(cleanup_older_than, delete_unverified=delete_unverified):
-        step(table)
-
-
-def compaction_steps(cleanup_older_than: timedelta, *,
-                     delete_unverified: bool = False) -> list[Callable[[Any], None]]:
-    """The steps of :func:`compact`, each one Lance commit that takes a dataset handle."""
-    def step(write: Callable[[Any], None]) -> Callable[[Any], None]:
-        def run(table) -> None:
-            fault_points.reach("cold.write")
-            write(table)
-            fault_points.reach("cold.written")
-        return run
-
-    return [step(lambda t: t.optimize.compact_files()), step(lambda t: t.optimize.optimize_indices()),
-            step(lambda t: t.cleanup_old_versions(older_than=cleanup_older_than,
-                                                  delete_unverified=delete_unverified))]
-
-
-def where_clause(kinds: Sequence[str] | None = None, since: str | None = None, until: str | None = None,
-                 source_prefix: str | None = None) -> str | None:
-    """The prefilter of a vector search: kinds, a time window (on ``occurred_at``), a source prefix."""
-    clauses = []
-    if kinds:
-        clauses.append("kind IN (" + ", ".join(sql_string(k) for k in kinds) + ")")
-    if since:
-        clauses.append(f"occurred_at >= {sql_string(since)}")
-    if until:
-        clauses.append(f"occurred_at <= {sql_string(until)}")
-    if source_prefix:
-        clauses.append(f"starts_with(source, {sql_string(source_prefix)})")
-    return " AND ".join(clauses) or None

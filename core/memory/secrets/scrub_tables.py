@@ -19,7 +19,7 @@ from datetime import timedelta
 
 from core.errors import ColdStoreError
 from core.memory.files import fault_points
-from core.memory.recall.store import compact, upsert
+from core.memory.recall.lance_table import compact, upsert
 from core.memory.storage.sqlite import transaction
 from core.memory.secrets.redaction import Redactor
 

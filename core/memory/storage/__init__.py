@@ -1,1 +1,33 @@
-"""core.memory.storage."""
+"""memory.db's tables, in the agent's own SQLite file or in its schema on a PostgreSQL server.
+
+    db = open_database(paths, config.storage)   # a Database, whichever holds the tables
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO ...", (...))
+
+Both databases run memory.db's SQL (PostgreSQL's spelling is translated), upgraded by the same numbered
+migrations, recorded in each database's ``_migrations`` table.
+"""
+
+from core.memory.storage.backend import Checkpoints, open_checkpointer, open_database, require_sqlite, schema_name
+from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
+from core.memory.storage.facts import Fact, FactStore
+from core.memory.storage.protocol import Connection, Cursor, Database
+from core.memory.storage.sqlite import SqliteDatabase, damage_marker
+
+__all__ = [
+    "POSTGRES",
+    "SQLITE",
+    "Checkpoints",
+    "Connection",
+    "Cursor",
+    "Database",
+    "Dialect",
+    "Fact",
+    "FactStore",
+    "SqliteDatabase",
+    "damage_marker",
+    "open_checkpointer",
+    "open_database",
+    "require_sqlite",
+    "schema_name",
+]

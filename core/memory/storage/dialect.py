@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from core.memory.recall.words import Fts5Words, TsvectorWords
+from core.memory.storage.words import Fts5Words, TsvectorWords
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import ValidationError
-from core.memory.storage.sqlite import Database
+from core.memory.storage.protocol import Database
 from core.memory.files.log_format import check_text
 from core.memory.secrets.redaction import (MIN_SECRET_CHARS, REDACTED, Redactor, forgotten_values, redactor_for,
                                  redactor_of)

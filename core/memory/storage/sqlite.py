@@ -1,8 +1,8 @@
 """memory.db: one SQLite database an agent, in WAL mode, upgraded by numbered migrations.
 
-Migrations are the modules ``core/memory/storage/backend/migrations/mNNN_<name>.py``; each
-defines ``apply(conn)``. They run in order, each in its own transaction, and
-are recorded in the ``_migrations`` table by name, so :func:`connect` is
+Migrations are the modules ``core/memory/storage/migrations/mNNN_<name>.py``, which
+PostgreSQL's schemas share (:mod:`core.memory.storage.migrations`). They run in order,
+each in its own transaction, and are recorded in the ``_migrations`` table by name, so :func:`connect` is
 idempotent and safe when several processes open the database at once. A
 database that records a migration this version does not have was written by
 another version: it is refused before anything is applied, never half upgraded.
@@ -11,20 +11,18 @@ another version: it is refused before anything is applied, never half upgraded.
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 import os
-import pkgutil
 import sqlite3
 import threading
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Literal
 
 from core import __version__
 from core.errors import CorruptionError, DiskFullError, LockTimeoutError, ReadOnlyError, StorageError
 from core.memory.files import fault_points
-from core.memory.storage import migrations as migrations_package
+from core.memory.storage.migrations import all_migrations
 from core.memory.storage.dialect import SQLITE
 from core.memory.files.locking import AgentLock
 from core.memory.files.fsutil import storage_error
@@ -46,17 +44,12 @@ _fork_hook_registered = False
 
 
 def migrations() -> list[tuple[str, Callable[[sqlite3.Connection], None]]]:
-    """Return ``(name, apply)`` for every migration module, in order."""
-    names = sorted(
-        info.name
-        for info in pkgutil.iter_modules(migrations_package.__path__)
-        if info.name[:1] == "m" and info.name[1:4].isdigit()
-    )
-    found = []
-    for name in names:
-        module = importlib.import_module(f"{migrations_package.__name__}.{name}")
-        found.append((name, module.apply))
-    return found
+    """Return ``(name, apply)`` for every migration, in order (:mod:`core.memory.storage.migrations`)."""
+    return [(m.name, functools.partial(_apply_script, m.script("sqlite"))) for m in all_migrations()]
+
+
+def _apply_script(script: str, conn: sqlite3.Connection) -> None:
+    execute_script(conn, script)
 
 
 def execute_script(conn: sqlite3.Connection, script: str) -> None:
@@ -292,10 +285,11 @@ _inherited: list[sqlite3.Connection] = []
 would drop SQLite locks the child's own connections hold on the same file."""
 
 
-class Database:
-    """Per-thread connections to one memory.db; a forked child opens its own."""
+class SqliteDatabase:
+    """Per-thread connections to one memory.db; a forked child opens its own (a :class:`~core.memory.storage.Database`)."""
 
     dialect = SQLITE
+    kind: Literal["sqlite"] = "sqlite"
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -303,6 +297,26 @@ class Database:
         self._all: list[sqlite3.Connection] = []
         self._guard = threading.Lock()
         self._pid = os.getpid()
+
+    def __repr__(self) -> str:
+        return f"SqliteDatabase({str(self.path)!r})"
+
+    @property
+    def file(self) -> Path:
+        """memory.db: the file holding the tables."""
+        return self.path
+
+    @property
+    def location(self) -> str:
+        """memory.db's path."""
+        return str(self.path)
+
+    def size_bytes(self) -> int:
+        """memory.db's size (its -wal and -shm files not counted)."""
+        try:
+            return self.path.stat().st_size
+        except OSError as exc:
+            raise storage_error(exc, f"cannot read the size of {self.path}") from exc
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -356,3 +370,7 @@ class Database:
         lock_dir = Path(self.path).parent / "ctx-locks"
         lock_dir.mkdir(parents=True, exist_ok=True)
         return AgentLock(lock_dir / f"conversation-{conv}.lock", timeout=timeout, keep_open=False).hold()
+
+
+Database = SqliteDatabase
+"""The SQLite database's earlier name; :class:`core.memory.storage.Database` is what both databases answer."""

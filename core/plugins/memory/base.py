@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable
 
 from core.config import ProviderConfig
-from core.memory.storage.sqlite import Database
+from core.memory.storage import Database, SqliteDatabase
 from core.memory.provider import ListOptions, Message, Session, SessionInfo, SessionStats
 from core.memory.secrets.redaction import redactor_of
 from core.plugins.memory import window
@@ -24,7 +24,7 @@ class StoredConversations:
     def __init__(self, db: Path | str | Database, config: ProviderConfig | None = None) -> None:
         """``db``: the path of memory.db, or an open database (``core.memory.storage.backend.open_database``)."""
         self.config = config or ProviderConfig()
-        self.db = Database(Path(db)) if isinstance(db, (str, Path)) else db
+        self.db = SqliteDatabase(Path(db)) if isinstance(db, (str, Path)) else db
         self.store = ConversationStore(self.db)
         self.profiles = ProfileRepository(self.db)
 

@@ -13,7 +13,7 @@ import uuid
 
 from core.errors import ValidationError
 from core.memory.provider.messages import check_id
-from core.memory.storage.sqlite import Database
+from core.memory.storage import Database
 from core.memory.provider import ChangeEntry, ConstraintEntry, SessionSnapshot, context
 from core.memory.files.log_format import utc_timestamp
 from core.memory.secrets.redaction import redactor_of

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Iterable, Iterator
 
 from core.errors import SessionNotFoundError, ValidationError
-from core.memory.storage.sqlite import Database
+from core.memory.storage import Database
 from core.memory.secrets.forgotten import FORGOTTEN, forgotten_of
 from core.memory.files.log_format import utc_timestamp
 from core.memory.provider.messages import (

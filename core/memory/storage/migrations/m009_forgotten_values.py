@@ -8,15 +8,7 @@ FACT and FORGET entries in seq order forgets the same values again. The scrubs
 leave this table alone: it is what they search for.
 """
 
-import sqlite3
-
-from core.memory.storage.sqlite import execute_script
-
-
-def apply(conn: sqlite3.Connection) -> None:
-    execute_script(
-        conn,
-        """
+SQLITE = """
         CREATE TABLE forgotten_values (
             memory_id TEXT NOT NULL,         -- the forgotten memory, e.g. fact:favourite_colour
             forget_seq INTEGER NOT NULL,     -- the FORGET entry that forgot it
@@ -29,5 +21,22 @@ def apply(conn: sqlite3.Connection) -> None:
         CREATE TABLE forget_purges (
             queued_at TEXT PRIMARY KEY
         );
-        """,
-    )
+        """
+"""SQLite's form."""
+
+POSTGRES = """
+CREATE TABLE forgotten_values (
+    memory_id TEXT NOT NULL,         -- the forgotten memory, e.g. fact:favourite_colour
+    forget_seq BIGINT NOT NULL,      -- the FORGET entry that forgot it
+    value TEXT NOT NULL,             -- what it held then: hidden from everything derived later
+    forgotten_at TEXT NOT NULL,
+    PRIMARY KEY (memory_id, forget_seq)
+);
+
+-- A purge of forgotten values from LOG.md, the archives and the indexes that has not finished:
+-- the next open runs it again.
+CREATE TABLE forget_purges (
+    queued_at TEXT PRIMARY KEY
+);
+"""
+"""PostgreSQL's form."""

@@ -9,14 +9,13 @@ translated (:mod:`core.memory.storage.postgres.translate`).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
 from contextlib import contextmanager, suppress
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -26,7 +25,7 @@ from core.errors import DatabaseUnavailableError, LockTimeoutError
 from core.memory.files import fault_points
 from core.memory.storage.dialect import POSTGRES
 from core.memory.storage.postgres import migrate
-from core.memory.storage.postgres.pool import converted, pool_for, probe
+from core.memory.storage.postgres.pool import advisory_key, converted, pool_for, probe
 from core.memory.storage.postgres.translate import translate
 
 log = logging.getLogger(__name__)
@@ -69,12 +68,6 @@ def row_factory(cursor: psycopg.Cursor) -> Any:
     if description is None:
         return tuple
     return _row_class(tuple(column.name for column in description))
-
-
-def advisory_key(*parts: object) -> int:
-    """A signed 64-bit advisory-lock key for ``parts`` (hashed, so any text fits)."""
-    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
 
 
 class Result:
@@ -211,6 +204,9 @@ class PostgresDatabase:
     """One agent's memory tables in the schema ``schema`` of the server at ``dsn``."""
 
     dialect = POSTGRES
+    kind: Literal["postgres"] = "postgres"
+    file = None
+    """No file of ours holds the tables: the server does."""
 
     def __init__(self, dsn: str, schema: str, config: StorageConfig | None = None,
                  path: Path | None = None) -> None:
@@ -228,6 +224,18 @@ class PostgresDatabase:
         from core.memory.storage.postgres.pool import describe
 
         return f"PostgresDatabase({describe(self.dsn)!r}, schema={self.schema!r})"
+
+    @property
+    def location(self) -> str:
+        """The server (never its password) and the schema."""
+        return repr(self)
+
+    def size_bytes(self) -> int:
+        """Bytes the schema's tables take on the server, their indexes and TOAST included."""
+        return int(self.conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relkind = 'r'",
+            (self.schema,)).fetchone()[0])
 
     # -- connections -------------------------------------------------------------
 

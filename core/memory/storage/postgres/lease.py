@@ -14,7 +14,7 @@ import psycopg
 
 from core.config import StorageConfig
 from core.errors import LockTimeoutError
-from core.memory.storage.postgres.database import advisory_key
+from core.memory.storage.postgres.pool import advisory_key
 from core.memory.storage.postgres.pool import application_name, converted, session_settings
 
 log = logging.getLogger(__name__)

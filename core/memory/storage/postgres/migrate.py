@@ -1,7 +1,7 @@
 """Migrations of an agent's PostgreSQL schema: memory.db's numbered migrations, in PostgreSQL's SQL.
 
-Every ``core/memory/storage/backend/migrations/mNNN_<name>.py`` has its PostgreSQL form in
-``core/memory/storage/backend/migrations/postgres/mNNN_<name>.sql``. They run in order, each in
+Every ``core/memory/storage/migrations/mNNN_<name>.py`` is written once for both databases
+(:mod:`core.memory.storage.migrations`). They run in order, each in
 its own transaction, recorded in the schema's ``_migrations`` table like
 memory.db's. LangGraph's checkpoint tables are set up in the same pass. An
 advisory lock held while setting up makes processes that start together (on
@@ -18,16 +18,16 @@ import os
 import re
 import threading
 from contextlib import contextmanager
-from importlib import resources
 from typing import Iterator
 
 import psycopg
 from psycopg import errors, sql
 
 from core.config import StorageConfig
-from core.errors import LockTimeoutError, StorageError
+from core.errors import LockTimeoutError
 from core.memory.files.log_format import utc_timestamp
-from core.memory.storage.postgres.pool import converted, describe, session_settings
+from core.memory.storage.migrations import all_migrations
+from core.memory.storage.postgres.pool import advisory_key, converted, describe, session_settings
 
 log = logging.getLogger(__name__)
 
@@ -45,22 +45,8 @@ _ready_guard = threading.Lock()
 
 
 def postgres_migrations() -> list[tuple[str, str]]:
-    """``(name, sql)`` of every migration of memory.db, in order, in PostgreSQL's SQL.
-
-    Raises:
-        StorageError: a migration has no PostgreSQL form yet.
-    """
-    from core.memory.storage.sqlite import migrations
-
-    folder = resources.files("core.memory.storage.migrations") / "postgres"
-    found = []
-    for name, _apply in migrations():
-        script = folder / f"{name}.sql"
-        if not script.is_file():
-            raise StorageError(f"migration {name} has no PostgreSQL form: add core/memory/storage/backend/migrations/postgres/"
-                               f"{name}.sql, or use storage.backend sqlite")
-        found.append((name, script.read_text(encoding="utf-8")))
-    return found
+    """``(name, sql)`` of every migration of memory.db, in order, as PostgreSQL runs it."""
+    return [(m.name, m.script("postgres")) for m in all_migrations()]
 
 
 @contextmanager
@@ -71,8 +57,6 @@ def schema_lock(dsn: str, schema: str, config: StorageConfig) -> Iterator[psycop
     Raises:
         LockTimeoutError: another process held the lock for ``storage.statement_timeout_s``; says who.
     """
-    from core.memory.storage.postgres.database import advisory_key
-
     key = advisory_key("migrate", schema)
     try:
         conn = psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(config.connect_timeout_s)),

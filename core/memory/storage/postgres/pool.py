@@ -8,6 +8,7 @@ names the fix and never the password.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -41,6 +42,12 @@ def describe(dsn: str) -> str:
     host = parts.get("host") or os.environ.get("PGHOST") or "localhost"
     port = parts.get("port") or os.environ.get("PGPORT") or "5432"
     return f"{host}:{port}/{parts.get('dbname') or os.environ.get('PGDATABASE') or parts.get('user') or ''}"
+
+
+def advisory_key(*parts: object) -> int:
+    """A signed 64-bit advisory-lock key for ``parts`` (hashed, so any text fits)."""
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def converted(exc: BaseException, dsn: str, config: StorageConfig) -> AgentOSError:

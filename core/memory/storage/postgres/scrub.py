@@ -23,8 +23,8 @@ import logging
 import psycopg
 from psycopg import sql
 
-from core.memory.storage.postgres.database import PostgresDatabase, advisory_key
-from core.memory.storage.postgres.pool import configure
+from core.memory.storage.postgres.database import PostgresDatabase
+from core.memory.storage.postgres.pool import advisory_key, configure
 from core.memory.secrets.redaction import Redactor
 
 log = logging.getLogger(__name__)

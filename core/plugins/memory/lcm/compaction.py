@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from core.config import ProviderConfig
-from core.memory.storage.sqlite import Database
+from core.memory.storage import Database
 from core.memory.secrets.forgotten import forgotten_ids
 from core.memory.files.log_format import utc_timestamp
 from core.memory.provider import CompactionMode, CompactionResult, SummarizeOptions

@@ -7,7 +7,7 @@ import sqlite3
 from typing import Iterator
 
 from core.errors import SummaryNotFoundError, ValidationError
-from core.memory.storage.dialect import SQLITE, Dialect
+from core.memory.storage import SQLITE, Dialect
 from core.memory.secrets.forgotten import FORGOTTEN, forgotten_of
 from core.memory.provider import (
     DescribeResult,

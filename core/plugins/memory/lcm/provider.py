@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.config import ProviderConfig
-from core.memory.storage.sqlite import Database
+from core.memory.storage import Database
 from core.memory.provider import (
     ChangeEntry,
     CompactionMode,

@@ -27,7 +27,7 @@ import re
 import unicodedata
 from typing import Any, Sequence
 
-from core.memory.storage.dialect import Dialect
+from core.memory.storage import Dialect
 
 K1, B = 1.2, 0.75
 """BM25's constants, as FTS5 and recall use them."""
