@@ -36,7 +36,6 @@ from core.memory.files.log_format import (
     parse_or_none,
     utc_timestamp,
 )
-from core.memory.secrets.redaction import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +68,11 @@ class LogFile:
 
     def __init__(
         self, path: Path, lock: AgentLock, quarantine_dir: Path, max_entry_bytes: int = 64 * 1024,
-        seq_floor: Callable[[], int] | None = None, redactor: Callable[[], Redactor] | None = None,
+        seq_floor: Callable[[], int] | None = None, redactor: Callable[[], Callable[[Any], Any]] | None = None,
     ) -> None:
         """``seq_floor()`` returns the highest seq ever handed out (the index's), so none is reused;
-        ``redactor()`` hides the secrets known now in every line written (see :mod:`core.memory.secrets.redaction`)."""
+        ``redactor()`` returns what hides the secrets known now (a :class:`core.memory.secrets.redaction.Redactor`),
+        applied to every line written: the files below the secrets are handed it, they do not import it."""
         self.path = path
         self.redactor = redactor
         self.lock = lock
