@@ -33,7 +33,7 @@ def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_ser
     learned = engine.backend.window.chars_per_token
     assert learned < 3.6, "learned from the server's counts, not chars/4"
     last = engine.backend.meter.last
-    assert last.reported == server.prompts[-1].tokens and abs(last.error) < 0.05
+    assert last.reported == server.prompts[-1].evaluated and abs(last.error) < 0.05
     from core.engine.cli import command
 
     status = command(engine, "/status")
