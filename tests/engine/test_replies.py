@@ -184,7 +184,7 @@ def test_offline_open_task_is_blocked_and_resumed_with_a_model(agents_home, serv
     resumed = run_cli("--agent", "finn", "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert "copper report" in resumed.stdout
-    system = server.system_prompts()[-1]
+    system = server.rendered_prompts()[-1]
     assert "copper" in system, "the model was given the blocked objective"
 
 
