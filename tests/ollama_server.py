@@ -26,8 +26,15 @@ The context window behaves like Ollama's:
 - a prompt over the window loses its oldest non-system messages first (the last
   message is always kept); if the system messages and the last message alone
   are still too long, the rendered prompt's beginning is cut;
-- ``prompt_eval_count`` is the number of tokens kept, ``eval_count`` those of
-  the reply; what was kept is recorded in :attr:`ScriptedOllama.prompts`;
+- the kept prompt is rendered as Ollama's qwen2.5 template renders a chat: every
+  system message (wherever it stands) joined at the top, the tool definitions
+  right after them, then the other messages in order, consecutive messages of one
+  role merged (:func:`render`);
+- one prompt cache per model, as Ollama's runner keeps one KV cache a slot: a
+  request re-evaluates only the tokens after the prefix its rendering shares with
+  the model's previous one (at least one); ``prompt_eval_count`` is that number,
+  as Ollama reports it, ``eval_count`` the reply's; what was kept and how much of
+  it came from the cache is recorded in :attr:`ScriptedOllama.prompts`;
 - ``/api/show`` reports ``model_info["<arch>.context_length"]`` and, when the
   Modelfile sets it, ``num_ctx`` in ``parameters``.
 
@@ -81,7 +88,7 @@ class Prompt:
     messages: list[dict[str, Any]]
     """The messages the model saw (a cut message holds only its kept end)."""
     tokens: int
-    """Tokens kept: the ``prompt_eval_count`` reported."""
+    """Tokens kept: the whole prompt the model ran on."""
     full_tokens: int
     """Tokens of the whole prompt as sent."""
     dropped_messages: int
@@ -92,6 +99,15 @@ class Prompt:
     """The request offered tools (a planner call; summarizer calls offer none)."""
     options: dict[str, Any]
     keep_alive: Any
+    rendered: str = ""
+    """The kept prompt as the chat template renders it (see :func:`render`)."""
+    cached_tokens: int = 0
+    """Leading tokens of :attr:`rendered` shared with the model's previous prompt: not evaluated again."""
+
+    @property
+    def evaluated(self) -> int:
+        """Tokens evaluated for this request: the ``prompt_eval_count`` reported."""
+        return max(1, self.tokens - self.cached_tokens)
 
     @property
     def truncated(self) -> bool:
@@ -178,6 +194,8 @@ class ScriptedOllama:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.prompts: list[Prompt] = []
         """One entry per answered ``/api/chat`` request: what the model saw."""
+        self._cache: dict[str, tuple[int, list[str]]] = {}
+        """Per model: the window and the tokens of the previous prompt (Ollama's KV cache, one slot)."""
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -237,6 +255,25 @@ class ScriptedOllama:
                 "model_info": {"general.architecture": self.architecture,
                                f"{self.architecture}.context_length": self.context_length},
                 "capabilities": ["completion", "tools"]}
+
+    def rendered_prompts(self, tools_only: bool = True) -> list[str]:
+        """The rendered text of each planner prompt (every answered prompt with ``tools_only=False``)."""
+        with self._lock:
+            return [p.rendered for p in self.prompts if p.tools or not tools_only]
+
+    def reuse(self, model: str, prompt: Prompt) -> None:
+        """Set ``prompt.cached_tokens`` from the model's previous prompt and keep this one in its place."""
+        pieces = tokenize(prompt.rendered)
+        with self._lock:
+            num_ctx, previous = self._cache.get(model.split(":")[0], (0, []))
+            shared = 0
+            if num_ctx == prompt.num_ctx:  # another num_ctx reloads the model: its cache is gone
+                for mine, theirs in zip(pieces, previous):
+                    if mine != theirs:
+                        break
+                    shared += 1
+            self._cache[model.split(":")[0]] = (prompt.num_ctx, pieces)
+        prompt.cached_tokens = min(shared, max(0, prompt.tokens - 1))
 
     def system_prompts(self) -> list[str]:
         """The system message of every chat request."""
@@ -343,6 +380,7 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                 self._json(404, {"error": f'model "{model}" not found, try pulling it first'})
                 return
             prompt = fit_window(body, server.window_of(body))
+            server.reuse(model, prompt)
             reply = server.next_reply("/api/chat", body, prompt)
             while isinstance(reply, Block):
                 reply = server.wait_released(reply)
@@ -354,7 +392,7 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                 self._json(reply.status, {"error": reply.message})
             else:
                 message = _message(reply)
-                counts = {"prompt_eval_count": prompt.tokens, "eval_count": _reply_tokens(message)}
+                counts = {"prompt_eval_count": prompt.evaluated, "eval_count": _reply_tokens(message)}
                 if body.get("stream", True):
                     self._stream(model, message, counts)
                 else:
@@ -449,7 +487,31 @@ def fit_window(body: dict[str, Any], num_ctx: int) -> Prompt:
         used = num_ctx
     options = dict(body.get("options") or {})
     return Prompt(num_ctx=num_ctx, messages=kept, tokens=used, full_tokens=full, dropped_messages=dropped,
-                  cut_tokens=cut, tools=bool(tools), options=options, keep_alive=body.get("keep_alive"))
+                  cut_tokens=cut, tools=bool(tools), options=options, keep_alive=body.get("keep_alive"),
+                  rendered=render(kept, tools if not cut else []))
+
+
+def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+    """A chat as Ollama's qwen2.5 template renders it. Ollama gathers the content of every system
+    message, wherever it stands, into the template's ``.System`` at the top (and llama3.x's template
+    does the same); qwen2.5 puts the tool definitions right after it; the other messages follow in
+    order, consecutive ones of the same role merged."""
+    system = "\n\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+    head = f"<|im_start|>system\n{system}"
+    if tools:
+        head += "\n\n# Tools\n<tools>\n" + "\n".join(json.dumps(t) for t in tools) + "\n</tools>"
+    parts = [head + "<|im_end|>\n"]
+    role = ""
+    for message in messages:
+        if message.get("role") == "system":
+            continue
+        text = _content_text(message)
+        if message.get("role") == role:
+            parts[-1] = parts[-1][: -len("<|im_end|>\n")] + "\n\n" + text + "<|im_end|>\n"
+        else:
+            role = str(message.get("role"))
+            parts.append(f"<|im_start|>{role}\n{text}<|im_end|>\n")
+    return "".join(parts) + "<|im_start|>assistant\n"
 
 
 def _cut_front(messages: list[dict[str, Any]], tools_tokens: int, tokens: int) -> list[dict[str, Any]]:

@@ -144,7 +144,7 @@ class Engine:
         self.session = Session(id=f"{name}:{session}", agent_id=name, user_id=LOCAL_USER, channel="cli")
         self.conversation = Conversation(self.provider, self.session, self.paths, self.config.provider.fresh_tail,
                                          redactor=self.manager.facts.redactor)
-        toolbox = build_toolbox(self.paths, extra=memory_tools(self.provider, self.session, self.manager))
+        toolbox = build_toolbox(self.paths, extra=memory_tools(self.provider, self.session))
         self.runtime = Runtime(self.manager, backend, toolbox, self.conversation, self.config,
                                identity=self.conversation.identity)
         self.runtime.context = ContextBuilder(self.runtime)

@@ -8,12 +8,19 @@ bounded, kept per model in ``$AGENTOS_HOME/token_ratios.json``). A count that
 fills the window, or one far below the estimate near the window's size (older
 messages dropped), means the server cut the prompt: a WARNING with both numbers,
 and the ratio is lowered (at least to the safe starting ratio) so later budgets are smaller.
+
+Ollama keeps the previous prompt's KV cache and counts in ``prompt_eval_count`` only the tokens after
+the prefix a prompt shares with the previous one. The meter therefore remembers the last prompt's text
+(in the order the chat templates render it: system messages, tool definitions, the rest) and compares
+the count with whichever of the whole prompt and its part after that prefix the learned ratio explains
+better, since a server whose cache was taken by another request (a summary) counts the whole prompt.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
 from collections import deque
@@ -135,11 +142,29 @@ class WindowMeter:
         self.last: PromptReport | None = None
         self.reports: deque[PromptReport] = deque(maxlen=KEPT_REPORTS)
         """The latest prompts learned from, oldest first (for benchmarks)."""
+        self.previous = ""
+        """The last prompt's text as :func:`prompt_text` renders it (what the server's cache may hold)."""
+        self.saved: float | None = window.chars_per_token
+        """The ratio last saved (or loaded)."""
 
-    def observe(self, chars: int, reported: int | None) -> PromptReport | None:
-        """Take the server's count for a prompt of ``chars`` characters; return the comparison."""
+    def observe_prompt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                       reported: int | None) -> PromptReport | None:
+        """Take the server's count for this chat request, knowing what it shares with the previous one."""
+        text = prompt_text(messages, tools)
+        shared = len(os.path.commonprefix([self.previous, text]))
+        self.previous = text
+        chars = prompt_chars(messages, tools)
+        return self.observe(chars, reported, cached_chars=int(chars * shared / len(text)) if text else 0)
+
+    def observe(self, chars: int, reported: int | None, cached_chars: int = 0) -> PromptReport | None:
+        """Take the server's count for a prompt of ``chars`` characters, of which the first ``cached_chars``
+        the server may have kept in its cache; return the comparison."""
         if not reported or chars <= 0:
             return None
+        fresh = chars - cached_chars
+        ratio = self.window.chars_per_token
+        if cached_chars and fresh > 0 and abs(fresh / reported - ratio) < abs(chars / reported - ratio):
+            chars = fresh  # the server counted only what was not in its cache
         num_ctx = self.window.num_ctx
         estimated = max(1, int(chars / self.window.chars_per_token))
         report = PromptReport(chars=chars, estimated=estimated, reported=reported)
@@ -163,9 +188,11 @@ class WindowMeter:
 
     def _set_ratio(self, ratio: float) -> None:
         ratio = min(MAX_RATIO, max(MIN_RATIO, ratio))
-        changed = abs(ratio - self.window.chars_per_token) >= 0.01
+        # Against the last saved value, so that many small steps are saved once they add up.
+        changed = abs(ratio - (self.saved or 0.0)) >= 0.01
         self.window.chars_per_token = ratio
         if changed and self.store is not None:
+            self.saved = ratio
             try:
                 self.store.put(self.model, ratio)
             except (OSError, StorageError) as exc:
@@ -201,3 +228,13 @@ def prompt_chars(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) ->
         if message.get("tool_calls"):
             total += len(json.dumps(message["tool_calls"], ensure_ascii=False, default=str))
     return total
+
+
+def prompt_text(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+    """A chat request in the order Ollama's templates render it: every system message first (Ollama
+    gathers them into ``.System``), the tool definitions, then the other messages."""
+    system = [str(m.get("content") or "") for m in messages if m.get("role") == "system"]
+    rest = [str(m.get("content") or "") + (json.dumps(m["tool_calls"], ensure_ascii=False, default=str)
+                                           if m.get("tool_calls") else "")
+            for m in messages if m.get("role") != "system"]
+    return "\n".join([*system, json.dumps(tools, ensure_ascii=False) if tools else "", *rest])

@@ -8,7 +8,7 @@ It understands a few explicit requests and drives the memory skills for them:
 - "status"                                 → reports NOW from the prompt
 - anything else                            → says what it knows from memory and ends the run ``blocked``
 
-It reads memory the way a model does: from the system prompt the engine builds.
+It reads memory the way a model does: from the system prompt and the memory message the engine builds.
 """
 
 from __future__ import annotations
@@ -62,7 +62,9 @@ class OfflineBackend:
 
     def _answer(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
         offered = {t["function"]["name"] for t in tools}
-        system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+        # The instructions and the memory message (a user-side message headed "# Memory") are its context.
+        system = "\n\n".join(str(m.get("content") or "") for m in messages
+                              if m.get("role") == "system" or str(m.get("content") or "").startswith("# Memory"))
         user, results = _last_request(messages)
         if user.startswith(HANDOFF_OPENING):
             return ChatReply(text=handoff_summary(user))

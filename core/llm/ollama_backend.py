@@ -18,8 +18,7 @@ import pydantic
 from core.errors import BackendError, BackendUnavailableError, ModelNotFoundError, ToolArgumentError
 from core.llm import text_tool_calls
 from core.llm.backend import DEFAULT_HOST, ChatReply, TextSink, ToolCall
-from core.llm.model_window import (RatioStore, WindowMeter, choose_num_ctx, initial_ratio, model_limits,
-                                   prompt_chars)
+from core.llm.model_window import RatioStore, WindowMeter, choose_num_ctx, initial_ratio, model_limits
 from core.llm.window import ContextWindow
 
 log = logging.getLogger(__name__)
@@ -107,7 +106,7 @@ class OllamaBackend:
                     f"the model's reply could not be read (tool call arguments must be a JSON object): "
                     f"{_first_error(exc)}"
                 ) from exc
-        self.meter.observe(prompt_chars(messages, tools), reply.prompt_eval_count)
+        self.meter.observe_prompt(messages, tools, reply.prompt_eval_count)
         return reply.finish(tool_names(tools))
 
 

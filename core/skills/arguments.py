@@ -117,10 +117,28 @@ def json_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
             return [inline(item) for item in node]
         return node
 
-    result = inline(schema)
+    result = compact(inline(schema))
     result.setdefault("required", [])
-    result["additionalProperties"] = False
     return result
+
+
+def compact(node: Any) -> Any:
+    """``node`` without what costs a model's window and tells it nothing: an optional argument's
+    ``anyOf [X, null]`` with ``default: null`` becomes ``X`` (leaving it out means null; validation is the
+    pydantic model's, which accepts both), and ``additionalProperties: false`` goes (unknown arguments are
+    refused by validation, with a message that names them)."""
+    if isinstance(node, list):
+        return [compact(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: compact(v) for k, v in node.items() if k != "additionalProperties" or v is not False}
+    options = node.get("anyOf")
+    if isinstance(options, list) and "default" in node and node["default"] is None:
+        kept = [o for o in options if o != {"type": "null"}]
+        if len(kept) == 1:
+            rest = {k: v for k, v in node.items() if k not in ("anyOf", "default")}
+            return {**kept[0], **rest}
+    return node
 
 
 def _describe(exc: pydantic.ValidationError) -> str:

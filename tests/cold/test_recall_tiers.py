@@ -170,8 +170,9 @@ def test_forgetting_a_turn_gives_the_next_turn_a_new_vector(finn):
 
 def test_forget_skill_and_memory_tool_actions(finn):
     """The forget_memory skill and the memory tool's recall and forget actions work on the agent's memory."""
-    from core.memory.provider import bind
-    from core.engine.toolbox.memory_tool import memory_tools
+    import json
+
+    from core.memory.provider import bind, build_tool
     from core.skills.memory.scripts.forget_memory import execute as forget_memory
     from core.skills.memory.scripts.store_memory import execute as store_memory
 
@@ -179,9 +180,9 @@ def test_forget_skill_and_memory_tool_actions(finn):
     assert forget_memory(agent_name="finn", memory_id=note) == {"forgotten": [note], "count": 1}
     provider = open_provider(None, finn.paths.db_file)
     session = Session("finn:cli:main", agent_id="finn", user_id="ada")
-    tool = memory_tools(provider, session, finn)[0]
+    tool = build_tool(provider, memory=finn)
     other = finn.store_memory("The wifi password hint is the cat's name")
     with bind(session=session):
-        assert tool.run({"action": "recall", "query": "wifi password hint"})["memories"][0]["id"] == other
-        assert tool.run({"action": "forget", "id": other}) == {"forgotten": [other]}
+        assert json.loads(tool.call({"action": "recall", "query": "wifi password hint"}))["memories"][0]["id"] == other
+        assert json.loads(tool.call({"action": "forget", "id": other})) == {"forgotten": [other]}
     provider.close()

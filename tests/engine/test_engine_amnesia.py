@@ -26,7 +26,7 @@ def test_killed_run_resumes_without_redoing_the_finished_step(server, agents_hom
     assert "outline.md" in result.stdout
 
     after_restart = server.chat_requests[2]
-    system = after_restart["messages"][0]["content"]
+    system = server.rendered_prompts(tools_only=False)[2]
     assert "- [x] Research decorators" in system
     assert "write_file" in system and "research.md" in system
     assert any(m["role"] == "tool" and m.get("tool_name") == "write_file" for m in after_restart["messages"])

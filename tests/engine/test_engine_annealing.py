@@ -48,7 +48,8 @@ def test_failing_tool_is_logged_and_the_model_recovers(server, agents_home, make
     assert len(errors) == 1 and "RuntimeError" in errors[0].content
     assert "Traceback" in errors[0].metadata["traceback"]
     retry_prompt = server.chat_requests[1]["messages"]
-    assert "## Recovery" in retry_prompt[0]["content"] and "network unreachable" in retry_prompt[0]["content"]
+    memory = [m["content"] for m in retry_prompt if m["role"] == "user" and m["content"].startswith("# Memory")]
+    assert len(memory) == 1 and "## Recovery" in memory[0] and "network unreachable" in memory[0]
     assert "network unreachable" in retry_prompt[-1]["content"] and retry_prompt[-1]["role"] == "tool"
 
 

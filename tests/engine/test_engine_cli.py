@@ -76,8 +76,8 @@ def test_system_prompt_order_and_freshness(server, agents_home, make_engine):
                    "It will rain.")
     make_engine().run("Will it rain?")
 
-    first, second = server.system_prompts()
-    order = ["# AgentOS", "You are Finn.", "British English", "## NOW", "## Log since NOW", "## Facts"]
+    first, second = server.rendered_prompts()
+    order = ["# AgentOS", "You are Finn.", "British English", "## Facts", "## NOW", "## Log since NOW"]
     positions = [second.index(marker) for marker in order]
     assert positions == sorted(positions)
     assert "Checking the weather" not in first and "Checking the weather" in second

@@ -44,7 +44,7 @@ def test_simple_session_is_handed_off_automatically_before_a_turn(server, agents
     last = server.chat_requests[-1]["messages"]
     assert last[1]["role"] == "user" and last[1]["content"].startswith("[Summary of the earlier conversation]")
     assert "buy seeds" in last[1]["content"]
-    assert len(last) <= 1 + 2 + 4 + 1, "system, the summary pair, keep_tail messages, the new request"
+    assert len(last) <= 1 + 2 + 4 + 1 + 1, "system, the summary pair, keep_tail messages, memory, the new request"
     assert engine.conversation.handoff() is not None
     log_text = engine.paths.log_file.read_text(encoding="utf-8")
     assert "session_compaction" in log_text

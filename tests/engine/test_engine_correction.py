@@ -12,8 +12,14 @@ FILLER_TURNS = 52
 GARDEN = "Tomatoes want sun, deep watering and stakes; basil likes warmth and pinching. " * 4
 
 
-def _facts_section(system_prompt: str) -> str:
-    return system_prompt.split("## Facts", 1)[1]
+def _facts_section(memory_message: str) -> str:
+    return memory_message.split("## Facts", 1)[1]
+
+
+def _memory_messages(server) -> list[str]:
+    """The memory message of every chat request (a user-side message headed "# Memory")."""
+    return [m["content"] for body in server.chat_requests for m in body["messages"]
+            if m["role"] == "user" and m["content"].startswith("# Memory")]
 
 
 def test_secret_is_recalled_after_fifty_turns_and_never_leaks(server, agents_home, make_engine):
@@ -48,7 +54,7 @@ def test_secret_is_recalled_after_fifty_turns_and_never_leaks(server, agents_hom
         "the answer must come from get_fact, not from the first message still in context"
     assert any(m["role"] == "tool" and SECRET in m["content"] for m in last_request["messages"])
     assert len(server.chat_requests) >= FILLER_TURNS + 4
-    for prompt in server.system_prompts():
+    for prompt in _memory_messages(server):
         assert SECRET not in _facts_section(prompt)
     for request in server.chat_requests[2:-1]:  # every filler turn: the conversation carries no secret
         assert SECRET not in json.dumps(request["messages"]), "a later prompt replayed the secret"
@@ -56,7 +62,7 @@ def test_secret_is_recalled_after_fifty_turns_and_never_leaks(server, agents_hom
     assert [m["role"] for m in leaking] == ["tool"], "only get_fact's reply may hold the secret"
     assert SECRET not in (memory_dir := agents_home / "finn" / "memory" / "checkpoints.db").read_bytes().decode(
         "latin-1"), f"{memory_dir} keeps the raw turn after it finished"
-    assert "api_key (secret): [REDACTED]" in _facts_section(server.system_prompts()[-1])
+    assert "api_key (secret): [REDACTED]" in _facts_section(_memory_messages(server)[-1])
     assert SECRET not in now_file.read_text(encoding="utf-8")
     memory_dir = agents_home / "finn" / "memory"
     log_files = [memory_dir / "LOG.md", *sorted((memory_dir / "archive").glob("LOG-*.md"))]

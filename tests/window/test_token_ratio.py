@@ -33,7 +33,9 @@ def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_ser
     learned = engine.backend.window.chars_per_token
     assert learned < 3.6, "learned from the server's counts, not chars/4"
     last = engine.backend.meter.last
-    assert last.reported == server.prompts[-1].tokens and abs(last.error) < 0.05
+    # The server counted only what its cache did not hold; the engine sizes that part from the prefix the
+    # prompt shares with the previous one, a little less exactly than a whole prompt.
+    assert last.reported == server.prompts[-1].evaluated and abs(last.error) < 0.08
     from core.engine.cli import command
 
     status = command(engine, "/status")

@@ -23,7 +23,7 @@ from core.errors import AgentOSError
 from core.memory.provider import CompactionMode, CompactionResult, Compactor
 from core.memory.tokens import estimate_tokens
 from core.plugins.memory.lcm import LCMProvider
-from core.engine.prompting.system_prompt import PromptExtras, build_system_prompt
+from core.engine.prompting.system_prompt import PromptExtras, PromptParts, build_system_prompt
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,7 @@ class ContextBuilder:
             ContextWindowTooSmallError: the window cannot hold them.
         """
         window = sizing.window_of(self.rt.backend, self.rt.config)
-        system, memory = self._system(PromptExtras(), window)
-        return self._plan(window, system, memory, self.rt.toolbox.definitions())
+        return self._plan(window, self._parts(PromptExtras(), window), self.rt.toolbox.definitions())
 
     def build(self, state: dict[str, Any], extras: PromptExtras) -> Prompt:
         """The messages and tools of the next planner call.
@@ -76,10 +75,10 @@ class ContextBuilder:
         rt = self.rt
         window = sizing.window_of(rt.backend, rt.config)
         tools = rt.toolbox.definitions()
-        system, memory = self._system(extras, window)
-        budgets = self._plan(window, system, memory, tools)
+        parts = self._parts(extras, window)
+        budgets = self._plan(window, parts, tools)
         left = min(budgets.history, budgets.num_ctx - budgets.reply - budgets.margin - budgets.tools
-                   - window.tokens(system))
+                   - window.tokens(parts.system) - window.tokens(parts.memory_message))
         current = fit_current(state["messages"], window, left)
         left -= sum(window.tokens(_text(m)) for m in current)
         units = sizing.estimate_units(window, max(0, left))
@@ -93,17 +92,22 @@ class ContextBuilder:
         # get_fact's replies may: the model's own calls and other tools' results are redacted too.
         redactor = rt.manager.facts.redactor()
         current = [m if _may_hold_secret(m, n) else redactor(m) for n, m in enumerate(current)]
-        prompt = Prompt([{"role": "system", "content": system}, *redactor(history), *current], tools, memory,
-                        budgets, compaction)
+        # Most stable first (instructions, identity, then the tools the template renders after them, then
+        # older turns), the memory that changes every step next, the newest turn last: the server's prompt
+        # cache then covers everything up to the memory message.
+        memory = {"role": "user", "content": parts.memory_message}
+        prompt = Prompt([{"role": "system", "content": parts.system}, *redactor(history), memory, *current],
+                        tools, parts.memory, budgets, compaction)
         self.last = prompt
         return prompt
 
-    def _system(self, extras: PromptExtras, window: Any) -> tuple[str, str]:
+    def _parts(self, extras: PromptExtras, window: Any) -> PromptParts:
         memory_units = sizing.estimate_units(window, sizing.memory_budget(window.num_ctx, self.rt.config))
         return build_system_prompt(self.rt.manager, self.rt.identity(), extras, memory_units)
 
-    def _plan(self, window: Any, system: str, memory: str, tools: list[dict[str, Any]]) -> Budgets:
-        base = max(0, window.tokens(system) - window.tokens(memory))
+    def _plan(self, window: Any, parts: PromptParts, tools: list[dict[str, Any]]) -> Budgets:
+        # The budget's "system" is everything rebuilt each call except the memory context it sizes itself.
+        base = max(0, window.tokens(parts.system) + window.tokens(parts.memory_message) - window.tokens(parts.memory))
         model = f"model {getattr(self.rt.backend, 'model', '?')!r}"
         return sizing.plan(window, self.rt.config, sizing.tools_tokens(window, tools), base, model)
 

@@ -1,8 +1,16 @@
-"""The system prompt, rebuilt before every LLM call from the files that hold the agent's state.
+"""The two rebuilt parts of every planner prompt, read before every LLM call from the files that hold the
+agent's state, ordered from the most stable to the most volatile so that the model server's prompt cache
+(Ollama keeps the previous prompt's KV cache and re-evaluates only from the first token that differs)
+covers most of each prompt:
 
-Order: SYSTEM.md (the agent's ``config/SYSTEM.md`` replaces the built-in one) → AGENT.md / soul → standing directives → constraints → user
-profile → NOW.md → LOG.md since NOW's ``log_seq`` and its tail → facts (secrets
-redacted). Identity and rules first, so they frame the memory that follows.
+- the **system prompt**: SYSTEM.md (the agent's ``config/SYSTEM.md`` replaces the built-in one) →
+  AGENT.md / soul → standing directives → constraints → user profile. It changes only when those
+  files or the provider's profile change.
+- the **memory message**: NOW.md → LOG.md since NOW's ``log_seq`` and its tail → facts (secrets
+  redacted) → the turn's notes (resuming, recovering from errors). It changes every step, so the
+  engine sends it as a user-side message right before the newest turn, after the tool definitions
+  and the older conversation: Ollama gathers every system message, wherever it stands, at the top of
+  the rendered prompt, where a changing one would void the cache for everything after it.
 """
 
 from __future__ import annotations
@@ -46,23 +54,35 @@ class PromptExtras:
     notes: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class PromptParts:
+    """The rebuilt parts of one planner prompt, secrets redacted."""
+
+    system: str
+    """Instructions and identity: the stable system message."""
+    memory_message: str
+    """The memory context and the turn's notes: the volatile message sent before the newest turn."""
+    memory: str
+    """The memory context alone (NOW.md, the LOG.md entries, the facts)."""
+
+
 def build_system_prompt(
     manager: MemoryManager, identity: Identity, extras: PromptExtras, memory_tokens: int
-) -> tuple[str, str]:
-    """Return ``(system_prompt, memory_context)``; the memory part fits ``memory_tokens``."""
+) -> PromptParts:
+    """The system prompt and the memory message; the memory context fits ``memory_tokens``."""
     paths = manager.paths
     redactor = manager.facts.redactor()
-    parts = [base_instructions(paths)]
-    parts += _identity_sections(paths, identity)
+    system = [base_instructions(paths), *_identity_sections(paths, identity)]
     memory = redactor(memory_context(manager, memory_tokens))
-    parts.append(memory)
+    volatile = [memory]
     if extras.resumed:
-        parts.append(prompts.load("RESUME"))
+        volatile.append(prompts.load("RESUME"))
     if extras.errors:
         errors = "\n".join(f"- {line}" for line in extras.errors[-5:])
-        parts.append(prompts.load("RECOVERY") + "\n\nErrors so far:\n" + errors)
-    parts += list(extras.notes)
-    return redactor("\n\n".join(p for p in parts if p)), memory
+        volatile.append(prompts.load("RECOVERY") + "\n\nErrors so far:\n" + errors)
+    volatile += list(extras.notes)
+    return PromptParts(redactor("\n\n".join(p for p in system if p)),
+                       redactor("\n\n".join(p for p in volatile if p)), memory)
 
 
 def base_instructions(paths: AgentPaths) -> str:
@@ -92,7 +112,7 @@ def _identity_sections(paths: AgentPaths, identity: Identity) -> list[str]:
 
 
 def memory_context(manager: MemoryManager, max_tokens: int) -> str:
-    """NOW.md, the LOG.md entries since NOW was written plus the tail, and the facts, within ``max_tokens``
+    """The facts, NOW.md, and the LOG.md entries since NOW was written plus the tail, within ``max_tokens``
     (the caller redacts the secrets and forgotten values; the entries a FORGET named are left out here)."""
     now = manager.now_state()
     entries = visible_entries(manager.db, manager.log.tail(TAIL_ENTRIES + SINCE_ENTRIES))
@@ -106,12 +126,15 @@ def memory_context(manager: MemoryManager, max_tokens: int) -> str:
     since_lines = fit_newest([render_entry(e) for e in since], int(budget * 0.75))
     budget -= estimate_tokens("\n".join(since_lines))
     tail_lines = fit_newest([render_entry(e) for e in tail], budget)
-    parts = head + ["", f"## Log since NOW was written (LOG.md after #{now.log_seq})"]
-    parts += since_lines or ["(nothing since)"]
-    parts += ["", "## Earlier activity (LOG.md tail)", *(tail_lines or ["(none)"])]
-    parts += ["", "## Facts (secrets hidden: call get_fact)", *(fact_lines or ["(none saved)"])]
+    # The facts change least often, the log every step: in this order a prompt shares more of its
+    # beginning with the previous one (the server's prompt cache).
+    parts = ["# Memory", "", "## Facts (secrets hidden: call get_fact)", *(fact_lines or ["(none saved)"])]
     if len(fact_lines) < len(facts):
         parts.append(more_facts_note(len(facts) - len(fact_lines)))
+    parts += ["", *head[2:]]
+    parts += ["", f"## Log since NOW was written (LOG.md after #{now.log_seq})"]
+    parts += since_lines or ["(nothing since)"]
+    parts += ["", "## Earlier activity (LOG.md tail)", *(tail_lines or ["(none)"])]
     return "\n".join(parts)
 
 
