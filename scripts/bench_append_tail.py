@@ -45,7 +45,7 @@ def measure(home: Path, appends: int, chars: int, *, compact: bool, index: bool,
         if not index:
             manager.cold.background.stop()  # the recall thread never starts: docs stay pending
         if warm:  # the one-time loads (LanceDB, the embedding model, the LLM client) done before measuring
-            from core.llm.embedders import load_minilm
+            from core.llm.embedding.embedders import load_minilm
 
             load_minilm()
             manager.cold.store().table

@@ -171,7 +171,7 @@ def build(home: Path, name: str, size: int) -> dict:
     (an interrupted build resumes: the stored memories keep the time they took in ``home/STORED``)."""
     from tqdm import tqdm
 
-    from core.llm.embedders import load_minilm
+    from core.llm.embedding.embedders import load_minilm
     from core.memory_manager import MemoryManager
 
     figures = {}
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild", action="store_true", help="build the agent again")
     args = parser.parse_args(argv)
 
-    from core.llm.embedders import load_minilm
+    from core.llm.embedding.embedders import load_minilm
     from core.memory_manager import MemoryManager
 
     print(f"all-MiniLM-L6-v2 runs in {load_minilm().runtime}")

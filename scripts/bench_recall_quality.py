@@ -140,7 +140,7 @@ def bm25_rank(conversations, k1: float = 1.2, b: float = 0.75):
 
 
 def vector_rank(conversations):
-    from core.llm.embedders import MiniLMEmbedder
+    from core.llm.embedding.embedders import MiniLMEmbedder
 
     embedder = MiniLMEmbedder()
     ranked = []

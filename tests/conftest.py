@@ -100,7 +100,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
 def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Path:
     """Point ``AGENTOS_HOME`` at a fresh folder and keep Ollama unreachable unless a test says so.
 
-    Its ``config.yaml`` sets ``cold.embedder: fake`` (hashed words, :mod:`core.llm.hashed_embedder`), except
+    Its ``config.yaml`` sets ``cold.embedder: fake`` (hashed words, :mod:`core.llm.embedding.hashed_embedder`), except
     for tests that use the ``minilm`` fixture (the real model, for what depends on meaning) and tests
     marked ``bare_home`` (the home starts missing).
     """
@@ -175,7 +175,7 @@ def postgres_db(postgres_server):
 @pytest.fixture(scope="session")
 def minilm():
     """The real all-MiniLM-L6-v2 model, loaded once for the whole session."""
-    from core.llm.embedders import load_minilm
+    from core.llm.embedding.embedders import load_minilm
 
     return load_minilm()
 

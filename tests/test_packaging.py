@@ -74,7 +74,7 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     assert "core/py.typed" in names
     assets = {p.relative_to(ROOT).as_posix() for p in (ROOT / "core" / "inspector" / "static").iterdir()}
     assert assets <= set(names) and "core/inspector/static/app.js" in assets  # the inspector's page ships too
-    assert "core/llm/minilm_probes.json" in names  # the embedding model's reference vectors
+    assert "core/llm/embedding/minilm_probes.json" in names  # the embedding model's reference vectors
 
     bin_dir = _venv(tmp_path / "venv")
     _pip(bin_dir, str(wheel))

@@ -82,7 +82,7 @@ while b"child writer" not in ada_log.read_bytes():
 writer.kill()
 writer.wait()
 # Return as soon as the embedding model is loaded: every agent's first batch is under way.
-from core.llm import embedders
+from core.llm.embedding import embedders
 while embedders._minilm_model is None:
     time.sleep(0.01)
 print("pending", sum(m.cold.docs.pending_count() for m in managers), flush=True)

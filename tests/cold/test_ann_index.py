@@ -13,7 +13,7 @@ import pytest
 
 import core.memory.recall.ann_index as ann_index
 from core.memory.recall.store import ColdStore, VectorRow
-from core.llm.embedders import MiniLMEmbedder
+from core.llm.embedding.embedders import MiniLMEmbedder
 
 DOC_MODULES = ["argparse", "asyncio", "collections", "csv", "datetime", "decimal", "email", "fractions",
                "functools", "http.client", "json", "logging", "pathlib", "shutil", "sqlite3", "statistics",

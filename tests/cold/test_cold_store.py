@@ -17,7 +17,7 @@ from core.memory.secrets.scrub_tables import scrub_cold_store
 from core.memory.secrets.redaction import REDACTED, redactor_for
 from core.memory.recall.lance_table import where_clause
 from core.memory.recall.store import ColdStore, VectorRow
-from core.llm.embedders import MiniLMEmbedder, OllamaEmbedder
+from core.llm.embedding.embedders import MiniLMEmbedder, OllamaEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,7 +126,7 @@ def test_a_handle_sees_writes_of_another_process(tmp_path, ollama_url):
     code = textwrap.dedent(f"""
         from pathlib import Path
         from core.memory.recall.store import ColdStore, VectorRow
-        from core.llm.embedders import OllamaEmbedder
+        from core.llm.embedding.embedders import OllamaEmbedder
         s = ColdStore(Path({str(tmp_path / 'lancedb')!r}), OllamaEmbedder('fake-embed', host={ollama_url!r}),
                       Path({str(tmp_path / '.cold.lock')!r}), reindex_hint='x')
         s.put([VectorRow('note:2', 'note', 'second', 'note:2', '2026-01-01T00:00:00.000Z')])

@@ -12,7 +12,7 @@ import pytest
 
 from core.config import ColdConfig, Config
 from core.errors import BackendUnavailableError, ConfigError, ModelNotFoundError
-from core.llm.embedders import MINILM_NAME, MiniLMEmbedder, OllamaEmbedder, make_embedder
+from core.llm.embedding.embedders import MINILM_NAME, MiniLMEmbedder, OllamaEmbedder, make_embedder
 
 ROOT = Path(__file__).resolve().parents[2]
 

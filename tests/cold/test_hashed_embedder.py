@@ -11,8 +11,8 @@ import pytest
 
 from core.config import ColdConfig, Config
 from core.errors import EmbedderMismatchError
-from core.llm.embedders import OllamaEmbedder, make_embedder
-from core.llm.hashed_embedder import HASHED_DIMENSION, HASHED_NAME, HashedWordsEmbedder
+from core.llm.embedding.embedders import OllamaEmbedder, make_embedder
+from core.llm.embedding.hashed_embedder import HASHED_DIMENSION, HASHED_NAME, HashedWordsEmbedder
 from core.memory.recall.store import ColdStore, VectorRow
 from tests.conftest import ROOT
 
@@ -50,7 +50,7 @@ def test_shared_words_are_near_and_other_texts_far():
 def test_the_same_vectors_in_every_process():
     """A new process, with another string-hash seed, gives the same vectors bit for bit: a store written by
     one process is searched by another."""
-    code = ("import json; from core.llm.hashed_embedder import HashedWordsEmbedder; "
+    code = ("import json; from core.llm.embedding.hashed_embedder import HashedWordsEmbedder; "
             f"print(json.dumps(HashedWordsEmbedder().embed({TEXTS!r}).tolist()))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={"PYTHONHASHSEED": "12345", "PATH": "/usr/bin:/bin"})

@@ -20,18 +20,19 @@ import numpy as np
 import pytest
 
 from core.errors import BackendError
-from core.llm import embedders, minilm_onnx
-from core.llm.embedders import TorchMiniLM, _load_sentence_transformer
+from core.llm.embedding import embedders
+from core.llm.embedding import minilm_onnx
+from core.llm.embedding.embedders import TorchMiniLM, _load_sentence_transformer
 
 pytestmark = pytest.mark.slow  # the model itself, against sentence-transformers (torch)
 
 ROOT = Path(__file__).resolve().parents[2]
-PROBES_FILE = ROOT / "core" / "llm" / "minilm_probes.json"
+PROBES_FILE = ROOT / "core" / "llm" / "embedding" / "minilm_probes.json"
 WORDS = "the a billing service Lisbon café 東京 timed out retry 12 seconds Ada said yesterday ¿qué? 🎉".split()
 HEAVY = ("torch", "transformers", "sentence_transformers")
 NOT_AT_RUN_TIME = (*HEAVY, "onnx", "tokenizers", "huggingface_hub")
 """Modules no process imports to embed: torch's stack, onnx (the graph is written with protobuf) and HF
-tokenizers (the text is split by core.llm.wordpiece)."""
+tokenizers (the text is split by core.llm.embedding.wordpiece)."""
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +104,7 @@ def test_a_new_process_builds_then_loads_the_model_without_torch(built, tmp_path
     """A process with an empty cache builds the model, a later one loads it; neither imports torch,
     transformers, sentence-transformers, onnx, HF tokenizers or huggingface_hub, and both give the vectors of
     the runner built here."""
-    code = ("import sys; from core.llm.embedders import MiniLMEmbedder, load_minilm;"
+    code = ("import sys; from core.llm.embedding.embedders import MiniLMEmbedder, load_minilm;"
             "v = MiniLMEmbedder().embed(['What did Ada say about Lisbon?'])[0];"
             f"print(load_minilm().runtime); print(sorted(n for n in {NOT_AT_RUN_TIME!r} if n in sys.modules));"
             "print(' '.join(map(repr, v.tolist())))")

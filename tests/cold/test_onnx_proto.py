@@ -1,4 +1,4 @@
-"""core.llm.onnx_proto writes ONNX models without the onnx package: its fields are onnx.proto's, its helpers
+"""core.llm.embedding.onnx_proto writes ONNX models without the onnx package: its fields are onnx.proto's, its helpers
 write what onnx.helper writes, and the encoder's graph passes onnx's checker.
 
 The onnx package is a test dependency only: it is the reference here.
@@ -12,8 +12,9 @@ import pytest
 from google.protobuf import descriptor_pb2
 from onnx import helper, numpy_helper
 
-from core.llm import minilm_onnx, onnx_proto
-from core.llm.minilm_graph import build_model_bytes
+from core.llm.embedding import minilm_onnx
+from core.llm.embedding import onnx_proto
+from core.llm.embedding.minilm_graph import build_model_bytes
 
 
 def _ours() -> dict[str, descriptor_pb2.DescriptorProto]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.llm import token_batches
-from core.llm.embedders import MiniLMEmbedder, load_minilm
-from core.llm.token_batches import batches, windows
+from core.llm.embedding import token_batches
+from core.llm.embedding.embedders import MiniLMEmbedder, load_minilm
+from core.llm.embedding.token_batches import batches, windows
 
 pytestmark = pytest.mark.slow  # the real model's vectors of windows and batches
 

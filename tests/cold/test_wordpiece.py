@@ -1,7 +1,7 @@
 """The pure-Python WordPiece tokenizer gives HF tokenizers' ids for all-MiniLM-L6-v2, on any text.
 
 HF ``tokenizers`` is the reference here and a test dependency only. Running this module writes
-``core/llm/bert_unicode.json`` from it: ``python -m tests.cold.test_wordpiece``.
+``core/llm/embedding/bert_unicode.json`` from it: ``python -m tests.cold.test_wordpiece``.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer, normalizers, pre_tokenizers
 
-from core.llm.minilm_onnx import model_dir
-from core.llm.wordpiece import WordPiece, read_vocab_txt
+from core.llm.embedding.minilm_onnx import model_dir
+from core.llm.embedding.wordpiece import WordPiece, read_vocab_txt
 
 pytestmark = pytest.mark.slow  # the model's tokenizer, code point by code point against HF tokenizers
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLES_FILE = ROOT / "core" / "llm" / "bert_unicode.json"
+TABLES_FILE = ROOT / "core" / "llm" / "embedding" / "bert_unicode.json"
 CODE_POINTS = [c for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
 TEXTS = [
     "", " ", "hi", "The user prefers to be paid in euros, not dollars.",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import ColdStoreError
-from core.llm.embedders import MiniLMEmbedder
+from core.llm.embedding.embedders import MiniLMEmbedder
 from core.memory.recall.store import ColdStore, VectorRow
 from core.memory_manager import MemoryManager
 from tests.inspector.test_api import get, get_json, tree_digest

@@ -16,7 +16,7 @@ from core.errors import CorruptionError, UnknownAgentError, ValidationError
 from core.langgraph_store import AgentOSStore
 from core.memory.provider.types import Message, Session
 from core.memory_initializer import initialize_agent_memory
-from core.llm.embedders import MiniLMEmbedder
+from core.llm.embedding.embedders import MiniLMEmbedder
 from core.memory.recall.store import ColdStore, VectorRow
 from core.memory_manager import MemoryManager
 from core.plugins.memory import open_provider

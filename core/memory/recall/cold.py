@@ -31,7 +31,7 @@ from core.config import Config
 from core.errors import AgentOSError, ConfigError, ValidationError
 from core.memory.recall.index import ColdIndexer, Progress
 from core.memory.recall.store import ColdStore
-from core.llm.embedders import make_embedder
+from core.llm.embedding.embedders import make_embedder
 from core.llm.window import ContextWindow
 from core.memory.storage.sqlite import Database
 from core.memory.storage.facts import FactStore, redact

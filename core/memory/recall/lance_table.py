@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from core.llm.embedders import Embedder
+from core.llm.embedding.embedders import Embedder
 from core.memory.files import fault_points
 
 TABLE = "memories"

@@ -1,4 +1,4 @@
-"""The part of ONNX's model format (``onnx.proto``) that :mod:`core.llm.minilm_graph` writes, without onnx.
+"""The part of ONNX's model format (``onnx.proto``) that :mod:`core.llm.embedding.minilm_graph` writes, without onnx.
 
 Why: the ``onnx`` package (31 MB, and ``ml_dtypes``) was installed only to serialize one graph, once.
 ONNX Runtime already depends on ``protobuf``, so the message classes are built here at run time, from a

@@ -13,7 +13,7 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Sequence
 
-from core.llm.embedders import checked_vectors
+from core.llm.embedding.vectors import checked_vectors
 
 if TYPE_CHECKING:
     import numpy as np

