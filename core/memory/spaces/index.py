@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from core.errors import BackendError, StorageError
+from core.memory.files import fault_points
 from core.memory.files.fsutil import fsync_dir
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import LogEntry, utc_timestamp
@@ -238,6 +239,7 @@ class _Transaction:
     def __exit__(self, kind, exc, tb) -> None:
         if kind is None:
             try:
+                fault_points.reach("db.commit")
                 self.conn.execute("COMMIT")
                 return
             except sqlite3.Error as error:
