@@ -176,3 +176,15 @@ def test_a_torn_journal_tail_is_quarantined_and_the_whole_entries_kept(team, age
     entries = scan_bytes(path.read_bytes(), path)
     assert [e.content for e in entries.entries] == ["a whole entry", "after the crash"] and not entries.bad_lines
     assert list((path.parent / "quarantine").iterdir())
+
+
+def test_a_members_secret_is_refused_whichever_database_keeps_its_facts(storage_backend, agents_home):
+    """The secrets are read from each member's own database, memory.db or its PostgreSQL schema, read-only."""
+    with MemoryManager("researcher") as researcher, MemoryManager("writer") as writer:
+        Space.create("research", {"researcher": "read-write", "writer": "read-only"})
+        writer.save_fact("db_password", "hunter2-correct-horse", "secret")
+        with pytest.raises(SecretContentError):
+            researcher.publish("research", "the password is hunter2-correct-horse")
+        assert researcher.publish("research", "the password is in the vault") == "space:research:1"
+        hits = writer.recall_memory("password vault", spaces=["research"])
+        assert [(h["author"], h["content"]) for h in hits] == [("researcher", "the password is in the vault")]
