@@ -188,3 +188,22 @@ def test_a_members_secret_is_refused_whichever_database_keeps_its_facts(storage_
         assert researcher.publish("research", "the password is in the vault") == "space:research:1"
         hits = writer.recall_memory("password vault", spaces=["research"])
         assert [(h["author"], h["content"]) for h in hits] == [("researcher", "the password is in the vault")]
+
+
+def test_an_agents_forget_by_query_and_the_memory_tool_leave_spaces_alone(team, agents_home):
+    """forget_memories(query=...) forgets from the agent's own memory only; the memory tool's recall is unchanged."""
+    import json
+
+    from core.memory.provider import build_tool
+    from core.plugins.memory import open_provider
+
+    shared = team["researcher"].publish("research", "Penguins huddle in winter storms")
+    own = team["researcher"].store_memory("Penguins huddle to keep warm, my note")
+    forgotten = team["researcher"].forget_memories(query="penguins huddle", min_score=0.0)
+    assert own in forgotten and shared not in forgotten
+    assert [h["id"] for h in team["writer"].recall_memory("penguins huddle", spaces=["research"])] == [shared]
+
+    provider = open_provider("simple", team["writer"].db)
+    tool = build_tool(provider, memory=team["writer"])
+    found = json.loads(tool.call({"action": "recall", "query": "penguins huddle"}))["memories"]
+    assert all(h["space"] is None for h in found)
