@@ -62,10 +62,13 @@ def import_space(file: str | Path, *, as_name: str | None = None, force: bool = 
         staged.mkdir(parents=True)
         for member, content in data.items():
             atomic_write(staged / member, content)
+        replaced = paths.root.with_name(f".{name}.replaced")
         if force and paths.root.exists():
-            shutil.rmtree(paths.root)
+            shutil.rmtree(replaced, ignore_errors=True)
+            paths.root.replace(replaced)  # aside, not deleted, until the new space is in its place
         staged.replace(paths.root)
         fsync_dir(paths.root.parent)
+        shutil.rmtree(replaced, ignore_errors=True)
     except OSError as exc:
         raise StorageError(f"cannot write the space {name!r} into {paths.root}: {exc}") from exc
     with Space(name, home) as space:
