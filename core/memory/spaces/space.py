@@ -189,7 +189,10 @@ class Space:
         words = index.words(query, tuning.depth, since, until)
         found = index.docs([s for s, _ in words] + [s for s, _ in vectors or ()])
         by_id = {doc.id: doc for doc in found.values()}
-        as_ids = lambda hits: [(memory_id(self.name, s), v) for s, v in hits]  # noqa: E731
+
+        def as_ids(hits: list[tuple[int, float]]) -> list[tuple[str, float]]:
+            return [(memory_id(self.name, seq), value) for seq, value in hits]
+
         return recall_search.rank(query, by_id, as_ids(vectors) if vectors else None, as_ids(words), tuning)
 
     def _embedder(self) -> Any:
