@@ -56,3 +56,34 @@ def test_spaces_are_listed_with_members_and_timeline_and_nothing_is_written(agen
     assert get(inspector + "api/spaces/nowhere")[0] == 404
     assert get(inspector + "api/spaces/..%2F..%2Fetc")[0] == 404
     assert snapshot(agents_home / "spaces") == before  # read-only: not even the index is rebuilt
+
+
+@pytest.mark.browser
+def test_the_page_shows_a_space_beside_the_agents_with_members_and_timeline(agents_home, inspector, tmp_path):
+    """In a real Chromium: the space's button is beside the agents'; opening it shows members and memories."""
+    from tests.inspector.test_browser import ARGS, CHROMIUM, MISSING
+
+    if not CHROMIUM.exists():
+        pytest.skip(MISSING)
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    for name in ("researcher", "writer"):
+        MemoryManager(name).close()
+    with Space.create("research", {"researcher": "read-write", "writer": "read-only"}) as space:
+        space.publish("researcher", "<b>Otters</b> hold hands while sleeping")
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(tmp_path / "profile", executable_path=str(CHROMIUM),
+                                                                headless=True, args=ARGS)
+        page = context.new_page()
+        problems: list[str] = []
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.goto(inspector)
+        page.wait_for_selector("#agents button")
+        page.click("#spaces button[data-space='research']")
+        page.wait_for_selector("#space-timeline li")
+        assert "researcher (read-write)" in page.inner_text("#space-members")
+        assert "writer (read-only)" in page.inner_text("#space-members")
+        assert "researcher: <b>Otters</b> hold hands" in page.inner_text("#space-timeline")  # text, never HTML
+        page.click("#agents button[data-agent='writer']")
+        page.wait_for_selector("#space-view", state="hidden")
+        context.close()
+    assert problems == []
