@@ -30,6 +30,9 @@ def export(args: argparse.Namespace) -> int:
 
     if bool(args.agent) == bool(args.space):
         raise ValidationError("export one agent (--agent NAME) or one space (--space NAME)")
+    if args.space and (args.with_vectors or args.include_secrets):
+        raise ValidationError("--with-vectors and --include-secrets are for an agent: a space's archive holds its "
+                              "journal and members (no secrets can be published to it; the index is rebuilt)")
     if args.space:
         from core.memory.spaces.transfer import export_space
 

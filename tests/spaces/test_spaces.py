@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import (
-    AgentOSError, NotFoundError, PermissionDeniedError, SecretContentError, UnknownAgentError, UnknownSpaceError,
+    AgentOSError, CorruptionError, NotFoundError, PermissionDeniedError, SecretContentError, UnknownAgentError, UnknownSpaceError,
     ValidationError,
 )
 from core.memory.files.log_file import LogFile, scan_bytes
@@ -207,3 +207,14 @@ def test_an_agents_forget_by_query_and_the_memory_tool_leave_spaces_alone(team, 
     tool = build_tool(provider, memory=team["writer"])
     found = json.loads(tool.call({"action": "recall", "query": "penguins huddle"}))["memories"]
     assert all(h["space"] is None for h in found)
+
+
+def test_a_space_with_a_damaged_members_file_is_read_by_nobody(team, agents_home, caplog):
+    team["researcher"].publish("research", "Penguins huddle in winter storms")
+    (agents_home / "spaces" / "research" / "members.yaml").write_text("members: [oops", encoding="utf-8")
+    assert all(h["space"] is None for h in team["writer"].recall_memory("penguins huddle"))  # own recall still works
+    assert "left out of recall" in caplog.text
+    with pytest.raises(CorruptionError, match="members.yaml"):
+        team["writer"].recall_memory("penguins", spaces=["research"])
+    with pytest.raises(CorruptionError):
+        team["researcher"].publish("research", "more")
