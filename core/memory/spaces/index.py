@@ -55,21 +55,30 @@ class SpaceIndex:
     # -- opening and rebuilding ------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        conn = None
         try:
             conn = self._connect()
             if conn.execute("PRAGMA quick_check").fetchone()[0] == "ok":
                 conn.executescript(_SCHEMA)
                 return conn
-            conn.close()
             reason = "it failed its integrity check"
         except sqlite3.DatabaseError as exc:
             reason = str(exc)
+        if conn is not None:
+            conn.close()
         return self._replace_damaged(reason)
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")  # derived data: the journal is fsynced, this need not be
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open {self.path}: {exc}") from exc
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")  # derived data: the journal is fsynced, this need not be
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
         return conn
 
     def _replace_damaged(self, reason: str) -> sqlite3.Connection:
