@@ -219,6 +219,16 @@ def load_config(paths: AgentPaths | None = None) -> Config:
     return config
 
 
+def load_home_config(home: Path) -> Config:
+    """The config of the agents home ``home`` itself (its ``config.yaml`` over the defaults): what a
+    shared memory space, which belongs to no agent, is configured by."""
+    config = Config()
+    path = home / "config.yaml"
+    if path.is_file():
+        config = merge(config, _read_yaml(path), source=str(path))
+    return config
+
+
 def merge(config: Config, data: dict[str, Any], source: str = "config") -> Config:
     """Return ``config`` with the sections and keys of ``data`` replaced."""
     sections = {f.name: f for f in dataclasses.fields(Config)}

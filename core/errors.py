@@ -9,12 +9,15 @@ say what to do next.
     │   └── ContextWindowTooSmallError  the model's window cannot hold the fixed prompt parts
     ├── ValidationError (ValueError) bad input; nothing was written
     │   ├── InvalidAgentNameError
+    │   ├── SecretContentError      a space was asked to keep a member's secret
     │   └── ToolArgumentError       a model called a tool with bad arguments
     ├── NotFoundError (LookupError)
     │   ├── UnknownAgentError
     │   ├── SessionNotFoundError
     │   ├── SummaryNotFoundError
-    │   └── UnknownSkillError
+    │   ├── UnknownSkillError
+    │   └── UnknownSpaceError
+    ├── PermissionDeniedError       an agent may not read or write a space
     ├── StorageError                a file or database could not be read or written
     │   ├── LockTimeoutError        another process holds the agent's lock
     │   ├── DatabaseUnavailableError the PostgreSQL server cannot be reached
@@ -54,6 +57,10 @@ class InvalidAgentNameError(ValidationError):
     """An agent name is not of the form ``[a-z0-9][a-z0-9_-]{0,63}``."""
 
 
+class SecretContentError(ValidationError):
+    """Content published to a space holds the value of a member's secret fact; nothing was stored."""
+
+
 class ToolArgumentError(ValidationError):
     """A model called a tool or skill with arguments that do not fit its schema."""
 
@@ -76,6 +83,14 @@ class SummaryNotFoundError(NotFoundError):
 
 class UnknownSkillError(NotFoundError):
     """No skill of that name is registered."""
+
+
+class UnknownSpaceError(NotFoundError):
+    """No memory space of that name exists."""
+
+
+class PermissionDeniedError(AgentOSError):
+    """An agent asked for a space it is not a member of, or wrote to one it may only read."""
 
 
 class StorageError(AgentOSError):

@@ -44,6 +44,8 @@ from core.memory.files.now_file import STATUSES, NowState, PlanStep
 from core.memory.secrets.scrub import ScrubReport, SecretScrubber
 from core.memory.secrets.redaction import Redactor, redactor_of
 from core.memory.storage.backend import open_database
+from core.memory.spaces import recall as space_recall
+from core.memory.spaces.space import Space
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -385,9 +387,9 @@ class MemoryManager:
     def recall_memory(
         self, query: str, n_results: int = 5, kind: str | list[str] | None = None,
         since: Any = None, until: Any = None, *, min_score: float | None = None,
-        recency_days: float | None = None,
+        recency_days: float | None = None, spaces: list[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Search every tier by meaning and words; best first.
+        """Search every tier by meaning and words, and the memory spaces the agent belongs to; best first.
 
         Searches LOG.md entries (as soon as they are written), archived entries and
         summaries, notes, facts (never secret ones), the conversation messages and
@@ -402,15 +404,31 @@ class MemoryManager:
                 or a written date such as ``"8 May 2023"``).
             min_score: leave out results below this relevance (0-1; default ``cold.min_score``).
             recency_days: favour recent memories: a score halves for every this many days of age.
+            spaces: the memory spaces to search too: None, every space the agent is a member of; a
+                list of names (PermissionDeniedError for one it is not a member of); ``[]``, none.
 
         Returns:
             ``{content, metadata, score, source, created_at, occurred_at, kind, tier, where, id}``
             dicts: ``score`` is the probability (0-1) that the memory is relevant, ``tier`` is
             warm, cold or conversation, ``where`` says where the original is (seq, archive,
-            conversation and message id, fact key, note id, or store namespace and key).
+            conversation and message id, fact key, note id, or store namespace and key), ``space``
+            (None for the agent's own memory) and ``author`` (the agent that wrote it).
         """
-        return self.cold.recall(query, n_results, kind, since, until, self.facts.hidden_values(),
-                                min_score=min_score, recency_days=recency_days)
+        chosen = space_recall.spaces_to_search(self.agent_name, self.paths.root.parent, spaces)
+        own = self.cold.recall(query, n_results, kind, since, until, self.facts.hidden_values(),
+                               min_score=min_score, recency_days=recency_days)
+        return space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score, recency_days)
+
+    def publish(self, space: str, content: Any, metadata: dict[str, Any] | None = None) -> str:
+        """Publish ``content`` to the memory space ``space`` as this agent; return the memory's id.
+
+        Raises:
+            UnknownSpaceError: no such space.
+            PermissionDeniedError: this agent is not a read-write member of it.
+            SecretContentError: the content holds the value of a member's secret fact; nothing is stored.
+        """
+        with Space(space, self.paths.root.parent) as shared:
+            return shared.publish(self.agent_name, content, metadata)
 
     def forget_memory(self, memory_id: str) -> bool:
         """Forget one memory by the id recall returned; return True if it existed.

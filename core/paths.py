@@ -21,6 +21,8 @@ from core.memory.files.fsutil import storage_error
 
 AGENT_NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 HOME_VARIABLE = "AGENTOS_HOME"
+RESERVED_NAMES = frozenset({"spaces"})
+"""Folders of the agents home that are not agents: ``spaces/`` holds the shared memory spaces."""
 LOCAL_HOME = "agents"
 """The agents folder of a checkout, used when it exists in the working folder."""
 
@@ -47,7 +49,8 @@ def list_agents(home: Path | None = None) -> list[str]:
     home = home or agents_home()
     if not home.is_dir():
         return []
-    return sorted(p.name for p in home.iterdir() if p.is_dir() and AGENT_NAME_PATTERN.fullmatch(p.name))
+    return sorted(p.name for p in home.iterdir()
+                  if p.is_dir() and AGENT_NAME_PATTERN.fullmatch(p.name) and p.name not in RESERVED_NAMES)
 
 
 def existing_agent(name: str, home: Path | None = None) -> "AgentPaths":
@@ -74,6 +77,9 @@ def validate_agent_name(name: object) -> str:
             f"invalid agent name {name!r}: use 1-64 characters of a-z, 0-9, '_' and '-', "
             "starting with a letter or digit (e.g. 'finn')"
         )
+    if name in RESERVED_NAMES:
+        raise InvalidAgentNameError(f"{name!r} is the folder of the agents home that holds the shared memory "
+                                    "spaces: choose another agent name")
     return name
 
 

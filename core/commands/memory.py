@@ -56,6 +56,9 @@ def _score(text: str) -> float:
          arg("--until", metavar="DATE", help="only what happened up to this date"),
          arg("--recency-days", type=float, metavar="DAYS", help="favour recent memories: a score halves for "
                                                                  "every DAYS of age"),
+         arg("--space", action="append", metavar="NAME", help="search this memory space too (repeat for several; "
+                                                              "default: every space of the agent)"),
+         arg("--no-spaces", action="store_true", help="search the agent's own memory only"),
          JSON)
 def recall(args: argparse.Namespace) -> int:
     """Search everything the agent remembers (LOG.md, archives, notes, facts, conversations, store items).
@@ -66,14 +69,18 @@ def recall(args: argparse.Namespace) -> int:
     with open_memory(args.agent) as manager, progress("searching memory"):
         manager.cold.warm_up()  # the model loads while the query's words are searched
         found = manager.recall_memory(args.query, n_results=args.results, kind=args.kind, since=args.since,
-                                      until=args.until, min_score=args.min_score, recency_days=args.recency_days)
+                                      until=args.until, min_score=args.min_score, recency_days=args.recency_days,
+                                      spaces=[] if args.no_spaces else args.space)
     emit(args, found, lambda: "\n".join(
-        f"{hit['score']:.2f} {hit['kind']} {hit['id']} ({hit['occurred_at'][:10]}, {hit['source']})\n"
+        f"{hit['score']:.2f} {hit['kind']} {hit['id']} ({hit['occurred_at'][:10]}, {hit['source']}"
+        f"{', by ' + hit['author'] if hit.get('space') else ''})\n"
         f"  {hit['content']}" for hit in found) or "(nothing found)")
     return 0
 
 
-@command("forget", AGENT, arg("ids", nargs="*", metavar="ID", help="memory ids as recall shows them, e.g. note:3f2a..."),
+@command("forget", arg("--agent", metavar="NAME", help="the agent, e.g. finn (for a space's memory: its author)"),
+         arg("--admin", action="store_true", help="forget space memories (space:NAME:SEQ) whoever published them"),
+         arg("ids", nargs="*", metavar="ID", help="memory ids as recall shows them, e.g. note:3f2a..."),
          arg("--query", metavar="TEXT", help="forget what recall finds for these words"),
          arg("--before", metavar="DATE", help="forget what happened before this date, e.g. 2023-05-08"),
          arg("--kind", choices=KINDS, action="append", help="only this kind of memory (repeat for several)"),
@@ -93,6 +100,12 @@ def forget(args: argparse.Namespace) -> int:
     """
     if args.ids and (args.query or args.before):
         raise ValidationError("give memory ids, or --query and/or --before, not both")
+    if args.admin or any(i.startswith("space:") for i in args.ids):
+        from core.commands.spaces import forget_shared
+
+        return forget_shared(args)
+    if not args.agent:
+        raise ValidationError("say whose memory: --agent NAME (--admin only forgets space memories)")
     if not (args.ids or args.query or args.before):
         if not args.purge:
             raise ValidationError("say what to forget: memory ids, --query TEXT or --before DATE "

@@ -16,7 +16,7 @@ def mcp(args: argparse.Namespace) -> int:
     """Serve the agent's memory as an MCP server (stdio by default) for Claude Desktop, IDEs and other agents.
 
     Tools: update_status, log_activity, save_fact, get_fact, recall_memory, store_memory,
-    forget_memory and the conversation memory tool (with its recall and forget actions);
+    forget_memory, publish_memory and the conversation memory tool (with its recall and forget actions);
     resources: NOW.md, the LOG.md tail, the facts (secrets redacted). Safe beside a
     running engine on the same agent.
     """

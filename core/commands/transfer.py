@@ -8,10 +8,13 @@ import time
 
 from tqdm import tqdm
 
-from core.commands.base import AGENT, arg, command
+from core.commands.base import arg, command
+from core.errors import ValidationError
 
 
-@command("export", AGENT, arg("file", help="the archive to write, e.g. finn.agentos.tar.gz"),
+@command("export", arg("--agent", metavar="NAME", help="the agent to export, e.g. finn"),
+         arg("--space", metavar="NAME", help="export this memory space instead (its journal and members)"),
+         arg("file", help="the archive to write, e.g. finn.agentos.tar.gz"),
          arg("--with-vectors", action="store_true", help="include the cold store's vectors (else the importer embeds)"),
          arg("--include-secrets", action="store_true", help="keep secret facts (left out, and redacted everywhere, "
                                                             "by default)"))
@@ -21,8 +24,21 @@ def export(args: argparse.Namespace) -> int:
     memory.db (facts, notes, conversations and summaries, store items) is a consistent
     snapshot; the manifest holds the format version, the embedder, counts and the sha256
     of every file. Secret facts stay out unless --include-secrets is given.
+    With --space NAME: the space's journal and members (its index is rebuilt on import).
     """
     from core.transfer import export_agent
+
+    if bool(args.agent) == bool(args.space):
+        raise ValidationError("export one agent (--agent NAME) or one space (--space NAME)")
+    if args.space and (args.with_vectors or args.include_secrets):
+        raise ValidationError("--with-vectors and --include-secrets are for an agent: a space's archive holds its "
+                              "journal and members (no secrets can be published to it; the index is rebuilt)")
+    if args.space:
+        from core.memory.spaces.transfer import export_space
+
+        manifest = export_space(args.space, args.file)
+        print(f"exported the space {args.space} to {args.file}: {manifest['entries']} journal entries")
+        return 0
 
     with tqdm(desc="writing archive", unit="B", unit_scale=True, leave=False, disable=None) as bar:
         result = export_agent(args.agent, args.file, with_vectors=args.with_vectors,
@@ -41,14 +57,23 @@ def export(args: argparse.Namespace) -> int:
 
 @command("import", arg("file", help="an archive written by agentos export"),
          arg("--as", dest="as_name", metavar="NAME", help="the agent's name here (default: its name in the archive)"),
-         arg("--force", action="store_true", help="replace an existing agent of that name"))
+         arg("--force", action="store_true", help="replace an existing agent (or space) of that name"),
+         arg("--space", action="store_true", help="the archive is a memory space's (agentos export --space)"))
 def import_(args: argparse.Namespace) -> int:
     """Restore an agent archive into the agents home (checked first; restored atomically).
 
     A damaged archive is an error and nothing is written. The cold store is re-embedded
     when the archive has no vectors or was built with another embedder.
+    With --space: a space archive; the space's index is rebuilt from its journal.
     """
     from core.transfer import import_agent
+
+    if args.space:
+        from core.memory.spaces.transfer import import_space
+
+        manifest = import_space(args.file, as_name=args.as_name, force=args.force)
+        print(f"imported the space {manifest['space']}: {manifest['entries']} journal entries")
+        return 0
 
     with tqdm(desc="embedding", unit="memory", leave=False, disable=None) as bar:
         started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on

@@ -14,6 +14,8 @@ Routes (every answer is JSON, except the page and its assets):
     /api/agents/<agent>/summaries/<id>    a summary and what it was built from
     /api/agents/<agent>/recall            the cold tier's best matches for ``q`` (``n``, ``kind``)
     /api/agents/<agent>/events            server-sent events: ``change`` when the agent's files change
+    /api/spaces                           every memory space in the home, with its members
+    /api/spaces/<space>                   a space's members and timeline (its live memories, newest first)
 
 Nothing here writes. An agent, archive, conversation or summary that does not exist,
 or a name that is not one, is a 404 (a name is never joined to a path before it was
@@ -40,6 +42,8 @@ from core.terminal import is_loopback
 from core.errors import AgentOSError, NotFoundError, ValidationError
 from core.inspector import timeline
 from core.inspector.agent_view import AgentView
+from core.memory.spaces import view as space_view
+from core.memory.spaces.paths import list_spaces
 from core.paths import AgentPaths, agents_home, list_agents
 
 log = logging.getLogger(__name__)
@@ -184,6 +188,8 @@ class InspectorHandler(BaseHTTPRequestHandler):
             return self._asset("index.html")
         if len(segments) == 2 and segments[0] == "static":
             return self._asset(segments[1])
+        if segments[:2] == ["api", "spaces"] and len(segments) <= 3:
+            return self._json(_spaces(self.server.home, segments[2:]))
         if segments[:2] != ["api", "agents"]:
             raise HTTPError(HTTPStatus.NOT_FOUND, "not found")
         if len(segments) == 2:
@@ -279,6 +285,15 @@ class Params:
 
     def many(self, name: str) -> list[str]:
         return [v for item in self.raw.get(name, []) for v in item.split(",") if v]
+
+
+def _spaces(home, rest: list[str]) -> dict[str, Any]:
+    """The spaces of the home, or one space's members and timeline (404 for a name not in the listing)."""
+    if not rest:
+        return {"home": str(home), "spaces": space_view.cards(home)}
+    if rest[0] not in list_spaces(home):
+        raise NotFoundError(f"no memory space {rest[0]!r} in {home}")
+    return space_view.read_timeline(rest[0], home)
 
 
 def _log(view: AgentView, rest: list[str], params: Params) -> dict[str, Any]:

@@ -229,8 +229,25 @@ def fork_writers(home: str, ack: Acks, args: dict) -> None:
     memory.close()
 
 
+def space_publish(home: str, ack: Acks, args: dict) -> None:
+    """Publish to the memory space ``shared`` as finn, now and then catching its index up (a read does)."""
+    from core.memory.spaces import Space
+
+    rng = random.Random(args["seed"])
+    space = Space("shared", Path(home))
+    ack("open")
+    for n in range(args.get("count", 40)):
+        text = f"finding {args['seed']}-{n}"
+        space.publish("finn", text, {"n": n})
+        ack("publish", text)
+        if rng.random() < 0.25:
+            space.latest("finn", 3)
+    space.close()
+
+
 WORKLOADS: dict[str, Callable[[str, Acks, dict], None]] = {
-    f.__name__: f for f in (appends_now, facts, notes, compaction, indexing, lcm, writer, until_full, fork_writers)
+    f.__name__: f for f in (appends_now, facts, notes, compaction, indexing, lcm, writer, until_full, fork_writers,
+                            space_publish)
 }
 
 

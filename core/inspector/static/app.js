@@ -50,6 +50,8 @@ async function start() {
   const hash = new URLSearchParams(location.hash.slice(1));
   const response = await fetch("/api/agents");
   const { agents, home } = await response.json();
+  await listSpaces(hash.get("space"));
+  if (hash.get("space")) return;
   if (!agents.length) {
     fill($("empty"), `No agents in ${home} yet. Run one (python -m core.engine --agent finn "...") and reload.`);
     $("empty").hidden = false;
@@ -60,6 +62,33 @@ async function start() {
   const wanted = agents.find((a) => a.name === hash.get("agent")) || agents[0];
   showTab(hash.get("tab") || "timeline", false);
   await openAgent(wanted.name);
+}
+
+// -- memory spaces: listed beside the agents, each with its members and timeline ----------------
+
+async function listSpaces(wanted) {
+  const { spaces } = await (await fetch("/api/spaces")).json();
+  fill($("spaces"), spaces.map((space) => el("button", { class: "agent space", "data-space": space.name,
+    title: `${space.memories} memories`, onclick: () => openSpace(space.name) }, space.name)));
+  if (spaces.some((space) => space.name === wanted)) await openSpace(wanted);
+}
+
+async function openSpace(name) {
+  const response = await fetch(`/api/spaces/${encodeURIComponent(name)}`);
+  const space = await response.json();
+  if (!response.ok) throw new Error(space.error || response.statusText);
+  for (const button of document.querySelectorAll("#agents button, #spaces button")) {
+    button.setAttribute("aria-current", String(button.dataset.space === name));
+  }
+  history.replaceState(null, "", `#space=${encodeURIComponent(name)}`);
+  $("main").hidden = true;
+  $("empty").hidden = true;
+  $("space-view").hidden = false;
+  fill($("space-title"), `Space ${space.space} `, el("small", {}, `${space.memories} memories`));
+  fill($("space-members"), Object.entries(space.members).map(([agent, access]) =>
+    el("span", { class: "badge" }, `${agent} (${access})`)));
+  fill($("space-timeline"), space.entries.map((entry) => el("li", { "data-id": entry.id },
+    el("span", { class: "muted" }, `#${entry.seq} ${when(entry.ts)} ${entry.author}: `), entry.content)));
 }
 
 function showTab(tab, remember = true) {
@@ -74,6 +103,7 @@ function rememberPlace() { history.replaceState(null, "", `#agent=${encodeURICom
 
 async function openAgent(name) {
   state.agent = name;
+  $("space-view").hidden = true;
   for (const button of document.querySelectorAll("#agents button")) button.setAttribute("aria-current", String(button.dataset.agent === name));
   rememberPlace();
   Object.assign(state.log, { types: new Set(), run: "", q: "", archive: "" });

@@ -15,7 +15,8 @@ The points:
   is written and flushed, memory.db not yet told.
 - ``file.replace``: a staged file (NOW.md, an archive, a compacted LOG.md, ...) is flushed and about
   to replace its target; ``file.replaced``: it has, its folder not yet flushed.
-- ``db.commit``: a memory.db (or PostgreSQL) transaction is about to commit.
+- ``db.commit``: a memory.db (or PostgreSQL) transaction, or one of a memory space's ``index.db``, is about
+  to commit.
 - ``cold.write``: a write to the cold store's Lance table (an upsert, a delete, a step of its
   compaction) is about to start; ``cold.written``: it is committed.
 """

@@ -39,13 +39,16 @@ ENTRY_TYPES = (
     "INTERRUPTED",
     "FACT",
     "FORGET",
+    "PUBLISH",
 )
 
 SYSTEM_TYPES = frozenset({
     "RUN_START", "RUN_END", "INTERRUPTED", "STEP_START", "STEP_END", "NOW_UPDATE", "SUMMARY", "FACT", "FORGET",
+    "PUBLISH",
 })
 """Entry types only the system writes: run and step markers, NOW.md's updates, compaction
-summaries, the record of every fact saved or deleted and of every forget."""
+summaries, the record of every fact saved or deleted and of every forget, and a memory published to a
+space (in the space's journal, :mod:`core.memory.spaces`)."""
 SYSTEM_META_KEYS = frozenset({"compaction", "run_id", "turn_id", "call_id"})
 """Metadata keys only the system sets: a compaction's reservation, and the ids by which the
 engine finds its own entries again after a restart (a forged one would skip a tool call)."""

@@ -261,7 +261,7 @@ def _advance_snapshot(tool: MemoryTool) -> None:
 
 
 def _recall(tool: MemoryTool, args: dict) -> Any:
-    return {"memories": tool.memory.recall_memory(args["query"], n_results=min(args.get("limit", 10), 50))}
+    return {"memories": tool.memory.recall_memory(args["query"], n_results=min(args.get("limit", 10), 50), spaces=[])}
 
 
 def _forget(tool: MemoryTool, args: dict) -> Any:

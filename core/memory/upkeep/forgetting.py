@@ -69,7 +69,7 @@ def forget(manager: "MemoryManager", *, query: str | None, before: Any, ids: lis
         targets = [i for i in dict.fromkeys(ids) if i in known or i in notes]
     elif query is not None:
         found = manager.recall_memory(query, n_results=min(limit, 100), kind=kinds, until=bound,
-                                      min_score=min_score)
+                                      min_score=min_score, spaces=[])  # a space's memories are forgotten there
         targets = [r["id"] for r in found if bound is None or r["occurred_at"] < bound]
     else:
         where = ["occurred_at < ?"]

@@ -1,0 +1,131 @@
+"""``agentos space``: create, list and show memory spaces, and change their members."""
+
+from __future__ import annotations
+
+import argparse
+
+from core.commands.base import JSON, arg, command, emit
+from core.errors import ValidationError
+from core.memory.spaces import Space, list_spaces, parse_memory_id
+from core.memory.spaces.members import READ_ONLY, READ_WRITE
+
+ACTIONS = ("create", "list", "show", "add-member", "remove-member", "rebuild-index")
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    create = actions.add_parser("create", help="create a space with its members")
+    create.add_argument("name", help="the space, e.g. research (the agent-name rules)")
+    create.add_argument("--member", action="append", default=[], metavar="AGENT", help="a read-write member (repeat)")
+    create.add_argument("--read-only", action="append", default=[], metavar="AGENT",
+                        help="a member that may only read (repeat)")
+    actions.add_parser("list", help="list the spaces and their members").add_argument(*JSON.flags, **JSON.options)
+    show = actions.add_parser("show", help="a space's members, size and latest entries")
+    show.add_argument("name")
+    show.add_argument("-n", "--last", type=int, default=5, metavar="N", help="how many latest entries (default 5)")
+    show.add_argument(*JSON.flags, **JSON.options)
+    add = actions.add_parser("add-member", help="add a member (or change its access)")
+    add.add_argument("name")
+    add.add_argument("agent")
+    add.add_argument("--read-only", action="store_true", help="it may read but not publish")
+    remove = actions.add_parser("remove-member", help="remove a member: it can no longer read or publish")
+    remove.add_argument("name")
+    remove.add_argument("agent")
+    rebuild = actions.add_parser("rebuild-index", help="rebuild index.db from the space's journal")
+    rebuild.add_argument("name")
+
+
+@command("space", configure=_configure)
+def space(args: argparse.Namespace) -> int:
+    """Memory spaces: shared memories that their member agents publish to and recall from.
+
+      agentos space create research --member researcher --read-only writer
+      agentos space list
+      agentos space show research
+      agentos space add-member research editor [--read-only]
+      agentos space remove-member research editor
+    """
+    return _ACTIONS[args.action](args)
+
+
+def _create(args: argparse.Namespace) -> int:
+    both = set(args.member) & set(args.read_only)
+    if both:
+        raise ValidationError(f"{', '.join(sorted(both))}: give each member once, with --member or --read-only")
+    members = {**{a: READ_WRITE for a in args.member}, **{a: READ_ONLY for a in args.read_only}}
+    with Space.create(args.name, members) as created:
+        print(f"created the space {args.name} in {created.paths.root}: " + _members_text(created.members().access))
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    found = {}
+    for name in list_spaces():
+        with Space(name) as one:
+            found[name] = dict(one.members().access)
+    emit(args, found, lambda: "\n".join(f"{n}: {_members_text(m)}" for n, m in found.items()) or
+         "(no spaces: agentos space create NAME --member AGENT)")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    with Space(args.name) as one:
+        shown = one.show()
+        shown["latest"] = one.latest(None, args.last)
+    emit(args, shown, lambda: "\n".join([
+        f"space {shown['space']} ({shown['path']})",
+        f"members: {_members_text(shown['members'])}",
+        f"memories: {shown['memories']} ({shown['journal_bytes']} bytes of journal, last seq {shown['last_seq']})",
+        *(f"  {e['id']} {e['ts']} {e['author']}: {e['content']}" for e in shown["latest"]),
+    ]))
+    return 0
+
+
+def _add(args: argparse.Namespace) -> int:
+    with Space(args.name) as one:
+        print(f"{args.name}: " + _members_text(one.add_member(args.agent, READ_ONLY if args.read_only else READ_WRITE)
+                                               .access))
+    return 0
+
+
+def _remove(args: argparse.Namespace) -> int:
+    with Space(args.name) as one:
+        print(f"{args.name}: " + _members_text(one.remove_member(args.agent).access))
+    return 0
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    with Space(args.name) as one:
+        print(f"rebuilt the index of {args.name} from {one.rebuild_index()} journal entries")
+    return 0
+
+
+def forget_shared(args: argparse.Namespace) -> int:
+    """``agentos forget`` of space memories (ids ``space:NAME:SEQ``): by their author (--agent) or --admin."""
+    if args.query or args.before or args.purge or args.kind:
+        raise ValidationError("a space's memories are forgotten by id (space:NAME:SEQ, as recall shows them)")
+    if not args.ids or any(not i.startswith("space:") for i in args.ids):
+        raise ValidationError("give only space memory ids (space:NAME:SEQ) with --admin; forget an agent's own "
+                              "memories separately")
+    if bool(args.agent) == bool(args.admin):
+        raise ValidationError("forget space memories as their author (--agent NAME) or as an administrator "
+                              "(--admin), one of the two")
+    by_space: dict[str, list[str]] = {}
+    for memory_id in args.ids:
+        by_space.setdefault(parse_memory_id(memory_id)[0], []).append(memory_id)
+    forgotten = []
+    for name, ids in by_space.items():
+        with Space(name) as one:
+            forgotten += one.forget(None if args.admin else args.agent, ids)
+    emit(args, {"forgotten": forgotten, "count": len(forgotten)},
+         f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'} of the space{'s' * (len(by_space) > 1)} "
+         f"{', '.join(by_space)} (the journal keeps the record; recall no longer finds them)")
+    return 0
+
+
+def _members_text(access) -> str:
+    return ", ".join(f"{agent} ({mode})" for agent, mode in access.items())
+
+
+_ACTIONS = {"create": _create, "list": _list, "show": _show, "add-member": _add, "remove-member": _remove,
+            "rebuild-index": _rebuild}

@@ -1,0 +1,69 @@
+"""An agent's recall across its own memory and the spaces it belongs to, merged by score.
+
+``spaces=None`` searches every space the agent is a member of, a list names spaces (each must
+exist and count the agent among its members: a space it may not read is refused, never silently
+empty), ``[]`` none. Space memories are scored by the ranking of the agent's own recall
+(:mod:`core.memory.recall.search`), so one ``min_score`` means the same for both, and every hit
+says where it came from: ``space`` (None for the agent's own memory) and ``author``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from core.errors import ValidationError
+from core.memory.recall import search as recall_search
+from core.memory.recall.query import check_recall
+from core.memory.spaces import members as members_file
+from core.memory.spaces.paths import SpacePaths
+from core.memory.spaces.space import Space, spaces_of
+from core.memory.storage.facts import redact
+
+
+def spaces_to_search(agent: str, home: Path, spaces: Any) -> list[str]:
+    """The spaces a recall with ``spaces`` searches, each checked readable by ``agent``.
+
+    Raises:
+        ValidationError: ``spaces`` is not None or a list of space names.
+        UnknownSpaceError: a named space does not exist.
+        PermissionDeniedError: ``agent`` is not a member of a named space.
+    """
+    if spaces is None:
+        return spaces_of(agent, home)
+    if isinstance(spaces, str) or not isinstance(spaces, (list, tuple)):
+        raise ValidationError(f"spaces must be a list of space names (or None: every space of the agent), "
+                              f"got {spaces!r}")
+    for name in spaces:
+        members_file.read(SpacePaths.for_space(name, home)).require_reader(agent)
+    return list(dict.fromkeys(spaces))
+
+
+def merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: str, n_results: int,
+           kind: Any, since: Any, until: Any, min_score: float | None,
+           recency_days: float | None) -> list[dict[str, Any]]:
+    """``own`` (the agent's recall) and the best hits of ``spaces``, best first, ``n_results`` at most."""
+    for hit in own:
+        hit["space"], hit["author"] = None, manager.agent_name
+    request = check_recall(query, n_results, kind, since, until, min_score=min_score, recency_days=recency_days,
+                           default_min_score=manager.config.cold.min_score)
+    if not spaces or (request.filters.kinds and "note" not in request.filters.kinds):
+        return own
+    tuning = manager.cold.tuning
+    hidden = manager.facts.hidden_values()  # a secret the reader saved after it was published
+    found = list(own)
+    for name in spaces:
+        with Space(name, manager.paths.root.parent) as space:
+            ranked = space.candidates(manager.agent_name, request.text, tuning, request.filters.since,
+                                      request.filters.until)
+        for cand in recall_search.select(ranked, n_results, request.min_score, tuning, request.recency_days):
+            found.append(_result(name, cand, hidden))
+    found.sort(key=lambda hit: hit["score"], reverse=True)
+    return found[:n_results]
+
+
+def _result(space: str, cand: recall_search.Candidate, hidden: list[str]) -> dict[str, Any]:
+    hit = recall_search.as_result(cand)
+    seq = int(hit["id"].rsplit(":", 1)[1])
+    return {**hit, "content": redact(hit["content"], hidden), "metadata": redact(hit["metadata"], hidden),
+            "where": {"space": space, "seq": seq}, "space": space, "author": cand.doc.speaker}

@@ -1,0 +1,87 @@
+"""``agentos space``, ``agentos recall --space``, ``agentos forget`` and ``agentos export/import --space``."""
+
+from __future__ import annotations
+
+import json
+
+from core.commands import main
+from core.memory.spaces import Space
+from core.memory_manager import MemoryManager
+from core.terminal import exit_codes
+from tests.inprocess import Ran, run_main
+
+
+def agentos(*args: str) -> Ran:
+    return run_main(main, args)
+
+
+def make_agents(*names: str) -> None:
+    for name in names:
+        MemoryManager(name).close()
+
+
+def test_create_list_show_and_change_members(agents_home):
+    make_agents("researcher", "writer", "editor")
+    made = agentos("space", "create", "research", "--member", "researcher", "--read-only", "writer")
+    assert made.returncode == 0, made.stderr
+    assert "researcher (read-write), writer (read-only)" in made.stdout
+    assert json.loads(agentos("space", "list", "--json").stdout) == {
+        "research": {"researcher": "read-write", "writer": "read-only"}}
+    Space("research").publish("researcher", "Otters hold hands while sleeping")
+    shown = agentos("space", "show", "research")
+    assert "memories: 1" in shown.stdout and "researcher: Otters hold hands" in shown.stdout
+    assert agentos("space", "add-member", "research", "editor", "--read-only").returncode == 0
+    assert agentos("space", "remove-member", "research", "writer").returncode == 0
+    assert json.loads(agentos("space", "show", "research", "--json").stdout)["members"] == {
+        "editor": "read-only", "researcher": "read-write"}
+    assert agentos("space", "add-member", "research", "ghost").returncode == exit_codes.NOT_FOUND
+    assert agentos("space", "show", "nowhere").returncode == exit_codes.NOT_FOUND
+    assert agentos("space", "create", "Bad/Name", "--member", "editor").returncode == exit_codes.USAGE
+
+
+def test_recall_with_space_attributes_and_a_non_member_is_denied(agents_home):
+    make_agents("researcher", "writer", "outsider")
+    Space.create("research", {"researcher": "read-write", "writer": "read-only"})
+    Space("research").publish("researcher", "Otters hold hands while sleeping")
+    found = agentos("recall", "--agent", "writer", "--space", "research", "--json", "otters sleeping")
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert [(h["space"], h["author"]) for h in hits] == [("research", "researcher")]
+    assert "by researcher" in agentos("recall", "--agent", "writer", "otters sleeping").stdout
+    assert json.loads(agentos("recall", "--agent", "writer", "--no-spaces", "--json", "otters").stdout) == []
+    denied = agentos("recall", "--agent", "outsider", "--space", "research", "otters")
+    assert denied.returncode == exit_codes.DENIED and "not a member" in denied.stderr
+
+
+def test_forget_a_space_memory_by_its_author_or_admin(agents_home):
+    make_agents("researcher", "writer")
+    Space.create("research", {"researcher": "read-write", "writer": "read-write"})
+    first = Space("research").publish("researcher", "Otters hold hands while sleeping")
+    second = Space("research").publish("writer", "Otters use rocks as tools")
+    denied = agentos("forget", "--agent", "writer", first)
+    assert denied.returncode == exit_codes.DENIED and "only what it published" in denied.stderr
+    assert agentos("forget", "--agent", "researcher", first).returncode == 0
+    assert agentos("forget", "--admin", second).returncode == 0
+    assert json.loads(agentos("space", "show", "research", "--json").stdout)["memories"] == 0
+    assert agentos("forget", "--admin", "--agent", "writer", second).returncode == exit_codes.USAGE
+
+
+def test_export_import_round_trip(agents_home, tmp_path):
+    make_agents("researcher", "writer")
+    Space.create("research", {"researcher": "read-write", "writer": "read-only"})
+    ids = [Space("research").publish("researcher", f"Finding {n} about otters", {"n": n}) for n in range(3)]
+    Space("research").forget("researcher", [ids[0]])
+    archive = tmp_path / "research.agentos.tar.gz"
+    assert agentos("export", "--space", "research", str(archive)).returncode == 0
+    done = agentos("import", "--space", str(archive), "--as", "research2")
+    assert done.returncode == 0, done.stderr
+    assert (agents_home / "spaces" / "research2" / "LOG.md").read_bytes() == \
+        (agents_home / "spaces" / "research" / "LOG.md").read_bytes()
+    shown = json.loads(agentos("space", "show", "research2", "--json").stdout)
+    assert shown["members"] == {"researcher": "read-write", "writer": "read-only"}
+    assert sorted(e["content"] for e in shown["latest"]) == ["Finding 1 about otters", "Finding 2 about otters"]
+    assert agentos("import", "--space", str(archive)).returncode == exit_codes.USAGE  # exists already
+    damaged = tmp_path / "damaged.tar.gz"
+    damaged.write_bytes(archive.read_bytes()[:-40])
+    assert agentos("import", "--space", str(damaged), "--as", "research3").returncode == exit_codes.STORAGE
+    assert not (agents_home / "spaces" / "research3").exists()
