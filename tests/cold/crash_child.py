@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from core.memory import fault_points  # noqa: E402
+from core.memory.files import fault_points  # noqa: E402
 from core.memory_manager import MemoryManager  # noqa: E402
 
 manager = MemoryManager("finn")
