@@ -22,27 +22,20 @@ from pathlib import Path
 from typing import Any
 
 from core.config import Config, load_config
-from core.errors import CorruptionError, StorageError, ValidationError
-from core.memory.compaction.auto import Compaction
-from core.memory.compaction.log_compaction import CompactionReport, LogCompactor
+from core.errors import CorruptionError, ValidationError
+from core.memory.compaction.log_compaction import CompactionReport
 from core.memory.context import format_context
 from core.memory.files import now_file
-from core.memory.files.fsutil import remove_stale_temp_files
-from core.memory.files.locking import AgentLock
-from core.memory.files.log_file import LogFile, ScanResult
+from core.memory.files.log_file import ScanResult
 from core.memory.files.log_format import check_entry_type, check_text, check_writer, utc_timestamp
 from core.memory.files.now_file import NowState
 from core.memory.recall import log_index
-from core.memory.recall.cold import ColdMemory
 from core.memory.secrets.forgotten import visible_entries
 from core.memory.secrets.redaction import redactor_of
 from core.memory.secrets.scrub import ScrubReport, SecretScrubber
 from core.memory.storage import facts
-from core.memory.storage.backend import open_database
-from core.memory.storage.facts import FactStore
-from core.memory.storage.sqlite import Database
 from core.memory.upkeep import forgetting, now, rebuild, recovery
-from core.memory.upkeep.tiers import Tiers
+from core.memory.upkeep.tiers import open_tiers
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -61,23 +54,12 @@ class MemoryManager:
         self.agent_name = agent_name
         self.config = config or load_config(self.paths)
         self.created: list[Path] = self.paths.ensure_memory_dirs()
-        self.lock = AgentLock(self.paths.lock_file, self.config.memory.lock_timeout_s)
-        self.db = open_database(self.paths, self.config.storage)
-        self.facts = FactStore(self.db)
-        self.log = LogFile(
-            self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes,
-            seq_floor=lambda: log_index.last_indexed_seq(self.db),
-            # LOG.md is the record: it keeps what was said, forgotten since or not.
-            redactor=lambda: self.facts.redactor(forgotten=False),
-        )
-        self.cold = ColdMemory(self.paths, self.config, self.db, self.log)
         # A scrub leaves LOG.md and the archives to a running compaction, which runs it again as it ends.
-        self.compactor = LogCompactor(self.paths, self.lock, self.log, self.db, self.cold.indexer, self.config,
-                                      after_run=self._after_compaction)
-        self.compaction = Compaction(self.compactor, self.config, agent_name)
-        self.tiers = Tiers(agent_name, self.paths, self.config, self.lock, self.log, self.db, self.facts,
-                           self.cold, self.compactor, self.compaction)
+        self.tiers = open_tiers(agent_name, self.paths, self.config, after_compaction=self._after_compaction)
         """The parts handed to upkeep (recovery, rebuild, forgetting, the secret scrub)."""
+        tiers = self.tiers
+        self.lock, self.db, self.facts, self.log = tiers.lock, tiers.db, tiers.facts, tiers.log
+        self.cold, self.compactor, self.compaction = tiers.cold, tiers.compactor, tiers.compaction
         self.repairs: list[str] = []
         """What opening found damaged and repaired (each is also logged as a WARNING)."""
         self.scrubber = SecretScrubber(self.tiers)
@@ -87,40 +69,15 @@ class MemoryManager:
         self.scrubber.catch_up()
 
     def _open(self) -> None:
-        if self.log.ensure_exists():
-            self.created.append(self.paths.log_file)
-        else:
-            self.log.repair()  # CRLF line ends, a stripped final newline, a torn tail
-        fresh = isinstance(self.db, Database) and not self.paths.db_file.exists()
-        self.repairs += recovery.open_database(self.tiers)  # creates memory.db, or rebuilds a lost one
-        if fresh:
-            self.created.append(self.paths.db_file)
-        self._catch_up()
-        # Archives and the compactor's staged LOG.md are written under the compaction lock only.
-        stale = self.compactor.sweep()
-        with self.lock.hold():
-            for path in (self.paths.now_file, self.paths.log_file):
-                stale += remove_stale_temp_files(path)
-            for path in stale:
-                log.warning("removed %s, left by a writer that was killed", path)
-            if not self.paths.now_file.exists() and not self.tiers.has_history():
-                now_file.write(self.paths.now_file, NowState(agent=self.agent_name, updated_at=utc_timestamp()))
-                self.created.append(self.paths.now_file)
-            now.current_now(self.tiers)  # recovers a missing or unreadable NOW.md, or one behind LOG.md
+        created, self.repairs = recovery.open_files(self.tiers)
+        self.created += created
         self.scrubber.catch_up()  # a secret saved by a process that died before it was scrubbed
         self.compaction.at_open()
         self.cold.at_open()
         expired = forgetting.expired_note_ids(self.db)
         if expired:
-            forgetting.forget(self.tiers, query=None, before=None, ids=expired, kind=None, min_score=None, limit=10_000,
-                              reason="expired")
-
-    def _catch_up(self) -> None:
-        """Index (and apply) the LOG.md entries memory.db lacks; if it cannot be written now, later."""
-        try:
-            log_index.reconcile(self.db, self.log)
-        except StorageError as exc:
-            log.warning("memory.db cannot index LOG.md now (%s); it catches up at the next write or open", exc)
+            forgetting.forget(self.tiers, query=None, before=None, ids=expired, kind=None, min_score=None,
+                              limit=10_000, reason="expired")
 
     # -- hot tier -------------------------------------------------------------
 
@@ -239,7 +196,7 @@ class MemoryManager:
 
     def interrupted_runs(self) -> list[dict[str, Any]]:
         """Runs that logged RUN_START but no RUN_END or INTERRUPTED: ``{run_id, seq, started_at}``."""
-        self._catch_up()
+        self.tiers.catch_up()
         return log_index.interrupted_runs(self.db)
 
     def rebuild_log_index(self) -> int:
@@ -265,7 +222,7 @@ class MemoryManager:
         if category != "secret":
             # A secret's value is kept under its own key only; a forgotten value saved again is live again.
             text = redactor_of(self.db, excluding=key, forgotten=False)(text)
-        fact = self._record_fact(key, text, category, lambda conn: facts.upsert(conn, key, text, category,
+        fact = self.tiers.record_fact(key, text, category, lambda conn: facts.upsert(conn, key, text, category,
                                                                                 utc_timestamp()))
         self.scrubber.catch_up()
         return fact.as_dict()
@@ -283,31 +240,8 @@ class MemoryManager:
     def delete_fact(self, key: str) -> bool:
         """Delete a fact (recorded in LOG.md); return True if it existed."""
         key = facts.check_key(key)
-        return self._record_fact(key, None, None, lambda conn: conn.execute(
+        return self.tiers.record_fact(key, None, None, lambda conn: conn.execute(
             "DELETE FROM user_facts WHERE key = ?", (key,)).rowcount > 0)
-
-    def _record_fact(self, key: str, value: str | None, category: str | None, change: Any) -> Any:
-        """Change memory.db and log the FACT entry in one transaction: both land, or neither does."""
-        entry = None
-        try:
-            with self.lock.hold():
-                with self.db.transaction() as conn:
-                    log_index.catch_up(conn, self.log)  # a FACT entry never applied goes first
-                    outcome = change(conn)
-                    if outcome is not False:
-                        entry = self.log.append("FACT", facts.record_text(key, value, category),
-                                                facts.fact_record(key, value, category))
-                        log_index.insert(conn, [entry], apply=False)  # applied just above
-        except StorageError as exc:
-            if entry is None:
-                raise
-            # The line is on disk but memory.db did not commit: the entry is applied when the index
-            # catches up (a secret's value is not in it: that one must be saved again).
-            raise type(exc)(f"{exc}; LOG.md entry {entry.seq} records the change and memory.db applies it at its "
-                            "next write or open (a secret's value must be saved again)") from exc
-        if entry is not None:
-            self.tiers.appended()
-        return outcome
 
     # -- cold tier ------------------------------------------------------------
 

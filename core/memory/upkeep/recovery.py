@@ -22,13 +22,16 @@ from pathlib import Path
 from typing import Iterator
 
 from core.errors import AgentOSError, CorruptionError
-from core.memory.files.fsutil import storage_error
+from core.memory.files import now_file
+from core.memory.files.fsutil import remove_stale_temp_files, storage_error
 from core.memory.files.log_file import scan_bytes
 from core.memory.files.log_format import LogEntry, utc_timestamp
+from core.memory.files.now_file import NowState
 from core.memory.recall import log_index
 from core.memory.recall.sources import content_key
 from core.memory.recall.store import TABLE
 from core.memory.storage.sqlite import Database, damage_marker
+from core.memory.upkeep import now
 from core.memory.upkeep.rebuild import rebuild_history
 from core.memory.upkeep.tiers import Tiers
 
@@ -56,6 +59,33 @@ def database_damage(path: Path) -> str | None:
     if head != SQLITE_HEADER:
         return "not an SQLite database"
     return None
+
+
+def open_files(tiers: Tiers) -> tuple[list[Path], list[str]]:
+    """Open LOG.md, memory.db and NOW.md, creating them for a new agent and repairing damaged ones; return
+    the files created and the repairs made (each also logged as a WARNING)."""
+    paths, created = tiers.paths, []
+    if tiers.log.ensure_exists():
+        created.append(paths.log_file)
+    else:
+        tiers.log.repair()  # CRLF line ends, a stripped final newline, a torn tail
+    fresh = isinstance(tiers.db, Database) and not paths.db_file.exists()
+    repairs = open_database(tiers)  # creates memory.db, or rebuilds a lost one
+    if fresh:
+        created.append(paths.db_file)
+    tiers.catch_up()
+    # Archives and the compactor's staged LOG.md are written under the compaction lock only.
+    stale = tiers.compactor.sweep()
+    with tiers.lock.hold():
+        for path in (paths.now_file, paths.log_file):
+            stale += remove_stale_temp_files(path)
+        for path in stale:
+            log.warning("removed %s, left by a writer that was killed", path)
+        if not paths.now_file.exists() and not tiers.has_history():
+            now_file.write(paths.now_file, NowState(agent=tiers.agent_name, updated_at=utc_timestamp()))
+            created.append(paths.now_file)
+        now.current_now(tiers)  # recovers a missing or unreadable NOW.md, or one behind LOG.md
+    return created, repairs
 
 
 def open_database(tiers: Tiers) -> list[str]:
