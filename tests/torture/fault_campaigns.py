@@ -220,7 +220,7 @@ def faulty_summarizers(work: Path, trials: int, seed: int = 12) -> Result:
                 return fault(prompt)
 
             manager.compaction.summary_llm = summarizer
-            manager.cold._llm_failed_at = -1e9  # each trial starts with a model not yet seen to fail
+            manager.compaction._llm_failed_at = -1e9  # each trial starts with a model not yet seen to fail
             HANG.release.clear()
             try:
                 automatic = []
