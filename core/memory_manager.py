@@ -18,34 +18,25 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from core.config import Config, load_config
-from core.errors import CorruptionError, StorageError, ValidationError
-from core.memory.storage import facts
-from core.memory.upkeep import forgetting
-from core.memory.upkeep import log_index
-from core.memory.files import now_file
-from core.memory.files import now_record
-from core.memory.upkeep import recovery
-from core.memory.recall.cold import ColdMemory
+from core.errors import CorruptionError, ValidationError
 from core.memory.compaction.log_compaction import CompactionReport
 from core.memory.context import format_context
-from core.memory.storage.sqlite import Database
-from core.memory.storage.facts import FactStore
+from core.memory.files import now_file
+from core.memory.files.log_file import ScanResult
+from core.memory.files.log_format import check_entry_type, check_text, check_writer, utc_timestamp
+from core.memory.files.now_file import NowState
+from core.memory.recall import log_index
 from core.memory.secrets.forgotten import visible_entries
-from core.memory.files.fsutil import remove_stale_temp_files
-from core.memory.files.locking import AgentLock
-from core.memory.files.log_file import LogFile, ScanResult
-from core.memory.files.log_format import LogEntry, check_entry_type, check_text, check_writer, utc_timestamp
-from core.memory.files.now_file import STATUSES, NowState, PlanStep
+from core.memory.secrets.redaction import redactor_of
 from core.memory.secrets.scrub import ScrubReport, SecretScrubber
-from core.memory.secrets.redaction import Redactor, redactor_of
-from core.memory.storage.backend import open_database
-from core.memory.spaces import recall as space_recall
-from core.memory.spaces.space import Space
+from core.memory.storage import facts
+from core.memory.upkeep import forgetting, now, rebuild, recovery
+from core.memory.upkeep.tiers import open_tiers
+from core.memory.spaces import Space, recall as space_recall
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -64,56 +55,29 @@ class MemoryManager:
         self.agent_name = agent_name
         self.config = config or load_config(self.paths)
         self.created: list[Path] = self.paths.ensure_memory_dirs()
-        self.lock = AgentLock(self.paths.lock_file, self.config.memory.lock_timeout_s)
-        self.db = open_database(self.paths, self.config.storage)
-        self.facts = FactStore(self.db)
-        self.log = LogFile(
-            self.paths.log_file, self.lock, self.paths.quarantine_dir, self.config.memory.max_entry_bytes,
-            seq_floor=lambda: log_index.last_indexed_seq(self.db),
-            # LOG.md is the record: it keeps what was said, forgotten since or not.
-            redactor=lambda: self.facts.redactor(forgotten=False),
-        )
-        self.cold = ColdMemory(self.paths, self.config, self.db, self.log, self.lock)
+        self.tiers = open_tiers(agent_name, self.paths, self.config, after_compaction=self._after_compaction)
+        """The parts handed to upkeep (recovery, rebuild, forgetting, the secret scrub)."""
+        tiers = self.tiers
+        self.lock, self.db, self.facts, self.log = tiers.lock, tiers.db, tiers.facts, tiers.log
+        self.cold, self.compactor, self.compaction = tiers.cold, tiers.compactor, tiers.compaction
         self.repairs: list[str] = []
         """What opening found damaged and repaired (each is also logged as a WARNING)."""
-        self.scrubber = SecretScrubber(self)
-        self.cold.compactor.after_run = self.scrubber.catch_up
+        self.scrubber = SecretScrubber(self.tiers)
         self._open()
 
+    def _after_compaction(self) -> None:  # a scrub leaves LOG.md and the archives to a running compaction
+        self.scrubber.catch_up()
+
     def _open(self) -> None:
-        if self.log.ensure_exists():
-            self.created.append(self.paths.log_file)
-        else:
-            self.log.repair()  # CRLF line ends, a stripped final newline, a torn tail
-        fresh = isinstance(self.db, Database) and not self.paths.db_file.exists()
-        self.repairs += recovery.open_database(self)  # creates memory.db, or rebuilds a lost one
-        if fresh:
-            self.created.append(self.paths.db_file)
-        self._catch_up()
-        # Archives and the compactor's staged LOG.md are written under the compaction lock only.
-        stale = self.cold.compactor.sweep()
-        with self.lock.hold():
-            for path in (self.paths.now_file, self.paths.log_file):
-                stale += remove_stale_temp_files(path)
-            for path in stale:
-                log.warning("removed %s, left by a writer that was killed", path)
-            if not self.paths.now_file.exists() and not recovery.has_history(self):
-                now_file.write(self.paths.now_file, NowState(agent=self.agent_name, updated_at=utc_timestamp()))
-                self.created.append(self.paths.now_file)
-            recovery.current_now(self)  # recovers a missing or unreadable NOW.md, or one behind LOG.md
+        created, self.repairs = recovery.open_files(self.tiers)
+        self.created += created
         self.scrubber.catch_up()  # a secret saved by a process that died before it was scrubbed
+        self.compaction.at_open()
         self.cold.at_open()
         expired = forgetting.expired_note_ids(self.db)
         if expired:
-            forgetting.forget(self, query=None, before=None, ids=expired, kind=None, min_score=None, limit=10_000,
-                              reason="expired")
-
-    def _catch_up(self) -> None:
-        """Index (and apply) the LOG.md entries memory.db lacks; if it cannot be written now, later."""
-        try:
-            log_index.reconcile(self.db, self.log)
-        except StorageError as exc:
-            log.warning("memory.db cannot index LOG.md now (%s); it catches up at the next write or open", exc)
+            forgetting.forget(self.tiers, query=None, before=None, ids=expired, kind=None, min_score=None,
+                              limit=10_000, reason="expired")
 
     # -- hot tier -------------------------------------------------------------
 
@@ -147,34 +111,11 @@ class MemoryManager:
         Raises:
             ValidationError: bad input; NOW.md and LOG.md are unchanged.
         """
-        lifecycle, current_step = _lifecycle(status if status is not None else new_status, state,
-                                             current_step, next_steps)
-        fields = {"objective": objective, "current_step": current_step, "next_steps": next_steps,
-                  "done_steps": done_steps, "blockers": blockers, "resume_hint": resume_hint}
-        with self.lock.hold():
-            redactor = self.facts.redactor()  # under the lock: a secret saved meanwhile is known
-            before = recovery.current_now(self)
-            # Every field is redacted, those carried over from before too (a plan written before its secret was saved).
-            after = _redacted(now_file.advance(before, status=lifecycle, run_id=run_id, **fields), redactor)
-            version = before.version + 1
-            # Refuse an oversize NOW before anything is logged: sized with the longest values
-            # the fields filled in after the append can take.
-            now_file.encode(replace(after, version=version, updated_at=utc_timestamp(), log_seq=now_file.MAX_SEQ))
-            record = now_record.update_record(replace(after, version=version))
-            staged = entry = None
-            try:
-                with self.log.appending("NOW_UPDATE", after.current_step or after.status, record) as entry:
-                    after = replace(after, version=version, updated_at=entry.ts, log_seq=entry.seq)
-                    # Written before the log line is flushed, so the two go to disk together.
-                    staged, text = now_file.stage(self.paths.now_file, after, start_flush=True)
-                staged.install()  # only now, with its NOW_UPDATE line durable, does NOW.md change
-            except BaseException:
-                if staged is not None and not staged.replaced:
-                    staged.discard()
-                    if entry is not None:
-                        self.log.retract(entry)  # NOW.md stayed as it was: so does LOG.md
-                raise
-            self._index(entry)
+        lifecycle, current_step = now.lifecycle(status if status is not None else new_status, state,
+                                                current_step, next_steps)
+        after, text = now.update(self.tiers, lifecycle, run_id, objective=objective, current_step=current_step,
+                                 next_steps=next_steps, done_steps=done_steps, blockers=blockers,
+                                 resume_hint=resume_hint)
         return now_file.document(after, text)
 
     def now_state(self) -> NowState:
@@ -183,7 +124,7 @@ class MemoryManager:
             return now_file.read(self.paths.now_file, self.agent_name)
         except CorruptionError:
             with self.lock.hold():
-                return recovery.current_now(self)
+                return now.current_now(self.tiers)
 
     def read_now(self) -> dict[str, Any]:
         """NOW.md parsed: its front matter fields, plan, blockers, resume hint and ``body`` text."""
@@ -192,7 +133,7 @@ class MemoryManager:
             return now_file.document(*now_file.load(self.paths.now_file, self.agent_name))
         except CorruptionError:
             with self.lock.hold():
-                recovery.current_now(self)
+                now.current_now(self.tiers)
             return now_file.document(*now_file.load(self.paths.now_file, self.agent_name))
 
     # -- warm tier ------------------------------------------------------------
@@ -219,29 +160,9 @@ class MemoryManager:
         For the memory and the engine (run and step markers, the engine's own records);
         a skill writes with :meth:`append_log`.
         """
-        with self.lock.hold():
-            if isinstance(content, (bytes, bytearray)):
-                content = check_text(content, "LOG entry content")
-            entry = self.log.append(entry_type, content, metadata)  # the log redacts every line
-            self._index(entry)
-        return entry.seq
-
-    def _index(self, entry: LogEntry) -> None:
-        """Index an entry whose line is on disk; if memory.db cannot take it now, it catches up later."""
-        try:
-            log_index.index_appended(self.db, self.log, entry)
-        except StorageError as exc:
-            log.warning("LOG.md entry %d is written but memory.db cannot index it now (%s); the index catches "
-                        "up at the next write or open", entry.seq, exc)
-        self.cold.after_append()
-
-    def log_forget(self, text: str, metadata: dict[str, Any]) -> LogEntry:
-        """Append the FORGET entry of a forget (a system record: it names ids, never text); it is applied
-        as it is indexed (see :mod:`core.memory.upkeep.forgetting`)."""
-        with self.lock.hold():
-            entry = self.log.append("FORGET", text, metadata)
-            self._index(entry)
-        return entry
+        if isinstance(content, (bytes, bytearray)):
+            content = check_text(content, "LOG entry content")
+        return self.tiers.append(entry_type, content, metadata).seq  # the log redacts every line
 
     def read_log(self, last_n: int = 20) -> list[dict[str, Any]]:
         """The last ``last_n`` LOG.md entries, oldest first, as dicts (seq, ts, type, content, metadata)."""
@@ -275,12 +196,12 @@ class MemoryManager:
 
     def interrupted_runs(self) -> list[dict[str, Any]]:
         """Runs that logged RUN_START but no RUN_END or INTERRUPTED: ``{run_id, seq, started_at}``."""
-        self._catch_up()
+        self.tiers.catch_up()
         return log_index.interrupted_runs(self.db)
 
     def rebuild_log_index(self) -> int:
         """Recreate ``log_metadata`` from LOG.md and the archives; return the rows written."""
-        return log_index.rebuild(self.db, self.log, [(p.stem, p) for p in recovery.archives(self)])
+        return rebuild.rebuild_log_index(self.tiers)
 
     # -- facts ----------------------------------------------------------------
 
@@ -301,7 +222,7 @@ class MemoryManager:
         if category != "secret":
             # A secret's value is kept under its own key only; a forgotten value saved again is live again.
             text = redactor_of(self.db, excluding=key, forgotten=False)(text)
-        fact = self._record_fact(key, text, category, lambda conn: facts.upsert(conn, key, text, category,
+        fact = self.tiers.record_fact(key, text, category, lambda conn: facts.upsert(conn, key, text, category,
                                                                                 utc_timestamp()))
         self.scrubber.catch_up()
         return fact.as_dict()
@@ -319,31 +240,8 @@ class MemoryManager:
     def delete_fact(self, key: str) -> bool:
         """Delete a fact (recorded in LOG.md); return True if it existed."""
         key = facts.check_key(key)
-        return self._record_fact(key, None, None, lambda conn: conn.execute(
+        return self.tiers.record_fact(key, None, None, lambda conn: conn.execute(
             "DELETE FROM user_facts WHERE key = ?", (key,)).rowcount > 0)
-
-    def _record_fact(self, key: str, value: str | None, category: str | None, change: Any) -> Any:
-        """Change memory.db and log the FACT entry in one transaction: both land, or neither does."""
-        entry = None
-        try:
-            with self.lock.hold():
-                with self.db.transaction() as conn:
-                    log_index.catch_up(conn, self.log)  # a FACT entry never applied goes first
-                    outcome = change(conn)
-                    if outcome is not False:
-                        entry = self.log.append("FACT", facts.record_text(key, value, category),
-                                                facts.fact_record(key, value, category))
-                        log_index.insert(conn, [entry], apply=False)  # applied just above
-        except StorageError as exc:
-            if entry is None:
-                raise
-            # The line is on disk but memory.db did not commit: the entry is applied when the index
-            # catches up (a secret's value is not in it: that one must be saved again).
-            raise type(exc)(f"{exc}; LOG.md entry {entry.seq} records the change and memory.db applies it at its "
-                            "next write or open (a secret's value must be saved again)") from exc
-        if entry is not None:
-            self.cold.after_append()
-        return outcome
 
     # -- cold tier ------------------------------------------------------------
 
@@ -431,13 +329,10 @@ class MemoryManager:
             return shared.publish(self.agent_name, content, metadata)
 
     def forget_memory(self, memory_id: str) -> bool:
-        """Forget one memory by the id recall returned; return True if it existed.
+        """Forget one memory by the id recall returned; return True if it existed (see :meth:`forget_memories`).
 
-        It leaves recall and memory.db (a note is deleted, a fact and a store item too); LOG.md gets a
-        FORGET entry naming the id, never the text, and ``rebuild_index`` honours it. What is derived
-        later (summaries, NOW.md, prompts, recall) no longer shows a forgotten fact's value;
-        :meth:`purge_forgotten` also takes it out of LOG.md and the archives.
-        """
+        LOG.md gets a FORGET entry naming the id, never the text; nothing derived later shows the memory,
+        and :meth:`purge_forgotten` also takes a forgotten fact's value out of LOG.md and the archives."""
         return bool(self.forget_memories(ids=[memory_id]))
 
     def forget_memories(
@@ -454,7 +349,7 @@ class MemoryManager:
             kind: only memories of this kind (or kinds).
             dry_run: forget nothing; return the ids that would be forgotten (to show before asking).
         """
-        return forgetting.forget(self, query=query, before=before, ids=ids, kind=kind,
+        return forgetting.forget(self.tiers, query=query, before=before, ids=ids, kind=kind,
                                  min_score=min_score, limit=limit, dry_run=dry_run)
 
     def compact_log(self, summary: str | None = None, *, force: bool = True, dry_run: bool = False) -> CompactionReport:
@@ -465,7 +360,7 @@ class MemoryManager:
             force: compact even below the thresholds (the default for an explicit call).
             dry_run: report what would be archived; change nothing.
         """
-        return self.cold.compact(summary, force=force, dry_run=dry_run)
+        return self.compaction.compact(summary, force=force, dry_run=dry_run)
 
     # -- prompt ---------------------------------------------------------------
 
@@ -479,23 +374,19 @@ class MemoryManager:
                            visible_entries(self.db, self.log.tail(log_entries)), self.facts.list(), budget))
 
     def scrub_secrets(self) -> ScrubReport:
-        """Remove the secrets' values from every file and index that holds them now (see :mod:`core.memory.secrets.scrub`).
-
-        ``save_fact`` runs it for a new secret; call it after saving secrets in ``memory.db`` another way.
-        """
+        """Remove the secrets' values from every file and index that holds them now (``save_fact`` runs it
+        for a new secret; call it after saving secrets in memory.db another way)."""
         return self.scrubber.run(everything=True)
 
     def purge_forgotten(self) -> ScrubReport:
-        """Take the values of forgotten facts out of LOG.md, the archives, NOW.md and every index too.
-
-        Forgetting hides them from everything derived after it; the purge also rewrites the records that
-        hold them, as a secret's scrub does (crash-safe: a purge killed midway is finished at the next
-        open). A fact saved again with its value is live: its value is not purged.
-        """
+        """Take forgotten facts' values out of LOG.md, the archives, NOW.md and every index, as a secret's scrub
+        does (a purge killed midway is finished at the next open); a fact saved again is live and kept."""
         return self.scrubber.purge()
 
     def close(self) -> None:
         """Wait for background compaction, release the cold store and databases. Safe to call twice."""
+        self.cold.halt()  # a compaction indexing its archive stops at its next step too
+        self.compaction.close()
         self.cold.close()
         self.db.close()
 
@@ -507,22 +398,3 @@ class MemoryManager:
 
     def __repr__(self) -> str:
         return f"MemoryManager({self.agent_name!r}, root={str(self.paths.root)!r})"
-
-
-def _lifecycle(
-    status: str | None, state: str | None, current_step: str | None, next_steps: list[str] | None
-) -> tuple[str | None, str | None]:
-    """Split ``update_now``'s status into (lifecycle state, current step): free text is the step."""
-    if status is not None and status not in STATUSES:
-        current_step = current_step if current_step is not None else check_text(status, "status")
-        status = None
-    return state or status or ("active" if current_step or next_steps else None), current_step
-
-
-def _redacted(state: NowState, redactor: Redactor) -> NowState:
-    """``state`` with the secrets hidden in every text field."""
-    if not redactor:
-        return state
-    return replace(state, objective=redactor(state.objective), current_step=redactor(state.current_step),
-                   resume_hint=redactor(state.resume_hint), blockers=redactor(state.blockers),
-                   plan=tuple(PlanStep(redactor(step.text), step.done) for step in state.plan))

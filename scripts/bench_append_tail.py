@@ -49,7 +49,7 @@ def measure(home: Path, appends: int, chars: int, *, compact: bool, index: bool,
 
             load_minilm()
             manager.cold.store().table
-            manager.cold.summarizer(automatic=True)
+            manager.compaction.summarizer(automatic=True)
         for i in range(20):  # warm-up: imports, the first open of LOG.md, the lock file
             manager.append_log("THOUGHT", text)
         for i in range(appends):
@@ -58,7 +58,7 @@ def measure(home: Path, appends: int, chars: int, *, compact: bool, index: bool,
             start = time.perf_counter()
             manager.append_log("THOUGHT", text)
             times.append((time.perf_counter() - start) * 1000)
-        manager.cold.wait()
+        manager.compaction.wait()
     return times
 
 

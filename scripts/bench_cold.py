@@ -326,7 +326,7 @@ def bench_compaction(home: Path) -> tuple[float, float, int]:
             i += 1
         size = manager.paths.log_file.stat().st_size
         start = time.perf_counter()
-        manager.cold.compactor.run(LogSummarizer(None, 500), force=True, index=False)
+        manager.compactor.run(LogSummarizer(None, 500), force=True, index=False)
         compact_s = time.perf_counter() - start
         start = time.perf_counter()
         manager.cold.indexer.sync()

@@ -38,7 +38,7 @@ ROWS = (
 
 def prefill(manager, entries: int) -> None:
     """Write ``entries`` LOG lines in one go (valid lines, indexed), far faster than appends."""
-    from core.memory.upkeep import log_index
+    from core.memory.recall import log_index
     from core.memory.files.log_format import encode_entry, utc_timestamp
 
     first = manager.log.last_seq() + 1

@@ -114,7 +114,7 @@ def test_update_now_replaces_now_md_only_after_its_log_line_is_durable(manager: 
                                                                         monkeypatch) -> None:
     """The order of the flushes: LOG.md line, NOW.md's temp file, the rename, the folder, then the index row."""
     from core.memory.files import log_file
-    from core.memory.upkeep import log_index
+    from core.memory.recall import log_index
 
     events: list[str] = []
 

@@ -39,7 +39,7 @@ from core.memory_manager import MemoryManager
 
 manager = MemoryManager("finn")
 i = 0
-while not manager.cold._busy():
+while not manager.compaction.busy():
     i += 1
     manager.append_log("THOUGHT", f"entry {i} " + "word " * 100)
 while manager.log.first_entry().type != "SUMMARY":  # swapped: the thread is indexing the archive now
@@ -57,7 +57,7 @@ def test_exiting_while_background_indexing_runs_is_clean_and_the_next_open_finis
     assert done.returncode == 0, done.stderr[-2000:]
     assert "terminate called" not in done.stderr and "Traceback" not in done.stderr
     with MemoryManager("finn") as manager:
-        assert manager.cold.wait(timeout=120)
+        assert manager.compaction.wait(timeout=120)
         assert manager.cold.indexer.pending() == 0
         archive = Path(manager.log.first_entry().metadata["archive"]).stem
         assert manager.recall_memory("entry 3 word", 1, kind="log_archive", min_score=0)[0]["where"]["archive"] == archive

@@ -29,7 +29,7 @@ def compact_log(args: argparse.Namespace) -> int:
     # A dry run indexes nothing, so it shows no bar; a bar is only drawn on a terminal (disable=None).
     with open_memory(args.agent) as manager, tqdm(desc="indexing", unit="memory", leave=False,
                                                   disable=True if args.dry_run else None) as bar:
-        report = manager.cold.compact(args.summary, force=args.force, dry_run=args.dry_run, progress=bar.update)
+        report = manager.compaction.compact(args.summary, force=args.force, dry_run=args.dry_run, progress=bar.update)
     print(compaction_text(report, args.dry_run))
     return 0
 
@@ -99,7 +99,7 @@ def rebuild_index(args: argparse.Namespace) -> int:
     """
     with open_memory(args.agent) as manager, tqdm(desc="embedding", unit="memory", disable=None) as bar:
         started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on
-        result = rebuild_all(manager, progress=bar.update)
+        result = rebuild_all(manager.tiers, progress=bar.update)
         elapsed = time.monotonic() - started
     print(f"log_metadata rows: {result.log_rows}")
     print(f"compactions recorded: {result.compactions}")

@@ -137,7 +137,7 @@ class Engine:
             self.notice = f"backend: {backend.name}, model {backend.model}"
         self.backend = backend
         if backend.name != "offline" and self.config.memory.compact_summarizer == "llm":
-            self.manager.cold.summary_llm = generate_with(backend)  # LOG.md summaries by the run's model
+            self.manager.compaction.summary_llm = generate_with(backend)  # LOG.md summaries by the run's model
         self.provider = open_provider(None, open_database(self.paths, self.config.storage),
                                       summarizer=self._summarizer(), config=self.config.provider)
         name = self.paths.name

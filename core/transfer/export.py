@@ -106,8 +106,8 @@ def _snapshot(manager: MemoryManager, root: Path, with_vectors: bool) -> bool:
     require_sqlite(manager.config.storage, "export")
     memory = root / "memory"
     memory.mkdir(parents=True)
-    manager.cold.wait()
-    with manager.cold.compactor.exclusive(wait=True), manager.lock.hold():
+    manager.compaction.wait()
+    with manager.compactor.exclusive(wait=True), manager.lock.hold():
         for name in AGENT_FOLDERS:
             if (paths.root / name).is_dir():
                 shutil.copytree(paths.root / name, root / name)

@@ -156,7 +156,7 @@ def _index(staged: Path, staging: Path, name: str, manifest: Manifest, progress:
             manager.cold.store().optimize()  # builds the vector index of a large store
             return "", 0
         log.info("re-embedding %s: %s", name, reason)
-        result = rebuild_all(manager, progress=progress)
+        result = rebuild_all(manager.tiers, progress=progress)
         return reason, result.memories
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from core.memory.secrets import scrub_tables
 from core.memory.storage.facts import redact
 from core.memory.files.fsutil import atomic_write
-from core.memory.upkeep.rebuild import archive_first_seq
+from core.memory.upkeep.archives import archive_first_seq
 from core.memory.secrets.scrub import rewrite_lines
 from core.memory.secrets.redaction import redactor_for
 

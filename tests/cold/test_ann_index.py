@@ -214,6 +214,6 @@ def test_rebuild_index_builds_the_vector_index(agents_home, minilm):
         for text in ("The user prefers euros", "Deploy failed on staging", "Maria liked the report",
                      "Nvidia earnings are due on Wednesday"):
             manager.store_memory(text)
-        result = rebuild_all(manager)
+        result = rebuild_all(manager.tiers)
         assert result.memories == 4 and result.vector_index["indexed_rows"] == 4
         assert manager.recall_memory("when are Nvidia's results published?", 1)[0]["content"].startswith("Nvidia")

@@ -9,10 +9,11 @@ import threading
 import pytest
 
 from core.errors import ColdStoreError, LockTimeoutError, ValidationError
-from core.memory.recall.cold import ColdMemory
+from core.memory.compaction.auto import Compaction
 from core.memory.files.fsutil import StagedFile
 from core.memory.files.locking import AgentLock
-from core.memory.compaction.log_compaction import LogCompactor, compacted_header
+from core.memory.compaction.log_compaction import LogCompactor
+from core.memory.compaction.plan import compacted_header
 from core.memory.files.log_file import LogFile
 from core.memory.recall.docs import DocIndex
 from core.memory_manager import MemoryManager
@@ -137,7 +138,7 @@ def test_an_open_removes_a_killed_compactions_temp_files_but_not_a_running_ones(
                  mm.paths.archive_dir / f".LOG-1-5.md.{os.getpid()}.tmp"]
     for path in leftovers:
         path.write_bytes(b"- 1 partial")
-    with mm.cold.compactor.exclusive(wait=True):
+    with mm.compactor.exclusive(wait=True):
         in_another_thread(lambda: MemoryManager("finn").close())
         assert all(path.exists() for path in leftovers)
     MemoryManager("finn").close()
@@ -169,7 +170,7 @@ def test_an_archive_is_indexed_in_short_transactions_and_counts_as_indexed_with_
     """Appends wait for memory.db's write lock, so an archive's docs are written a few at a time; one
     interrupted half-way stays pending (indexed_at empty) and the next sync finishes it."""
     fill(mm, 80)
-    assert mm.cold.compactor.run(mm.cold.summarizer(), force=True, index=False).done
+    assert mm.compactor.run(mm.compaction.summarizer(), force=True, index=False).done
     upsert, calls = DocIndex.upsert, []
 
     def failing_second(self, conn, docs):
@@ -209,11 +210,11 @@ def test_automatic_compactions_that_found_no_model_do_not_look_again_for_a_while
     """Looking for the summarizer model builds clients and pings (work that delays appends): an automatic
     compaction that found none summarises deterministically without looking for AUTO_RETRY_S; an explicit one looks."""
     looked = []
-    monkeypatch.setattr(ColdMemory, "_configured_llm", lambda self: looked.append(1))
-    assert mm.cold.summarizer(automatic=True).generate is None
-    assert mm.cold.summarizer(automatic=True).generate is None
+    monkeypatch.setattr(Compaction, "_configured_llm", lambda self: looked.append(1))
+    assert mm.compaction.summarizer(automatic=True).generate is None
+    assert mm.compaction.summarizer(automatic=True).generate is None
     assert len(looked) == 1
-    mm.cold.summarizer()
+    mm.compaction.summarizer()
     assert len(looked) == 2
 
 
@@ -254,7 +255,7 @@ def test_dry_run_and_below_threshold_change_nothing(mm):
 def test_an_interrupted_reservation_is_resumed_by_the_next_run(mm):
     """A run killed after reserving is finished by the next one, with the same archive and no lost seq."""
     fill(mm, 12)
-    plan = mm.cold.compactor._plan(force=True, dry_run=False, report=type("R", (), {})())
+    plan = mm.compactor._plan(force=True, dry_run=False, report=type("R", (), {})())
     assert plan.seq == 13
     fill(mm, 3, start=100)  # appended while the killed run was summarising
     report = mm.compact_log()
@@ -269,7 +270,7 @@ def test_automatic_compaction_runs_in_the_background_after_a_threshold(ollama_ho
                                "memory": {"compact_log_entries": 20}})
     with MemoryManager("finn") as manager:
         fill(manager, 25)
-        assert manager.cold.wait(timeout=60)
+        assert manager.compaction.wait(timeout=60)
         fill(manager, 2, start=25)
         history = manager.db.conn.execute("SELECT count(*) FROM compaction_history").fetchone()[0]
         assert history >= 1 and manager.scan_log().entries[0].type == "SUMMARY"
@@ -311,6 +312,6 @@ def test_rebuild_index_recreates_everything_from_the_files(mm):
         conn.execute("DELETE FROM compaction_history")
         conn.execute("DELETE FROM log_metadata")
     mm.cold.store().drop()
-    result = rebuild_all(mm)
+    result = rebuild_all(mm.tiers)
     assert result.compactions == 1 and result.log_rows == 17  # 15 entries, the SUMMARY, the FACT
     assert sorted(mm.cold.store().ids()) == chunks_before

@@ -88,7 +88,7 @@ def test_sigkill_during_compaction_loses_and_doubles_nothing(ollama_home):
         for state in interrupted_state(memory):
             outcomes[state] += 1
         with MemoryManager("finn") as manager:
-            assert manager.cold.wait(timeout=60)
+            assert manager.compaction.wait(timeout=60)
             report = manager.compact_log(force=False)  # resumes a reserved compaction, else indexes leftovers
             outcomes["resumed"] += report.resumed
             check_consistent(manager)

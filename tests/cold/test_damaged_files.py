@@ -119,7 +119,7 @@ def test_a_lost_memory_db_is_rebuilt_from_the_files(home, damage: str, caplog) -
         report = " ".join(manager.repairs)
         assert "api_key" in report and "save them again" in report and "conversations" in report
         assert manager.read_log(1)[0]["content"].startswith("memory.db rebuilt")
-        assert manager.cold.wait(timeout=60)
+        assert manager.compaction.wait(timeout=60)
         assert manager.recall_memory("who gets the report?", n_results=5)
         moved = [name for name in quarantined(manager) if name.startswith("memory.db")]
         assert bool(moved) == (damage != "deleted")
@@ -170,7 +170,7 @@ def test_a_damaged_archive_waiting_to_be_indexed_is_quarantined_and_recall_keeps
     """The archive goes to quarantine and is reported; recall and store_memory keep working (store saves once)."""
     with MemoryManager("finn") as manager:
         fill(manager, 12)
-        report = manager.cold.compactor.run(manager.cold.summarizer(), "notes on adjusted prices", force=True,
+        report = manager.compactor.run(manager.compaction.summarizer(), "notes on adjusted prices", force=True,
                                             index=False)
         archive = report.archive_path
         flip_byte(archive, 40)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 
-from core.memory.recall import foreground
+from core.memory import foreground
 from core.memory.storage.sqlite import AUTOCHECKPOINT_PAGES, Database
 from core.memory.compaction.log_compaction import LogCompactor
 from core.memory_manager import MemoryManager
@@ -62,7 +62,7 @@ def test_background_work_waits_for_the_writers_to_pause(ollama_home, monkeypatch
         assert manager.cold.docs.count() == 0, "no doc was written while the writers had not paused"
         assert not list(manager.paths.archive_dir.glob("LOG-*.md")), "no compaction step ran meanwhile"
         released.set()
-        assert manager.cold.wait(timeout=60) and manager.cold.background.wait_idle(60)
+        assert manager.compaction.wait(timeout=60) and manager.cold.background.wait_idle(60)
         assert list(manager.paths.archive_dir.glob("LOG-*.md")) and manager.cold.docs.count() > 0
 
 
@@ -96,7 +96,7 @@ def test_a_compactions_steps_that_hold_what_appends_need_run_as_background_steps
 
     with MemoryManager("finn") as manager:
         fill(manager, 10)
-        report = manager.cold.compactor.run(manager.cold.summarizer(), force=True, step=step)
+        report = manager.compactor.run(manager.compaction.summarizer(), force=True, step=step)
     assert report.done
     assert events == ["(", "_plan", ")", "_summarize", "(", "_swap", "record", ")", "(", "_index", ")"]
 

@@ -109,7 +109,7 @@ def test_forgetting_removes_everywhere_logs_no_text_and_survives_rebuild(finn):
     forget_lines = [line for line in finn.paths.log_file.read_text().splitlines() if " FORGET " in line]
     assert len(forget_lines) == 2 and all("Elm" not in line for line in forget_lines)
     assert note in forget_lines[0]
-    rebuild_all(finn)
+    rebuild_all(finn.tiers)
     found = ids_of(finn.recall_memory("Elm Street address", 10, min_score=0))
     assert note not in found and f"log:{seq}" not in found and keep in found
 

@@ -32,7 +32,7 @@ def test_a_hanging_summarizer_delays_compact_log_only_by_its_timeout(home) -> No
         return "late"
 
     with MemoryManager("finn") as manager:
-        manager.cold.summary_llm = hang
+        manager.compaction.summary_llm = hang
         fill(manager, 5)
         report = manager.compact_log()
         assert not returned.is_set(), "compact_log waited for the hanging model"
@@ -56,7 +56,7 @@ def test_close_abandons_a_background_compaction_waiting_on_its_model(home) -> No
         return "late"
 
     manager = MemoryManager("finn")
-    manager.cold.summary_llm = hang
+    manager.compaction.summary_llm = hang
     fill(manager, 25)
     assert called.wait(60)
     manager.close()
@@ -73,7 +73,7 @@ def test_close_abandons_a_background_compaction_waiting_on_its_model(home) -> No
 def test_an_unusable_summary_never_makes_log_md_grow(home, reply: str | None) -> None:
     """A <think>-only reply, or one longer than its input, is refused: LOG.md shrinks by compaction, never grows."""
     with MemoryManager("finn") as manager:
-        manager.cold.summary_llm = (lambda prompt: reply) if reply else (lambda prompt: prompt * 3)
+        manager.compaction.summary_llm = (lambda prompt: reply) if reply else (lambda prompt: prompt * 3)
         manager.append_log("THOUGHT", "a short log")
         report = manager.compact_log()
         assert report.done and report.summary_method == "deterministic"
@@ -91,10 +91,10 @@ def test_a_failing_summarizer_is_asked_once_then_rests_during_automatic_compacti
         raise RuntimeError("CUDA out of memory")
 
     with MemoryManager("finn") as manager:
-        manager.cold.summary_llm = broken
+        manager.compaction.summary_llm = broken
         for i in range(200):
             manager.append_log("THOUGHT", f"thought {i}: " + "the supplier list " * 10)
-            manager.cold.wait(10)
+            manager.compaction.wait(10)
         compactions = manager.db.conn.execute("SELECT count(*) FROM compaction_history").fetchone()[0]
     assert compactions >= 5  # LOG.md stays bounded: the deterministic summary is used
     assert len(calls) == 1  # then the model rests for AUTO_RETRY_S

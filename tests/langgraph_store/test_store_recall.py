@@ -60,10 +60,10 @@ def test_forgetting_an_item_deletes_it_and_survives_rebuild(store):
     assert store.get(("people",), "ada") is None and store.search(("people",), query="Elm Street") == []
     forget = [e for e in store.manager.scan_log().entries if e.type == "FORGET"]
     assert len(forget) == 1 and "Elm" not in forget[0].content + str(forget[0].metadata)
-    rebuild_all(store.manager)
+    rebuild_all(store.manager.tiers)
     assert store.get(("people",), "ada") is None and item_docs(store) == []
     store.put(("people",), "ada", {"text": "Ada moved to Porto"})
-    rebuild_all(store.manager)
+    rebuild_all(store.manager.tiers)
     assert store.search(("people",), query="where does Ada live?")[0].value == {"text": "Ada moved to Porto"}
 
 
@@ -72,6 +72,6 @@ def test_rebuild_index_reindexes_items(store):
     for i in range(3):
         store.put(("docs",), f"d{i}", {"text": f"document number {i} about compilers"})
     before = sorted(item_docs(store))
-    result = rebuild_all(store.manager)
+    result = rebuild_all(store.manager.tiers)
     assert sorted(item_docs(store)) == before and sorted(vectors(store)) == before and result.memories >= 3
     assert store.search(("docs",), query="compilers", limit=3)[0].score > 0.5

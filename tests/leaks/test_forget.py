@@ -77,7 +77,7 @@ def test_an_llm_summarizer_is_never_shown_the_value_and_its_answer_is_checked(fi
     for n in range(12):
         finn.append_log("THOUGHT", f"step {n}: measured the hallway walls and the window frames again")
     ollama.enqueue(f"Painting the hallway {VALUE}; walls measured.")
-    finn.cold.summary_llm = generate_with(OllamaBackend("llama3.1", host=ollama.host))
+    finn.compaction.summary_llm = generate_with(OllamaBackend("llama3.1", host=ollama.host))
 
     report = finn.compact_log(force=True)
 

@@ -54,7 +54,7 @@ def test_text_logged_before_its_secret_is_saved_is_neither_summarised_nor_indexe
     assert first.docs_indexed >= 2
     finn.append_log("THOUGHT", f"the login {VALUE} worked")
     prompts: list[str] = []
-    finn.cold.summary_llm = lambda prompt: prompts.append(prompt) or "The user logged in to the bank."
+    finn.compaction.summary_llm = lambda prompt: prompts.append(prompt) or "The user logged in to the bank."
 
     finn.save_fact("bank_login", VALUE, "secret")
     second = finn.compact_log()
@@ -74,12 +74,12 @@ def test_summaries_prompts_and_the_cold_store_redact_on_their_own(finn):
     finn.append_log("THOUGHT", f"will use {VALUE} again", {"note": f"login {VALUE}"})
     save_unscrubbed(finn, "bank_login", VALUE)
     prompts: list[str] = []
-    finn.cold.summary_llm = lambda prompt: prompts.append(prompt) or "The user gave a bank login."
+    finn.compaction.summary_llm = lambda prompt: prompts.append(prompt) or "The user gave a bank login."
     report = finn.compact_log()
     assert report.summary_method == "llm" and prompts and not any(holds(p.encode(), VALUE) for p in prompts)
 
     finn.append_log("THOUGHT", f"and once more {VALUE}")
-    finn.cold.summary_llm = None  # deterministic
+    finn.compaction.summary_llm = None  # deterministic
     report = finn.compact_log()
     assert report.summary_method == "deterministic"
     summaries = [row[0] for row in finn.db.conn.execute("SELECT summary FROM compaction_history")]

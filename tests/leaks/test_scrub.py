@@ -95,7 +95,7 @@ def test_archives_are_rewritten_with_their_sha256_chain_and_the_rewrite_is_recor
         files = record["metadata"]["files"]
         assert any(f.startswith("memory/quarantine/") for f in files) and "memory/sessions/finn_main.handoff.json" in files
         assert all(REDACTED in (manager.paths.root / f).read_text() for f in files)
-        result = rebuild_all(manager)
+        result = rebuild_all(manager.tiers)
         assert result.compactions == 2 and result.memories
     assert_consistent(finn.paths.root)
 
@@ -108,7 +108,7 @@ def test_a_scrub_leaves_log_and_archives_to_a_running_compaction(finn):
     holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with finn.cold.compactor.exclusive(wait=True):
+        with finn.compactor.exclusive(wait=True):
             holding.set()
             release.wait(30)
 

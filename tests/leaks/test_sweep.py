@@ -89,7 +89,7 @@ def test_every_public_path_around_a_secret_saved_late(minilm, agents_home, stora
     update_status.execute(agent_name="finn", new_status="Checking", next_steps=[f"type {VALUE}"])
     manager.store_memory(f"again the code {VALUE}")
     assert recall_memory.execute(agent_name="finn", query=VALUE, n_results=5)
-    manager.cold.summary_llm = generate_with(engine.backend)
+    manager.compaction.summary_llm = generate_with(engine.backend)
     assert manager.compact_log().summary_method == "llm"
     manager.append_log("THOUGHT", f"one more {VALUE}")
     engine.provider.compact(engine.session, CompactionMode.FULL, fresh_tail=2)

@@ -126,7 +126,7 @@ def _check_archives(manager: MemoryManager, result: Result) -> None:
     """Every archive is recorded with its sha256 and, once indexing is done, indexed without duplicate rows."""
     import hashlib
 
-    if not manager.cold.wait(timeout=60):  # the open finishes an interrupted compaction in the background
+    if not manager.compaction.wait(timeout=60):  # the open finishes an interrupted compaction in the background
         result.fail("indexing did not finish within 60 s")
     rows = manager.db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history").fetchall()
     recorded = {r["archive_id"]: r["archive_sha256"] for r in rows}
@@ -210,12 +210,12 @@ def background_indexing(work: Path, trials: int, seed: int = 6) -> Result:
         for archive in range(5):
             for i in range(40):
                 manager.append_log("THOUGHT", f"archive {archive} entry {i}: " + "the ledger and the list " * 8)
-            manager.cold.compactor.run(manager.cold.summarizer(), f"summary of archive {archive}", force=True,
+            manager.compactor.run(manager.compaction.summarizer(), f"summary of archive {archive}", force=True,
                                        index=False)
     with Zygote() as zygote:
         for trial in range(trials):
             with MemoryManager("finn", home=home) as manager:
-                manager.cold.wait()  # the open finished what the last kill left
+                manager.compaction.wait()  # the open finished what the last kill left
                 ids = manager.cold.store().ids()
                 if len(ids) != len(set(ids)):
                     result.fail(f"trial {trial}: duplicate rows after a kill during indexing")
@@ -228,7 +228,7 @@ def background_indexing(work: Path, trials: int, seed: int = 6) -> Result:
             result.trials += 1
             result.kills += 1
     with MemoryManager("finn", home=home) as manager:
-        manager.cold.wait()
+        manager.compaction.wait()
         manager.cold.catch_up()
         if manager.cold.indexer.pending():
             result.fail("archives still pending after the last sync")

@@ -133,7 +133,7 @@ def damaged_files(work: Path, trials: int, seed: int = 11) -> Result:
         with manager:
             mixed_writes(manager, rng, 12, lambda *r: acks.append(list(r)), f"d{trial}")
             if damage == "archive":
-                manager.cold.compactor.run(manager.cold.summarizer(), f"summary {trial}", force=True, index=False)
+                manager.compactor.run(manager.compaction.summarizer(), f"summary {trial}", force=True, index=False)
         _damage(memory_dir(home), damage, rng)
         manager = open_agent(home, result)
         if manager is None:
@@ -219,8 +219,8 @@ def faulty_summarizers(work: Path, trials: int, seed: int = 12) -> Result:
                 calls.append(1)
                 return fault(prompt)
 
-            manager.cold.summary_llm = summarizer
-            manager.cold._llm_failed_at = -1e9  # each trial starts with a model not yet seen to fail
+            manager.compaction.summary_llm = summarizer
+            manager.compaction._llm_failed_at = -1e9  # each trial starts with a model not yet seen to fail
             HANG.release.clear()
             try:
                 automatic = []
@@ -230,7 +230,7 @@ def faulty_summarizers(work: Path, trials: int, seed: int = 12) -> Result:
                         marker = f"s{trial}-{compaction}-{i}"
                         acks.append(["append", manager.append_log("THOUGHT", f"thought {marker} " + "ledger " * 20),
                                      marker])
-                    manager.cold.wait(30)
+                    manager.compaction.wait(30)
                     automatic.append(len(calls) - before)
                 HANG.returned.clear()  # the automatic compactions' calls still hang: none has returned
                 before = len(calls)

@@ -112,7 +112,7 @@ def indexing(home: str, ack: Acks, args: dict) -> None:
     """Open an agent whose archives wait to be indexed and index them, vectors included (killed while it does)."""
     memory = manager(home)
     ack("open")
-    memory.cold.wait()
+    memory.compaction.wait()
     memory.cold.catch_up()
     ack("indexed")
 
@@ -147,7 +147,7 @@ def writer(home: str, ack: Acks, args: dict) -> None:
         marker = f"{args['seed']}-{i}"
         seq = memory.append_log("THOUGHT", f"writer {marker} " + "y" * (i % 500), {"marker": marker})
         ack("append", seq, marker)
-    memory.cold.wait()
+    memory.compaction.wait()
     memory.close()
 
 

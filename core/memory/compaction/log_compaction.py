@@ -34,9 +34,8 @@ import hashlib
 import logging
 import os
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, ContextManager, Iterator, Optional
+from typing import Callable, ContextManager, Iterator
 
 from core.config import Config
 from core.errors import (
@@ -47,93 +46,26 @@ from core.errors import (
     StorageError,
     ValidationError,
 )
-from core.memory.upkeep import log_index
+from core.memory.recall import log_index
 from core.memory.recall.index import ColdIndexer, Progress
 from core.memory.storage.sqlite import Database
 from core.memory.secrets.forgotten import derivable
 from core.memory.files.fsutil import StagedFile, atomic_write, remove_stale_temp_files
 from core.memory.files.locking import AgentLock
 from core.memory.files.log_file import LogFile, parse_or_none, scan_bytes
-from core.memory.files.log_format import HEADER, LogEntry, check_text, is_compaction_summary
+from core.memory.files.log_format import LogEntry, check_text, is_compaction_summary
 from core.memory.secrets.redaction import redactor_of
+from core.memory.compaction.plan import (
+    RESERVED, CompactionReport, Plan, compacted_header, find_reservation, lines_of, report_damaged,
+)
 from core.memory.compaction.summarizer import LogSummarizer, Summary
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
 
-RESERVED = "reserved"
 STAGING_PREFIX = "compacted-"
 """Names the compactor's staged LOG.md (``.compacted-LOG.md.<pid>.tmp``), written under the compaction lock
 only: the sweeps under the agent lock leave it alone, those under the compaction lock remove it."""
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What one compaction archives: LOG.md bytes ``[0, offset)``, entries first..last."""
-
-    first_seq: int
-    last_seq: int
-    seq: int
-    """The reservation's seq, which the SUMMARY takes over."""
-    offset: int
-    """Start of the reservation line (end of entry ``last_seq``)."""
-    line_end: int
-    """End of the reservation line: everything after it is kept."""
-    source: bytes
-    entries: tuple[LogEntry, ...]
-    resumed: bool
-
-    @property
-    def archive_id(self) -> str:
-        return f"LOG-{self.first_seq}-{self.last_seq}"
-
-
-@dataclass
-class CompactionReport:
-    """The outcome of :meth:`LogCompactor.run`."""
-
-    done: bool = False
-    """True when LOG.md was swapped by this run."""
-    reason: str = ""
-    """Why nothing was done (below threshold, busy, empty) or what a dry run would do."""
-    archive_id: Optional[str] = None
-    archive_path: Optional[Path] = None
-    first_seq: int = 0
-    last_seq: int = 0
-    entries: int = 0
-    bytes_before: int = 0
-    bytes_after: int = 0
-    summary_method: str = ""
-    docs_indexed: int = 0
-    """Recall docs written for the archive's entries and summary (their vectors follow in the background)."""
-    index_error: Optional[str] = None
-    """Set when the cold store failed; the archive is indexed at the next start."""
-    resumed: bool = False
-    """True when this run finished a compaction a killed process had started."""
-    recovered: list[str] = field(default_factory=list)
-    """Archives whose interrupted post-swap steps this run finished."""
-
-
-def compacted_header(seq: int) -> bytes:
-    """The header of a compacted LOG.md; ``last_seq`` keeps seqs increasing if every entry is lost."""
-    return (HEADER.rstrip("\n")[: -len("-->")] + f"last_seq={seq} -->\n").encode("utf-8")
-
-
-def _lines(data: bytes, start: int = 0):
-    """``(start, end, entry or None)`` for every complete line from offset ``start``; end includes the newline."""
-    while start < len(data):
-        end = data.find(b"\n", start)
-        if end < 0:
-            return
-        yield start, end + 1, parse_or_none(data[start:end])
-        start = end + 1
-
-
-def _report_damaged(lines: list) -> None:
-    """Warn about the lines that will be archived although they cannot be read (a header or blank line aside)."""
-    for start, end, entry in lines:
-        if entry is None and start > 0 and end - start > 1:
-            log.warning("LOG.md line at byte %d cannot be read; it is archived as it is, skipped by recall", start)
 
 
 class LogCompactor:
@@ -141,8 +73,10 @@ class LogCompactor:
 
     def __init__(
         self, paths: AgentPaths, lock: AgentLock, log_file: LogFile, db: Database,
-        indexer: ColdIndexer, config: Config,
+        indexer: ColdIndexer, config: Config, after_run: Callable[[], object] | None = None,
     ) -> None:
+        """``after_run`` is called when a run that swapped LOG.md ends, the compaction lock released (the
+        secret scrub, which leaves LOG.md and the archives to the compaction that holds that lock)."""
         self.paths = paths
         self.lock = lock
         self.log = log_file
@@ -150,8 +84,7 @@ class LogCompactor:
         self.indexer = indexer
         self.config = config
         self._head_cache: tuple[int, int] | None = None  # (inode, seq before the entries counted)
-        self.after_run: Callable[[], object] | None = None
-        """Called when a run ends, the compaction lock released (a secret scrub that waited for it)."""
+        self.after_run = after_run
 
     @contextmanager
     def exclusive(self, wait: bool) -> Iterator[bool]:
@@ -282,17 +215,17 @@ class LogCompactor:
         all of them again if the file changed otherwise (a retracted line, a repaired tail).
         """
         seen = self._whole_lines()
-        parsed = list(_lines(seen))
+        parsed = list(lines_of(seen))
         with self.lock.hold():
             self.log.repair()
             data = self.log.path.read_bytes()
-            lines = parsed + list(_lines(data, len(seen))) if data.startswith(seen) else list(_lines(data))
+            lines = parsed + list(lines_of(data, len(seen))) if data.startswith(seen) else list(lines_of(data))
             report.bytes_before = len(data)
             entries = [entry for _, _, entry in lines if entry is not None]
             if not entries:
                 report.reason = "LOG.md has no entries"
                 return None
-            resumed = self._find_reservation(data, lines, entries[0].seq)
+            resumed = find_reservation(data, lines, entries[0].seq)
             if resumed is not None:
                 return resumed
             if not (force or self.over_threshold()):
@@ -313,7 +246,7 @@ class LogCompactor:
                 line = handle.readline()
         if parse_or_none(line.rstrip(b"\n")) != reservation:
             raise StorageError("the compaction reservation was not found in LOG.md after appending it")
-        _report_damaged(lines)
+        report_damaged(lines)
         return Plan(first, last, reservation.seq, len(data), len(data) + len(line), data, tuple(entries), False)
 
     def _whole_lines(self) -> bytes:
@@ -323,23 +256,6 @@ class LogCompactor:
         except FileNotFoundError:
             return b""
         return data[: data.rfind(b"\n") + 1]
-
-    @staticmethod
-    def _find_reservation(data: bytes, lines: list, first_seq: int) -> Plan | None:
-        """The reservation that covers LOG.md from its first entry up to the line before it, if any."""
-        previous = None
-        for start, end, entry in lines:
-            if entry is None:
-                continue
-            meta = entry.metadata
-            if (entry.type == "SYSTEM" and meta.get("compaction") == RESERVED and previous is not None
-                    and meta.get("covers") == [first_seq, previous.seq]):
-                archived = [line for line in lines if line[0] < start]
-                _report_damaged(archived)
-                return Plan(first_seq, previous.seq, entry.seq, start, end, data[:start],
-                            tuple(e for _, _, e in archived if e is not None), True)
-            previous = entry
-        return None
 
     def _swap(self, plan: Plan, text: str, report: CompactionReport) -> tuple[LogEntry, int]:
         """Step 3: write the archive, then replace LOG.md; the agent lock is held for the replace only.

@@ -1,123 +1,64 @@
-"""The cold tier of one agent behind the MemoryManager: notes, recall, LOG.md compaction.
+"""The cold tier of one agent behind the MemoryManager: notes, recall, the cold store and its indexers.
 
 Nothing heavy happens until it is needed: the LanceDB table is opened, and
 the embedding model loaded, on the first store or recall (or when pending
-archives are indexed). Automatic compaction runs in a background thread so
-that ``append_log`` stays a ~millisecond call: the LLM summary and the first
-load of the embedding model (~6 s) never delay the caller, and a failing cold
-tier never makes an append fail. A process that dies mid-compaction is the
-same case as a SIGKILL, which the protocol recovers from. A process that exits
-while the threads run first stops them between steps (a model call is abandoned,
-indexing not yet started is left to the next open) and waits for them, so the
-interpreter never finalizes under a thread that is inside native code. A forked
-child starts with no background work and opens its own cold store.
+archives are indexed). New memories get their vectors in a background thread,
+stopped between steps at interpreter exit and forgotten in a forked child
+(:mod:`core.memory.recall.process_hooks`): a forked child opens its own cold store.
+LOG.md compaction is beside it (:mod:`core.memory.compaction.auto`).
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import logging
-import os
 import threading
-import time
 import uuid
-import weakref
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Callable, ContextManager, Iterator, Sequence
 
 from core.config import Config
-from core.errors import AgentOSError, ConfigError, ValidationError
-from core.memory.recall.index import ColdIndexer, Progress
-from core.memory.recall.store import ColdStore
+from core.errors import AgentOSError, ValidationError
 from core.llm.embedding.embedders import make_embedder
-from core.llm.window import ContextWindow
-from core.memory.storage.sqlite import Database
-from core.memory.storage.facts import FactStore, redact
-from core.memory.compaction.fitting import window_of_generate
-from core.memory.files.locking import AgentLock
-from core.memory.compaction.log_compaction import CompactionReport, LogCompactor
 from core.memory.files.log_file import LogFile
-from core.memory.files.log_format import check_text, is_compaction_summary, utc_timestamp
-from core.memory.recall.docs import Filters
-from core.memory.recall import foreground
+from core.memory.files.log_format import check_text, utc_timestamp
+from core.memory import foreground
+from core.memory.recall import process_hooks
 from core.memory.recall import query as recall_query
 from core.memory.recall import search as recall_search
+from core.memory.recall.docs import Filters
+from core.memory.recall.index import ColdIndexer, Progress
 from core.memory.recall.query import check_recall
 from core.memory.recall.search import Tuning
 from core.memory.recall.sources import content_key, note_doc, occurred_from
-from core.memory.secrets.redaction import Redactor, redactor_of
-from core.memory.compaction.summarizer import Generate, LogSummarizer
-from core.memory.recall import vector_indexer
-from core.memory.recall.vector_indexer import EXIT_WAIT_S, BackgroundIndexer
+from core.memory.recall.store import ColdStore
+from core.memory.recall.vector_indexer import BackgroundIndexer
 from core.memory.recall.when import parse_time
+from core.memory.secrets.redaction import Redactor, redactor_of
+from core.memory.storage.facts import FactStore, redact
+from core.memory.storage.sqlite import Database
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
 
 NOTE_KINDS = ("note", "summary")
 """Kinds ``store_memory`` accepts; the other kinds come from their sources."""
-AUTO_RETRY_S = 60.0
-"""After a failed automatic compaction, appends do not retry it for this long; after a failed
-summarizer model, automatic compactions summarise deterministically for this long."""
-
-_live: "weakref.WeakSet[ColdMemory]" = weakref.WeakSet()
-_hooks_registered = False
-_hooks_guard = threading.Lock()
-
-
-def _register(cold: "ColdMemory") -> None:
-    """Track ``cold`` for the exit and fork hooks (registered once a process)."""
-    global _hooks_registered
-    with _hooks_guard:
-        if not _hooks_registered:
-            # Before the interpreter joins its threads and shuts down the executors LanceDB and
-            # torch use (the public atexit runs after that, too late for a thread that needs them).
-            getattr(threading, "_register_atexit", atexit.register)(_stop_all_at_exit)
-            os.register_at_fork(after_in_child=_forget_all_after_fork)
-            _hooks_registered = True
-        _live.add(cold)
-
-
-def _stop_all_at_exit() -> None:
-    """At interpreter exit: stop every background compaction and indexer between steps and wait for them
-    (the indexers, all together, at most ``EXIT_WAIT_S``: a batch cut short is redone at the next open)."""
-    deadline = time.monotonic() + EXIT_WAIT_S
-    colds = list(_live)
-    for cold in colds:
-        cold.background.stop()
-    for cold in colds:
-        cold.stop(indexer_timeout=max(0.0, deadline - time.monotonic()))
-    vector_indexer.close_all(deadline)
-
-
-def _forget_all_after_fork() -> None:
-    """In a forked child: the parent's threads and cold store handles are not the child's."""
-    global _hooks_guard
-    _hooks_guard = threading.Lock()
-    for cold in list(_live):
-        cold.after_fork()
 
 
 class ColdMemory:
-    """Recall over every tier, the cold store, its indexers and the LOG.md compactor of one agent."""
+    """Recall over every tier, the cold store and its indexers of one agent."""
 
-    def __init__(self, paths: AgentPaths, config: Config, db: Database, log_file: LogFile, lock: AgentLock) -> None:
+    def __init__(self, paths: AgentPaths, config: Config, db: Database, log_file: LogFile) -> None:
         self.paths = paths
         self.config = config
         self.db = db
-        self.summary_llm: Generate | None = None
-        """The LLM that summarises LOG.md (``generate(prompt) -> str``); None: chosen from the config."""
-        self.summary_window: ContextWindow | None = None
-        """That LLM's window (None: asked from its backend, else Ollama's default is assumed)."""
         self.tuning = Tuning()
         """The ranking's parameters (see :mod:`core.memory.recall.search`)."""
         self._closing = threading.Event()
         self.indexer = ColdIndexer(db, paths.archive_dir, log_file, FactStore(db).secret_values,
                                    quarantine_dir=paths.quarantine_dir, cancel=self._closing)
         self.docs = self.indexer.docs
-        self.compactor = LogCompactor(paths, lock, log_file, db, self.indexer, config)
         self._hurry = threading.Event()
         """Set while a recall waits for vectors: the indexer does not wait for the writers to pause then."""
         self._hurried = 0
@@ -125,11 +66,8 @@ class ColdMemory:
                                             step=self._step)
         self._store: ColdStore | None = None
         self._guard = threading.Lock()
-        self._worker: threading.Thread | None = None
         self._warming: threading.Thread | None = None
-        self._auto_failed_at = -AUTO_RETRY_S
-        self._llm_failed_at = -AUTO_RETRY_S
-        _register(self)
+        process_hooks.track(self)
 
     def store(self) -> ColdStore:
         """The cold store, created on first use (no LanceDB or torch import before)."""
@@ -252,7 +190,7 @@ class ColdMemory:
         return recall_query.candidates(text, filters, self.docs, self.store(), tuning)
 
     def _step(self, stop: threading.Event) -> ContextManager[None]:
-        """The context of each step of the recall indexer (see :func:`core.memory.recall.foreground.step`)."""
+        """The context of each step of the recall indexer (see :func:`core.memory.foreground.step`)."""
         return foreground.step(stop, self._hurry)
 
     @contextmanager
@@ -307,113 +245,26 @@ class ColdMemory:
                 progress(count)
         return done
 
-    # -- compaction -------------------------------------------------------------
-
-    def compact(
-        self, summary: str | None = None, *, force: bool = True, dry_run: bool = False,
-        progress: Progress | None = None,
-    ) -> CompactionReport:
-        """Compact LOG.md now (waiting for a running compaction)."""
-        # A dry run or a given summary summarises nothing: no summarizer model is looked for (a network call).
-        summarizer = None if dry_run or summary is not None else self.summarizer()
-        return self.compactor.run(summarizer, summary, force=force, dry_run=dry_run, progress=progress)
-
-    def summarizer(self, automatic: bool = False) -> LogSummarizer:
-        """The LOG.md summarizer: ``summary_llm`` if set, else the configured backend, else deterministic
-        (also for an ``automatic`` compaction within ``AUTO_RETRY_S`` of a failed summarizer model, or of
-        finding none)."""
-        memory = self.config.memory
-        resting = automatic and time.monotonic() - self._llm_failed_at < AUTO_RETRY_S
-        generate = None if resting else self.summary_llm or self._configured_llm()
-        if automatic and generate is None:
-            # Finding none means building clients and a ping (Python work that delays this process's
-            # appends): automatic compactions ask again after AUTO_RETRY_S, like after a failed model.
-            self._llm_failed_at = time.monotonic()
-        window = self.summary_window or window_of_generate(generate)
-        return LogSummarizer(generate, memory.compact_summary_tokens, window=window,
-                             timeout_s=memory.compact_timeout_s, deadline_s=memory.compact_deadline_s,
-                             cancel=self._closing)
-
-    def _configured_llm(self) -> Generate | None:
-        choice = self.config.memory.compact_summarizer
-        if choice not in ("llm", "deterministic"):
-            raise ConfigError(f"memory.compact_summarizer must be llm or deterministic, got {choice!r}")
-        if choice == "deterministic" or self.config.llm.backend == "offline":
-            return None
-        from core.llm.backend import generate_with
-        from core.llm.select import choose_backend
-
-        backend = choose_backend(self.config.llm).backend
-        return None if backend.name == "offline" else generate_with(backend)
-
     def after_append(self) -> None:
-        """Index the new entry in the background; start a compaction if LOG.md crossed a threshold."""
+        """Index the new entry in the background."""
         foreground.wrote()
         self.background.wake()
-        if not self.config.memory.auto_compact or time.monotonic() - self._auto_failed_at < AUTO_RETRY_S:
-            return
-        if self._busy() or not self.compactor.over_threshold():
-            return
-        self._start(self._auto_compact, "compaction")
 
     def at_open(self) -> None:
-        """Finish an interrupted compaction's indexing in the background, if any is pending."""
-        history = self.db.conn.execute(
-            "SELECT 1 FROM compaction_history WHERE indexed_at IS NULL LIMIT 1"
-        ).fetchone()
-        first = self.compactor.log.first_entry()
-        unrecorded = first is not None and is_compaction_summary(first) and not self.db.conn.execute(
-            "SELECT 1 FROM compaction_history WHERE last_seq = ?", (first.metadata["covers"][1],)
-        ).fetchone()
-        if history or unrecorded:
-            self._start(self._recover, "recovery")
+        """Catch up in the background with what a killed process left unindexed, if anything."""
         if self.indexer.pending() or self.docs.pending_count():
-            self.background.wake()  # catch up with what a killed process left unindexed
+            self.background.wake()
 
-    def _start(self, target, what: str) -> None:
-        with self._guard:
-            if self._closing.is_set() or (self._worker is not None and self._worker.is_alive()):
-                return
-            self._worker = threading.Thread(target=target, name=f"agentos-{what}-{self.paths.name}", daemon=True)
-            self._worker.start()
-
-    def _busy(self) -> bool:
-        worker = self._worker
-        return worker is not None and worker.is_alive()
-
-    def _auto_compact(self) -> None:
-        with foreground.step(self._closing):  # choosing the summarizer may import its client
-            summarizer = self.summarizer(automatic=True)
-        try:
-            self.compactor.run(summarizer, wait=False, step=lambda: foreground.step(self._closing))
-        except AgentOSError as exc:
-            # A background run has no caller to raise to: the log stays whole and a later append retries.
-            self._auto_failed_at = time.monotonic()
-            log.error("automatic LOG.md compaction failed (LOG.md is unchanged or complete): %s", exc)
-        if summarizer.failures:
-            self._llm_failed_at = time.monotonic()
-            log.warning("the LOG.md summarizer model failed; automatic compactions summarise deterministically "
-                        "for the next %gs", AUTO_RETRY_S)
-
-    def _recover(self) -> None:
-        try:
-            self.compactor.recover()
-        except AgentOSError as exc:
-            log.error("finishing an interrupted LOG.md compaction failed (retried at next start): %s", exc)
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for a background compaction or recovery; return True if none is running."""
-        worker = self._worker
-        if worker is not None:
-            worker.join(timeout)
-        return not self._busy()
+    def halt(self) -> None:
+        """Ask the background work to stop at its next step (without waiting)."""
+        self._closing.set()
+        self.background.stop()
 
     def stop(self, indexer_timeout: float | None = 60.0) -> None:
-        """Stop background work between steps (a model call it waits for is abandoned) and wait for it
-        (for the vector indexer's batch in progress, at most ``indexer_timeout`` s)."""
+        """Stop the background indexing between steps and wait for it (for the vector indexer's batch in
+        progress, at most ``indexer_timeout`` s)."""
         self._closing.set()
         self.background.close(indexer_timeout)
-        self.wait()
 
     def close(self) -> None:
         """Stop background work (see :meth:`stop`), then release the cold store."""
@@ -422,12 +273,11 @@ class ColdMemory:
             if self._store is not None:
                 self._store.close()
                 self._store = None
-        _live.discard(self)
+        process_hooks.untrack(self)
 
     def after_fork(self) -> None:
         """In a forked child: forget the parent's threads and cold store (used or closed only by the parent)."""
         self._guard = threading.Lock()
-        self._worker = None
         self._store = None
         self._hurry, self._hurried = threading.Event(), 0  # the parent's recalls are not the child's
         # LanceDB writes in a forked child can crash it (its runtime is only partly reset at a fork):

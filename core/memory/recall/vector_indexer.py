@@ -130,7 +130,7 @@ class BackgroundIndexer:
                  name: str, *, embeds: bool = True,
                  step: Callable[[threading.Event], ContextManager[object]] = lambda stop: nullcontext()) -> None:
         """``embeds=False``: only ``index_docs`` runs; the vectors are left to another process.
-        ``step(stop)`` is the context of each step (see :mod:`core.memory.recall.foreground`)."""
+        ``step(stop)`` is the context of each step (see :mod:`core.memory.foreground`)."""
         self.docs = docs
         self.embeds = embeds
         self._store = store
@@ -199,7 +199,7 @@ class BackgroundIndexer:
     def embed_batch(self) -> int:
         """Compute and store the vectors of up to ``BATCH`` pending docs (``BATCH_CHARS`` of text); return how many.
 
-        The thread runs it as a background step (:func:`core.memory.recall.foreground.step`): one at a time in a
+        The thread runs it as a background step (:func:`core.memory.foreground.step`): one at a time in a
         process, whichever agent it is for, so a process exits once the batch in progress is written.
         """
         pending = self.docs.pending_vectors(BATCH)

@@ -20,7 +20,7 @@ compaction, and deletes the row once the value is gone from:
   bytes go to ``archive/.<name>.scrub``, the new sha256 is committed in
   memory.db, then the file replaces the archive; a side file whose sha256 is the
   committed one is put in place by the next run, any other is deleted;
-- **NOW.md**: rewritten through ``update_now`` (version + 1, a NOW_UPDATE line);
+- **NOW.md**: rewritten through :func:`core.memory.upkeep.now.update` (version + 1, a NOW_UPDATE line);
 - **quarantined LOG tails** (``quarantine/*.md``) and **session handoff summaries**;
 - **memory.db**: every text column of every table but a secret's own value
   (:func:`core.memory.secrets.scrub_tables.scrub_database`), the full-text indexes rebuilt,
@@ -47,20 +47,18 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from core.errors import AgentOSError, BackendError, ColdStoreError, CorruptionError, ValidationError
 from core.memory.recall.store import TABLE
 from core.memory.storage.sqlite import Database
 from core.memory.files.fsutil import atomic_write, fsync_dir, write_all
 from core.memory.files.log_format import LogEntry, decode_line, encode_entry, is_header, utc_timestamp
-from core.memory.upkeep.rebuild import archive_first_seq
+from core.memory.upkeep import now
+from core.memory.upkeep.archives import archive_first_seq
+from core.memory.upkeep.tiers import Tiers
 from core.memory.secrets.scrub_tables import scrub_cold_store, scrub_database
 from core.memory.secrets.redaction import Redactor, forgotten_values, redactor_for
 from core.memory.tokens import estimate_tokens
-
-if TYPE_CHECKING:
-    from core.memory_manager import MemoryManager
 
 log = logging.getLogger(__name__)
 
@@ -134,17 +132,17 @@ def _sha(data: bytes) -> str:
 class SecretScrubber:
     """Runs the scrubs of one agent's memory (see the module docstring)."""
 
-    def __init__(self, manager: "MemoryManager") -> None:
-        self.manager = manager
-        self.paths = manager.paths
+    def __init__(self, tiers: Tiers) -> None:
+        self.tiers = tiers
+        self.paths = tiers.paths
 
     def pending(self) -> list[tuple[str, str]]:
         """The queued ``(key, queued_at)`` rows."""
-        return [tuple(r) for r in self.manager.db.conn.execute("SELECT key, queued_at FROM secret_scrubs")]
+        return [tuple(r) for r in self.tiers.db.conn.execute("SELECT key, queued_at FROM secret_scrubs")]
 
     def pending_purges(self) -> list[str]:
         """The ``queued_at`` of the purges of forgotten values that have not finished."""
-        return [r[0] for r in self.manager.db.conn.execute("SELECT queued_at FROM forget_purges")]
+        return [r[0] for r in self.tiers.db.conn.execute("SELECT queued_at FROM forget_purges")]
 
     def run_pending(self) -> ScrubReport | None:
         """Scrub if a secret is queued, and finish an interrupted purge (cheap queries otherwise)."""
@@ -169,7 +167,7 @@ class SecretScrubber:
         if not queued and not everything:
             return None
         report = ScrubReport(keys=sorted({key for key, _ in queued}))
-        self._scrub(self.manager.facts.redactor(forgotten=False), report,
+        self._scrub(self.tiers.facts.redactor(forgotten=False), report,
                     "DELETE FROM secret_scrubs WHERE key = ? AND queued_at = ?", queued)
         if report.changed:
             self._record(report, "secret_scrub", "secret values scrubbed from ")
@@ -181,14 +179,14 @@ class SecretScrubber:
         """Remove the values of forgotten facts (those no fact holds again) from every file and index,
         archives included, with the same steps as a secret's scrub. Queued first, so a purge killed midway
         is finished at the next open; ``forgotten_values`` keeps them, to hide them from what comes later."""
-        with self.manager.db.transaction() as conn:
+        with self.tiers.db.transaction() as conn:
             if not conn.execute("SELECT 1 FROM forget_purges").fetchone():
                 conn.execute("INSERT INTO forget_purges (queued_at) VALUES (?)", (utc_timestamp(),))
         queued = [(q,) for q in self.pending_purges()]
-        report = ScrubReport(keys=sorted(forgotten_keys(self.manager.db)))
-        redactor = redactor_for(forgotten_values(self.manager.db))
+        report = ScrubReport(keys=sorted(forgotten_keys(self.tiers.db)))
+        redactor = redactor_for(forgotten_values(self.tiers.db))
         if not redactor:  # nothing forgotten (or all saved again): nothing to take out
-            with self.manager.db.transaction() as conn:
+            with self.tiers.db.transaction() as conn:
                 conn.executemany("DELETE FROM forget_purges WHERE queued_at = ?", queued)
             return report
         self._scrub(redactor, report, "DELETE FROM forget_purges WHERE queued_at = ?", queued)
@@ -200,8 +198,8 @@ class SecretScrubber:
 
     def _scrub(self, redactor: Redactor, report: ScrubReport, dequeue: str, queued: list[tuple]) -> None:
         """Take ``redactor``'s values out of every file and index; dequeue ``queued`` unless deferred."""
-        manager = self.manager
-        with manager.cold.compactor.exclusive(wait=False) as acquired:
+        tiers = self.tiers
+        with tiers.compactor.exclusive(wait=False) as acquired:
             if acquired:
                 self.finish_interrupted()
                 self._log_files(redactor, report)
@@ -209,21 +207,21 @@ class SecretScrubber:
                 report.deferred = "a LOG.md compaction is running: LOG.md and the archives are scrubbed when it ends"
             self._now(redactor, report)
             self._other_files(redactor, report)
-            report.rows, truncated = _scrub_tables(manager.db, redactor)
+            report.rows, truncated = _scrub_tables(tiers.db, redactor)
             if not truncated:
                 report.deferred = report.deferred or "memory.db's WAL could not be truncated"
             self._cold(redactor, report)
             if not report.deferred and queued:
-                with manager.db.transaction() as conn:
+                with tiers.db.transaction() as conn:
                     conn.executemany(dequeue, queued)
 
     # -- LOG.md and the archives ---------------------------------------------------
 
     def _log_files(self, redactor: Redactor, report: ScrubReport) -> None:
         """Archives, then LOG.md (under the compaction lock the caller holds)."""
-        manager = self.manager
+        tiers = self.tiers
         shas = self._archives(redactor, report)
-        with manager.lock.hold():
+        with tiers.lock.hold():
             path = self.paths.log_file
             data = path.read_bytes()
             new, entries = rewrite_lines(data, redactor, shas)
@@ -235,7 +233,7 @@ class SecretScrubber:
     def _archives(self, redactor: Redactor, report: ScrubReport) -> dict[str, str]:
         """Rewrite the archives holding a secret (and those after them, whose SUMMARY names a new sha256);
         return the sha256 of every archive that verified or was rewritten."""
-        db = self.manager.db
+        db = self.tiers.db
         recorded = dict(db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history").fetchall())
         shas: dict[str, str] = {}
         staged: list[tuple[Path, Path, list[LogEntry]]] = []
@@ -275,7 +273,7 @@ class SecretScrubber:
         if not sides:
             return []
         finished = []
-        conn = self.manager.db.conn
+        conn = self.tiers.db.conn
         for side in sides:
             target = side.with_name(side.name[1:-len(SIDE_SUFFIX)])
             row = conn.execute("SELECT archive_sha256 FROM compaction_history WHERE archive_id = ?",
@@ -294,7 +292,7 @@ class SecretScrubber:
         """Keep ``log_metadata``'s hashes in step with the rewritten entries."""
         if not entries:
             return
-        with self.manager.db.transaction() as conn:
+        with self.tiers.db.transaction() as conn:
             conn.executemany(
                 "UPDATE log_metadata SET content_hash = ?, token_count = ? WHERE id = ?",
                 [(_sha(e.content.encode("utf-8")), estimate_tokens(e.content), e.seq) for e in entries])
@@ -302,14 +300,14 @@ class SecretScrubber:
     # -- the other files -----------------------------------------------------------
 
     def _now(self, redactor: Redactor, report: ScrubReport) -> None:
-        manager = self.manager
+        tiers = self.tiers
         try:
             text = self.paths.now_file.read_text(encoding="utf-8")
         except FileNotFoundError:
             return
         if redactor.holds(text):
             try:
-                manager.update_now()  # every field is redacted on the way out
+                now.update(tiers)  # every field is redacted on the way out
             except (CorruptionError, ValidationError) as exc:
                 report.deferred = report.deferred or f"NOW.md could not be rewritten: {exc}"
                 return
@@ -317,7 +315,7 @@ class SecretScrubber:
 
     def _other_files(self, redactor: Redactor, report: ScrubReport) -> None:
         """Quarantined LOG tails and the handoff summaries of sessions."""
-        with self.manager.lock.hold():
+        with self.tiers.lock.hold():
             for path in sorted(self.paths.quarantine_dir.glob("*.md")):
                 data = path.read_bytes()
                 new, _ = rewrite_lines(data, redactor, {})
@@ -339,7 +337,7 @@ class SecretScrubber:
         if not (self.paths.lancedb_dir / f"{TABLE}.lance").is_dir():
             return  # never opened: nothing was indexed (and nothing heavy is loaded)
         try:
-            report.cold_rows = scrub_cold_store(self.manager.cold.store(), redactor)
+            report.cold_rows = scrub_cold_store(self.tiers.cold.store(), redactor)
         except (ColdStoreError, BackendError) as exc:
             report.deferred = report.deferred or f"the cold store could not be scrubbed: {exc}"
 
@@ -354,7 +352,7 @@ class SecretScrubber:
         meta = {"kind": kind, "keys": report.keys, "log_lines": report.log_lines,
                 "archives": {a: {"sha256_before": b, "sha256_after": c} for a, (b, c) in report.archives.items()},
                 "rows": report.rows, "cold_rows": report.cold_rows, "files": report.files}
-        self.manager.append_system("SYSTEM", title + ", ".join(parts), meta)
+        self.tiers.append("SYSTEM", title + ", ".join(parts), meta)
 
 
 def _scrub_tables(db, redactor: Redactor) -> tuple[dict[str, int], bool]:

@@ -23,19 +23,19 @@ What applying does, by source:
 from __future__ import annotations
 
 import logging
-import sqlite3
 from typing import TYPE_CHECKING, Any, Iterable
 
 from core.errors import ValidationError
-from core.memory.files.log_file import scan_bytes
-from core.memory.files.log_format import LogEntry, utc_timestamp
-from core.memory.recall.docs import KINDS, DocIndex
-from core.memory.secrets.redaction import forgotten_values, redactor_for
+from core.memory.files.log_format import utc_timestamp
+from core.memory.recall import forget_records
+from core.memory.recall.docs import KINDS
 from core.memory.recall.when import parse_time
+from core.memory.secrets.redaction import forgotten_values, redactor_for
+from core.memory.upkeep import now
+from core.memory.upkeep.tiers import Tiers
 
 if TYPE_CHECKING:
     from core.memory.storage.sqlite import Database
-    from core.memory_manager import MemoryManager
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ MAX_IDS_PER_ENTRY = 500
 """A FORGET entry names at most this many ids; a larger forget writes several entries."""
 
 
-def forget(manager: "MemoryManager", *, query: str | None, before: Any, ids: list[str] | None,
+def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | None,
            kind: Any, min_score: float | None, limit: int, reason: str | None = None,
            dry_run: bool = False) -> list[str]:
     """Forget what ``ids`` name, or what matches ``query`` and/or happened before ``before``.
@@ -64,12 +64,12 @@ def forget(manager: "MemoryManager", *, query: str | None, before: Any, ids: lis
     if ids is not None:
         if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) and i for i in ids):
             raise ValidationError("ids must be a list of memory ids as recall returns them")
-        known = manager.cold.docs.get(ids)
-        notes = _existing_notes(manager.db, ids) | _existing_facts(manager.db, ids)  # docs may lag behind
+        known = tiers.cold.docs.get(ids)
+        notes = _existing_notes(tiers.db, ids) | _existing_facts(tiers.db, ids)  # docs may lag behind
         targets = [i for i in dict.fromkeys(ids) if i in known or i in notes]
     elif query is not None:
-        found = manager.recall_memory(query, n_results=min(limit, 100), kind=kinds, until=bound,
-                                      min_score=min_score, spaces=[])  # a space's memories are forgotten there
+        found = tiers.cold.recall(query, min(limit, 100), kinds, None, bound, tiers.facts.hidden_values(),
+                                  min_score=min_score)
         targets = [r["id"] for r in found if bound is None or r["occurred_at"] < bound]
     else:
         where = ["occurred_at < ?"]
@@ -77,7 +77,7 @@ def forget(manager: "MemoryManager", *, query: str | None, before: Any, ids: lis
         if kinds:
             where.append(f"kind IN ({', '.join('?' * len(kinds))})")
             params.extend(kinds)
-        rows = manager.db.conn.execute(
+        rows = tiers.db.conn.execute(
             f"SELECT id FROM recall_docs WHERE {' AND '.join(where)} ORDER BY rowid LIMIT ?", [*params, limit]
         ).fetchall()
         targets = [r[0] for r in rows]
@@ -87,23 +87,23 @@ def forget(manager: "MemoryManager", *, query: str | None, before: Any, ids: lis
     for start in range(0, len(targets), MAX_IDS_PER_ENTRY):
         part = targets[start : start + MAX_IDS_PER_ENTRY]
         meta = {"ids": part, "by": how, **({"before": bound} if bound else {})}
-        entry = manager.log_forget(f"forgot {len(part)} memor{'y' if len(part) == 1 else 'ies'} ({how})", meta)
-        apply(manager.db, entry)
-    manager.cold.sync()  # a forgotten store item's other passages go too; vectors are purged
-    _hide_in_now(manager)
+        entry = tiers.append("FORGET", f"forgot {len(part)} memor{'y' if len(part) == 1 else 'ies'} ({how})", meta)
+        forget_records.apply(tiers.db, entry)
+    tiers.cold.sync()  # a forgotten store item's other passages go too; vectors are purged
+    _hide_in_now(tiers)
     log.info("forgot %d memories (%s)", len(targets), how)
     return targets
 
 
-def _hide_in_now(manager: "MemoryManager") -> None:
+def _hide_in_now(tiers: Tiers) -> None:
     """Rewrite NOW.md (every field redacted) if it holds a value just forgotten: every prompt shows NOW.md."""
-    hidden = redactor_for(forgotten_values(manager.db))
+    hidden = redactor_for(forgotten_values(tiers.db))
     try:
-        text = manager.paths.now_file.read_text(encoding="utf-8")
+        text = tiers.paths.now_file.read_text(encoding="utf-8")
     except FileNotFoundError:
         return
     if hidden.holds(text):
-        manager.update_now()
+        now.update(tiers)
 
 
 def _existing_notes(db: "Database", ids: Iterable[str]) -> set[str]:
@@ -121,74 +121,6 @@ def _existing_facts(db: "Database", ids: Iterable[str]) -> set[str]:
     rows = db.conn.execute(f"SELECT key FROM user_facts WHERE key IN ({', '.join('?' * len(wanted))})"
                            " AND category <> 'secret'", wanted)
     return {f"fact:{r[0]}" for r in rows}
-
-
-def _rewritable(source: str, key: str) -> tuple[str, str, str] | None:
-    """``(table, column, value)`` of the row behind a fact's or store item's id, else None.
-
-    These ids can be written again after a forget (a fact's key, a store item's row id): the row
-    is deleted only if not written since, and the id is never listed in ``recall_forgotten``.
-    """
-    if source == "fact":
-        return "user_facts", "key", key
-    if source == "item":
-        return "store_items", "id", key.partition(":")[0]
-    return None
-
-
-def apply(db: "Database", entry: LogEntry) -> int:
-    """Carry out one FORGET entry in its own transaction (idempotent); return how many memories it removed now."""
-    with db.transaction() as conn:
-        return apply_entry(conn, entry)
-
-
-def apply_entry(conn: sqlite3.Connection, entry: LogEntry) -> int:
-    """Carry out one FORGET entry in the caller's transaction (idempotent; how the log index replays it,
-    in seq order with the FACT entries); return how many memories it removed now."""
-    ids = [i for i in entry.metadata.get("ids", ()) if isinstance(i, str)]
-    removed = 0
-    for memory_id in ids:
-        source, _, key = memory_id.partition(":")
-        if source == "note":
-            removed += conn.execute("DELETE FROM cold_notes WHERE id = ?", (key,)).rowcount
-            conn.execute("DELETE FROM cold_pending WHERE item = ?", (memory_id,))
-        elif row := _rewritable(source, key):
-            # A fact or store item saved again after it was forgotten is a new memory: it stays.
-            table, column, value = row
-            if source == "fact":
-                _keep_value(conn, memory_id, key, entry)
-            removed += conn.execute(f"DELETE FROM {table} WHERE {column} = ? AND updated_at <= ?",
-                                    (value, entry.ts)).rowcount
-            if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (value,)).fetchone():
-                continue
-        if _rewritable(source, key) is None:
-            conn.execute("INSERT OR IGNORE INTO recall_forgotten (id, forgotten_at) VALUES (?, ?)",
-                         (memory_id, entry.ts))
-        removed += DocIndex.delete(conn, [memory_id])
-    return removed
-
-
-def _keep_value(conn: sqlite3.Connection, memory_id: str, key: str, entry: LogEntry) -> None:
-    """Record what a fact forgotten by ``entry`` held, so that nothing derived later shows it (a secret's
-    value goes with its row: it was never shown)."""
-    row = conn.execute("SELECT value FROM user_facts WHERE key = ? AND updated_at <= ?"
-                       " AND category <> 'secret'", (key, entry.ts)).fetchone()
-    known = conn.execute("SELECT 1 FROM forgotten_values WHERE memory_id = ? AND forget_seq = ?",
-                         (memory_id, entry.seq)).fetchone()
-    if row is not None and known is None:
-        conn.execute("INSERT INTO forgotten_values (memory_id, forget_seq, value, forgotten_at)"
-                     " VALUES (?, ?, ?, ?)", (memory_id, entry.seq, row[0], entry.ts))
-
-
-def replay(db: "Database", sources: Iterable[tuple[object, bytes]]) -> int:
-    """Apply every FORGET entry found in ``(where, LOG.md-format bytes)`` sources; return how many."""
-    count = 0
-    for where, data in sources:
-        for entry in scan_bytes(data, where).entries:
-            if entry.type == "FORGET":
-                apply(db, entry)
-                count += 1
-    return count
 
 
 def expired_note_ids(db: "Database") -> list[str]:

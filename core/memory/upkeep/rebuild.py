@@ -14,15 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from core.memory.upkeep import forgetting
-from core.memory.recall.index import Progress
 from core.memory.files.log_file import scan_bytes
 from core.memory.files.log_format import is_compaction_summary
-
-if TYPE_CHECKING:
-    from core.memory_manager import MemoryManager
+from core.memory.recall import forget_records, log_index
+from core.memory.recall.index import Progress
+from core.memory.upkeep.tiers import Tiers
 
 
 @dataclass(frozen=True)
@@ -38,16 +35,16 @@ class RebuildResult:
     """``ColdStore.vector_index()`` after the rebuild: None means exact vector search."""
 
 
-def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> RebuildResult:
-    """Rebuild ``log_metadata``, ``compaction_history`` and the cold store of ``manager``'s agent."""
-    cold = manager.cold
-    cold.wait()
-    with cold.compactor.exclusive(wait=True):
-        cold.compactor.finish_pending()
-        log_rows = manager.rebuild_log_index()
-        compactions = rebuild_history(manager)
+def rebuild_all(tiers: Tiers, progress: Progress | None = None) -> RebuildResult:
+    """Rebuild ``log_metadata``, ``compaction_history`` and the cold store of an agent (``MemoryManager.tiers``)."""
+    cold = tiers.cold
+    tiers.compaction.wait()
+    with tiers.compactor.exclusive(wait=True):
+        tiers.compactor.finish_pending()
+        log_rows = rebuild_log_index(tiers)
+        compactions = rebuild_history(tiers)
         cold.indexer.mark_all_pending()
-        forgetting.replay(manager.db, _log_sources(manager))
+        forget_records.replay(tiers.db, _log_sources(tiers))
         store = cold.store()
         store.drop()
         cold.indexer.sync()
@@ -58,29 +55,26 @@ def rebuild_all(manager: "MemoryManager", progress: Progress | None = None) -> R
     return RebuildResult(log_rows, compactions, memories, store.embedder.name, store.vector_index())
 
 
-def _log_sources(manager: "MemoryManager") -> list[tuple[Path, bytes]]:
+def rebuild_log_index(tiers: Tiers) -> int:
+    """Recreate ``log_metadata`` from LOG.md and the archives; return the rows written."""
+    return log_index.rebuild(tiers.db, tiers.log, [(p.stem, p) for p in tiers.archives()])
+
+
+def _log_sources(tiers: Tiers) -> list[tuple[Path, bytes]]:
     """Damaged archives set aside in quarantine, the archives oldest first, then LOG.md, with their bytes."""
-    from core.memory.upkeep.recovery import archives
-
-    damaged = sorted(manager.paths.quarantine_dir.glob("LOG-*-damaged-*.md"))
-    sources = [(p, p.read_bytes()) for p in [*damaged, *archives(manager)]]
-    return [*sources, (manager.paths.log_file, manager.paths.log_file.read_bytes())]
+    damaged = sorted(tiers.paths.quarantine_dir.glob("LOG-*-damaged-*.md"))
+    sources = [(p, p.read_bytes()) for p in [*damaged, *tiers.archives()]]
+    return [*sources, (tiers.paths.log_file, tiers.paths.log_file.read_bytes())]
 
 
-def rebuild_history(manager: "MemoryManager") -> int:
+def rebuild_history(tiers: Tiers) -> int:
     """Record a ``compaction_history`` row for every SUMMARY entry found in the files (damaged archives set
     aside in quarantine included: the compactions they record stay known, and reported as damaged)."""
     recorded = 0
-    for path, data in _log_sources(manager):
+    for path, data in _log_sources(tiers):
         for entry in scan_bytes(data, path).entries:
             if is_compaction_summary(entry):
                 archive_id = Path(entry.metadata["archive"]).stem
-                manager.cold.compactor.record(archive_id, entry, entry.metadata.get("source_bytes", 0), 0)
+                tiers.compactor.record(archive_id, entry, entry.metadata.get("source_bytes", 0), 0)
                 recorded += 1
     return recorded
-
-
-def archive_first_seq(path: Path) -> int:
-    """The first seq of an archive from its name ``LOG-<first>-<last>.md`` (0 if it is not of that form)."""
-    parts = path.stem.split("-")
-    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from core.memory.storage import facts
-from core.memory.upkeep import forgetting
+from core.memory.recall import forget_records
 from core.memory.storage.sqlite import Database
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import LogEntry
@@ -30,7 +30,7 @@ _INSERT = """INSERT OR IGNORE INTO log_metadata
     VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
 
 APPLY: dict[str, Callable[[sqlite3.Connection, LogEntry], object]] = {
-    "FACT": facts.apply_entry, "FORGET": forgetting.apply_entry,
+    "FACT": facts.apply_entry, "FORGET": forget_records.apply_entry,
 }
 """System records that change memory.db, by entry type: applied when first indexed."""
 

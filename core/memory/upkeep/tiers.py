@@ -1,0 +1,136 @@
+"""The parts of one agent's memory that upkeep works on, and the one path its writes take.
+
+Recovery, rebuild, forgetting and the secret scrub take a :class:`Tiers` rather than the
+``MemoryManager``: the files, the lock, memory.db and the recall and compaction beside them, so
+that nothing below the manager imports it back. Every LOG.md entry written by the system goes
+through :meth:`Tiers.append`, the manager's own appends included: the line, its index row, then
+recall's indexing and automatic compaction are told.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from core.config import Config
+from core.errors import StorageError
+from core.memory.compaction.auto import Compaction
+from core.memory.compaction.log_compaction import LogCompactor
+from core.memory.files.locking import AgentLock
+from core.memory.files.log_file import LogFile
+from core.memory.files.log_format import LogEntry
+from core.memory.recall import log_index
+from core.memory.recall.cold import ColdMemory
+from core.memory.storage import facts as fact_records
+from core.memory.storage.backend import open_database
+from core.memory.storage.facts import FactStore
+from core.memory.storage.sqlite import Database
+from core.memory.upkeep import archives
+from core.paths import AgentPaths
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Tiers:
+    """One agent's memory, part by part (the ``MemoryManager`` builds it once and hands it down)."""
+
+    agent_name: str
+    paths: AgentPaths
+    config: Config
+    lock: AgentLock
+    """The agent's lock: every write to LOG.md and NOW.md holds it."""
+    log: LogFile
+    """LOG.md, the truth."""
+    db: Database
+    """memory.db (an SQLite file or a PostgreSQL schema)."""
+    facts: FactStore
+    cold: ColdMemory
+    """Recall: the docs, the cold store and their indexers."""
+    compactor: LogCompactor
+    """LOG.md compaction's protocol (its lock keeps the archives and LOG.md's head still)."""
+    compaction: Compaction
+    """Automatic compaction, told of every append."""
+
+    def append(self, entry_type: str, content: Any, metadata: dict[str, Any] | None = None) -> LogEntry:
+        """Append an entry as the system (the log redacts every line) and index it."""
+        with self.lock.hold():
+            entry = self.log.append(entry_type, content, metadata)
+            self.index(entry)
+        return entry
+
+    def index(self, entry: LogEntry) -> None:
+        """Index an entry whose line is on disk; if memory.db cannot take it now, it catches up later."""
+        try:
+            log_index.index_appended(self.db, self.log, entry)
+        except StorageError as exc:
+            log.warning("LOG.md entry %d is written but memory.db cannot index it now (%s); the index catches "
+                        "up at the next write or open", entry.seq, exc)
+        self.appended()
+
+    def appended(self) -> None:
+        """After an entry is in LOG.md and its index: recall indexes it, a compaction may start."""
+        self.cold.after_append()
+        self.compaction.after_append()
+
+    def record_fact(self, key: str, value: str | None, category: str | None,
+                    change: Callable[[Any], Any]) -> Any:
+        """Change memory.db with ``change(conn)`` and log the FACT entry in one transaction: both land, or
+        neither does (``change`` returning False changes nothing: no entry is logged); return its outcome."""
+        entry = None
+        try:
+            with self.lock.hold():
+                with self.db.transaction() as conn:
+                    log_index.catch_up(conn, self.log)  # a FACT entry never applied goes first
+                    outcome = change(conn)
+                    if outcome is not False:
+                        entry = self.log.append("FACT", fact_records.record_text(key, value, category),
+                                                fact_records.fact_record(key, value, category))
+                        log_index.insert(conn, [entry], apply=False)  # applied just above
+        except StorageError as exc:
+            if entry is None:
+                raise
+            # The line is on disk but memory.db did not commit: the entry is applied when the index
+            # catches up (a secret's value is not in it: that one must be saved again).
+            raise type(exc)(f"{exc}; LOG.md entry {entry.seq} records the change and memory.db applies it at its "
+                            "next write or open (a secret's value must be saved again)") from exc
+        if entry is not None:
+            self.appended()
+        return outcome
+
+    def catch_up(self) -> None:
+        """Index (and apply) the LOG.md entries memory.db lacks; if it cannot be written now, later."""
+        try:
+            log_index.reconcile(self.db, self.log)
+        except StorageError as exc:
+            log.warning("memory.db cannot index LOG.md now (%s); it catches up at the next write or open", exc)
+
+    def archives(self) -> list[Path]:
+        """The archives, oldest first (see :func:`core.memory.upkeep.archives.archives`)."""
+        return archives.archives(self.paths.archive_dir, self.log)
+
+    def has_history(self) -> bool:
+        """True when LOG.md or an archive holds entries: the agent is not new."""
+        return archives.has_history(self.paths.archive_dir, self.log)
+
+
+def open_tiers(agent_name: str, paths: AgentPaths, config: Config, after_compaction: Callable[[], object]) -> Tiers:
+    """The parts of an agent's memory, opened (nothing is read or created yet but memory.db's handle).
+
+    ``after_compaction`` runs when a compaction that swapped LOG.md ends (see ``LogCompactor``).
+    """
+    lock = AgentLock(paths.lock_file, config.memory.lock_timeout_s)
+    db = open_database(paths, config.storage)
+    facts = FactStore(db)
+    log_file = LogFile(
+        paths.log_file, lock, paths.quarantine_dir, config.memory.max_entry_bytes,
+        seq_floor=lambda: log_index.last_indexed_seq(db),
+        # LOG.md is the record: it keeps what was said, forgotten since or not.
+        redactor=lambda: facts.redactor(forgotten=False),
+    )
+    cold = ColdMemory(paths, config, db, log_file)
+    compactor = LogCompactor(paths, lock, log_file, db, cold.indexer, config, after_run=after_compaction)
+    return Tiers(agent_name, paths, config, lock, log_file, db, facts, cold, compactor,
+                 Compaction(compactor, config, agent_name))
