@@ -1,0 +1,42 @@
+"""The layout's targets hold: no import cycle, imports only downwards, small modules and folders."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from tests.architecture import CORE, LAYERS, ROOT, broken_layers, cycles, imports, modules
+
+MAX_LOOSE_AT_TOP = 8
+MAX_PER_FOLDER = 15
+MAX_LINES = 400
+
+
+def test_no_import_cycles():
+    """No module of core reaches itself through imports (every import statement counts, lazy ones too)."""
+    assert cycles(imports()) == []
+
+
+def test_imports_only_go_down_the_layers():
+    """A module imports only its own unit or the units in the layers below it (docs/architecture.md)."""
+    assert broken_layers(imports()) == []
+
+
+def test_every_module_belongs_to_a_layer():
+    """Adding a package means placing it in LAYERS, so the diagram stays whole."""
+    from tests.architecture import unit_of
+
+    assert [name for name in modules() if not unit_of(name)] == []
+
+
+def test_small_folders_and_modules():
+    """At most 8 modules loose at core/'s top level, 15 side by side in a folder, 400 lines in a module."""
+    mods = modules().values()
+    per_folder = Counter(m.path.parent for m in mods)
+    assert per_folder[CORE] <= MAX_LOOSE_AT_TOP
+    assert {str(f.relative_to(ROOT)): n for f, n in per_folder.items() if n > MAX_PER_FOLDER} == {}
+    assert {m.name: m.lines for m in mods if m.lines > MAX_LINES} == {}
+
+
+def test_layers_list_each_unit_once():
+    units = [unit for layer in LAYERS for unit in layer]
+    assert len(units) == len(set(units))
