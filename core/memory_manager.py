@@ -23,19 +23,19 @@ from typing import Any
 
 from core.config import Config, load_config
 from core.errors import CorruptionError, ValidationError
-from core.memory.compaction.log_compaction import CompactionReport
+from core.memory.compaction import CompactionReport
 from core.memory.context import format_context
 from core.memory.files import now_file
-from core.memory.files.log_file import ScanResult
-from core.memory.files.log_format import check_entry_type, check_text, check_writer, utc_timestamp
-from core.memory.files.now_file import NowState
+from core.memory.files import ScanResult
+from core.memory.files import check_entry_type, check_text, check_writer, utc_timestamp
+from core.memory.files import NowState
 from core.memory.recall import log_index
-from core.memory.secrets.forgotten import visible_entries
-from core.memory.secrets.redaction import redactor_of
-from core.memory.secrets.scrub import ScrubReport, SecretScrubber
+from core.memory.secrets import visible_entries
+from core.memory.secrets import redactor_of
+from core.memory.secrets import ScrubReport, SecretScrubber
 from core.memory.storage import facts
 from core.memory.upkeep import forgetting, now, rebuild, recovery
-from core.memory.upkeep.tiers import open_tiers
+from core.memory.upkeep import open_tiers
 from core.memory.spaces import Space, recall as space_recall
 from core.paths import AgentPaths
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import platformdirs
 
 from core.errors import InvalidAgentNameError, StorageError, UnknownAgentError
-from core.memory.files.fsutil import storage_error
+from core.memory.files import storage_error
 
 AGENT_NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 HOME_VARIABLE = "AGENTOS_HOME"

@@ -21,7 +21,7 @@ CORE = ROOT / "core"
 # unit and the units of lower layers, never a higher one; units of one layer do not import each other.
 # A unit is a package or a module; the longest unit that contains a module is its unit.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("core", "core.errors", "core.memory", "core.memory.tokens", "core.memory.foreground"),
+    ("core", "core.errors", "core.memory", "core.memory.tokens", "core.memory.foreground", "core.memory.faces"),
     ("core.memory.files",),
     ("core.paths", "core.memory.secrets.redaction"),
     ("core.config", "core.memory.secrets.forgotten"),

@@ -40,3 +40,23 @@ def test_small_folders_and_modules():
 def test_layers_list_each_unit_once():
     units = [unit for layer in LAYERS for unit in layer]
     assert len(units) == len(set(units))
+
+
+FACED = ("core.memory.files", "core.memory.recall", "core.memory.compaction", "core.memory.upkeep",
+         "core.memory.secrets", "core.memory.storage", "core.memory.provider", "core.memory.spaces")
+"""The memory's packages with a face (``__all__``): the names code outside them imports."""
+
+
+def test_code_outside_a_memory_package_imports_its_face():
+    """The applications and the other library packages name ``core.memory.recall``, not ``...recall.docs``."""
+    import ast
+
+    reaching = []
+    for name, module in modules().items():
+        for node in ast.walk(ast.parse(module.path.read_text(encoding="utf-8"))):
+            target = node.module if isinstance(node, ast.ImportFrom) and not node.level else None
+            for package in FACED:
+                inside = name == package or name.startswith(package + ".")
+                if target and target.startswith(package + ".") and not inside and not name.startswith("core.memory."):
+                    reaching.append(f"{name}: from {target} import ...")
+    assert reaching == []

@@ -10,8 +10,8 @@ import time
 from tqdm import tqdm
 
 from core.commands.base import AGENT, arg, command, open_memory
-from core.memory.compaction.log_compaction import CompactionReport
-from core.memory.upkeep.rebuild import rebuild_all
+from core.memory.compaction import CompactionReport
+from core.memory.upkeep import rebuild_all
 from core.paths import existing_agent
 from core.terminal import Spinner
 
@@ -126,7 +126,7 @@ def copy_to_postgres(args: argparse.Namespace) -> int:
     NOW.md, LOG.md and the cold store stay in the agent's folder.
     """
     from core.config import load_config
-    from core.memory.storage.postgres.move import to_postgres
+    from core.memory.storage import to_postgres
 
     paths = existing_agent(args.agent)
     counts, db = to_postgres(paths, load_config(paths).storage)
@@ -147,7 +147,7 @@ def copy_to_sqlite(args: argparse.Namespace) -> int:
     SQLite only. Stopped midway, it is run again to finish.
     """
     from core.config import load_config
-    from core.memory.storage.postgres.move import to_sqlite
+    from core.memory.storage import to_sqlite
 
     paths = existing_agent(args.agent)
     counts, db = to_sqlite(paths, load_config(paths).storage)

@@ -7,8 +7,8 @@ import sys
 
 from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
 from core.errors import NotFoundError, ValidationError
-from core.memory.storage.facts import CATEGORIES
-from core.memory.recall.docs import KINDS
+from core.memory.storage import CATEGORIES
+from core.memory.recall import KINDS
 from core.terminal import progress
 
 

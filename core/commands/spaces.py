@@ -7,7 +7,7 @@ import argparse
 from core.commands.base import JSON, arg, command, emit
 from core.errors import ValidationError
 from core.memory.spaces import Space, list_spaces, parse_memory_id
-from core.memory.spaces.members import READ_ONLY, READ_WRITE
+from core.memory.spaces import READ_ONLY, READ_WRITE
 
 ACTIONS = ("create", "list", "show", "add-member", "remove-member", "rebuild-index")
 

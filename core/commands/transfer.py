@@ -34,7 +34,7 @@ def export(args: argparse.Namespace) -> int:
         raise ValidationError("--with-vectors and --include-secrets are for an agent: a space's archive holds its "
                               "journal and members (no secrets can be published to it; the index is rebuilt)")
     if args.space:
-        from core.memory.spaces.transfer import export_space
+        from core.memory.spaces import export_space
 
         manifest = export_space(args.space, args.file)
         print(f"exported the space {args.space} to {args.file}: {manifest['entries']} journal entries")
@@ -69,7 +69,7 @@ def import_(args: argparse.Namespace) -> int:
     from core.transfer import import_agent
 
     if args.space:
-        from core.memory.spaces.transfer import import_space
+        from core.memory.spaces import import_space
 
         manifest = import_space(args.file, as_name=args.as_name, force=args.force)
         print(f"imported the space {manifest['space']}: {manifest['entries']} journal entries")

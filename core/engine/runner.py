@@ -36,7 +36,7 @@ from core.engine.nodes.tools import tools
 from core.paths import AgentPaths
 from core.memory.storage import open_checkpointer, open_database
 from core.plugins.memory import open_provider
-from core.memory.storage.engine_lease import hold_lease
+from core.memory.storage import hold_lease
 from core.engine.session_compaction import auto_compact, compact_session
 from core.memory.shared import shared_manager
 from core.engine.state import AgentState

@@ -23,12 +23,12 @@ from core.inspector.masking import mask, searchable
 from core.inspector.queries import Reader
 from core.memory.files import now_file
 from core.memory.recall import query as recall_query
-from core.memory.recall.cold import open_store
-from core.memory.recall.store import TABLE, ColdStore
-from core.memory.files.log_format import ENTRY_TYPES
-from core.memory.recall.docs import DocIndex
-from core.memory.recall.query import check_recall
-from core.memory.recall.search import Tuning
+from core.memory.recall import open_store
+from core.memory.recall import TABLE, ColdStore
+from core.memory.files import ENTRY_TYPES
+from core.memory.recall import DocIndex
+from core.memory.recall import check_recall
+from core.memory.recall import Tuning
 from core.memory.storage import schema_name
 from core.paths import AgentPaths
 

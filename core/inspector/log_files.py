@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from core.memory.files.log_file import parse_or_none
-from core.memory.files.log_format import LogEntry
+from core.memory.files import parse_or_none
+from core.memory.files import LogEntry
 from core.paths import AgentPaths
 
 ARCHIVE_ID = re.compile(r"LOG-(\d{1,19})-(\d{1,19})")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.memory.storage.facts import redact
+from core.memory.storage import redact
 
 
 def mask(value: Any, secrets: list[str]) -> Any:

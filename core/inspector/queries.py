@@ -19,7 +19,7 @@ from typing import Any, Iterator
 from core.config import StorageConfig
 from core.errors import StorageError
 from core.memory.storage import POSTGRES, SQLITE, Dialect, residence, schema_name
-from core.memory.storage.facts import MIN_REDACTED_CHARS, REDACTED
+from core.memory.storage import MIN_REDACTED_CHARS, REDACTED
 from core.paths import AgentPaths
 
 BUSY_TIMEOUT_S = 5.0
@@ -102,7 +102,7 @@ def reading(paths: AgentPaths, storage: StorageConfig) -> Iterator["Reader"]:
     """
     backend, dsn = storage.resolved()
     if backend == "postgres":
-        from core.memory.storage.postgres.database import snapshot
+        from core.memory.storage import snapshot
 
         residence.check_postgres(paths)
 

@@ -43,7 +43,7 @@ from core.errors import AgentOSError, NotFoundError, ValidationError
 from core.inspector import timeline
 from core.inspector.agent_view import AgentView
 from core.memory.spaces import view as space_view
-from core.memory.spaces.paths import list_spaces
+from core.memory.spaces import list_spaces
 from core.paths import AgentPaths, agents_home, list_agents
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from langgraph.store.base import Item, MatchCondition
 
 from core.errors import ValidationError
 from core.memory.storage import Database
-from core.memory.files.log_format import utc_timestamp
+from core.memory.files import utc_timestamp
 
 
 def namespace_text(namespace: tuple[str, ...]) -> str:

@@ -44,8 +44,8 @@ from langgraph.store.base import (
 from core.errors import BackendError, ColdStoreError, EmbedderMismatchError, ValidationError
 from core.langgraph_store.filters import matches
 from core.langgraph_store.items import ItemTable, namespace_matches, namespace_text, to_item
-from core.memory.storage.facts import redact
-from core.memory.recall.docs import Filters
+from core.memory.storage import redact
+from core.memory.recall import Filters
 from core.memory_manager import MemoryManager
 from core.memory.shared import shared_manager
 

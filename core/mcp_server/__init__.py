@@ -26,7 +26,7 @@ from core import __version__
 from core.terminal import is_loopback
 from core.errors import ValidationError
 from core.mcp_server.tools import memory_tools
-from core.memory.storage.facts import redact
+from core.memory.storage import redact
 from core.memory.provider import Session
 from core.paths import existing_agent
 from core.memory.storage import open_database

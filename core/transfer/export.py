@@ -25,9 +25,9 @@ from typing import Any, Callable
 
 from core import __version__
 from core.errors import StorageError
-from core.memory.recall.store import TABLE
-from core.memory.files.log_file import scan_bytes
-from core.memory.secrets.redaction import redactor_for
+from core.memory.recall import TABLE
+from core.memory.files import scan_bytes
+from core.memory.secrets import redactor_for
 from core.memory.storage import require_sqlite
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths, existing_agent

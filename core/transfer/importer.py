@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 from core.errors import CorruptionError, NotFoundError, StorageError, ValidationError
 from core.memory.files import now_file
-from core.memory.recall.store import TABLE
-from core.memory.upkeep.rebuild import rebuild_all
+from core.memory.recall import TABLE
+from core.memory.upkeep import rebuild_all
 from core.config import load_config
 from core.memory.storage import require_sqlite
 from core.memory_manager import MemoryManager

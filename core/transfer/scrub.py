@@ -18,11 +18,11 @@ import sqlite3
 from pathlib import Path
 
 from core.memory.secrets import scrub_tables
-from core.memory.storage.facts import redact
-from core.memory.files.fsutil import atomic_write
-from core.memory.upkeep.archives import archive_first_seq
-from core.memory.secrets.scrub import rewrite_lines
-from core.memory.secrets.redaction import redactor_for
+from core.memory.storage import redact
+from core.memory.files import atomic_write
+from core.memory.upkeep import archive_first_seq
+from core.memory.secrets import rewrite_lines
+from core.memory.secrets import redactor_for
 
 TEXT_SUFFIXES = {".md", ".json", ".yaml", ".yml", ".txt"}
 

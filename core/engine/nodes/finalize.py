@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from core.memory.storage.facts import redact
+from core.memory.storage import redact
 from core.engine.nodes.runtime import SCAN_ENTRIES, Runtime, preview
 from core.engine.state import AgentState
 

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from core.config import Config
 from core.engine.conversation import Conversation
 from core.llm.backend import Backend
-from core.memory.storage.facts import REDACTED
+from core.memory.storage import REDACTED
 from core.memory_manager import MemoryManager
 from core.engine.prompting.system_prompt import Identity
 from core.engine.toolbox.toolbox import Toolbox

@@ -21,7 +21,7 @@ from pathlib import Path
 from core.engine import prompts
 from core.errors import StorageError
 from core.memory.context import fit_lines, fit_newest, more_facts_note, render_entry, render_fact, render_now
-from core.memory.secrets.forgotten import visible_entries
+from core.memory.secrets import visible_entries
 from core.memory.tokens import estimate_tokens
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths

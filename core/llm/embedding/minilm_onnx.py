@@ -174,7 +174,7 @@ def build() -> OnnxMiniLM:
     """Build the ONNX model from the packaged weights, check it on every probe, cache it (when the cache
     folder is writable) and return its runner; raise BackendError when it cannot be built or fails."""
     from core.llm.embedding.minilm_graph import build_model_bytes
-    from core.memory.files.fsutil import atomic_write
+    from core.memory.files import atomic_write
 
     started = time.perf_counter()
     try:

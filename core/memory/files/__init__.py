@@ -1,1 +1,23 @@
-"""core.memory.files."""
+"""An agent's files: NOW.md and LOG.md (formats, reading, crash-safe writes), atomic replaces,
+the agent's lock and the named fault points of the write paths.
+
+Import the names below from here; the modules of this package import each other directly.
+"""
+
+from core.memory.faces import lazy_face
+
+__all__, __getattr__ = lazy_face(__name__, {
+    "ENTRY_TYPES": "log_format",
+    "LogEntry": "log_format",
+    "NowState": "now_file",
+    "ScanResult": "log_file",
+    "atomic_write": "fsutil",
+    "check_entry_type": "log_format",
+    "check_text": "log_format",
+    "check_writer": "log_format",
+    "parse_or_none": "log_file",
+    "remove_orphan_temp_files": "fsutil",
+    "scan_bytes": "log_file",
+    "storage_error": "fsutil",
+    "utc_timestamp": "log_format",
+})

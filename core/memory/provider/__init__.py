@@ -30,7 +30,14 @@ from core.memory.provider.capabilities import (
 )
 from core.memory.compaction.escalation import SummarizeOptions, Summarizer  # shared with LOG.md compaction
 from core.memory.provider.context import bind, current_session
-from core.memory.provider.messages import Message, ToolCall
+from core.memory.provider.messages import (
+    Message,
+    ToolCall,
+    check_id,
+    check_message,
+    tool_calls_from_json,
+    tool_calls_to_json,
+)
 from core.memory.provider.tool import MemoryTool, build_tool
 from core.memory.provider.tracing import TraceEvent, unwrap, with_tracing
 from core.memory.provider.types import (
@@ -61,5 +68,6 @@ __all__ = [
     "Provider", "Reviewer", "SearchQuery", "SearchResult", "SearchScope", "Searcher", "Session", "SessionInfo",
     "SessionManager", "SessionSnapshot", "SessionSnapshotStore", "SessionStats", "SummarizeOptions",
     "Summarizer", "ToolCall", "TraceEvent", "VersionedConstraintStore", "VersionedProfileStore", "bind",
+    "check_id", "check_message", "tool_calls_from_json", "tool_calls_to_json",
     "build_tool", "capabilities", "current_session", "estimate_tokens", "unwrap", "with_tracing",
 ]

@@ -13,7 +13,10 @@ Only members read a space, only read-write members publish to it, and a publish 
 value of any member's secret fact is refused before anything is written.
 """
 
+from core.memory.spaces.members import READ_ONLY, READ_WRITE
 from core.memory.spaces.paths import SpacePaths, list_spaces, validate_space_name
 from core.memory.spaces.space import Space, memory_id, parse_memory_id
+from core.memory.spaces.transfer import export_space, import_space
 
-__all__ = ["Space", "SpacePaths", "list_spaces", "memory_id", "parse_memory_id", "validate_space_name"]
+__all__ = ["READ_ONLY", "READ_WRITE", "Space", "SpacePaths", "export_space", "import_space", "list_spaces", "memory_id",
+           "parse_memory_id", "validate_space_name"]

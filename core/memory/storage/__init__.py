@@ -10,11 +10,19 @@ migrations, recorded in each database's ``_migrations`` table.
 
 from core.memory.storage.backend import Checkpoints, open_checkpointer, open_database, require_sqlite, schema_name
 from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
-from core.memory.storage.facts import Fact, FactStore
+from core.memory.faces import lazy_face
+from core.memory.storage.engine_lease import AgentLease, hold_lease
+from core.memory.storage.facts import CATEGORIES, MIN_REDACTED_CHARS, REDACTED, Fact, FactStore, redact
 from core.memory.storage.protocol import Connection, Cursor, Database
 from core.memory.storage.sqlite import SqliteDatabase, damage_marker
 
 __all__ = [
+    "CATEGORIES",
+    "MIN_REDACTED_CHARS",
+    "REDACTED",
+    "AgentLease",
+    "hold_lease",
+    "redact",
     "POSTGRES",
     "SQLITE",
     "Checkpoints",
@@ -31,3 +39,9 @@ __all__ = [
     "require_sqlite",
     "schema_name",
 ]
+
+# The copies between the databases and the inspector's snapshot need psycopg: loaded on first use.
+_LATER, _later = lazy_face(__name__, {"to_postgres": "postgres.move", "to_sqlite": "postgres.move",
+                                      "snapshot": "postgres.database"})
+__all__ += _LATER
+__getattr__ = _later

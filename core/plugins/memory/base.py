@@ -12,7 +12,7 @@ from typing import Iterable
 from core.config import ProviderConfig
 from core.memory.storage import Database, SqliteDatabase
 from core.memory.provider import ListOptions, Message, Session, SessionInfo, SessionStats
-from core.memory.secrets.redaction import redactor_of
+from core.memory.secrets import redactor_of
 from core.plugins.memory import window
 from core.plugins.memory.profile import ProfileRepository
 from core.plugins.memory.store import ConversationStore, check_session, redacted

@@ -12,11 +12,11 @@ import sqlite3
 import uuid
 
 from core.errors import ValidationError
-from core.memory.provider.messages import check_id
+from core.memory.provider import check_id
 from core.memory.storage import Database
 from core.memory.provider import ChangeEntry, ConstraintEntry, SessionSnapshot, context
-from core.memory.files.log_format import utc_timestamp
-from core.memory.secrets.redaction import redactor_of
+from core.memory.files import utc_timestamp
+from core.memory.secrets import redactor_of
 
 SCOPES = ("profile", "soul", "constraint")
 MAX_TEXT_CHARS = 64 * 1024

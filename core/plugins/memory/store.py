@@ -13,9 +13,9 @@ from typing import Iterable, Iterator
 
 from core.errors import SessionNotFoundError, ValidationError
 from core.memory.storage import Database
-from core.memory.secrets.forgotten import FORGOTTEN, forgotten_of
-from core.memory.files.log_format import utc_timestamp
-from core.memory.provider.messages import (
+from core.memory.secrets import FORGOTTEN, forgotten_of
+from core.memory.files import utc_timestamp
+from core.memory.provider import (
     Message,
     ToolCall,
     check_id,
@@ -24,7 +24,7 @@ from core.memory.provider.messages import (
     tool_calls_to_json,
 )
 from core.memory.provider import ListOptions, Session, SessionInfo, SessionStats
-from core.memory.secrets.redaction import Redactor, redactor_of
+from core.memory.secrets import Redactor, redactor_of
 
 TITLE_CHARS = 60
 MESSAGE_COLUMNS = "m.id, m.role, m.content, m.tool_calls, m.tool_name, m.created_at"

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from core.errors import SummaryNotFoundError, ValidationError
 from core.memory.storage import SQLITE, Dialect
-from core.memory.secrets.forgotten import FORGOTTEN, forgotten_of
+from core.memory.secrets import FORGOTTEN, forgotten_of
 from core.memory.provider import (
     DescribeResult,
     ExpandChild,

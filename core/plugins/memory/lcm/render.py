@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.memory.secrets.forgotten import FORGOTTEN
+from core.memory.secrets import FORGOTTEN
 from core.memory.provider import Message
 from core.plugins.memory.store import message_from_row
 

@@ -18,8 +18,8 @@ from typing import Callable
 from core.errors import AgentOSError, SummarizerError
 from core.llm.templates import load_prompt as load_template
 from core.llm.window import ContextWindow
-from core.memory.compaction.escalation import summarize_escalating
-from core.memory.compaction.fitting import map_reduce, room_chars, window_of_generate
+from core.memory.compaction import summarize_escalating
+from core.memory.compaction import map_reduce, room_chars, window_of_generate
 from core.memory.provider import SummarizeOptions
 from core.memory.tokens import estimate_tokens
 

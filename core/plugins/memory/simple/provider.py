@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from core.config import ProviderConfig
-from core.memory.secrets.forgotten import forgotten_of
+from core.memory.secrets import forgotten_of
 from core.plugins.memory import window
 from core.plugins.memory.base import StoredConversations
 from core.plugins.memory.store import shown_message
