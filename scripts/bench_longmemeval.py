@@ -178,8 +178,8 @@ def table(rows: list[tuple[str, dict]]) -> dict[str, dict[str, float]]:
     out = {}
     for kind in sorted({t for t, _ in rows}) + ["overall"]:
         chosen = [r for t, r in rows if kind in ("overall", t)]
-        means = {c: statistics.mean(v) if (v := [r[c] for r in chosen if r[c] is not None]) else float("nan")
-                 for c in COLUMNS}
+        means = {c: statistics.mean(v) if (v := [r[c] for r in chosen if r[c] is not None]) else None
+                 for c in COLUMNS}  # None: no question of the type has user evidence turns
         out[kind] = {"n": len(chosen), "n_turn": sum(r["turn@5"] is not None for r in chosen), **means}
     return out
 
@@ -188,7 +188,8 @@ def print_table(name: str, figures: dict) -> None:
     print(f"\n{name}")
     print(f"{'type':<27} {'n':>3} {'n_t':>3} " + " ".join(f"{c:>10}" for c in COLUMNS))
     for kind, row in figures.items():
-        print(f"{kind:<27} {row['n']:>3} {row['n_turn']:>3} " + " ".join(f"{row[c]:>10.1f}" for c in COLUMNS))
+        print(f"{kind:<27} {row['n']:>3} {row['n_turn']:>3} " + " ".join(
+            f"{row[c]:>10.1f}" if row[c] is not None else f"{'-':>10}" for c in COLUMNS))
 
 
 # -- run -------------------------------------------------------------------------------------------------
@@ -239,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{t['vectors_ms_per_turn']:.2f} ms/turn; recall median {t['recall_ms_median']:.0f} ms, "
           f"max {t['recall_ms_max']:.0f} ms")
     if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
+        args.json.write_text(json.dumps(report, indent=2, allow_nan=False))
     return 0
 
 
