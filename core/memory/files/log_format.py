@@ -103,7 +103,8 @@ def is_compaction_summary(entry: LogEntry) -> bool:
 def utc_timestamp(moment: datetime | None = None) -> str:
     """Format ``moment`` (default: now) as ``2026-01-31T12:00:00.123Z``."""
     moment = (moment or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # The year is padded by hand: strftime writes year 5 as "5", which is neither ISO-8601 nor sortable.
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def check_text(value: object, what: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +34,8 @@ UNINDEXED_TYPES = frozenset({"NOW_UPDATE", "STEP_START", "STEP_END", "INTERRUPTE
 FACT record as the fact itself, whose current value alone is recalled)."""
 MESSAGE_ROLES = ("user", "assistant")
 
+log = logging.getLogger(__name__)
+
 
 def occurred_from(metadata: dict[str, Any], explicit: Any = None) -> str | None:
     """When a note happened: ``explicit`` (``occurred_at``), else a date in its metadata, else None.
@@ -49,8 +52,11 @@ def occurred_from(metadata: dict[str, Any], explicit: Any = None) -> str | None:
         if isinstance(value, (str, datetime)) and str(value).strip():
             try:
                 return utc_timestamp(parse_time(value, f"metadata {key!r}"))
-            except ValidationError:
-                continue  # a free-form "date" such as "tbd" is kept as metadata, not read as a time
+            except ValidationError as exc:
+                # A free-form "date" such as "tbd" is kept as metadata, not read as a time; said aloud,
+                # because the memory is then dated when it was stored.
+                log.warning("memory dated when stored: %s", exc)
+                continue
     return None
 
 

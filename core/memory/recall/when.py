@@ -1,8 +1,9 @@
 """Times of memories: when something happened, as people write it.
 
 - :func:`parse_time` reads a datetime, ISO-8601 text, or a human-written date
-  ("1:56 pm on 8 May, 2023", "8 May 2023", "May 2023") with python-dateutil,
-  and returns it in UTC (a time without a zone is taken as UTC).
+  ("1:56 pm on 8 May, 2023", "8 May 2023", "May 2023", "2023/05/20 (Sat) 02:21",
+  "20 May 2023, 14:05") with python-dateutil, and returns it in UTC (a time
+  without a zone is taken as UTC).
 - :func:`relative_dates` finds "yesterday", "last week", "two days ago", "last
   Friday" ... in a text and resolves them against the moment it was said, so
   an item stored on 8 May that says "yesterday" is also found as 7 May.
@@ -29,6 +30,10 @@ _RELATIVE = re.compile(
     re.IGNORECASE,
 )
 _EPOCH = datetime(2000, 1, 1)
+# A weekday in parentheses ("2023/05/20 (Sat) 02:21", as chat exports write it) says nothing the date
+# does not, and dateutil refuses the parentheses.
+_WEEKDAY_IN_PARENS = re.compile(
+    r"\(\s*(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?\.?\s*\)", re.IGNORECASE)
 
 
 def parse_time(value: Any, what: str = "time") -> datetime:
@@ -50,13 +55,16 @@ def parse_time(value: Any, what: str = "time") -> datetime:
                               f"'1:56 pm on 8 May, 2023', got {value!r}")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError as exc:  # 0001-01-01 east of UTC, 9999-12-31 west of it
+        raise ValidationError(f"{what} {value!r} is out of range: use a date from year 1 to 9999") from exc
 
 
 def _parse_human(text: str, what: str) -> datetime:
     from dateutil import parser
 
-    cleaned = re.sub(r"\s+on\s+", " ", text)  # "1:56 pm on 8 May, 2023"
+    cleaned = re.sub(r"\s+on\s+", " ", _WEEKDAY_IN_PARENS.sub(" ", text))  # "1:56 pm on 8 May, 2023"
     try:
         # Missing fields default to the start of the period ("May 2023" is 1 May), never to today.
         return parser.parse(cleaned, default=_EPOCH.replace(year=datetime.now().year))
@@ -76,27 +84,32 @@ def relative_dates(text: str, anchor: datetime) -> list[str]:
     """Absolute dates for the relative time words in ``text``, said at ``anchor``.
 
     ``"I ran a 5K yesterday"`` said on 8 May 2023 gives ``["7 May 2023"]``; "last
-    week" gives the week ("the week of 1 May 2023"), "last month" the month.
+    week" gives the week ("the week of 1 May 2023"), "last month" the month. A phrase whose date
+    falls outside the calendar (year 1 to 9999), such as "10000000 years ago", gives nothing.
     """
     found = []
     for match in _RELATIVE.finditer(text):
-        phrase = _resolve(match, anchor)
+        try:
+            phrase = _resolve(match, anchor)
+        except (OverflowError, ValueError):  # before year 1 or after 9999: no date to index
+            continue
         if phrase and phrase not in found:
             found.append(phrase)
     return found
 
 
 def _resolve(match: re.Match, anchor: datetime) -> str | None:
-    simple = (match.group("simple") or "").lower()
+    # casefold, not lower: the case-blind pattern also matches "ſix" or "laſt" (long s), which lower() keeps.
+    simple = (match.group("simple") or "").casefold()
     if simple:
         offset = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(simple, 0)
         return _date(anchor + timedelta(days=offset))
     if match.group("count"):
-        count_text = match.group("count").lower()
-        count = int(count_text) if count_text.isdigit() else _NUMBERS[count_text]
-        unit = match.group("unit2").lower()
+        count_text = match.group("count").casefold()
+        count = int(count_text) if count_text.isdecimal() else _NUMBERS[count_text]
+        unit = match.group("unit2").casefold()
         return _period(anchor - timedelta(days=count * _UNITS[unit]), unit)
-    direction, unit = match.group("dir").lower(), match.group("unit").lower()
+    direction, unit = match.group("dir").casefold(), match.group("unit").casefold()
     step = {"last": -1, "past": -1, "this": 0, "next": 1}[direction]
     if unit in _WEEKDAYS:
         delta = (anchor.weekday() - _WEEKDAYS.index(unit)) % 7 or 7
@@ -111,7 +124,7 @@ def _resolve(match: re.Match, anchor: datetime) -> str | None:
         month = (anchor.month - 1 + step) % 12 + 1
         year = anchor.year + (anchor.month - 1 + step) // 12
         return f"{datetime(year, month, 1):%B} {year}"
-    return str(anchor.year + step)
+    return str(datetime(anchor.year + step, 1, 1).year)  # ValueError past year 9999
 
 
 def _date(moment: datetime) -> str:

@@ -1,0 +1,248 @@
+"""Recall on real long conversations (LongMemEval-S), beside plain BM25 and plain MiniLM cosine.
+
+Each question's haystack (about 50 sessions) is stored through the public API in a fresh agents
+home: one memory per user turn (the paper's retrieval setting indexes user turns), with its
+session's date (``haystack_dates``) and speaker in the metadata and the session id as ``session``,
+batched with ``store_memories``. The question is then asked with ``recall_memory`` (the API has no
+"now" to pass: ``question_date`` is given as ``until``, so only what was said before it is recalled).
+
+Metrics, per question type and overall (abstention questions, ids ending ``_abs``, are left out):
+
+- turn recall@5/10/20: the share of the question's evidence turns (user turns with ``has_answer``)
+  among the top k; questions whose evidence is only in assistant turns have none and are left out here;
+- session recall@5/10: the share of ``answer_session_ids`` among the sessions of the top k hits;
+- NDCG@10 over the evidence turns (binary relevance).
+
+The baselines rank the same user turns: plain Okapi BM25 (k1 1.2, b 0.75, lower-cased alphanumeric
+words) and plain cosine of all-MiniLM-L6-v2 embeddings of the bare turn texts. A turn longer than
+``memory.max_entry_bytes`` is cut to that size for all three (the store refuses longer memories).
+
+    python scripts/bench_longmemeval.py --limit 12            # a stratified subset, to check it runs
+    python scripts/bench_longmemeval.py --json out.json       # the whole dev half: the decision set
+    python scripts/bench_longmemeval.py --types temporal-reasoning,multi-session --data other.json.xz
+
+The data is read from ``../shared/data/longmemeval_s_dev.json.xz`` beside the repository; it is
+never copied into it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import math
+import os
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval_s_dev.json.xz"
+TURN_KS = (5, 10, 20)
+SESSION_KS = (5, 10)
+DEPTH = 20
+SEED = 26
+MAX_BYTES = 64 * 1024
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+# -- data ------------------------------------------------------------------------------------------------
+
+def load(path: Path) -> list[dict]:
+    with lzma.open(path) as f:
+        return json.loads(f.read())
+
+
+def choose(questions: list[dict], types: list[str] | None, limit: int | None) -> list[dict]:
+    """The questions to run: no abstention ones, only ``types``, and ``limit`` of them round-robin over
+    the types (each type shuffled with a fixed seed), so a small subset still covers every type."""
+    chosen = [q for q in questions if not q["question_id"].endswith("_abs")
+              and (not types or q["question_type"] in types)]
+    if limit is None or limit >= len(chosen):
+        return chosen
+    by_type: dict[str, list[dict]] = defaultdict(list)
+    for q in chosen:
+        by_type[q["question_type"]].append(q)
+    rng = random.Random(SEED)
+    pools = [rng.sample(by_type[t], len(by_type[t])) for t in sorted(by_type)]
+    picked: list[dict] = []
+    while len(picked) < limit:
+        for pool in pools:
+            if pool and len(picked) < limit:
+                picked.append(pool.pop())
+    return picked
+
+
+def user_turns(question: dict) -> list[dict]:
+    """The haystack's user turns: ``{key, text, session, date, evidence}`` (key: session id and turn index)."""
+    turns = []
+    for session, date, turns_of in zip(question["haystack_session_ids"], question["haystack_dates"],
+                                       question["haystack_sessions"]):
+        for n, turn in enumerate(turns_of):
+            text = turn["content"].strip()
+            if turn["role"] != "user" or not text:
+                continue
+            text = text.encode("utf-8")[:MAX_BYTES].decode("utf-8", errors="ignore").strip()
+            turns.append({"key": (session, n), "text": text, "session": session, "date": date,
+                          "evidence": bool(turn.get("has_answer"))})
+    return turns
+
+
+# -- the three systems -----------------------------------------------------------------------------------
+
+def ours(question: dict, turns: list[dict], timing: dict) -> list[tuple]:
+    """Store the turns in a fresh agents home and recall the question; the keys of the hits, best first."""
+    from core.memory_manager import MemoryManager
+
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["AGENTOS_HOME"] = home
+        Path(home, "config.yaml").write_text("llm: {backend: offline}\nmemory: {auto_compact: false}\n")
+        with MemoryManager("longmemeval") as manager:
+            items = [{"content": t["text"], "metadata": {"speaker": "user", "date": t["date"],
+                                                         "session": t["session"]}} for t in turns]
+            began = time.perf_counter()
+            ids = []
+            for i in range(0, len(items), 100):
+                ids += manager.store_memories(items[i:i + 100])
+            timing["store_ms"].append((time.perf_counter() - began) * 1000 / max(1, len(items)))
+            began = time.perf_counter()
+            manager.cold.background.wait_idle(900)  # the vectors, so that recall is not by words only
+            timing["vectors_ms"].append((time.perf_counter() - began) * 1000 / max(1, len(items)))
+            began = time.perf_counter()
+            hits = manager.recall_memory(question["question"], n_results=DEPTH, min_score=0.0,
+                                         until=question["question_date"])
+            timing["recall_ms"].append((time.perf_counter() - began) * 1000)
+    keys = defaultdict(list)  # the same text said twice in a session is one memory
+    for memory_id, turn in zip(ids, turns):
+        keys[memory_id].append(turn["key"])
+    return [key for hit in hits for key in keys.get(hit["id"], [("other", hit["id"])])][:DEPTH]
+
+
+def bm25(question: dict, turns: list[dict], k1: float = 1.2, b: float = 0.75) -> list[tuple]:
+    docs = [Counter(_WORD.findall(t["text"].lower())) for t in turns]
+    lengths = [sum(d.values()) for d in docs]
+    avg = sum(lengths) / max(1, len(docs))
+    df = Counter(w for d in docs for w in d)
+    n = len(docs)
+    terms = _WORD.findall(question["question"].lower())
+    scores = []
+    for doc, length in zip(docs, lengths):
+        scores.append(sum(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * doc[t] * (k1 + 1)
+                          / (doc[t] + k1 * (1 - b + b * length / avg)) for t in terms if t in doc))
+    order = sorted(range(n), key=lambda i: -scores[i])[:DEPTH]
+    return [turns[i]["key"] for i in order if scores[i] > 0]
+
+
+def minilm(question: dict, turns: list[dict], embedder) -> list[tuple]:
+    vectors = embedder.embed([t["text"] for t in turns])
+    query = embedder.embed([question["question"]])[0]
+    order = (vectors @ query).argsort()[::-1][:DEPTH]
+    return [turns[i]["key"] for i in order]
+
+
+# -- metrics ---------------------------------------------------------------------------------------------
+
+def scores(question: dict, turns: list[dict], ranked: list[tuple]) -> dict[str, float | None]:
+    """One question's metrics for one ranking (turn metrics None when no user turn is evidence)."""
+    evidence = {t["key"] for t in turns if t["evidence"]}
+    answer_sessions = set(question["answer_session_ids"])
+    row: dict[str, float | None] = {}
+    for k in TURN_KS:
+        row[f"turn@{k}"] = 100 * len(evidence & set(ranked[:k])) / len(evidence) if evidence else None
+    for k in SESSION_KS:
+        sessions = {key[0] for key in ranked[:k]}
+        row[f"session@{k}"] = 100 * len(answer_sessions & sessions) / len(answer_sessions)
+    if evidence:
+        dcg = sum(1 / math.log2(i + 2) for i, key in enumerate(ranked[:10]) if key in evidence)
+        ideal = sum(1 / math.log2(i + 2) for i in range(min(10, len(evidence))))
+        row["ndcg@10"] = 100 * dcg / ideal
+    else:
+        row["ndcg@10"] = None
+    return row
+
+
+COLUMNS = [*(f"turn@{k}" for k in TURN_KS), *(f"session@{k}" for k in SESSION_KS), "ndcg@10"]
+
+
+def table(rows: list[tuple[str, dict]]) -> dict[str, dict[str, float]]:
+    """Mean of each metric per question type and overall (``n``: questions, ``n_turn``: with user evidence)."""
+    out = {}
+    for kind in sorted({t for t, _ in rows}) + ["overall"]:
+        chosen = [r for t, r in rows if kind in ("overall", t)]
+        means = {c: statistics.mean(v) if (v := [r[c] for r in chosen if r[c] is not None]) else None
+                 for c in COLUMNS}  # None: no question of the type has user evidence turns
+        out[kind] = {"n": len(chosen), "n_turn": sum(r["turn@5"] is not None for r in chosen), **means}
+    return out
+
+
+def print_table(name: str, figures: dict) -> None:
+    print(f"\n{name}")
+    print(f"{'type':<27} {'n':>3} {'n_t':>3} " + " ".join(f"{c:>10}" for c in COLUMNS))
+    for kind, row in figures.items():
+        print(f"{kind:<27} {row['n']:>3} {row['n_turn']:>3} " + " ".join(
+            f"{row[c]:>10.1f}" if row[c] is not None else f"{'-':>10}" for c in COLUMNS))
+
+
+# -- run -------------------------------------------------------------------------------------------------
+
+def run(questions: list[dict]) -> dict:
+    from tqdm import tqdm
+
+    from core.llm.embedding.embedders import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder()
+    rows: dict[str, list] = {"agentos": [], "bm25": [], "minilm": []}
+    timing: dict[str, list[float]] = {"store_ms": [], "vectors_ms": [], "recall_ms": []}
+    turns_total = 0
+    for question in tqdm(questions, desc="questions", unit="q"):
+        turns = user_turns(question)
+        turns_total += len(turns)
+        kind = question["question_type"]
+        rows["agentos"].append((kind, scores(question, turns, ours(question, turns, timing))))
+        rows["bm25"].append((kind, scores(question, turns, bm25(question, turns))))
+        rows["minilm"].append((kind, scores(question, turns, minilm(question, turns, embedder))))
+    return {"questions": len(questions), "turns": turns_total,
+            "figures": {name: table(r) for name, r in rows.items()},
+            "timing": {"store_ms_per_turn": statistics.mean(timing["store_ms"]),
+                       "vectors_ms_per_turn": statistics.mean(timing["vectors_ms"]),
+                       "recall_ms_median": statistics.median(timing["recall_ms"]),
+                       "recall_ms_max": max(timing["recall_ms"])}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA, help=f"the LongMemEval JSON (.xz), default {DATA}")
+    parser.add_argument("--limit", type=int, help="run N questions, stratified by type (fixed seed)")
+    parser.add_argument("--types", help="comma-separated question types to run")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    if not args.data.exists():
+        parser.error(f"no data at {args.data}; pass --data PATH")
+    questions = choose(load(args.data), args.types.split(",") if args.types else None, args.limit)
+    if not questions:
+        parser.error("no question matches --types")
+    report = run(questions)
+    print(f"\n{report['questions']} questions, {report['turns']} user turns "
+          f"({report['turns'] / report['questions']:.0f} per question)")
+    for name, figures in report["figures"].items():
+        print_table(name, figures)
+    t = report["timing"]
+    print(f"\nstore {t['store_ms_per_turn']:.2f} ms/turn (store_memories, batches of 100); vectors caught up "
+          f"{t['vectors_ms_per_turn']:.2f} ms/turn; recall median {t['recall_ms_median']:.0f} ms, "
+          f"max {t['recall_ms_max']:.0f} ms")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2, allow_nan=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
