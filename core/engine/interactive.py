@@ -118,7 +118,8 @@ class Session:
             else:
                 self.turn(self.engine, lambda: self.engine.run(line), session=self)
         except KeyboardInterrupt:
-            print("\nturn cancelled; NOW.md records it as interrupted. The session goes on.", file=sys.stderr)
+            what = "command cancelled" if line.startswith("/") else "turn cancelled; NOW.md records it as interrupted"
+            print(f"\n{what}. The session goes on.", file=sys.stderr)
         except AgentOSError as exc:  # the session goes on after a failed request
             print(f"error: {one_line(exc)}", file=sys.stderr)
 
