@@ -15,6 +15,13 @@ until the test releases it or kills the client), :func:`raw` JSON, or a
 callable that builds the reply from the request. Every request is recorded.
 A tool call written as JSON in the reply text (as small local models do) is
 just a text reply: ``server.enqueue('{"name": "save_fact", "arguments": {...}}')``.
+
+A request with ``format`` (``"json"`` or a JSON schema) is answered as Ollama's constrained
+decoding answers it: a scripted text that is not JSON is put in the shape (the schema's one
+string property, or ``{"response": text}``). :func:`verbatim` sends a text as it is, for the
+replies small models give when the shape is not enforced (fenced JSON, prose around JSON,
+``<think>`` blocks, the schema echoed back; :func:`echo_schema` builds the last). Each
+request's ``format`` is recorded in :attr:`Prompt.format`.
 Endpoints: ``/api/chat`` (stream and non-stream), ``/api/tags``, ``/api/show``,
 ``/api/embed``, ``/api/version``.
 
@@ -101,6 +108,8 @@ class Prompt:
     keep_alive: Any
     rendered: str = ""
     """The kept prompt as the chat template renders it (see :func:`render`)."""
+    format: Any = None
+    """The request's ``format``: ``"json"``, a JSON schema, or None."""
     cached_tokens: int = 0
     """Leading tokens of :attr:`rendered` shared with the model's previous prompt: not evaluated again."""
 
@@ -145,6 +154,36 @@ class Raw:
     """Send this exact assistant ``message`` object (e.g. tool arguments as a broken string)."""
 
     message: dict[str, Any]
+
+
+@dataclass
+class Verbatim:
+    """Send this reply text as it is, even to a request with ``format`` (an unconstrained model)."""
+
+    text: str
+
+
+def verbatim(text: str) -> Verbatim:
+    """A reply text sent unchanged whatever the request's ``format``."""
+    return Verbatim(text)
+
+
+def echo_schema(body: dict[str, Any]) -> Verbatim:
+    """The reply of a small model that answers a schema with the schema itself (use as a queued reply)."""
+    return Verbatim(json.dumps(body.get("format")))
+
+
+def shaped(text: str, form: Any) -> str:
+    """``text`` as Ollama's constrained decoding returns it for ``format`` ``form``: unchanged if it is
+    already JSON, else in the schema's one string property (``{"response": text}`` for ``"json"``)."""
+    try:
+        json.loads(text)
+        return text
+    except ValueError:
+        pass
+    names = [name for name, prop in ((form or {}).get("properties") or {}).items()
+             if prop.get("type") == "string"] if isinstance(form, dict) else []
+    return json.dumps({names[0] if names else "response": text})
 
 
 def tool_call(name: str, /, **arguments: Any) -> dict[str, Any]:
@@ -386,6 +425,10 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                 reply = server.wait_released(reply)
             if callable(reply):
                 reply = reply(body)
+            if isinstance(reply, Verbatim):
+                reply = reply.text
+            elif isinstance(reply, str) and body.get("format"):
+                reply = shaped(reply, body["format"])
             if reply is None:
                 self._json(500, {"error": "script exhausted: the test enqueued no reply for this request"})
             elif isinstance(reply, Error):
@@ -488,6 +531,7 @@ def fit_window(body: dict[str, Any], num_ctx: int) -> Prompt:
     options = dict(body.get("options") or {})
     return Prompt(num_ctx=num_ctx, messages=kept, tokens=used, full_tokens=full, dropped_messages=dropped,
                   cut_tokens=cut, tools=bool(tools), options=options, keep_alive=body.get("keep_alive"),
+                  format=body.get("format"),
                   rendered=render(kept, tools if not cut else []))
 
 

@@ -7,7 +7,7 @@
 
 The same command is ``agentos run``.
 
-Interactive commands: /compact /status /now /log /facts /recall QUERY /exit.
+Interactive commands: /compact /status /now /log /facts /recall QUERY /exit (see :mod:`core.engine.interactive`).
 Library errors are printed as one line (:func:`core.terminal.run_cli`); the exit codes are those of
 :mod:`core.terminal.exit_codes`.
 """
@@ -15,13 +15,11 @@ Library errors are printed as one line (:func:`core.terminal.run_cli`); the exit
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Callable
 
-from core.errors import AgentOSError
 from core.paths import existing_agent
-from core.terminal import ReplyDisplay, Spinner, closed_output, exit_codes, one_line, progress, run_cli
+from core.terminal import ReplyDisplay, Spinner, exit_codes, progress, run_cli
 
 EXIT_OK, EXIT_FAILED, EXIT_BLOCKED = exit_codes.OK, exit_codes.FAILED, exit_codes.BLOCKED
 """See :mod:`core.terminal.exit_codes`: the same codes for every command."""
@@ -78,8 +76,11 @@ def execute(args: argparse.Namespace) -> int:
             engine.manager.close()  # lets a background LOG.md compaction finish before exit
 
 
-def _turn(engine, start: Callable) -> int:
-    """Run one turn with the reply streaming to the terminal; return its exit code."""
+def _turn(engine, start: Callable, session=None) -> int:
+    """Run one turn with the reply streaming to the terminal; return its exit code.
+
+    In an interactive ``session`` the offline backend's advice is printed once.
+    """
     display = ReplyDisplay()
     engine.runtime.on_text = display
     try:
@@ -89,6 +90,8 @@ def _turn(engine, start: Callable) -> int:
         engine.runtime.on_text = None
     display.finish(result.response)
     if result.outcome == "blocked":
+        if session is not None and not session.offline_advice():
+            return EXIT_BLOCKED
         print(f"blocked: {engine.paths.name} cannot do this with the {engine.backend.name} backend; "
               f"run with a model and --resume to carry it out", file=sys.stderr)
         return EXIT_BLOCKED
@@ -99,28 +102,10 @@ def _turn(engine, start: Callable) -> int:
 
 
 def interactive(engine) -> int:
-    """Read requests and commands until /exit or end of input."""
-    print(f"Talking to {engine.paths.name} (session {engine.session.id}). /exit to leave.", file=sys.stderr)
-    while True:
-        try:
-            line = input("> ").strip()
-        except EOFError:
-            return EXIT_OK
-        if not line:
-            continue
-        if line in ("/exit", "/quit"):
-            return EXIT_OK
-        try:
-            if line.startswith("/"):
-                with Spinner(line.split()[0][1:]):
-                    text = command(engine, line)
-                print(text)
-            else:
-                _turn(engine, lambda: engine.run(line))
-        except AgentOSError as exc:  # the session goes on after a failed request
-            print(f"error: {one_line(exc)}", file=sys.stderr)
-        if closed_output.discarded():
-            return EXIT_OK  # nobody reads the answers any more
+    """Read requests and commands until /exit, Ctrl-D or two Ctrl-C at the prompt (:mod:`core.engine.interactive`)."""
+    from core.engine.interactive import Session
+
+    return Session(engine, _turn, command, Spinner).run()
 
 
 def command(engine, line: str) -> str:
@@ -150,5 +135,7 @@ def command(engine, line: str) -> str:
             return "usage: /recall QUERY"
         with progress("searching memory"):
             found = manager.recall_memory(rest.strip())
-        return json.dumps(found, indent=1, ensure_ascii=False, default=str)
+        from core.engine.interactive import recall_table
+
+        return recall_table(found)
     return "commands: /compact /status /now /log /facts /recall QUERY /exit"

@@ -7,9 +7,15 @@ errors into :class:`core.errors.BackendError` subclasses at the boundary.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
+
+from core.llm.structured import StructuredReplyError, SummaryReply, parse_reply, strip_think
+from core.llm.templates import load_prompt
+
+log = logging.getLogger(__name__)
 
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -87,14 +93,34 @@ class Backend(Protocol):
 class BackendGenerate:
     """``generate(prompt) -> text``: one chat call through a backend without tools (for summarizers).
 
-    It keeps its backend, so a summarizer can size its pieces to the backend's window.
+    It keeps its backend, so a summarizer can size its pieces to the backend's window. A backend that
+    takes a reply shape (``structured``: Ollama's ``format``) is asked for a :class:`SummaryReply`; a
+    reply that does not fit is asked again once, then the prompt is sent as plain text, as a backend
+    without shapes is asked. ``<think>`` blocks never reach the summary.
     """
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
 
     def __call__(self, prompt: str) -> str:
-        return self.backend.chat([{"role": "user", "content": prompt}], []).text
+        if getattr(self.backend, "structured", False):
+            answer = self._structured(prompt)
+            if answer is not None:
+                return answer
+        return strip_think(self.backend.chat([{"role": "user", "content": prompt}], []).text)
+
+    def _structured(self, prompt: str) -> str | None:
+        """The summary from a reply of the shape, asked at most twice; None when neither reply fits."""
+        messages = [{"role": "user", "content": f"{prompt}\n\n{load_prompt('core.llm', 'STRUCTURED_SUMMARY')}"}]
+        schema = SummaryReply.model_json_schema()
+        for attempt in (1, 2):
+            reply = self.backend.chat(messages, [], format=schema)
+            try:
+                return parse_reply(reply.text, SummaryReply).summary
+            except StructuredReplyError as exc:
+                log.warning("summary reply %d of 2 unusable: %s", attempt, exc)
+        log.warning("the model gave no summary of the asked shape twice: asking for plain text")
+        return None
 
 
 def generate_with(backend: Backend) -> BackendGenerate:

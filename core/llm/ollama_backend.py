@@ -18,6 +18,7 @@ import pydantic
 from core.errors import BackendError, BackendUnavailableError, ModelNotFoundError, ToolArgumentError
 from core.llm import text_tool_calls
 from core.llm.backend import DEFAULT_HOST, ChatReply, TextSink, ToolCall
+from core.llm.structured import ThinkFilter, strip_think
 from core.llm.model_window import RatioStore, WindowMeter, choose_num_ctx, initial_ratio, model_limits
 from core.llm.window import ContextWindow
 
@@ -30,6 +31,8 @@ class OllamaBackend:
     """Chat with tool calling against an Ollama server."""
 
     name = "ollama"
+    structured = True
+    """Takes a reply shape: ``chat(..., format=schema)`` (Ollama's ``format``)."""
 
     def __init__(self, model: str, host: str = DEFAULT_HOST, timeout_s: float = 120.0, *,
                  num_ctx: int = 16384, keep_alive: str = "5m", ratios: RatioStore | None = None) -> None:
@@ -89,10 +92,15 @@ class OllamaBackend:
         return True
 
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-             on_text: TextSink | None = None) -> ChatReply:
-        """One streamed chat call; see :meth:`core.llm.backend.Backend.chat`."""
+             on_text: TextSink | None = None, *, format: dict[str, Any] | str | None = None) -> ChatReply:
+        """One streamed chat call; see :meth:`core.llm.backend.Backend.chat`.
+
+        ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON.
+        """
         log.info("LLM call: ollama %s at %s, %d messages, %d tools", self.model, self.host, len(messages), len(tools))
         extra = self.options()
+        if format is not None:
+            extra["format"] = format
         reply = StreamedReply()
         with ollama_errors(self.host, self.model, self.timeout_s):
             try:
@@ -101,6 +109,8 @@ class OllamaBackend:
                     piece = reply.add(chunk)
                     if piece and on_text is not None:
                         on_text(piece)
+                if on_text is not None and (rest := reply.thinking.flush()):
+                    on_text(rest)
             except pydantic.ValidationError as exc:
                 raise ToolArgumentError(
                     f"the model's reply could not be read (tool call arguments must be a JSON object): "
@@ -158,9 +168,11 @@ class StreamedReply:
         self.calls: list[ToolCall] = []
         self.prompt_eval_count: int | None = None
         self.eval_count: int | None = None
+        self.thinking = ThinkFilter()
+        """Keeps ``<think>`` blocks out of the text shown as it streams."""
 
     def add(self, chunk: ollama.ChatResponse) -> str:
-        """Take one chunk; return its new text."""
+        """Take one chunk; return its new text to show (thinking left out)."""
         message = chunk.message
         self.calls.extend(ToolCall(name=call.function.name, arguments=dict(call.function.arguments or {}))
                           for call in (message.tool_calls or ()))
@@ -170,11 +182,11 @@ class StreamedReply:
         piece = message.content or ""
         if piece:
             self.parts.append(piece)
-        return piece
+        return self.thinking.feed(piece) if piece else ""
 
     def finish(self, offered: list[str]) -> ChatReply:
         """The whole reply; a tool call the model wrote as text becomes a tool call."""
-        text = "".join(self.parts)
+        text = strip_think("".join(self.parts))
         calls = tuple(self.calls)
         if not calls:
             text, calls = text_tool_calls.parse(text, offered)
