@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.errors import AgentOSError, StorageError
-from core.memory.files.fsutil import atomic_write
+from core.memory.files import atomic_write
 from core.terminal import closed_output, one_line
 
 log = logging.getLogger(__name__)

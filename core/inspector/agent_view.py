@@ -17,10 +17,11 @@ from typing import Any, Callable
 
 from core.config import Config, StorageConfig, load_config
 from core.errors import AgentOSError, NotFoundError
-from core.inspector import queries, timeline
+from core.inspector import timeline
+from core.memory.storage import reading
 from core.inspector.log_files import LogFiles
 from core.inspector.masking import mask, searchable
-from core.inspector.queries import Reader
+from core.memory.storage import Reader
 from core.memory.files import now_file
 from core.memory.recall import query as recall_query
 from core.memory.recall import open_store
@@ -64,7 +65,7 @@ class AgentView:
     def _answer(self, build: Callable[[Reader, list[str]], dict[str, Any]]) -> dict[str, Any]:
         """``build(reader, secrets)`` inside one read transaction, masked."""
         started = time.perf_counter()
-        with queries.reading(self.paths, self.storage) as reader:
+        with reading(self.paths, self.storage) as reader:
             secrets = reader.secret_values()
             answer = mask(build(reader, secrets), secrets)
         answer["server_ms"] = round((time.perf_counter() - started) * 1000, 2)
@@ -276,7 +277,7 @@ class AgentView:
                                            memory / "memory.db-wal", self.paths.archive_dir))
         if self.storage.resolved()[0] != "postgres":
             return stamps
-        with queries.reading(self.paths, self.storage) as reader:
+        with reading(self.paths, self.storage) as reader:
             return (*stamps, reader.schema_writes())
 
     def status(self) -> dict[str, Any]:

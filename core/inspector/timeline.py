@@ -14,7 +14,7 @@ from typing import Any
 
 from core.errors import ValidationError
 from core.inspector.log_files import Archive, Located, LogFiles
-from core.inspector.queries import Reader
+from core.memory.storage import Reader
 from core.memory.files import ENTRY_TYPES, LogEntry
 
 PAGE_SIZE = 50

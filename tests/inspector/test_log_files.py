@@ -97,7 +97,7 @@ def test_entries_are_read_from_the_archive_that_holds_them(agents_home):
 
 def test_type_pages_runs_and_open_runs_are_read_from_indexes(manager):
     """A page of some types, the newest runs and the runs without an end use indexes of log_metadata, not a scan."""
-    from core.inspector import queries
+    from core.memory.storage import read_only as queries
 
     where = "WHERE entry_type IN (?, ?) AND id < ?"
     statements = [(queries._LOG_ROWS.format(where=where, order="DESC"), ["ERROR", "THOUGHT", 10, 51]),

@@ -221,7 +221,7 @@ def test_the_inspector_reads_only_the_side_that_holds_the_memory(sqlite_ada, pg_
     """The inspector pointed at the side that does not hold the memory refuses, rather than showing it empty."""
     from core.config import load_config
     from core.errors import StorageError
-    from core.inspector.queries import reading
+    from core.memory.storage import reading
     from core.paths import AgentPaths
 
     paths = AgentPaths.for_agent("ada")

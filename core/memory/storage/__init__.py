@@ -13,10 +13,13 @@ from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
 from core.memory.faces import lazy_face
 from core.memory.storage.engine_lease import AgentLease, hold_lease
 from core.memory.storage.facts import CATEGORIES, MIN_REDACTED_CHARS, REDACTED, Fact, FactStore, redact
+from core.memory.storage.read_only import Reader, reading
 from core.memory.storage.protocol import Connection, Cursor, Database
 from core.memory.storage.sqlite import SqliteDatabase, damage_marker
 
 __all__ = [
+    "Reader",
+    "reading",
     "CATEGORIES",
     "MIN_REDACTED_CHARS",
     "REDACTED",

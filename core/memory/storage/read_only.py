@@ -1,12 +1,11 @@
-"""Every read the inspector makes of memory.db's tables, on read-only connections.
+"""Reading memory.db's tables on read-only connections: every read the inspector makes.
 
 With SQLite a connection is opened with ``mode=ro``, so SQLite itself refuses any
 write, and each request reads inside one read transaction: a page sees one
 consistent state of the database while an engine goes on writing (in WAL mode
 readers and the writer never wait for each other). With PostgreSQL each request
 is one ``REPEATABLE READ READ ONLY`` transaction on the agent's schema, which
-gives the same. This module is the only place where the inspector knows the
-schema; a table that is missing (an older database, or none yet) reads as empty.
+gives the same. The inspector knows the schema through this module only; a table that is missing (an older database, or none yet) reads as empty.
 """
 
 from __future__ import annotations
@@ -18,8 +17,10 @@ from typing import Any, Iterator
 
 from core.config import StorageConfig
 from core.errors import StorageError
-from core.memory.storage import POSTGRES, SQLITE, Dialect, residence, schema_name
-from core.memory.storage import MIN_REDACTED_CHARS, REDACTED
+from core.memory.storage import residence
+from core.memory.storage.backend import schema_name
+from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
+from core.memory.storage.facts import MIN_REDACTED_CHARS, REDACTED
 from core.paths import AgentPaths
 
 BUSY_TIMEOUT_S = 5.0
@@ -102,7 +103,7 @@ def reading(paths: AgentPaths, storage: StorageConfig) -> Iterator["Reader"]:
     """
     backend, dsn = storage.resolved()
     if backend == "postgres":
-        from core.memory.storage import snapshot
+        from core.memory.storage.postgres.database import snapshot
 
         residence.check_postgres(paths)
 
