@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import shutil
-import sqlite3
 import tarfile
 import tempfile
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from core.errors import StorageError
 from core.memory.recall import TABLE
 from core.memory.files import scan_bytes
 from core.memory.secrets import redactor_for
-from core.memory.storage import require_sqlite
+from core.memory.storage import require_sqlite, staged_copy
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths, existing_agent
 from core.transfer import scrub
@@ -86,7 +85,7 @@ def export_agent(agent: str, file: str | Path, *, with_vectors: bool = False, in
         notice = "" if vectors or not with_vectors else "the agent has no cold store yet: the importer embeds"
         left_out = 0
         if not include_secrets:
-            left_out = _secret_fact_count(root / "memory" / "memory.db")
+            left_out = staged_copy.secret_fact_count(root / "memory" / "memory.db")
             notice = _remove_secrets(root, vectors) or notice
             vectors = vectors and (root / "memory" / "lancedb").exists()
         manifest = {
@@ -126,13 +125,8 @@ def _snapshot(manager: MemoryManager, root: Path, with_vectors: bool) -> bool:
 
 
 def _backup(manager: MemoryManager, target: Path) -> None:
-    """A consistent copy of memory.db (SQLite's backup API), as one self-contained file."""
-    snapshot = sqlite3.connect(target)
-    try:
-        manager.db.conn.backup(snapshot)
-        snapshot.execute("PRAGMA journal_mode = DELETE")  # no -wal beside it
-    finally:
-        snapshot.close()
+    """A consistent copy of memory.db, as one self-contained file."""
+    staged_copy.copy_database(manager.db.conn, target)
 
 
 def _copy_vectors(source: Path, target: Path) -> bool:
@@ -150,15 +144,6 @@ def _copy_vectors(source: Path, target: Path) -> bool:
     # The schema (and so the embedder it names) travels with the rows.
     lance.write_dataset(rows, target / f"{TABLE}.lance", schema=rows.schema, mode="create")
     return True
-
-
-def _secret_fact_count(db_file: Path) -> int:
-    """How many secret facts the staged memory.db holds (before they are removed)."""
-    conn = sqlite3.connect(db_file)
-    try:
-        return conn.execute("SELECT count(*) FROM user_facts WHERE category = 'secret'").fetchone()[0]
-    finally:
-        conn.close()
 
 
 def _remove_secrets(root: Path, vectors: bool) -> str:
@@ -193,18 +178,7 @@ def counts(root: Path) -> dict[str, int]:
     memory = root / "memory"
     archives = sorted((memory / "archive").glob("LOG-*.md"))
     entries = sum(len(scan_bytes(p.read_bytes(), p).entries) for p in [*archives, memory / "LOG.md"])
-    conn = sqlite3.connect(memory / "memory.db")
-    try:
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-        def rows(table: str) -> int:
-            return conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] if table in tables else 0
-
-        return {"log_entries": entries, "archives": len(archives), "facts": rows("user_facts"),
-                "notes": rows("cold_notes"), "conversations": rows("ctx_conversations"),
-                "messages": rows("ctx_messages"), "summaries": rows("ctx_summaries"), "store_items": rows("store_items")}
-    finally:
-        conn.close()
+    return {"log_entries": entries, "archives": len(archives), **staged_copy.row_counts(memory / "memory.db")}
 
 
 def _write_archive(staging: Path, root: Path, manifest: dict[str, Any], target: Path,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import sqlite3
 import tarfile
 import uuid
 from dataclasses import dataclass, replace
@@ -24,7 +23,7 @@ from core.memory.files import now_file
 from core.memory.recall import TABLE
 from core.memory.upkeep import rebuild_all
 from core.config import load_config
-from core.memory.storage import require_sqlite
+from core.memory.storage import require_sqlite, staged_copy
 from core.memory_manager import MemoryManager
 from core.paths import agents_home, validate_agent_name
 from core.transfer.manifest import Manifest, check_member_name, verify
@@ -113,31 +112,10 @@ def _rename(staged: Path, old: str, new: str) -> None:
     now_path = staged / "memory" / "NOW.md"
     if now_path.is_file():
         now_file.write(now_path, replace(now_file.read(now_path, old), agent=new))
-    conn = sqlite3.connect(staged / "memory" / "memory.db")
-    try:
-        with conn:
-            for table, columns in _columns(conn).items():
-                if "agent_id" in columns:
-                    conn.execute(f'UPDATE "{table}" SET agent_id = ? WHERE agent_id = ?', (new, old))
-                if "session_id" in columns:
-                    conn.execute(f'UPDATE "{table}" SET session_id = ? || substr(session_id, ?) '
-                                 "WHERE substr(session_id, 1, ?) = ?", (new, len(old) + 1, len(old) + 1, f"{old}:"))
-            # Recall's docs of messages and summaries name their conversation: rewrite them at the next sync.
-            for source, table in (("msg", "ctx_messages"), ("sum", "ctx_summaries")):
-                conn.execute(f"INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT '{source}:' || id, "
-                             f"strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM {table}")
-    finally:
-        conn.close()
+    staged_copy.rename_agent(staged / "memory" / "memory.db", old, new)
     sessions = staged / "memory" / "sessions"
     for handoff in sessions.glob(f"{old}_*") if sessions.is_dir() else ():
         handoff.rename(handoff.with_name(new + handoff.name[len(old):]))
-
-
-def _columns(conn: sqlite3.Connection) -> dict[str, set[str]]:
-    tables = [row[0] for row in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' "
-        "AND name NOT LIKE 'sqlite_%'")]
-    return {table: {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')} for table in tables}
 
 
 def _index(staged: Path, staging: Path, name: str, manifest: Manifest, progress: Progress | None) -> tuple[str, int]:

@@ -14,11 +14,10 @@ self-consistent.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from pathlib import Path
 
 from core.memory.secrets import scrub_tables
-from core.memory.storage import redact
+from core.memory.storage import redact, staged_copy
 from core.memory.files import atomic_write
 from core.memory.upkeep import archive_first_seq
 from core.memory.secrets import rewrite_lines
@@ -27,18 +26,14 @@ from core.memory.secrets import redactor_for
 TEXT_SUFFIXES = {".md", ".json", ".yaml", ".yml", ".txt"}
 
 
-def secret_values(db_file: Path) -> list[str]:
-    """The values of the secret facts in a memory.db, longest first (those redaction replaces)."""
-    with sqlite3.connect(db_file) as conn:
-        rows = conn.execute("SELECT value FROM user_facts WHERE category = 'secret' AND length(value) >= 3").fetchall()
-    return sorted({row[0] for row in rows}, key=len, reverse=True)
+secret_values = staged_copy.secret_values
 
 
 def scrub_database(db_file: Path, secrets: list[str]) -> None:
     """Delete the secret facts and redact their values everywhere in the snapshot, then VACUUM it."""
-    conn = sqlite3.connect(db_file, isolation_level=None)
+    conn = staged_copy.connect(db_file, autocommit=True)
     try:
-        conn.execute("DELETE FROM user_facts WHERE category = 'secret'")
+        staged_copy.delete_secret_facts(conn)
         scrub_tables.scrub_database(conn, redactor_for(secrets))
         conn.execute("VACUUM")  # deleted values must not linger in free pages
     finally:
@@ -63,8 +58,7 @@ def scrub_log_files(memory_dir: Path, db_file: Path, secrets: list[str]) -> int:
             rewritten[path.stem] = shas.get(path.stem, "")
     archived = [(digest, name) for name, digest in rewritten.items() if digest]
     if archived:
-        with sqlite3.connect(db_file) as conn:
-            conn.executemany("UPDATE compaction_history SET archive_sha256 = ? WHERE archive_id = ?", archived)
+        staged_copy.set_archive_sha256(db_file, archived)
     return len(rewritten)
 
 
