@@ -23,6 +23,9 @@ def test_import_and_help_do_not_load_torch():
     helped = subprocess.run([sys.executable, "-m", "core.engine", "--help"], cwd=ROOT, capture_output=True,
                             text=True, timeout=60)
     assert helped.returncode == 0 and "--resume" in helped.stdout
+    by_path = subprocess.run([sys.executable, "core/engine.py", "--help"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60)  # the original design's way to run it
+    assert by_path.returncode == 0 and "--resume" in by_path.stdout, by_path.stderr
 
 
 def test_offline_backend_drives_the_memory_skills(agents_home):
