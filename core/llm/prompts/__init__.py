@@ -1,0 +1,1 @@
+"""Prompts of the model backends, as Markdown files read with importlib.resources."""
