@@ -9,5 +9,5 @@ import sys
 from pathlib import Path
 
 if __name__ == "__main__":
-    sys.path[0] = str(Path(__file__).resolve().parent.parent)  # the repository, not core/
+    sys.path[0] = str(Path(sys.argv[0]).resolve().parent.parent)  # the repository, not core/
     runpy.run_module("core.engine", run_name="__main__", alter_sys=True)
