@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from core.errors import AgentOSError, StorageError
 from core.memory.files import atomic_write
-from core.terminal import closed_output, one_line
+from core.terminal import closed_output, ctrl_c, one_line
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,8 @@ class Session:
         print(f"Talking to {self.engine.paths.name} (session {self.engine.session.id}). /exit to leave.",
               file=sys.stderr)
         try:
-            self._loop()
+            with ctrl_c.forwarded():
+                self._loop()
         finally:
             self.history.save()
         return 0

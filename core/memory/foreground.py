@@ -16,15 +16,19 @@ And one background step runs at a time in a process (:func:`step`): a compaction
 holds the agent lock or memory.db's write lock, which appends wait for, and it would
 hold them for as long as another background thread kept the GIL from it (loading
 LanceDB kept a compaction's swap under the agent lock for 250 ms).
+
+Background threads are started with :func:`background_thread`, which keeps Ctrl-C for the main
+thread (see :func:`leave_ctrl_c_to_the_main_thread`).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 PAUSE_S = 0.05
 """How long the writers must have been quiet for a background step to start (s)."""
@@ -84,3 +88,24 @@ def _forget_turn_after_fork() -> None:
     """In a forked child: the thread that held the turn in the parent is not the child's."""
     global _turn
     _turn = threading.Lock()
+
+
+def leave_ctrl_c_to_the_main_thread() -> None:
+    """Block SIGINT in the calling thread (and in the native threads it starts later).
+
+    The kernel gives a process's SIGINT to any one of its threads that does not block it. A main thread
+    waiting in readline for a line sees a Ctrl-C only when the signal interrupts its own wait: taken by
+    a background thread (computing vectors, say), it would leave the prompt deaf until the next key.
+    """
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def background_thread(target: Callable[[], object], *, name: str | None = None, daemon: bool = True) -> threading.Thread:
+    """A thread (not started) that runs ``target`` with Ctrl-C left to the main thread."""
+
+    def run() -> None:
+        leave_ctrl_c_to_the_main_thread()
+        target()
+
+    return threading.Thread(target=run, name=name, daemon=daemon)

@@ -15,6 +15,8 @@ import time
 from contextlib import contextmanager
 from typing import Iterator, TextIO
 
+from core.memory.foreground import background_thread
+
 FRAMES = "|/-\\"
 
 _active: list["Spinner"] = []
@@ -36,7 +38,7 @@ class Spinner:
         if self.stream.isatty():
             with _active_guard:
                 _active.append(self)
-            self._thread = threading.Thread(target=self._spin, daemon=True)
+            self._thread = background_thread(self._spin)
             self._thread.start()
         return self
 

@@ -158,3 +158,15 @@ def test_a_recall_waiting_for_vectors_does_not_wait_for_the_writers(ollama_home,
         fill(manager, 5)
         assert manager.recall_memory("portfolio tool step 3", n_results=1)
         assert manager.cold.docs.pending_count() == 0, "every vector was computed for the recall"
+
+
+def test_background_threads_leave_ctrl_c_to_the_main_thread():
+    """A background thread blocks SIGINT, so the kernel gives a Ctrl-C to the main thread (a prompt's readline)."""
+    import signal
+
+    seen = []
+    thread = foreground.background_thread(lambda: seen.append(signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+    thread.start()
+    thread.join()
+    assert signal.SIGINT in seen[0]
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the main thread's is untouched

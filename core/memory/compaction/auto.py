@@ -110,7 +110,7 @@ class Compaction:
         with self._guard:
             if self._closing.is_set() or self.busy():
                 return
-            self._worker = threading.Thread(target=target, name=f"agentos-{what}-{self.name}", daemon=True)
+            self._worker = foreground.background_thread(target, name=f"agentos-{what}-{self.name}")
             self._worker.start()
 
     def busy(self) -> bool:

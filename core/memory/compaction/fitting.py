@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 
 from core.errors import AgentOSError, SummarizerError
 from core.llm.window import ContextWindow
+from core.memory.foreground import background_thread
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +177,7 @@ def _call_with_timeout(generate: Callable[[str], str], prompt: str, timeout_s: f
         finally:
             finished.set()
 
-    worker = threading.Thread(target=run, name="summarizer-call", daemon=True)
+    worker = background_thread(run, name="summarizer-call")
     worker.start()
     until = time.monotonic() + timeout_s
     while not finished.wait(min(0.05, max(0.0, until - time.monotonic()))):

@@ -85,7 +85,8 @@ class ColdMemory:
         """
         with self._guard:
             if self._warming is None:
-                self._warming = threading.Thread(target=self._warm_up, name=f"agentos-warm-up-{self.paths.name}")
+                self._warming = foreground.background_thread(self._warm_up, name=f"agentos-warm-up-{self.paths.name}",
+                                                            daemon=False)
                 self._warming.start()
 
     def _warm_up(self) -> None:

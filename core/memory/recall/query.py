@@ -21,6 +21,7 @@ from core.memory.files.log_format import check_text, utc_timestamp
 from core.memory.recall.docs import KINDS, DocIndex, Filters
 from core.memory.recall.search import Candidate, Tuning
 from core.memory.recall.when import parse_time
+from core.memory.foreground import leave_ctrl_c_to_the_main_thread
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,8 @@ def candidates(
     if store is None:
         return _ranked(text, filters, docs, tuning, None)
     where = where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)
-    with ThreadPoolExecutor(1, thread_name_prefix="recall-vectors") as pool:
+    with ThreadPoolExecutor(1, thread_name_prefix="recall-vectors",
+                            initializer=leave_ctrl_c_to_the_main_thread) as pool:
         vectors = pool.submit(nearest, text, store, tuning.depth, where)
         return _ranked(text, filters, docs, tuning, vectors)
 

@@ -48,6 +48,7 @@ from core.memory.recall.lance_table import (
 from core.memory.files import fault_points
 from core.memory.files.locking import AgentLock
 from core.memory.secrets.redaction import Redactor
+from core.memory.foreground import leave_ctrl_c_to_the_main_thread
 
 log = logging.getLogger(__name__)
 
@@ -281,7 +282,8 @@ class ColdStore:
             if self._optimizing is not None and not self._optimizing.done():
                 return
             if self._maintenance is None:
-                self._maintenance = ThreadPoolExecutor(1, thread_name_prefix="cold-optimize")
+                self._maintenance = ThreadPoolExecutor(1, thread_name_prefix="cold-optimize",
+                                                       initializer=leave_ctrl_c_to_the_main_thread)
             self._optimizing = self._maintenance.submit(self._optimize_in_background)
 
     def _optimize_in_background(self) -> None:

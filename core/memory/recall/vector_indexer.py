@@ -27,6 +27,7 @@ from typing import Callable, ContextManager
 from core.errors import AgentOSError, EmbedderMismatchError
 from core.memory.recall.store import ColdStore, VectorRow
 from core.memory.recall.docs import Doc, DocIndex
+from core.memory.foreground import background_thread
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ class BackgroundIndexer:
             return
         with self._guard:
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name=f"agentos-recall-{self._name}", daemon=True)
+                self._thread = background_thread(self._run, name=f"agentos-recall-{self._name}")
                 _track(self)
                 self._busy = True
                 self._thread.start()

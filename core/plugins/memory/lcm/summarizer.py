@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from dataclasses import replace
 from typing import Callable
 
@@ -22,6 +21,7 @@ from core.memory.compaction import summarize_escalating
 from core.memory.compaction import map_reduce, room_chars, window_of_generate
 from core.memory.provider import SummarizeOptions
 from core.memory.tokens import estimate_tokens
+from core.memory.foreground import background_thread
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ def call_with_timeout(summarizer, text: str, options: SummarizeOptions, timeout_
         except BaseException as exc:  # handed to the caller below, never swallowed
             outcome["error"] = exc
 
-    worker = threading.Thread(target=run, name="lcm-summarizer", daemon=True)
+    worker = background_thread(run, name="lcm-summarizer")
     worker.start()
     worker.join(timeout_s)
     if worker.is_alive():
