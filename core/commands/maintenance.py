@@ -13,7 +13,7 @@ from core.commands.base import AGENT, arg, command, open_memory
 from core.memory.compaction import CompactionReport
 from core.memory.upkeep import rebuild_all
 from core.paths import existing_agent
-from core.terminal import Spinner
+from core.terminal import Spinner, seconds
 
 
 @command("compact-log", AGENT, arg("--dry-run", action="store_true", help="show what would be archived; change nothing"),
@@ -103,7 +103,7 @@ def rebuild_index(args: argparse.Namespace) -> int:
         elapsed = time.monotonic() - started
     print(f"log_metadata rows: {result.log_rows}")
     print(f"compactions recorded: {result.compactions}")
-    print(f"memories embedded: {result.memories} in {elapsed:.1f} s "
+    print(f"memories embedded: {result.memories} in {seconds(elapsed)} "
           f"({result.memories / max(elapsed, 1e-3):.0f} memories/s, embedder {result.embedder})")
     index, min_rows = result.vector_index, manager.config.cold.ann_min_rows
     if index is not None:

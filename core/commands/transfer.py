@@ -10,6 +10,7 @@ from tqdm import tqdm
 
 from core.commands.base import arg, command
 from core.errors import ValidationError
+from core.terminal import seconds
 
 
 @command("export", arg("--agent", metavar="NAME", help="the agent to export, e.g. finn"),
@@ -82,6 +83,6 @@ def import_(args: argparse.Namespace) -> int:
     counts = result.manifest["counts"]
     print(f"imported {result.agent} into {result.root}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "
           f"{counts['messages']} messages"
-          + (f"; re-embedded {result.memories} memories in {elapsed:.1f} s ({result.reembedded})" if result.reembedded
+          + (f"; re-embedded {result.memories} memories in {seconds(elapsed)} ({result.reembedded})" if result.reembedded
              else "; vectors kept"))
     return 0

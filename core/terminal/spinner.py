@@ -90,3 +90,8 @@ def stop_all() -> None:
         spinners = list(_active)
     for spinner in spinners:
         spinner.stop()
+
+
+def seconds(elapsed: float) -> str:
+    """A duration for a person: tenths of a second, or milliseconds when it took less than that."""
+    return f"{elapsed:.1f} s" if elapsed >= 0.1 else f"{elapsed:.3f} s"
