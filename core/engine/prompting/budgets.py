@@ -18,13 +18,12 @@ budget in the model's tokens into those units with the learned ratio.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from core.config import Config, LLMConfig
 from core.errors import ContextWindowTooSmallError
-from core.llm.window import ContextWindow
+from core.llm.window import ContextWindow, tools_text
 
 MIN_HISTORY_TOKENS = 512
 """Fewest tokens left for the conversation (the user's request and a tool result or two)."""
@@ -74,7 +73,8 @@ def memory_budget(num_ctx: int, config: Config) -> int:
 
 
 def tools_tokens(window: ContextWindow, tools: list[dict[str, Any]]) -> int:
-    return window.tokens(json.dumps(tools, ensure_ascii=False)) if tools else 0
+    """Tokens of the tool definitions as the chat template renders them."""
+    return window.tokens(tools_text(tools))
 
 
 def plan(window: ContextWindow, config: Config, tools: int, system: int, model: str = "the model") -> Budgets:
