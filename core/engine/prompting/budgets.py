@@ -102,9 +102,9 @@ def plan(window: ContextWindow, config: Config, tools: int, system: int, model: 
         needed = budgets.fixed + MIN_HISTORY_TOKENS
         raise ContextWindowTooSmallError(
             f"{model}'s context window of {num_ctx} tokens is too small: the system prompt ({system}), "
-            f"the tool definitions ({tools}{', ' + tool_set if tool_set else ''}), the memory context ({budgets.memory}), the reply reserve "
-            f"({budgets.reply}) and the template ({budgets.margin}) take {budgets.fixed} tokens, and at least "
-            f"{MIN_HISTORY_TOKENS} are needed for the conversation: {needed} tokens in all. Use a model with "
+            f"the tool definitions ({tools}{', ' + tool_set if tool_set else ''}), the memory context "
+            f"({budgets.memory}), the reply reserve ({budgets.reply}) and the template ({budgets.margin}) take "
+            f"{budgets.fixed} tokens, and at least {MIN_HISTORY_TOKENS} are needed for the conversation: {needed} tokens in all. Use a model with "
             f"a longer context, or raise llm.num_ctx (and the model's num_ctx, e.g. PARAMETER num_ctx in its "
             f"Modelfile) to at least {needed}, or lower engine.memory_tokens"
         )
