@@ -45,7 +45,7 @@ def test_tool_definitions_are_valid_function_tools() -> None:
         function = skill.tool_definition()["function"]
         assert function["description"]
         assert function["parameters"]["type"] == "object"
-        assert set(function["parameters"]["required"]) <= set(function["parameters"]["properties"])
+        assert set(function["parameters"].get("required", [])) <= set(function["parameters"]["properties"])
 
 
 def test_model_cannot_set_agent_name(agents_home: Path) -> None:

@@ -171,6 +171,8 @@ class Engine:
             log.info("model window not checked at start-up: %s", exc)
             return
         log.info("budgets of %s: %s", self.backend.model, budgets)
+        if self.runtime.context.tools_note:
+            self.notice += f"\n{self.runtime.context.tools_note}"
 
     def window_status(self) -> str:
         """The model's window, the last prompt's size and the estimate's error (``/status``)."""

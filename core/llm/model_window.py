@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from core.errors import StorageError
-from core.llm.window import ContextWindow
+from core.llm.window import ContextWindow, tools_text
 from core.memory.files import atomic_write
 from core.paths import agents_home
 
@@ -222,7 +222,7 @@ def initial_ratio(store: RatioStore | None, model: str) -> float:
 
 def prompt_chars(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
     """Characters of a chat request as the engine counts them: message texts, tool calls, tool definitions."""
-    total = len(json.dumps(tools, ensure_ascii=False)) if tools else 0
+    total = len(tools_text(tools))
     for message in messages:
         total += len(str(message.get("content") or ""))
         if message.get("tool_calls"):
@@ -237,4 +237,4 @@ def prompt_text(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> 
     rest = [str(m.get("content") or "") + (json.dumps(m["tool_calls"], ensure_ascii=False, default=str)
                                            if m.get("tool_calls") else "")
             for m in messages if m.get("role") != "system"]
-    return "\n".join([*system, json.dumps(tools, ensure_ascii=False) if tools else "", *rest])
+    return "\n".join([*system, tools_text(tools), *rest])

@@ -7,7 +7,9 @@ refined from what the server reports it really counted.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 DEFAULT_CHARS_PER_TOKEN = 4.0
 
@@ -30,3 +32,8 @@ class ContextWindow:
     def chars(self, tokens: int) -> int:
         """How many characters of text fit in ``tokens`` tokens."""
         return max(0, int(tokens * self.chars_per_token))
+
+
+def tools_text(tools: list[dict[str, Any]]) -> str:
+    """Tool definitions as Ollama's chat templates render them: compact JSON (Go's ``json.Marshal``)."""
+    return json.dumps(tools, ensure_ascii=False, separators=(",", ":")) if tools else ""

@@ -117,26 +117,34 @@ def json_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
             return [inline(item) for item in node]
         return node
 
-    result = compact(inline(schema))
-    result.setdefault("required", [])
-    return result
+    return compact(inline(schema))
 
 
 def compact(node: Any) -> Any:
-    """``node`` without what costs a model's window and tells it nothing: an optional argument's
-    ``anyOf [X, null]`` with ``default: null`` becomes ``X`` (leaving it out means null; validation is the
-    pydantic model's, which accepts both), and ``additionalProperties: false`` goes (unknown arguments are
-    refused by validation, with a message that names them)."""
+    """``node`` without what costs a model's window and tells it nothing (every token of a tool definition is
+    sent with every call; validation stays the pydantic model's, which knows all of it):
+
+    - an optional argument's ``anyOf [X, null]`` becomes ``X`` (leaving it out means null);
+    - ``default`` goes: leaving an argument out gives its default, whatever it is;
+    - ``additionalProperties: false`` goes (unknown arguments are refused by validation, with a message that
+      names them), and so does a ``dict`` argument's ``true`` ("any object": ``type: object`` says it);
+      a schema for the values (``dict[str, float]``) stays;
+    - an empty ``required`` list goes.
+    """
     if isinstance(node, list):
         return [compact(item) for item in node]
     if not isinstance(node, dict):
         return node
-    node = {k: compact(v) for k, v in node.items() if k != "additionalProperties" or v is not False}
+    node = {k: ({name: compact(p) for name, p in v.items()} if k == "properties" and isinstance(v, dict)
+                else compact(v))  # the names under "properties" are arguments, not keywords
+            for k, v in node.items()
+            if k != "default" and not (k == "additionalProperties" and isinstance(v, bool))
+            and not (k == "required" and v == [])}
     options = node.get("anyOf")
-    if isinstance(options, list) and "default" in node and node["default"] is None:
+    if isinstance(options, list):
         kept = [o for o in options if o != {"type": "null"}]
-        if len(kept) == 1:
-            rest = {k: v for k, v in node.items() if k not in ("anyOf", "default")}
+        if len(kept) == 1 and len(options) == 2:
+            rest = {k: v for k, v in node.items() if k != "anyOf"}
             return {**kept[0], **rest}
     return node
 

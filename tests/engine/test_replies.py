@@ -89,7 +89,9 @@ def test_pydantic_schema_describes_and_enforces_each_type():
     assert props["weights"] == {"type": "object", "additionalProperties": {"type": "number"}}
     assert props["where"]["properties"] == {"x": {"type": "number"}, "y": {"type": "number"}}
     assert "$ref" not in json.dumps(schema) and "$defs" not in schema
-    assert props["limit"]["default"] == 3
+    assert props["limit"] == {"type": "integer"}, "no default, no title: every token is sent with every call"
+    left_out = arguments.validate({"mode": "fast", "colour": "red", "weights": {}, "where": {"x": 1, "y": 2}})
+    assert left_out["limit"] == 3 and left_out["tags"] is None, "an argument left out takes its default"
     good = arguments.validate({"mode": "fast", "colour": "red", "weights": {"a": "0.5"},
                                "where": {"x": 1, "y": 2}, "limit": "7"})
     assert good["colour"] is Colour.RED and good["weights"] == {"a": 0.5} and good["limit"] == 7

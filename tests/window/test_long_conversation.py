@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from core.engine.toolbox.toolbox import CORE_TOOLS
 from tests.window.conftest import summarising_model, write_config
 
 TURNS = 42
@@ -48,3 +49,29 @@ def test_forty_two_long_turns_fit_the_window_and_keep_the_first_fact(make_server
     assert any("[summary " in str(m.get("content")) for m in last.messages), "older turns live on as summaries"
     assert not any(m.get("role") == "tool" for m in last.messages)
     assert max(p.tokens for p in server.planner_prompts()) > 4096, "the window was used, not Ollama's default"
+
+
+def test_a_4096_token_model_runs_the_long_conversation_with_the_core_tools(make_server, agents_home, make_engine):
+    """The same 42 turns on a 4,096-token model (Ollama's default window): the engine offers the core tool set,
+    says so once in the run's notice, and no request is truncated; the turn-1 fact is still answered."""
+    server = make_server(context_length=4096, default="Noted.")
+    server.summarizer = summarising_model
+    write_config(agents_home, "llm:\n  backend: ollama\nmemory:\n  compact_summarizer: deterministic\n")
+    engine = make_engine()
+    assert engine.notice.count("core set") == 1 and all(name in engine.notice for name in CORE_TOOLS)
+    rng = random.Random(9)
+    assert engine.run(f"{FACT} " + note(1, rng)).ok
+    for turn in range(2, TURNS + 1):
+        assert engine.run(note(turn, rng)).ok
+    server.enqueue("Your locker code is 4417, in hall B.")
+    result = engine.run("What is my locker code?")
+
+    assert result.ok and "4417" in result.response and result.tool_calls == 0
+    assert server.truncated == [], [(p.full_tokens, p.num_ctx, p.tools) for p in server.truncated]
+    planner = [body for body in server.chat_requests if body.get("tools")]
+    assert len(planner) > TURNS and all(body["options"]["num_ctx"] == 4096 for body in server.chat_requests)
+    assert all(sorted(t["function"]["name"] for t in body["tools"]) == sorted(CORE_TOOLS) for body in planner)
+    assert server.summarizer_prompts(), "the LCM provider never compacted while the engine ran"
+    last = server.planner_prompts()[-1]
+    assert "4417" in last.text and not any(m.get("role") == "tool" for m in last.messages)
+    assert max(p.tokens for p in server.planner_prompts()) > 2048, "the window was used"

@@ -51,7 +51,8 @@ def test_summarizer_calls_send_num_ctx_and_keep_alive(make_server, agents_home, 
 
 
 def test_a_window_too_small_for_the_fixed_parts_is_a_clear_error(make_server, agents_home):
-    """A 1,024-token model: the engine refuses to start and says what is needed and what to set."""
+    """A 1,024-token model, too small even for the core tool set: the engine refuses to start and says what
+    is needed and what to set."""
     from core.engine import Engine
 
     server = make_server(context_length=1024)
@@ -60,6 +61,7 @@ def test_a_window_too_small_for_the_fixed_parts_is_a_clear_error(make_server, ag
         Engine("finn")
     message = str(caught.value)
     assert "1024 tokens is too small" in message and "llm.num_ctx" in message and "needed" in message
+    assert ", the core set), the memory context" in message, "the error counts the smallest tool set"
     assert server.chat_requests == [], "nothing was sent to a model that cannot hold the prompt"
     result = run_cli("--agent", "finn", "hello")
     assert result.returncode != 0 and "too small" in result.stderr and "Traceback" not in result.stderr

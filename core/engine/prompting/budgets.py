@@ -8,7 +8,8 @@ the reply. With a window of ``num_ctx`` tokens:
 - reply reserve: an eighth of the window, between 256 and 2,048 tokens;
 - template margin: a thirty-second of the window, at least 128 (role headers and markers);
 - memory context: ``engine.memory_tokens``, or 15% of the window between 400 and 4,000;
-- tools: what their definitions measure;
+- tools: what their definitions measure (the full set when the conversation keeps a quarter of the
+  window beside it, else the core set);
 - history: ``engine.context_budget``, or whatever the window has left.
 
 The engine's own estimates count ``chars / 4`` (stored token counts of the
@@ -18,16 +19,18 @@ budget in the model's tokens into those units with the learned ratio.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from core.config import Config, LLMConfig
 from core.errors import ContextWindowTooSmallError
-from core.llm.window import ContextWindow
+from core.llm.window import ContextWindow, tools_text
 
 MIN_HISTORY_TOKENS = 512
 """Fewest tokens left for the conversation (the user's request and a tool result or two)."""
+FULL_TOOLS_HISTORY_SHARE = 0.25
+"""Share of the window the conversation must keep beside the full tool set; with less, the engine offers
+the core set (:data:`core.engine.toolbox.toolbox.CORE_TOOLS`)."""
 ESTIMATE_CHARS_PER_UNIT = 4
 """Characters per unit of the engine's stored estimates (``core.memory.tokens.estimate_tokens``)."""
 
@@ -74,11 +77,19 @@ def memory_budget(num_ctx: int, config: Config) -> int:
 
 
 def tools_tokens(window: ContextWindow, tools: list[dict[str, Any]]) -> int:
-    return window.tokens(json.dumps(tools, ensure_ascii=False)) if tools else 0
+    """Tokens of the tool definitions as the chat template renders them."""
+    return window.tokens(tools_text(tools))
 
 
-def plan(window: ContextWindow, config: Config, tools: int, system: int, model: str = "the model") -> Budgets:
-    """The budgets for a prompt whose system part (without memory) takes ``system`` tokens.
+def leaves_room(budgets: Budgets) -> bool:
+    """True when the conversation keeps :data:`FULL_TOOLS_HISTORY_SHARE` of the window."""
+    return budgets.num_ctx - budgets.fixed >= budgets.num_ctx * FULL_TOOLS_HISTORY_SHARE
+
+
+def plan(window: ContextWindow, config: Config, tools: int, system: int, model: str = "the model",
+         tool_set: str = "") -> Budgets:
+    """The budgets for a prompt whose system part (without memory) takes ``system`` tokens and whose
+    tool definitions (``tool_set``, e.g. "the core set", named in the error) take ``tools``.
 
     Raises:
         ContextWindowTooSmallError: the fixed parts leave less than ``MIN_HISTORY_TOKENS`` for the conversation.
@@ -91,9 +102,9 @@ def plan(window: ContextWindow, config: Config, tools: int, system: int, model: 
         needed = budgets.fixed + MIN_HISTORY_TOKENS
         raise ContextWindowTooSmallError(
             f"{model}'s context window of {num_ctx} tokens is too small: the system prompt ({system}), "
-            f"the tool definitions ({tools}), the memory context ({budgets.memory}), the reply reserve "
-            f"({budgets.reply}) and the template ({budgets.margin}) take {budgets.fixed} tokens, and at least "
-            f"{MIN_HISTORY_TOKENS} are needed for the conversation: {needed} tokens in all. Use a model with "
+            f"the tool definitions ({tools}{', ' + tool_set if tool_set else ''}), the memory context "
+            f"({budgets.memory}), the reply reserve ({budgets.reply}) and the template ({budgets.margin}) take "
+            f"{budgets.fixed} tokens, and at least {MIN_HISTORY_TOKENS} are needed for the conversation: {needed} tokens in all. Use a model with "
             f"a longer context, or raise llm.num_ctx (and the model's num_ctx, e.g. PARAMETER num_ctx in its "
             f"Modelfile) to at least {needed}, or lower engine.memory_tokens"
         )

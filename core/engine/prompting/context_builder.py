@@ -19,7 +19,7 @@ from typing import Any
 
 from core.engine.prompting import budgets as sizing
 from core.engine.prompting.budgets import Budgets
-from core.errors import AgentOSError
+from core.errors import AgentOSError, ContextWindowTooSmallError
 from core.memory.provider import CompactionMode, CompactionResult, Compactor
 from core.memory.tokens import estimate_tokens
 from core.plugins.memory.lcm import LCMProvider
@@ -55,6 +55,9 @@ class ContextBuilder:
         self.rt = rt
         self.loss_reported = False
         self.last: Prompt | None = None
+        self.tools_chosen = False
+        self.tools_note = ""
+        """One line saying the core tool set is offered and why ("" when every tool is)."""
 
     def check(self) -> Budgets:
         """Size the fixed parts now (at start-up).
@@ -63,7 +66,7 @@ class ContextBuilder:
             ContextWindowTooSmallError: the window cannot hold them.
         """
         window = sizing.window_of(self.rt.backend, self.rt.config)
-        return self._plan(window, self._parts(PromptExtras(), window), self.rt.toolbox.definitions())
+        return self._choose_tools(window, self._parts(PromptExtras(), window))
 
     def build(self, state: dict[str, Any], extras: PromptExtras) -> Prompt:
         """The messages and tools of the next planner call.
@@ -74,8 +77,10 @@ class ContextBuilder:
         """
         rt = self.rt
         window = sizing.window_of(rt.backend, rt.config)
-        tools = rt.toolbox.definitions()
         parts = self._parts(extras, window)
+        if not self.tools_chosen:
+            self._choose_tools(window, parts)
+        tools = rt.toolbox.definitions()
         budgets = self._plan(window, parts, tools)
         left = min(budgets.history, budgets.num_ctx - budgets.reply - budgets.margin - budgets.tools
                    - window.tokens(parts.system) - window.tokens(parts.memory_message))
@@ -101,15 +106,41 @@ class ContextBuilder:
         self.last = prompt
         return prompt
 
+    def _choose_tools(self, window: Any, parts: PromptParts) -> Budgets:
+        """Keep every tool when the conversation keeps a quarter of the window beside them, else offer the
+        core set for the rest of the session (said once, in :attr:`tools_note`); return the budgets.
+
+        Raises:
+            ContextWindowTooSmallError: the window cannot hold the prompt even with the core set.
+        """
+        toolbox = self.rt.toolbox
+        core = toolbox.core()
+        try:
+            budgets = self._plan(window, parts, toolbox.definitions())
+        except ContextWindowTooSmallError:
+            if len(core.tools) == len(toolbox.tools):
+                raise
+            budgets = None
+        if budgets is None or (not sizing.leaves_room(budgets) and len(core.tools) < len(toolbox.tools)):
+            budgets = self._plan(window, parts, core.definitions(), "the core set")
+            full = sizing.tools_tokens(window, toolbox.definitions())
+            self.rt.toolbox = core
+            self.tools_note = (f"tools: the core set ({', '.join(core.tools)}; {budgets.tools} tokens), since "
+                               f"all {len(toolbox.tools)} tools ({full} tokens) would leave the conversation less "
+                               f"than a quarter of the {window.num_ctx}-token window")
+            log.info("%s", self.tools_note)
+        self.tools_chosen = True
+        return budgets
+
     def _parts(self, extras: PromptExtras, window: Any) -> PromptParts:
         memory_units = sizing.estimate_units(window, sizing.memory_budget(window.num_ctx, self.rt.config))
         return build_system_prompt(self.rt.manager, self.rt.identity(), extras, memory_units)
 
-    def _plan(self, window: Any, parts: PromptParts, tools: list[dict[str, Any]]) -> Budgets:
+    def _plan(self, window: Any, parts: PromptParts, tools: list[dict[str, Any]], tool_set: str = "") -> Budgets:
         # The budget's "system" is everything rebuilt each call except the memory context it sizes itself.
         base = max(0, window.tokens(parts.system) + window.tokens(parts.memory_message) - window.tokens(parts.memory))
         model = f"model {getattr(self.rt.backend, 'model', '?')!r}"
-        return sizing.plan(window, self.rt.config, sizing.tools_tokens(window, tools), base, model)
+        return sizing.plan(window, self.rt.config, sizing.tools_tokens(window, tools), base, model, tool_set)
 
     def _fresh_tail(self, units: int) -> int:
         """The configured fresh tail, shortened to the newest messages that fill half the history budget

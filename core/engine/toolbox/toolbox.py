@@ -17,6 +17,9 @@ from core.engine.toolbox.workspace import Workspace
 
 READ_ONLY = frozenset({"get_fact", "recall_memory", "read_file", "list_files"})
 """Tools without side effects: a resumed turn may simply run them again."""
+CORE_TOOLS = ("save_fact", "get_fact", "recall_memory", "update_status", "store_memory")
+"""The tools offered when the model's window cannot hold them all: the memory skills the system prompt
+asks for first (facts, recall, NOW.md) and notes for recall (see docs/context-window.md)."""
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,15 @@ class Tool:
 class Toolbox:
     """Every tool offered to one agent's model."""
 
-    def __init__(self, tools: list[Tool]) -> None:
+    def __init__(self, tools: list[Tool], held_back: tuple[str, ...] = ()) -> None:
         self.tools = {tool.name: tool for tool in tools}
+        self.held_back = held_back
+        """Tools the agent has but this model's window leaves out (see :meth:`core`)."""
+
+    def core(self) -> Toolbox:
+        """The :data:`CORE_TOOLS` of this toolbox; the others held back."""
+        kept = [tool for name, tool in self.tools.items() if name in CORE_TOOLS]
+        return Toolbox(kept, tuple(name for name in self.tools if name not in CORE_TOOLS))
 
     def definitions(self) -> list[dict[str, Any]]:
         """The tool definitions, as sent with each chat call."""
@@ -48,6 +58,9 @@ class Toolbox:
             ToolArgumentError: the arguments do not fit the tool's schema.
         """
         tool = self.tools.get(name)
+        if name in self.held_back:
+            raise UnknownSkillError(f"{name} is not offered: this model's window holds only the core tools "
+                                    f"({', '.join(sorted(self.tools))})")
         if tool is None:
             raise UnknownSkillError(f"no tool named {name!r}; available: {', '.join(sorted(self.tools))}")
         return tool.run(arguments)

@@ -70,11 +70,7 @@ class Workspace:
         return target
 
     def read_file(self, path: str) -> dict[str, Any]:
-        """Read a text file from your workspace.
-
-        Args:
-            path: the file, relative to the workspace, e.g. notes/summary.md.
-        """
+        """Read a text file of your workspace."""
         target = self.resolve(path)
         if not target.is_file():
             raise NotFoundError(f"no file {path!r} in the workspace; use list_files to see what exists")
@@ -87,12 +83,7 @@ class Workspace:
         return {"path": path, "content": text, "bytes": len(data), "truncated": truncated}
 
     def write_file(self, path: str, content: str) -> dict[str, Any]:
-        """Write a text file in your workspace (replacing it if it exists).
-
-        Args:
-            path: the file, relative to the workspace, e.g. notes/summary.md.
-            content: the full text of the file.
-        """
+        """Write (or replace) a text file in your workspace, e.g. notes/plan.md."""
         text = check_text(content, "content")
         data = text.encode("utf-8")
         if len(data) > MAX_WRITE_BYTES:
@@ -108,11 +99,7 @@ class Workspace:
         return {"path": path, "bytes": len(data), "written": True}
 
     def list_files(self, path: str = ".") -> dict[str, Any]:
-        """List the files in your workspace (or in one of its folders).
-
-        Args:
-            path: a folder relative to the workspace; "." for the whole workspace.
-        """
+        """List the files of your workspace, or of one of its folders."""
         folder = self.resolve(path)
         if not folder.is_dir():
             raise NotFoundError(f"no folder {path!r} in the workspace")

@@ -110,6 +110,10 @@ class MemoryTool:
         return {"type": "function", "function": {"name": self.name, "description": self.description,
                                                  "parameters": self.parameters}}
 
+    def required(self, action: str) -> tuple[str, ...]:
+        """The arguments ``action`` needs."""
+        return next(a.required for a in ACTIONS if a.name == action)
+
     def call(self, arguments: dict[str, Any]) -> str:
         """Run one action for the bound session and return its result as JSON text.
 

@@ -16,12 +16,10 @@ def execute(
     query: Optional[str] = None,
     before: Optional[str] = None,
 ) -> dict[str, Any]:
-    """Forget memories the user asks you to forget: one by its id (from recall_memory), or every memory that matches a query and/or happened before a date. They leave recall; the log records that something was forgotten, never what.
+    """Forget what the user asks: one memory by id (from recall_memory), or all matching a query and/or before a date.
 
     Args:
-        memory_id: the id recall_memory returned, e.g. note:3f2a...
-        query: forget what matches these words, e.g. "my old address".
-        before: forget what happened before this date, e.g. "2023-05-01" or "8 May 2023".
+        before: a date, e.g. 2023-05-01.
     """
     if memory_id is None and query is None and before is None:
         raise ToolArgumentError("forget_memory: give memory_id, or a query and/or a before date")

@@ -9,11 +9,7 @@ from core.skills.base import skill_metadata
 
 
 def execute(agent_name: str, key: str) -> dict[str, Any]:
-    """Read a saved fact by its key. Use it when the user asks for something you were told earlier.
-
-    Args:
-        key: the fact's key, e.g. api_key.
-    """
+    """Read a saved fact by its key."""
     manager = shared_manager(agent_name)
     fact = manager.facts.get(key)
     if fact is None:

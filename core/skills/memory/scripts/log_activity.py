@@ -14,13 +14,7 @@ def execute(
     entry_type: Literal["THOUGHT", "TOOL_USE", "USER_FEEDBACK", "ERROR", "SYSTEM"] = "THOUGHT",
     metadata: dict | None = None,
 ) -> dict[str, Any]:
-    """Append an entry to your activity log (LOG.md), e.g. a decision and its reason.
-
-    Args:
-        content: the text of the entry.
-        entry_type: THOUGHT, TOOL_USE, USER_FEEDBACK, ERROR or SYSTEM.
-        metadata: optional JSON object with details (paths, parameters).
-    """
+    """Add an entry to your log (LOG.md), e.g. a decision and its reason."""
     seq = shared_manager(agent_name).append_log(entry_type, content, metadata)
     return {"logged": True, "seq": seq}
 

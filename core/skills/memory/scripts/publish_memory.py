@@ -16,13 +16,7 @@ def execute(
     content: str,
     metadata: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
-    """Publish a memory to a shared space, where every member agent can recall it (it records you as its author). Only for what the other agents should know; never a secret.
-
-    Args:
-        space: the space's name, e.g. "research" (you must be a read-write member).
-        content: what to share, in plain words.
-        metadata: optional details returned with it, e.g. {"source": "https://..."}.
-    """
+    """Share a note with the agents of a memory space you may write to (never a secret)."""
     if not isinstance(space, str) or not space.strip():
         raise ToolArgumentError("publish_memory: space must be a space's name, e.g. \"research\"")
     if not isinstance(content, str) or not content.strip():

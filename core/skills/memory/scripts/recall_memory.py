@@ -21,15 +21,12 @@ def execute(
     until: Optional[str] = None,
     spaces: Optional[list[str]] = None,
 ) -> list[dict[str, Any]]:
-    """Search long-term memory: the log and its compacted history, saved facts, stored notes and past conversations. Use it when NOW, the recent log and the facts do not answer the question. Each result has a score from 0 to 1 and says where it came from.
+    """Search long-term memory (log, facts, notes, past conversations, shared spaces); results scored 0-1.
 
     Args:
-        query: what to look for, in plain words, e.g. "stocks the user asked about".
-        n_results: how many results to return (1-20).
-        kind: only this kind: log (recent log entries), log_archive (old log entries), fact, note, summary or message.
-        since: only what happened from this date on, e.g. "2023-05-01" or "8 May 2023".
-        until: only what happened up to this date.
-        spaces: the shared memory spaces to search too (default: every space you belong to; [] for your own memory only). A result from a space names its space and author.
+        n_results: 1-20, default 3.
+        since: a date, e.g. 2023-05-01.
+        spaces: default all yours; [] none.
     """
     if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
         raise ToolArgumentError(f"recall_memory: n_results must be an integer from 1 to {MAX_RESULTS}")

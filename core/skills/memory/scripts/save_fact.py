@@ -14,12 +14,10 @@ def execute(
     value: str,
     category: Literal["general", "preference", "personal", "config", "secret"] = "general",
 ) -> dict[str, Any]:
-    """Save a fact (name, preference, setting, credential) so it survives restarts. Save facts as soon as you learn them.
+    """Save a fact about the user or the task at once; category secret for credentials.
 
     Args:
-        key: a short snake_case name, e.g. preferred_currency.
-        value: the value to remember.
-        category: general, preference, personal, config, or secret (API keys, passwords: never shown in prompts or logs).
+        key: snake_case, e.g. preferred_currency.
     """
     fact = shared_manager(agent_name).save_fact(key, value, category)
     return {"saved": fact["key"], "category": fact["category"]}

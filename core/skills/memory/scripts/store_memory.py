@@ -17,13 +17,11 @@ def execute(
     occurred_at: Optional[str] = None,
     expires_at: Optional[str] = None,
 ) -> dict[str, Any]:
-    """Keep a note in long-term memory so recall_memory finds it later. Storing the same note again does not duplicate it.
+    """Keep a note in long-term memory for recall_memory.
 
     Args:
-        content: the note, in plain words.
-        metadata: optional details returned with it, e.g. {"speaker": "Ada", "date": "8 May 2023"}.
-        occurred_at: when it happened, e.g. "2023-05-08" or "1:56 pm on 8 May, 2023".
-        expires_at: forget it after this time.
+        occurred_at: when it happened, e.g. 2023-05-08.
+        expires_at: when to forget it.
     """
     if not isinstance(content, str) or not content.strip():
         raise ToolArgumentError("store_memory: content must be a non-empty string")

@@ -16,14 +16,11 @@ def execute(
     objective: str | None = None,
     state: Literal["active", "blocked", "error", "done"] | None = None,
 ) -> dict[str, Any]:
-    """Update NOW.md, your current status and plan. Call it whenever the objective changes or a step is finished.
+    """Update NOW.md (your status and plan) when the objective changes or a step is done.
 
     Args:
-        new_status: what you are doing right now, in one line.
-        next_steps: the remaining steps of the plan, in order (replaces the open steps).
-        done_steps: steps you have just finished (they are ticked off the plan).
-        objective: the overall objective, when it changes.
-        state: lifecycle state; defaults to active.
+        new_status: what you are doing now, one line.
+        next_steps: the open steps in order (replaces them).
     """
     now = shared_manager(agent_name).update_now(
         new_status, next_steps, done_steps=done_steps, objective=objective, state=state
