@@ -4,8 +4,9 @@ The SDK reads stdin in a worker thread whose blocking read cannot be cancelled: 
 event loop would wait for it forever. Here stdin is read through :class:`InterruptibleInput`,
 whose read also returns (end of input) once a wake-up pipe is written; Python's C-level signal
 handler writes that pipe (``signal.set_wakeup_fd``) at once, whichever thread the kernel gives the
-signal to, and only Ctrl-C has a Python handler here. A Ctrl-C thus looks to the server like a client that closed its end: it stops as it does then,
-closing the agent's memory. A second Ctrl-C raises KeyboardInterrupt at once.
+signal to, and only Ctrl-C has a Python handler here. A Ctrl-C thus looks to the server like a
+client that closed its end: it stops as it does then, closing the agent's memory. A second Ctrl-C
+raises KeyboardInterrupt at once.
 """
 
 from __future__ import annotations
@@ -44,9 +45,14 @@ class InterruptibleInput(io.RawIOBase):
 def interruptible_stdin() -> Iterator[Callable[[], bool]]:
     """Within the block ``sys.stdin`` ends at the first Ctrl-C; yields ``interrupted()``, true once one came.
 
-    From the main thread only (signal handlers are set there); elsewhere stdin is left as it is.
+    From the main thread only (signal handlers are set there), and for a stdin with a file descriptor;
+    otherwise stdin is left as it is.
     """
-    if threading.current_thread() is not threading.main_thread():
+    try:
+        stdin_fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # no stdin, or one in memory: nothing blocks on it
+        stdin_fd = None
+    if stdin_fd is None or threading.current_thread() is not threading.main_thread():
         yield lambda: False
         return
     read_end, write_end = os.pipe()
@@ -61,7 +67,7 @@ def interruptible_stdin() -> Iterator[Callable[[], bool]]:
     previous_handler = signal.signal(signal.SIGINT, on_sigint)
     previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
     previous_stdin = sys.stdin
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(InterruptibleInput(previous_stdin.fileno(), read_end)),
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(InterruptibleInput(stdin_fd, read_end)),
                                  encoding="utf-8", errors="replace")
     try:
         yield stopping.is_set
