@@ -9,7 +9,7 @@ from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
 from core.errors import NotFoundError, ValidationError
 from core.memory.storage import CATEGORIES
 from core.memory.recall import KINDS
-from core.terminal import progress
+from core.terminal import progress, prompt_shown
 
 
 @command("now", AGENT, JSON)
@@ -160,7 +160,8 @@ def _confirm(manager, ids: list[str]) -> None:
         doc = docs.get(memory_id)
         text = " ".join(doc.text.split()) if doc else ""
         print(f"  {memory_id}  {text[:90] + ('...' if len(text) > 90 else '')}", file=sys.stderr)
-    print("Forget them? [y/N] ", end="", file=sys.stderr, flush=True)
-    answer = sys.stdin.readline().strip().lower()
+    with prompt_shown():
+        print("Forget them? [y/N] ", end="", file=sys.stderr, flush=True)
+        answer = sys.stdin.readline().strip().lower()
     if answer not in ("y", "yes"):
         raise ValidationError("not confirmed: nothing forgotten (add --yes to forget without asking)")

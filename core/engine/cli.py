@@ -56,9 +56,13 @@ def execute(args: argparse.Namespace) -> int:
     """Run the engine with parsed arguments (:func:`core.terminal.run_cli` maps its errors to exit codes)."""
     if not args.create:
         existing_agent(args.agent)  # an unknown agent is an error that lists the agents, not a new one
-    from core.engine.runner import Engine  # imported here so --help stays instant
+    # Importing the engine and opening the agent take seconds: the spinner says so, and is gone before the
+    # notice and the first prompt are printed.
+    with Spinner(f"starting {args.agent}", at_once=True):
+        from core.engine.runner import Engine  # imported here so --help stays instant
 
-    with Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host) as engine:
+        engine = Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host)
+    with engine:
         print(engine.notice, file=sys.stderr)
         if engine.recovered:
             print(f"Found {len(engine.recovered)} interrupted run(s); NOW.md says where it stopped.", file=sys.stderr)

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from core.errors import AgentOSError, StorageError
 from core.memory.files import atomic_write
-from core.terminal import closed_output, ctrl_c, one_line
+from core.terminal import closed_output, ctrl_c, one_line, prompt_shown
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,8 @@ class Session:
         interrupted = False
         while True:
             try:
-                line = input("> ").strip()
+                with prompt_shown():  # no spinner may draw over the prompt or the line being typed
+                    line = input("> ").strip()
             except EOFError:
                 print(file=sys.stderr)
                 return

@@ -272,6 +272,8 @@ class Engine:
     def _run(self, state: AgentState | None, objective: str, run_id: str) -> TurnResult:
         self.manager.start_run(mask_credentials(objective)[:300], run_id=run_id)
         self.runtime.run_id = run_id
+        # What an earlier run was blocked by is checked again by this one: its blockers go once the model answers.
+        self.runtime.stale_blockers = list(self.manager.now_state().blockers)
         try:
             final = self.graph.invoke(state, self.thread, durability="sync")
         except BaseException as exc:

@@ -25,6 +25,7 @@ from mcp.server.mcpserver import MCPServer
 from core import __version__
 from core.terminal import is_loopback
 from core.errors import ValidationError
+from core.mcp_server.stdio import interruptible_stdin
 from core.mcp_server.tools import memory_tools
 from core.memory.storage import redact
 from core.memory.provider import Session
@@ -106,11 +107,18 @@ def parse_address(text: str) -> tuple[str, int]:
 
 
 def serve(agent: str, *, http: str | None = None, session: str = "main") -> None:
-    """Serve ``agent``'s memory over stdio, or over streamable HTTP at ``http`` (``HOST:PORT``) until stopped."""
+    """Serve ``agent``'s memory over stdio, or over streamable HTTP at ``http`` (``HOST:PORT``) until stopped.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C stopped the stdio server (after it closed the agent's memory).
+    """
     address = parse_address(http) if http is not None else None
     server = build_server(agent, session=session)
     if address is None:
-        server.run("stdio")
+        with interruptible_stdin() as interrupted:
+            server.run("stdio")
+        if interrupted():
+            raise KeyboardInterrupt  # stopped cleanly; the command line reports it as any Ctrl-C
         return
     host, port = address
     if not is_loopback(host):

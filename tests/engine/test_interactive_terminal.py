@@ -4,9 +4,7 @@ Ctrl-C cancelling a turn, Ctrl-C at the prompt, the /recall table, one offline w
 from __future__ import annotations
 
 import os
-import pty
 import select
-import signal
 import sys
 
 import pytest
@@ -14,67 +12,11 @@ import pytest
 from core.engine.interactive import HISTORY_LINES, History, recall_table
 from tests.engine.conftest import ROOT, write_config
 from tests.ollama_server import Block, ScriptedOllama
+from tests.pty_terminal import WAIT_S, Terminal, screen_lines
 
 UP = "\x1b[A"
 CTRL_C = "\x03"
 CTRL_D = "\x04"
-WAIT_S = 120
-"""The most a step waits for the engine's output: a hang ends the test, a busy machine does not."""
-
-
-class Terminal:
-    """``python -m core.engine --create --agent finn ARGS`` on a pseudo-terminal, driven by keystrokes."""
-
-    def __init__(self, *args: str, env: dict[str, str]) -> None:
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: the engine, with the pseudo-terminal as its controlling terminal
-            os.chdir(ROOT)
-            signal.signal(signal.SIGINT, signal.SIG_DFL)  # a test worker may ignore Ctrl-C; a user's shell does not
-            os.execve(sys.executable, [sys.executable, "-m", "core.engine", "--create", "--agent", "finn", *args],
-                      dict(env, TERM="xterm", COLUMNS="80", LINES="24"))
-        self.screen = ""
-        self.seen = 0
-
-    def expect(self, text: str) -> str:
-        """Read until ``text`` appears after what was matched before; return what came in between."""
-        while text not in self.screen[self.seen:]:
-            ready, _, _ = select.select([self.fd], [], [], WAIT_S)
-            assert ready, f"no {text!r} on the terminal; it shows:\n{self.screen[self.seen:]}"
-            try:
-                chunk = os.read(self.fd, 4096)
-            except OSError:  # the engine closed the terminal
-                chunk = b""
-            assert chunk, f"the engine left before {text!r}; it showed:\n{self.screen[self.seen:]}"
-            self.screen += chunk.decode("utf-8", "replace")
-        start = self.seen
-        self.seen = self.screen.index(text, self.seen) + len(text)
-        return self.screen[start:self.seen]
-
-    def type(self, keys: str) -> None:
-        os.write(self.fd, keys.encode())
-
-    def exit_code(self) -> int:
-        """Wait for the engine to leave (draining its output) and return its exit code."""
-        while True:
-            ready, _, _ = select.select([self.fd], [], [], WAIT_S)
-            assert ready, "the engine did not leave"
-            try:
-                chunk = os.read(self.fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            self.screen += chunk.decode("utf-8", "replace")
-        _, status = os.waitpid(self.pid, 0)
-        os.close(self.fd)
-        return os.waitstatus_to_exitcode(status)
-
-    def kill(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
 
 
 @pytest.fixture
@@ -82,7 +24,8 @@ def terminal(agents_home):
     started: list[Terminal] = []
 
     def start(*args: str, host: str = "http://127.0.0.1:9") -> Terminal:
-        started.append(Terminal(*args, env=dict(os.environ, OLLAMA_HOST=host)))
+        argv = [sys.executable, "-m", "core.engine", "--create", "--agent", "finn", *args]
+        started.append(Terminal(argv, dict(os.environ, OLLAMA_HOST=host), ROOT))
         return started[-1]
 
     yield start
@@ -184,3 +127,81 @@ def test_history_keeps_its_newest_lines_up_to_the_bound(tmp_path):
     lines = path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == HISTORY_LINES and lines[-1] == f"line {HISTORY_LINES + 4}" and lines[0] == "line 5"
     readline.clear_history()
+
+
+@pytest.mark.slow
+def test_spinners_leave_the_prompt_and_the_reply_on_the_screen(terminal, agents_home):
+    """The start-up spinner and the reply spinner each erase only their own line, before the prompt is printed."""
+    write_config(agents_home, "llm:\n  backend: ollama\n")
+    with ScriptedOllama() as server:
+        slow = Block(then="Porto is in Portugal.")
+        server.enqueue(slow)
+        engine = terminal(host=server.host)
+        engine.expect("starting finn")
+        engine.expect("> ")
+        engine.type("where is Porto?\r")
+        assert slow.entered.wait(WAIT_S), "the turn never reached the model"
+        engine.expect("finn is working")  # the reply spinner is on the screen while the model thinks
+        slow.release()
+        engine.expect("Porto is in Portugal.")
+        engine.expect("> ")
+        engine.type("/exit\r")
+        assert engine.exit_code() == 0
+    lines = screen_lines(engine.screen)
+    assert "> where is Porto?" in lines, lines
+    assert lines[lines.index("> where is Porto?") + 1] == "Porto is in Portugal.", lines
+    assert "> /exit" in lines, lines
+    assert not [line for line in lines if "starting finn" in line or "finn is working" in line], lines
+    assert any(line.startswith("Talking to finn") for line in lines), lines
+
+
+BACKGROUND_LOAD = """
+import sys, threading
+from core.terminal import progress, prompt_shown
+
+started = threading.Event()
+
+def load_model():
+    with progress("loading the embedding model"):
+        started.set()
+        with open(sys.argv[1]) as gate:  # a FIFO: the load ends when the test writes to it
+            gate.read()
+    open(sys.argv[2], "w").close()
+
+worker = threading.Thread(target=load_model)
+worker.start()
+started.wait()
+with prompt_shown():
+    line = input("> ")
+worker.join()
+print("got " + line)
+"""
+
+
+@pytest.mark.slow
+def test_a_load_that_ends_after_the_prompt_appeared_leaves_the_prompt(tmp_path):
+    """A background job's progress (a model loading) that ends while the user types does not wipe the line."""
+    gate, done = tmp_path / "gate", tmp_path / "loaded"
+    os.mkfifo(gate)
+    script = tmp_path / "background_load.py"
+    script.write_text(BACKGROUND_LOAD, encoding="utf-8")
+    shell = Terminal([sys.executable, str(script), str(gate), str(done)], dict(os.environ, PYTHONPATH=str(ROOT)),
+                     ROOT)
+    try:
+        shell.expect("> ")
+        shell.type("hello")
+        shell.expect("hello")
+        gate.write_text("go", encoding="utf-8")  # returns once the job has opened the FIFO: the load ends now
+        for _ in range(WAIT_S * 10):  # a bound against a hang only: the file comes as soon as the load ends
+            if done.exists():
+                break
+            select.select([], [], [], 0.1)
+        assert done.exists(), "the background load never ended"
+        shell.type("\r")
+        shell.expect("got hello")
+        assert shell.exit_code() == 0
+    finally:
+        shell.kill()
+    lines = screen_lines(shell.screen)
+    assert "> hello" in lines, lines
+    assert not [line for line in lines if "loading the embedding model" in line], lines

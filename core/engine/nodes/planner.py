@@ -44,6 +44,8 @@ def planner(state: AgentState, rt: Runtime) -> dict[str, Any]:
         return _failed(state, rt, exc, steps, extra_messages=[note])
     except BackendError as exc:
         return _failed(state, rt, exc, steps)
+    if not reply.blocked:
+        _clear_stale_blockers(rt)
     assistant: dict[str, Any] = {"role": "assistant", "content": reply.text}
     pending = []
     if reply.tool_calls:
@@ -73,10 +75,11 @@ def _failed(state: AgentState, rt: Runtime, exc: Exception, steps: int,
     line = f"{type(exc).__name__}: {exc}"
     rt.log("ERROR", f"LLM call failed: {line}", turn_id=state["turn_id"], step=steps,
            traceback=traceback.format_exc())
-    rt.manager.update_now(state="error", current_step="Recovering from a failed model call",
-                          blockers=[line[:300]],
-                          resume_hint="Retrying the model call; if it keeps failing, check the backend "
-                                      "and run again with --resume")
+    written = rt.manager.update_now(state="error", current_step="Recovering from a failed model call",
+                                    blockers=[line[:300]],
+                                    resume_hint="Retrying the model call; if it keeps failing, check the backend "
+                                                "and run again with --resume")
+    rt.stale_blockers.extend(written["blockers"])
     log.warning("LLM call failed (retry %d): %s", state.get("retries", 0) + 1, line)
     return {
         "messages": [*state["messages"], *(extra_messages or [])],
@@ -85,3 +88,26 @@ def _failed(state: AgentState, rt: Runtime, exc: Exception, steps: int,
         "retries": state.get("retries", 0) + 1,
         "errors": [*state.get("errors", []), line],
     }
+
+
+def _clear_stale_blockers(rt: Runtime) -> None:
+    """The model answered: blockers about not reaching it (or left by an earlier run) no longer hold.
+
+    Blockers the model set during this run are kept: only those in ``rt.stale_blockers`` go.
+    """
+    if not rt.stale_blockers:
+        return
+    stale, rt.stale_blockers = set(rt.stale_blockers), []
+    now = rt.manager.now_state()
+    kept = [b for b in now.blockers if b not in stale]
+    if len(kept) == len(now.blockers):
+        return
+    if kept:
+        rt.manager.update_now(blockers=kept)
+        return
+    recovered = now.status in ("error", "blocked")
+    # The resume hint said how to get past the block; it now says how to go on if this run stops.
+    rt.manager.update_now(state="active" if recovered else None,
+                          current_step="Working on the request" if recovered else None, blockers=[],
+                          resume_hint=f"If this run stops, run: python -m core.engine --agent "
+                                      f"{rt.manager.agent_name} --resume")

@@ -48,6 +48,9 @@ class Runtime:
     """True when this run continues a turn from its checkpoint."""
     notes: list[str] = field(default_factory=list)
     """Extra system prompt sections for this run (e.g. a compaction warning)."""
+    stale_blockers: list[str] = field(default_factory=list)
+    """NOW.md blockers that the next model reply shows are gone: those an earlier run left, and this
+    run's failed model calls (see :func:`core.engine.nodes.planner.planner`)."""
     context: Any = None
     """The session's :class:`core.engine.prompting.context_builder.ContextBuilder` (set by the engine)."""
     on_text: Any = None
