@@ -6,7 +6,7 @@ import argparse
 
 from core.commands.base import JSON, arg, command, emit
 from core.errors import ValidationError
-from core.memory.spaces import Space, list_spaces, parse_memory_id
+from core.memory.spaces import Space, list_spaces, memory_id, parse_memory_id
 from core.memory.spaces import READ_ONLY, READ_WRITE
 
 ACTIONS = ("create", "list", "show", "add-member", "remove-member", "rebuild-index")
@@ -101,25 +101,47 @@ def _rebuild(args: argparse.Namespace) -> int:
 
 
 def forget_shared(args: argparse.Namespace) -> int:
-    """``agentos forget`` of space memories (ids ``space:NAME:SEQ``): by their author (--agent) or --admin."""
-    if args.query or args.before or args.purge or args.kind:
+    """``agentos forget`` of space memories (ids ``space:NAME:SEQ``): by their author (--agent) or --admin; with
+    --purge their text leaves the journal and the index too (``--space NAME --purge`` alone: earlier forgets)."""
+    if args.query or args.before or args.kind:
         raise ValidationError("a space's memories are forgotten by id (space:NAME:SEQ, as recall shows them)")
-    if not args.ids or any(not i.startswith("space:") for i in args.ids):
-        raise ValidationError("give only space memory ids (space:NAME:SEQ) with --admin; forget an agent's own "
-                              "memories separately")
+    if any(not i.startswith("space:") for i in args.ids):
+        raise ValidationError("give only space memory ids (space:NAME:SEQ) with --admin or --space; forget an "
+                              "agent's own memories separately")
+    if not args.ids:
+        if not (args.space and args.purge):
+            raise ValidationError("say what to forget: space memory ids (space:NAME:SEQ), or --space NAME --purge")
+        return _purge_spaces(args, [args.space], [])
     if bool(args.agent) == bool(args.admin):
         raise ValidationError("forget space memories as their author (--agent NAME) or as an administrator "
                               "(--admin), one of the two")
     by_space: dict[str, list[str]] = {}
-    for memory_id in args.ids:
-        by_space.setdefault(parse_memory_id(memory_id)[0], []).append(memory_id)
+    for value in args.ids:
+        by_space.setdefault(parse_memory_id(value)[0], []).append(value)
+    if args.space and set(by_space) != {args.space}:
+        raise ValidationError(f"--space {args.space} names another space than the ids: {', '.join(args.ids)}")
     forgotten = []
     for name, ids in by_space.items():
         with Space(name) as one:
             forgotten += one.forget(None if args.admin else args.agent, ids)
+    if args.purge:
+        return _purge_spaces(args, list(by_space), forgotten)
     emit(args, {"forgotten": forgotten, "count": len(forgotten)},
          f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'} of the space{'s' * (len(by_space) > 1)} "
          f"{', '.join(by_space)} (the journal keeps the record; recall no longer finds them)")
+    return 0
+
+
+def _purge_spaces(args: argparse.Namespace, names: list[str], forgotten: list[str]) -> int:
+    purged = {}
+    for name in names:
+        with Space(name) as one:
+            report = one.purge_forgotten()
+        purged[name] = [memory_id(name, seq) for seq in report.purged]
+    text = [f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}"] if forgotten else []
+    text += [f"purged the text of {len(ids)} forgotten memor{'y' if len(ids) == 1 else 'ies'} from the journal and "
+             f"index of the space {name}" for name, ids in purged.items()]
+    emit(args, {"forgotten": forgotten, "count": len(forgotten), "purged": purged}, "\n".join(text))
     return 0
 
 

@@ -108,6 +108,21 @@ class SpaceIndex:
                 conn.execute(f"DELETE FROM {table}")
         return self.sync()
 
+    def scrub(self) -> bool:
+        """Leave no byte of a deleted entry in ``index.db``: the full-text index merged, every page rewritten
+        with freed space zeroed, the write-ahead log truncated. False when a reader in another process kept
+        the log from being truncated (its frames may still hold deleted words; run it again).
+        """
+        try:
+            self.conn.execute("PRAGMA secure_delete = ON")
+            with self._writing() as conn:
+                conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
+            self.conn.execute("VACUUM")
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot rewrite {self.path}: {exc}; run the purge again") from exc
+        return busy == 0
+
     def close(self) -> None:
         self.conn.close()
 

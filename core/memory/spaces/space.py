@@ -15,6 +15,7 @@ from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import check_metadata, check_text
 from core.memory.recall import search as recall_search
 from core.memory.spaces import members as members_file
+from core.memory.spaces import purge as purging
 from core.memory.spaces.index import SpaceIndex
 from core.memory.spaces.members import READ_WRITE, Members
 from core.memory.spaces.paths import SpacePaths, list_spaces, validate_space_name
@@ -64,6 +65,8 @@ class Space:
                                self.config.memory.max_entry_bytes)
         self.journal.repair()  # a torn tail left by a publisher that was killed
         self._index: SpaceIndex | None = None
+        if purging.pending(self):  # a purge that was killed: its text must not outlive it
+            purging.purge(self)
 
     @classmethod
     def create(cls, name: str, members: dict[str, str], home: Path | None = None) -> "Space":
@@ -167,6 +170,11 @@ class Space:
                                 {"forget": sorted(authors), "by": agent or "admin"})
             index.sync()
         return [memory_id(self.name, s) for s in sorted(authors)]
+
+    def purge_forgotten(self) -> "purging.PurgeReport":
+        """Take the text of the forgotten memories out of the journal and the index (see
+        :mod:`core.memory.spaces.purge`); a purge killed midway is finished by the next open."""
+        return purging.purge(self)
 
     # -- reading ----------------------------------------------------------------------
 
