@@ -9,7 +9,7 @@ from core.errors import ValidationError
 from core.memory.spaces import Space, list_spaces, memory_id, parse_memory_id
 from core.memory.spaces import READ_ONLY, READ_WRITE
 
-ACTIONS = ("create", "list", "show", "add-member", "remove-member", "rebuild-index")
+ACTIONS = ("create", "list", "show", "add-member", "remove-member", "rebuild-index", "move-index")
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +33,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     remove.add_argument("agent")
     rebuild = actions.add_parser("rebuild-index", help="rebuild index.db from the space's journal")
     rebuild.add_argument("name")
+    move = actions.add_parser("move-index", help="rebuild the index on PostgreSQL or in index.db, and remove the other")
+    move.add_argument("name")
+    move.add_argument("--to", choices=("postgres", "sqlite"), required=True,
+                      help="where the index is to live (run with the server set either way)")
 
 
 @command("space", configure=_configure)
@@ -44,6 +48,7 @@ def space(args: argparse.Namespace) -> int:
       agentos space show research
       agentos space add-member research editor [--read-only]
       agentos space remove-member research editor
+      agentos space move-index research --to postgres
     """
     return _ACTIONS[args.action](args)
 
@@ -100,6 +105,13 @@ def _rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
+def _move(args: argparse.Namespace) -> int:
+    with Space(args.name) as one:
+        count = one.move_index(args.to)
+    print(f"moved the index of {args.name} to {args.to}: rebuilt from {count} journal entries")
+    return 0
+
+
 def forget_shared(args: argparse.Namespace) -> int:
     """``agentos forget`` of space memories (ids ``space:NAME:SEQ``): by their author (--agent) or --admin; with
     --purge their text leaves the journal and the index too (``--space NAME --purge`` alone: earlier forgets)."""
@@ -150,4 +162,4 @@ def _members_text(access) -> str:
 
 
 _ACTIONS = {"create": _create, "list": _list, "show": _show, "add-member": _add, "remove-member": _remove,
-            "rebuild-index": _rebuild}
+            "rebuild-index": _rebuild, "move-index": _move}

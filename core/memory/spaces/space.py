@@ -16,6 +16,7 @@ from core.memory.files.log_format import check_metadata, check_text
 from core.memory.recall import search as recall_search
 from core.memory.spaces import members as members_file
 from core.memory.spaces import purge as purging
+from core.memory.spaces import residence
 from core.memory.spaces.index import SpaceIndex
 from core.memory.spaces.members import READ_WRITE, Members
 from core.memory.spaces.paths import SpacePaths, list_spaces, validate_space_name
@@ -179,9 +180,15 @@ class Space:
     # -- reading ----------------------------------------------------------------------
 
     def index(self) -> SpaceIndex:
+        """The space's index where it lives: ``index.db``, or its schema when the home is on PostgreSQL."""
         if self._index is None:
-            self._index = SpaceIndex(self.paths.index_file, self.journal, self.name)
+            self._index = residence.open_index(self)
         return self._index
+
+    def move_index(self, target: str) -> int:
+        """Rebuild the index on ``target`` (``sqlite``, ``postgres``) and remove it from the other side; return
+        the journal entries indexed (see :mod:`core.memory.spaces.residence`)."""
+        return residence.move_index(self, target)
 
     def candidates(self, agent: str, query: str, tuning: recall_search.Tuning, since: str | None = None,
                    until: str | None = None) -> list[recall_search.Candidate]:
