@@ -22,14 +22,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from core.errors import CorruptionError
 from core.memory.files.fsutil import atomic_write, fsync_dir, remove_stale_temp_files
 from core.memory.files.log_format import decode_line, encode_entry, is_header, utc_timestamp
-
-if TYPE_CHECKING:
-    from core.memory.spaces.space import Space
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +46,12 @@ class PurgeReport:
     """Damaged copies of the index that were deleted."""
 
 
-def pending(space: "Space") -> bool:
+def pending(space: Any) -> bool:
     """Whether a purge of ``space`` was started and has not finished."""
     return (space.paths.root / PENDING).exists()
 
 
-def purge(space: "Space") -> PurgeReport:
+def purge(space: Any) -> PurgeReport:
     """Take the text of ``space``'s forgotten memories out of its journal and its index (see the module)."""
     marker = space.paths.root / PENDING
     report = PurgeReport()
@@ -80,7 +77,7 @@ def purge(space: "Space") -> PurgeReport:
     return report
 
 
-def _rewrite_journal(space: "Space") -> list[int]:
+def _rewrite_journal(space: Any) -> list[int]:
     """Rewrite the PUBLISH lines of forgotten memories (the lock is held); return their seqs."""
     path = space.paths.journal
     data = path.read_bytes()

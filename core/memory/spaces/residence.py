@@ -20,16 +20,13 @@ from __future__ import annotations
 import logging
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core.errors import ConfigError, StorageError, ValidationError
 from core.memory.files.fsutil import atomic_write, fsync_dir
 from core.memory.spaces.index import SpaceIndex
 from core.memory.spaces.paths import SpacePaths
 from core.memory.storage.residence import POSTGRES, SQLITE, STATES, TO_POSTGRES, TO_SQLITE, tables_with_rows
-
-if TYPE_CHECKING:
-    from core.memory.spaces.space import Space
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +89,7 @@ def check(paths: SpacePaths, backend: str) -> None:
             "it in SQLite")
 
 
-def open_index(space: "Space") -> Any:
+def open_index(space: Any) -> Any:
     """The index of ``space`` where it lives (``index.db`` or its schema), refused as :func:`check` says."""
     backend, dsn = space.config.storage.resolved()
     check(space.paths, backend)
@@ -101,7 +98,7 @@ def open_index(space: "Space") -> Any:
     return _postgres_index(space, dsn)
 
 
-def _postgres_index(space: "Space", dsn: str) -> Any:
+def _postgres_index(space: Any, dsn: str) -> Any:
     try:
         from core.memory.spaces.pg_index import PostgresSpaceIndex
         from core.memory.storage.postgres.space_schema import SpaceDatabase, space_schema
@@ -112,7 +109,7 @@ def _postgres_index(space: "Space", dsn: str) -> Any:
     return PostgresSpaceIndex(db, space.journal, space.name, space.paths.root)
 
 
-def move_index(space: "Space", target: str) -> int:
+def move_index(space: Any, target: str) -> int:
     """Rebuild ``space``'s index on ``target`` (``sqlite`` or ``postgres``) from its journal and remove it from
     the other side; return the journal entries indexed. Both directions need the server configured.
 
@@ -157,7 +154,7 @@ def remove_sqlite_index(paths: SpacePaths) -> None:
     fsync_dir(paths.root)
 
 
-def drop_schema(space: "Space", dsn: str) -> None:
+def drop_schema(space: Any, dsn: str) -> None:
     """Drop the space's schema on the server (its index, derived from the journal)."""
     from psycopg import sql
 

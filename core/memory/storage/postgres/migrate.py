@@ -139,10 +139,11 @@ def ensure(dsn: str, schema: str, config: StorageConfig) -> list[str]:
     return applied
 
 
-def ensure_space(dsn: str, schema: str, config: StorageConfig) -> list[str]:
+def ensure_space(dsn: str, schema: str, config: StorageConfig, scripts: list[tuple[str, str]]) -> list[str]:
     """Set up the schema of a memory space's index whole, once per process, as :func:`ensure` sets up an
-    agent's: the space's migrations (:mod:`core.memory.storage.postgres.space_schema`) it lacks, under the
-    schema's setup lock, on one connection, before this process opens any transaction on it.
+    agent's: the ``(name, sql)`` migrations of ``scripts`` it lacks
+    (:data:`core.memory.storage.postgres.space_schema.MIGRATIONS`), under the schema's setup lock, on one
+    connection, before this process opens any transaction on it.
 
     Returns the names applied.
 
@@ -150,14 +151,12 @@ def ensure_space(dsn: str, schema: str, config: StorageConfig) -> list[str]:
         LockTimeoutError: another process kept the schema's setup lock too long (the message names it).
         StorageError: the server failed (a migration that failed is rolled back; rerunning goes on).
     """
-    from core.memory.storage.postgres.space_schema import MIGRATIONS
-
     key = (os.getpid(), dsn, schema)
     with _ready_guard:
         if key in _ready:
             return []
         with schema_lock(dsn, schema, config) as conn:
-            applied = _apply(conn, schema, MIGRATIONS, _SPACE_FOLDER_TABLE)
+            applied = _apply(conn, schema, scripts, _SPACE_FOLDER_TABLE)
         _ready.add(key)
     if applied:
         log.info("schema %s set up: %s", schema, ", ".join(applied))

@@ -49,4 +49,4 @@ class SpaceDatabase(PostgresDatabase):
     """The schema of one space's index, used like an agent's :class:`PostgresDatabase`."""
 
     def set_up(self) -> None:
-        migrate.ensure_space(self.dsn, self.schema, self.config)
+        migrate.ensure_space(self.dsn, self.schema, self.config, MIGRATIONS)
