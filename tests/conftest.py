@@ -7,6 +7,7 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -97,7 +98,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Path:
+def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Path]:
     """Point ``AGENTOS_HOME`` at a fresh folder and keep Ollama unreachable unless a test says so.
 
     Its ``config.yaml`` sets ``cold.embedder: fake`` (hashed words, :mod:`core.llm.embedding.hashed_embedder`), except
@@ -111,7 +112,10 @@ def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest
     if "minilm" not in request.fixturenames and request.node.get_closest_marker("bare_home") is None:
         home.mkdir()
         (home / "config.yaml").write_text(FAKE_EMBEDDER_CONFIG, encoding="utf-8")
-    return home
+    yield home
+    from core.memory.spaces.opened import close_all
+
+    close_all()  # the spaces recall kept open in this home
 
 
 FAKE_EMBEDDER_CONFIG = "cold:\n  embedder: fake\n"

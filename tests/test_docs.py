@@ -147,7 +147,11 @@ def test_inline_commands_and_flags_exist() -> None:
             if words[1].startswith("-"):
                 options = {"--version", "-v", "--verbose", "-h", "--help"}
             elif words[1] in subcommands:
-                options = {o for a in subcommands[words[1]]._actions for o in a.option_strings}
+                parser = subcommands[words[1]]
+                nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+                if nested and len(words) > 2 and words[2] in nested[0].choices:  # agentos space create ...
+                    parser = nested[0].choices[words[2]]
+                options = {o for a in parser._actions for o in a.option_strings}
             else:
                 wrong.append(f"{_name(page)}: {mention} (no subcommand {words[1]!r})")
                 continue

@@ -80,6 +80,7 @@ def recall(args: argparse.Namespace) -> int:
 
 @command("forget", arg("--agent", metavar="NAME", help="the agent, e.g. finn (for a space's memory: its author)"),
          arg("--admin", action="store_true", help="forget space memories (space:NAME:SEQ) whoever published them"),
+         arg("--space", metavar="NAME", help="with --purge: the space whose forgotten memories' text to purge"),
          arg("ids", nargs="*", metavar="ID", help="memory ids as recall shows them, e.g. note:3f2a..."),
          arg("--query", metavar="TEXT", help="forget what recall finds for these words"),
          arg("--before", metavar="DATE", help="forget what happened before this date, e.g. 2023-05-08"),
@@ -87,7 +88,8 @@ def recall(args: argparse.Namespace) -> int:
          arg("--min-score", type=_score, metavar="X", help="with --query: only results at least this relevant"),
          arg("--limit", type=int, default=100, metavar="N", help="forget at most N memories (default 100)"),
          arg("--purge", action="store_true",
-             help="also take forgotten facts' values out of LOG.md, the archives and the indexes"),
+             help="also take forgotten facts' values out of LOG.md, the archives and the indexes (a space's: "
+                  "its forgotten memories' text out of its journal and index)"),
          arg("-y", "--yes", action="store_true", help="do not ask for confirmation"), JSON)
 def forget(args: argparse.Namespace) -> int:
     """Forget memories by id, or what matches --query and/or happened before --before.
@@ -97,10 +99,12 @@ def forget(args: argparse.Namespace) -> int:
     and rebuild-index does not bring them back. Summaries, NOW.md, prompts and recall no
     longer show a forgotten fact's value; LOG.md and the archives keep it as the record,
     unless --purge rewrites them without it (alone, --purge does that for earlier forgets).
+    A space's memories (space:NAME:SEQ) are forgotten by their author or --admin; --space NAME
+    --purge takes the text of its forgotten memories out of its journal and index.
     """
     if args.ids and (args.query or args.before):
         raise ValidationError("give memory ids, or --query and/or --before, not both")
-    if args.admin or any(i.startswith("space:") for i in args.ids):
+    if args.admin or args.space or any(i.startswith("space:") for i in args.ids):
         from core.commands.spaces import forget_shared
 
         return forget_shared(args)

@@ -6,10 +6,10 @@ import argparse
 
 from core.commands.base import JSON, arg, command, emit
 from core.errors import ValidationError
-from core.memory.spaces import Space, list_spaces, parse_memory_id
+from core.memory.spaces import Space, list_spaces, memory_id, parse_memory_id
 from core.memory.spaces import READ_ONLY, READ_WRITE
 
-ACTIONS = ("create", "list", "show", "add-member", "remove-member", "rebuild-index")
+ACTIONS = ("create", "list", "show", "add-member", "remove-member", "rebuild-index", "move-index")
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +33,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     remove.add_argument("agent")
     rebuild = actions.add_parser("rebuild-index", help="rebuild index.db from the space's journal")
     rebuild.add_argument("name")
+    move = actions.add_parser("move-index", help="rebuild the index on PostgreSQL or in index.db, and remove the other")
+    move.add_argument("name")
+    move.add_argument("--to", choices=("postgres", "sqlite"), required=True,
+                      help="where the index is to live (run with the server set either way)")
 
 
 @command("space", configure=_configure)
@@ -44,6 +48,7 @@ def space(args: argparse.Namespace) -> int:
       agentos space show research
       agentos space add-member research editor [--read-only]
       agentos space remove-member research editor
+      agentos space move-index research --to postgres
     """
     return _ACTIONS[args.action](args)
 
@@ -100,26 +105,55 @@ def _rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
+def _move(args: argparse.Namespace) -> int:
+    with Space(args.name) as one:
+        count = one.move_index(args.to)
+    print(f"moved the index of {args.name} to {args.to}: rebuilt from {count} journal entries")
+    return 0
+
+
 def forget_shared(args: argparse.Namespace) -> int:
-    """``agentos forget`` of space memories (ids ``space:NAME:SEQ``): by their author (--agent) or --admin."""
-    if args.query or args.before or args.purge or args.kind:
+    """``agentos forget`` of space memories (ids ``space:NAME:SEQ``): by their author (--agent) or --admin; with
+    --purge their text leaves the journal and the index too (``--space NAME --purge`` alone: earlier forgets)."""
+    if args.query or args.before or args.kind:
         raise ValidationError("a space's memories are forgotten by id (space:NAME:SEQ, as recall shows them)")
-    if not args.ids or any(not i.startswith("space:") for i in args.ids):
-        raise ValidationError("give only space memory ids (space:NAME:SEQ) with --admin; forget an agent's own "
-                              "memories separately")
+    if any(not i.startswith("space:") for i in args.ids):
+        raise ValidationError("give only space memory ids (space:NAME:SEQ) with --admin or --space; forget an "
+                              "agent's own memories separately")
+    if not args.ids:
+        if not (args.space and args.purge):
+            raise ValidationError("say what to forget: space memory ids (space:NAME:SEQ), or --space NAME --purge")
+        return _purge_spaces(args, [args.space], [])
     if bool(args.agent) == bool(args.admin):
         raise ValidationError("forget space memories as their author (--agent NAME) or as an administrator "
                               "(--admin), one of the two")
     by_space: dict[str, list[str]] = {}
-    for memory_id in args.ids:
-        by_space.setdefault(parse_memory_id(memory_id)[0], []).append(memory_id)
+    for value in args.ids:
+        by_space.setdefault(parse_memory_id(value)[0], []).append(value)
+    if args.space and set(by_space) != {args.space}:
+        raise ValidationError(f"--space {args.space} names another space than the ids: {', '.join(args.ids)}")
     forgotten = []
     for name, ids in by_space.items():
         with Space(name) as one:
             forgotten += one.forget(None if args.admin else args.agent, ids)
+    if args.purge:
+        return _purge_spaces(args, list(by_space), forgotten)
     emit(args, {"forgotten": forgotten, "count": len(forgotten)},
          f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'} of the space{'s' * (len(by_space) > 1)} "
          f"{', '.join(by_space)} (the journal keeps the record; recall no longer finds them)")
+    return 0
+
+
+def _purge_spaces(args: argparse.Namespace, names: list[str], forgotten: list[str]) -> int:
+    purged = {}
+    for name in names:
+        with Space(name) as one:
+            report = one.purge_forgotten()
+        purged[name] = [memory_id(name, seq) for seq in report.purged]
+    text = [f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}"] if forgotten else []
+    text += [f"purged the text of {len(ids)} forgotten memor{'y' if len(ids) == 1 else 'ies'} from the journal and "
+             f"index of the space {name}" for name, ids in purged.items()]
+    emit(args, {"forgotten": forgotten, "count": len(forgotten), "purged": purged}, "\n".join(text))
     return 0
 
 
@@ -128,4 +162,4 @@ def _members_text(access) -> str:
 
 
 _ACTIONS = {"create": _create, "list": _list, "show": _show, "add-member": _add, "remove-member": _remove,
-            "rebuild-index": _rebuild}
+            "rebuild-index": _rebuild, "move-index": _move}

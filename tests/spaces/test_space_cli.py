@@ -85,3 +85,24 @@ def test_export_import_round_trip(agents_home, tmp_path):
     damaged.write_bytes(archive.read_bytes()[:-40])
     assert agentos("import", "--space", str(damaged), "--as", "research3").returncode == exit_codes.STORAGE
     assert not (agents_home / "spaces" / "research3").exists()
+
+
+def test_forget_with_purge_and_a_purge_of_earlier_forgets(agents_home):
+    make_agents("researcher")
+    space = Space.create("research", {"researcher": "read-write"})
+    first = space.publish("researcher", "The first draft mentions the zebrafinch vault")
+    second = space.publish("researcher", "The second draft mentions the quokka vault")
+    space.close()
+    journal = agents_home / "spaces" / "research" / "LOG.md"
+    done = agentos("forget", "--admin", first, "--purge", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"forgotten": [first], "count": 1, "purged": {"research": [first]}}
+    assert b"zebrafinch" not in journal.read_bytes()
+    assert agentos("forget", "--agent", "researcher", second).returncode == 0
+    assert b"quokka" in journal.read_bytes()  # a forget alone keeps the record
+    purged = agentos("forget", "--space", "research", "--purge")
+    assert purged.returncode == 0, purged.stderr
+    assert "purged the text of 1 forgotten memory from the journal and index of the space research" in purged.stdout
+    assert b"quokka" not in journal.read_bytes()
+    assert agentos("forget", "--space", "research").returncode == exit_codes.USAGE  # say what: ids or --purge
+    assert agentos("forget", "--space", "nowhere", "--purge").returncode == exit_codes.NOT_FOUND

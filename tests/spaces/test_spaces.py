@@ -13,6 +13,7 @@ from core.errors import (
 from core.memory.files.log_file import LogFile, scan_bytes
 from core.memory.files.locking import AgentLock
 from core.memory.spaces import Space, list_spaces
+from core.memory.spaces.opened import close_all
 from core.memory_manager import MemoryManager
 from core.paths import list_agents
 
@@ -145,6 +146,7 @@ def test_a_damaged_index_is_rebuilt_from_the_journal(team, agents_home, caplog):
     ids = [team["researcher"].publish("research", f"Finding {n}: penguins huddle in winter storms") for n in range(5)]
     expected = sorted(h["id"] for h in team["writer"].recall_memory("penguins huddle", n_results=10, spaces=["research"]))
     assert expected == sorted(ids)
+    close_all()  # the damage is found where the index is opened: by the next process (this one kept it open)
     index = agents_home / "spaces" / "research" / "index.db"
     for suffix in ("-wal", "-shm"):
         index.with_name(index.name + suffix).unlink(missing_ok=True)

@@ -42,6 +42,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS entries_terms USING fts5vocab (entries_fts, '
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _guard = threading.Lock()
+_SET_STATE = "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+_SET_ENTRY = ("INSERT INTO entries (seq, author, ts, content, metadata) VALUES (?, ?, ?, ?, ?) ON CONFLICT (seq) "
+              "DO UPDATE SET author = excluded.author, ts = excluded.ts, content = excluded.content, "
+              "metadata = excluded.metadata, vector = NULL")
 
 
 class SpaceIndex:
@@ -101,12 +105,31 @@ class SpaceIndex:
         conn.executescript(_SCHEMA)
         return conn
 
+    TABLES = ("entries", "entries_fts", "state")
+    """What a rebuild empties."""
+
     def rebuild(self) -> int:
         """Empty the index and index the whole journal again; return the entries indexed."""
         with self._writing() as conn:
-            for table in ("entries", "entries_fts", "state"):
+            self._serialize(conn)
+            for table in self.TABLES:
                 conn.execute(f"DELETE FROM {table}")
         return self.sync()
+
+    def scrub(self) -> bool:
+        """Leave no byte of a deleted entry in ``index.db``: the full-text index merged, every page rewritten
+        with freed space zeroed, the write-ahead log truncated. False when a reader in another process kept
+        the log from being truncated (its frames may still hold deleted words; run it again).
+        """
+        try:
+            self.conn.execute("PRAGMA secure_delete = ON")
+            with self._writing() as conn:
+                conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
+            self.conn.execute("VACUUM")
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot rewrite {self.path}: {exc}; run the purge again") from exc
+        return busy == 0
 
     def close(self) -> None:
         self.conn.close()
@@ -123,16 +146,25 @@ class SpaceIndex:
             return 0
         entries = self.journal.scan().entries
         with self._writing() as conn:
-            done = self.indexed_seq()  # again, inside the transaction: another process may have caught up
+            self._serialize(conn)
+            row = conn.execute("SELECT value FROM state WHERE key = 'indexed_seq'").fetchone()
+            done = int(row[0]) if row else 0  # again, inside the transaction: another process may have caught up
             fresh = [e for e in entries if e.seq > done]
             for entry in fresh:
-                _apply(conn, entry)
+                self._apply(conn, entry)
             if fresh:
-                conn.execute("INSERT OR REPLACE INTO state VALUES ('indexed_seq', ?)", (str(fresh[-1].seq),))
+                conn.execute(_SET_STATE, ("indexed_seq", str(fresh[-1].seq)))
         return len(fresh)
 
     def _writing(self):
         return _Transaction(self.conn, self.path)
+
+    def _serialize(self, conn: Any) -> None:
+        """Make other writers of the index wait (SQLite: ``BEGIN IMMEDIATE`` did already)."""
+
+    def _apply(self, conn: Any, entry: LogEntry) -> None:
+        """Index one journal entry: a PUBLISH adds its memory, a FORGET removes the memories it names."""
+        _apply(conn, entry)
 
     # -- vectors -------------------------------------------------------------------------
 
@@ -144,7 +176,7 @@ class SpaceIndex:
         if self._state("embedder") != name:
             with self._writing() as conn:
                 conn.execute("UPDATE entries SET vector = NULL")
-                conn.execute("INSERT OR REPLACE INTO state VALUES ('embedder', ?)", (name,))
+                conn.execute(_SET_STATE, ("embedder", name))
         done = 0
         while rows := self.conn.execute("SELECT seq, author, content FROM entries WHERE vector IS NULL "
                                         "ORDER BY seq LIMIT ?", (EMBED_BATCH,)).fetchall():
@@ -173,6 +205,7 @@ class SpaceIndex:
         present = {t: counts[t] for t in terms if counts.get(t)}
         if not present:
             return []
+        total = max(total, *present.values())  # another process may have indexed more between the two reads
         weights = {t: idf(n, total) for t, n in present.items()}
         ceiling = sum(weights.values()) or 1.0
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in weights)
@@ -259,24 +292,27 @@ class _Transaction:
             raise StorageError(f"cannot write {self.path}: {exc}") from exc
 
 
-def _apply(conn: sqlite3.Connection, entry: LogEntry) -> None:
-    """Index one journal entry: a PUBLISH adds its memory, a FORGET removes the memories it names."""
+def _apply(conn: Any, entry: LogEntry, fts: bool = True) -> None:
+    """Index one journal entry: a PUBLISH adds its memory, a FORGET removes the memories it names (``fts``:
+    in SQLite's FTS5 table too; PostgreSQL's words are a generated column of the row)."""
     meta = entry.metadata
     if entry.type == "PUBLISH":
         author = str(meta.get("author", ""))
-        conn.execute("INSERT OR REPLACE INTO entries (seq, author, ts, content, metadata) VALUES (?, ?, ?, ?, ?)",
-                     (entry.seq, author, entry.ts, entry.content, json.dumps(meta.get("metadata") or {})))
-        conn.execute("DELETE FROM entries_fts WHERE rowid = ?", (entry.seq,))
-        conn.execute("INSERT INTO entries_fts (rowid, text, context) VALUES (?, ?, ?)", (entry.seq, entry.content, author))
+        conn.execute(_SET_ENTRY, (entry.seq, author, entry.ts, entry.content, json.dumps(meta.get("metadata") or {})))
+        if fts:
+            conn.execute("DELETE FROM entries_fts WHERE rowid = ?", (entry.seq,))
+            conn.execute("INSERT INTO entries_fts (rowid, text, context) VALUES (?, ?, ?)",
+                         (entry.seq, entry.content, author))
     elif entry.type == "FORGET":
         seqs = [s for s in meta.get("forget", []) if isinstance(s, int)]
         for seq in seqs:
             conn.execute("DELETE FROM entries WHERE seq = ?", (seq,))
-            conn.execute("DELETE FROM entries_fts WHERE rowid = ?", (seq,))
+            if fts:
+                conn.execute("DELETE FROM entries_fts WHERE rowid = ?", (seq,))
 
 
 def _window(since: str | None, until: str | None) -> tuple[str, list[str]]:
-    clauses, params = ["1"], []
+    clauses, params = ["TRUE"], []
     if since:
         clauses.append("e.ts >= ?")
         params.append(since)

@@ -5,11 +5,14 @@
       researcher: read-write
       writer: read-only
 
-Written only by atomic replace under the space's lock, so a reader sees the old or the new list.
+Written only by atomic replace under the space's lock, so a reader sees the old or the new list, and a
+process keeps the list it read until the file's identity (inode, size, modification time) changes.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
@@ -23,6 +26,8 @@ from core.paths import validate_agent_name
 
 READ_WRITE, READ_ONLY = "read-write", "read-only"
 ACCESS = (READ_WRITE, READ_ONLY)
+_read: dict[str, tuple[tuple[int, int, int, int], "Members"]] = {}
+_read_guard = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -70,8 +75,30 @@ class Members:
 
 
 def read(paths: SpacePaths) -> Members:
-    """The members file of the space at ``paths`` (which must exist)."""
+    """The members file of the space at ``paths`` (which must exist).
+
+    Parsed again only when the file was replaced: every change is an atomic replace, which gives it a new
+    inode, so an unchanged identity is an unchanged list (in this process or any other).
+    """
     paths.require()
+    key = str(paths.members_file)
+    try:
+        stat = os.stat(key)
+    except OSError:
+        stat = None
+    identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns) if stat is not None else None
+    with _read_guard:
+        known = _read.get(key)
+    if known is not None and known[0] == identity:
+        return known[1]
+    members = _parse(paths)
+    if identity is not None:
+        with _read_guard:
+            _read[key] = (identity, members)
+    return members
+
+
+def _parse(paths: SpacePaths) -> Members:
     try:
         data = yaml.safe_load(paths.members_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

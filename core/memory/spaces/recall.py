@@ -17,7 +17,8 @@ from core.memory.recall import search as recall_search
 from core.memory.recall.query import check_recall
 from core.memory.spaces import members as members_file
 from core.memory.spaces.paths import SpacePaths
-from core.memory.spaces.space import Space, spaces_of
+from core.memory.spaces.opened import opened
+from core.memory.spaces.space import spaces_of
 from core.memory.storage.facts import redact
 
 
@@ -53,7 +54,7 @@ def merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: st
     hidden = manager.facts.hidden_values()  # a secret the reader saved after it was published
     found = list(own)
     for name in spaces:
-        with Space(name, manager.paths.root.parent) as space:
+        with opened(name, manager.paths.root.parent) as space:  # kept open between recalls
             ranked = space.candidates(manager.agent_name, request.text, tuning, request.filters.since,
                                       request.filters.until)
         for cand in recall_search.select(ranked, n_results, request.min_score, tuning, request.recency_days):

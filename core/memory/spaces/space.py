@@ -15,6 +15,8 @@ from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import check_metadata, check_text
 from core.memory.recall import search as recall_search
 from core.memory.spaces import members as members_file
+from core.memory.spaces import purge as purging
+from core.memory.spaces import residence
 from core.memory.spaces.index import SpaceIndex
 from core.memory.spaces.members import READ_WRITE, Members
 from core.memory.spaces.paths import SpacePaths, list_spaces, validate_space_name
@@ -64,6 +66,8 @@ class Space:
                                self.config.memory.max_entry_bytes)
         self.journal.repair()  # a torn tail left by a publisher that was killed
         self._index: SpaceIndex | None = None
+        if purging.pending(self):  # a purge that was killed: its text must not outlive it
+            purging.purge(self)
 
     @classmethod
     def create(cls, name: str, members: dict[str, str], home: Path | None = None) -> "Space":
@@ -168,12 +172,23 @@ class Space:
             index.sync()
         return [memory_id(self.name, s) for s in sorted(authors)]
 
+    def purge_forgotten(self) -> "purging.PurgeReport":
+        """Take the text of the forgotten memories out of the journal and the index (see
+        :mod:`core.memory.spaces.purge`); a purge killed midway is finished by the next open."""
+        return purging.purge(self)
+
     # -- reading ----------------------------------------------------------------------
 
     def index(self) -> SpaceIndex:
+        """The space's index where it lives: ``index.db``, or its schema when the home is on PostgreSQL."""
         if self._index is None:
-            self._index = SpaceIndex(self.paths.index_file, self.journal, self.name)
+            self._index = residence.open_index(self)
         return self._index
+
+    def move_index(self, target: str) -> int:
+        """Rebuild the index on ``target`` (``sqlite``, ``postgres``) and remove it from the other side; return
+        the journal entries indexed (see :mod:`core.memory.spaces.residence`)."""
+        return residence.move_index(self, target)
 
     def candidates(self, agent: str, query: str, tuning: recall_search.Tuning, since: str | None = None,
                    until: str | None = None) -> list[recall_search.Candidate]:

@@ -20,6 +20,7 @@ from core.errors import CorruptionError, StorageError, ValidationError
 from core.memory.files.fsutil import atomic_write, fsync_dir
 from core.memory.files.log_file import scan_bytes
 from core.memory.spaces.paths import SpacePaths, validate_space_name
+from core.memory.spaces.residence import keep_residence
 from core.memory.spaces.space import Space
 
 FORMAT = "agentos-space/1"
@@ -64,6 +65,7 @@ def import_space(file: str | Path, *, as_name: str | None = None, force: bool = 
             atomic_write(staged / member, content)
         replaced = paths.root.with_name(f".{name}.replaced")
         if force and paths.root.exists():
+            keep_residence(paths.root, staged)  # the index stays where this home keeps it
             shutil.rmtree(replaced, ignore_errors=True)
             paths.root.replace(replaced)  # aside, not deleted, until the new space is in its place
         staged.replace(paths.root)

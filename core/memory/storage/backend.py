@@ -119,19 +119,19 @@ def postgres_database(dsn: str, schema: str, config: StorageConfig, path: Path |
 
 def claim_schema(db, paths: AgentPaths) -> None:
     """Record this agent folder as the owner of the schema on first use; refuse another folder after that."""
-    folder_id = _folder_id(paths.memory_dir / "storage.id")
+    mine = folder_id(paths.memory_dir / "storage.id")
     with db.transaction() as conn:
         conn.execute("INSERT OR IGNORE INTO _agent_folder (singleton, folder_id, host, path, claimed_at)"
-                     " VALUES (1, ?, ?, ?, ?)", (folder_id, socket.gethostname(), str(paths.root), utc_timestamp()))
+                     " VALUES (1, ?, ?, ?, ?)", (mine, socket.gethostname(), str(paths.root), utc_timestamp()))
         owner = conn.execute("SELECT * FROM _agent_folder").fetchone()
-    if owner["folder_id"] != folder_id:
+    if owner["folder_id"] != mine:
         raise StorageError(
             f"schema {db.schema} holds the memory of agent {paths.name} from the folder {owner['path']} on host "
             f"{owner['host']} (since {owner['claimed_at']}), not from {paths.root}: run the agent from that folder "
             f"(mount it here), or give this deployment its own storage.schema_prefix")
 
 
-def _folder_id(path: Path) -> str:
+def folder_id(path: Path) -> str:
     """The agent folder's id (``memory/storage.id``), created once: of processes racing, the first link wins."""
     if not path.exists():
         staged = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")

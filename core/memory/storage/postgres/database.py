@@ -244,9 +244,13 @@ class PostgresDatabase:
         with self._guard:
             if self._pool is None or self._pool.closed:
                 pool = pool_for(self.dsn, self.schema, self.config, row_factory=row_factory)
-                migrate.ensure(self.dsn, self.schema, self.config)
+                self.set_up()
                 self._pool = pool
             return self._pool
+
+    def set_up(self) -> None:
+        """Create and migrate the schema, once a process (an agent's tables; a space's index overrides it)."""
+        migrate.ensure(self.dsn, self.schema, self.config)
 
     @property
     def conn(self) -> BoundConnection | _AutocommitConnection:

@@ -40,6 +40,10 @@ _FOLDER_TABLE = """CREATE TABLE IF NOT EXISTS _agent_folder (
 )"""
 """The one agent folder whose files this schema's log index and cold queue belong to."""
 
+_SPACE_FOLDER_TABLE = _FOLDER_TABLE.replace("_agent_folder", "_space_folder").replace(
+    "memory/storage.id of the agent folder whose LOG.md", "spaces/<name>/storage.id of the space folder whose journal")
+"""The one space folder (``spaces/<name>/``) whose journal a memory space's schema indexes."""
+
 _ready: set[tuple[int, str, str]] = set()
 _ready_guard = threading.Lock()
 
@@ -135,12 +139,37 @@ def ensure(dsn: str, schema: str, config: StorageConfig) -> list[str]:
     return applied
 
 
-def _apply(conn: psycopg.Connection, schema: str, scripts: list[tuple[str, str]]) -> list[str]:
+def ensure_space(dsn: str, schema: str, config: StorageConfig, scripts: list[tuple[str, str]]) -> list[str]:
+    """Set up the schema of a memory space's index whole, once per process, as :func:`ensure` sets up an
+    agent's: the ``(name, sql)`` migrations of ``scripts`` it lacks
+    (:data:`core.memory.storage.postgres.space_schema.MIGRATIONS`), under the schema's setup lock, on one
+    connection, before this process opens any transaction on it.
+
+    Returns the names applied.
+
+    Raises:
+        LockTimeoutError: another process kept the schema's setup lock too long (the message names it).
+        StorageError: the server failed (a migration that failed is rolled back; rerunning goes on).
+    """
+    key = (os.getpid(), dsn, schema)
+    with _ready_guard:
+        if key in _ready:
+            return []
+        with schema_lock(dsn, schema, config) as conn:
+            applied = _apply(conn, schema, scripts, _SPACE_FOLDER_TABLE)
+        _ready.add(key)
+    if applied:
+        log.info("schema %s set up: %s", schema, ", ".join(applied))
+    return applied
+
+
+def _apply(conn: psycopg.Connection, schema: str, scripts: list[tuple[str, str]],
+           folder_table: str = _FOLDER_TABLE) -> list[str]:
     name = sql.Identifier(schema)
     conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
     conn.execute("SELECT set_config('search_path', %s, false)", (name.as_string(conn),))
     conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    conn.execute(_FOLDER_TABLE)
+    conn.execute(folder_table)
     done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
     applied = []
     for migration, script in scripts:

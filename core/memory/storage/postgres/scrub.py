@@ -70,7 +70,7 @@ def scrub_schema(db: PostgresDatabase, redactor: Redactor) -> tuple[dict[str, in
                     changed[f"{table}.{column}"] = count
     touched = sorted({key.split(".")[0] for key in changed})
     if touched:
-        _clean(db, touched)
+        clean(db, touched)
     return changed, True
 
 
@@ -98,7 +98,7 @@ def _scrub_table(raw: psycopg.Connection, table: str, columns: list[str], redact
     return counts
 
 
-def _clean(db: PostgresDatabase, tables: list[str]) -> None:
+def clean(db: PostgresDatabase, tables: list[str]) -> None:
     """VACUUM ``tables`` and rebuild their GIN indexes, on a connection of its own without a statement timeout."""
     try:
         raw = psycopg.connect(db.dsn, autocommit=True, connect_timeout=max(1, round(db.config.connect_timeout_s)))
