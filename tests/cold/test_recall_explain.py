@@ -31,7 +31,7 @@ def test_an_explained_hit_says_why_it_ranked_and_the_plain_result_is_unchanged(m
     assert [{k: v for k, v in hit.items() if k != "why"} for hit in explained["results"]] == plain
     why = explained["results"][0]["why"]
     assert explained["results"][0]["content"].startswith("Maria gets the weekly sales report")
-    assert {"weekli", "sale", "report"} <= set(why["words"]) and why["word_score"] > 0
+    assert {"weekly", "sales", "report"} <= set(why["words"]) and why["word_score"] > 0
     assert why["vector"] is not None and why["vector_search"] == "ran"
     assert set(why["features"]) >= {"vector", "words", "speaker", "informative"}
     assert (why["kind"], why["kind_bonus"], why["recency"], why["superseded_by"]) == ("note", 0.0, None, None)

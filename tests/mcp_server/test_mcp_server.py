@@ -123,7 +123,7 @@ def test_recall_memory_explains_itself_and_lists_a_time_window(finn):
         return explained, listed, bad
 
     explained, listed, bad = anyio.run(main)
-    assert explained["results"][0]["id"] == note and "porto" in explained["results"][0]["why"]["words"]
+    assert explained["results"][0]["id"] == note and "Porto" in explained["results"][0]["why"]["words"]
     assert "left_out" in explained
     assert [hit["id"] for hit in listed] == [note] and listed[0]["score"] is None
     assert bad.is_error and "is before since" in text(bad)

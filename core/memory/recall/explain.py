@@ -7,6 +7,7 @@ record what they met in a :class:`Trace`, :func:`core.memory.recall.search.selec
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Sequence
 
@@ -20,6 +21,7 @@ REASONS = ("below_min_score", "duplicate", "superseded", "forgotten", "expired")
 """Why a memory the searches met is not among the results, in the order reported."""
 PREVIEW = 100
 """Characters of an example's text shown."""
+_WORD = re.compile(r"\w+")
 
 
 @dataclass
@@ -104,15 +106,25 @@ class LeftOut:
         return {r: {"count": self.counts[r], "examples": self.examples[r]} for r in REASONS if r in self.counts}
 
 
-def why(cand: Candidate, trace: Trace | None, query_terms: Sequence[str], terms_of: Callable[[str], list[str]],
+def query_words(text: str, terms_of: Callable[[str], list[str]]) -> list[tuple[str, str]]:
+    """The words of a query as written, each with the term the index stores for it (stop words left out)."""
+    found: dict[str, tuple[str, str]] = {}
+    for word in dict.fromkeys(_WORD.findall(text)):
+        for term in terms_of(word)[:1]:
+            found.setdefault(term, (word, term))
+    return list(found.values())
+
+
+def why(cand: Candidate, trace: Trace | None, words: Sequence[tuple[str, str]], terms_of: Callable[[str], list[str]],
         tuning: Tuning, weighed: Collection[str] | None = None) -> dict[str, Any]:
     """Why ``cand`` ranked where it did: the evidence its score was computed from, and what changed it after.
 
     ``vector`` is None for a memory the vector search did not return (or when none could run: see
     ``vector_search``); ranking then assumed the similarity in ``features["vector"]``. Without ``trace``
     (a memory space's hit), ``vector`` is the similarity ranking used. ``words`` are the query's words
-    (stemmed, as indexed) that the memory or its context (speaker, dates) holds; ``common_words`` those of
-    them the word search left out, being in too many memories (``weighed``: the words it kept).
+    (:func:`query_words`) that the memory or its context (speaker, dates) holds, stemmed as the index
+    stems them ("Fridays" matches "Friday"); ``common_words`` those the word search left out, being in
+    too many memories (``weighed``: the terms it kept).
     """
     doc = cand.doc
     own = set(terms_of(f"{doc.text} {doc.context}"))
@@ -122,10 +134,10 @@ def why(cand: Candidate, trace: Trace | None, query_terms: Sequence[str], terms_
         vectors = dict(trace.vector_hits or ())
         vector = round(vectors[doc.id], 4) if doc.id in vectors else None
         searched = "ran" if trace.vector_hits is not None else "no vectors to search"
-    matched = [t for t in dict.fromkeys(query_terms) if t in own]
+    matched = [(word, term) for word, term in words if term in own]
     return {
-        "words": matched,
-        "common_words": [t for t in matched if weighed is not None and t not in weighed],
+        "words": [word for word, _ in matched],
+        "common_words": [word for word, term in matched if weighed is not None and term not in weighed],
         "word_score": round(cand.words, 4),
         "vector": vector,
         "vector_search": searched,

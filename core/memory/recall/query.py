@@ -20,7 +20,7 @@ from core.memory.storage.facts import redact
 from core.memory.files.log_format import check_text, utc_timestamp
 from core.memory.recall.docs import KINDS, DocIndex, Filters
 from core.memory.recall import supersession
-from core.memory.recall.explain import LeftOut, Trace, why
+from core.memory.recall.explain import LeftOut, Trace, query_words, why
 from core.memory.recall.search import Candidate, Tuning
 from core.memory.recall.when import time_window
 from core.memory.foreground import leave_ctrl_c_to_the_main_thread
@@ -162,8 +162,8 @@ def explained(
                                   dropped=left.dropped())
     left.superseded(ranked, chosen)
     left.unfound(docs.db.conn, trace.unfound)
-    terms, weighed = docs.terms(request.text), docs.weights(request.text)[0]
-    return {"results": [{**hit(c, secrets), "why": why(c, trace, terms, docs.terms, tuning, weighed)} for c in chosen],
+    words, weighed = query_words(request.text, docs.terms), docs.weights(request.text)[0]
+    return {"results": [{**hit(c, secrets), "why": why(c, trace, words, docs.terms, tuning, weighed)} for c in chosen],
             "left_out": left.as_dict()}
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from core.errors import ValidationError
 from core.memory.recall import search as recall_search
-from core.memory.recall.explain import why
+from core.memory.recall.explain import query_words, why
 from core.memory.recall.query import check_recall
 from core.memory.spaces import members as members_file
 from core.memory.spaces.paths import SpacePaths
@@ -54,7 +54,7 @@ def merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: st
     tuning = manager.cold.tuning
     hidden = manager.facts.hidden_values()  # a secret the reader saved after it was published
     found = list(own)
-    terms = manager.cold.docs.terms(request.text) if explain else []
+    words = query_words(request.text, manager.cold.docs.terms) if explain else []
     for name in spaces:
         with Space(name, manager.paths.root.parent) as space:
             ranked = space.candidates(manager.agent_name, request.text, tuning, request.filters.since,
@@ -62,7 +62,7 @@ def merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: st
         for cand in recall_search.select(ranked, n_results, request.min_score, tuning, request.recency_days):
             found.append(_result(name, cand, hidden))
             if explain:
-                found[-1]["why"] = why(cand, None, terms, manager.cold.docs.terms, tuning)
+                found[-1]["why"] = why(cand, None, words, manager.cold.docs.terms, tuning)
     found.sort(key=lambda hit: hit["score"], reverse=True)
     return found[:n_results]
 
