@@ -29,8 +29,8 @@ from core.memory.recall import query as recall_query
 from core.memory.recall import search as recall_search
 from core.memory.recall.docs import Filters
 from core.memory.recall.index import ColdIndexer, Progress
-from core.memory.recall.browse import browse, check_window
-from core.memory.recall.explain import Trace
+from core.memory.recall.views.browse import browse, check_window
+from core.memory.recall.views.explain import Trace
 from core.memory.recall.query import check_recall
 from core.memory.recall.search import Tuning
 from core.memory.recall.sources import content_key, note_doc, occurred_from

@@ -54,7 +54,7 @@ class Doc:
     expires_at: str | None = None
     subject: str = ""
     """What this memory is a version of (``note:<key>`` for a note stored with a metadata ``key``; '' none):
-    a later version supersedes it (:mod:`core.memory.recall.supersession`)."""
+    a later version supersedes it (:mod:`core.memory.recall.views.supersession`)."""
     rowid: int = 0
 
 

@@ -19,8 +19,8 @@ from core.memory.recall.store import ColdStore
 from core.memory.storage.facts import redact
 from core.memory.files.log_format import check_text, utc_timestamp
 from core.memory.recall.docs import KINDS, DocIndex, Filters
-from core.memory.recall import supersession
-from core.memory.recall.explain import LeftOut, Trace, query_words, why
+from core.memory.recall.views import supersession
+from core.memory.recall.views.explain import LeftOut, Trace, query_words, why
 from core.memory.recall.search import Candidate, Tuning
 from core.memory.recall.when import time_window
 from core.memory.foreground import leave_ctrl_c_to_the_main_thread
@@ -156,7 +156,7 @@ def explained(
     secrets: list[str],
 ) -> dict[str, Any]:
     """``{results, left_out}``: the results of :func:`results`, each with ``why`` it ranked, and what the
-    searches met that is not among them (see :mod:`core.memory.recall.explain`)."""
+    searches met that is not among them (see :mod:`core.memory.recall.views.explain`)."""
     left = LeftOut(secrets)
     chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days,
                                   dropped=left.dropped())

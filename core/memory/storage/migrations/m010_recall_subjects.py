@@ -2,7 +2,7 @@
 
 A note stored with a metadata ``key`` is the version of that key current from its time on: every
 note with the same key and an earlier time is superseded by the next one (see
-:mod:`core.memory.recall.supersession`). The column is derived from the note's metadata like the
+:mod:`core.memory.recall.views.supersession`). The column is derived from the note's metadata like the
 rest of ``recall_docs``, so a rebuild of the index recomputes it; the notes stored before this
 migration are queued once to get it.
 """

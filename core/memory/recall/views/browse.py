@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import ValidationError
-from core.memory.recall import supersession
+from core.memory.recall.views import supersession
 from core.memory.recall.docs import DocIndex, Filters
 from core.memory.recall.query import check_scope, hit, time_bounds
 from core.memory.recall.search import Candidate
