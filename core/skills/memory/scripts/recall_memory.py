@@ -25,11 +25,9 @@ def execute(
     """Search long-term memory (log, facts, notes, past conversations, shared spaces); results scored 0-1.
 
     Args:
-        query: omit to list since-until, newest first.
         n_results: 1-20, default 3.
-        since: a date, e.g. 2023-05-01, or last week.
+        since: a date, e.g. 2023-05-01.
         spaces: default all yours; [] none.
-        explain: add why each ranked.
     """
     if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
         raise ToolArgumentError(f"recall_memory: n_results must be an integer from 1 to {MAX_RESULTS}")
