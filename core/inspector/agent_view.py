@@ -230,6 +230,10 @@ class AgentView:
                        "pending_cold_items": reader.pending_cold_items(), "pending_vectors": reader.pending_vectors()}
             if "recall_docs" not in reader.tables:
                 return {"results": [], "note": "nothing is indexed for recall yet: open the agent once", **waiting}
+            if "_migrations" in reader.tables and not reader.conn.execute(
+                    "SELECT 1 FROM _migrations WHERE name = 'm010_recall_subjects'").fetchone():
+                return {"results": [], "note": "an earlier version wrote this memory: open the agent once (any "
+                                               "agentos command on it) to upgrade its recall index", **waiting}
             store = self._cold_store()
             note = {} if store else {"note": "there is no cold store yet: results are matched by words only"}
             # The reader's connection serves the word search (DocIndex only reads through ``.conn``).
