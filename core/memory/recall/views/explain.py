@@ -76,9 +76,9 @@ class LeftOut:
 
     def superseded(self, ranked: Sequence[Candidate], chosen: Sequence[Candidate]) -> None:
         """Count the superseded versions met that are not among the results (and not counted yet)."""
-        returned = {c.doc.id for c in chosen}
+        skip = {c.doc.id for c in chosen} | self.reported
         for cand in ranked:
-            if cand.superseded_by is not None and cand.doc.id not in returned | self.reported:
+            if cand.superseded_by is not None and cand.doc.id not in skip:
                 self.add("superseded", self.example(cand))
 
     def unfound(self, conn: Any, ids: Sequence[str]) -> None:
