@@ -283,38 +283,38 @@ class MemoryManager:
         return self.cold.store_memories(items, self.facts.secret_values())
 
     def recall_memory(
-        self, query: str, n_results: int = 5, kind: str | list[str] | None = None,
+        self, query: str | None = None, n_results: int = 5, kind: str | list[str] | None = None,
         since: Any = None, until: Any = None, *, min_score: float | None = None,
-        recency_days: float | None = None, spaces: list[str] | None = None,
-    ) -> list[dict[str, Any]]:
+        recency_days: float | None = None, spaces: list[str] | None = None, explain: bool = False,
+    ) -> list[dict[str, Any]] | dict[str, Any]:
         """Search every tier by meaning and words, and the memory spaces the agent belongs to; best first.
 
-        Searches LOG.md entries (as soon as they are written), archived entries and
-        summaries, notes, facts (never secret ones), the conversation messages and
-        summaries of the providers and the items of the agent's LangGraph store.
+        Searches LOG.md entries (as soon as they are written), archived entries and summaries, notes, facts
+        (never secret ones), the providers' conversation messages and summaries and the items of the agent's
+        LangGraph store. With no ``query``, lists its memories of ``since``-``until``, newest first (score None).
 
         Args:
-            query: what to look for.
+            query: what to look for (None: list the time window).
             n_results: how many results at most (1-100).
             kind: ``note``, ``summary``, ``fact``, ``log`` (in LOG.md), ``log_archive``
                 (compacted), ``message`` or ``item`` (LangGraph store items), or a list of them.
-            since, until: only memories that happened in this window (datetime, ISO-8601
-                or a written date such as ``"8 May 2023"``).
+            since, until: only what happened in this window (datetime, ISO-8601, ``"8 May 2023"``, ``"last week"``).
             min_score: leave out results below this relevance (0-1; default ``cold.min_score``).
             recency_days: favour recent memories: a score halves for every this many days of age.
             spaces: the memory spaces to search too: None, every space the agent is a member of; a
                 list of names (PermissionDeniedError for one it is not a member of); ``[]``, none.
+            explain: return ``{results, left_out}``: why each result ranked, what was left out (docs/recall.md).
 
         Returns:
-            ``{content, metadata, score, source, created_at, occurred_at, kind, tier, where, id}``
-            dicts: ``score`` is the probability (0-1) that the memory is relevant, ``tier`` is
-            warm, cold or conversation, ``where`` says where the original is (seq, archive,
-            conversation and message id, fact key, note id, or store namespace and key), ``space``
-            (None for the agent's own memory) and ``author`` (the agent that wrote it).
+            ``{content, metadata, score, source, created_at, occurred_at, kind, tier, where, id}`` dicts:
+            ``score`` is the probability (0-1) that the memory is relevant, ``tier`` is warm, cold or
+            conversation, ``where`` says where the original is (seq, archive, conversation and message id, fact
+            key, note id, or store namespace and key), ``space`` (None for the agent's own memory), ``author``
+            (who wrote it); ``superseded_by: {id, occurred_at}`` when a later note with its ``key`` supersedes it.
         """
         chosen = space_recall.spaces_to_search(self.agent_name, self.paths.root.parent, spaces)
         own = self.cold.recall(query, n_results, kind, since, until, self.facts.hidden_values(),
-                               min_score=min_score, recency_days=recency_days)
+                               min_score=min_score, recency_days=recency_days, explain=explain)
         return space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score, recency_days)
 
     def publish(self, space: str, content: Any, metadata: dict[str, Any] | None = None) -> str:

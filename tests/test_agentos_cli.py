@@ -102,6 +102,37 @@ def test_unknown_agent_is_named_listed_and_not_created(agents_home, command):
 
 
 @pytest.mark.slow
+def test_recall_explains_and_lists_a_time_window(agents_home, capsys):
+    """recall --explain prints why each result ranked and what was left out (--json: results and left_out);
+    with no query, --since/--until list the window newest first; a bad window is a one-line error."""
+    assert agentos("init", "--agent", "finn").returncode == 0
+    with MemoryManager("finn") as manager:
+        first = manager.store_memory("The report went to Maria", {"key": "report"}, occurred_at="2023-01-05")
+        second = manager.store_memory("The report goes to Ada now", {"key": "report"}, occurred_at="2023-06-01")
+        manager.store_memory("The report goes to Ada now!", occurred_at="2023-06-01")
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(["recall", "--agent", "finn", *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, _ = run("who gets the report?", "--explain", "--min-score", "0")
+    assert code == 0 and f"note {second}" in out and "why: words: report" in out and "left out:" in out
+    assert f"(superseded by {second}, 2023-06-01)" in out
+    code, out, _ = run("who gets the report?", "--explain", "--json")
+    explained = json.loads(out)
+    assert set(explained) == {"results", "left_out"} and "why" in explained["results"][0]
+    code, out, _ = run("--since", "2023-01-01", "--until", "2023-12-31", "--kind", "note", "-n", "2")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("2023-06-01 00:00 note ") and len(lines) == 4
+    code, out, _ = run("--until", "2023-03-01", "--json")
+    assert [hit["id"] for hit in json.loads(out)] == [first]
+    code, _, err = run("--since", "2023-06-01", "--until", "2023-01-01")
+    assert code == 2 and "is before since" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run()
+    assert code == 2 and "give a query, or a time window" in err
+
+
 def test_recall_options_and_forget_with_confirmation(agents_home, minilm, capsys, monkeypatch):
     """recall takes --kind, --since, --until, --min-score and --recency-days; forget shows what it will forget
     and asks (nothing without a yes), or forgets at once with --yes; bad combinations are usage errors."""

@@ -27,6 +27,7 @@ EXPECTED_OUTPUT = {
     "memory.md": ["## Facts", "[REDACTED]"],
     "providers.md": ['"source_type": "message"', "137"],
     "integrations.md": ["Ada prefers tea over coffee"],
+    "recall.md": ["True False ['report']\nFalse True ['report']\n[]\n[True, False]"],
     "spaces.md": ["research by researcher: Sea otters hold hands", "True", "refused: agent 'writer' may only read",
                   "refused: the content holds the value of a secret fact"],
 }

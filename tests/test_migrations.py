@@ -67,6 +67,28 @@ def test_a_database_without_recall_upgrades_once_and_its_memories_become_recalla
         assert memory_db.migrate(again.db.conn) == []
 
 
+def test_notes_stored_before_versions_were_known_are_versioned_after_the_upgrade(agents_home):
+    """Opening a memory.db made before m010_recall_subjects gives its keyed notes their subject: the earlier of
+    two notes with the same metadata key is marked superseded by the later one."""
+    paths = AgentPaths.for_agent("finn")
+    conn = memory_db.open_connection(paths.db_file)
+    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, apply in memory_db.migrations():
+        if name < "m010":
+            with memory_db.transaction(conn):
+                apply(conn)
+                conn.execute("INSERT INTO _migrations VALUES (?, '2026-01-01T00:00:00.000Z')", (name,))
+    for note, text, day in (("a", "Ada lives in Paris", "2023-01-01"), ("b", "Ada moved to Lyon", "2023-06-01")):
+        conn.execute("INSERT INTO cold_notes (id, kind, text, metadata, created_at, occurred_at) VALUES "
+                     "(?, 'note', ?, '{\"key\": \"home\"}', ?, ?)", (note, text, f"{day}T00:00:00.000Z",
+                                                                   f"{day}T00:00:00.000Z"))
+    conn.close()
+    with MemoryManager("finn") as manager:
+        listed = manager.recall_memory(since="2023-01-01")
+        assert [(h["id"], h.get("superseded_by", {}).get("id")) for h in listed] == [("note:b", None),
+                                                                                    ("note:a", "note:b")]
+
+
 def test_a_database_of_another_version_is_refused_and_left_as_it_is(agents_home):
     """A memory.db that records a migration this version lacks is a StorageError naming it; nothing is applied."""
     paths = AgentPaths.for_agent("finn")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core.commands import recall_text
 from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
 from core.errors import NotFoundError, ValidationError
 from core.memory.storage import CATEGORIES
@@ -47,34 +48,44 @@ def _score(text: str) -> float:
     return value
 
 
-@command("recall", AGENT, arg("query", help="what to look for, in plain words"),
-         arg("-n", "--results", type=int, default=5, metavar="N", help="how many results at most (default 5)"),
+@command("recall", AGENT, arg("query", nargs="?", help="what to look for, in plain words (none: list what happened "
+                                                         "between --since and --until, newest first)"),
+         arg("-n", "--results", type=int, metavar="N", help="how many results at most (default 5; when listing a "
+                                                            "time window, 20)"),
          arg("--kind", choices=KINDS, action="append", help="only this kind of memory (repeat for several)"),
          arg("--min-score", type=_score, metavar="X", help="leave out results below this relevance, 0-1 "
                                                            "(default: cold.min_score)"),
-         arg("--since", metavar="DATE", help="only what happened from this date on, e.g. 2023-05-08 or '8 May 2023'"),
-         arg("--until", metavar="DATE", help="only what happened up to this date"),
+         arg("--since", metavar="DATE", help="only what happened from this date on, e.g. 2023-05-08, '8 May 2023' "
+                                             "or 'last week' (from its start)"),
+         arg("--until", metavar="DATE", help="only what happened up to this date ('last week': to its end)"),
          arg("--recency-days", type=float, metavar="DAYS", help="favour recent memories: a score halves for "
                                                                  "every DAYS of age"),
          arg("--space", action="append", metavar="NAME", help="search this memory space too (repeat for several; "
                                                               "default: every space of the agent)"),
          arg("--no-spaces", action="store_true", help="search the agent's own memory only"),
+         arg("--explain", action="store_true", help="say why each result ranked and what was left out"),
          JSON)
 def recall(args: argparse.Namespace) -> int:
     """Search everything the agent remembers (LOG.md, archives, notes, facts, conversations, store items).
 
     Results are best first, each with a score from 0 to 1 (the chance it is relevant), its
-    kind and tier, and where the original is. A query about nothing returns nothing.
+    kind and tier, and where the original is. A query about nothing returns nothing. With no
+    query, lists what happened between --since and --until, newest first. --explain shows each
+    result's evidence (words matched, vector similarity, features, kind, recency, supersession)
+    and what was left out (below --min-score, duplicates, superseded, forgotten, expired).
     """
     with open_memory(args.agent) as manager, progress("searching memory"):
-        manager.cold.warm_up()  # the model loads while the query's words are searched
-        found = manager.recall_memory(args.query, n_results=args.results, kind=args.kind, since=args.since,
-                                      until=args.until, min_score=args.min_score, recency_days=args.recency_days,
-                                      spaces=[] if args.no_spaces else args.space)
-    emit(args, found, lambda: "\n".join(
-        f"{hit['score']:.2f} {hit['kind']} {hit['id']} ({hit['occurred_at'][:10]}, {hit['source']}"
-        f"{', by ' + hit['author'] if hit.get('space') else ''})\n"
-        f"  {hit['content']}" for hit in found) or "(nothing found)")
+        if args.query is not None:
+            manager.cold.warm_up()  # the model loads while the query's words are searched
+        default = 5 if args.query is not None else 20
+        found = manager.recall_memory(args.query, n_results=default if args.results is None else args.results,
+                                      kind=args.kind, since=args.since, until=args.until, min_score=args.min_score,
+                                      recency_days=args.recency_days, spaces=[] if args.no_spaces else args.space,
+                                      explain=args.explain)
+    if args.query is None:
+        emit(args, found, lambda: recall_text.window_text(found))
+    else:
+        emit(args, found, lambda: recall_text.explained_text(found) if args.explain else recall_text.hits_text(found))
     return 0
 
 

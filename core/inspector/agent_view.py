@@ -219,9 +219,10 @@ class AgentView:
 
     # -- recall -------------------------------------------------------------------------
 
-    def recall(self, text: str, n_results: int, kind: str | None) -> dict[str, Any]:
+    def recall(self, text: str, n_results: int, kind: str | None, explain: bool = False) -> dict[str, Any]:
         """The agent's recall of ``text``, ranked as the agent ranks it (read-only: nothing is indexed first,
-        so what waits to be indexed is counted instead)."""
+        so what waits to be indexed is counted instead); ``explain``: each result says why it ranked, and
+        ``left_out`` what was met but not returned."""
         request = check_recall(text, n_results, kind, default_min_score=self.config.cold.min_score)
 
         def build(reader: Reader, secrets: list[str]) -> dict[str, Any]:
@@ -229,11 +230,16 @@ class AgentView:
                        "pending_cold_items": reader.pending_cold_items(), "pending_vectors": reader.pending_vectors()}
             if "recall_docs" not in reader.tables:
                 return {"results": [], "note": "nothing is indexed for recall yet: open the agent once", **waiting}
+            if "_migrations" in reader.tables and not reader.conn.execute(
+                    "SELECT 1 FROM _migrations WHERE name = 'm010_recall_subjects'").fetchone():
+                return {"results": [], "note": "an earlier version wrote this memory: open the agent once (any "
+                                               "agentos command on it) to upgrade its recall index", **waiting}
             store = self._cold_store()
             note = {} if store else {"note": "there is no cold store yet: results are matched by words only"}
             # The reader's connection serves the word search (DocIndex only reads through ``.conn``).
-            results = recall_query.recall(request, DocIndex(reader), store, Tuning(), secrets)
-            return {"results": results, **note, **waiting}
+            found = recall_query.recall(request, DocIndex(reader), store, Tuning(), secrets, explain=explain)
+            results = found if isinstance(found, dict) else {"results": found}
+            return {**results, **note, **waiting}
         return self._answer(build)
 
     def _cold_store(self) -> ColdStore | None:

@@ -12,7 +12,8 @@ Routes (every answer is JSON, except the page and its assets):
     /api/agents/<agent>/compactions       compaction history, older than ``before``
     /api/agents/<agent>/conversations/<n> a conversation: DAG tops and messages older than ``before``
     /api/agents/<agent>/summaries/<id>    a summary and what it was built from
-    /api/agents/<agent>/recall            the cold tier's best matches for ``q`` (``n``, ``kind``)
+    /api/agents/<agent>/recall            the cold tier's best matches for ``q`` (``n``, ``kind``; ``explain=1``:
+                                          why each ranked, and what was left out)
     /api/agents/<agent>/events            server-sent events: ``change`` when the agent's files change
     /api/spaces                           every memory space in the home, with its members
     /api/spaces/<space>                   a space's members and timeline (its live memories, newest first)
@@ -324,7 +325,7 @@ def _summary(view: AgentView, rest: list[str], params: Params) -> dict[str, Any]
 
 def _recall(view: AgentView, rest: list[str], params: Params) -> dict[str, Any]:
     text, kind = params.text("q", limit=MAX_RECALL_TEXT), params.text("kind") or None
-    return view.recall(text, params.integer("n", 8, 1, 50), kind)
+    return view.recall(text, params.integer("n", 8, 1, 50), kind, explain=params.integer("explain", 0, 0, 1) == 1)
 
 
 _AGENT_ROUTES: dict[tuple[str, int], Callable[[AgentView, list[str], Params], dict[str, Any]]] = {

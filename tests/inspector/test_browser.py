@@ -172,3 +172,18 @@ def test_type_chips_are_core_entry_types_and_follow_live_updates(page, demo):
     page.click("#log-types button[data-type='FORGET']")
     expect(page.locator("#log li.entry")).to_have_count(1)
     assert page.locator("#log li.entry .badge.type-FORGET").count() == 1
+
+
+def test_the_recall_panel_explains_its_results_when_asked(page, demo):
+    """With "explain" ticked, each result shows why it ranked and the panel says what was left out;
+    unticked, neither shows."""
+    page.click(".tabs button[data-tab='recall']")
+    page.fill("#recall-query", "who gets the report on Fridays?")
+    page.click("#recall-form button[type=submit]")
+    expect(page.locator("#recall")).to_contain_text("The report goes to Maria on Fridays")
+    assert page.locator("#recall .why").count() == 0 and page.locator("#recall-left-out").inner_text() == ""
+    page.check("#recall-explain")
+    page.click("#recall-form button[type=submit]")
+    expect(page.locator("#recall li.hit .why").first).to_contain_text("why: words: report, Fridays")
+    expect(page.locator("#recall li.hit .why").first).to_contain_text("kind ")
+    expect(page.locator("#recall-left-out")).to_contain_text("left out")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,8 @@ from core.llm.embedding.embedders import MiniLMEmbedder
 from core.memory.recall.store import ColdStore, VectorRow
 from core.memory_manager import MemoryManager
 from tests.inspector.test_api import get, get_json, tree_digest
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def stamps(folder: Path) -> dict[str, tuple[int, int]]:
@@ -84,3 +90,65 @@ def test_a_read_only_cold_store_refuses_writes_and_creates_nothing(tmp_path):
         reader.optimize()
     reader.close()
     assert stamps(tmp_path) == before
+
+
+def test_an_explained_recall_says_why_and_what_it_left_out(agents_home, storage_backend, serve):
+    """explain=1 gives each result its evidence (words matched, vector similarity, kind, score) and left_out;
+    without it the answer has neither."""
+    with MemoryManager("ada", agents_home) as mm:
+        first = mm.store_memory("The weekly report goes to Maria on Fridays", {"key": "report"}, occurred_at="2023-01-01")
+        mm.store_memory("The weekly report goes to Ada on Mondays", {"key": "report"}, occurred_at="2023-06-01")
+        mm.store_memory("The weekly report goes to Ada on Mondays!")
+        mm.recall_memory("warm up", 1)
+    url = serve()
+    answer = get_json(url, "/api/agents/ada/recall?q=who+receives+the+weekly+report%3F&explain=1")
+    top = answer["results"][0]
+    assert "report" in top["why"]["words"] and top["why"]["kind"] == "note" and top["why"]["score"] == top["score"]
+    assert top["why"]["vector"] is not None
+    assert answer["left_out"]["duplicate"]["count"] == 1
+    earlier = next(h for h in answer["results"] if h["id"] == first)
+    assert earlier["superseded_by"]["occurred_at"] == "2023-06-01T00:00:00.000Z"
+    plain = get_json(url, "/api/agents/ada/recall?q=who+receives+the+weekly+report%3F")
+    assert "left_out" not in plain and all("why" not in h for h in plain["results"])
+    assert get(url, "/api/agents/ada/recall?q=report&explain=2")[0] == 400
+
+
+def test_a_forgotten_memory_whose_vector_is_still_stored_is_reported_by_id(agents_home, serve):
+    """A process killed after a forget committed but before its vector was deleted leaves the vector behind:
+    an explained recall that meets it counts it as forgotten and shows its id, never its text."""
+    script = (
+        "from core.memory.files import fault_points\n"
+        "from core.memory_manager import MemoryManager\n"
+        "with MemoryManager('ada') as mm:\n"
+        "    note = mm.store_memory('The alarm code for the garage is kept by Maria')\n"
+        "    mm.cold.catch_up()\n"
+        "    print(note, flush=True)\n"
+        "    fault_points.arm('cold.write')\n"
+        "    mm.forget_memory(note)\n"
+    )
+    child = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ))
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    note = child.stdout.strip()
+    answer = get_json(serve(), "/api/agents/ada/recall?q=garage+alarm+code+Maria&explain=1")
+    assert answer["results"] == []
+    assert answer["left_out"]["forgotten"] == {"count": 1, "examples": [{"id": note}]}
+    assert "alarm" not in json.dumps(answer["left_out"])
+
+
+def test_an_agent_an_earlier_version_wrote_is_not_recalled_until_it_is_upgraded(agents_home, serve):
+    """A memory.db without the newest recall migration is read as it is (the inspector never migrates): the
+    recall box says to open the agent once instead of failing."""
+    from core.memory.storage import sqlite as memory_db
+    from core.paths import AgentPaths
+
+    conn = memory_db.open_connection(AgentPaths.for_agent("ada").db_file)
+    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, apply in memory_db.migrations():
+        if name < "m010":
+            with memory_db.transaction(conn):
+                apply(conn)
+                conn.execute("INSERT INTO _migrations VALUES (?, '2026-01-01T00:00:00.000Z')", (name,))
+    conn.close()
+    answer = get_json(serve(), "/api/agents/ada/recall?q=report")
+    assert answer["results"] == [] and "open the agent once" in answer["note"]

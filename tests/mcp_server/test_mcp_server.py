@@ -109,6 +109,27 @@ def test_facts_round_trip_and_bad_arguments_leave_the_server_serving(finn):
 
 
 @pytest.mark.slow  # the server runs as its own process over stdio
+def test_recall_memory_explains_itself_and_lists_a_time_window(finn):
+    """The recall_memory tool takes explain (results with why, and left_out) and, with no query, lists a window."""
+    with MemoryManager("finn") as manager:
+        note = manager.store_memory("The invoice for the Porto office is due on the 30th", occurred_at="2023-05-02")
+        manager.store_memory("The standup moved to 9:30", occurred_at="2023-07-01")
+
+    async def main():
+        async with client() as session:
+            explained = data(await session.call_tool("recall_memory", {"query": "Porto invoice", "explain": True}))
+            listed = data(await session.call_tool("recall_memory", {"since": "May 2023", "until": "2023-05-31"}))
+            bad = await session.call_tool("recall_memory", {"since": "2023-06-01", "until": "2023-05-01"})
+        return explained, listed, bad
+
+    explained, listed, bad = anyio.run(main)
+    assert explained["results"][0]["id"] == note and "Porto" in explained["results"][0]["why"]["words"]
+    assert "left_out" in explained
+    assert [hit["id"] for hit in listed] == [note] and listed[0]["score"] is None
+    assert bad.is_error and "is before since" in text(bad)
+
+
+@pytest.mark.slow  # the server runs as its own process over stdio
 def test_a_secret_comes_back_only_from_get_fact(finn):
     """A secret saved through MCP is redacted in every tool result and resource; get_fact alone returns it."""
     async def main():

@@ -46,6 +46,16 @@ def test_a_published_memory_is_recalled_by_every_member_with_its_space_and_autho
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
 
 
+def test_an_explained_recall_explains_the_hits_of_a_space_too(team):
+    """With explain=True a space's hit carries why it ranked, like the agent's own hits."""
+    team["researcher"].publish("research", "The asyncio event loop runs one coroutine at a time")
+    team["writer"].store_memory("My article on asyncio is due on Friday")
+    found = team["writer"].recall_memory("asyncio event loop coroutine", n_results=5, min_score=0.0, explain=True)
+    shared = next(h for h in found["results"] if h["space"] == "research")
+    assert {"asyncio", "event", "loop", "coroutine"} <= set(shared["why"]["words"])
+    assert shared["why"]["score"] == shared["score"] and all("why" in h for h in found["results"])
+
+
 def test_spaces_list_selects_what_is_searched(team):
     team["researcher"].publish("research", "Tantivy is a full-text search engine library")
     team["writer"].store_memory("Tantivy notes of my own")

@@ -375,11 +375,15 @@ function wireRecall() {
     event.preventDefault();
     fill($("recall-status"), "searching… (the first recall loads the embedding model)");
     try {
-      const data = await api("/recall", { q: $("recall-query").value, kind: $("recall-kind").value });
+      const explain = $("recall-explain").checked;
+      const data = await api("/recall", { q: $("recall-query").value, kind: $("recall-kind").value, explain: explain ? 1 : null });
       fill($("recall"), data.results.map((hit, rank) => el("li", { class: "hit" },
         el("div", { class: "head" }, el("span", { class: "seq" }, `${rank + 1}.`), el("span", { class: "badge" }, `${hit.tier} · ${hit.kind}`),
           el("span", { class: "score" }, `score ${hit.score.toFixed(4)}`), el("span", { class: "muted" }, hit.source), el("time", {}, when(hit.created_at))),
-        textBlock(hit.content))));
+        textBlock(hit.content),
+        hit.superseded_by ? el("div", { class: "muted small superseded" }, `superseded by ${hit.superseded_by.id} (${when(hit.superseded_by.occurred_at)})`) : null,
+        hit.why ? el("div", { class: "why muted small" }, whyText(hit.why)) : null)));
+      fill($("recall-left-out"), explain ? leftOutText(data.left_out || {}) : null);
       const waiting = data.unindexed_archives + data.pending_cold_items;
       fill($("recall-status"), data.note || `${data.results.length} results, best first`,
         waiting ? el("span", { class: "warn" }, ` · ${waiting} items are not indexed for recall yet`) : null,
@@ -388,6 +392,29 @@ function wireRecall() {
   });
   $("notes-older").addEventListener("click", async () => showNotes(await api("/notes", { before: state.notesCursor }), true));
   $("compactions-older").addEventListener("click", async () => showCompactions(await api("/compactions", { before: state.compactionsCursor }), true));
+}
+
+// One line of a result's evidence, as `agentos recall --explain` prints it.
+function whyText(why) {
+  const fixed = (x) => Number(x).toFixed(2);
+  let words = why.words.join(", ") || "none";
+  if (why.common_words.length) words += ` (too common to weigh: ${why.common_words.join(", ")})`;
+  const vector = why.vector_search !== "ran" ? why.vector_search : why.vector == null ? "not among the nearest" : fixed(why.vector);
+  const parts = [`words: ${words}`, `word match ${fixed(why.word_score)}`, `vector ${vector}`];
+  for (const [name, value] of Object.entries(why.features)) if (name !== "vector" && name !== "words") parts.push(`${name} ${fixed(value)}`);
+  parts.push(`kind ${why.kind}` + (why.kind_bonus ? ` (+${why.kind_bonus})` : ""));
+  if (why.recency != null) parts.push(`recency ×${fixed(why.recency)}`);
+  if (why.superseded_by) parts.push("superseded");
+  return `why: ${parts.join(" · ")} → ${fixed(why.score)}`;
+}
+
+function leftOutText(leftOut) {
+  const reasons = Object.entries(leftOut);
+  if (!reasons.length) return el("p", { class: "left-out" }, "left out: nothing");
+  return el("ul", { class: "left-out" }, reasons.map(([reason, part]) => el("li", {},
+    `left out, ${reason.replaceAll("_", " ")}: ${part.count} — `,
+    part.examples.map((e) => [e.id, e.score != null ? ` ${Number(e.score).toFixed(2)}` : "", e.repeats ? ` repeats ${e.repeats}` : "",
+      e.superseded_by ? ` superseded by ${e.superseded_by}` : "", e.content ? ` "${e.content}"` : ""].join("")).join("; "))));
 }
 
 function showNotes(data, more) {

@@ -29,6 +29,8 @@ from core.memory.recall import query as recall_query
 from core.memory.recall import search as recall_search
 from core.memory.recall.docs import Filters
 from core.memory.recall.index import ColdIndexer, Progress
+from core.memory.recall.views.browse import browse, check_window
+from core.memory.recall.views.explain import Trace
 from core.memory.recall.query import check_recall
 from core.memory.recall.search import Tuning
 from core.memory.recall.sources import content_key, note_doc, occurred_from
@@ -171,24 +173,41 @@ class ColdMemory:
     def recall(
         self, query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
         secrets: list[str], min_score: float | None = None, recency_days: float | None = None,
-    ) -> list[dict[str, Any]]:
-        """Search every tier by meaning and words (see ``MemoryManager.recall_memory``)."""
+        explain: bool = False,
+    ) -> list[dict[str, Any]] | dict[str, Any]:
+        """Search every tier by meaning and words, or list a time window with no query (see
+        ``MemoryManager.recall_memory``)."""
+        if query is None:
+            window = check_window(n_results, kind, since, until, min_score=min_score, recency_days=recency_days,
+                                  explain=explain)
+            self._read_own_writes()
+            return browse(window, self.docs, secrets)
         request = check_recall(query, n_results, kind, since, until, min_score=min_score,
                                recency_days=recency_days, default_min_score=self.config.cold.min_score)
-        return recall_query.results(request, self.candidates(request.text, request.filters), self.tuning, secrets)
+        if not explain:
+            return recall_query.results(request, self.candidates(request.text, request.filters), self.tuning, secrets)
+        trace = Trace()
+        ranked = self.candidates(request.text, request.filters, trace=trace)
+        return recall_query.explained(request, ranked, trace, self.docs, self.tuning, secrets)
 
-    def candidates(self, text: str, filters: Filters, depth: int | None = None) -> list[recall_search.Candidate]:
+    def candidates(self, text: str, filters: Filters, depth: int | None = None,
+                   trace: Trace | None = None) -> list[recall_search.Candidate]:
         """Every candidate for ``text`` scored, best first, after catching up with what was just written.
 
-        ``depth`` (default ``tuning.depth``) is how many word matches and how many nearest vectors are taken.
+        ``depth`` (default ``tuning.depth``) is how many word matches and how many nearest vectors are taken;
+        ``trace`` records what the searches met (an explained recall).
         """
-        if self.indexer.pending():
-            self.sync()  # read your own writes: what was just stored or logged is found
+        self._read_own_writes()
         if self.background.embeds and self.docs.pending_count():
             with self._hurrying():
                 self.background.wait_idle(self.config.cold.vector_wait_s)
         tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
-        return recall_query.candidates(text, filters, self.docs, self.store(), tuning)
+        return recall_query.candidates(text, filters, self.docs, self.store(), tuning, trace)
+
+    def _read_own_writes(self) -> None:
+        """Index what was just stored or logged, so that a recall finds it."""
+        if self.indexer.pending():
+            self.sync()
 
     def _step(self, stop: threading.Event) -> ContextManager[None]:
         """The context of each step of the recall indexer (see :func:`core.memory.foreground.step`)."""

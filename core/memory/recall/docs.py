@@ -28,7 +28,7 @@ COMMON_SHARE = 0.25
 """Query words found in more than this share of memories are left out of the word search: they
 weigh almost nothing in BM25 and would make the search scan most of the index."""
 _COLUMNS = ("id, kind, tier, source, text, context, metadata, speaker, thread, occurred_at, created_at, "
-            "expires_at, rowid")
+            "expires_at, subject, rowid")
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ class Doc:
     thread: str = ""
     """The session or conversation it belongs to: its neighbours share it."""
     expires_at: str | None = None
+    subject: str = ""
+    """What this memory is a version of (``note:<key>`` for a note stored with a metadata ``key``; '' none):
+    a later version supersedes it (:mod:`core.memory.recall.views.supersession`)."""
     rowid: int = 0
 
 
@@ -101,8 +104,8 @@ class DocIndex:
                 continue
             conn.execute(
                 """INSERT INTO recall_docs (id, kind, tier, source, text, context, metadata, speaker, thread,
-                       occurred_at, created_at, expires_at, vector_state)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+                       occurred_at, created_at, expires_at, subject, vector_state)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
                    ON CONFLICT (id) DO UPDATE SET
                        vector_state = CASE WHEN recall_docs.text = excluded.text
                                            AND recall_docs.speaker = excluded.speaker
@@ -112,10 +115,11 @@ class DocIndex:
                        kind = excluded.kind, tier = excluded.tier, source = excluded.source,
                        text = excluded.text, context = excluded.context, metadata = excluded.metadata,
                        speaker = excluded.speaker, thread = excluded.thread, occurred_at = excluded.occurred_at,
-                       created_at = excluded.created_at, expires_at = excluded.expires_at""",
+                       created_at = excluded.created_at, expires_at = excluded.expires_at,
+                       subject = excluded.subject""",
                 (doc.id, doc.kind, doc.tier, doc.source, doc.text, doc.context,
                  json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True), doc.speaker, doc.thread,
-                 doc.occurred_at, doc.created_at, doc.expires_at),
+                 doc.occurred_at, doc.created_at, doc.expires_at, doc.subject),
             )
             written += 1
         return written
@@ -170,6 +174,14 @@ class DocIndex:
             found.update((row["id"], _doc(row)) for row in rows)
         return found
 
+    def window(self, filters: Filters, limit: int) -> list[Doc]:
+        """The ``limit`` newest memories that pass ``filters`` (by when they happened, then stored), newest first."""
+        where, params = filters.sql("recall_docs")
+        rows = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM recall_docs WHERE {where} ORDER BY occurred_at DESC, rowid DESC LIMIT ?",
+            [*params, limit]).fetchall()
+        return [_doc(row) for row in rows]
+
     def previous(self, doc: Doc) -> Doc | None:
         """The memory stored just before ``doc`` in the same thread, if any."""
         if not doc.thread:
@@ -220,21 +232,28 @@ class DocIndex:
         ``strength`` is the BM25 score divided by the most a single match of every
         query word could score, so it is in [0, 1] whatever the query's length.
         """
+        weights, total = self.weights(query)
+        if not weights:
+            return []
+        ceiling = sum(weights.values()) or 1.0
+        where, params = filters.sql()
+        return [(doc_id, min(1.0, score / ceiling))
+                for doc_id, score in self._words.ranked(self.db.conn, weights, total, where, params, depth)]
+
+    def weights(self, query: str) -> tuple[dict[str, float], int]:
+        """The words of ``query`` the word search weighs, with their IDF (words in more than
+        :data:`COMMON_SHARE` of the memories are left out), and the index's size."""
         conn = self.db.conn
         terms = self.terms(query)
         if not terms:
-            return []
+            return {}, 0
         total = max(1, conn.execute("SELECT coalesce(max(rowid), 0) FROM recall_docs").fetchone()[0])
         counts = self._words.doc_counts(conn, terms, int(COMMON_SHARE * total) + 1)
         present = {t: counts[t] for t in terms if counts.get(t)}
         if not present:
-            return []
+            return {}, total
         rare = [t for t, n in present.items() if n <= COMMON_SHARE * total] or [min(present, key=present.get)]
-        weights = {t: idf(present[t], total) for t in rare}
-        ceiling = sum(weights.values()) or 1.0
-        where, params = filters.sql()
-        return [(doc_id, min(1.0, score / ceiling))
-                for doc_id, score in self._words.ranked(conn, weights, total, where, params, depth)]
+        return {t: idf(present[t], total) for t in rare}, total
 
     def terms(self, text: str) -> list[str]:
         """``text``'s words as the index stores them (lower case, stemmed), stop words left out."""
@@ -245,7 +264,7 @@ def _doc(row: sqlite3.Row) -> Doc:
     return Doc(id=row["id"], kind=row["kind"], tier=row["tier"], source=row["source"], text=row["text"],
                occurred_at=row["occurred_at"], created_at=row["created_at"], context=row["context"],
                metadata=json.loads(row["metadata"] or "{}"), speaker=row["speaker"], thread=row["thread"],
-               expires_at=row["expires_at"], rowid=row["rowid"])
+               expires_at=row["expires_at"], subject=row["subject"], rowid=row["rowid"])
 
 
 STOP_WORDS = frozenset(

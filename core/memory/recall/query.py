@@ -19,8 +19,10 @@ from core.memory.recall.store import ColdStore
 from core.memory.storage.facts import redact
 from core.memory.files.log_format import check_text, utc_timestamp
 from core.memory.recall.docs import KINDS, DocIndex, Filters
+from core.memory.recall.views import supersession
+from core.memory.recall.views.explain import LeftOut, Trace, query_words, why
 from core.memory.recall.search import Candidate, Tuning
-from core.memory.recall.when import parse_time
+from core.memory.recall.when import time_window
 from core.memory.foreground import leave_ctrl_c_to_the_main_thread
 
 log = logging.getLogger(__name__)
@@ -47,30 +49,47 @@ def check_recall(
     text = check_text(query, "query").strip()
     if not text:
         raise ValidationError("query must not be empty")
-    if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
-        raise ValidationError(f"n_results must be an integer from 1 to {MAX_RESULTS}")
-    kinds = [kind] if isinstance(kind, str) else kind
-    if kinds is not None and (not isinstance(kinds, list) or not kinds or any(k not in KINDS for k in kinds)):
-        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {kind!r}")
+    kinds = check_scope(n_results, kind)
     threshold = default_min_score if min_score is None else min_score
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
         raise ValidationError(f"min_score must be a number from 0 to 1, got {min_score!r}")
     if recency_days is not None and (isinstance(recency_days, bool) or not isinstance(recency_days, (int, float))
                                      or recency_days <= 0):
         raise ValidationError(f"recency_days must be a positive number of days, got {recency_days!r}")
-    filters = Filters(tuple(kinds) if kinds else None, time_bound(since, "since"), time_bound(until, "until"))
+    filters = Filters(kinds, *time_bounds(since, until))
     return RecallRequest(text, n_results, filters, float(threshold), recency_days)
 
 
+def check_scope(n_results: Any, kind: Any) -> tuple[str, ...] | None:
+    """Check ``n_results`` and ``kind`` (a kind or a list of them); return the kinds (None: every kind)."""
+    if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
+        raise ValidationError(f"n_results must be an integer from 1 to {MAX_RESULTS}")
+    kinds = [kind] if isinstance(kind, str) else kind
+    if kinds is not None and (not isinstance(kinds, list) or not kinds or any(k not in KINDS for k in kinds)):
+        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {kind!r}")
+    return tuple(kinds) if kinds else None
+
+
 def time_bound(value: Any, what: str) -> str | None:
-    """A ``since``/``until`` bound (datetime, ISO-8601 or a written date) in the store's UTC format."""
+    """A ``since``/``until`` bound (datetime, ISO-8601, a written date or a relative phrase such as
+    "last week": ``since`` is the period's start, ``until`` its end) in the store's UTC format."""
     if value is None:
         return None
-    return utc_timestamp(parse_time(value, what))
+    return utc_timestamp(time_window(value, what, "start" if what == "since" else "end"))
+
+
+def time_bounds(since: Any, until: Any) -> tuple[str | None, str | None]:
+    """Both bounds of a time window; raise ValidationError if ``until`` is before ``since``."""
+    start, end = time_bound(since, "since"), time_bound(until, "until")
+    if start and end and end < start:
+        raise ValidationError(f"until ({until!r}, {end}) is before since ({since!r}, {start}): "
+                              "give the earlier date as since")
+    return start, end
 
 
 def candidates(
     text: str, filters: Filters, docs: DocIndex, store: ColdStore | None, tuning: Tuning,
+    trace: Trace | None = None,
 ) -> list[Candidate]:
     """Every candidate for ``text`` scored, best first: the word matches of ``docs`` and the nearest
     vectors of ``store`` (no store, an empty one or an embedder that fails: by words only, see
@@ -78,15 +97,16 @@ def candidates(
 
     The query is embedded and the vectors searched in a thread of their own while this one runs the
     word search and reads its matches: both wait mostly outside the GIL (ONNX Runtime, LanceDB,
-    SQLite), so a recall takes about as long as the longer of the two.
+    SQLite), so a recall takes about as long as the longer of the two. ``trace`` (an explained recall)
+    records what both searches met.
     """
     if store is None:
-        return _ranked(text, filters, docs, tuning, None)
+        return _ranked(text, filters, docs, tuning, None, trace)
     where = where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)
     with ThreadPoolExecutor(1, thread_name_prefix="recall-vectors",
                             initializer=leave_ctrl_c_to_the_main_thread) as pool:
         vectors = pool.submit(nearest, text, store, tuning.depth, where)
-        return _ranked(text, filters, docs, tuning, vectors)
+        return _ranked(text, filters, docs, tuning, vectors, trace)
 
 
 def nearest(text: str, store: ColdStore, depth: int, where: str | None) -> list[tuple[str, float]] | None:
@@ -106,13 +126,15 @@ def nearest(text: str, store: ColdStore, depth: int, where: str | None) -> list[
 
 def _ranked(
     text: str, filters: Filters, docs: DocIndex, tuning: Tuning,
-    vectors: "Future[list[tuple[str, float]] | None] | None",
+    vectors: "Future[list[tuple[str, float]] | None] | None", trace: Trace | None = None,
 ) -> list[Candidate]:
     word_hits = docs.words(text, tuning.depth, filters)
     found = docs.get([i for i, _ in word_hits], filters)
     vector_hits = vectors.result() if vectors is not None else None
     found.update(docs.get([i for i, _ in vector_hits or () if i not in found], filters))
-    return recall_search.rank(text, found, vector_hits, word_hits, tuning)
+    if trace is not None:
+        trace.record(word_hits, vector_hits, found)
+    return supersession.demote(docs.db.conn, recall_search.rank(text, found, vector_hits, word_hits, tuning))
 
 
 def results(
@@ -120,14 +142,39 @@ def results(
 ) -> list[dict[str, Any]]:
     """The best of ``ranked`` for ``request`` as ``recall_memory`` returns them, secrets redacted."""
     chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days)
-    found = [recall_search.as_result(c) for c in chosen]
-    return [{**r, "content": redact(r["content"], secrets), "metadata": redact(r["metadata"], secrets)}
-            for r in found]
+    return [hit(c, secrets) for c in chosen]
+
+
+def hit(cand: Candidate, secrets: list[str]) -> dict[str, Any]:
+    """One result as ``recall_memory`` returns it, secrets redacted, marked if a later version supersedes it."""
+    found = supersession.marked(recall_search.as_result(cand), cand.superseded_by)
+    return {**found, "content": redact(found["content"], secrets), "metadata": redact(found["metadata"], secrets)}
+
+
+def explained(
+    request: RecallRequest, ranked: list[Candidate], trace: Trace, docs: DocIndex, tuning: Tuning,
+    secrets: list[str],
+) -> dict[str, Any]:
+    """``{results, left_out}``: the results of :func:`results`, each with ``why`` it ranked, and what the
+    searches met that is not among them (see :mod:`core.memory.recall.views.explain`)."""
+    left = LeftOut(secrets)
+    chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days,
+                                  dropped=left.dropped())
+    left.superseded(ranked, chosen)
+    left.unfound(docs.db.conn, trace.unfound)
+    words, weighed = query_words(request.text, docs.terms), docs.weights(request.text)[0]
+    return {"results": [{**hit(c, secrets), "why": why(c, trace, words, docs.terms, tuning, weighed)} for c in chosen],
+            "left_out": left.as_dict()}
 
 
 def recall(
     request: RecallRequest, docs: DocIndex, store: ColdStore | None, tuning: Tuning, secrets: list[str],
-) -> list[dict[str, Any]]:
-    """Search ``docs`` and ``store`` for ``request`` (nothing is indexed first)."""
-    return results(request, candidates(request.text, request.filters, docs, store, tuning), tuning, secrets)
+    explain: bool = False,
+) -> list[dict[str, Any]] | dict[str, Any]:
+    """Search ``docs`` and ``store`` for ``request`` (nothing is indexed first); ``explain``: see :func:`explained`."""
+    if not explain:
+        return results(request, candidates(request.text, request.filters, docs, store, tuning), tuning, secrets)
+    trace = Trace()
+    ranked = candidates(request.text, request.filters, docs, store, tuning, trace)
+    return explained(request, ranked, trace, docs, tuning, secrets)
 

@@ -31,7 +31,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from core.memory.recall.docs import STOP_WORDS, Doc
 
@@ -70,6 +70,15 @@ class Candidate:
     words: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
+    factors: dict[str, float] = field(default_factory=dict)
+    """What multiplied the score after the evidence was weighed (``recency``, ``superseded``), for explanations."""
+    superseded_by: tuple[str, str] | None = None
+    """``(id, occurred_at)`` of the later version of this memory, if one supersedes it."""
+
+
+Dropped = Callable[[str, Candidate, "Candidate | None"], None]
+"""Told of each candidate :func:`select` leaves out: ``(reason, candidate, the result it repeats or None)``,
+reason ``below_min_score`` or ``duplicate``; only an explained recall passes one."""
 
 
 def sigmoid(x: float) -> float:
@@ -122,27 +131,36 @@ def _names_in(speaker: str, query_words: set[str]) -> bool:
 
 def select(
     cands: list[Candidate], n_results: int, min_score: float, tuning: Tuning,
-    recency_days: float | None = None, now: datetime | None = None,
+    recency_days: float | None = None, now: datetime | None = None, dropped: Dropped | None = None,
 ) -> list[Candidate]:
     """The best ``n_results`` candidates scoring at least ``min_score``, near-duplicates collapsed.
 
     With ``recency_days`` a score is halved for every ``recency_days`` of the memory's age.
     """
     kept = [c for c in cands if c.score >= min_score]
+    if dropped is not None:
+        for cand in cands:
+            if cand.score < min_score:
+                dropped("below_min_score", cand, None)
     if recency_days:
         moment = now or datetime.now(timezone.utc)
         for cand in kept:
             age = (moment - _time(cand.doc.occurred_at)).total_seconds() / 86400
-            cand.score *= 0.5 ** (max(0.0, age) / recency_days)
+            cand.factors["recency"] = 0.5 ** (max(0.0, age) / recency_days)
+            cand.score *= cand.factors["recency"]
         kept.sort(key=lambda c: c.score, reverse=True)
     chosen: list[Candidate] = []
-    seen: list[tuple[tuple[str, str], set[str]]] = []
+    seen: list[tuple[tuple[str, str], set[str], Candidate]] = []
     for cand in kept:
         words = set(_WORD.findall(cand.doc.text.lower()))
         who = (cand.doc.speaker, cand.doc.thread)
-        if any(w == who and _jaccard(words, other) >= tuning.collapse_jaccard for w, other in seen):
+        twin = next((c for w, other, c in seen if w == who and _jaccard(words, other) >= tuning.collapse_jaccard),
+                    None)
+        if twin is not None:
+            if dropped is not None:
+                dropped("duplicate", cand, twin)
             continue
-        seen.append((who, words))
+        seen.append((who, words, cand))
         chosen.append(cand)
         if len(chosen) == n_results:
             break

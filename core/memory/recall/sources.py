@@ -90,6 +90,14 @@ def content_key(kind: str, text: str, metadata_json: str, occurred_at: str | Non
     return hashlib.sha256("\0".join((kind, " ".join(text.split()), metadata_json, occurred_at or "")).encode()).hexdigest()
 
 
+def subject_of(kind: str, metadata: dict[str, Any]) -> str:
+    """What a note is a version of: ``note:<key>`` for a note with a metadata ``key`` (text or number), else ''."""
+    key = metadata.get("key")
+    if kind != "note" or isinstance(key, bool) or not isinstance(key, (str, int)) or not str(key).strip():
+        return ""
+    return f"note:{str(key).strip()}"
+
+
 def note_doc(row: Any, secrets: list[str]) -> Doc:
     """The doc of a ``cold_notes`` row."""
     metadata = redact(json.loads(row["metadata"] or "{}"), secrets)
@@ -99,7 +107,7 @@ def note_doc(row: Any, secrets: list[str]) -> Doc:
     return Doc(id=f"note:{row['id']}", kind=row["kind"], tier="cold", source=f"note:{row['id']}", text=text,
                occurred_at=occurred, created_at=row["updated_at"] or row["created_at"],
                context=context_words(speaker, occurred, text), metadata=metadata, speaker=speaker,
-               thread=thread_of(metadata), expires_at=row["expires_at"])
+               thread=thread_of(metadata), expires_at=row["expires_at"], subject=subject_of(row["kind"], metadata))
 
 
 def fact_doc(row: Any) -> Doc | None:

@@ -139,3 +139,69 @@ def _period(moment: datetime, unit: str) -> str:
     if unit == "month":
         return f"{moment:%B} {moment.year}"
     return str(moment.year)
+
+
+def time_window(value: Any, what: str, edge: str, now: datetime | None = None) -> datetime:
+    """A ``since`` (``edge="start"``) or ``until`` (``edge="end"``) bound: what :func:`parse_time` reads, or a
+    relative phrase such as "last week", "yesterday" or "3 days ago", which names a period: ``since`` is its
+    first moment and ``until`` its last, so ``since="last week", until="last week"`` is that whole week.
+
+    Raises:
+        ValidationError: the value is neither a time nor a relative phrase.
+    """
+    match = _RELATIVE.fullmatch(value.strip()) if isinstance(value, str) else None
+    if match is None:
+        try:
+            return parse_time(value, what)
+        except ValidationError as exc:
+            raise ValidationError(f"{exc}, or a period such as 'last week', 'yesterday' or '3 days ago'") from exc
+    anchor = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    try:
+        start, end = _relative_period(match, anchor)
+    except (OverflowError, ValueError) as exc:
+        raise ValidationError(f"{what} {value!r} falls outside the calendar (year 1 to 9999)") from exc
+    return start if edge == "start" else end - timedelta(microseconds=1)
+
+
+def _relative_period(match: re.Match, anchor: datetime) -> tuple[datetime, datetime]:
+    """The period a relative phrase names, as ``[start, end)`` in UTC."""
+    day = anchor.replace(hour=0, minute=0, second=0, microsecond=0)
+    simple = (match.group("simple") or "").casefold()
+    if simple:
+        start = day + timedelta(days={"yesterday": -1, "last night": -1, "tomorrow": 1}.get(simple, 0))
+        return start, start + timedelta(days=1)
+    if match.group("count"):
+        count_text = match.group("count").casefold()
+        count = int(count_text) if count_text.isdecimal() else _NUMBERS[count_text]
+        unit = match.group("unit2").casefold()
+        return _period_of(day - timedelta(days=count * _UNITS[unit]), unit)
+    direction, unit = match.group("dir").casefold(), match.group("unit").casefold()
+    step = {"last": -1, "past": -1, "this": 0, "next": 1}[direction]
+    if unit in _WEEKDAYS:
+        delta = (day.weekday() - _WEEKDAYS.index(unit)) % 7 or 7
+        start = day - timedelta(days=delta) if step <= 0 else day + timedelta(days=7 - delta or 7)
+        return start, start + timedelta(days=1)
+    if unit == "weekend":
+        saturday = day - timedelta(days=(day.weekday() - 5) % 7 or 7) if step <= 0 else \
+            day + timedelta(days=(5 - day.weekday()) % 7 or 7)
+        return saturday, saturday + timedelta(days=2)
+    if unit == "week":
+        return _period_of(day + timedelta(days=7 * step), "week")
+    if unit == "month":
+        month0 = day.month - 1 + step
+        return _period_of(day.replace(year=day.year + month0 // 12, month=month0 % 12 + 1, day=1), "month")
+    return _period_of(day.replace(year=day.year + step, month=1, day=1), "year")
+
+
+def _period_of(day: datetime, unit: str) -> tuple[datetime, datetime]:
+    """The day, week (Monday on), month or year holding ``day``, as ``[start, end)``."""
+    if unit == "day":
+        return day, day + timedelta(days=1)
+    if unit == "week":
+        start = day - timedelta(days=day.weekday())
+        return start, start + timedelta(days=7)
+    if unit == "month":
+        start = day.replace(day=1)
+        return start, (start + timedelta(days=32)).replace(day=1)
+    start = day.replace(month=1, day=1)
+    return start, start.replace(year=start.year + 1)

@@ -14,6 +14,7 @@ from typing import Any
 
 from core.errors import ValidationError
 from core.memory.recall import search as recall_search
+from core.memory.recall.views.explain import query_words, why
 from core.memory.recall.query import check_recall
 from core.memory.spaces import members as members_file
 from core.memory.spaces.paths import SpacePaths
@@ -40,10 +41,23 @@ def spaces_to_search(agent: str, home: Path, spaces: Any) -> list[str]:
     return list(dict.fromkeys(spaces))
 
 
-def merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: str, n_results: int,
-           kind: Any, since: Any, until: Any, min_score: float | None,
-           recency_days: float | None) -> list[dict[str, Any]]:
-    """``own`` (the agent's recall) and the best hits of ``spaces``, best first, ``n_results`` at most."""
+def merged(manager: Any, own: list[dict[str, Any]] | dict[str, Any], spaces: list[str], query: str | None,
+           n_results: int, kind: Any, since: Any, until: Any, min_score: float | None,
+           recency_days: float | None) -> list[dict[str, Any]] | dict[str, Any]:
+    """``own`` (the agent's recall) and the best hits of ``spaces``, best first, ``n_results`` at most; an
+    explained ``own`` (``{results, left_out}``) gets the space hits explained too; a listed window (no
+    ``query``) is the agent's own memory only."""
+    if query is None:
+        return own
+    if isinstance(own, dict):
+        return {**own, "results": _merged(manager, own["results"], spaces, query, n_results, kind, since, until,
+                                          min_score, recency_days, explain=True)}
+    return _merged(manager, own, spaces, query, n_results, kind, since, until, min_score, recency_days)
+
+
+def _merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: str, n_results: int,
+            kind: Any, since: Any, until: Any, min_score: float | None,
+            recency_days: float | None, explain: bool = False) -> list[dict[str, Any]]:
     for hit in own:
         hit["space"], hit["author"] = None, manager.agent_name
     request = check_recall(query, n_results, kind, since, until, min_score=min_score, recency_days=recency_days,
@@ -53,12 +67,15 @@ def merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: st
     tuning = manager.cold.tuning
     hidden = manager.facts.hidden_values()  # a secret the reader saved after it was published
     found = list(own)
+    words = query_words(request.text, manager.cold.docs.terms) if explain else []
     for name in spaces:
         with opened(name, manager.paths.root.parent) as space:  # kept open between recalls
             ranked = space.candidates(manager.agent_name, request.text, tuning, request.filters.since,
                                       request.filters.until)
         for cand in recall_search.select(ranked, n_results, request.min_score, tuning, request.recency_days):
             found.append(_result(name, cand, hidden))
+            if explain:
+                found[-1]["why"] = why(cand, None, words, manager.cold.docs.terms, tuning)
     found.sort(key=lambda hit: hit["score"], reverse=True)
     return found[:n_results]
 

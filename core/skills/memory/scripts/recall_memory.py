@@ -14,13 +14,14 @@ MAX_RESULTS = 20
 def execute(
     agent_name: str,
     *,
-    query: str,
+    query: Optional[str] = None,
     n_results: int = 3,
     kind: Optional[Literal["log", "log_archive", "fact", "note", "summary", "message"]] = None,
     since: Optional[str] = None,
     until: Optional[str] = None,
     spaces: Optional[list[str]] = None,
-) -> list[dict[str, Any]]:
+    explain: bool = False,
+) -> list[dict[str, Any]] | dict[str, Any]:
     """Search long-term memory (log, facts, notes, past conversations, shared spaces); results scored 0-1.
 
     Args:
@@ -30,10 +31,13 @@ def execute(
     """
     if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
         raise ToolArgumentError(f"recall_memory: n_results must be an integer from 1 to {MAX_RESULTS}")
-    if not isinstance(query, str) or not query.strip():
-        raise ToolArgumentError("recall_memory: query must be a non-empty string")
+    if query is not None and (not isinstance(query, str) or not query.strip()):
+        raise ToolArgumentError("recall_memory: query must be a non-empty string (or left out, with since/until, "
+                                "to list a time window)")
+    if not isinstance(explain, bool):
+        raise ToolArgumentError("recall_memory: explain must be true or false")
     return shared_manager(agent_name).recall_memory(query, n_results=n_results, kind=kind, since=since, until=until,
-                                                    spaces=spaces)
+                                                    spaces=spaces, explain=explain)
 
 
 SKILL_METADATA = skill_metadata(execute, name="recall_memory")
