@@ -30,6 +30,7 @@ from core.memory.files import ScanResult
 from core.memory.files import check_entry_type, check_text, check_writer, utc_timestamp
 from core.memory.files import NowState
 from core.memory.recall import log_index
+from core.memory.recall.notes import StoredMemories
 from core.memory.secrets import visible_entries
 from core.memory.secrets import redactor_of
 from core.memory.secrets import ScrubReport, SecretScrubber
@@ -267,16 +268,27 @@ class MemoryManager:
             expires_at: after this time the memory is no longer recalled (and is forgotten).
 
         Raises:
-            ValidationError: empty or oversize content, unknown kind, a time that cannot be read.
+            ValidationError: empty content or over ``cold.max_memory_bytes`` (1 MiB), unknown kind, a time
+                that cannot be read.
         """
         return self.cold.store_memory(content, metadata, kind, self.facts.secret_values(),
                                       occurred_at=occurred_at, expires_at=expires_at)
 
-    def store_memories(self, items: list[Any]) -> list[str]:
+    def store_memories(self, items: list[Any]) -> StoredMemories:
         """Store many memories in one transaction (the fast way to load a history); return their ids.
 
         Each item is text or a dict with ``content`` and optionally ``metadata``, ``kind``,
-        ``occurred_at`` and ``expires_at`` (as in :meth:`store_memory`). One bad item stores none.
+        ``occurred_at`` and ``expires_at`` (as in :meth:`store_memory`). A bad item (empty, too long,
+        an unknown kind, a time that cannot be read...) is refused alone: the others are stored.
+        Storing an item again refreshes it, so a batch sent again after a fix stores nothing twice.
+
+        Returns:
+            the ids of the stored items in the batch's order (a list), with ``refused`` (each item not
+            stored: its ``index`` in the batch and the ``reason``), ``by_index`` (each stored item's id
+            by its index) and ``report()`` (one readable line).
+
+        Raises:
+            ValidationError: ``items`` is not a list, or no item could be stored (nothing was written).
         """
         if not isinstance(items, (list, tuple)):
             raise ValidationError(f"items must be a list, got {type(items).__name__}")

@@ -10,7 +10,6 @@ LOG.md compaction is beside it (:mod:`core.memory.compaction.auto`).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import uuid
@@ -19,10 +18,10 @@ from dataclasses import replace
 from typing import Any, Callable, ContextManager, Iterator, Sequence
 
 from core.config import Config
-from core.errors import AgentOSError, ValidationError
+from core.errors import AgentOSError
 from core.llm.embedding.embedders import make_embedder
 from core.memory.files.log_file import LogFile
-from core.memory.files.log_format import check_text, utc_timestamp
+from core.memory.files.log_format import utc_timestamp
 from core.memory import foreground
 from core.memory.recall import process_hooks
 from core.memory.recall import query as recall_query
@@ -31,20 +30,16 @@ from core.memory.recall.docs import Filters
 from core.memory.recall.index import ColdIndexer, Progress
 from core.memory.recall.query import check_recall
 from core.memory.recall.search import Tuning
-from core.memory.recall.sources import content_key, note_doc, occurred_from
+from core.memory.recall.notes import LISTED, StoredMemories, check_batch, check_note
+from core.memory.recall.sources import note_doc
 from core.memory.recall.store import ColdStore
 from core.memory.recall.vector_indexer import BackgroundIndexer
-from core.memory.recall.when import parse_time
 from core.memory.secrets.redaction import Redactor, redactor_of
-from core.memory.storage.facts import FactStore, redact
+from core.memory.storage.facts import FactStore
 from core.memory.storage.sqlite import Database
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
-
-NOTE_KINDS = ("note", "summary")
-"""Kinds ``store_memory`` accepts; the other kinds come from their sources."""
-
 
 class ColdMemory:
     """Recall over every tier, the cold store and its indexers of one agent."""
@@ -106,65 +101,40 @@ class ColdMemory:
         return self.store_memories([{"content": content, "metadata": metadata, "kind": kind,
                                      "occurred_at": occurred_at, "expires_at": expires_at}], secrets)[0]
 
-    def store_memories(self, items: Sequence[Any], secrets: list[str]) -> list[str]:
-        """Save many notes in one transaction (see ``MemoryManager.store_memories``); return their ids."""
-        notes = [self._check_note(item, secrets) for item in items]
-        ids = []
+    def store_memories(self, items: Sequence[Any], secrets: list[str]) -> StoredMemories:
+        """Save the good items of a batch in one transaction and name the refused ones (see
+        ``MemoryManager.store_memories``)."""
+        notes, refused = check_batch(items, lambda item: check_note(item, secrets, self.config.cold.max_memory_bytes))
+        by_index = {}
         now = utc_timestamp()
         with self.db.transaction() as conn:
-            for note in notes:
-                found = conn.execute("SELECT id FROM cold_notes WHERE content_key = ?", (note["key"],)).fetchone()
-                if found:  # the same memory again: refresh it instead of keeping a copy
-                    note_id = found[0]
-                    conn.execute("UPDATE cold_notes SET updated_at = ?, expires_at = ? WHERE id = ?",
-                                 (now, note["expires_at"], note_id))
-                else:
-                    note_id = uuid.uuid4().hex
-                    conn.execute(
-                        "INSERT INTO cold_notes (id, kind, text, metadata, created_at, occurred_at, expires_at,"
-                        " content_key, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (note_id, note["kind"], note["text"], note["metadata"], now, note["occurred_at"],
-                         note["expires_at"], note["key"], now),
-                    )
-                row = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (note_id,)).fetchone()
-                self.docs.upsert(conn, [note_doc(row, secrets)])
-                conn.execute("DELETE FROM cold_pending WHERE item = ?", (f"note:{note_id}",))
-                ids.append(f"note:{note_id}")
+            for index, note in notes.items():
+                by_index[index] = self._write_note(conn, note, now, secrets)
         self.background.wake()
-        return ids
+        if refused:
+            log.warning("%s: %d of %d memories refused: %s", self.paths.name, len(refused), len(items),
+                        "; ".join(str(r) for r in refused[:LISTED]))
+        return StoredMemories(by_index, refused)
 
-    def _check_note(self, item: Any, secrets: list[str]) -> dict[str, Any]:
-        if isinstance(item, str):
-            item = {"content": item}
-        if not isinstance(item, dict):
-            raise ValidationError(f"each memory must be text or a dict with 'content', got {type(item).__name__}")
-        unknown = set(item) - {"content", "metadata", "kind", "occurred_at", "expires_at"}
-        if unknown:
-            raise ValidationError(f"unknown memory field(s) {sorted(unknown)}; use content, metadata, kind, "
-                                  "occurred_at, expires_at")
-        text = check_text(item.get("content"), "memory content").strip()
-        if not text:
-            raise ValidationError("memory content must not be empty")
-        if len(text.encode("utf-8")) > self.config.memory.max_entry_bytes:
-            raise ValidationError(f"memory content exceeds {self.config.memory.max_entry_bytes} bytes")
-        kind = item.get("kind") or "note"
-        if kind not in NOTE_KINDS:
-            raise ValidationError(f"store_memory kind must be one of {', '.join(NOTE_KINDS)}, got {kind!r}")
-        metadata = item.get("metadata")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
-        metadata = redact(metadata or {}, secrets)
-        try:
-            meta_json = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from exc
-        occurred = occurred_from(metadata, item.get("occurred_at"))
-        expires = item.get("expires_at")
-        expires = utc_timestamp(parse_time(expires, "expires_at")) if expires is not None else None
-        text = redact(text, secrets)
-        key = content_key(kind, text, meta_json, occurred)
-        return {"text": text, "kind": kind, "metadata": meta_json, "occurred_at": occurred,
-                "expires_at": expires, "key": key}
+    def _write_note(self, conn, note: dict[str, Any], now: str, secrets: list[str]) -> str:
+        """Insert a note (or refresh the same one stored before) and its doc; return its id."""
+        found = conn.execute("SELECT id FROM cold_notes WHERE content_key = ?", (note["key"],)).fetchone()
+        if found:  # the same memory again: refresh it instead of keeping a copy
+            note_id = found[0]
+            conn.execute("UPDATE cold_notes SET updated_at = ?, expires_at = ? WHERE id = ?",
+                         (now, note["expires_at"], note_id))
+        else:
+            note_id = uuid.uuid4().hex
+            conn.execute(
+                "INSERT INTO cold_notes (id, kind, text, metadata, created_at, occurred_at, expires_at,"
+                " content_key, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (note_id, note["kind"], note["text"], note["metadata"], now, note["occurred_at"],
+                 note["expires_at"], note["key"], now),
+            )
+        row = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (note_id,)).fetchone()
+        self.docs.upsert(conn, [note_doc(row, secrets)])
+        conn.execute("DELETE FROM cold_pending WHERE item = ?", (f"note:{note_id}",))
+        return f"note:{note_id}"
 
     # -- recall -------------------------------------------------------------------
 

@@ -25,16 +25,18 @@ from contextlib import nullcontext
 from typing import Callable, ContextManager
 
 from core.errors import AgentOSError, EmbedderMismatchError
+from core.llm.embedding.token_batches import MAX_WORKERS, workers
 from core.memory.recall.store import ColdStore, VectorRow
 from core.memory.recall.docs import Doc, DocIndex
 from core.memory.foreground import background_thread
 
 log = logging.getLogger(__name__)
 
-BATCH = 64
+BATCH = 128
 """Docs embedded and written to LanceDB together, at most."""
 BATCH_CHARS = 8000
-"""Characters of text a batch embeds, at most (one doc at least): about half a second of one core, so a
+"""Characters of text a batch embeds for each core it runs on (see
+:func:`core.llm.embedding.token_batches.workers`), at most (one doc at least): about half a second, so a
 batch never runs long, and an exit waits for one such batch at most."""
 IDLE_WAKEUP_S = 30.0
 """The thread also looks for work this often (another process may have written)."""
@@ -66,11 +68,13 @@ def vector_row(doc: Doc, previous: Doc | None) -> VectorRow:
 
 
 def within_budget(rows: list[VectorRow]) -> list[VectorRow]:
-    """The first of ``rows`` whose texts add up to at most ``BATCH_CHARS`` characters (the first row always)."""
+    """The first of ``rows`` whose texts add up to at most ``BATCH_CHARS`` characters a core (the first
+    row always)."""
+    budget = BATCH_CHARS * workers(MAX_WORKERS)
     total = 0
     for count, row in enumerate(rows):
         total += len(row.text)
-        if count and total > BATCH_CHARS:
+        if count and total > budget:
             return rows[:count]
     return rows
 
