@@ -31,6 +31,7 @@ from core.memory.files import check_entry_type, check_text, check_writer, utc_ti
 from core.memory.files import NowState
 from core.memory.recall import log_index
 from core.memory.recall.notes import StoredMemories
+from core.memory.recall.recalled import Recalled
 from core.memory.secrets import visible_entries
 from core.memory.secrets import redactor_of
 from core.memory.secrets import ScrubReport, SecretScrubber
@@ -298,7 +299,7 @@ class MemoryManager:
         self, query: str, n_results: int = 5, kind: str | list[str] | None = None,
         since: Any = None, until: Any = None, *, min_score: float | None = None,
         recency_days: float | None = None, spaces: list[str] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> Recalled:
         """Search every tier by meaning and words, and the memory spaces the agent belongs to; best first.
 
         Searches LOG.md entries (as soon as they are written), archived entries and
@@ -322,12 +323,16 @@ class MemoryManager:
             dicts: ``score`` is the probability (0-1) that the memory is relevant, ``tier`` is
             warm, cold or conversation, ``where`` says where the original is (seq, archive,
             conversation and message id, fact key, note id, or store namespace and key), ``space``
-            (None for the agent's own memory) and ``author`` (the agent that wrote it).
+            (None for the agent's own memory) and ``author`` (the agent that wrote it). The list's
+            ``partial`` is True when some memories still had no vector after ``cold.vector_wait_s``
+            (``vectors_pending`` says how many): they were ranked without their meaning, and
+            ``warning`` says so (see ``cold.pending_vectors``); otherwise ``warning`` is None.
         """
         chosen = space_recall.spaces_to_search(self.agent_name, self.paths.root.parent, spaces)
         own = self.cold.recall(query, n_results, kind, since, until, self.facts.hidden_values(),
                                min_score=min_score, recency_days=recency_days)
-        return space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score, recency_days)
+        return own.like(space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score,
+                                            recency_days))
 
     def publish(self, space: str, content: Any, metadata: dict[str, Any] | None = None) -> str:
         """Publish ``content`` to the memory space ``space`` as this agent; return the memory's id.

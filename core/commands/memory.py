@@ -75,6 +75,8 @@ def recall(args: argparse.Namespace) -> int:
         f"{hit['score']:.2f} {hit['kind']} {hit['id']} ({hit['occurred_at'][:10]}, {hit['source']}"
         f"{', by ' + hit['author'] if hit.get('space') else ''})\n"
         f"  {hit['content']}" for hit in found) or "(nothing found)")
+    if found.warning:  # on stderr, so that --json output stays one JSON document
+        print(f"warning: {found.warning}", file=sys.stderr)
     return 0
 
 

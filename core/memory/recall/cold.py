@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import replace
@@ -29,6 +30,7 @@ from core.memory.recall import search as recall_search
 from core.memory.recall.docs import Filters
 from core.memory.recall.index import ColdIndexer, Progress
 from core.memory.recall.query import check_recall
+from core.memory.recall.recalled import Recalled, check_mode
 from core.memory.recall.search import Tuning
 from core.memory.recall.notes import LISTED, StoredMemories, check_batch, check_note
 from core.memory.recall.sources import note_doc
@@ -141,24 +143,37 @@ class ColdMemory:
     def recall(
         self, query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
         secrets: list[str], min_score: float | None = None, recency_days: float | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> Recalled:
         """Search every tier by meaning and words (see ``MemoryManager.recall_memory``)."""
         request = check_recall(query, n_results, kind, since, until, min_score=min_score,
                                recency_days=recency_days, default_min_score=self.config.cold.min_score)
-        return recall_query.results(request, self.candidates(request.text, request.filters), self.tuning, secrets)
+        ranked, seen = self.search(request.text, request.filters)
+        return seen.like(recall_query.results(request, ranked, self.tuning, secrets))
 
     def candidates(self, text: str, filters: Filters, depth: int | None = None) -> list[recall_search.Candidate]:
-        """Every candidate for ``text`` scored, best first, after catching up with what was just written.
+        """Every candidate for ``text`` scored, best first (see :meth:`search`)."""
+        return self.search(text, filters, depth)[0]
+
+    def search(self, text: str, filters: Filters, depth: int | None = None) -> tuple[list[recall_search.Candidate],
+                                                                                     Recalled]:
+        """Every candidate for ``text`` scored, best first, after catching up with what was just written, and
+        what the ranking could see (an empty :class:`Recalled`: how many memories it saw without a vector).
 
         ``depth`` (default ``tuning.depth``) is how many word matches and how many nearest vectors are taken.
         """
+        mode = check_mode(self.config.cold.pending_vectors)
         if self.indexer.pending():
             self.sync()  # read your own writes: what was just stored or logged is found
-        if self.background.embeds and self.docs.pending_count():
+        pending, waited = self.docs.pending_count(), 0.0
+        if pending and self.background.embeds:
+            began = time.monotonic()
             with self._hurrying():
                 self.background.wait_idle(self.config.cold.vector_wait_s)
+            pending, waited = self.docs.pending_count(), time.monotonic() - began
+        seen = Recalled((), pending, mode=mode, waited_s=waited, error=self.background.last_error)
         tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
-        return recall_query.candidates(text, filters, self.docs, self.store(), tuning)
+        store = None if pending and mode == "words" else self.store()
+        return recall_query.candidates(text, filters, self.docs, store, tuning), seen
 
     def _step(self, stop: threading.Event) -> ContextManager[None]:
         """The context of each step of the recall indexer (see :func:`core.memory.foreground.step`)."""

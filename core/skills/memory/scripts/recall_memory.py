@@ -20,8 +20,8 @@ def execute(
     since: Optional[str] = None,
     until: Optional[str] = None,
     spaces: Optional[list[str]] = None,
-) -> list[dict[str, Any]]:
-    """Search long-term memory: the log and its compacted history, saved facts, stored notes and past conversations. Use it when NOW, the recent log and the facts do not answer the question. Each result has a score from 0 to 1 and says where it came from.
+) -> list[dict[str, Any]] | dict[str, Any]:
+    """Search long-term memory: the log and its compacted history, saved facts, stored notes and past conversations. Use it when NOW, the recent log and the facts do not answer the question. Each result has a score from 0 to 1 and says where it came from. When memories stored just before are not fully indexed yet, the answer is {"results": [...], "warning": "..."}: recall again later for a complete ranking.
 
     Args:
         query: what to look for, in plain words, e.g. "stocks the user asked about".
@@ -35,8 +35,11 @@ def execute(
         raise ToolArgumentError(f"recall_memory: n_results must be an integer from 1 to {MAX_RESULTS}")
     if not isinstance(query, str) or not query.strip():
         raise ToolArgumentError("recall_memory: query must be a non-empty string")
-    return shared_manager(agent_name).recall_memory(query, n_results=n_results, kind=kind, since=since, until=until,
-                                                    spaces=spaces)
+    found = shared_manager(agent_name).recall_memory(query, n_results=n_results, kind=kind, since=since,
+                                                     until=until, spaces=spaces)
+    if found.warning:  # the ranking did not see every memory's meaning: the caller is told with the results
+        return {"results": list(found), "warning": found.warning}
+    return found
 
 
 SKILL_METADATA = skill_metadata(execute, name="recall_memory")
