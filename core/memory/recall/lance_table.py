@@ -86,9 +86,13 @@ def sweep_orphans(table_dir: Path) -> tuple[int, int]:
     return count, size
 
 
-def upsert(table, records) -> None:
-    """Insert ``records`` (an Arrow table) into the Lance ``table``, replacing the rows of the same id."""
-    table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(records)
+def upsert(table, records, stale: str | None = None) -> None:
+    """Insert ``records`` (an Arrow table) into the Lance ``table``, replacing the rows of the same id, and
+    delete the rows that match the filter ``stale`` and are not in ``records``, in the same commit."""
+    builder = table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+    if stale:
+        builder = builder.when_not_matched_by_source_delete(stale)
+    builder.execute(records)
 
 
 def compact(table, cleanup_older_than: timedelta, *, delete_unverified: bool = False) -> None:

@@ -26,6 +26,7 @@ from typing import Callable, ContextManager
 
 from core.errors import AgentOSError, EmbedderMismatchError
 from core.llm.embedding.token_batches import MAX_WORKERS, workers
+from core.memory.recall.chunks import chunk_rows, may_have_chunks
 from core.memory.recall.store import ColdStore, VectorRow
 from core.memory.recall.docs import Doc, DocIndex
 from core.memory.foreground import background_thread
@@ -202,7 +203,8 @@ class BackgroundIndexer:
             self._idle.notify_all()
 
     def embed_batch(self) -> int:
-        """Compute and store the vectors of up to ``BATCH`` pending docs (``BATCH_CHARS`` of text); return how many.
+        """Compute and store the vectors of up to ``BATCH`` pending docs (``BATCH_CHARS`` of text), and of the
+        chunks of the long ones (:mod:`core.memory.recall.chunks`); return how many docs.
 
         The thread runs it as a background step (:func:`core.memory.foreground.step`): one at a time in a
         process, whichever agent it is for, so a process exits once the batch in progress is written.
@@ -213,7 +215,8 @@ class BackgroundIndexer:
         rows = within_budget([vector_row(d, self.docs.previous(d)) for d in pending])
         pending = pending[:len(rows)]
         store = self._store()
-        store.put(rows)
+        pieces = [c for doc, row in zip(pending, rows) for c in chunk_rows(row, doc.text, doc.speaker)]
+        store.put(rows + pieces, replace_chunks_of=[d.id for d in pending if may_have_chunks(d.text)])
         self.docs.mark_embedded({row.id: row for row in rows}, vector_row)
         present = self.docs.get([d.id for d in pending])
         gone = [d.id for d in pending if d.id not in present]
