@@ -30,8 +30,7 @@ from core.memory.files import ScanResult
 from core.memory.files import check_entry_type, check_text, check_writer, utc_timestamp
 from core.memory.files import NowState
 from core.memory.recall import log_index
-from core.memory.recall.notes import StoredMemories
-from core.memory.recall.recalled import Recalled
+from core.memory.results import Recalled, StoredMemories
 from core.memory.secrets import visible_entries
 from core.memory.secrets import redactor_of
 from core.memory.secrets import ScrubReport, SecretScrubber
@@ -269,8 +268,7 @@ class MemoryManager:
             expires_at: after this time the memory is no longer recalled (and is forgotten).
 
         Raises:
-            ValidationError: empty content or over ``cold.max_memory_bytes`` (1 MiB), unknown kind, a time
-                that cannot be read.
+            ValidationError: empty, or over ``cold.max_memory_bytes``; unknown kind; an unreadable time.
         """
         return self.cold.store_memory(content, metadata, kind, self.facts.secret_values(),
                                       occurred_at=occurred_at, expires_at=expires_at)
@@ -278,21 +276,10 @@ class MemoryManager:
     def store_memories(self, items: list[Any]) -> StoredMemories:
         """Store many memories in one transaction (the fast way to load a history); return their ids.
 
-        Each item is text or a dict with ``content`` and optionally ``metadata``, ``kind``,
-        ``occurred_at`` and ``expires_at`` (as in :meth:`store_memory`). A bad item (empty, too long,
-        an unknown kind, a time that cannot be read...) is refused alone: the others are stored.
-        Storing an item again refreshes it, so a batch sent again after a fix stores nothing twice.
-
-        Returns:
-            the ids of the stored items in the batch's order (a list), with ``refused`` (each item not
-            stored: its ``index`` in the batch and the ``reason``), ``by_index`` (each stored item's id
-            by its index) and ``report()`` (one readable line).
-
-        Raises:
-            ValidationError: ``items`` is not a list, or no item could be stored (nothing was written).
+        Each item is text or a dict with ``content`` and optionally ``metadata``, ``kind``, ``occurred_at``
+        and ``expires_at`` (as in :meth:`store_memory`). A bad item is refused alone (``refused`` of the
+        :class:`~core.memory.results.StoredMemories`); no good item: ValidationError. Nothing is stored twice.
         """
-        if not isinstance(items, (list, tuple)):
-            raise ValidationError(f"items must be a list, got {type(items).__name__}")
         return self.cold.store_memories(items, self.facts.secret_values())
 
     def recall_memory(
@@ -311,8 +298,7 @@ class MemoryManager:
             n_results: how many results at most (1-100).
             kind: ``note``, ``summary``, ``fact``, ``log`` (in LOG.md), ``log_archive``
                 (compacted), ``message`` or ``item`` (LangGraph store items), or a list of them.
-            since, until: only memories that happened in this window (datetime, ISO-8601
-                or a written date such as ``"8 May 2023"``).
+            since, until: only memories that happened in this window (datetime, ISO-8601 or ``"8 May 2023"``).
             min_score: leave out results below this relevance (0-1; default ``cold.min_score``).
             recency_days: favour recent memories: a score halves for every this many days of age.
             spaces: the memory spaces to search too: None, every space the agent is a member of; a
@@ -323,16 +309,13 @@ class MemoryManager:
             dicts: ``score`` is the probability (0-1) that the memory is relevant, ``tier`` is
             warm, cold or conversation, ``where`` says where the original is (seq, archive,
             conversation and message id, fact key, note id, or store namespace and key), ``space``
-            (None for the agent's own memory) and ``author`` (the agent that wrote it). The list's
-            ``partial`` is True when some memories still had no vector after ``cold.vector_wait_s``
-            (``vectors_pending`` says how many): they were ranked without their meaning, and
-            ``warning`` says so (see ``cold.pending_vectors``); otherwise ``warning`` is None.
+            (None for the agent's own memory), ``author`` (the agent that wrote it); ``warning``: see Recalled.
         """
         chosen = space_recall.spaces_to_search(self.agent_name, self.paths.root.parent, spaces)
         own = self.cold.recall(query, n_results, kind, since, until, self.facts.hidden_values(),
                                min_score=min_score, recency_days=recency_days)
-        return own.like(space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score,
-                                            recency_days))
+        found = space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score, recency_days)
+        return own.like(found)
 
     def publish(self, space: str, content: Any, metadata: dict[str, Any] | None = None) -> str:
         """Publish ``content`` to the memory space ``space`` as this agent; return the memory's id.

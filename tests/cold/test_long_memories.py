@@ -7,8 +7,7 @@ import itertools
 import pytest
 
 from core.errors import ValidationError
-from core.memory.recall import chunks
-from core.memory.recall.lance_table import VectorRow
+from core.memory.recall import lance_table as chunks
 
 FILLER = [
     "We spent the morning going over the quarterly budget spreadsheet line by line.",
@@ -61,11 +60,11 @@ def test_rewriting_a_memory_deletes_the_chunks_it_no_longer_has(manager):
     manager.store_memory("anything, so that the cold store exists")
     manager.cold.catch_up()
     store = manager.cold.store()
-    memory = VectorRow(id="fact:odd#key%", kind="fact", text="x" * 5000, source="facts", occurred_at="2024-01-01")
-    other = VectorRow(id="fact:odd#key%2", kind="fact", text="y" * 5000, source="facts", occurred_at="2024-01-01")
+    memory = chunks.VectorRow(id="fact:odd#key%", kind="fact", text="x" * 5000, source="facts", occurred_at="2024-01-01")
+    other = chunks.VectorRow(id="fact:odd#key%2", kind="fact", text="y" * 5000, source="facts", occurred_at="2024-01-01")
     store.put([memory, *chunks.chunk_rows(memory, memory.text), other, *chunks.chunk_rows(other, other.text)])
     before = store.chunk_ids()
-    shorter = VectorRow(id=memory.id, kind="fact", text="x" * 2500, source="facts", occurred_at="2024-01-01")
+    shorter = chunks.VectorRow(id=memory.id, kind="fact", text="x" * 2500, source="facts", occurred_at="2024-01-01")
     store.put([shorter, *chunks.chunk_rows(shorter, shorter.text)], replace_chunks_of=[memory.id])
     after = store.chunk_ids()
     assert {chunks.memory_of(i) for i in before} == {memory.id, other.id}
@@ -87,11 +86,11 @@ def test_content_over_the_limit_is_refused_with_the_fix(manager):
 
 def test_pieces_cover_the_text_between_words_and_overlap():
     text = " ".join(f"word{n}" for n in range(3000))
-    found = chunks.pieces(text)
+    found = chunks.chunk_texts(text)
     assert all(len(p) <= chunks.CHUNK_CHARS for p in found)
     assert set(text.split()) == {w for p in found for w in p.split()}
     assert all(p.split()[0] in q for q, p in zip(found, found[1:]))  # each piece starts inside the one before
-    assert chunks.pieces("") == [] and chunks.pieces("short text") == ["short text"]
+    assert chunks.chunk_texts("") == [] and chunks.chunk_texts("short text") == ["short text"]
 
 
 def test_chunk_ids_name_their_memory_whatever_its_id_holds():

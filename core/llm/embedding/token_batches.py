@@ -24,6 +24,7 @@ so a bulk load uses every core while each run keeps one thread. A single text
 from __future__ import annotations
 
 import os
+import signal
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol, Sequence
 
@@ -116,8 +117,13 @@ def _run_all(model: TokenModel, groups: list[list[list[int]]]) -> "list[np.ndarr
     count = workers(len(groups))
     if count == 1:
         return [model.run(group) for group in groups]
-    from core.memory.foreground import leave_ctrl_c_to_the_main_thread
-
     # The pool is joined before this returns: no model call outlives the embed call that made it.
-    with ThreadPoolExecutor(count, thread_name_prefix="embed", initializer=leave_ctrl_c_to_the_main_thread) as pool:
+    with ThreadPoolExecutor(count, thread_name_prefix="embed", initializer=_leave_ctrl_c_to_the_main_thread) as pool:
         return list(pool.map(model.run, groups))
+
+
+def _leave_ctrl_c_to_the_main_thread() -> None:
+    """Block SIGINT in a worker, as every background thread of AgentOS does, so that a Ctrl-C reaches the
+    main thread (an interactive prompt waiting in readline) whichever thread the kernel would give it to."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, Callable, ContextManager, Iterator, Sequence
 
 from core.config import Config
-from core.errors import AgentOSError
+from core.errors import AgentOSError, ValidationError
 from core.llm.embedding.embedders import make_embedder
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import utc_timestamp
@@ -30,12 +30,11 @@ from core.memory.recall import search as recall_search
 from core.memory.recall.docs import Filters
 from core.memory.recall.index import ColdIndexer, Progress
 from core.memory.recall.query import check_recall
-from core.memory.recall.recalled import Recalled, check_mode
 from core.memory.recall.search import Tuning
-from core.memory.recall.notes import LISTED, StoredMemories, check_batch, check_note
-from core.memory.recall.sources import note_doc
+from core.memory.recall.sources import LISTED, check_batch, check_note, note_doc
 from core.memory.recall.store import ColdStore
 from core.memory.recall.vector_indexer import BackgroundIndexer
+from core.memory.results import Recalled, StoredMemories, check_mode
 from core.memory.secrets.redaction import Redactor, redactor_of
 from core.memory.storage.facts import FactStore
 from core.memory.storage.sqlite import Database
@@ -106,6 +105,8 @@ class ColdMemory:
     def store_memories(self, items: Sequence[Any], secrets: list[str]) -> StoredMemories:
         """Save the good items of a batch in one transaction and name the refused ones (see
         ``MemoryManager.store_memories``)."""
+        if not isinstance(items, (list, tuple)):
+            raise ValidationError(f"items must be a list, got {type(items).__name__}")
         notes, refused = check_batch(items, lambda item: check_note(item, secrets, self.config.cold.max_memory_bytes))
         by_index = {}
         now = utc_timestamp()

@@ -40,7 +40,7 @@ from typing import Any, Callable, Sequence
 
 from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError
 from core.llm.embedding.embedders import Embedder
-from core.memory.recall import ann_index, chunks, lance_table
+from core.memory.recall import ann_index, lance_table
 from core.memory.recall.lance_table import (
     CLEANUP_AFTER, COLUMNS, LEGACY_TABLES, META_DIMENSION, META_EMBEDDER, SEARCHED, TABLE, VectorRow,
     compaction_steps, sql_string, upsert,
@@ -184,7 +184,7 @@ class ColdStore:
         """Embed ``rows`` and upsert them by id (one LanceDB write); return rows written.
 
         No other row is touched, except the chunk rows of the memories ``replace_chunks_of`` that are
-        not in ``rows`` (see :mod:`core.memory.recall.chunks`), deleted in the same write.
+        not in ``rows`` (see :mod:`core.memory.recall.lance_table`), deleted in the same write.
 
         Raises:
             BackendError: the embedder failed; nothing was written.
@@ -197,7 +197,7 @@ class ColdStore:
         rows = self._redacted(rows)
         vectors = self._embed(rows)
         table = self.table
-        stale = chunks.chunks_filter(replace_chunks_of)
+        stale = lance_table.chunks_filter(replace_chunks_of)
         while not self._write_if_unchanged(rows, vectors, table.schema, stale):
             # A secret was saved while the vectors were computed (its scrub may have run already): the rows
             # it is in are embedded again, outside the lock, which writers of other processes wait for.
@@ -254,7 +254,7 @@ class ColdStore:
                     part = ids[start:start + 100]
                     fault_points.reach("cold.write")
                     self.writable().delete(f"id IN ({', '.join(sql_string(i) for i in part)}) OR "
-                                           f"({chunks.chunks_filter(part)})")
+                                           f"({lance_table.chunks_filter(part)})")
                     fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot delete from the cold store {self.path}: {exc}") from exc
@@ -303,7 +303,7 @@ class ColdStore:
 
     def count(self) -> int:
         """Number of memories (rows that are not chunks of one)."""
-        return self.table.count_rows(filter=f"NOT starts_with(id, {sql_string(chunks.PREFIX)})")
+        return self.table.count_rows(filter=f"NOT starts_with(id, {sql_string(lance_table.CHUNK_PREFIX)})")
 
     def may_have_rows(self) -> bool:
         """False while the table is empty; once it has had a row, True without asking LanceDB again
@@ -322,11 +322,11 @@ class ColdStore:
 
     def ids(self) -> list[str]:
         """Every memory's id (duplicates included: there should be none), chunk rows left out."""
-        return [i for i in self.table.to_table(columns=["id"]).column("id").to_pylist() if not chunks.is_chunk(i)]
+        return [i for i in self.table.to_table(columns=["id"]).column("id").to_pylist() if not lance_table.is_chunk(i)]
 
     def chunk_ids(self) -> list[str]:
-        """Every chunk row's id (see :mod:`core.memory.recall.chunks`)."""
-        return [i for i in self.table.to_table(columns=["id"]).column("id").to_pylist() if chunks.is_chunk(i)]
+        """Every chunk row's id (see :mod:`core.memory.recall.lance_table`)."""
+        return [i for i in self.table.to_table(columns=["id"]).column("id").to_pylist() if lance_table.is_chunk(i)]
 
     def nearest(
         self, vector, depth: int, where: str | None = None, *, exact: bool = False,
@@ -346,7 +346,7 @@ class ColdStore:
                                        nearest=ann_index.nearest(vector, 2 * depth, exact=exact)).to_pylist()
         except (OSError, ValueError, RuntimeError) as exc:
             raise ColdStoreError(f"vector search failed in {self.path}: {exc}") from exc
-        return chunks.folded(rows, depth)
+        return lance_table.folded_hits(rows, depth)
 
     def explain_nearest(self, vector, *, exact: bool = False) -> str:
         """The plan of :meth:`nearest`'s search (it shows whether the index is used)."""

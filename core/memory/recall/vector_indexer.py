@@ -26,7 +26,7 @@ from typing import Callable, ContextManager
 
 from core.errors import AgentOSError, EmbedderMismatchError
 from core.llm.embedding.token_batches import MAX_WORKERS, workers
-from core.memory.recall.chunks import chunk_rows, may_have_chunks
+from core.memory.recall.lance_table import chunk_rows, may_have_chunks
 from core.memory.recall.store import ColdStore, VectorRow
 from core.memory.recall.docs import Doc, DocIndex
 from core.memory.foreground import background_thread
@@ -204,7 +204,7 @@ class BackgroundIndexer:
 
     def embed_batch(self) -> int:
         """Compute and store the vectors of up to ``BATCH`` pending docs (``BATCH_CHARS`` of text), and of the
-        chunks of the long ones (:mod:`core.memory.recall.chunks`); return how many docs.
+        chunks of the long ones (see :mod:`core.memory.recall.lance_table`); return how many docs.
 
         The thread runs it as a background step (:func:`core.memory.foreground.step`): one at a time in a
         process, whichever agent it is for, so a process exits once the batch in progress is written.
