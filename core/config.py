@@ -67,7 +67,7 @@ class ColdConfig:
     by what there is (meaning where a vector exists, words elsewhere) and says so in its result; ``words``
     ranks every memory by words alone and says so (the same ranking whichever vectors are done)."""
     max_memory_bytes: int = 1024 * 1024
-    """The largest memory ``store_memory`` keeps (UTF-8 bytes); it is kept whole and its vectors cover it in chunks."""
+    """The largest memory ``store_memory`` keeps (UTF-8 bytes); kept whole, its vectors cover it in chunks."""
     ann_min_rows: int = 5000
     """Memories from which the table gets an approximate vector index (IVF_FLAT, cosine).
 

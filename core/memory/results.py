@@ -63,7 +63,8 @@ PENDING_MODES = ("flag", "words")
 def check_mode(mode: str) -> str:
     """``mode`` if it is a value of ``cold.pending_vectors``, else ConfigError naming the valid ones."""
     if mode not in PENDING_MODES:
-        raise ConfigError(f"cold.pending_vectors {mode!r} is not known; use one of: {', '.join(PENDING_MODES)}")
+        raise ConfigError(f"cold.pending_vectors {mode!r} is not known; use one of: "
+                          f"{', '.join(PENDING_MODES)}")
     return mode
 
 
@@ -93,10 +94,10 @@ class Recalled(list):
             return None
         count = f"{self.vectors_pending} memor{'y' if self.vectors_pending == 1 else 'ies'}"
         why = f" (the embedder failed: {self.error})" if self.error else ""
-        how = ("every memory was ranked by words only (cold.pending_vectors: words)" if self.mode == "words" else
-               "those were ranked by words only, the others by meaning too")
-        return (f"{count} had no vector yet after waiting {self.waited_s:.1f} s{why}: {how}; the results may change "
-                f"once the vectors are done: recall again later, or raise cold.vector_wait_s to wait longer")
+        how = ("every memory was ranked by words only (cold.pending_vectors: words)" if self.mode == "words"
+               else "those were ranked by words only, the others by meaning too")
+        return (f"{count} had no vector yet after waiting {self.waited_s:.1f} s{why}: {how}; the results may "
+                "change once the vectors are done: recall again later, or raise cold.vector_wait_s to wait longer")
 
     def like(self, hits: Iterable[dict[str, Any]]) -> "Recalled":
         """Other ``hits`` with this recall's state (the results merged with memory spaces')."""

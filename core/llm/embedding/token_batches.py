@@ -118,7 +118,8 @@ def _run_all(model: TokenModel, groups: list[list[list[int]]]) -> "list[np.ndarr
     if count == 1:
         return [model.run(group) for group in groups]
     # The pool is joined before this returns: no model call outlives the embed call that made it.
-    with ThreadPoolExecutor(count, thread_name_prefix="embed", initializer=_leave_ctrl_c_to_the_main_thread) as pool:
+    with ThreadPoolExecutor(count, thread_name_prefix="embed",
+                            initializer=_leave_ctrl_c_to_the_main_thread) as pool:
         return list(pool.map(model.run, groups))
 
 

@@ -42,6 +42,7 @@ from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
 
+
 class ColdMemory:
     """Recall over every tier, the cold store and its indexers of one agent."""
 
@@ -107,7 +108,8 @@ class ColdMemory:
         ``MemoryManager.store_memories``)."""
         if not isinstance(items, (list, tuple)):
             raise ValidationError(f"items must be a list, got {type(items).__name__}")
-        notes, refused = check_batch(items, lambda item: check_note(item, secrets, self.config.cold.max_memory_bytes))
+        limit = self.config.cold.max_memory_bytes
+        notes, refused = check_batch(items, lambda item: check_note(item, secrets, limit))
         by_index = {}
         now = utc_timestamp()
         with self.db.transaction() as conn:
@@ -155,8 +157,8 @@ class ColdMemory:
         """Every candidate for ``text`` scored, best first (see :meth:`search`)."""
         return self.search(text, filters, depth)[0]
 
-    def search(self, text: str, filters: Filters, depth: int | None = None) -> tuple[list[recall_search.Candidate],
-                                                                                     Recalled]:
+    def search(self, text: str, filters: Filters,
+               depth: int | None = None) -> tuple[list[recall_search.Candidate], Recalled]:
         """Every candidate for ``text`` scored, best first, after catching up with what was just written, and
         what the ranking could see (an empty :class:`Recalled`: how many memories it saw without a vector).
 

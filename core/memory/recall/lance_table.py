@@ -202,7 +202,7 @@ def chunk_texts(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS
 
 
 def chunk_rows(row: VectorRow, text: str, speaker: str = "") -> list[VectorRow]:
-    """The chunk rows of the memory whose own row is ``row`` and whose text is ``text`` (none if it is short)."""
+    """The chunk rows of the memory whose own row is ``row`` and whose text is ``text`` (none if short)."""
     if len(text) <= LONG_CHARS:
         return []
     said = f"{speaker}: " if speaker else ""

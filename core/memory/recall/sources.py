@@ -45,7 +45,6 @@ LISTED = 5
 """Refused items named in an error message, at most."""
 
 
-
 def occurred_from(metadata: dict[str, Any], explicit: Any = None) -> str | None:
     """When a note happened: ``explicit`` (``occurred_at``), else a date in its metadata, else None.
 
@@ -199,7 +198,8 @@ def store_item_docs(row: Any, secrets: list[str]) -> list[Doc]:
 
 # -- notes ------------------------------------------------------------------------
 
-def check_batch(items: Sequence[Any], check: Callable[[Any], dict[str, Any]]) -> tuple[dict[int, dict], list[Refused]]:
+def check_batch(items: Sequence[Any],
+                check: Callable[[Any], dict[str, Any]]) -> tuple[dict[int, dict], list[Refused]]:
     """Each item's note by its position, and the items refused with their reasons.
 
     Raises:

@@ -322,11 +322,14 @@ class ColdStore:
 
     def ids(self) -> list[str]:
         """Every memory's id (duplicates included: there should be none), chunk rows left out."""
-        return [i for i in self.table.to_table(columns=["id"]).column("id").to_pylist() if not lance_table.is_chunk(i)]
+        return [i for i in self._row_ids() if not lance_table.is_chunk(i)]
 
     def chunk_ids(self) -> list[str]:
         """Every chunk row's id (see :mod:`core.memory.recall.lance_table`)."""
-        return [i for i in self.table.to_table(columns=["id"]).column("id").to_pylist() if lance_table.is_chunk(i)]
+        return [i for i in self._row_ids() if lance_table.is_chunk(i)]
+
+    def _row_ids(self) -> list[str]:
+        return self.table.to_table(columns=["id"]).column("id").to_pylist()
 
     def nearest(
         self, vector, depth: int, where: str | None = None, *, exact: bool = False,
