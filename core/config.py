@@ -62,6 +62,12 @@ class ColdConfig:
     """Default ``min_score`` of ``recall_memory``: results less likely than this to be relevant are left out."""
     vector_wait_s: float = 10.0
     """How long a recall waits for memories stored just before it to get their vectors (words find them at once)."""
+    pending_vectors: str = "flag"
+    """What a recall does with the memories still without a vector after ``vector_wait_s``: ``flag`` ranks
+    by what there is (meaning where a vector exists, words elsewhere) and says so in its result; ``words``
+    ranks every memory by words alone and says so (the same ranking whichever vectors are done)."""
+    max_memory_bytes: int = 1024 * 1024
+    """The largest memory ``store_memory`` keeps (UTF-8 bytes); kept whole, its vectors cover it in chunks."""
     ann_min_rows: int = 5000
     """Memories from which the table gets an approximate vector index (IVF_FLAT, cosine).
 

@@ -30,6 +30,7 @@ from core.memory.files import ScanResult
 from core.memory.files import check_entry_type, check_text, check_writer, utc_timestamp
 from core.memory.files import NowState
 from core.memory.recall import log_index
+from core.memory.results import Recalled, StoredMemories
 from core.memory.secrets import visible_entries
 from core.memory.secrets import redactor_of
 from core.memory.secrets import ScrubReport, SecretScrubber
@@ -252,9 +253,8 @@ class MemoryManager:
         """Store a memory (secrets redacted) and return its id; it is searchable by words at once.
 
         Storing the same text with the same metadata again refreshes the stored
-        memory and returns its id instead of adding a copy. The vector is
-        computed in the background (within about a second); if the embedder or
-        LanceDB fails the text stays searchable by words and indexing is retried.
+        memory and returns its id instead of adding a copy. The vector follows in the background (within
+        about a second); if the embedder or LanceDB fails, words still find it and indexing is retried.
 
         Args:
             content: the text.
@@ -267,26 +267,25 @@ class MemoryManager:
             expires_at: after this time the memory is no longer recalled (and is forgotten).
 
         Raises:
-            ValidationError: empty or oversize content, unknown kind, a time that cannot be read.
+            ValidationError: empty, or over ``cold.max_memory_bytes``; unknown kind; an unreadable time.
         """
         return self.cold.store_memory(content, metadata, kind, self.facts.secret_values(),
                                       occurred_at=occurred_at, expires_at=expires_at)
 
-    def store_memories(self, items: list[Any]) -> list[str]:
+    def store_memories(self, items: list[Any]) -> StoredMemories:
         """Store many memories in one transaction (the fast way to load a history); return their ids.
 
-        Each item is text or a dict with ``content`` and optionally ``metadata``, ``kind``,
-        ``occurred_at`` and ``expires_at`` (as in :meth:`store_memory`). One bad item stores none.
+        Each item is text or a dict with ``content`` and optionally ``metadata``, ``kind``, ``occurred_at``
+        and ``expires_at`` (as in :meth:`store_memory`). A bad item is refused alone (``refused`` of the
+        :class:`~core.memory.results.StoredMemories`); no good item: ValidationError. Nothing is stored twice.
         """
-        if not isinstance(items, (list, tuple)):
-            raise ValidationError(f"items must be a list, got {type(items).__name__}")
         return self.cold.store_memories(items, self.facts.secret_values())
 
     def recall_memory(
         self, query: str | None = None, n_results: int = 5, kind: str | list[str] | None = None,
         since: Any = None, until: Any = None, *, min_score: float | None = None,
         recency_days: float | None = None, spaces: list[str] | None = None, explain: bool = False,
-    ) -> list[dict[str, Any]] | dict[str, Any]:
+    ) -> Recalled | dict[str, Any]:
         """Search every tier by meaning and words, and the memory spaces the agent belongs to; best first.
 
         Searches LOG.md entries (as soon as they are written), archived entries and summaries, notes, facts
@@ -296,8 +295,7 @@ class MemoryManager:
         Args:
             query: what to look for (None: list the time window).
             n_results: how many results at most (1-100).
-            kind: ``note``, ``summary``, ``fact``, ``log`` (in LOG.md), ``log_archive``
-                (compacted), ``message`` or ``item`` (LangGraph store items), or a list of them.
+            kind: ``note``, ``summary``, ``fact``, ``log``, ``log_archive``, ``message``, ``item``, or a list.
             since, until: only what happened in this window (datetime, ISO-8601, ``"8 May 2023"``, ``"last week"``).
             min_score: leave out results below this relevance (0-1; default ``cold.min_score``).
             recency_days: favour recent memories: a score halves for every this many days of age.
@@ -310,12 +308,14 @@ class MemoryManager:
             ``score`` is the probability (0-1) that the memory is relevant, ``tier`` is warm, cold or
             conversation, ``where`` says where the original is (seq, archive, conversation and message id, fact
             key, note id, or store namespace and key), ``space`` (None for the agent's own memory), ``author``
-            (who wrote it); ``superseded_by: {id, occurred_at}`` when a later note with its ``key`` supersedes it.
+            (who wrote it); ``superseded_by`` when a later note with its ``key`` supersedes it (a
+            :class:`~core.memory.results.Recalled`: ``warning`` says when some vectors were not done yet).
         """
         chosen = space_recall.spaces_to_search(self.agent_name, self.paths.root.parent, spaces)
         own = self.cold.recall(query, n_results, kind, since, until, self.facts.hidden_values(),
                                min_score=min_score, recency_days=recency_days, explain=explain)
-        return space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score, recency_days)
+        found = space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score, recency_days)
+        return own.like(found) if isinstance(own, Recalled) else found
 
     def publish(self, space: str, content: Any, metadata: dict[str, Any] | None = None) -> str:
         """Publish ``content`` to the memory space ``space`` as this agent; return the memory's id.

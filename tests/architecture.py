@@ -22,7 +22,7 @@ CORE = ROOT / "core"
 # A unit is a package or a module; the longest unit that contains a module is its unit.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core", "core.errors", "core.memory", "core.memory.tokens", "core.memory.foreground", "core.memory.faces"),
-    ("core.memory.files",),
+    ("core.memory.files", "core.memory.results"),
     ("core.paths", "core.memory.secrets.redaction"),
     ("core.config", "core.memory.secrets.forgotten"),
     ("core.llm",),

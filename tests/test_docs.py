@@ -27,7 +27,9 @@ EXPECTED_OUTPUT = {
     "memory.md": ["## Facts", "[REDACTED]"],
     "providers.md": ['"source_type": "message"', "137"],
     "integrations.md": ["Ada prefers tea over coffee"],
-    "recall.md": ["True False ['report']\nFalse True ['report']\n[]\n[True, False]"],
+    "recall.md": ["True False ['report']\nFalse True ['report']\n[]\n[True, False]",
+                  "stored 1 of 3 memories; refused item 1: memory content must not be empty; item 2: store_memory "
+                  "kind must be one of note, summary, got 'diary'", "{0: 'note:"],
     "spaces.md": ["research by researcher: Sea otters hold hands", "True", "refused: agent 'writer' may only read",
                   "refused: the content holds the value of a secret fact"],
 }

@@ -69,9 +69,10 @@ from core.memory_manager import MemoryManager
 
 managers = [MemoryManager(name) for name in ("ada", "bob", "cyd", "dee")]
 for n, manager in enumerate(managers):
-    # Long notes first: the first vectors computed are the costliest to compute.
-    manager.store_memories([f"design note {k} of agent {n} about retries, backoff and timeouts " * 80 for k in range(64)]
-                           + [f"note {i} about service {i % 7} on host {i % 3}" for i in range(40)])
+    # Long notes first: the first vectors computed are the costliest to compute (two model windows each, and
+    # the first four past 2,000 characters have chunk vectors too).
+    manager.store_memories([f"design note {k} of agent {n} about retries, backoff and timeouts " * (80 if k < 4 else 30)
+                            for k in range(64)] + [f"note {i} about service {i % 7} on host {i % 3}" for i in range(40)])
     manager.append_log("THOUGHT", f"agent {n}: the billing service timed out again")
     manager.save_fact(f"drink{n}", "tea", "preference")
 writer = subprocess.Popen([sys.executable, "-c", "from core.memory_manager import MemoryManager\\n"

@@ -86,6 +86,9 @@ def recall(args: argparse.Namespace) -> int:
         emit(args, found, lambda: recall_text.window_text(found))
     else:
         emit(args, found, lambda: recall_text.explained_text(found) if args.explain else recall_text.hits_text(found))
+    warning = found.get("warning") if isinstance(found, dict) else found.warning
+    if warning:  # on stderr, so that --json output stays one JSON document
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

@@ -141,5 +141,5 @@ def command(engine, line: str) -> str:
             found = manager.recall_memory(rest.strip())
         from core.engine.interactive import recall_table
 
-        return recall_table(found)
+        return recall_table(found) + (f"\nwarning: {found.warning}" if found.warning else "")
     return "commands: /compact /status /now /log /facts /recall QUERY /exit"

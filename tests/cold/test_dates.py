@@ -34,10 +34,14 @@ def test_common_written_dates_date_a_memory_as_occurred_at_and_as_metadata_date(
     assert found[second]["metadata"]["date"] == written
 
 
-def test_an_unreadable_occurred_at_is_refused_and_nothing_is_stored(manager):
+def test_an_unreadable_occurred_at_refuses_its_item_only(manager):
+    stored = manager.store_memories(["kept though its neighbour is refused",
+                                     {"content": "x", "occurred_at": "2023/05/20 (Xyz) 99:99"}])
+    [refused] = stored.refused
+    assert refused.index == 1 and "is not a date; use ISO-8601" in refused.reason
+    assert [r["id"] for r in manager.recall_memory("kept though its neighbour", min_score=0)] == list(stored)
     with pytest.raises(ValidationError, match="is not a date; use ISO-8601"):
-        manager.store_memories(["kept only if all store", {"content": "x", "occurred_at": "2023/05/20 (Xyz) 99:99"}])
-    assert manager.recall_memory("kept only if all store", min_score=0) == []
+        manager.store_memory("x", occurred_at="2023/05/20 (Xyz) 99:99")
 
 
 def test_an_unreadable_metadata_date_is_kept_as_text_with_a_warning(manager, caplog):

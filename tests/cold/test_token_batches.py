@@ -62,3 +62,28 @@ def test_a_long_text_is_the_token_weighted_mean_of_its_windows(model) -> None:
     assert np.abs(model.embed([long])[0] - mean / np.linalg.norm(mean)).max() < 1e-5
     short = "What did Ada say about Lisbon?"
     assert np.abs(model.embed([short])[0] - model.run(model.tokenize([short]))[0]).max() < 1e-6
+
+
+def test_batches_run_on_two_threads_give_the_vectors_of_one(model, monkeypatch) -> None:
+    """A call of several batches runs them on two worker threads (each a model run of its own), and every
+    text gets the same vector, in the same place, as when they run one after the other."""
+    texts = [f"note {n}: the deploy of service {n % 7} " + "waited on the database migration " * (n % 9)
+             for n in range(120)]
+    threads = set()
+    run = model.run
+
+    def recorded(rows):
+        import threading
+
+        threads.add(threading.current_thread().name)
+        return run(rows)
+
+    monkeypatch.setattr(model, "run", recorded)
+    monkeypatch.setattr(token_batches, "MAX_WORKERS", 1)
+    alone = token_batches.embed_texts(model, texts, budget=512)
+    assert threads == {"MainThread"}
+    threads.clear()
+    monkeypatch.setattr(token_batches, "MAX_WORKERS", 2)
+    together = token_batches.embed_texts(model, texts, budget=512)
+    assert len(threads) == 2 and all(name.startswith("embed") for name in threads)
+    assert np.allclose(alone, together, atol=1e-6)

@@ -13,10 +13,19 @@ A text longer than one window is embedded window by window (up to
 their tokens, normalised: recall keeps one vector a memory, and that vector then
 speaks for the whole text instead of its first 256 tokens. A text of one window
 gets exactly the model's own vector.
+
+When a call makes more than one batch, the batches run on up to ``MAX_WORKERS``
+threads at once (never more than the machine has cores): ONNX Runtime and torch
+leave the GIL while they compute, and a session may be run from several threads,
+so a bulk load uses every core while each run keeps one thread. A single text
+(a recall's query) runs in the caller's thread, as before.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 if TYPE_CHECKING:
@@ -29,6 +38,9 @@ BATCH_ROWS = 64
 MAX_WINDOWS = 2
 """Windows of a long text that are embedded (its first 510 tokens, about 2,000 characters); words past them
 are still found by the word search."""
+MAX_WORKERS = 2
+"""Batches of one call run at once, at most (and at most one a core): two threads of one core each
+embed about twice as fast as one, and more would take the cores an agent's own work needs."""
 
 
 class TokenModel(Protocol):
@@ -80,11 +92,12 @@ def embed_texts(model: TokenModel, texts: Sequence[str], *, budget: int = BATCH_
         for row in windows(ids, model.window, max_windows):
             rows.append(row)
             owner.append(number)
-    vectors = np.empty((len(rows), 0), dtype=np.float32)
-    for group in batches([len(r) for r in rows], budget):
-        part = model.run([rows[i] for i in group])
-        if vectors.shape[1] == 0:
-            vectors = np.empty((len(rows), part.shape[1]), dtype=np.float32)
+    groups = batches([len(r) for r in rows], budget)
+    if not groups:
+        return np.empty((0, 0), dtype=np.float32)
+    parts = _run_all(model, [[rows[i] for i in group] for group in groups])
+    vectors = np.empty((len(rows), parts[0].shape[1]), dtype=np.float32)
+    for group, part in zip(groups, parts):
         vectors[group] = part
     if len(rows) == len(texts):
         return vectors
@@ -92,3 +105,26 @@ def embed_texts(model: TokenModel, texts: Sequence[str], *, budget: int = BATCH_
     combined = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
     np.add.at(combined, np.array(owner), vectors * weights[:, None])
     return combined / np.linalg.norm(combined, axis=1, keepdims=True)
+
+
+def workers(batch_count: int) -> int:
+    """How many threads run ``batch_count`` batches: one a batch, a core and at most ``MAX_WORKERS``."""
+    return max(1, min(batch_count, MAX_WORKERS, os.cpu_count() or 1))
+
+
+def _run_all(model: TokenModel, groups: list[list[list[int]]]) -> "list[np.ndarray]":
+    """``model.run`` of each group of rows, in order; several groups on several threads."""
+    count = workers(len(groups))
+    if count == 1:
+        return [model.run(group) for group in groups]
+    # The pool is joined before this returns: no model call outlives the embed call that made it.
+    with ThreadPoolExecutor(count, thread_name_prefix="embed",
+                            initializer=_leave_ctrl_c_to_the_main_thread) as pool:
+        return list(pool.map(model.run, groups))
+
+
+def _leave_ctrl_c_to_the_main_thread() -> None:
+    """Block SIGINT in a worker, as every background thread of AgentOS does, so that a Ctrl-C reaches the
+    main thread (an interactive prompt waiting in readline) whichever thread the kernel would give it to."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})

@@ -10,9 +10,9 @@ LOG.md compaction is beside it (:mod:`core.memory.compaction.auto`).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import replace
@@ -22,7 +22,7 @@ from core.config import Config
 from core.errors import AgentOSError, ValidationError
 from core.llm.embedding.embedders import make_embedder
 from core.memory.files.log_file import LogFile
-from core.memory.files.log_format import check_text, utc_timestamp
+from core.memory.files.log_format import utc_timestamp
 from core.memory import foreground
 from core.memory.recall import process_hooks
 from core.memory.recall import query as recall_query
@@ -33,19 +33,16 @@ from core.memory.recall.views.browse import browse, check_window
 from core.memory.recall.views.explain import Trace
 from core.memory.recall.query import check_recall
 from core.memory.recall.search import Tuning
-from core.memory.recall.sources import content_key, note_doc, occurred_from
+from core.memory.recall.sources import LISTED, check_batch, check_note, note_doc
 from core.memory.recall.store import ColdStore
 from core.memory.recall.vector_indexer import BackgroundIndexer
-from core.memory.recall.when import parse_time
+from core.memory.results import Recalled, StoredMemories, check_mode
 from core.memory.secrets.redaction import Redactor, redactor_of
-from core.memory.storage.facts import FactStore, redact
+from core.memory.storage.facts import FactStore
 from core.memory.storage.sqlite import Database
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
-
-NOTE_KINDS = ("note", "summary")
-"""Kinds ``store_memory`` accepts; the other kinds come from their sources."""
 
 
 class ColdMemory:
@@ -108,65 +105,43 @@ class ColdMemory:
         return self.store_memories([{"content": content, "metadata": metadata, "kind": kind,
                                      "occurred_at": occurred_at, "expires_at": expires_at}], secrets)[0]
 
-    def store_memories(self, items: Sequence[Any], secrets: list[str]) -> list[str]:
-        """Save many notes in one transaction (see ``MemoryManager.store_memories``); return their ids."""
-        notes = [self._check_note(item, secrets) for item in items]
-        ids = []
+    def store_memories(self, items: Sequence[Any], secrets: list[str]) -> StoredMemories:
+        """Save the good items of a batch in one transaction and name the refused ones (see
+        ``MemoryManager.store_memories``)."""
+        if not isinstance(items, (list, tuple)):
+            raise ValidationError(f"items must be a list, got {type(items).__name__}")
+        limit = self.config.cold.max_memory_bytes
+        notes, refused = check_batch(items, lambda item: check_note(item, secrets, limit))
+        by_index = {}
         now = utc_timestamp()
         with self.db.transaction() as conn:
-            for note in notes:
-                found = conn.execute("SELECT id FROM cold_notes WHERE content_key = ?", (note["key"],)).fetchone()
-                if found:  # the same memory again: refresh it instead of keeping a copy
-                    note_id = found[0]
-                    conn.execute("UPDATE cold_notes SET updated_at = ?, expires_at = ? WHERE id = ?",
-                                 (now, note["expires_at"], note_id))
-                else:
-                    note_id = uuid.uuid4().hex
-                    conn.execute(
-                        "INSERT INTO cold_notes (id, kind, text, metadata, created_at, occurred_at, expires_at,"
-                        " content_key, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (note_id, note["kind"], note["text"], note["metadata"], now, note["occurred_at"],
-                         note["expires_at"], note["key"], now),
-                    )
-                row = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (note_id,)).fetchone()
-                self.docs.upsert(conn, [note_doc(row, secrets)])
-                conn.execute("DELETE FROM cold_pending WHERE item = ?", (f"note:{note_id}",))
-                ids.append(f"note:{note_id}")
+            for index, note in notes.items():
+                by_index[index] = self._write_note(conn, note, now, secrets)
         self.background.wake()
-        return ids
+        if refused:
+            log.warning("%s: %d of %d memories refused: %s", self.paths.name, len(refused), len(items),
+                        "; ".join(str(r) for r in refused[:LISTED]))
+        return StoredMemories(by_index, refused)
 
-    def _check_note(self, item: Any, secrets: list[str]) -> dict[str, Any]:
-        if isinstance(item, str):
-            item = {"content": item}
-        if not isinstance(item, dict):
-            raise ValidationError(f"each memory must be text or a dict with 'content', got {type(item).__name__}")
-        unknown = set(item) - {"content", "metadata", "kind", "occurred_at", "expires_at"}
-        if unknown:
-            raise ValidationError(f"unknown memory field(s) {sorted(unknown)}; use content, metadata, kind, "
-                                  "occurred_at, expires_at")
-        text = check_text(item.get("content"), "memory content").strip()
-        if not text:
-            raise ValidationError("memory content must not be empty")
-        if len(text.encode("utf-8")) > self.config.memory.max_entry_bytes:
-            raise ValidationError(f"memory content exceeds {self.config.memory.max_entry_bytes} bytes")
-        kind = item.get("kind") or "note"
-        if kind not in NOTE_KINDS:
-            raise ValidationError(f"store_memory kind must be one of {', '.join(NOTE_KINDS)}, got {kind!r}")
-        metadata = item.get("metadata")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
-        metadata = redact(metadata or {}, secrets)
-        try:
-            meta_json = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from exc
-        occurred = occurred_from(metadata, item.get("occurred_at"))
-        expires = item.get("expires_at")
-        expires = utc_timestamp(parse_time(expires, "expires_at")) if expires is not None else None
-        text = redact(text, secrets)
-        key = content_key(kind, text, meta_json, occurred)
-        return {"text": text, "kind": kind, "metadata": meta_json, "occurred_at": occurred,
-                "expires_at": expires, "key": key}
+    def _write_note(self, conn, note: dict[str, Any], now: str, secrets: list[str]) -> str:
+        """Insert a note (or refresh the same one stored before) and its doc; return its id."""
+        found = conn.execute("SELECT id FROM cold_notes WHERE content_key = ?", (note["key"],)).fetchone()
+        if found:  # the same memory again: refresh it instead of keeping a copy
+            note_id = found[0]
+            conn.execute("UPDATE cold_notes SET updated_at = ?, expires_at = ? WHERE id = ?",
+                         (now, note["expires_at"], note_id))
+        else:
+            note_id = uuid.uuid4().hex
+            conn.execute(
+                "INSERT INTO cold_notes (id, kind, text, metadata, created_at, occurred_at, expires_at,"
+                " content_key, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (note_id, note["kind"], note["text"], note["metadata"], now, note["occurred_at"],
+                 note["expires_at"], note["key"], now),
+            )
+        row = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (note_id,)).fetchone()
+        self.docs.upsert(conn, [note_doc(row, secrets)])
+        conn.execute("DELETE FROM cold_pending WHERE item = ?", (f"note:{note_id}",))
+        return f"note:{note_id}"
 
     # -- recall -------------------------------------------------------------------
 
@@ -174,35 +149,48 @@ class ColdMemory:
         self, query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
         secrets: list[str], min_score: float | None = None, recency_days: float | None = None,
         explain: bool = False,
-    ) -> list[dict[str, Any]] | dict[str, Any]:
+    ) -> Recalled | dict[str, Any]:
         """Search every tier by meaning and words, or list a time window with no query (see
-        ``MemoryManager.recall_memory``)."""
+        ``MemoryManager.recall_memory``); explained, ``{results, left_out}`` with ``warning`` when partial."""
         if query is None:
             window = check_window(n_results, kind, since, until, min_score=min_score, recency_days=recency_days,
                                   explain=explain)
             self._read_own_writes()
-            return browse(window, self.docs, secrets)
+            return Recalled(browse(window, self.docs, secrets))
         request = check_recall(query, n_results, kind, since, until, min_score=min_score,
                                recency_days=recency_days, default_min_score=self.config.cold.min_score)
-        if not explain:
-            return recall_query.results(request, self.candidates(request.text, request.filters), self.tuning, secrets)
-        trace = Trace()
-        ranked = self.candidates(request.text, request.filters, trace=trace)
-        return recall_query.explained(request, ranked, trace, self.docs, self.tuning, secrets)
+        trace = Trace() if explain else None
+        ranked, seen = self.search(request.text, request.filters, trace=trace)
+        if trace is None:
+            return seen.like(recall_query.results(request, ranked, self.tuning, secrets))
+        found = recall_query.explained(request, ranked, trace, self.docs, self.tuning, secrets)
+        return {**found, "warning": seen.warning} if seen.warning else found
 
     def candidates(self, text: str, filters: Filters, depth: int | None = None,
                    trace: Trace | None = None) -> list[recall_search.Candidate]:
-        """Every candidate for ``text`` scored, best first, after catching up with what was just written.
+        """Every candidate for ``text`` scored, best first (see :meth:`search`)."""
+        return self.search(text, filters, depth, trace)[0]
+
+    def search(self, text: str, filters: Filters, depth: int | None = None,
+               trace: Trace | None = None) -> tuple[list[recall_search.Candidate], Recalled]:
+        """Every candidate for ``text`` scored, best first, after catching up with what was just written, and
+        what the ranking could see (an empty :class:`Recalled`: how many memories it saw without a vector).
 
         ``depth`` (default ``tuning.depth``) is how many word matches and how many nearest vectors are taken;
         ``trace`` records what the searches met (an explained recall).
         """
+        mode = check_mode(self.config.cold.pending_vectors)
         self._read_own_writes()
-        if self.background.embeds and self.docs.pending_count():
+        pending, waited = self.docs.pending_count(), 0.0
+        if pending and self.background.embeds:
+            began = time.monotonic()
             with self._hurrying():
                 self.background.wait_idle(self.config.cold.vector_wait_s)
+            pending, waited = self.docs.pending_count(), time.monotonic() - began
+        seen = Recalled((), pending, mode=mode, waited_s=waited, error=self.background.last_error)
         tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
-        return recall_query.candidates(text, filters, self.docs, self.store(), tuning, trace)
+        store = None if pending and mode == "words" else self.store()
+        return recall_query.candidates(text, filters, self.docs, store, tuning, trace), seen
 
     def _read_own_writes(self) -> None:
         """Index what was just stored or logged, so that a recall finds it."""

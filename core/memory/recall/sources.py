@@ -15,11 +15,12 @@ import hashlib
 import json
 import logging
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from core.errors import ValidationError
 from core.memory.storage.facts import redact
-from core.memory.files.log_format import LogEntry, utc_timestamp
+from core.memory.files.log_format import LogEntry, check_text, utc_timestamp
+from core.memory.results import Refused
 from core.memory.recall.docs import Doc
 from core.memory.recall.when import day_words, parse_time, relative_dates
 
@@ -35,6 +36,13 @@ FACT record as the fact itself, whose current value alone is recalled)."""
 MESSAGE_ROLES = ("user", "assistant")
 
 log = logging.getLogger(__name__)
+
+NOTE_KINDS = ("note", "summary")
+"""Kinds ``store_memory`` accepts; the other kinds come from their sources."""
+NOTE_FIELDS = ("content", "metadata", "kind", "occurred_at", "expires_at")
+"""The keys of one item of ``store_memories``."""
+LISTED = 5
+"""Refused items named in an error message, at most."""
 
 
 def occurred_from(metadata: dict[str, Any], explicit: Any = None) -> str | None:
@@ -194,3 +202,69 @@ def store_item_docs(row: Any, secrets: list[str]) -> list[Doc]:
                         context=context_words("", row["updated_at"], text),
                         metadata={"namespace": namespace, "key": row["key"], "path": path}))
     return docs
+
+
+# -- notes ------------------------------------------------------------------------
+
+def check_batch(items: Sequence[Any],
+                check: Callable[[Any], dict[str, Any]]) -> tuple[dict[int, dict], list[Refused]]:
+    """Each item's note by its position, and the items refused with their reasons.
+
+    Raises:
+        ValidationError: every item was refused (a batch of one: that item's own error).
+    """
+    good: dict[int, dict[str, Any]] = {}
+    refused: list[Refused] = []
+    errors: list[ValidationError] = []
+    for index, item in enumerate(items):
+        try:
+            good[index] = check(item)
+        except ValidationError as exc:
+            refused.append(Refused(index, str(exc)))
+            errors.append(exc)
+    if items and not good:
+        if len(errors) == 1:
+            raise errors[0]
+        listed = "; ".join(str(r) for r in refused[:LISTED]) + ("; ..." if len(refused) > LISTED else "")
+        raise ValidationError(f"none of the {len(items)} memories was stored, each was refused: {listed}; "
+                              "fix them and store the batch again") from errors[0]
+    return good, refused
+
+
+def check_note(item: Any, secrets: list[str], max_bytes: int) -> dict[str, Any]:
+    """One item of ``store_memories`` as the row it becomes (secrets redacted); raise ValidationError.
+
+    ``max_bytes`` (``cold.max_memory_bytes``) bounds the content: it is kept whole, and its vectors
+    cover it in chunks whose computing grows with its length."""
+    if isinstance(item, str):
+        item = {"content": item}
+    if not isinstance(item, dict):
+        raise ValidationError(f"each memory must be text or a dict with 'content', got {type(item).__name__}")
+    unknown = set(item) - set(NOTE_FIELDS)
+    if unknown:
+        raise ValidationError(f"unknown memory field(s) {sorted(unknown)}; use {', '.join(NOTE_FIELDS)}")
+    text = check_text(item.get("content"), "memory content").strip()
+    if not text:
+        raise ValidationError("memory content must not be empty")
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:
+        raise ValidationError(f"memory content of {size} bytes exceeds the limit of {max_bytes} bytes "
+                              "(cold.max_memory_bytes): store it as several memories")
+    kind = item.get("kind") or "note"
+    if kind not in NOTE_KINDS:
+        raise ValidationError(f"store_memory kind must be one of {', '.join(NOTE_KINDS)}, got {kind!r}")
+    metadata = item.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+    metadata = redact(metadata or {}, secrets)
+    try:
+        meta_json = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from exc
+    occurred = occurred_from(metadata, item.get("occurred_at"))
+    expires = item.get("expires_at")
+    expires = utc_timestamp(parse_time(expires, "expires_at")) if expires is not None else None
+    text = redact(text, secrets)
+    key = content_key(kind, text, meta_json, occurred)
+    return {"text": text, "kind": kind, "metadata": meta_json, "occurred_at": occurred,
+            "expires_at": expires, "key": key}

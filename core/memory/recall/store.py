@@ -180,8 +180,11 @@ class ColdStore:
 
     # -- writing --------------------------------------------------------------
 
-    def put(self, rows: Sequence[VectorRow]) -> int:
-        """Embed ``rows`` and upsert them by id (one LanceDB write, no other row touched); return rows written.
+    def put(self, rows: Sequence[VectorRow], replace_chunks_of: Sequence[str] = ()) -> int:
+        """Embed ``rows`` and upsert them by id (one LanceDB write); return rows written.
+
+        No other row is touched, except the chunk rows of the memories ``replace_chunks_of`` that are
+        not in ``rows`` (see :mod:`core.memory.recall.lance_table`), deleted in the same write.
 
         Raises:
             BackendError: the embedder failed; nothing was written.
@@ -194,7 +197,8 @@ class ColdStore:
         rows = self._redacted(rows)
         vectors = self._embed(rows)
         table = self.table
-        while not self._write_if_unchanged(rows, vectors, table.schema):
+        stale = lance_table.chunks_filter(replace_chunks_of)
+        while not self._write_if_unchanged(rows, vectors, table.schema, stale):
             # A secret was saved while the vectors were computed (its scrub may have run already): the rows
             # it is in are embedded again, outside the lock, which writers of other processes wait for.
             late = self._redacted(rows)
@@ -207,7 +211,7 @@ class ColdStore:
             self._optimize_soon()
         return len(rows)
 
-    def _write_if_unchanged(self, rows: list[VectorRow], vectors, schema) -> bool:
+    def _write_if_unchanged(self, rows: list[VectorRow], vectors, schema, stale: str | None = None) -> bool:
         """Upsert ``rows`` unless a secret saved since they were redacted is in them; True if written."""
         with self.writing():
             now = self._redacted(rows)
@@ -216,7 +220,7 @@ class ColdStore:
             records = lance_table.arrow(rows, vectors, schema)
             try:
                 fault_points.reach("cold.write")
-                upsert(self.writable(), records)
+                upsert(self.writable(), records, stale)
                 fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot write to the cold store {self.path}: {exc}") from exc
@@ -240,15 +244,17 @@ class ColdStore:
         return vectors
 
     def remove(self, ids: Sequence[str]) -> None:
-        """Delete the rows of ``ids`` (ids that have none are ignored)."""
+        """Delete the rows of ``ids`` and their chunk rows (ids that have none are ignored)."""
         if not ids:
             return
         self.table  # opened before the write lock: opening takes ``_guard`` first
         with self.writing():
             try:
-                for start in range(0, len(ids), 500):
+                for start in range(0, len(ids), 100):
+                    part = ids[start:start + 100]
                     fault_points.reach("cold.write")
-                    self.writable().delete(f"id IN ({', '.join(sql_string(i) for i in ids[start:start + 500])})")
+                    self.writable().delete(f"id IN ({', '.join(sql_string(i) for i in part)}) OR "
+                                           f"({lance_table.chunks_filter(part)})")
                     fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
                 raise ColdStoreError(f"cannot delete from the cold store {self.path}: {exc}") from exc
@@ -296,8 +302,8 @@ class ColdStore:
     # -- reading --------------------------------------------------------------
 
     def count(self) -> int:
-        """Number of rows."""
-        return self.table.count_rows()
+        """Number of memories (rows that are not chunks of one)."""
+        return self.table.count_rows(filter=f"NOT starts_with(id, {sql_string(lance_table.CHUNK_PREFIX)})")
 
     def may_have_rows(self) -> bool:
         """False while the table is empty; once it has had a row, True without asking LanceDB again
@@ -315,7 +321,14 @@ class ColdStore:
             raise ColdStoreError(f"cannot read the cold store {self.path}: {exc}") from exc
 
     def ids(self) -> list[str]:
-        """Every row's id (duplicates included: there should be none)."""
+        """Every memory's id (duplicates included: there should be none), chunk rows left out."""
+        return [i for i in self._row_ids() if not lance_table.is_chunk(i)]
+
+    def chunk_ids(self) -> list[str]:
+        """Every chunk row's id (see :mod:`core.memory.recall.lance_table`)."""
+        return [i for i in self._row_ids() if lance_table.is_chunk(i)]
+
+    def _row_ids(self) -> list[str]:
         return self.table.to_table(columns=["id"]).column("id").to_pylist()
 
     def nearest(
@@ -324,16 +337,19 @@ class ColdStore:
     ) -> list[dict]:
         """The ``depth`` rows closest to ``vector`` (cosine), through the ANN index if any, best first.
 
-        Each row has ``columns`` (by default ``id, kind, text, source, occurred_at``) and ``_distance``;
+        Each row has ``columns`` (by default ``id, kind, text, source, occurred_at``) and ``_distance``; a
+        long memory's hit is its best row, its own or a chunk's (with the memory's id);
         ``exact=True`` bypasses the index (to measure what it loses). Every column read costs a random
         read a row: recall asks for ``("id",)`` only.
         """
         try:
             # Naming the distance column keeps Lance from warning that it adds it implicitly.
-            return self.table.to_table(columns=[*columns, "_distance"], filter=where, prefilter=bool(where),
-                                       nearest=ann_index.nearest(vector, depth, exact=exact)).to_pylist()
+            # Twice the depth: the chunks of one long memory may hold several of the nearest rows.
+            rows = self.table.to_table(columns=[*columns, "_distance"], filter=where, prefilter=bool(where),
+                                       nearest=ann_index.nearest(vector, 2 * depth, exact=exact)).to_pylist()
         except (OSError, ValueError, RuntimeError) as exc:
             raise ColdStoreError(f"vector search failed in {self.path}: {exc}") from exc
+        return lance_table.folded_hits(rows, depth)
 
     def explain_nearest(self, vector, *, exact: bool = False) -> str:
         """The plan of :meth:`nearest`'s search (it shows whether the index is used)."""

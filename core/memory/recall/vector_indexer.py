@@ -25,17 +25,21 @@ from contextlib import nullcontext
 from typing import Callable, ContextManager
 
 from core.errors import AgentOSError, EmbedderMismatchError
+from core.llm.embedding.token_batches import MAX_WORKERS, workers
+from core.memory.recall.lance_table import LONG_CHARS, chunk_rows, may_have_chunks
 from core.memory.recall.store import ColdStore, VectorRow
 from core.memory.recall.docs import Doc, DocIndex
 from core.memory.foreground import background_thread
 
 log = logging.getLogger(__name__)
 
-BATCH = 64
+BATCH = 128
 """Docs embedded and written to LanceDB together, at most."""
 BATCH_CHARS = 8000
-"""Characters of text a batch embeds, at most (one doc at least): about half a second of one core, so a
-batch never runs long, and an exit waits for one such batch at most."""
+"""Characters of text a batch embeds for each core it runs on (see
+:func:`core.llm.embedding.token_batches.workers`), at most (one doc at least): about half a second, so a
+batch never runs long, and an exit waits for one such batch at most. A long memory's chunks count (see
+:func:`embedded_chars`): one of 80 KB is a batch of its own, of some 10 s of one core."""
 IDLE_WAKEUP_S = 30.0
 """The thread also looks for work this often (another process may have written)."""
 RETRY_AFTER_S = 5.0
@@ -65,14 +69,22 @@ def vector_row(doc: Doc, previous: Doc | None) -> VectorRow:
                      occurred_at=doc.occurred_at, memory=json.dumps(memory, ensure_ascii=False, sort_keys=True))
 
 
-def within_budget(rows: list[VectorRow]) -> list[VectorRow]:
-    """The first of ``rows`` whose texts add up to at most ``BATCH_CHARS`` characters (the first row always)."""
+def embedded_chars(row: VectorRow, chunks: list[VectorRow]) -> int:
+    """About how many characters the model reads for a memory: what its own vector sees of its row (two
+    windows, about ``LONG_CHARS``) and its chunks."""
+    return min(len(row.text), LONG_CHARS + CONTEXT_CHARS) + sum(len(c.text) for c in chunks)
+
+
+def within_budget(rows: list[VectorRow], chunks: list[list[VectorRow]]) -> int:
+    """How many of ``rows`` (with their ``chunks``) add up to at most ``BATCH_CHARS`` embedded characters a
+    core (the first always)."""
+    budget = BATCH_CHARS * workers(MAX_WORKERS)
     total = 0
-    for count, row in enumerate(rows):
-        total += len(row.text)
-        if count and total > BATCH_CHARS:
-            return rows[:count]
-    return rows
+    for count, (row, pieces) in enumerate(zip(rows, chunks)):
+        total += embedded_chars(row, pieces)
+        if count and total > budget:
+            return count
+    return len(rows)
 
 
 _running: "weakref.WeakSet[BackgroundIndexer]" = weakref.WeakSet()
@@ -198,7 +210,8 @@ class BackgroundIndexer:
             self._idle.notify_all()
 
     def embed_batch(self) -> int:
-        """Compute and store the vectors of up to ``BATCH`` pending docs (``BATCH_CHARS`` of text); return how many.
+        """Compute and store the vectors of up to ``BATCH`` pending docs (``BATCH_CHARS`` of text), and of the
+        chunks of the long ones (see :mod:`core.memory.recall.lance_table`); return how many docs.
 
         The thread runs it as a background step (:func:`core.memory.foreground.step`): one at a time in a
         process, whichever agent it is for, so a process exits once the batch in progress is written.
@@ -206,10 +219,13 @@ class BackgroundIndexer:
         pending = self.docs.pending_vectors(BATCH)
         if not pending:
             return 0
-        rows = within_budget([vector_row(d, self.docs.previous(d)) for d in pending])
-        pending = pending[:len(rows)]
+        rows = [vector_row(d, self.docs.previous(d)) for d in pending]
+        chunks = [chunk_rows(row, doc.text, doc.speaker) for doc, row in zip(pending, rows)]
+        count = within_budget(rows, chunks)
+        pending, rows = pending[:count], rows[:count]
         store = self._store()
-        store.put(rows)
+        store.put(rows + [c for pieces in chunks[:count] for c in pieces],
+                  replace_chunks_of=[d.id for d in pending if may_have_chunks(d.text)])
         self.docs.mark_embedded({row.id: row for row in rows}, vector_row)
         present = self.docs.get([d.id for d in pending])
         gone = [d.id for d in pending if d.id not in present]

@@ -36,8 +36,11 @@ def execute(
                                 "to list a time window)")
     if not isinstance(explain, bool):
         raise ToolArgumentError("recall_memory: explain must be true or false")
-    return shared_manager(agent_name).recall_memory(query, n_results=n_results, kind=kind, since=since, until=until,
-                                                    spaces=spaces, explain=explain)
+    found = shared_manager(agent_name).recall_memory(query, n_results=n_results, kind=kind, since=since,
+                                                     until=until, spaces=spaces, explain=explain)
+    if not explain and found.warning:  # the ranking did not see every memory's meaning: say so with the results
+        return {"results": list(found), "warning": found.warning}
+    return found
 
 
 SKILL_METADATA = skill_metadata(execute, name="recall_memory")
