@@ -1,7 +1,9 @@
-"""Fixtures of the window tests: an Ollama-like server with a given window, engines on it, a summarising model."""
+"""Fixtures of the window tests: an Ollama-like server with a given window, engines on it, a summarising model,
+and the long conversation of ~1,200-character notes that several tests hold on it."""
 
 from __future__ import annotations
 
+import random
 import re
 
 import pytest
@@ -16,6 +18,19 @@ _STAMP = re.compile(r"^\[[^\]]*\]\s*")
 _TARGET = re.compile(r"about\s+(\d+)\s+tokens")
 _DIGIT = re.compile(r"\d")
 _CHATTER = {"noted.", "ok.", "thanks.", "saved."}
+
+TURNS = 42
+FACT = "My locker code is 4417 and the locker is in hall B."
+WORDS = ("harbour", "lantern", "orchard", "gravel", "copper", "meadow", "ribbon", "thistle", "canvas", "pepper",
+         "saddle", "marble", "willow", "garnet", "timber", "beacon", "cobalt", "juniper", "parcel", "quarry")
+
+
+def note(turn: int, rng: random.Random) -> str:
+    """A note of about 1,200 characters: a first sentence that names it, then filler prose."""
+    text = f"Note {turn} is about the {rng.choice(WORDS)} project."
+    while len(text) < 1200:
+        text += " " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
+    return text
 
 
 def summarising_model(prompt: str) -> str:
@@ -80,3 +95,26 @@ def make_engine():
     for engine in opened:
         engine.close()
         engine.manager.close()
+
+
+@pytest.fixture
+def long_conversation(make_server, agents_home, make_engine):
+    """``run(context_length, config="")``: the server for a model of that trained length (the summarising
+    model answers LCM's summary calls), an engine on it, and the ``TURNS`` notes told to it (the first
+    with ``FACT``); returns ``(server, engine)``. LOG.md compaction summarises deterministically, without
+    the model; ``config`` adds lines under ``memory:``; ``replies`` are the planner's first replies
+    ("Noted." after them)."""
+
+    def run(context_length: int, config: str = "", replies: tuple = ()):
+        server = make_server(context_length=context_length, default="Noted.")
+        server.summarizer = summarising_model
+        server.enqueue(*replies)
+        write_config(agents_home, "llm:\n  backend: ollama\nmemory:\n  compact_summarizer: deterministic\n" + config)
+        engine = make_engine()
+        rng = random.Random(9)
+        assert engine.run(f"{FACT} " + note(1, rng)).ok
+        for turn in range(2, TURNS + 1):
+            assert engine.run(note(turn, rng)).ok
+        return server, engine
+
+    return run

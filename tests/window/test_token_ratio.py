@@ -68,8 +68,9 @@ def test_a_prompt_cut_by_the_server_is_a_warning_with_both_numbers(make_server, 
     assert engine.run("Read this too. " + document + " What is it about?").ok
     # (LCM's summary of the long first turn is one summarizer call: splitting it to fit is another change's)
     assert [p for p in server.truncated if p.tools] == [cut], "after the warning the planner's prompts fit"
-    last = server.planner_prompts()[-1]
-    assert last.text.rstrip().endswith("What is it about?") and "left out to fit the model's window" in last.text
+    request = [m for m in server.planner_prompts()[-1].messages if str(m.get("content")).startswith("Read this too.")]
+    assert request[0]["content"].rstrip().endswith("What is it about?")
+    assert "left out to fit the model's window" in request[0]["content"]
 
 
 def test_count_tokens_is_not_chars_over_four():
