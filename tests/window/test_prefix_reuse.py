@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ollama_server import Prompt, ScriptedOllama, count_tokens, tool_call
-from tests.window.conftest import TURNS
+from tests.ollama_server import Prompt, count_tokens, tool_call
+from tests.window.conversation import TURNS, consecutive_pairs
 
 MIN_SHARE = 0.85
 FACT_TURNS = (5, 17, 30)
 """Turns in which the model first saves a fact, then answers: two planner calls in one run."""
-# Ollama's runner with OLLAMA_NUM_PARALLEL=1 keeps one KV cache a model: a summary call (no tools) on the
-# same model takes it, so only planner prompts that follow one another directly can reuse their prefix.
 # LOG.md compaction runs in a background thread, whose SUMMARY entry would enter the memory message at a
 # moment that depends on the machine's load: the test keeps it off to stay exact.
 CONFIG = "  auto_compact: false\n"
@@ -25,12 +23,6 @@ def script() -> tuple:
             replies.append(tool_call("save_fact", key=f"project_{turn}", value=f"harbour {turn}", category="general"))
         replies.append("Noted.")
     return tuple(replies)
-
-
-def consecutive_pairs(server: ScriptedOllama) -> list[tuple[Prompt, Prompt]]:
-    """Each planner prompt with the planner prompt right before it, when no other call came between."""
-    prompts = list(server.prompts)
-    return [(before, after) for before, after in zip(prompts, prompts[1:]) if before.tools and after.tools]
 
 
 def before_memory(prompt: Prompt) -> int:
