@@ -59,6 +59,23 @@ def summarising_model(prompt: str) -> str:
     return "\n".join(f"- {sentences[i]}" for i in sorted(chosen)) or "- (nothing to summarise)"
 
 
+FACT_TURNS = (5, 17, 30)
+"""Turns of :func:`replies` in which the model first saves a fact, then answers: two planner calls in one run."""
+
+
+def replies() -> tuple:
+    """The planner's first replies for :func:`tell_notes` ("Noted." after them): "Noted.", except in
+    ``FACT_TURNS`` a save_fact call first."""
+    from tests.ollama_server import tool_call
+
+    script: list = []
+    for turn in range(1, max(FACT_TURNS) + 1):
+        if turn in FACT_TURNS:
+            script.append(tool_call("save_fact", key=f"project_{turn}", value=f"harbour {turn}", category="general"))
+        script.append("Noted.")
+    return tuple(script)
+
+
 def tell_notes(engine: Any, turns: int = TURNS) -> None:
     """Tell ``engine`` the notes of turns 1 to ``turns``, the first one opening with ``FACT``."""
     rng = random.Random(9)
@@ -72,3 +89,8 @@ def consecutive_pairs(server: Any) -> list[tuple[Any, Any]]:
     (Ollama's runner with OLLAMA_NUM_PARALLEL=1 keeps one KV cache a model: a summary call takes it)."""
     prompts = list(server.prompts)
     return [(before, after) for before, after in zip(prompts, prompts[1:]) if before.tools and after.tools]
+
+
+def in_run(pair: tuple[Any, Any]) -> bool:
+    """True for a pair whose later prompt continues the same run (it ends with a tool result and the memory)."""
+    return pair[1].messages[-2].get("role") == "tool"
