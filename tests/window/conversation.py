@@ -92,5 +92,6 @@ def consecutive_pairs(server: Any) -> list[tuple[Any, Any]]:
 
 
 def in_run(pair: tuple[Any, Any]) -> bool:
-    """True for a pair whose later prompt continues the same run (it ends with a tool result and the memory)."""
-    return pair[1].messages[-2].get("role") == "tool"
+    """True for a pair whose later prompt continues the same run (a tool result is among its last two messages,
+    with the memory message)."""
+    return any(m.get("role") == "tool" for m in pair[1].messages[-2:])
