@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core.llm.model_window import RatioStore
-from tests.ollama_server import count_tokens
+from tests.ollama_server import count_tokens, tokenize
 from tests.window.conftest import write_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,3 +94,28 @@ def test_a_killed_writer_leaves_the_ratio_file_whole(tmp_path):
         data = json.loads(path.read_text())
         assert data and all(2.0 <= v <= 4.0 for v in data.values())
         assert RatioStore(path).get("model0") is not None
+
+
+def test_prompt_eval_count_is_what_follows_the_cached_prefix_however_many_messages(make_server):
+    """Through the real ollama client: a chat of 40 messages, then the same chat and two more messages; the
+    second prompt_eval_count is the rendering's tokens after the part it shares with the first (the
+    template's markers counted once each on both sides), at least the new messages' text."""
+    import ollama
+
+    server = make_server(default="Noted.")
+    client = ollama.Client(host=server.host)
+    chat = [{"role": "system", "content": "You keep notes."}]
+    for n in range(20):
+        chat += [{"role": "user", "content": f"Note {n}: {PROSE}"}, {"role": "assistant", "content": "Noted."}]
+    client.chat(model="llama3.1", messages=chat)
+    new = [{"role": "user", "content": "Note 21: " + PROSE}]
+    reply = client.chat(model="llama3.1", messages=[*chat, *new])
+
+    first, second = server.prompts
+    shared = 0
+    for mine, theirs in zip(tokenize(second.rendered), tokenize(first.rendered)):
+        if mine != theirs:
+            break
+        shared += 1
+    assert second.cached_tokens == shared
+    assert reply.prompt_eval_count == count_tokens(second.rendered) - shared >= count_tokens(new[0]["content"])

@@ -44,7 +44,7 @@ MIDDLE_NOTE = "\n[... {cut} characters of this message left out to fit the model
 LARGE_TURN_SHARE = 0.5
 LARGE_TURN_CHARS_PER_TOKEN = 3.0
 """A turn whose characters, at this safe ratio, fill more than ``LARGE_TURN_SHARE`` of the window is
-sent after the memory message (see :meth:`ContextBuilder.build`)."""
+sent after the memory message, last (see :func:`ordered`)."""
 LOSS_TOLERANCE = 0.05
 """Share of the conversation that may differ between the stored and the assembled estimate (wrappers)."""
 
@@ -114,17 +114,9 @@ class ContextBuilder:
         # get_fact's replies may: the model's own calls and other tools' results are redacted too.
         redactor = rt.manager.facts.redactor()
         current = [m if _may_hold_secret(m, n) else redactor(m) for n, m in enumerate(current)]
-        # Most stable first (instructions, identity, then the tools the template renders after them, then
-        # older turns, then this turn's request and tool results, which stay for every later step and turn),
-        # the memory that changes every step last: the server's prompt cache then covers everything up to
-        # the memory message. Before the newest turn it would void the cache for that turn at each step.
-        # Ollama keeps a prompt's last message whatever its size and drops older ones, so a turn big enough
-        # to overflow the window if the estimate is off goes last: the server then drops the memory, not it.
-        memory = [{"role": "user", "content": parts.memory_message}]
-        system = [{"role": "system", "content": parts.system}, *redactor(history)]
-        large = sum(len(_text(m)) for m in current) > budgets.num_ctx * LARGE_TURN_CHARS_PER_TOKEN * LARGE_TURN_SHARE
-        messages = [*system, *memory, *current] if large else [*system, *current, *memory]
-        prompt = Prompt(messages, tools, parts.memory, budgets, compaction)
+        stable = [{"role": "system", "content": parts.system}, *redactor(history)]
+        prompt = Prompt(ordered(stable, current, parts.memory_message, budgets.num_ctx), tools, parts.memory,
+                        budgets, compaction)
         self.last = prompt
         return prompt
 
@@ -219,6 +211,21 @@ class ContextBuilder:
         log.warning("%s", message)
         self.rt.manager.append_log("SYSTEM", message, {"kind": "context_overflow", "stored_tokens": stored,
                                                        "sent_tokens": sent})
+
+
+def ordered(stable: list[dict[str, Any]], current: list[dict[str, Any]], memory: str,
+            num_ctx: int) -> list[dict[str, Any]]:
+    """The prompt's messages from the most stable to the most volatile: the system message and older turns,
+    this turn's request and tool results (they stay for every later step and turn), then the memory message
+    that changes at every step, so that the server's prompt cache covers everything before it.
+
+    Ollama keeps a prompt's last message whatever its size and drops older ones: a turn big enough to
+    overflow the window if the estimate is off goes after the memory instead, so that the server would
+    drop the memory, not the request.
+    """
+    message = {"role": "user", "content": memory}
+    large = sum(len(_text(m)) for m in current) > num_ctx * LARGE_TURN_CHARS_PER_TOKEN * LARGE_TURN_SHARE
+    return [*stable, message, *current] if large else [*stable, *current, message]
 
 
 def fit_current(messages: list[dict[str, Any]], window: Any, budget: int) -> list[dict[str, Any]]:
