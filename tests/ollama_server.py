@@ -72,7 +72,8 @@ PROMPT_OVERHEAD_TOKENS = 5
 """Tokens the template adds once (begin-of-text and the assistant header that starts the reply)."""
 STREAM_CHUNK_CHARS = 8
 
-_TOKEN = re.compile(r"\s*\w{1,4}|\s*[^\w\s]|\s+")
+_TOKEN = re.compile(r"\s*<\|im_(?:start|end)\|>|\s*\w{1,4}|\s*[^\w\s]|\s+")
+"""Word pieces and punctuation; the chat template's markers are one token each, as in a real vocabulary."""
 
 
 def tokenize(text: str) -> list[str]:
@@ -112,11 +113,20 @@ class Prompt:
     """The request's ``format``: ``"json"``, a JSON schema, or None."""
     cached_tokens: int = 0
     """Leading tokens of :attr:`rendered` shared with the model's previous prompt: not evaluated again."""
+    rendered_tokens: int = 0
+    """Tokens of :attr:`rendered`, the count :attr:`cached_tokens` is part of (the template's markers
+    make it differ a little from :attr:`tokens`, the window's reckoning)."""
 
     @property
     def evaluated(self) -> int:
-        """Tokens evaluated for this request: the ``prompt_eval_count`` reported."""
-        return max(1, self.tokens - self.cached_tokens)
+        """Tokens evaluated for this request, the ``prompt_eval_count`` reported: the rendering's tokens
+        after the part shared with the previous prompt (both counted on the same rendering)."""
+        return max(1, self.rendered_tokens - self.cached_tokens)
+
+    @property
+    def cached_share(self) -> float:
+        """Share of the rendered prompt taken from the cache."""
+        return self.cached_tokens / self.rendered_tokens if self.rendered_tokens else 0.0
 
     @property
     def truncated(self) -> bool:
@@ -312,7 +322,9 @@ class ScriptedOllama:
                         break
                     shared += 1
             self._cache[model.split(":")[0]] = (prompt.num_ctx, pieces)
-        prompt.cached_tokens = min(shared, max(0, prompt.tokens - 1))
+        # A cut prompt fills the window, though its rendering leaves out the tool definitions cut with it.
+        prompt.rendered_tokens = max(len(pieces), prompt.tokens) if prompt.cut_tokens else len(pieces)
+        prompt.cached_tokens = min(shared, max(0, len(pieces) - 1))
 
     def system_prompts(self) -> list[str]:
         """The system message of every chat request."""

@@ -63,8 +63,7 @@ class OfflineBackend:
     def _answer(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
         offered = {t["function"]["name"] for t in tools}
         # The instructions and the memory message (a user-side message headed "# Memory") are its context.
-        system = "\n\n".join(str(m.get("content") or "") for m in messages
-                              if m.get("role") == "system" or str(m.get("content") or "").startswith("# Memory"))
+        system = "\n\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system" or _is_memory(m))
         user, results = _last_request(messages)
         if user.startswith(HANDOFF_OPENING):
             return ChatReply(text=handoff_summary(user))
@@ -101,13 +100,17 @@ def _call(name: str, **arguments: Any) -> ChatReply:
     return ChatReply(tool_calls=(ToolCall(name=name, arguments=arguments),))
 
 
+def _is_memory(message: dict[str, Any]) -> bool:
+    return message.get("role") == "user" and str(message.get("content") or "").startswith("# Memory")
+
+
 def _last_request(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
     """The last user message and the tool results after it."""
     results: list[dict[str, Any]] = []
     for message in reversed(messages):
         if message["role"] == "tool":
             results.insert(0, message)
-        elif message["role"] == "user":
+        elif message["role"] == "user" and not _is_memory(message):  # the memory message comes last
             return str(message.get("content") or ""), results
     return "", results
 

@@ -16,7 +16,7 @@ from core.llm.window import ContextWindow
 from core.errors import SummarizerError
 from tests.engine.conftest import write_config
 from tests.ollama_server import ScriptedOllama
-from tests.window.conftest import summarising_model
+from tests.window.conversation import summarising_model
 
 FILLER = ("The agent read the quarterly notes, compared the supplier list with the ledger and wrote "
           "a short remark about the layout of the warehouse shelves and the colour of the labels")

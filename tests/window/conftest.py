@@ -1,51 +1,13 @@
-"""Fixtures of the window tests: an Ollama-like server with a given window, engines on it, a summarising model."""
+"""Fixtures of the window tests: an Ollama-like server with a given window, engines on it, a summarising model,
+and the long conversation of ~1,200-character notes that several tests hold on it."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 
 from tests.engine.conftest import write_config  # noqa: F401 - shared by the tests of this folder
 from tests.ollama_server import ScriptedOllama
-
-_SECTION = re.compile(r"^## (Messages|Summaries)\s*$", re.MULTILINE)
-_END = re.compile(r"^## (Summary|Merged summary)\s*$", re.MULTILINE)
-_SENTENCE = re.compile(r"^.*?[.!?](?=\s|$)")
-_STAMP = re.compile(r"^\[[^\]]*\]\s*")
-_TARGET = re.compile(r"about\s+(\d+)\s+tokens")
-_DIGIT = re.compile(r"\d")
-_CHATTER = {"noted.", "ok.", "thanks.", "saved."}
-
-
-def summarising_model(prompt: str) -> str:
-    """What a small model answers to a summary prompt, following its instructions: the first sentence of
-    each block it was shown, chatter and repetition dropped, sentences with facts (numbers) first, within
-    the "about N tokens" asked for, in their original order.
-
-    It reads only what the server kept of the prompt, so a cut prompt gives a summary of the kept part.
-    """
-    starts = list(_SECTION.finditer(prompt))
-    body = prompt[starts[-1].end():] if starts else prompt
-    end = _END.search(body)
-    body = body[: end.start()] if end else body
-    target = _TARGET.search(prompt)
-    budget = int(target.group(1)) * 4 if target else 2000
-    sentences: list[str] = []
-    for line in body.splitlines():
-        line = _STAMP.sub("", line.strip().lstrip("- ").strip())
-        match = _SENTENCE.match(line)
-        sentence = (match.group(0) if match else line)[:160]
-        if sentence and sentence not in sentences and sentence.lower() not in _CHATTER:
-            sentences.append(sentence)
-    ranked = sorted(range(len(sentences)), key=lambda i: (not _DIGIT.search(sentences[i]), i))
-    chosen, used = set(), 0
-    for i in ranked:
-        if used + len(sentences[i]) + 3 > budget and chosen:
-            break
-        chosen.add(i)
-        used += len(sentences[i]) + 3
-    return "\n".join(f"- {sentences[i]}" for i in sorted(chosen)) or "- (nothing to summarise)"
+from tests.window.conversation import summarising_model, tell_notes
 
 
 @pytest.fixture
@@ -80,3 +42,23 @@ def make_engine():
     for engine in opened:
         engine.close()
         engine.manager.close()
+
+
+@pytest.fixture
+def long_conversation(make_server, agents_home, make_engine):
+    """``run(context_length, config="", replies=())``: the server for a model of that trained length (the summarising
+    model answers LCM's summary calls), an engine on it, and the ``TURNS`` notes told to it (the first
+    with ``FACT``); returns ``(server, engine)``. LOG.md compaction summarises deterministically, without
+    the model; ``config`` adds lines under ``memory:``; ``replies`` are the planner's first replies
+    ("Noted." after them)."""
+
+    def run(context_length: int, config: str = "", replies: tuple = ()):
+        server = make_server(context_length=context_length, default="Noted.")
+        server.summarizer = summarising_model
+        server.enqueue(*replies)
+        write_config(agents_home, "llm:\n  backend: ollama\nmemory:\n  compact_summarizer: deterministic\n" + config)
+        engine = make_engine()
+        tell_notes(engine)
+        return server, engine
+
+    return run

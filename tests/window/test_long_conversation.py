@@ -2,38 +2,15 @@
 
 from __future__ import annotations
 
-import random
-
 from core.engine.toolbox.toolbox import CORE_TOOLS
-from tests.window.conftest import summarising_model, write_config
-
-TURNS = 42
-FACT = "My locker code is 4417 and the locker is in hall B."
-WORDS = ("harbour", "lantern", "orchard", "gravel", "copper", "meadow", "ribbon", "thistle", "canvas", "pepper",
-         "saddle", "marble", "willow", "garnet", "timber", "beacon", "cobalt", "juniper", "parcel", "quarry")
+from tests.window.conversation import TURNS
 
 
-def note(turn: int, rng: random.Random) -> str:
-    """A note of about 1,200 characters: a first sentence that names it, then filler prose."""
-    text = f"Note {turn} is about the {rng.choice(WORDS)} project."
-    while len(text) < 1200:
-        text += " " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
-    return text
-
-
-def test_forty_two_long_turns_fit_the_window_and_keep_the_first_fact(make_server, agents_home, make_engine):
+def test_forty_two_long_turns_fit_the_window_and_keep_the_first_fact(long_conversation):
     """42 turns of ~1,200-character notes on an 8,192-token model: no request is truncated, every call sends
     num_ctx and keep_alive, LCM compacts in the loop, and the last prompt holds the turn-1 fact (raw or
     summarised) without any tool call."""
-    server = make_server(context_length=8192, default="Noted.")
-    server.summarizer = summarising_model
-    # LOG.md compaction's pieces are another change's concern; its summaries here need no model.
-    write_config(agents_home, "llm:\n  backend: ollama\nmemory:\n  compact_summarizer: deterministic\n")
-    engine = make_engine()
-    rng = random.Random(9)
-    assert engine.run(f"{FACT} " + note(1, rng)).ok
-    for turn in range(2, TURNS + 1):
-        assert engine.run(note(turn, rng)).ok
+    server, engine = long_conversation(8192)
     server.enqueue("Your locker code is 4417, in hall B.")
     result = engine.run("What is my locker code?")
 
@@ -51,18 +28,11 @@ def test_forty_two_long_turns_fit_the_window_and_keep_the_first_fact(make_server
     assert max(p.tokens for p in server.planner_prompts()) > 4096, "the window was used, not Ollama's default"
 
 
-def test_a_4096_token_model_runs_the_long_conversation_with_the_core_tools(make_server, agents_home, make_engine):
+def test_a_4096_token_model_runs_the_long_conversation_with_the_core_tools(long_conversation):
     """The same 42 turns on a 4,096-token model (Ollama's default window): the engine offers the core tool set,
     says so once in the run's notice, and no request is truncated; the turn-1 fact is still answered."""
-    server = make_server(context_length=4096, default="Noted.")
-    server.summarizer = summarising_model
-    write_config(agents_home, "llm:\n  backend: ollama\nmemory:\n  compact_summarizer: deterministic\n")
-    engine = make_engine()
+    server, engine = long_conversation(4096)
     assert engine.notice.count("core set") == 1 and all(name in engine.notice for name in CORE_TOOLS)
-    rng = random.Random(9)
-    assert engine.run(f"{FACT} " + note(1, rng)).ok
-    for turn in range(2, TURNS + 1):
-        assert engine.run(note(turn, rng)).ok
     server.enqueue("Your locker code is 4417, in hall B.")
     result = engine.run("What is my locker code?")
 

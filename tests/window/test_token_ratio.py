@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core.llm.model_window import RatioStore
-from tests.ollama_server import count_tokens
+from tests.ollama_server import count_tokens, tokenize
 from tests.window.conftest import write_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,8 +68,9 @@ def test_a_prompt_cut_by_the_server_is_a_warning_with_both_numbers(make_server, 
     assert engine.run("Read this too. " + document + " What is it about?").ok
     # (LCM's summary of the long first turn is one summarizer call: splitting it to fit is another change's)
     assert [p for p in server.truncated if p.tools] == [cut], "after the warning the planner's prompts fit"
-    last = server.planner_prompts()[-1]
-    assert last.text.rstrip().endswith("What is it about?") and "left out to fit the model's window" in last.text
+    request = [m for m in server.planner_prompts()[-1].messages if str(m.get("content")).startswith("Read this too.")]
+    assert request[0]["content"].rstrip().endswith("What is it about?")
+    assert "left out to fit the model's window" in request[0]["content"]
 
 
 def test_count_tokens_is_not_chars_over_four():
@@ -93,3 +94,28 @@ def test_a_killed_writer_leaves_the_ratio_file_whole(tmp_path):
         data = json.loads(path.read_text())
         assert data and all(2.0 <= v <= 4.0 for v in data.values())
         assert RatioStore(path).get("model0") is not None
+
+
+def test_prompt_eval_count_is_what_follows_the_cached_prefix_however_many_messages(make_server):
+    """Through the real ollama client: a chat of 40 messages, then the same chat and two more messages; the
+    second prompt_eval_count is the rendering's tokens after the part it shares with the first (the
+    template's markers counted once each on both sides), at least the new messages' text."""
+    import ollama
+
+    server = make_server(default="Noted.")
+    client = ollama.Client(host=server.host)
+    chat = [{"role": "system", "content": "You keep notes."}]
+    for n in range(20):
+        chat += [{"role": "user", "content": f"Note {n}: {PROSE}"}, {"role": "assistant", "content": "Noted."}]
+    client.chat(model="llama3.1", messages=chat)
+    new = [{"role": "user", "content": "Note 21: " + PROSE}]
+    reply = client.chat(model="llama3.1", messages=[*chat, *new])
+
+    first, second = server.prompts
+    shared = 0
+    for mine, theirs in zip(tokenize(second.rendered), tokenize(first.rendered)):
+        if mine != theirs:
+            break
+        shared += 1
+    assert second.cached_tokens == shared
+    assert reply.prompt_eval_count == count_tokens(second.rendered) - shared >= count_tokens(new[0]["content"])

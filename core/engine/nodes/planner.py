@@ -9,7 +9,7 @@ from typing import Any
 
 from core.errors import (BackendError, BackendUnavailableError, ContextWindowTooSmallError, ModelNotFoundError,
                          ToolArgumentError)
-from core.engine.nodes.runtime import Runtime
+from core.engine.nodes.runtime import Runtime, mask_credentials
 from core.engine.state import AgentState
 from core.engine.prompting.system_prompt import PromptExtras
 
@@ -66,7 +66,8 @@ def planner(state: AgentState, rt: Runtime) -> dict[str, Any]:
 
 
 def _extras(state: AgentState, rt: Runtime) -> PromptExtras:
-    return PromptExtras(errors=tuple(state.get("errors", [])), resumed=rt.resumed, notes=tuple(rt.notes))
+    return PromptExtras(errors=tuple(state.get("errors", [])), resumed=rt.resumed, notes=tuple(rt.notes),
+                        request=mask_credentials(state.get("task", "")))
 
 
 def _failed(state: AgentState, rt: Runtime, exc: Exception, steps: int,

@@ -1,13 +1,14 @@
 """The token budgets of one planner call, derived from the model's window.
 
-A prompt is: the system prompt (instructions, identity, then the memory context
-of NOW.md, the LOG.md tail and the facts), the tool definitions, the assembled
-conversation (earlier turns, then this turn's messages) and, after it, room for
-the reply. With a window of ``num_ctx`` tokens:
+A prompt is: the system prompt (instructions, identity), the tool definitions, the assembled
+conversation (earlier turns, then this turn's messages), the memory message (the memory context
+of NOW.md, the LOG.md tail and the facts) and, after it, room for the reply. With a window of
+``num_ctx`` tokens:
 
 - reply reserve: an eighth of the window, between 256 and 2,048 tokens;
 - template margin: a thirty-second of the window, at least 128 (role headers and markers);
-- memory context: ``engine.memory_tokens``, or 15% of the window between 400 and 4,000;
+- memory context: at most ``engine.memory_tokens``, or 15% of the window between 400 and 4,000
+  (the conversation gets what the memory message as built leaves of it);
 - tools: what their definitions measure (the full set when the conversation keeps a quarter of the
   window beside it, else the core set);
 - history: ``engine.context_budget``, or whatever the window has left.

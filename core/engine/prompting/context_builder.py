@@ -1,20 +1,25 @@
 """The prompt of each planner call, sized to the model's window.
 
-Before every call: the system prompt is built with the memory context trimmed
+Before every call: the system prompt and the memory message are built, the memory context trimmed
 to its budget (see :mod:`core.engine.prompting.budgets`); a provider that can compact is asked
-``needs_compaction(budget, threshold)`` and, when it says yes, runs one
-incremental compaction so older turns live on as summaries (a failure warns and
-the turn goes on with the full history); the earlier turns are assembled within
-what the window has left after this turn's messages, whose largest tool results
-(then other messages) are shortened if they alone would overflow it. What does not fit is never lost
-silently: the first time in a session that part of the conversation stays out of
-the prompt, a WARNING and a LOG.md entry say so.
+``needs_compaction(budget, threshold)`` and, when it says yes, runs one incremental compaction so
+older turns live on as summaries (a failure warns and the turn goes on with the full history); the
+earlier turns are assembled within what the window has left after this turn's messages, whose
+largest tool results (then other messages) are shortened if they alone would overflow it. What does
+not fit is never lost silently: the first time in a session that part of the conversation stays out
+of the prompt, a WARNING and a LOG.md entry say so.
+
+The model server keeps the previous prompt's KV cache and evaluates only what follows the prefix a
+prompt shares with it, so the prompt keeps its prefix from call to call: the memory message, the one
+part rebuilt at every step, comes last; a compaction (whose summary calls take the server's cache)
+runs at a run's first call unless the history no longer fits, and goes deep, keeping verbatim only the
+newest messages that fill a quarter of the budget, so that several turns pass before the next one.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.engine.prompting import budgets as sizing
@@ -30,9 +35,16 @@ log = logging.getLogger(__name__)
 CLIPPED_NOTE = "\n[... {cut} characters of this result left out to fit the model's window; ask for less]"
 MIN_FRESH_TAIL = 2
 """Newest messages always sent verbatim, however small the window."""
+TAIL_SHARE = 0.25
+"""Share of the history budget that a compaction keeps verbatim (the newest messages, at most the
+configured fresh tail): with the summaries the history is then well under the threshold."""
 MIN_LEAF = 2
 """Fewest messages of a leaf summary made because the window is full."""
 MIDDLE_NOTE = "\n[... {cut} characters of this message left out to fit the model's window ...]\n"
+LARGE_TURN_SHARE = 0.5
+LARGE_TURN_CHARS_PER_TOKEN = 3.0
+"""A turn whose characters, at this safe ratio, fill more than ``LARGE_TURN_SHARE`` of the window is
+sent after the memory message, last (see :func:`ordered`)."""
 LOSS_TOLERANCE = 0.05
 """Share of the conversation that may differ between the stored and the assembled estimate (wrappers)."""
 
@@ -82,27 +94,29 @@ class ContextBuilder:
             self._choose_tools(window, parts)
         tools = rt.toolbox.definitions()
         budgets = self._plan(window, parts, tools)
-        left = min(budgets.history, budgets.num_ctx - budgets.reply - budgets.margin - budgets.tools
-                   - window.tokens(parts.system) - window.tokens(parts.memory_message))
+        # The memory budget caps the memory message; what it leaves unused goes to the conversation.
+        left = (budgets.num_ctx - budgets.reply - budgets.margin - budgets.tools - window.tokens(parts.system)
+                - window.tokens(parts.memory_message))
+        left = min(left, rt.config.engine.context_budget or left)
         current = fit_current(state["messages"], window, left)
         left -= sum(window.tokens(_text(m)) for m in current)
         units = sizing.estimate_units(window, max(0, left))
         tail = self._fresh_tail(units)
-        compaction = self._compact_if_needed(units, tail)
+        compaction = self._compact_if_needed(units, tail, first_step=not state.get("steps"))
         history = rt.conversation.history(units, fresh_tail=tail)
         if _estimate(history) > units:  # the protected fresh tail alone is too long: newest first within the budget
             history = rt.conversation.history(units, fresh_tail=0)
         self._report_loss(history)
+        earlier = tuple(str(m.get("content") or "") for m in history if m.get("role") == "user")
+        if earlier:  # the memory points to the requests the conversation shows (it only gets shorter)
+            parts = self._parts(replace(extras, earlier_requests=earlier), window)
         # Earlier turns never carry a secret back into a prompt. In this turn only the user's request and
         # get_fact's replies may: the model's own calls and other tools' results are redacted too.
         redactor = rt.manager.facts.redactor()
         current = [m if _may_hold_secret(m, n) else redactor(m) for n, m in enumerate(current)]
-        # Most stable first (instructions, identity, then the tools the template renders after them, then
-        # older turns), the memory that changes every step next, the newest turn last: the server's prompt
-        # cache then covers everything up to the memory message.
-        memory = {"role": "user", "content": parts.memory_message}
-        prompt = Prompt([{"role": "system", "content": parts.system}, *redactor(history), memory, *current],
-                        tools, parts.memory, budgets, compaction)
+        stable = [{"role": "system", "content": parts.system}, *redactor(history)]
+        prompt = Prompt(ordered(stable, current, parts.memory_message, budgets.num_ctx), tools, parts.memory,
+                        budgets, compaction)
         self.last = prompt
         return prompt
 
@@ -143,11 +157,12 @@ class ContextBuilder:
         return sizing.plan(window, self.rt.config, sizing.tools_tokens(window, tools), base, model, tool_set)
 
     def _fresh_tail(self, units: int) -> int:
-        """The configured fresh tail, shortened to the newest messages that fill half the history budget
-        (so the summaries of older turns keep room beside it); at least two messages."""
+        """The configured fresh tail, shortened to the newest messages that fill ``TAIL_SHARE`` of the history
+        budget (so the summaries of older turns keep room beside it, and turns room to grow); at least two
+        messages."""
         conversation = self.rt.conversation
         configured = conversation.fresh_tail
-        newest = conversation.provider.assemble(conversation.session, units // 2, 0)
+        newest = conversation.provider.assemble(conversation.session, int(units * TAIL_SHARE), 0)
         fitting = 0
         for message in reversed(newest):
             if message.summary_id:
@@ -155,13 +170,15 @@ class ContextBuilder:
             fitting += 1
         return max(MIN_FRESH_TAIL, min(configured, fitting))
 
-    def _compact_if_needed(self, units: int, tail: int) -> CompactionResult | None:
-        """One incremental compaction when the provider says the history passes the threshold."""
+    def _compact_if_needed(self, units: int, tail: int, first_step: bool) -> CompactionResult | None:
+        """One incremental compaction when the provider says the history passes the threshold; after a
+        run's first call, only when the history no longer fits (a summary call takes the model server's
+        prompt cache, which the run's later calls would otherwise reuse)."""
         rt = self.rt
         provider, session = rt.conversation.provider, rt.conversation.session
         if not isinstance(provider, Compactor) or rt.conversation.handoff() is not None:
             return None
-        threshold = rt.config.provider.context_threshold
+        threshold = rt.config.provider.context_threshold if first_step else 1.0
         try:
             if not provider.needs_compaction(session, units, threshold):
                 return None
@@ -194,6 +211,21 @@ class ContextBuilder:
         log.warning("%s", message)
         self.rt.manager.append_log("SYSTEM", message, {"kind": "context_overflow", "stored_tokens": stored,
                                                        "sent_tokens": sent})
+
+
+def ordered(stable: list[dict[str, Any]], current: list[dict[str, Any]], memory: str,
+            num_ctx: int) -> list[dict[str, Any]]:
+    """The prompt's messages from the most stable to the most volatile: the system message and older turns,
+    this turn's request and tool results (they stay for every later step and turn), then the memory message
+    that changes at every step, so that the server's prompt cache covers everything before it.
+
+    Ollama keeps a prompt's last message whatever its size and drops older ones: a turn big enough to
+    overflow the window if the estimate is off goes after the memory instead, so that the server would
+    drop the memory, not the request.
+    """
+    message = {"role": "user", "content": memory}
+    large = sum(len(_text(m)) for m in current) > num_ctx * LARGE_TURN_CHARS_PER_TOKEN * LARGE_TURN_SHARE
+    return [*stable, message, *current] if large else [*stable, *current, message]
 
 
 def fit_current(messages: list[dict[str, Any]], window: Any, budget: int) -> list[dict[str, Any]]:

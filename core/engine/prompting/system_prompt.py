@@ -6,11 +6,12 @@ covers most of each prompt:
 - the **system prompt**: SYSTEM.md (the agent's ``config/SYSTEM.md`` replaces the built-in one) →
   AGENT.md / soul → standing directives → constraints → user profile. It changes only when those
   files or the provider's profile change.
-- the **memory message**: NOW.md → LOG.md since NOW's ``log_seq`` and its tail → facts (secrets
-  redacted) → the turn's notes (resuming, recovering from errors). It changes every step, so the
-  engine sends it as a user-side message right before the newest turn, after the tool definitions
-  and the older conversation: Ollama gathers every system message, wherever it stands, at the top of
-  the rendered prompt, where a changing one would void the cache for everything after it.
+- the **memory message**: facts (secrets redacted) → NOW.md → LOG.md since NOW's ``log_seq`` and its
+  tail → the turn's notes (resuming, recovering from errors). It changes every step, so the engine
+  sends it as the last message, a user-side one after the conversation and this turn's messages:
+  Ollama gathers every system message, wherever it stands, at the top of the rendered prompt, where a
+  changing one would void the cache for everything after it. The user's request of the turn is in the
+  conversation; NOW's objective and the log entries that only repeat it point to it instead.
 """
 
 from __future__ import annotations
@@ -20,16 +21,10 @@ from pathlib import Path
 
 from core.engine import prompts
 from core.errors import StorageError
-from core.memory.context import fit_lines, fit_newest, more_facts_note, render_entry, render_fact, render_now
-from core.memory.secrets import visible_entries
-from core.memory.tokens import estimate_tokens
+from core.engine.prompting.memory_message import memory_context
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths
 
-TAIL_ENTRIES = 12
-"""LOG.md entries always shown, besides those written since NOW."""
-SINCE_ENTRIES = 60
-"""Most entries shown from those written since NOW."""
 MAX_FILE_CHARS = 12_000
 
 
@@ -52,6 +47,11 @@ class PromptExtras:
     errors: tuple[str, ...] = ()
     resumed: bool = False
     notes: tuple[str, ...] = field(default=())
+    request: str = ""
+    """This turn's request as logged (credentials masked): the memory points to it rather than repeat it."""
+    earlier_requests: tuple[str, ...] = ()
+    """User messages of earlier turns that the prompt's conversation shows: the log entries that repeat
+    one point to it."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class PromptParts:
     system: str
     """Instructions and identity: the stable system message."""
     memory_message: str
-    """The memory context and the turn's notes: the volatile message sent before the newest turn."""
+    """The memory context and the turn's notes: the volatile message sent last."""
     memory: str
     """The memory context alone (NOW.md, the LOG.md entries, the facts)."""
 
@@ -73,7 +73,7 @@ def build_system_prompt(
     paths = manager.paths
     redactor = manager.facts.redactor()
     system = [base_instructions(paths), *_identity_sections(paths, identity)]
-    memory = redactor(memory_context(manager, memory_tokens))
+    memory = redactor(memory_context(manager, memory_tokens, extras.request, extras.earlier_requests))
     volatile = [memory]
     if extras.resumed:
         volatile.append(prompts.load("RESUME"))
@@ -109,33 +109,6 @@ def _identity_sections(paths: AgentPaths, identity: Identity) -> list[str]:
     if profile:
         sections.append(f"# About the user\n\n{profile}")
     return sections
-
-
-def memory_context(manager: MemoryManager, max_tokens: int) -> str:
-    """The facts, NOW.md, and the LOG.md entries since NOW was written plus the tail, within ``max_tokens``
-    (the caller redacts the secrets and forgotten values; the entries a FORGET named are left out here)."""
-    now = manager.now_state()
-    entries = visible_entries(manager.db, manager.log.tail(TAIL_ENTRIES + SINCE_ENTRIES))
-    since = [e for e in entries if e.seq > now.log_seq][-SINCE_ENTRIES:]
-    tail = [e for e in entries if e.seq <= now.log_seq][-TAIL_ENTRIES:]
-    head = ["# Memory", "", "## NOW (NOW.md: current objective and plan)", *render_now(now)]
-    budget = max_tokens - estimate_tokens("\n".join(head))
-    facts = [render_fact(f) for f in manager.facts.list()]
-    fact_lines = fit_lines(facts, max(0, int(budget * 0.3)))
-    budget -= estimate_tokens("\n".join(fact_lines)) + 30
-    since_lines = fit_newest([render_entry(e) for e in since], int(budget * 0.75))
-    budget -= estimate_tokens("\n".join(since_lines))
-    tail_lines = fit_newest([render_entry(e) for e in tail], budget)
-    # The facts change least often, the log every step: in this order a prompt shares more of its
-    # beginning with the previous one (the server's prompt cache).
-    parts = ["# Memory", "", "## Facts (secrets hidden: call get_fact)", *(fact_lines or ["(none saved)"])]
-    if len(fact_lines) < len(facts):
-        parts.append(more_facts_note(len(facts) - len(fact_lines)))
-    parts += ["", *head[2:]]
-    parts += ["", f"## Log since NOW was written (LOG.md after #{now.log_seq})"]
-    parts += since_lines or ["(nothing since)"]
-    parts += ["", "## Earlier activity (LOG.md tail)", *(tail_lines or ["(none)"])]
-    return "\n".join(parts)
 
 
 def _read(path: Path) -> str:

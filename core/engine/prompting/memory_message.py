@@ -1,0 +1,102 @@
+"""The text of the memory message: the facts, NOW.md and the LOG.md entries, read before every planner call.
+
+It is the one part of a planner prompt that changes at every step, and the last one, so all of it is
+evaluated again each time: it says each thing once. The user's request of the turn is in the
+conversation; NOW's objective and the log entries that only repeat it point to it, so do the entries
+that repeat an earlier request the prompt's conversation shows, a RUN_START points to the
+USER_FEEDBACK entry that logs the same request, and times show the time of day (the date once, in the
+title, unless a time is on another day).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from core.memory.context import ENTRY_PREVIEW_CHARS, fit_lines, fit_newest, more_facts_note, render_fact, render_now
+from core.memory.files import LogEntry
+from core.memory.secrets import visible_entries
+from core.memory.tokens import estimate_tokens
+from core.memory_manager import MemoryManager
+
+TAIL_ENTRIES = 12
+"""LOG.md entries always shown, besides those written since NOW."""
+SINCE_ENTRIES = 60
+"""Most entries shown from those written since NOW."""
+THIS_REQUEST = "(this turn's request: the user's newest message)"
+MIN_REPEAT_CHARS = len(THIS_REQUEST)
+"""Shorter texts are shown again: a pointer would be as long."""
+REPEATED_IN = "(the request logged in #{seq})"
+IN_CONVERSATION = "(that turn's request: the user's message in the conversation)"
+
+
+def memory_context(manager: MemoryManager, max_tokens: int, request: str = "",
+                   earlier: tuple[str, ...] = ()) -> str:
+    """The facts, NOW.md, and the LOG.md entries since NOW was written plus the tail, within ``max_tokens``
+    (the caller redacts the secrets and forgotten values; the entries a FORGET named are left out here).
+
+    ``request`` is this turn's request and ``earlier`` the earlier ones the prompt's conversation shows.
+    """
+    now = manager.now_state()
+    entries = visible_entries(manager.db, manager.log.tail(TAIL_ENTRIES + SINCE_ENTRIES))
+    since = [e for e in entries if e.seq > now.log_seq][-SINCE_ENTRIES:]
+    tail = [e for e in entries if e.seq <= now.log_seq][-TAIL_ENTRIES:]
+    day = (entries[-1].ts if entries else now.updated_at or "")[:10]
+    rendered = entry_lines([*tail, *since], request, earlier, day)
+    shown = replace(now, updated_at=_stamp(now.updated_at, day)) if now.updated_at else now
+    now_lines = [f"objective: {THIS_REQUEST}" if line.startswith("objective: ") and repeats(now.objective, request)
+                 else line for line in render_now(shown)]
+    title = f"# Memory (times UTC, on {day} unless dated)" if day else "# Memory"
+    head = [title, "", "## NOW (NOW.md: current objective and plan)", *now_lines]
+    budget = max_tokens - estimate_tokens("\n".join(head))
+    facts = [render_fact(f) for f in manager.facts.list()]
+    fact_lines = fit_lines(facts, max(0, int(budget * 0.3)))
+    budget -= estimate_tokens("\n".join(fact_lines)) + 30
+    since_lines = fit_newest(rendered[len(tail):], int(budget * 0.75))
+    budget -= estimate_tokens("\n".join(since_lines))
+    tail_lines = fit_newest(rendered[:len(tail)], budget)
+    # The facts change least often, the log every step: in this order a prompt shares more of its
+    # beginning with the previous one.
+    parts = [title, "", "## Facts (secrets hidden: call get_fact)", *(fact_lines or ["(none saved)"])]
+    if len(fact_lines) < len(facts):
+        parts.append(more_facts_note(len(facts) - len(fact_lines)))
+    parts += ["", *head[2:]]
+    parts += ["", f"## Log since NOW was written (LOG.md after #{now.log_seq})"]
+    parts += since_lines or ["(nothing since)"]
+    parts += ["", "## Earlier activity (LOG.md tail)", *(tail_lines or ["(none)"])]
+    return "\n".join(parts)
+
+
+def entry_lines(entries: list[LogEntry], request: str, earlier: tuple[str, ...], day: str) -> list[str]:
+    """The entries as prompt lines, oldest first; one that repeats this turn's request, an ``earlier``
+    request, or the request the next entry logs, points to it instead."""
+    lines = []
+    for n, entry in enumerate(entries):
+        following = entries[n + 1] if n + 1 < len(entries) else None
+        if repeats(entry.content, request):
+            entry = replace(entry, content=THIS_REQUEST)
+        elif following is not None and repeats(entry.content, following.content):
+            entry = replace(entry, content=REPEATED_IN.format(seq=following.seq))
+        elif any(repeats(entry.content, text) for text in earlier):
+            entry = replace(entry, content=IN_CONVERSATION)
+        lines.append(entry_line(entry, day))
+    return lines
+
+
+def entry_line(entry: LogEntry, day: str) -> str:
+    """One entry as a prompt line: its time of day (with the date when not ``day``), its text shortened."""
+    text = " ".join(entry.content.split())
+    if len(text) > ENTRY_PREVIEW_CHARS:
+        text = text[: ENTRY_PREVIEW_CHARS - 1] + "…"
+    return f"- #{entry.seq} {_stamp(entry.ts, day)} {entry.type}: {text}"
+
+
+def _stamp(ts: str, day: str) -> str:
+    """An ISO time as its time of day when it falls on ``day``, else as it is."""
+    return ts[11:19] if ts[:10] == day and len(ts) >= 19 else ts
+
+
+def repeats(text: str, original: str) -> bool:
+    """True when ``text`` is ``original``, or a shortened preview of it (whitespace aside), and long
+    enough for a pointer to save room."""
+    short = " ".join(text.split()).rstrip("…").rstrip()
+    return len(short) >= MIN_REPEAT_CHARS and " ".join(original.split()).startswith(short)

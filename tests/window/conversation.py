@@ -1,0 +1,97 @@
+"""The long conversation of the window tests and the benchmark: ~1,200-character notes, the first holding a
+fact, and the summarising model that answers LCM's summary calls as a small model would."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+_SECTION = re.compile(r"^## (Messages|Summaries)\s*$", re.MULTILINE)
+_END = re.compile(r"^## (Summary|Merged summary)\s*$", re.MULTILINE)
+_SENTENCE = re.compile(r"^.*?[.!?](?=\s|$)")
+_STAMP = re.compile(r"^\[[^\]]*\]\s*")
+_TARGET = re.compile(r"about\s+(\d+)\s+tokens")
+_DIGIT = re.compile(r"\d")
+_CHATTER = {"noted.", "ok.", "thanks.", "saved."}
+
+TURNS = 42
+FACT = "My locker code is 4417 and the locker is in hall B."
+WORDS = ("harbour", "lantern", "orchard", "gravel", "copper", "meadow", "ribbon", "thistle", "canvas", "pepper",
+         "saddle", "marble", "willow", "garnet", "timber", "beacon", "cobalt", "juniper", "parcel", "quarry")
+
+
+def note(turn: int, rng: random.Random) -> str:
+    """A note of about 1,200 characters: a first sentence that names it, then filler prose."""
+    text = f"Note {turn} is about the {rng.choice(WORDS)} project."
+    while len(text) < 1200:
+        text += " " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "."
+    return text
+
+
+def summarising_model(prompt: str) -> str:
+    """What a small model answers to a summary prompt, following its instructions: the first sentence of
+    each block it was shown, chatter and repetition dropped, sentences with facts (numbers) first, within
+    the "about N tokens" asked for, in their original order.
+
+    It reads only what the server kept of the prompt, so a cut prompt gives a summary of the kept part.
+    """
+    starts = list(_SECTION.finditer(prompt))
+    body = prompt[starts[-1].end():] if starts else prompt
+    end = _END.search(body)
+    body = body[: end.start()] if end else body
+    target = _TARGET.search(prompt)
+    budget = int(target.group(1)) * 4 if target else 2000
+    sentences: list[str] = []
+    for line in body.splitlines():
+        line = _STAMP.sub("", line.strip().lstrip("- ").strip())
+        match = _SENTENCE.match(line)
+        sentence = (match.group(0) if match else line)[:160]
+        if sentence and sentence not in sentences and sentence.lower() not in _CHATTER:
+            sentences.append(sentence)
+    ranked = sorted(range(len(sentences)), key=lambda i: (not _DIGIT.search(sentences[i]), i))
+    chosen, used = set(), 0
+    for i in ranked:
+        if used + len(sentences[i]) + 3 > budget and chosen:
+            break
+        chosen.add(i)
+        used += len(sentences[i]) + 3
+    return "\n".join(f"- {sentences[i]}" for i in sorted(chosen)) or "- (nothing to summarise)"
+
+
+FACT_TURNS = (5, 17, 30)
+"""Turns of :func:`replies` in which the model first saves a fact, then answers: two planner calls in one run."""
+
+
+def replies() -> tuple:
+    """The planner's first replies for :func:`tell_notes` ("Noted." after them): "Noted.", except in
+    ``FACT_TURNS`` a save_fact call first."""
+    from tests.ollama_server import tool_call
+
+    script: list = []
+    for turn in range(1, max(FACT_TURNS) + 1):
+        if turn in FACT_TURNS:
+            script.append(tool_call("save_fact", key=f"project_{turn}", value=f"harbour {turn}", category="general"))
+        script.append("Noted.")
+    return tuple(script)
+
+
+def tell_notes(engine: Any, turns: int = TURNS) -> None:
+    """Tell ``engine`` the notes of turns 1 to ``turns``, the first one opening with ``FACT``."""
+    rng = random.Random(9)
+    assert engine.run(f"{FACT} " + note(1, rng)).ok
+    for turn in range(2, turns + 1):
+        assert engine.run(note(turn, rng)).ok
+
+
+def consecutive_pairs(server: Any) -> list[tuple[Any, Any]]:
+    """Each planner prompt with the planner prompt right before it, when no other call came between
+    (Ollama's runner with OLLAMA_NUM_PARALLEL=1 keeps one KV cache a model: a summary call takes it)."""
+    prompts = list(server.prompts)
+    return [(before, after) for before, after in zip(prompts, prompts[1:]) if before.tools and after.tools]
+
+
+def in_run(pair: tuple[Any, Any]) -> bool:
+    """True for a pair whose later prompt continues the same run (a tool result is among its last two messages,
+    with the memory message)."""
+    return any(m.get("role") == "tool" for m in pair[1].messages[-2:])
