@@ -35,8 +35,9 @@ The context window behaves like Ollama's:
   are still too long, the rendered prompt's beginning is cut;
 - the kept prompt is rendered as Ollama's qwen2.5 template renders a chat: every
   system message (wherever it stands) joined at the top, the tool definitions
-  right after them, then the other messages in order, consecutive messages of one
-  role merged (:func:`render`);
+  right after them with the template's instructions, then the other messages in
+  order, consecutive messages of one role merged as Ollama collates them, tool
+  results as ``<tool_response>`` user turns (:func:`render`);
 - one prompt cache per model, as Ollama's runner keeps one KV cache a slot: a
   request re-evaluates only the tokens after the prefix its rendering shares with
   the model's previous one (at least one); ``prompt_eval_count`` is that number,
@@ -521,7 +522,7 @@ def fit_window(body: dict[str, Any], num_ctx: int) -> Prompt:
     """
     messages = [dict(m) for m in body.get("messages") or []]
     tools = body.get("tools") or []
-    tools_tokens = count_tokens(json.dumps(tools)) if tools else 0
+    tools_tokens = count_tokens(tools_text(tools)) if tools else 0
     sizes = [MESSAGE_OVERHEAD_TOKENS + count_tokens(_content_text(m)) for m in messages]
     full = PROMPT_OVERHEAD_TOKENS + tools_tokens + sum(sizes)
     system = [i for i, m in enumerate(messages) if m.get("role") == "system"]
@@ -547,27 +548,68 @@ def fit_window(body: dict[str, Any], num_ctx: int) -> Prompt:
                   rendered=render(kept, tools if not cut else []))
 
 
+TOOLS_HEADER = ("\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+                "You are provided with function signatures within <tools></tools> XML tags:\n<tools>")
+TOOLS_FOOTER = ("\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+                "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
+                "\"arguments\": <args-json-object>}\n</tool_call>")
+"""What qwen2.5's template writes around the tool definitions (Ollama's ``qwen2.5`` library template)."""
+
+
+def tools_text(tools: list[dict[str, Any]]) -> str:
+    """The tool definitions as qwen2.5's template writes them after the system prompt: one line a tool,
+    the function as Go's compact JSON."""
+    lines = "".join('\n{"type": "function", "function": ' + _compact(t.get("function", t)) + "}" for t in tools)
+    return TOOLS_HEADER + lines + TOOLS_FOOTER
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def collate(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ollama's collation before a template runs: consecutive messages of one role become one, their
+    contents joined by a blank line; tool results stay one message each."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if out and out[-1].get("role") == message.get("role") != "tool":
+            out[-1] = dict(out[-1], content=f"{out[-1].get('content') or ''}\n\n{message.get('content') or ''}")
+        else:
+            out.append(message)
+    return out
+
+
 def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
     """A chat as Ollama's qwen2.5 template renders it. Ollama gathers the content of every system
-    message, wherever it stands, into the template's ``.System`` at the top (and llama3.x's template
-    does the same); qwen2.5 puts the tool definitions right after it; the other messages follow in
-    order, consecutive ones of the same role merged."""
+    message, wherever it stands, into the template's ``.System`` at the top (llama3.x's template does
+    the same); the tool definitions follow it; then the collated messages: a tool result as a user
+    turn in ``<tool_response>``, an assistant turn as its text or else its ``<tool_call>`` lines."""
     system = "\n\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
-    head = f"<|im_start|>system\n{system}"
-    if tools:
-        head += "\n\n# Tools\n<tools>\n" + "\n".join(json.dumps(t) for t in tools) + "\n</tools>"
-    parts = [head + "<|im_end|>\n"]
-    role = ""
-    for message in messages:
-        if message.get("role") == "system":
-            continue
-        text = _content_text(message)
-        if message.get("role") == role:
-            parts[-1] = parts[-1][: -len("<|im_end|>\n")] + "\n\n" + text + "<|im_end|>\n"
-        else:
-            role = str(message.get("role"))
-            parts.append(f"<|im_start|>{role}\n{text}<|im_end|>\n")
-    return "".join(parts) + "<|im_start|>assistant\n"
+    out = ""
+    if system or tools:
+        out = "<|im_start|>system" + (f"\n{system}" if system else "") + (tools_text(tools) if tools else "")
+        out += "<|im_end|>\n"
+    collated = collate(messages)
+    for i, message in enumerate(collated):
+        role, text, last = message.get("role"), str(message.get("content") or ""), i == len(collated) - 1
+        if role == "user":
+            out += f"<|im_start|>user\n{text}<|im_end|>\n"
+        elif role == "assistant":
+            out += "<|im_start|>assistant\n" + (text or _tool_call_lines(message.get("tool_calls") or []))
+            out += "" if last else "<|im_end|>\n"
+        elif role == "tool":
+            out += f"<|im_start|>user\n<tool_response>\n{text}\n</tool_response><|im_end|>\n"
+        if role != "assistant" and last:
+            out += "<|im_start|>assistant\n"
+    return out
+
+
+def _tool_call_lines(calls: list[dict[str, Any]]) -> str:
+    if not calls:
+        return ""
+    lines = "".join(f'{{"name": "{c["function"]["name"]}", "arguments": {_compact(c["function"].get("arguments") or {})}}}\n'
+                    for c in calls)
+    return f"<tool_call>\n{lines}</tool_call>"
 
 
 def _cut_front(messages: list[dict[str, Any]], tools_tokens: int, tokens: int) -> list[dict[str, Any]]:
