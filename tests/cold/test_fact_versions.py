@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from core.memory.upkeep.rebuild import rebuild_all
 from core.memory_manager import MemoryManager
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -61,3 +69,31 @@ def test_history_lists_every_value_newest_first_and_deleting_the_fact_drops_it(a
     assert ada.recall_memory("coffee tea mate drink", 5, kind="fact", min_score=0) == []
     ada.save_fact("drink", "water", "preference")  # a new history starts
     assert [h["value"] for h in ada.get_fact("drink", history=True)] == ["water"]
+
+
+CHILD = """
+import sys
+from core.memory.files import fault_points
+from core.memory_manager import MemoryManager
+
+manager = MemoryManager("ada")
+manager.save_fact("home_city", "Paris", "personal")
+fault_points.arm(sys.argv[1], thread="main")
+manager.save_fact("home_city", "Lyon", "personal")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["log.append", "log.appended", "db.commit"])
+def test_a_save_killed_midway_keeps_the_value_and_its_history_in_step(agents_home, point):
+    """SIGKILL as the new value's FACT line is written, once it is, and as memory.db commits: the next open has
+    either the old value and no history, or the new value with the old one kept (LOG.md's entry replayed)."""
+    child = subprocess.run([sys.executable, "-c", CHILD, point], cwd=ROOT, env=dict(os.environ),
+                           capture_output=True, text=True, timeout=300)
+    assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
+    with MemoryManager("ada") as reopened:
+        history = [v["value"] for v in reopened.get_fact("home_city", history=True)]
+        assert history == (["Paris"] if point == "log.append" else ["Lyon", "Paris"])
+        assert reopened.get_fact("home_city") == history[0]
+        hits = reopened.recall_memory("home city Paris Lyon", 5, kind="fact", min_score=0)
+        assert [h.get("superseded_by", {}).get("id") for h in hits] == [None, "fact:home_city"][: len(history)]
