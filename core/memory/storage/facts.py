@@ -105,10 +105,7 @@ def upsert(conn: sqlite3.Connection, key: str, value: str, category: str, now: s
     """
     old = conn.execute("SELECT value, category, updated_at FROM user_facts WHERE key = ?", (key,)).fetchone()
     if old is not None and old["value"] != value:
-        # The new value is strictly later than the one it replaces (two saves in one millisecond, a clock
-        # set back): recall orders a fact's versions by time.
-        now = max(now, utc_timestamp(datetime.fromisoformat(old["updated_at"].replace("Z", "+00:00"))
-                                     + timedelta(milliseconds=1)))
+        now = _after(old["updated_at"], now)
         conn.execute("INSERT INTO fact_versions (key, value, category, saved_at, replaced_at) VALUES (?, ?, ?, ?, ?)",
                      (key, None if old["category"] == "secret" else old["value"], old["category"],
                       old["updated_at"], now))
@@ -121,6 +118,16 @@ def upsert(conn: sqlite3.Connection, key: str, value: str, category: str, now: s
         (key, value, category, now, now),
     )
     return _fact(conn.execute("SELECT * FROM user_facts WHERE key = ?", (key,)).fetchone())
+
+
+def _after(earlier: str, now: str) -> str:
+    """``now``, or just after ``earlier`` if it is not later (two saves in one millisecond, a clock set back):
+    recall orders a fact's versions by time. A stored time that cannot be read leaves ``now`` as it is."""
+    try:
+        moment = datetime.fromisoformat(earlier.replace("Z", "+00:00"))
+    except ValueError:
+        return now
+    return max(now, utc_timestamp(moment + timedelta(milliseconds=1)))
 
 
 def apply_entry(conn: sqlite3.Connection, entry) -> None:
