@@ -228,10 +228,10 @@ class MemoryManager:
         self.scrubber.catch_up()
         return fact.as_dict()
 
-    def get_fact(self, key: str) -> str | None:
-        """The value stored under ``key`` (secrets included), or None."""
-        fact = self.facts.get(key)
-        return fact.value if fact else None
+    def get_fact(self, key: str, history: bool = False) -> Any:
+        """The value stored under ``key`` (secrets included), or None; with ``history``, the values it has held as
+        :meth:`FactStore.history <core.memory.storage.facts.FactStore.history>` lists them."""
+        return self.facts.history(key, as_dicts=True) if history else getattr(self.facts.get(key), "value", None)
 
     def list_facts(self, category: str | None = None) -> list[dict[str, Any]]:
         """All facts (or one category's), secret values redacted (in other facts too)."""
@@ -241,8 +241,7 @@ class MemoryManager:
     def delete_fact(self, key: str) -> bool:
         """Delete a fact (recorded in LOG.md); return True if it existed."""
         key = facts.check_key(key)
-        return self.tiers.record_fact(key, None, None, lambda conn: conn.execute(
-            "DELETE FROM user_facts WHERE key = ?", (key,)).rowcount > 0)
+        return self.tiers.record_fact(key, None, None, lambda conn: facts.delete(conn, key))
 
     # -- cold tier ------------------------------------------------------------
 

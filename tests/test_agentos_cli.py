@@ -86,6 +86,25 @@ def test_init_then_readers_text_and_json(agents_home):
     assert json.loads(agentos("facts", "--agent", "finn", "--json", "--category", "personal").stdout)[0]["key"] == "city"
 
 
+def test_facts_history_lists_a_facts_values_newest_first(agents_home):
+    """facts --history KEY: every value the fact held, newest first, the current one marked; a secret's redacted;
+    an unknown key exits 4 naming it, --category beside it is refused."""
+    assert agentos("init", "--agent", "finn").returncode == 0
+    with MemoryManager("finn") as manager:
+        manager.save_fact("city", "Porto", category="personal")
+        manager.save_fact("city", "Lisbon", category="personal")
+        manager.save_fact("token", "tok-123456", category="secret")
+        manager.save_fact("token", "tok-654321", category="secret")
+    lines = agentos("facts", "--agent", "finn", "--history", "city").stdout.splitlines()
+    assert [line.split("  ")[1:] for line in lines] == [["Lisbon (personal)", "current"], ["Porto (personal)"]]
+    listed = json.loads(agentos("facts", "--agent", "finn", "--history", "token", "--json").stdout)
+    assert [v["value"] for v in listed] == ["[REDACTED]", "[REDACTED]"] and listed[1]["replaced_at"]
+    unknown = agentos("facts", "--agent", "finn", "--history", "nope")
+    assert unknown.returncode == 4 and "no fact is stored under 'nope'" in unknown.stderr
+    both = agentos("facts", "--agent", "finn", "--history", "city", "--category", "personal")
+    assert both.returncode != 0 and "leave out --category" in both.stderr
+
+
 @pytest.mark.bare_home
 @pytest.mark.parametrize("command", [["now"], ["log"], ["facts"], ["status"], ["recall", "anything"],
                                      ["forget", "--query", "anything", "--yes"],

@@ -29,7 +29,8 @@ EXPECTED_OUTPUT = {
     "integrations.md": ["Ada prefers tea over coffee"],
     "recall.md": ["True False ['report']\nFalse True ['report']\n[]\n[True, False]",
                   "stored 1 of 3 memories; refused item 1: memory content must not be empty; item 2: store_memory "
-                  "kind must be one of note, summary, got 'diary'", "{0: 'note:"],
+                  "kind must be one of note, summary, got 'diary'", "{0: 'note:",
+                  "Lyon ['Lyon', 'Paris']\n[('home_city: Lyon', None), ('home_city: Paris', 'fact:home_city')]"],
     "spaces.md": ["research by researcher: Sea otters hold hands", "True", "refused: agent 'writer' may only read",
                   "refused: the content holds the value of a secret fact"],
 }

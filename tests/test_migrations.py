@@ -89,6 +89,36 @@ def test_notes_stored_before_versions_were_known_are_versioned_after_the_upgrade
                                                                                     ("note:a", "note:b")]
 
 
+def test_facts_saved_before_fact_versions_get_their_history_from_the_upgrade_on(agents_home):
+    """Opening a memory.db made before m011_fact_versions re-indexes its facts as the current version of their key;
+    the next save of a new value keeps the earlier one, recalled below it and marked superseded."""
+    paths = AgentPaths.for_agent("finn")
+    conn = memory_db.open_connection(paths.db_file)
+    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, apply in memory_db.migrations():
+        if name < "m011":
+            with memory_db.transaction(conn):
+                apply(conn)
+                conn.execute("INSERT INTO _migrations VALUES (?, '2026-01-01T00:00:00.000Z')", (name,))
+    day = "2026-01-01T00:00:00.000Z"
+    with memory_db.transaction(conn):
+        conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at) "
+                     "VALUES ('city', 'Lisbon', 'personal', ?, ?)", (day, day))
+        conn.execute("DELETE FROM cold_pending")  # indexed as that version did: no subject
+        conn.execute("INSERT INTO recall_docs (id, kind, tier, source, text, occurred_at, created_at) "
+                     "VALUES ('fact:city', 'fact', 'cold', 'fact:city', 'city: Lisbon', ?, ?)", (day, day))
+    conn.close()
+    with MemoryManager("finn") as manager:
+        manager.recall_memory("city", 1)  # indexes what the upgrade queued
+        subject = manager.db.conn.execute("SELECT subject FROM recall_docs WHERE id = 'fact:city'").fetchone()[0]
+        assert subject == "fact:city"
+        manager.save_fact("city", "Porto", "personal")
+        assert [v["value"] for v in manager.get_fact("city", history=True)] == ["Porto", "Lisbon"]
+        hits = manager.recall_memory("city Lisbon Porto", 5, kind="fact", min_score=0)
+        assert [(h["content"], h.get("superseded_by", {}).get("id")) for h in hits] == [
+            ("city: Porto", None), ("city: Lisbon", "fact:city")]
+
+
 def test_a_database_of_another_version_is_refused_and_left_as_it_is(agents_home):
     """A memory.db that records a migration this version lacks is a StorageError naming it; nothing is applied."""
     paths = AgentPaths.for_agent("finn")

@@ -32,12 +32,29 @@ def log(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("facts", AGENT, arg("--category", choices=CATEGORIES, help="only this category"), JSON)
+@command("facts", AGENT, arg("--category", choices=CATEGORIES, help="only this category"),
+         arg("--history", metavar="KEY", help="the values this fact has held, newest first"), JSON)
 def facts(args: argparse.Namespace) -> int:
-    """List the agent's facts (a secret's value is shown as [REDACTED])."""
+    """List the agent's facts, or with --history one fact's values, newest first (a secret's value is shown as
+    [REDACTED], and so are the earlier values of a fact while it is secret)."""
+    if args.history is not None:
+        if args.category is not None:
+            raise ValidationError("--history lists one fact's values: leave out --category")
+        return _fact_history(args)
     with open_memory(args.agent) as manager:
         found = manager.list_facts(args.category)
     emit(args, found, lambda: "\n".join(f"{f['key']} ({f['category']}): {f['value']}" for f in found) or "(no facts)")
+    return 0
+
+
+def _fact_history(args: argparse.Namespace) -> int:
+    with open_memory(args.agent) as manager:
+        found = [manager.facts.redactor()(v.as_dict()) for v in manager.facts.history(args.history)]
+    if not found:
+        raise NotFoundError(f"no fact is stored under {args.history!r}: agentos facts --agent {args.agent} lists them")
+    emit(args, found, lambda: "\n".join(
+        f"{v['saved_at']}  {v['value']} ({v['category']})" + ("  current" if v["replaced_at"] is None else "")
+        for v in found))
     return 0
 
 

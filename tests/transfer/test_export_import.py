@@ -6,7 +6,9 @@ import gzip
 import io
 import json
 import re
+import sqlite3
 import tarfile
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -271,6 +273,7 @@ def test_export_says_how_many_secret_facts_it_left_out(agents_home, tmp_path):
     with MemoryManager("finn") as manager:
         manager.save_fact("city", "Porto")
         manager.save_fact("db_password", SECRET, category="secret")
+        manager.save_fact("api_token", "was-public-token-4411")  # an earlier value of a fact now secret
         manager.save_fact("api_token", "tok-5f1e-99aa-secret", category="secret")
 
     def export(*flags: str):
@@ -280,6 +283,11 @@ def test_export_says_how_many_secret_facts_it_left_out(agents_home, tmp_path):
     assert without.returncode == 0, without.stderr
     assert " 1 facts, " in without.stdout
     assert "2 secret facts left out" in without.stdout and "--include-secrets keeps them" in without.stdout
+    with tarfile.open(tmp_path / "a.tar.gz", "r:gz") as archive:  # LOG.md keeps the public save as the record
+        db = next(m for m in archive if m.name.endswith("/memory.db"))
+        (tmp_path / "copy.db").write_bytes(archive.extractfile(db).read())
+    with closing(sqlite3.connect(tmp_path / "copy.db")) as copy:
+        assert copy.execute("SELECT key FROM fact_versions").fetchall() == [], "a secret's history goes with it"
     with_secrets = export(str(tmp_path / "b.tar.gz"), "--include-secrets")
     assert with_secrets.returncode == 0, with_secrets.stderr
     assert " 3 facts, " in with_secrets.stdout and "secrets included" in with_secrets.stdout

@@ -36,8 +36,8 @@ class Doc:
     """One memory as recall indexes it."""
 
     id: str
-    """``note:<hex>``, ``fact:<key>``, ``log:<seq>``, ``summary:<archive>``, ``msg:<id>``, ``sum:<id>``,
-    ``item:<id>:<n>``."""
+    """``note:<hex>``, ``fact:<key>``, ``fact_version:<id>``, ``log:<seq>``, ``summary:<archive>``, ``msg:<id>``,
+    ``sum:<id>``, ``item:<id>:<n>``."""
     kind: str
     tier: str
     source: str
@@ -53,7 +53,8 @@ class Doc:
     """The session or conversation it belongs to: its neighbours share it."""
     expires_at: str | None = None
     subject: str = ""
-    """What this memory is a version of (``note:<key>`` for a note stored with a metadata ``key``; '' none):
+    """What this memory is a version of (``note:<key>`` for a note stored with a metadata ``key``, ``fact:<key>``
+    for a fact and its earlier values; '' none):
     a later version supersedes it (:mod:`core.memory.recall.views.supersession`)."""
     rowid: int = 0
 

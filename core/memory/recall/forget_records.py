@@ -31,6 +31,10 @@ def _rewritable(source: str, key: str) -> tuple[str, str, str] | None:
     return None
 
 
+VERSION_MARK = "#version="
+"""In ``forgotten_values``, ``fact:<key>#version=<id>`` is an earlier value of the fact, forgotten with it or alone."""
+
+
 def apply(db: "Database", entry: LogEntry) -> int:
     """Carry out one FORGET entry in its own transaction (idempotent); return how many memories it removed now."""
     with db.transaction() as conn:
@@ -47,11 +51,14 @@ def apply_entry(conn: sqlite3.Connection, entry: LogEntry) -> int:
         if source == "note":
             removed += conn.execute("DELETE FROM cold_notes WHERE id = ?", (key,)).rowcount
             conn.execute("DELETE FROM cold_pending WHERE item = ?", (memory_id,))
+        elif source == "fact_version" and key.isdigit():
+            removed += _forget_versions(conn, "id = ?", int(key), entry)
         elif row := _rewritable(source, key):
             # A fact or store item saved again after it was forgotten is a new memory: it stays.
             table, column, value = row
             if source == "fact":
                 _keep_value(conn, memory_id, key, entry)
+                _forget_versions(conn, "key = ?", key, entry)
             removed += conn.execute(f"DELETE FROM {table} WHERE {column} = ? AND updated_at <= ?",
                                     (value, entry.ts)).rowcount
             if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (value,)).fetchone():
@@ -73,6 +80,21 @@ def _keep_value(conn: sqlite3.Connection, memory_id: str, key: str, entry: LogEn
     if row is not None and known is None:
         conn.execute("INSERT INTO forgotten_values (memory_id, forget_seq, value, forgotten_at)"
                      " VALUES (?, ?, ?, ?)", (memory_id, entry.seq, row[0], entry.ts))
+
+
+def _forget_versions(conn: sqlite3.Connection, where: str, value: str | int, entry: LogEntry) -> int:
+    """Delete the earlier values of a fact (``where``: ``key = ?`` all of them, ``id = ?`` one) saved before
+    ``entry`` with their docs, recording what they held as :func:`_keep_value` does; return how many."""
+    rows = conn.execute(f"SELECT id, key, value FROM fact_versions WHERE {where} AND saved_at <= ?",
+                        (value, entry.ts)).fetchall()
+    for row in rows:
+        if row["value"] is not None:  # kept as fact:<key>#version=<id>: the key, for the purge's report
+            conn.execute("INSERT OR IGNORE INTO forgotten_values (memory_id, forget_seq, value, forgotten_at)"
+                         " VALUES (?, ?, ?, ?)", (f"fact:{row['key']}{VERSION_MARK}{row['id']}", entry.seq,
+                                                  row["value"], entry.ts))
+        conn.execute("DELETE FROM fact_versions WHERE id = ?", (row["id"],))
+    DocIndex.delete(conn, [f"fact_version:{row['id']}" for row in rows])
+    return len(rows)
 
 
 def replay(db: "Database", sources: Iterable[tuple[object, bytes]]) -> int:

@@ -41,6 +41,7 @@ from core.memory.recall.sources import (
     archive_summary_doc,
     conversation_summary_doc,
     fact_doc,
+    fact_version_docs,
     log_doc,
     message_doc,
     note_doc,
@@ -250,7 +251,10 @@ class ColdIndexer:
         conn = self.db.conn
         if kind == "fact":
             fact = conn.execute("SELECT * FROM user_facts WHERE key = ?", (key,)).fetchone()
-            return _listed(fact_doc(fact) if fact is not None else None)
+            if fact is None:
+                return []
+            versions = conn.execute("SELECT * FROM fact_versions WHERE key = ? ORDER BY id", (key,)).fetchall()
+            return fact_version_docs(fact, versions, secrets) + _listed(fact_doc(fact))
         if kind == "note":
             note = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (key,)).fetchone()
             return _listed(note_doc(note, secrets) if note is not None else None)
@@ -270,11 +274,14 @@ class ColdIndexer:
         return []
 
     def _indexed_ids(self, item: str) -> list[str]:
-        """The ids of the docs a source has now: the source's own id, or one per passage of a store item."""
+        """The ids of the docs a source has now: the source's own id, one per passage of a store item, a fact's
+        with its earlier values'."""
         conn = self.db.conn
         if item.startswith("item:"):
             # A range on the unique index: item:<id>:<n> for every n ("item:<id>;" sorts just after them).
             rows = conn.execute("SELECT id FROM recall_docs WHERE id > ? AND id < ?", (f"{item}:", f"{item};"))
+        elif item.startswith("fact:"):  # the fact and its earlier values (fact_version:<id>) share its subject
+            rows = conn.execute("SELECT id FROM recall_docs WHERE id = ? OR subject = ?", (item, item))
         else:
             rows = conn.execute("SELECT id FROM recall_docs WHERE id = ?", (item,))
         return [row[0] for row in rows]

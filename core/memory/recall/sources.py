@@ -127,7 +127,22 @@ def fact_doc(row: Any) -> Doc | None:
     return Doc(id=f"fact:{key}", kind="fact", tier="cold", source=f"fact:{key}", text=text,
                occurred_at=row["updated_at"], created_at=row["updated_at"],
                context=context_words("", row["updated_at"], ""), speaker="",
-               metadata={"key": key, "category": row["category"], "updated_at": row["updated_at"]})
+               metadata={"key": key, "category": row["category"], "updated_at": row["updated_at"]},
+               subject=f"fact:{key}")
+
+
+def fact_version_docs(fact: Any, versions: Sequence[Any], secrets: list[str]) -> list[Doc]:
+    """The docs of a fact's earlier values (``fact_versions`` rows): each a ``fact`` the next value
+    supersedes (same ``subject``); none while the fact is secret, none for a secret's earlier value."""
+    if fact["category"] == "secret":
+        return []
+    key = fact["key"]
+    return [Doc(id=f"fact_version:{v['id']}", kind="fact", tier="cold", source=f"fact:{key}#version={v['id']}",
+                text=redact(f"{key}: {v['value']}", secrets), occurred_at=v["saved_at"], created_at=v["saved_at"],
+                context=context_words("", v["saved_at"], ""),
+                metadata={"key": key, "category": v["category"], "updated_at": v["saved_at"],
+                          "replaced_at": v["replaced_at"]}, subject=f"fact:{key}")
+            for v in versions if v["value"] is not None and v["category"] != "secret"]
 
 
 def log_doc(entry: LogEntry, secrets: list[str], archive_id: str | None = None) -> Doc | None:

@@ -54,8 +54,11 @@ def visible_entries(conn: Any, entries: Sequence[LogEntry]) -> list[LogEntry]:
     if not entries:
         return []
     forgotten = forgotten_ids(conn, [f"log:{e.seq}" for e in entries])
+    # An earlier value forgotten alone (fact:<key>#version=<id>) is hidden by the redactor; the fact's own
+    # FACT entries stay.
     facts = {r[0].partition(":")[2]: r[1] for r in conn.execute(
-        "SELECT memory_id, MAX(forget_seq) FROM forgotten_values GROUP BY memory_id").fetchall()}
+        "SELECT memory_id, MAX(forget_seq) FROM forgotten_values WHERE memory_id NOT LIKE '%#version=%'"
+        " GROUP BY memory_id").fetchall()}
     return [e for e in entries if f"log:{e.seq}" not in forgotten and not _forgotten_fact(e, facts)]
 
 

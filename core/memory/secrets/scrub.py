@@ -122,7 +122,7 @@ def forgotten_keys(db) -> set[str]:
     """The keys of the forgotten facts whose values a purge takes out (never the values)."""
     hidden = set(forgotten_values(db))
     rows = db.conn.execute("SELECT memory_id, value FROM forgotten_values").fetchall()
-    return {r[0].partition(":")[2] for r in rows if r[1] in hidden}
+    return {r[0].partition(":")[2].partition("#version=")[0] for r in rows if r[1] in hidden}
 
 
 def _sha(data: bytes) -> str:

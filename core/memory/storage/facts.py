@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from datetime import datetime, timedelta
 from dataclasses import dataclass
 from typing import Any
 
 from core.errors import ValidationError
 from core.memory.storage.protocol import Database
-from core.memory.files.log_format import check_text
+from core.memory.files.log_format import check_text, utc_timestamp
 from core.memory.secrets.redaction import (MIN_SECRET_CHARS, REDACTED, Redactor, forgotten_values, redactor_for,
                                  redactor_of)
 
@@ -97,7 +98,17 @@ def record_text(key: str, value: str | None, category: str | None) -> str:
 
 
 def upsert(conn: sqlite3.Connection, key: str, value: str, category: str, now: str) -> Fact:
-    """Insert or update a fact in the caller's transaction; an update keeps ``created_at``."""
+    """Insert or update a fact in the caller's transaction; an update keeps ``created_at``.
+
+    A new value keeps the one it replaces as a version (``fact_versions``), in the same transaction; a
+    secret's earlier value is never kept, only when it was saved and replaced.
+    """
+    old = conn.execute("SELECT value, category, updated_at FROM user_facts WHERE key = ?", (key,)).fetchone()
+    if old is not None and old["value"] != value:
+        now = _after(old["updated_at"], now)
+        conn.execute("INSERT INTO fact_versions (key, value, category, saved_at, replaced_at) VALUES (?, ?, ?, ?, ?)",
+                     (key, None if old["category"] == "secret" else old["value"], old["category"],
+                      old["updated_at"], now))
     conn.execute(
         """INSERT INTO user_facts (key, value, category, created_at, updated_at)
            VALUES (?, ?, ?, ?, ?)
@@ -109,6 +120,16 @@ def upsert(conn: sqlite3.Connection, key: str, value: str, category: str, now: s
     return _fact(conn.execute("SELECT * FROM user_facts WHERE key = ?", (key,)).fetchone())
 
 
+def _after(earlier: str, now: str) -> str:
+    """``now``, or just after ``earlier`` if it is not later (two saves in one millisecond, a clock set back):
+    recall orders a fact's versions by time. A stored time that cannot be read leaves ``now`` as it is."""
+    try:
+        moment = datetime.fromisoformat(earlier.replace("Z", "+00:00"))
+    except ValueError:
+        return now
+    return max(now, utc_timestamp(moment + timedelta(milliseconds=1)))
+
+
 def apply_entry(conn: sqlite3.Connection, entry) -> None:
     """Replay a FACT entry that memory.db never applied (a failed write, or a rebuilt database)."""
     record = entry.metadata.get("fact")
@@ -117,15 +138,42 @@ def apply_entry(conn: sqlite3.Connection, entry) -> None:
         return
     key = record["key"]
     if record.get("deleted"):
-        conn.execute("DELETE FROM user_facts WHERE key = ?", (key,))
+        delete(conn, key)
     elif isinstance(record.get("value"), str) and record.get("category") in CATEGORIES:
         upsert(conn, key, record["value"], record["category"], entry.ts)
     else:  # a secret: its value is only ever in memory.db
         row = conn.execute("SELECT category FROM user_facts WHERE key = ?", (key,)).fetchone()
         if row is None or row["category"] != "secret":
-            conn.execute("DELETE FROM user_facts WHERE key = ?", (key,))
+            delete(conn, key)
             log.warning("the secret fact %r (LOG.md entry %d) is not in memory.db and its value is never "
                         "logged: save it again", key, entry.seq)
+
+
+def delete(conn: sqlite3.Connection, key: str) -> bool:
+    """Delete a fact and its earlier versions in the caller's transaction; return True if it existed."""
+    conn.execute("DELETE FROM fact_versions WHERE key = ?", (key,))
+    return conn.execute("DELETE FROM user_facts WHERE key = ?", (key,)).rowcount > 0
+
+
+@dataclass(frozen=True)
+class Version:
+    """A value a fact held before the one after it replaced it (``replaced_at`` None: the current value)."""
+
+    id: int
+    """``fact_version:<id>`` in recall (0 for the current value)."""
+    key: str
+    value: str | None
+    """None for a secret's earlier value: it is never kept."""
+    category: str
+    saved_at: str
+    replaced_at: str | None
+
+    def as_dict(self, redact: bool = True) -> dict[str, Any]:
+        """The version as plain data; a secret's value is replaced unless ``redact`` is False (and it is kept)."""
+        hidden = self.value is None or (redact and self.category == "secret")
+        return {"id": f"fact_version:{self.id}" if self.id else f"fact:{self.key}", "key": self.key,
+                "value": REDACTED if hidden else self.value, "category": self.category,
+                "saved_at": self.saved_at, "replaced_at": self.replaced_at}
 
 
 class FactStore:
@@ -138,6 +186,24 @@ class FactStore:
         """Return the fact stored under ``key``, or None."""
         row = self.db.conn.execute("SELECT * FROM user_facts WHERE key = ?", (check_key(key),)).fetchone()
         return _fact(row) if row else None
+
+    def history(self, key: object, as_dicts: bool = False) -> list[Any]:
+        """The values ``key`` has held, newest (the current one) first; [] if no fact is stored under it.
+
+        With ``as_dicts``: ``{id, key, value, category, saved_at, replaced_at}`` each, the current value as
+        ``get_fact`` returns it (a secret's too), a secret's earlier values as ``[REDACTED]`` (never kept).
+        While the fact is secret its earlier values are not shown either.
+        """
+        key = check_key(key)
+        fact = self.get(key)
+        if fact is None:
+            return []
+        rows = self.db.conn.execute("SELECT * FROM fact_versions WHERE key = ? ORDER BY id DESC", (key,)).fetchall()
+        secret = fact.category == "secret"
+        versions = [Version(0, key, fact.value, fact.category, fact.updated_at, None),
+                    *(Version(r["id"], key, None if secret else r["value"], r["category"], r["saved_at"],
+                              r["replaced_at"]) for r in rows)]
+        return [v.as_dict(redact=False) for v in versions] if as_dicts else versions
 
     def list(self, category: object = None) -> list[Fact]:
         """All facts, or those of one category, ordered by key."""

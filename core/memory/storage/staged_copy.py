@@ -41,6 +41,8 @@ def secret_fact_count(db_file: Path) -> int:
 
 
 def delete_secret_facts(conn: sqlite3.Connection) -> None:
+    """Delete the secret facts and their earlier values (never shown while the fact is secret)."""
+    conn.execute("DELETE FROM fact_versions WHERE key IN (SELECT key FROM user_facts WHERE category = 'secret')")
     conn.execute("DELETE FROM user_facts WHERE category = 'secret'")
 
 

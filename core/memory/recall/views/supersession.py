@@ -7,8 +7,8 @@ superseded by the next: it is kept, recalled with ``superseded_by`` (the next ve
 its score is multiplied by :data:`SUPERSEDED_FACTOR` and it ranks below every later version that the
 same recall found. Similar wording alone is not taken as a restatement: "my sister moved to Lyon"
 does not supersede "I moved to Lyon", and a rule that tells them apart from words and vectors would
-silently hide true memories when it errs. A fact has one current value by construction (saving its
-key again replaces it).
+silently hide true memories when it errs. A fact's earlier values (``fact_version:<id>``, see
+:mod:`core.memory.storage.facts`) are versions of it the same way: ``subject`` ``fact:<key>``.
 
 Versions are read from ``recall_docs`` at each recall, so forgetting the latest version makes the one
 before it current again, and a rebuilt index gives the same answer.
