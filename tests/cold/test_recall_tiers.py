@@ -186,3 +186,26 @@ def test_forget_skill_and_memory_tool_actions(finn):
         assert json.loads(tool.call({"action": "recall", "query": "wifi password hint"}))["memories"][0]["id"] == other
         assert json.loads(tool.call({"action": "forget", "id": other})) == {"forgotten": [other]}
     provider.close()
+
+
+def test_a_sync_that_read_a_fact_before_it_changed_never_overwrites_the_newer_docs(finn, monkeypatch):
+    """The background indexer and a recall's own sync may interleave: one reads a fact's docs, the fact
+    changes, the other indexes the new value, then the first writes. The newer docs stay."""
+    finn.save_fact("favourite_colour", "blue", "preference")
+    indexer, read, changed = finn.cold.indexer, finn.cold.indexer._item_docs, []
+
+    def read_then_change(item, secrets):
+        docs = read(item, secrets)
+        if item == "fact:favourite_colour" and not changed:
+            changed.append(True)
+            finn.save_fact("favourite_colour", "green", "preference")
+            indexer.sync()  # the other sync: reads and writes the new value first
+        return docs
+
+    monkeypatch.setattr(indexer, "_item_docs", read_then_change)
+    indexer.sync()
+    assert changed
+    text = finn.db.conn.execute("SELECT text FROM recall_docs WHERE id = 'fact:favourite_colour'").fetchone()[0]
+    assert text == "favourite_colour: green"
+    assert finn.db.conn.execute("SELECT count(*) FROM cold_pending").fetchone()[0] == 0
+    assert finn.recall_memory("what is my favourite colour?", 1)[0]["content"] == "favourite_colour: green"

@@ -231,18 +231,19 @@ class ColdIndexer:
 
     def _sync_items(self, batch: list[tuple[str, str]]) -> int:
         secrets = self._secrets()
-        docs: list[Doc] = []
-        gone: list[str] = []
-        for item, _ in batch:
-            fresh = self._item_docs(item, secrets)
-            docs.extend(fresh)
-            kept = {d.id for d in fresh}
-            gone.extend(i for i in self._indexed_ids(item) if i not in kept)
+        fresh = {item: self._item_docs(item, secrets) for item, _ in batch}
         with self.db.transaction() as conn:
+            # The docs were read before this transaction. An item whose queue row is no longer the one read
+            # changed since (or another thread indexed it): what was read may be older than what is indexed
+            # now, so it is left to the pass that reads the newer row.
+            current = [(item, queued) for item, queued in batch if conn.execute(
+                "SELECT 1 FROM cold_pending WHERE item = ? AND queued_at = ?", (item, queued)).fetchone()]
+            docs = [doc for item, _ in current for doc in fresh[item]]
+            gone = [doc_id for item, _ in current for doc_id in self._indexed_ids(item)
+                    if doc_id not in {doc.id for doc in fresh[item]}]
             written = self.docs.upsert(conn, self._redacted_now(docs, secrets))
             self.docs.delete(conn, gone)
-            # An item changed again while we indexed keeps its newer queue row.
-            conn.executemany("DELETE FROM cold_pending WHERE item = ? AND queued_at = ?", batch)
+            conn.executemany("DELETE FROM cold_pending WHERE item = ? AND queued_at = ?", current)
         return written + len(gone)
 
     def _item_docs(self, item: str, secrets: list[str]) -> list[Doc]:
