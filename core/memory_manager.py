@@ -285,7 +285,7 @@ class MemoryManager:
     def recall_memory(
         self, query: str, n_results: int = 5, kind: str | list[str] | None = None,
         since: Any = None, until: Any = None, *, min_score: float | None = None,
-        recency_days: float | None = None, spaces: list[str] | None = None,
+        recency_days: float | None = None, spaces: list[str] | None = None, now: Any = None,
     ) -> list[dict[str, Any]]:
         """Search every tier by meaning and words, and the memory spaces the agent belongs to; best first.
 
@@ -302,6 +302,8 @@ class MemoryManager:
                 or a written date such as ``"8 May 2023"``).
             min_score: leave out results below this relevance (0-1; default ``cold.min_score``).
             recency_days: favour recent memories: a score halves for every this many days of age.
+            now: the moment the query is asked from (default: now), as ``since``: what "last week" or
+                "two days ago" in the query mean, and the age ``recency_days`` counts from.
             spaces: the memory spaces to search too: None, every space the agent is a member of; a
                 list of names (PermissionDeniedError for one it is not a member of); ``[]``, none.
 
@@ -314,8 +316,9 @@ class MemoryManager:
         """
         chosen = space_recall.spaces_to_search(self.agent_name, self.paths.root.parent, spaces)
         own = self.cold.recall(query, n_results, kind, since, until, self.facts.hidden_values(),
-                               min_score=min_score, recency_days=recency_days)
-        return space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score, recency_days)
+                               min_score=min_score, recency_days=recency_days, now=now)
+        return space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score, recency_days,
+                                   now)
 
     def publish(self, space: str, content: Any, metadata: dict[str, Any] | None = None) -> str:
         """Publish ``content`` to the memory space ``space`` as this agent; return the memory's id.

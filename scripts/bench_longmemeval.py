@@ -3,8 +3,9 @@
 Each question's haystack (about 50 sessions) is stored through the public API in a fresh agents
 home: one memory per user turn (the paper's retrieval setting indexes user turns), with its
 session's date (``haystack_dates``) and speaker in the metadata and the session id as ``session``,
-batched with ``store_memories``. The question is then asked with ``recall_memory`` (the API has no
-"now" to pass: ``question_date`` is given as ``until``, so only what was said before it is recalled).
+batched with ``store_memories``. The question is then asked with ``recall_memory`` and the defaults a
+user gets, from its ``question_date``: given as ``now`` (what "last month" in the question means) and as
+``until`` (nothing said after the question is known).
 
 Metrics, per question type and overall (abstention questions, ids ending ``_abs``, are left out):
 
@@ -28,6 +29,7 @@ never copied into it.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import lzma
@@ -105,12 +107,12 @@ def user_turns(question: dict) -> list[dict]:
 
 STORE_PATH = ("core/memory/recall/sources.py", "core/memory/recall/docs.py", "core/memory/recall/index.py",
               "core/memory/recall/store.py", "core/memory/recall/vector_indexer.py", "core/memory/recall/when.py",
-              "core/memory/recall/lance_table.py", "core/memory/recall/cold.py", "core/memory_manager.py",
-              "core/llm/embedding/embedders.py")
+              "core/memory/recall/lance_table.py", "core/llm/embedding/embedders.py")
 """The files whose code decides what a stored haystack holds: a cached home is kept while they are unchanged
 (the ranking, in search.py and query.py, is not among them: changing it re-runs only the recalls)."""
 
 
+@functools.cache
 def store_version() -> str:
     """A digest of the store path's code (``STORE_PATH``), naming the cached homes built by it."""
     root = Path(__file__).resolve().parent.parent
@@ -164,7 +166,7 @@ def ours(question: dict, turns: list[dict], timing: dict, cache: Path | None) ->
         os.environ["AGENTOS_HOME"] = str(home)
         with MemoryManager("longmemeval") as manager:
             began = time.perf_counter()
-            hits = manager.recall_memory(question["question"], n_results=DEPTH, **RECALL_ARGS(question))
+            hits = manager.recall_memory(question["question"], n_results=DEPTH, **recall_args(question))
             timing["recall_ms"].append((time.perf_counter() - began) * 1000)
     keys = defaultdict(list)  # the same text said twice in a session is one memory
     for memory_id, turn in zip(built["ids"], turns):
@@ -172,8 +174,9 @@ def ours(question: dict, turns: list[dict], timing: dict, cache: Path | None) ->
     return [key for hit in hits for key in keys.get(hit["id"], [("other", hit["id"])])][:DEPTH]
 
 
-def RECALL_ARGS(question: dict) -> dict:
-    return {"until": question["question_date"]}
+def recall_args(question: dict) -> dict:
+    """The arguments of the question's recall besides the query and the depth."""
+    return {"now": question["question_date"], "until": question["question_date"]}
 
 
 def bm25(question: dict, turns: list[dict], k1: float = 1.2, b: float = 0.75) -> list[tuple]:

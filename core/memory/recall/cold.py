@@ -170,11 +170,11 @@ class ColdMemory:
 
     def recall(
         self, query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
-        secrets: list[str], min_score: float | None = None, recency_days: float | None = None,
+        secrets: list[str], min_score: float | None = None, recency_days: float | None = None, now: Any = None,
     ) -> list[dict[str, Any]]:
         """Search every tier by meaning and words (see ``MemoryManager.recall_memory``)."""
         request = check_recall(query, n_results, kind, since, until, min_score=min_score,
-                               recency_days=recency_days, default_min_score=self.config.cold.min_score)
+                               recency_days=recency_days, default_min_score=self.config.cold.min_score, now=now)
         return recall_query.results(request, self.candidates(request.text, request.filters), self.tuning, secrets)
 
     def candidates(self, text: str, filters: Filters, depth: int | None = None) -> list[recall_search.Candidate]:

@@ -8,11 +8,13 @@ memory.db): the same request gives both the same ranking.
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from core.errors import BackendError, ValidationError
+from core.memory.recall import query_time
 from core.memory.recall import search as recall_search
 from core.memory.recall.lance_table import where_clause
 from core.memory.recall.store import ColdStore
@@ -37,11 +39,13 @@ class RecallRequest:
     filters: Filters
     min_score: float
     recency_days: float | None
+    now: datetime | None = None
+    """The moment the query speaks from ("last week", ``recency_days``); None: the time of the call."""
 
 
 def check_recall(
     query: Any, n_results: Any, kind: str | list[str] | None = None, since: Any = None, until: Any = None, *,
-    min_score: Any = None, recency_days: Any = None, default_min_score: float,
+    min_score: Any = None, recency_days: Any = None, default_min_score: float, now: Any = None,
 ) -> RecallRequest:
     """Validate the arguments of a recall (``min_score`` None: ``default_min_score``); raise ValidationError."""
     text = check_text(query, "query").strip()
@@ -59,7 +63,8 @@ def check_recall(
                                      or recency_days <= 0):
         raise ValidationError(f"recency_days must be a positive number of days, got {recency_days!r}")
     filters = Filters(tuple(kinds) if kinds else None, time_bound(since, "since"), time_bound(until, "until"))
-    return RecallRequest(text, n_results, filters, float(threshold), recency_days)
+    moment = parse_time(now, "now") if now is not None else None
+    return RecallRequest(text, n_results, filters, float(threshold), recency_days, moment)
 
 
 def time_bound(value: Any, what: str) -> str | None:
@@ -119,7 +124,9 @@ def results(
     request: RecallRequest, ranked: list[Candidate], tuning: Tuning, secrets: list[str],
 ) -> list[dict[str, Any]]:
     """The best of ``ranked`` for ``request`` as ``recall_memory`` returns them, secrets redacted."""
-    chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days)
+    ranked = query_time.rescore(ranked, request.text, request.now, tuning.time_fit)
+    chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days,
+                                  request.now)
     found = [recall_search.as_result(c) for c in chosen]
     return [{**r, "content": redact(r["content"], secrets), "metadata": redact(r["metadata"], secrets)}
             for r in found]

@@ -57,6 +57,9 @@ class Tuning:
     """The closeness in meaning assumed for word matches when no vector search could run (the embedder
     is down, or no memory has its vector yet): that of a memory that shares words but little meaning,
     so that only strong word matches pass the default ``min_score``."""
+    time_fit: float = 2.0
+    """Added to the evidence of a memory from the time the query names ("two weeks ago", "in March"),
+    less the further outside it (see :mod:`core.memory.recall.query_time`)."""
     collapse_jaccard: float = 0.9
     """Two results of the same speaker and session with this share of words in common are one."""
 
@@ -75,6 +78,12 @@ class Candidate:
 def sigmoid(x: float) -> float:
     """The logistic function, safe for large ``|x|``."""
     return 1.0 / (1.0 + math.exp(-x)) if x > -60 else 0.0
+
+
+def logit(p: float) -> float:
+    """The inverse of :func:`sigmoid` (a score of 0 or 1 is taken as the most ``sigmoid`` gives)."""
+    p = min(max(p, 1e-26), 1 - 1e-16)
+    return math.log(p / (1 - p))
 
 
 def rank(

@@ -41,12 +41,12 @@ def spaces_to_search(agent: str, home: Path, spaces: Any) -> list[str]:
 
 def merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: str, n_results: int,
            kind: Any, since: Any, until: Any, min_score: float | None,
-           recency_days: float | None) -> list[dict[str, Any]]:
+           recency_days: float | None, now: Any = None) -> list[dict[str, Any]]:
     """``own`` (the agent's recall) and the best hits of ``spaces``, best first, ``n_results`` at most."""
     for hit in own:
         hit["space"], hit["author"] = None, manager.agent_name
     request = check_recall(query, n_results, kind, since, until, min_score=min_score, recency_days=recency_days,
-                           default_min_score=manager.config.cold.min_score)
+                           default_min_score=manager.config.cold.min_score, now=now)
     if not spaces or (request.filters.kinds and "note" not in request.filters.kinds):
         return own
     tuning = manager.cold.tuning
@@ -56,7 +56,8 @@ def merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: st
         with Space(name, manager.paths.root.parent) as space:
             ranked = space.candidates(manager.agent_name, request.text, tuning, request.filters.since,
                                       request.filters.until)
-        for cand in recall_search.select(ranked, n_results, request.min_score, tuning, request.recency_days):
+        for cand in recall_search.select(ranked, n_results, request.min_score, tuning, request.recency_days,
+                                         request.now):
             found.append(_result(name, cand, hidden))
     found.sort(key=lambda hit: hit["score"], reverse=True)
     return found[:n_results]
