@@ -171,10 +171,13 @@ class ColdMemory:
     def recall(
         self, query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
         secrets: list[str], min_score: float | None = None, recency_days: float | None = None, now: Any = None,
+        strict: bool = False,
     ) -> list[dict[str, Any]]:
-        """Search every tier by meaning and words (see ``MemoryManager.recall_memory``)."""
+        """Search every tier by meaning and words (see ``MemoryManager.recall_memory``; ``strict``: the default
+        ``min_score`` is not lowered for the query, as forgetting by query needs)."""
         request = check_recall(query, n_results, kind, since, until, min_score=min_score,
-                               recency_days=recency_days, default_min_score=self.config.cold.min_score, now=now)
+                               recency_days=recency_days, default_min_score=self.config.cold.min_score, now=now,
+                               strict=strict)
         return recall_query.results(request, self.candidates(request.text, request.filters), self.tuning, secrets)
 
     def candidates(self, text: str, filters: Filters, depth: int | None = None) -> list[recall_search.Candidate]:

@@ -41,13 +41,17 @@ class RecallRequest:
     recency_days: float | None
     now: datetime | None = None
     """The moment the query speaks from ("last week", ``recency_days``); None: the time of the call."""
+    relative: bool = False
+    """``min_score`` is the default, lowered for a query whose best result passes it (``search.threshold``)."""
 
 
 def check_recall(
     query: Any, n_results: Any, kind: str | list[str] | None = None, since: Any = None, until: Any = None, *,
     min_score: Any = None, recency_days: Any = None, default_min_score: float, now: Any = None,
+    strict: bool = False,
 ) -> RecallRequest:
-    """Validate the arguments of a recall (``min_score`` None: ``default_min_score``); raise ValidationError."""
+    """Validate the arguments of a recall (``min_score`` None: ``default_min_score``, lowered for a query
+    whose best result passes it unless ``strict``); raise ValidationError."""
     text = check_text(query, "query").strip()
     if not text:
         raise ValidationError("query must not be empty")
@@ -64,7 +68,8 @@ def check_recall(
         raise ValidationError(f"recency_days must be a positive number of days, got {recency_days!r}")
     filters = Filters(tuple(kinds) if kinds else None, time_bound(since, "since"), time_bound(until, "until"))
     moment = parse_time(now, "now") if now is not None else None
-    return RecallRequest(text, n_results, filters, float(threshold), recency_days, moment)
+    return RecallRequest(text, n_results, filters, float(threshold), recency_days, moment,
+                         relative=min_score is None and not strict)
 
 
 def time_bound(value: Any, what: str) -> str | None:
@@ -126,7 +131,7 @@ def results(
     """The best of ``ranked`` for ``request`` as ``recall_memory`` returns them, secrets redacted."""
     ranked = query_time.rescore(ranked, request.text, request.now, tuning.time_fit)
     chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days,
-                                  request.now)
+                                  request.now, request.relative)
     found = [recall_search.as_result(c) for c in chosen]
     return [{**r, "content": redact(r["content"], secrets), "metadata": redact(r["metadata"], secrets)}
             for r in found]

@@ -57,6 +57,11 @@ class Tuning:
     """The closeness in meaning assumed for word matches when no vector search could run (the embedder
     is down, or no memory has its vector yet): that of a memory that shares words but little meaning,
     so that only strong word matches pass the default ``min_score``."""
+    relative_floor: float = 0.05
+    """With the default ``min_score``, a query whose best result passes it also keeps the results scoring at
+    least this share of the best: the score's scale is not the same in every store (long turns of real
+    chats score lower than short ones), and the rest of a query's evidence often scores far below its
+    best. A query whose best result does not pass (a query about nothing) still gets nothing."""
     time_fit: float = 2.0
     """Added to the evidence of a memory from the time the query names ("two weeks ago", "in March"),
     less the further outside it (see :mod:`core.memory.recall.query_time`)."""
@@ -131,13 +136,15 @@ def _names_in(speaker: str, query_words: set[str]) -> bool:
 
 def select(
     cands: list[Candidate], n_results: int, min_score: float, tuning: Tuning,
-    recency_days: float | None = None, now: datetime | None = None,
+    recency_days: float | None = None, now: datetime | None = None, relative: bool = False,
 ) -> list[Candidate]:
     """The best ``n_results`` candidates scoring at least ``min_score``, near-duplicates collapsed.
 
+    ``relative``: ``min_score`` is the default, lowered for this query (see :func:`threshold`).
     With ``recency_days`` a score is halved for every ``recency_days`` of the memory's age.
     """
-    kept = [c for c in cands if c.score >= min_score]
+    floor = threshold(cands, min_score, tuning) if relative else min_score
+    kept = [c for c in cands if c.score >= floor]
     if recency_days:
         moment = now or datetime.now(timezone.utc)
         for cand in kept:
@@ -156,6 +163,13 @@ def select(
         if len(chosen) == n_results:
             break
     return chosen
+
+
+def threshold(cands: list[Candidate], min_score: float, tuning: Tuning) -> float:
+    """The default ``min_score`` for this query: ``min_score``, or a share of its best result
+    (``Tuning.relative_floor``) if that is lower and the best result passes ``min_score``."""
+    best = max((c.score for c in cands), default=0.0)
+    return min(min_score, best * tuning.relative_floor) if best >= min_score else min_score
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:

@@ -57,7 +57,7 @@ def merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: st
             ranked = space.candidates(manager.agent_name, request.text, tuning, request.filters.since,
                                       request.filters.until)
         for cand in recall_search.select(ranked, n_results, request.min_score, tuning, request.recency_days,
-                                         request.now):
+                                         request.now, request.relative):
             found.append(_result(name, cand, hidden))
     found.sort(key=lambda hit: hit["score"], reverse=True)
     return found[:n_results]
