@@ -47,6 +47,12 @@ class Tuning:
     bias: float = -6.5
     vector: float = 11.0
     words: float = 2.2
+    word_rank: float = 2.0
+    """Added to the evidence of the best word matches, ``word_rank_k / (word_rank_k + r)`` of it for the
+    match ranked ``r`` (0: the best): BM25's scale changes with the query (a long question's best match
+    scores a small share of its words), its order does not. Only word matches get it, so a query whose
+    words match nothing (nonsense) gains nothing."""
+    word_rank_k: float = 10.0
     speaker: float = 2.2
     informative: float = 2.0
     informative_words: int = 12
@@ -106,19 +112,28 @@ def rank(
     for doc_id, similarity in vector_hits:
         if doc_id in found:
             cands[doc_id] = Candidate(found[doc_id], vector=similarity)
+    word_order: dict[str, int] = {}
+    stronger, last = 0, None
     for doc_id, strength in word_hits:
         if doc_id in found:
             # A memory the vector search did not return is at most as close as the last one it did.
             cand = cands.setdefault(doc_id, Candidate(found[doc_id], vector=floor))
             cand.words = strength
+            if strength != last:  # equal matches share their rank
+                stronger, last = len(word_order), strength
+            word_order[doc_id] = stronger
     query_words = set(_WORD.findall(query.lower()))
     for cand in cands.values():
         speaker = 1.0 if cand.doc.speaker and _names_in(cand.doc.speaker, query_words) else 0.0
         # A summary restates other memories: its length says nothing about its own evidence.
         info = 0.0 if cand.doc.kind == "summary" else informative(cand.doc.text, tuning.informative_words)
-        cand.features = {"vector": cand.vector, "words": cand.words, "speaker": speaker, "informative": info}
+        order = word_order.get(cand.doc.id)
+        word_rank = 0.0 if order is None else tuning.word_rank_k / (tuning.word_rank_k + order)
+        cand.features = {"vector": cand.vector, "words": cand.words, "word_rank": round(word_rank, 4),
+                         "speaker": speaker, "informative": info}
         z = (tuning.bias + tuning.vector * cand.vector + tuning.words * cand.words + tuning.speaker * speaker
-             + tuning.informative * info + (tuning.fact_bonus if cand.doc.kind == "fact" else 0.0))
+             + tuning.word_rank * word_rank + tuning.informative * info
+             + (tuning.fact_bonus if cand.doc.kind == "fact" else 0.0))
         cand.score = sigmoid(z)
     return sorted(cands.values(), key=lambda c: c.score, reverse=True)
 
