@@ -1,12 +1,13 @@
-"""Ranking for recall: words and meaning fused into one score in [0, 1] that means the same for every query.
+"""Ranking for recall: words and meaning fused into one score in [0, 1].
 
 For a query, two candidate lists are gathered: the memories whose words match
 (SQLite FTS5, BM25, Porter stems) and the memories nearest in meaning
 (LanceDB, cosine of all-MiniLM-L6-v2 vectors of the memory with its speaker
-and the turn before it). Each candidate gets four evidence features:
+and the turn before it). Each candidate gets five evidence features:
 
 - ``vector``: the cosine similarity to the query;
 - ``words``: the BM25 score as a share of what one match of every query word scores;
+- ``word_rank``: its rank among the word matches (BM25's scale moves with the query, its order does not);
 - ``speaker``: the query names the person who said it;
 - ``informative``: how much the memory says (its distinct content words, up to
   ``Tuning.informative_words``): "That sounds amazing!" says nothing a question
@@ -14,11 +15,12 @@ and the turn before it). Each candidate gets four evidence features:
 
 The score is the logistic function of their weighted sum. The weights were
 measured on the generated conversations of ``scripts/bench_recall_quality.py``
-(the README lists what each feature adds) and scaled so that a score depends
-only on the memory's own evidence, never on the other results: the same score
-means the same evidence for any query, and ``min_score`` is one threshold for
-all of them. On the benchmark, 99% of the evidence found in a top 10 scores
-above 0.6, and nonsense queries ("zzzz qqqq") stay below 0.1.
+and the real ones of ``scripts/bench_longmemeval.py`` (docs/recall.md and
+docs/benchmarks.md list what each feature adds). Only the word rank looks at
+the other results, and only word matches get it, so nonsense queries ("zzzz
+qqqq"), which match no word, stay below the default ``min_score``. The default
+is set per query (:func:`threshold`): the rest of a query's evidence often
+scores far below its best on real chats.
 
 Facts get a bonus (a fact is the curated, current value: it outranks an older
 note that contradicts it), near-duplicates are collapsed (same words, same
