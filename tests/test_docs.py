@@ -27,7 +27,8 @@ EXPECTED_OUTPUT = {
     "memory.md": ["## Facts", "[REDACTED]"],
     "providers.md": ['"source_type": "message"', "137"],
     "integrations.md": ["Ada prefers tea over coffee"],
-    "spaces.md": ["research by researcher: Sea otters hold hands", "True", "refused: agent 'writer' may only read",
+    "spaces.md": ["research by researcher: Sea otters hold hands",
+                  "['My article about otters is due on Friday']", "refused: agent 'writer' may only read",
                   "refused: the content holds the value of a secret fact"],
 }
 """What each page's Python blocks print, so a block that runs but does the wrong thing fails."""
