@@ -298,12 +298,9 @@ class MemoryManager:
             n_results: how many results at most (1-100).
             kind: ``note``, ``summary``, ``fact``, ``log`` (in LOG.md), ``log_archive``
                 (compacted), ``message`` or ``item`` (LangGraph store items), or a list of them.
-            since, until: only memories that happened in this window (datetime, ISO-8601
-                or a written date such as ``"8 May 2023"``).
+            since, until: only memories that happened in this window (datetime, ISO-8601, ``"8 May 2023"``).
             min_score: leave out results below this relevance (0-1; default ``cold.min_score``).
-            recency_days: favour recent memories: a score halves for every this many days of age.
-            now: the moment the query is asked from (default: now), as ``since``: what "last week" or
-                "two days ago" in the query mean, and the age ``recency_days`` counts from.
+            recency_days, now: a score halves per ``recency_days`` of age; ``now``: when the query is asked.
             spaces: the memory spaces to search too: None, every space the agent is a member of; a
                 list of names (PermissionDeniedError for one it is not a member of); ``[]``, none.
 
@@ -317,8 +314,8 @@ class MemoryManager:
         chosen = space_recall.spaces_to_search(self.agent_name, self.paths.root.parent, spaces)
         own = self.cold.recall(query, n_results, kind, since, until, self.facts.hidden_values(),
                                min_score=min_score, recency_days=recency_days, now=now)
-        return space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score, recency_days,
-                                   now)
+        return space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score,
+                                   recency_days, now)
 
     def publish(self, space: str, content: Any, metadata: dict[str, Any] | None = None) -> str:
         """Publish ``content`` to the memory space ``space`` as this agent; return the memory's id.

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.errors import ValidationError
-from core.memory.recall.query_time import query_windows, time_fit
+from core.memory.recall.when import query_windows, time_fit
 
 NOW = datetime(2023, 2, 1, 8, 41, tzinfo=timezone.utc)
 

@@ -8,13 +8,12 @@ memory.db): the same request gives both the same ranking.
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from core.errors import BackendError, ValidationError
-from core.memory.recall import query_time
 from core.memory.recall import search as recall_search
 from core.memory.recall.lance_table import where_clause
 from core.memory.recall.store import ColdStore
@@ -129,7 +128,7 @@ def results(
     request: RecallRequest, ranked: list[Candidate], tuning: Tuning, secrets: list[str],
 ) -> list[dict[str, Any]]:
     """The best of ``ranked`` for ``request`` as ``recall_memory`` returns them, secrets redacted."""
-    ranked = query_time.rescore(ranked, request.text, request.now, tuning.time_fit)
+    ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
     chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days,
                                   request.now, request.relative)
     found = [recall_search.as_result(c) for c in chosen]

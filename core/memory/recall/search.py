@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from core.memory.recall.docs import STOP_WORDS, Doc
+from core.memory.recall.when import query_windows, time_fit
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -72,7 +73,7 @@ class Tuning:
     best. A query whose best result does not pass (a query about nothing) still gets nothing."""
     time_fit: float = 2.0
     """Added to the evidence of a memory from the time the query names ("two weeks ago", "in March"),
-    less the further outside it (see :mod:`core.memory.recall.query_time`)."""
+    less the further outside it (see :func:`rescore_time`)."""
     collapse_jaccard: float = 0.9
     """Two results of the same speaker and session with this share of words in common are one."""
 
@@ -138,6 +139,19 @@ def rank(
              + (tuning.fact_bonus if cand.doc.kind == "fact" else 0.0))
         cand.score = sigmoid(z)
     return sorted(cands.values(), key=lambda c: c.score, reverse=True)
+
+
+def rescore_time(cands: list[Candidate], query: str, now: datetime | None, weight: float) -> list[Candidate]:
+    """``cands`` with the fit of their time to the query's (feature ``time``) added to their evidence,
+    best first; unchanged when the query names no time."""
+    windows = query_windows(query, now)
+    if not windows:
+        return cands
+    for cand in cands:
+        fit = time_fit(_time(cand.doc.occurred_at), windows)
+        cand.features["time"] = round(fit, 4)
+        cand.score = sigmoid(logit(cand.score) + weight * fit)
+    return sorted(cands, key=lambda c: c.score, reverse=True)
 
 
 def informative(text: str, enough: int) -> float:

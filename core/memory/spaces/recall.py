@@ -20,7 +20,6 @@ from core.memory.spaces.paths import SpacePaths
 from core.memory.spaces.space import Space, spaces_of
 from core.memory.storage.facts import redact
 
-
 def spaces_to_search(agent: str, home: Path, spaces: Any) -> list[str]:
     """The spaces a recall with ``spaces`` searches, each checked readable by ``agent``.
 
@@ -37,7 +36,6 @@ def spaces_to_search(agent: str, home: Path, spaces: Any) -> list[str]:
     for name in spaces:
         members_file.read(SpacePaths.for_space(name, home)).require_reader(agent)
     return list(dict.fromkeys(spaces))
-
 
 def merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: str, n_results: int,
            kind: Any, since: Any, until: Any, min_score: float | None,
@@ -56,12 +54,12 @@ def merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: st
         with Space(name, manager.paths.root.parent) as space:
             ranked = space.candidates(manager.agent_name, request.text, tuning, request.filters.since,
                                       request.filters.until)
+        ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
         for cand in recall_search.select(ranked, n_results, request.min_score, tuning, request.recency_days,
                                          request.now, request.relative):
             found.append(_result(name, cand, hidden))
     found.sort(key=lambda hit: hit["score"], reverse=True)
     return found[:n_results]
-
 
 def _result(space: str, cand: recall_search.Candidate, hidden: list[str]) -> dict[str, Any]:
     hit = recall_search.as_result(cand)
