@@ -21,6 +21,8 @@ words) and plain cosine of all-MiniLM-L6-v2 embeddings of the bare turn texts. A
     python scripts/bench_longmemeval.py --limit 12            # a stratified subset, to check it runs
     python scripts/bench_longmemeval.py --json out.json       # the whole dev half: the decision set
     python scripts/bench_longmemeval.py --types temporal-reasoning,multi-session --data other.json.xz
+    python scripts/bench_longmemeval.py --limit 72 --cache-dir /tmp/lme --build-only --shard 0/2 &  # and 1/2
+    python scripts/bench_longmemeval.py --limit 72 --cache-dir /tmp/lme    # then each ranking change: recalls only
 
 The data is read from ``../shared/data/longmemeval_s_dev.json.xz`` beside the repository; it is
 never copied into it.
@@ -45,7 +47,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -115,10 +118,9 @@ STORE_PATH = ("core/memory/recall/sources.py", "core/memory/recall/docs.py", "co
 @functools.cache
 def store_version() -> str:
     """A digest of the store path's code (``STORE_PATH``), naming the cached homes built by it."""
-    root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for name in STORE_PATH:
-        path = root / name
+        path = ROOT / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b""))
     return digest.hexdigest()[:12]
 
