@@ -59,7 +59,8 @@ class ColdConfig:
     optimize_every: int = 50
     """Compact LanceDB's small fragments after this many writes (in a background thread)."""
     min_score: float = 0.15
-    """Default ``min_score`` of ``recall_memory``: results less likely than this to be relevant are left out."""
+    """Default ``min_score`` of ``recall_memory``: results less likely than this to be relevant are left out,
+    except those scoring at least a share of a best result that passes it (``Tuning.relative_floor``)."""
     vector_wait_s: float = 10.0
     """How long a recall waits for memories stored just before it to get their vectors (words find them at once)."""
     pending_vectors: str = "flag"

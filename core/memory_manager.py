@@ -283,7 +283,7 @@ class MemoryManager:
     def recall_memory(
         self, query: str | None = None, n_results: int = 5, kind: str | list[str] | None = None,
         since: Any = None, until: Any = None, *, min_score: float | None = None,
-        recency_days: float | None = None, spaces: list[str] | None = None, explain: bool = False,
+        recency_days: float | None = None, spaces: list[str] | None = None, explain: bool = False, now: Any = None,
     ) -> Recalled | dict[str, Any]:
         """Search every tier by meaning and words, and the memory spaces the agent belongs to; best first.
 
@@ -297,7 +297,7 @@ class MemoryManager:
             kind: ``note``, ``summary``, ``fact``, ``log``, ``log_archive``, ``message``, ``item``, or a list.
             since, until: only what happened in this window (datetime, ISO-8601, ``"8 May 2023"``, ``"last week"``).
             min_score: leave out results below this relevance (0-1; default ``cold.min_score``).
-            recency_days: favour recent memories: a score halves for every this many days of age.
+            recency_days, now: a score halves per ``recency_days`` of age; ``now``: when the query is asked.
             spaces: the memory spaces to search too: None, every space the agent is a member of; a
                 list of names (PermissionDeniedError for one it is not a member of); ``[]``, none.
             explain: return ``{results, left_out}``: why each result ranked, what was left out (docs/recall.md).
@@ -312,8 +312,9 @@ class MemoryManager:
         """
         chosen = space_recall.spaces_to_search(self.agent_name, self.paths.root.parent, spaces)
         own = self.cold.recall(query, n_results, kind, since, until, self.facts.hidden_values(),
-                               min_score=min_score, recency_days=recency_days, explain=explain)
-        found = space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score, recency_days)
+                               min_score=min_score, recency_days=recency_days, explain=explain, now=now)
+        found = space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score,
+                                    recency_days, now)
         return own.like(found) if isinstance(own, Recalled) else found
 
     def publish(self, space: str, content: Any, metadata: dict[str, Any] | None = None) -> str:

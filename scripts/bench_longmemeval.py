@@ -3,8 +3,9 @@
 Each question's haystack (about 50 sessions) is stored through the public API in a fresh agents
 home: one memory per user turn (the paper's retrieval setting indexes user turns), with its
 session's date (``haystack_dates``) and speaker in the metadata and the session id as ``session``,
-batched with ``store_memories``. The question is then asked with ``recall_memory`` (the API has no
-"now" to pass: ``question_date`` is given as ``until``, so only what was said before it is recalled).
+batched with ``store_memories``. The question is then asked with ``recall_memory`` and the defaults a
+user gets, from its ``question_date``: given as ``now`` (what "last month" in the question means) and as
+``until`` (nothing said after the question is known).
 
 Metrics, per question type and overall (abstention questions, ids ending ``_abs``, are left out):
 
@@ -20,6 +21,8 @@ words) and plain cosine of all-MiniLM-L6-v2 embeddings of the bare turn texts. A
     python scripts/bench_longmemeval.py --limit 12            # a stratified subset, to check it runs
     python scripts/bench_longmemeval.py --json out.json       # the whole dev half: the decision set
     python scripts/bench_longmemeval.py --types temporal-reasoning,multi-session --data other.json.xz
+    python scripts/bench_longmemeval.py --limit 72 --cache-dir /tmp/lme --build-only --shard 0/2 &  # and 1/2
+    python scripts/bench_longmemeval.py --limit 72 --cache-dir /tmp/lme    # then each ranking change: recalls only
 
 The data is read from ``../shared/data/longmemeval_s_dev.json.xz`` beside the repository; it is
 never copied into it.
@@ -28,12 +31,15 @@ never copied into it.
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 import json
 import lzma
 import math
 import os
 import random
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -41,12 +47,15 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval_s_dev.json.xz"
+DATA = next((p / "shared" / "data" / "longmemeval_s_dev.json.xz" for p in Path(__file__).resolve().parents[2:4]
+             if (p / "shared" / "data" / "longmemeval_s_dev.json.xz").exists()),
+            Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval_s_dev.json.xz")
 TURN_KS = (5, 10, 20)
 SESSION_KS = (5, 10)
 DEPTH = 20
@@ -99,32 +108,77 @@ def user_turns(question: dict) -> list[dict]:
 
 # -- the three systems -----------------------------------------------------------------------------------
 
-def ours(question: dict, turns: list[dict], timing: dict) -> list[tuple]:
-    """Store the turns in a fresh agents home and recall the question; the keys of the hits, best first."""
+STORE_PATH = ("core/memory/recall/sources.py", "core/memory/recall/docs.py", "core/memory/recall/index.py",
+              "core/memory/recall/store.py", "core/memory/recall/vector_indexer.py", "core/memory/recall/when.py",
+              "core/memory/recall/lance_table.py", "core/llm/embedding/embedders.py")
+"""The files whose code decides what a stored haystack holds: a cached home is kept while they are unchanged
+(the ranking, in search.py and query.py, is not among them: changing it re-runs only the recalls)."""
+
+
+@functools.cache
+def store_version() -> str:
+    """A digest of the store path's code (``STORE_PATH``), naming the cached homes built by it."""
+    digest = hashlib.sha256()
+    for name in STORE_PATH:
+        path = ROOT / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b""))
+    return digest.hexdigest()[:12]
+
+
+def build(question: dict, turns: list[dict], home: Path) -> dict:
+    """Store the turns in a fresh agents home at ``home`` (vectors done); return its ids and timings."""
     from core.memory_manager import MemoryManager
 
-    with tempfile.TemporaryDirectory() as home:
-        os.environ["AGENTOS_HOME"] = home
-        Path(home, "config.yaml").write_text("llm: {backend: offline}\nmemory: {auto_compact: false}\n")
+    done = home / "haystack.json"
+    if done.exists():
+        return json.loads(done.read_text())
+    work = home.with_name(home.name + f".building-{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    os.environ["AGENTOS_HOME"] = str(work)
+    (work / "config.yaml").write_text("llm: {backend: offline}\nmemory: {auto_compact: false}\n")
+    with MemoryManager("longmemeval") as manager:
+        items = [{"content": t["text"], "metadata": {"speaker": "user", "date": t["date"],
+                                                     "session": t["session"]}} for t in turns]
+        began = time.perf_counter()
+        ids = []
+        for i in range(0, len(items), 100):
+            ids += manager.store_memories(items[i:i + 100])
+        store_ms = (time.perf_counter() - began) * 1000 / max(1, len(items))
+        began = time.perf_counter()
+        manager.cold.background.wait_idle(900)  # the vectors, so that recall is not by words only
+        vectors_ms = (time.perf_counter() - began) * 1000 / max(1, len(items))
+    built = {"ids": ids, "store_ms": store_ms, "vectors_ms": vectors_ms}
+    (work / "haystack.json").write_text(json.dumps(built))
+    shutil.rmtree(home, ignore_errors=True)
+    os.replace(work, home)
+    return built
+
+
+def ours(question: dict, turns: list[dict], timing: dict, cache: Path | None) -> list[tuple]:
+    """Store the turns in an agents home (kept in ``cache`` if given, keyed by question and store code) and
+    recall the question; the keys of the hits, best first."""
+    from core.memory_manager import MemoryManager
+
+    with tempfile.TemporaryDirectory() as scratch:
+        home = (cache / store_version() if cache else Path(scratch)) / question["question_id"]
+        built = build(question, turns, home)
+        timing["store_ms"].append(built["store_ms"])
+        timing["vectors_ms"].append(built["vectors_ms"])
+        os.environ["AGENTOS_HOME"] = str(home)
         with MemoryManager("longmemeval") as manager:
-            items = [{"content": t["text"], "metadata": {"speaker": "user", "date": t["date"],
-                                                         "session": t["session"]}} for t in turns]
             began = time.perf_counter()
-            ids = []
-            for i in range(0, len(items), 100):
-                ids += manager.store_memories(items[i:i + 100])
-            timing["store_ms"].append((time.perf_counter() - began) * 1000 / max(1, len(items)))
-            began = time.perf_counter()
-            manager.cold.background.wait_idle(900)  # the vectors, so that recall is not by words only
-            timing["vectors_ms"].append((time.perf_counter() - began) * 1000 / max(1, len(items)))
-            began = time.perf_counter()
-            hits = manager.recall_memory(question["question"], n_results=DEPTH, min_score=0.0,
-                                         until=question["question_date"])
+            hits = manager.recall_memory(question["question"], n_results=DEPTH, **recall_args(question))
             timing["recall_ms"].append((time.perf_counter() - began) * 1000)
     keys = defaultdict(list)  # the same text said twice in a session is one memory
-    for memory_id, turn in zip(ids, turns):
+    for memory_id, turn in zip(built["ids"], turns):
         keys[memory_id].append(turn["key"])
     return [key for hit in hits for key in keys.get(hit["id"], [("other", hit["id"])])][:DEPTH]
+
+
+def recall_args(question: dict) -> dict:
+    """The arguments of the question's recall besides the query and the depth."""
+    return {"now": question["question_date"], "until": question["question_date"]}
 
 
 def bm25(question: dict, turns: list[dict], k1: float = 1.2, b: float = 0.75) -> list[tuple]:
@@ -142,8 +196,18 @@ def bm25(question: dict, turns: list[dict], k1: float = 1.2, b: float = 0.75) ->
     return [turns[i]["key"] for i in order if scores[i] > 0]
 
 
-def minilm(question: dict, turns: list[dict], embedder) -> list[tuple]:
-    vectors = embedder.embed([t["text"] for t in turns])
+def minilm(question: dict, turns: list[dict], embedder, cache: Path | None) -> list[tuple]:
+    import numpy as np
+
+    saved = cache / "minilm" / f"{question['question_id']}.npy" if cache else None
+    if saved and saved.exists():
+        vectors = np.load(saved)
+    else:
+        vectors = embedder.embed([t["text"] for t in turns])
+        if saved:
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            np.save(saved.with_suffix(".tmp.npy"), vectors)
+            os.replace(saved.with_suffix(".tmp.npy"), saved)
     query = embedder.embed([question["question"]])[0]
     order = (vectors @ query).argsort()[::-1][:DEPTH]
     return [turns[i]["key"] for i in order]
@@ -194,7 +258,7 @@ def print_table(name: str, figures: dict) -> None:
 
 # -- run -------------------------------------------------------------------------------------------------
 
-def run(questions: list[dict]) -> dict:
+def run(questions: list[dict], cache: Path | None = None, build_only: bool = False) -> dict:
     from tqdm import tqdm
 
     from core.llm.embedding.embedders import MiniLMEmbedder
@@ -203,14 +267,24 @@ def run(questions: list[dict]) -> dict:
     rows: dict[str, list] = {"agentos": [], "bm25": [], "minilm": []}
     timing: dict[str, list[float]] = {"store_ms": [], "vectors_ms": [], "recall_ms": []}
     turns_total = 0
+    per_question = []
     for question in tqdm(questions, desc="questions", unit="q"):
         turns = user_turns(question)
         turns_total += len(turns)
         kind = question["question_type"]
-        rows["agentos"].append((kind, scores(question, turns, ours(question, turns, timing))))
-        rows["bm25"].append((kind, scores(question, turns, bm25(question, turns))))
-        rows["minilm"].append((kind, scores(question, turns, minilm(question, turns, embedder))))
-    return {"questions": len(questions), "turns": turns_total,
+        if build_only:
+            build(question, turns, cache / store_version() / question["question_id"])
+            minilm(question, turns, embedder, cache)
+            continue
+        row = {"id": question["question_id"], "type": kind}
+        for name, ranked in (("agentos", ours(question, turns, timing, cache)), ("bm25", bm25(question, turns)),
+                             ("minilm", minilm(question, turns, embedder, cache))):
+            row[name] = scores(question, turns, ranked)
+            rows[name].append((kind, row[name]))
+        per_question.append(row)
+    if build_only:
+        return {}
+    return {"questions": len(questions), "turns": turns_total, "per_question": per_question,
             "figures": {name: table(r) for name, r in rows.items()},
             "timing": {"store_ms_per_turn": statistics.mean(timing["store_ms"]),
                        "vectors_ms_per_turn": statistics.mean(timing["vectors_ms"]),
@@ -224,13 +298,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="run N questions, stratified by type (fixed seed)")
     parser.add_argument("--types", help="comma-separated question types to run")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--cache-dir", type=Path,
+                        help="keep each question's stored haystack (and the MiniLM baseline's vectors) here, "
+                             "keyed by question and by the store path's code, so a ranking change re-runs "
+                             "only the recalls")
+    parser.add_argument("--build-only", action="store_true", help="fill --cache-dir and stop")
+    parser.add_argument("--shard", help="I/N: run every Nth of the chosen questions from the Ith (0-based)")
     args = parser.parse_args(argv)
+    if args.build_only and not args.cache_dir:
+        parser.error("--build-only needs --cache-dir")
     if not args.data.exists():
         parser.error(f"no data at {args.data}; pass --data PATH")
     questions = choose(load(args.data), args.types.split(",") if args.types else None, args.limit)
     if not questions:
         parser.error("no question matches --types")
-    report = run(questions)
+    if args.shard:
+        index, count = (int(n) for n in args.shard.split("/"))
+        questions = questions[index::count]
+    report = run(questions, args.cache_dir, args.build_only)
+    if args.build_only:
+        return 0
     print(f"\n{report['questions']} questions, {report['turns']} user turns "
           f"({report['turns'] / report['questions']:.0f} per question)")
     for name, figures in report["figures"].items():

@@ -31,7 +31,8 @@ EXPECTED_OUTPUT = {
                   "stored 1 of 3 memories; refused item 1: memory content must not be empty; item 2: store_memory "
                   "kind must be one of note, summary, got 'diary'", "{0: 'note:",
                   "Lyon ['Lyon', 'Paris']\n[('home_city: Lyon', None), ('home_city: Paris', 'fact:home_city')]"],
-    "spaces.md": ["research by researcher: Sea otters hold hands", "True", "refused: agent 'writer' may only read",
+    "spaces.md": ["research by researcher: Sea otters hold hands",
+                  "['My article about otters is due on Friday']", "refused: agent 'writer' may only read",
                   "refused: the content holds the value of a secret fact"],
 }
 """What each page's Python blocks print, so a block that runs but does the wrong thing fails."""

@@ -60,3 +60,12 @@ def test_the_subset_is_stratified_by_type_and_leaves_out_abstention(bench):
     assert chosen == bench.choose(pool, None, 6)
     assert all(not q["question_id"].endswith("_abs") for q in bench.choose(pool, None, None))
     assert {q["question_type"] for q in bench.choose(pool, ["knowledge-update"], None)} == {"knowledge-update"}
+
+
+def test_a_smaller_subset_is_the_start_of_a_larger_one_and_the_question_date_is_now(bench):
+    """A cache filled for N questions serves every smaller --limit; the recall is asked from the question's date."""
+    pool = [question(f"{kind[:3]}{n}", kind) for kind in ("multi-session", "temporal-reasoning", "knowledge-update")
+            for n in range(5)]
+    assert bench.choose(pool, None, 7) == bench.choose(pool, None, 14)[:7]
+    assert bench.recall_args(question()) == {"now": "2023/06/01 (Thu) 10:00", "until": "2023/06/01 (Thu) 10:00"}
+    assert len(bench.store_version()) == 12 and all((bench.ROOT / name).exists() for name in bench.STORE_PATH)

@@ -148,17 +148,19 @@ class ColdMemory:
     def recall(
         self, query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
         secrets: list[str], min_score: float | None = None, recency_days: float | None = None,
-        explain: bool = False,
+        explain: bool = False, now: Any = None, strict: bool = False,
     ) -> Recalled | dict[str, Any]:
         """Search every tier by meaning and words, or list a time window with no query (see
-        ``MemoryManager.recall_memory``); explained, ``{results, left_out}`` with ``warning`` when partial."""
+        ``MemoryManager.recall_memory``); explained, ``{results, left_out}`` with ``warning`` when partial;
+        ``strict``: the default ``min_score`` is not lowered for the query, as forgetting by query needs."""
         if query is None:
-            window = check_window(n_results, kind, since, until, min_score=min_score, recency_days=recency_days,
-                                  explain=explain)
+            window = check_window(n_results, kind, since, until, now, min_score=min_score,
+                                  recency_days=recency_days, explain=explain)
             self._read_own_writes()
             return Recalled(browse(window, self.docs, secrets))
         request = check_recall(query, n_results, kind, since, until, min_score=min_score,
-                               recency_days=recency_days, default_min_score=self.config.cold.min_score)
+                               recency_days=recency_days, default_min_score=self.config.cold.min_score, now=now,
+                               strict=strict)
         trace = Trace() if explain else None
         ranked, seen = self.search(request.text, request.filters, trace=trace)
         if trace is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from core.errors import BackendError, ValidationError
@@ -22,7 +23,7 @@ from core.memory.recall.docs import KINDS, DocIndex, Filters
 from core.memory.recall.views import supersession
 from core.memory.recall.views.explain import LeftOut, Trace, query_words, why
 from core.memory.recall.search import Candidate, Tuning
-from core.memory.recall.when import time_window
+from core.memory.recall.when import parse_time, time_window
 from core.memory.foreground import leave_ctrl_c_to_the_main_thread
 
 log = logging.getLogger(__name__)
@@ -39,13 +40,19 @@ class RecallRequest:
     filters: Filters
     min_score: float
     recency_days: float | None
+    now: datetime | None = None
+    """The moment the query speaks from ("last week", ``recency_days``); None: the time of the call."""
+    relative: bool = False
+    """``min_score`` is the default, lowered for a query whose best result passes it (``search.threshold``)."""
 
 
 def check_recall(
     query: Any, n_results: Any, kind: str | list[str] | None = None, since: Any = None, until: Any = None, *,
-    min_score: Any = None, recency_days: Any = None, default_min_score: float,
+    min_score: Any = None, recency_days: Any = None, default_min_score: float, now: Any = None,
+    strict: bool = False,
 ) -> RecallRequest:
-    """Validate the arguments of a recall (``min_score`` None: ``default_min_score``); raise ValidationError."""
+    """Validate the arguments of a recall (``min_score`` None: ``default_min_score``, lowered for a query
+    whose best result passes it unless ``strict``); raise ValidationError."""
     text = check_text(query, "query").strip()
     if not text:
         raise ValidationError("query must not be empty")
@@ -56,8 +63,10 @@ def check_recall(
     if recency_days is not None and (isinstance(recency_days, bool) or not isinstance(recency_days, (int, float))
                                      or recency_days <= 0):
         raise ValidationError(f"recency_days must be a positive number of days, got {recency_days!r}")
-    filters = Filters(kinds, *time_bounds(since, until))
-    return RecallRequest(text, n_results, filters, float(threshold), recency_days)
+    moment = parse_time(now, "now") if now is not None else None
+    filters = Filters(kinds, *time_bounds(since, until, moment))
+    return RecallRequest(text, n_results, filters, float(threshold), recency_days, moment,
+                         relative=min_score is None and not strict)
 
 
 def check_scope(n_results: Any, kind: Any) -> tuple[str, ...] | None:
@@ -70,17 +79,18 @@ def check_scope(n_results: Any, kind: Any) -> tuple[str, ...] | None:
     return tuple(kinds) if kinds else None
 
 
-def time_bound(value: Any, what: str) -> str | None:
+def time_bound(value: Any, what: str, now: datetime | None = None) -> str | None:
     """A ``since``/``until`` bound (datetime, ISO-8601, a written date or a relative phrase such as
-    "last week": ``since`` is the period's start, ``until`` its end) in the store's UTC format."""
+    "last week", read from ``now``: ``since`` is the period's start, ``until`` its end) in the store's UTC
+    format."""
     if value is None:
         return None
-    return utc_timestamp(time_window(value, what, "start" if what == "since" else "end"))
+    return utc_timestamp(time_window(value, what, "start" if what == "since" else "end", now))
 
 
-def time_bounds(since: Any, until: Any) -> tuple[str | None, str | None]:
+def time_bounds(since: Any, until: Any, now: datetime | None = None) -> tuple[str | None, str | None]:
     """Both bounds of a time window; raise ValidationError if ``until`` is before ``since``."""
-    start, end = time_bound(since, "since"), time_bound(until, "until")
+    start, end = time_bound(since, "since", now), time_bound(until, "until", now)
     if start and end and end < start:
         raise ValidationError(f"until ({until!r}, {end}) is before since ({since!r}, {start}): "
                               "give the earlier date as since")
@@ -141,7 +151,9 @@ def results(
     request: RecallRequest, ranked: list[Candidate], tuning: Tuning, secrets: list[str],
 ) -> list[dict[str, Any]]:
     """The best of ``ranked`` for ``request`` as ``recall_memory`` returns them, secrets redacted."""
-    chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days)
+    ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
+    chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days,
+                                  request.now, request.relative)
     return [hit(c, secrets) for c in chosen]
 
 
@@ -158,8 +170,9 @@ def explained(
     """``{results, left_out}``: the results of :func:`results`, each with ``why`` it ranked, and what the
     searches met that is not among them (see :mod:`core.memory.recall.views.explain`)."""
     left = LeftOut(secrets)
+    ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
     chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days,
-                                  dropped=left.dropped())
+                                  request.now, request.relative, dropped=left.dropped())
     left.superseded(ranked, chosen)
     left.unfound(docs.db.conn, trace.unfound)
     words, weighed = query_words(request.text, docs.terms), docs.weights(request.text)[0]

@@ -1,12 +1,13 @@
-"""Ranking for recall: words and meaning fused into one score in [0, 1] that means the same for every query.
+"""Ranking for recall: words and meaning fused into one score in [0, 1].
 
 For a query, two candidate lists are gathered: the memories whose words match
 (SQLite FTS5, BM25, Porter stems) and the memories nearest in meaning
 (LanceDB, cosine of all-MiniLM-L6-v2 vectors of the memory with its speaker
-and the turn before it). Each candidate gets four evidence features:
+and the turn before it). Each candidate gets five evidence features:
 
 - ``vector``: the cosine similarity to the query;
 - ``words``: the BM25 score as a share of what one match of every query word scores;
+- ``word_rank``: its rank among the word matches (BM25's scale moves with the query, its order does not);
 - ``speaker``: the query names the person who said it;
 - ``informative``: how much the memory says (its distinct content words, up to
   ``Tuning.informative_words``): "That sounds amazing!" says nothing a question
@@ -14,11 +15,12 @@ and the turn before it). Each candidate gets four evidence features:
 
 The score is the logistic function of their weighted sum. The weights were
 measured on the generated conversations of ``scripts/bench_recall_quality.py``
-(the README lists what each feature adds) and scaled so that a score depends
-only on the memory's own evidence, never on the other results: the same score
-means the same evidence for any query, and ``min_score`` is one threshold for
-all of them. On the benchmark, 99% of the evidence found in a top 10 scores
-above 0.6, and nonsense queries ("zzzz qqqq") stay below 0.1.
+and the real ones of ``scripts/bench_longmemeval.py`` (docs/recall.md and
+docs/benchmarks.md list what each feature adds). Only the word rank looks at
+the other results, and only word matches get it, so nonsense queries ("zzzz
+qqqq"), which match no word, stay below the default ``min_score``. The default
+is set per query (:func:`threshold`): the rest of a query's evidence often
+scores far below its best on real chats.
 
 Facts get a bonus (a fact is the curated, current value: it outranks an older
 note that contradicts it), near-duplicates are collapsed (same words, same
@@ -34,6 +36,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
 from core.memory.recall.docs import STOP_WORDS, Doc
+from core.memory.recall.when import query_windows, time_fit
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -47,6 +50,12 @@ class Tuning:
     bias: float = -6.5
     vector: float = 11.0
     words: float = 2.2
+    word_rank: float = 2.0
+    """Added to the evidence of the best word matches, ``word_rank_k / (word_rank_k + r)`` of it for the
+    match ranked ``r`` (0: the best): BM25's scale changes with the query (a long question's best match
+    scores a small share of its words), its order does not. Only word matches get it, so a query whose
+    words match nothing (nonsense) gains nothing."""
+    word_rank_k: float = 10.0
     speaker: float = 2.2
     informative: float = 2.0
     informative_words: int = 12
@@ -57,6 +66,14 @@ class Tuning:
     """The closeness in meaning assumed for word matches when no vector search could run (the embedder
     is down, or no memory has its vector yet): that of a memory that shares words but little meaning,
     so that only strong word matches pass the default ``min_score``."""
+    relative_floor: float = 0.05
+    """With the default ``min_score``, a query whose best result passes it also keeps the results scoring at
+    least this share of the best: the score's scale is not the same in every store (long turns of real
+    chats score lower than short ones), and the rest of a query's evidence often scores far below its
+    best. A query whose best result does not pass (a query about nothing) still gets nothing."""
+    time_fit: float = 2.0
+    """Added to the evidence of a memory from the time the query names ("two weeks ago", "in March"),
+    less the further outside it (see :func:`rescore_time`)."""
     collapse_jaccard: float = 0.9
     """Two results of the same speaker and session with this share of words in common are one."""
 
@@ -86,6 +103,12 @@ def sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x > -60 else 0.0
 
 
+def logit(p: float) -> float:
+    """The inverse of :func:`sigmoid` (a score of 0 or 1 is taken as the most ``sigmoid`` gives)."""
+    p = min(max(p, 1e-26), 1 - 1e-16)
+    return math.log(p / (1 - p))
+
+
 def rank(
     query: str, found: dict[str, Doc], vector_hits: Sequence[tuple[str, float]] | None,
     word_hits: Sequence[tuple[str, float]], tuning: Tuning,
@@ -101,21 +124,43 @@ def rank(
     for doc_id, similarity in vector_hits:
         if doc_id in found:
             cands[doc_id] = Candidate(found[doc_id], vector=similarity)
+    word_order: dict[str, int] = {}
+    stronger, last = 0, None
     for doc_id, strength in word_hits:
         if doc_id in found:
             # A memory the vector search did not return is at most as close as the last one it did.
             cand = cands.setdefault(doc_id, Candidate(found[doc_id], vector=floor))
             cand.words = strength
+            if strength != last:  # equal matches share their rank
+                stronger, last = len(word_order), strength
+            word_order[doc_id] = stronger
     query_words = set(_WORD.findall(query.lower()))
     for cand in cands.values():
         speaker = 1.0 if cand.doc.speaker and _names_in(cand.doc.speaker, query_words) else 0.0
         # A summary restates other memories: its length says nothing about its own evidence.
         info = 0.0 if cand.doc.kind == "summary" else informative(cand.doc.text, tuning.informative_words)
-        cand.features = {"vector": cand.vector, "words": cand.words, "speaker": speaker, "informative": info}
+        order = word_order.get(cand.doc.id)
+        word_rank = 0.0 if order is None else tuning.word_rank_k / (tuning.word_rank_k + order)
+        cand.features = {"vector": cand.vector, "words": cand.words, "word_rank": round(word_rank, 4),
+                         "speaker": speaker, "informative": info}
         z = (tuning.bias + tuning.vector * cand.vector + tuning.words * cand.words + tuning.speaker * speaker
-             + tuning.informative * info + (tuning.fact_bonus if cand.doc.kind == "fact" else 0.0))
+             + tuning.word_rank * word_rank + tuning.informative * info
+             + (tuning.fact_bonus if cand.doc.kind == "fact" else 0.0))
         cand.score = sigmoid(z)
     return sorted(cands.values(), key=lambda c: c.score, reverse=True)
+
+
+def rescore_time(cands: list[Candidate], query: str, now: datetime | None, weight: float) -> list[Candidate]:
+    """``cands`` with the fit of their time to the query's (feature ``time``) added to their evidence,
+    best first; unchanged when the query names no time."""
+    windows = query_windows(query, now)
+    if not windows:
+        return cands
+    for cand in cands:
+        fit = time_fit(_time(cand.doc.occurred_at), windows)
+        cand.features["time"] = round(fit, 4)
+        cand.score = sigmoid(logit(cand.score) + weight * fit)
+    return sorted(cands, key=lambda c: c.score, reverse=True)
 
 
 def informative(text: str, enough: int) -> float:
@@ -131,16 +176,19 @@ def _names_in(speaker: str, query_words: set[str]) -> bool:
 
 def select(
     cands: list[Candidate], n_results: int, min_score: float, tuning: Tuning,
-    recency_days: float | None = None, now: datetime | None = None, dropped: Dropped | None = None,
+    recency_days: float | None = None, now: datetime | None = None, relative: bool = False,
+    dropped: Dropped | None = None,
 ) -> list[Candidate]:
     """The best ``n_results`` candidates scoring at least ``min_score``, near-duplicates collapsed.
 
+    ``relative``: ``min_score`` is the default, lowered for this query (see :func:`threshold`).
     With ``recency_days`` a score is halved for every ``recency_days`` of the memory's age.
     """
-    kept = [c for c in cands if c.score >= min_score]
+    floor = threshold(cands, min_score, tuning) if relative else min_score
+    kept = [c for c in cands if c.score >= floor]
     if dropped is not None:
         for cand in cands:
-            if cand.score < min_score:
+            if cand.score < floor:
                 dropped("below_min_score", cand, None)
     if recency_days:
         moment = now or datetime.now(timezone.utc)
@@ -165,6 +213,13 @@ def select(
         if len(chosen) == n_results:
             break
     return chosen
+
+
+def threshold(cands: list[Candidate], min_score: float, tuning: Tuning) -> float:
+    """The default ``min_score`` for this query: ``min_score``, or a share of its best result
+    (``Tuning.relative_floor``) if that is lower and the best result passes ``min_score``."""
+    best = max((c.score for c in cands), default=0.0)
+    return min(min_score, best * tuning.relative_floor) if best >= min_score else min_score
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:

@@ -9,6 +9,12 @@
   an item stored on 8 May that says "yesterday" is also found as 7 May.
 - :func:`day_words` writes a moment the ways people ask about it
   ("8 May 2023", "May 2023", "Monday").
+- :func:`query_windows` reads the time a query speaks of ("two weeks ago", "last
+  month", "in March", "the Wednesday two months ago") from the moment it is asked,
+  and :func:`time_fit` says how well a memory's time matches it: 1 inside, falling
+  off outside. Recall uses it as one more piece of evidence, never as a filter:
+  people misremember dates, and a question that names a time may still be
+  answered by a memory from another.
 """
 
 from __future__ import annotations
@@ -205,3 +211,119 @@ def _period_of(day: datetime, unit: str) -> tuple[datetime, datetime]:
         return start, (start + timedelta(days=32)).replace(day=1)
     start = day.replace(month=1, day=1)
     return start, start.replace(year=start.year + 1)
+
+
+# -- the time a query speaks of ---------------------------------------------------------------------
+
+Window = tuple[datetime, datetime]
+
+_QUERY_NUMBERS = {**_NUMBERS, "several": 3}
+_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december"]
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_COUNT = r"\d+|" + "|".join(sorted(_QUERY_NUMBERS, key=len, reverse=True))
+_PHRASE = re.compile(
+    r"\b(?:(?P<simple>yesterday|today|tonight|this morning|last night)"
+    r"|(?P<dir>last|this|past) (?P<unit>weekend|week|month|year|" + "|".join(_WEEKDAYS) + r")"
+    r"|(?:the )?(?P<weekday>" + "|".join(_WEEKDAYS) + r")s? (?P<count2>" + _COUNT + r") (?P<unit3>week|month)s? ago"
+    r"|(?P<count>" + _COUNT + r") (?P<unit2>day|week|month|year)s? ago"
+    r"|(?P<month_in>in|during|since) (?P<month>" + "|".join(_MONTHS) + r")(?: (?P<year>\d{4}))?)\b",
+    re.IGNORECASE,
+)
+
+
+def query_windows(text: str, now: datetime | None = None) -> list[Window]:
+    """The time windows ``text`` speaks of, read from ``now`` (default: the current time), oldest phrase first.
+
+    "two weeks ago" asked on 1 February 2023 is the week around 18 January (a count of units is
+    approximate: half a unit either side), "last month" is January 2023, "in March" is the latest
+    March up to ``now``. A phrase whose date falls outside the calendar gives nothing.
+    """
+    moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    found: list[Window] = []
+    for match in _PHRASE.finditer(text):
+        try:
+            window = _window(match, moment)
+        except (OverflowError, ValueError):  # before year 1 or after 9999
+            continue
+        if window and window not in found:
+            found.append(window)
+    return found
+
+
+def time_fit(occurred_at: datetime, windows: list[Window]) -> float:
+    """How well ``occurred_at`` matches the best of ``windows``: 1 inside, halving outside for every half
+    of the window's length (a day at least: "yesterday" may be the day before); 0 with no window."""
+    best = 0.0
+    for start, end in windows:
+        if start <= occurred_at < end:
+            return 1.0
+        gap = (start - occurred_at if occurred_at < start else occurred_at - end).total_seconds() / 86400
+        spread = max(1.0, (end - start).total_seconds() / 86400 / 2)
+        best = max(best, 0.5 ** (gap / spread))
+    return best
+
+
+def _window(match: re.Match, now: datetime) -> Window | None:
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if simple := (match.group("simple") or "").casefold():
+        day = today - timedelta(days=1 if simple in ("yesterday", "last night") else 0)
+        return day, day + timedelta(days=1)
+    if match.group("count"):
+        return _around(today, match.group("count"), match.group("unit2"))
+    if match.group("weekday"):  # "the Wednesday two months ago": the weekday is too fine to trust
+        return _around(today, match.group("count2"), match.group("unit3"))
+    if match.group("month"):
+        return _month(match, now)
+    return _named_period(match.group("dir").casefold(), match.group("unit").casefold(), today)
+
+
+def _around(today: datetime, count: str, unit: str) -> Window:
+    """``count`` ``unit``s before ``today``, give or take half a unit and a day."""
+    size = _UNIT_DAYS[unit.casefold()]
+    days, half = _count(count) * size, size / 2 + 1
+    return today - timedelta(days=days + half), today - timedelta(days=days - half - 1)
+
+
+def _named_period(direction: str, unit: str, today: datetime) -> Window:
+    if unit in _WEEKDAYS:
+        back = (today.weekday() - _WEEKDAYS.index(unit)) % 7 or (7 if direction == "last" else 0)
+        day = today - timedelta(days=back)
+        return day, day + timedelta(days=1)
+    if direction == "past":  # "the past month": the month up to today
+        return today - timedelta(days=_UNIT_DAYS.get(unit, 7)), today + timedelta(days=1)
+    step = -1 if direction == "last" else 0
+    if unit == "weekend":
+        saturday = today - timedelta(days=(today.weekday() - 5) % 7 or (7 if step else 0))
+        return saturday, saturday + timedelta(days=2)
+    if unit == "week":
+        monday = today - timedelta(days=today.weekday()) + timedelta(days=7 * step)
+        return monday, monday + timedelta(days=7)
+    if unit == "month":
+        first = today.replace(day=1)
+        start = (first - timedelta(days=1)).replace(day=1) if step else first
+        return start, _next_month(start)
+    start = today.replace(year=today.year + step, month=1, day=1)
+    return start, start.replace(year=start.year + 1)
+
+
+def _month(match: re.Match, now: datetime) -> Window:
+    month = _MONTHS.index(match.group("month").casefold()) + 1
+    if match.group("year"):
+        year = int(match.group("year"))
+    else:  # the latest such month up to now
+        year = now.year if month <= now.month else now.year - 1
+    start = datetime(year, month, 1, tzinfo=timezone.utc)
+    end = _next_month(start)
+    if match.group("month_in").casefold() == "since":
+        end = now
+    return start, end
+
+
+def _next_month(start: datetime) -> datetime:
+    return (start.replace(day=28) + timedelta(days=4)).replace(day=1)
+
+
+def _count(text: str) -> int:
+    text = text.casefold()
+    return int(text) if text.isdecimal() else _QUERY_NUMBERS[text]

@@ -22,7 +22,6 @@ from core.memory.spaces.opened import opened
 from core.memory.spaces.space import spaces_of
 from core.memory.storage.facts import redact
 
-
 def spaces_to_search(agent: str, home: Path, spaces: Any) -> list[str]:
     """The spaces a recall with ``spaces`` searches, each checked readable by ``agent``.
 
@@ -41,9 +40,10 @@ def spaces_to_search(agent: str, home: Path, spaces: Any) -> list[str]:
     return list(dict.fromkeys(spaces))
 
 
+
 def merged(manager: Any, own: list[dict[str, Any]] | dict[str, Any], spaces: list[str], query: str | None,
            n_results: int, kind: Any, since: Any, until: Any, min_score: float | None,
-           recency_days: float | None) -> list[dict[str, Any]] | dict[str, Any]:
+           recency_days: float | None, now: Any = None) -> list[dict[str, Any]] | dict[str, Any]:
     """``own`` (the agent's recall) and the best hits of ``spaces``, best first, ``n_results`` at most; an
     explained ``own`` (``{results, left_out}``) gets the space hits explained too; a listed window (no
     ``query``) is the agent's own memory only."""
@@ -51,17 +51,17 @@ def merged(manager: Any, own: list[dict[str, Any]] | dict[str, Any], spaces: lis
         return own
     if isinstance(own, dict):
         return {**own, "results": _merged(manager, own["results"], spaces, query, n_results, kind, since, until,
-                                          min_score, recency_days, explain=True)}
-    return _merged(manager, own, spaces, query, n_results, kind, since, until, min_score, recency_days)
+                                          min_score, recency_days, now, explain=True)}
+    return _merged(manager, own, spaces, query, n_results, kind, since, until, min_score, recency_days, now)
 
 
 def _merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: str, n_results: int,
             kind: Any, since: Any, until: Any, min_score: float | None,
-            recency_days: float | None, explain: bool = False) -> list[dict[str, Any]]:
+            recency_days: float | None, now: Any = None, explain: bool = False) -> list[dict[str, Any]]:
     for hit in own:
         hit["space"], hit["author"] = None, manager.agent_name
     request = check_recall(query, n_results, kind, since, until, min_score=min_score, recency_days=recency_days,
-                           default_min_score=manager.config.cold.min_score)
+                           default_min_score=manager.config.cold.min_score, now=now)
     if not spaces or (request.filters.kinds and "note" not in request.filters.kinds):
         return own
     tuning = manager.cold.tuning
@@ -72,13 +72,14 @@ def _merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: s
         with opened(name, manager.paths.root.parent) as space:  # kept open between recalls
             ranked = space.candidates(manager.agent_name, request.text, tuning, request.filters.since,
                                       request.filters.until)
-        for cand in recall_search.select(ranked, n_results, request.min_score, tuning, request.recency_days):
+        ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
+        for cand in recall_search.select(ranked, n_results, request.min_score, tuning, request.recency_days,
+                                         request.now, request.relative):
             found.append(_result(name, cand, hidden))
             if explain:
                 found[-1]["why"] = why(cand, None, words, manager.cold.docs.terms, tuning)
     found.sort(key=lambda hit: hit["score"], reverse=True)
     return found[:n_results]
-
 
 def _result(space: str, cand: recall_search.Candidate, hidden: list[str]) -> dict[str, Any]:
     hit = recall_search.as_result(cand)

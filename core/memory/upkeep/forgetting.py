@@ -69,7 +69,7 @@ def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | Non
         targets = [i for i in dict.fromkeys(ids) if i in known or i in notes]
     elif query is not None:
         found = tiers.cold.recall(query, min(limit, 100), kinds, None, bound, tiers.facts.hidden_values(),
-                                  min_score=min_score)
+                                  min_score=min_score, strict=True)
         targets = [r["id"] for r in found if bound is None or r["occurred_at"] < bound]
     else:
         where = ["occurred_at < ?"]

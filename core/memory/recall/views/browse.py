@@ -9,6 +9,7 @@ from core.errors import ValidationError
 from core.memory.recall.views import supersession
 from core.memory.recall.docs import DocIndex, Filters
 from core.memory.recall.query import check_scope, hit, time_bounds
+from core.memory.recall.when import parse_time
 from core.memory.recall.search import Candidate
 
 
@@ -20,8 +21,9 @@ class WindowRequest:
     filters: Filters
 
 
-def check_window(n_results: Any, kind: Any, since: Any, until: Any, **ranking: Any) -> WindowRequest:
-    """Validate a listing of what happened between ``since`` and ``until``; raise ValidationError.
+def check_window(n_results: Any, kind: Any, since: Any, until: Any, now: Any = None, **ranking: Any) -> WindowRequest:
+    """Validate a listing of what happened between ``since`` and ``until`` (relative phrases read from ``now``,
+    default the time of the call); raise ValidationError.
 
     ``ranking`` holds the recall arguments that only a query uses (``min_score``, ``recency_days``,
     ``explain``): given here, they are refused rather than ignored.
@@ -32,7 +34,8 @@ def check_window(n_results: Any, kind: Any, since: Any, until: Any, **ranking: A
     if given:
         raise ValidationError(f"{', '.join(given)}: only a recall with a query takes this (a time window is "
                               "listed newest first, not ranked)")
-    return WindowRequest(n_results, Filters(check_scope(n_results, kind), *time_bounds(since, until)))
+    moment = parse_time(now, "now") if now is not None else None
+    return WindowRequest(n_results, Filters(check_scope(n_results, kind), *time_bounds(since, until, moment)))
 
 
 def browse(request: WindowRequest, docs: DocIndex, secrets: list[str]) -> list[dict[str, Any]]:
