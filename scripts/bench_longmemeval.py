@@ -60,7 +60,6 @@ TURN_KS = (5, 10, 20)
 SESSION_KS = (5, 10)
 DEPTH = 20
 SEED = 26
-MAX_BYTES = 64 * 1024
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -100,7 +99,6 @@ def user_turns(question: dict) -> list[dict]:
             text = turn["content"].strip()
             if turn["role"] != "user" or not text:
                 continue
-            text = text.encode("utf-8")[:MAX_BYTES].decode("utf-8", errors="ignore").strip()
             turns.append({"key": (session, n), "text": text, "session": session, "date": date,
                           "evidence": bool(turn.get("has_answer"))})
     return turns
