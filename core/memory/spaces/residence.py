@@ -26,7 +26,8 @@ from core.errors import ConfigError, StorageError, ValidationError
 from core.memory.files.fsutil import atomic_write, fsync_dir
 from core.memory.spaces.index import SpaceIndex
 from core.memory.spaces.paths import SpacePaths
-from core.memory.storage.residence import POSTGRES, SQLITE, STATES, TO_POSTGRES, TO_SQLITE, tables_with_rows
+from core.memory.storage.residence import (POSTGRES, SQLITE, TO_POSTGRES, TO_SQLITE, read_marker,
+                                           tables_with_rows)
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +38,7 @@ def marker(paths: SpacePaths) -> Path:
 
 def recorded(paths: SpacePaths) -> str | None:
     """The word in ``storage.backend``, or None when there is no such file."""
-    path = marker(paths)
-    try:
-        word = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StorageError(f"cannot read {path}: {exc}") from exc
-    if word not in STATES:
-        raise StorageError(f"{path} holds {word[:40]!r}, not one of {', '.join(STATES)}: write where the space's "
-                           "index lives into it")
-    return word
+    return read_marker(marker(paths), "the space's index")
 
 
 def resident(paths: SpacePaths) -> str:

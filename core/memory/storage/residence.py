@@ -35,7 +35,16 @@ def recorded(paths: AgentPaths) -> str | None:
     Raises:
         StorageError: the file cannot be read or holds something else.
     """
-    path = marker(paths)
+    return read_marker(marker(paths), "the agent's memory")
+
+
+def read_marker(path: Path, what: str) -> str | None:
+    """The word in the ``storage.backend`` file ``path`` of ``what`` (named in the error), or None when there
+    is no such file.
+
+    Raises:
+        StorageError: the file cannot be read or holds something else.
+    """
     try:
         word = path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
@@ -43,8 +52,8 @@ def recorded(paths: AgentPaths) -> str | None:
     except (OSError, UnicodeDecodeError) as exc:
         raise StorageError(f"cannot read {path}: {exc}") from exc
     if word not in STATES:
-        raise StorageError(f"{path} holds {word[:40]!r}, not one of {', '.join(STATES)}: write the backend that "
-                           "holds the agent's memory into it")
+        raise StorageError(f"{path} holds {word[:40]!r}, not one of {', '.join(STATES)}: write where {what} "
+                           "lives into it")
     return word
 
 

@@ -18,7 +18,7 @@ import os
 import re
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 import psycopg
 from psycopg import errors, sql
@@ -125,18 +125,10 @@ def ensure(dsn: str, schema: str, config: StorageConfig) -> list[str]:
         LockTimeoutError: another process kept the schema's setup lock too long (the message names it).
         StorageError: the server failed (a migration that failed is rolled back; rerunning goes on).
     """
-    key = (os.getpid(), dsn, schema)
-    with _ready_guard:
-        if key in _ready:
-            return []
-        scripts = postgres_migrations()
-        with schema_lock(dsn, schema, config) as conn:
-            applied = _apply(conn, schema, scripts)
-            applied += _apply_checkpointer(conn)
-        _ready.add(key)
-    if applied:
-        log.info("schema %s set up: %s", schema, ", ".join(applied))
-    return applied
+    def set_up(conn: psycopg.Connection) -> list[str]:
+        return _apply(conn, schema, postgres_migrations()) + _apply_checkpointer(conn)
+
+    return _once(dsn, schema, config, set_up)
 
 
 def ensure_space(dsn: str, schema: str, config: StorageConfig, scripts: list[tuple[str, str]]) -> list[str]:
@@ -151,12 +143,18 @@ def ensure_space(dsn: str, schema: str, config: StorageConfig, scripts: list[tup
         LockTimeoutError: another process kept the schema's setup lock too long (the message names it).
         StorageError: the server failed (a migration that failed is rolled back; rerunning goes on).
     """
+    return _once(dsn, schema, config, lambda conn: _apply(conn, schema, scripts, _SPACE_FOLDER_TABLE))
+
+
+def _once(dsn: str, schema: str, config: StorageConfig,
+          set_up: Callable[[psycopg.Connection], list[str]]) -> list[str]:
+    """Run ``set_up`` on the connection holding ``schema``'s setup lock, once per process and schema."""
     key = (os.getpid(), dsn, schema)
     with _ready_guard:
         if key in _ready:
             return []
         with schema_lock(dsn, schema, config) as conn:
-            applied = _apply(conn, schema, scripts, _SPACE_FOLDER_TABLE)
+            applied = set_up(conn)
         _ready.add(key)
     if applied:
         log.info("schema %s set up: %s", schema, ", ".join(applied))
