@@ -17,6 +17,7 @@ from tests.ollama_server import count_tokens
 from tests.window.conftest import write_config
 
 FULL_SET_LIMIT = 1200
+CORE_SET_LIMIT = 800
 DOC = Path(__file__).resolve().parents[2] / "docs" / "context-window.md"
 
 
@@ -43,7 +44,8 @@ def test_the_full_tool_set_fits_in_1200_tokens(engine, capsys):
     with capsys.disabled():
         print(f"\nfull tool set ({len(names)} tools): {full}\ncore set ({len(CORE_TOOLS)} tools): {core}")
     assert full["engine"] <= FULL_SET_LIMIT
-    assert core["engine_unmeasured_model"] < full["engine_unmeasured_model"] / 2
+    # The core set is what a 4,096-token window can afford beside the prompt, the memory and the reply.
+    assert core["engine_unmeasured_model"] <= CORE_SET_LIMIT
 
 
 def test_schemas_carry_no_titles_defaults_or_empty_lists(engine):
