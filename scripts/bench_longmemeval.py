@@ -4,8 +4,9 @@ Each question's haystack (about 50 sessions) is stored through the public API in
 home: one memory per user turn (the paper's retrieval setting indexes user turns), with its
 session's date (``haystack_dates``) and speaker in the metadata and the session id as ``session``,
 batched with ``store_memories``. The question is then asked with ``recall_memory`` and the defaults a
-user gets, from its ``question_date``: given as ``now`` (what "last month" in the question means) and as
-``until`` (nothing said after the question is known).
+user gets, from its ``question_date`` given as ``now`` (what "last month" in the question means). No date
+filter: the paper's retrieval applies none and neither do the baselines (some haystacks hold sessions dated
+later on the question's own day).
 
 Metrics, per question type and overall (abstention questions, ids ending ``_abs``, are left out):
 
@@ -15,8 +16,8 @@ Metrics, per question type and overall (abstention questions, ids ending ``_abs`
 - NDCG@10 over the evidence turns (binary relevance).
 
 The baselines rank the same user turns: plain Okapi BM25 (k1 1.2, b 0.75, lower-cased alphanumeric
-words) and plain cosine of all-MiniLM-L6-v2 embeddings of the bare turn texts. A turn longer than
-``memory.max_entry_bytes`` is cut to that size for all three (the store refuses longer memories).
+words) and plain cosine of all-MiniLM-L6-v2 embeddings of the bare turn texts. Every turn is stored whole
+(a long one gets its chunks' vectors too, see docs/recall.md).
 
     python scripts/bench_longmemeval.py --limit 12            # a stratified subset, to check it runs
     python scripts/bench_longmemeval.py --json out.json       # the whole dev half: the decision set
@@ -176,7 +177,7 @@ def ours(question: dict, turns: list[dict], timing: dict, cache: Path | None) ->
 
 def recall_args(question: dict) -> dict:
     """The arguments of the question's recall besides the query and the depth."""
-    return {"now": question["question_date"], "until": question["question_date"]}
+    return {"now": question["question_date"]}
 
 
 def bm25(question: dict, turns: list[dict], k1: float = 1.2, b: float = 0.75) -> list[tuple]:

@@ -67,5 +67,5 @@ def test_a_smaller_subset_is_the_start_of_a_larger_one_and_the_question_date_is_
     pool = [question(f"{kind[:3]}{n}", kind) for kind in ("multi-session", "temporal-reasoning", "knowledge-update")
             for n in range(5)]
     assert bench.choose(pool, None, 7) == bench.choose(pool, None, 14)[:7]
-    assert bench.recall_args(question()) == {"now": "2023/06/01 (Thu) 10:00", "until": "2023/06/01 (Thu) 10:00"}
+    assert bench.recall_args(question()) == {"now": "2023/06/01 (Thu) 10:00"}
     assert len(bench.store_version()) == 12 and all((bench.ROOT / name).exists() for name in bench.STORE_PATH)
