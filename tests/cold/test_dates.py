@@ -105,3 +105,13 @@ def test_parse_time_reads_or_refuses_with_a_validation_error(text):
     except ValidationError:
         return
     assert moment.tzinfo is timezone.utc and 1 <= moment.year <= 9999
+
+
+def test_until_a_day_takes_in_the_whole_day():
+    """``until="2023-05-31"`` (a day without a time) ends with that day; a time or a period is kept as given."""
+    from core.memory.recall.query import time_bound
+
+    assert time_bound("2023-05-31", "until") == time_bound("2023-05-31T23:59:59.999999", "until")
+    assert time_bound("31 May 2023", "until") == time_bound("2023-05-31T23:59:59.999999", "until")
+    assert time_bound("2023-05-31 12:00", "until") == time_bound("2023-05-31T12:00:00", "until")
+    assert time_bound("2023-05-31", "since") == time_bound("2023-05-31T00:00:00", "since")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from core.errors import BackendError, ValidationError
@@ -85,7 +85,15 @@ def time_bound(value: Any, what: str, now: datetime | None = None) -> str | None
     format."""
     if value is None:
         return None
-    return utc_timestamp(time_window(value, what, "start" if what == "since" else "end", now))
+    moment = time_window(value, what, "start" if what == "since" else "end", now)
+    if what == "until" and _is_day(value, moment):  # until="2023-05-31" takes in all of that day
+        moment += timedelta(days=1) - timedelta(microseconds=1)
+    return utc_timestamp(moment)
+
+
+def _is_day(value: Any, moment: datetime) -> bool:
+    """Whether ``value`` names a day without a time of day ("2023-05-31", "31 May 2023")."""
+    return isinstance(value, str) and ":" not in value and moment.time() == datetime.min.time()
 
 
 def time_bounds(since: Any, until: Any, now: datetime | None = None) -> tuple[str | None, str | None]:
