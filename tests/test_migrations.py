@@ -12,6 +12,7 @@ from core.memory.storage import sqlite as memory_db
 from core.memory_manager import MemoryManager
 from core.paths import AgentPaths
 from tests.cold.conftest import write_config
+from tests.old_databases import memory_db_before
 
 BEFORE_RECALL = ("m001_tiers", "m002_cold", "m003_conversations", "m004_store_items", "m005_damaged_archives",
                  "m006_secret_scrubs", "m007_log_types")
@@ -24,18 +25,6 @@ def test_migrations_are_numbered_one_after_another():
     assert names[: len(BEFORE_RECALL)] == list(BEFORE_RECALL)
 
 
-def db_before_recall(path) -> sqlite3.Connection:
-    """A memory.db as a version without recall left it: its migrations applied and recorded, nothing newer."""
-    conn = memory_db.open_connection(path)
-    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, apply in memory_db.migrations():
-        if name in BEFORE_RECALL:
-            with memory_db.transaction(conn):
-                apply(conn)
-                conn.execute("INSERT INTO _migrations VALUES (?, '2026-01-01T00:00:00.000Z')", (name,))
-    return conn
-
-
 def test_a_database_without_recall_upgrades_once_and_its_memories_become_recallable(agents_home, minilm):
     """Opening an agent of a version without recall applies m008_recall once; its notes, facts and store items are
     recalled, and the cold store's old chunk table is replaced."""
@@ -44,7 +33,7 @@ def test_a_database_without_recall_upgrades_once_and_its_memories_become_recalla
 
     write_config(agents_home, {"llm": {"backend": "offline"}, "memory": {"auto_compact": False}})
     paths = AgentPaths.for_agent("finn")
-    conn = db_before_recall(paths.db_file)
+    conn = memory_db_before(paths.db_file, "m008")
     conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at) "
                  "VALUES ('city', 'Lisbon', 'personal', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')")
     conn.execute("INSERT INTO cold_notes (id, kind, text, metadata, created_at) VALUES "
@@ -71,13 +60,7 @@ def test_notes_stored_before_versions_were_known_are_versioned_after_the_upgrade
     """Opening a memory.db made before m010_recall_subjects gives its keyed notes their subject: the earlier of
     two notes with the same metadata key is marked superseded by the later one."""
     paths = AgentPaths.for_agent("finn")
-    conn = memory_db.open_connection(paths.db_file)
-    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, apply in memory_db.migrations():
-        if name < "m010":
-            with memory_db.transaction(conn):
-                apply(conn)
-                conn.execute("INSERT INTO _migrations VALUES (?, '2026-01-01T00:00:00.000Z')", (name,))
+    conn = memory_db_before(paths.db_file, "m010")
     for note, text, day in (("a", "Ada lives in Paris", "2023-01-01"), ("b", "Ada moved to Lyon", "2023-06-01")):
         conn.execute("INSERT INTO cold_notes (id, kind, text, metadata, created_at, occurred_at) VALUES "
                      "(?, 'note', ?, '{\"key\": \"home\"}', ?, ?)", (note, text, f"{day}T00:00:00.000Z",
@@ -93,13 +76,7 @@ def test_facts_saved_before_fact_versions_get_their_history_from_the_upgrade_on(
     """Opening a memory.db made before m011_fact_versions re-indexes its facts as the current version of their key;
     the next save of a new value keeps the earlier one, recalled below it and marked superseded."""
     paths = AgentPaths.for_agent("finn")
-    conn = memory_db.open_connection(paths.db_file)
-    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, apply in memory_db.migrations():
-        if name < "m011":
-            with memory_db.transaction(conn):
-                apply(conn)
-                conn.execute("INSERT INTO _migrations VALUES (?, '2026-01-01T00:00:00.000Z')", (name,))
+    conn = memory_db_before(paths.db_file, "m011")
     day = "2026-01-01T00:00:00.000Z"
     with memory_db.transaction(conn):
         conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at) "
@@ -122,7 +99,7 @@ def test_facts_saved_before_fact_versions_get_their_history_from_the_upgrade_on(
 def test_a_database_of_another_version_is_refused_and_left_as_it_is(agents_home):
     """A memory.db that records a migration this version lacks is a StorageError naming it; nothing is applied."""
     paths = AgentPaths.for_agent("finn")
-    conn = db_before_recall(paths.db_file)
+    conn = memory_db_before(paths.db_file, "m008")
     conn.execute("INSERT INTO _migrations VALUES ('m099_future', '2030-01-01T00:00:00.000Z')")
     conn.close()
     with pytest.raises(StorageError, match="m099_future"):

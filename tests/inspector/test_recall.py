@@ -139,16 +139,10 @@ def test_a_forgotten_memory_whose_vector_is_still_stored_is_reported_by_id(agent
 def test_an_agent_an_earlier_version_wrote_is_not_recalled_until_it_is_upgraded(agents_home, serve):
     """A memory.db without the newest recall migration is read as it is (the inspector never migrates): the
     recall box says to open the agent once instead of failing."""
-    from core.memory.storage import sqlite as memory_db
     from core.paths import AgentPaths
+    from tests.old_databases import memory_db_before
 
-    conn = memory_db.open_connection(AgentPaths.for_agent("ada").db_file)
-    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, apply in memory_db.migrations():
-        if name < "m010":
-            with memory_db.transaction(conn):
-                apply(conn)
-                conn.execute("INSERT INTO _migrations VALUES (?, '2026-01-01T00:00:00.000Z')", (name,))
+    conn = memory_db_before(AgentPaths.for_agent("ada").db_file, "m010")
     conn.close()
     answer = get_json(serve(), "/api/agents/ada/recall?q=report")
     assert answer["results"] == [] and "open the agent once" in answer["note"]
