@@ -64,6 +64,10 @@ def test_secret_is_recalled_after_fifty_turns_and_never_leaks(server, agents_hom
         "latin-1"), f"{memory_dir} keeps the raw turn after it finished"
     assert "api_key (secret): [REDACTED]" in _facts_section(_memory_messages(server)[-1])
     assert SECRET not in now_file.read_text(encoding="utf-8")
+    # A LOG.md compaction may still run in the background: it writes its archive before it rewrites LOG.md,
+    # so the files are read once it is done (closing the memory waits for it).
+    engine.close()
+    engine.manager.close()
     memory_dir = agents_home / "finn" / "memory"
     log_files = [memory_dir / "LOG.md", *sorted((memory_dir / "archive").glob("LOG-*.md"))]
     fact_lines = [line for path in log_files for line in path.read_text(encoding="utf-8").splitlines()
