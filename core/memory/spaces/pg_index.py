@@ -21,24 +21,12 @@ from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import LogEntry, utc_timestamp
 from core.memory.recall.docs import STOP_WORDS
 from core.memory.spaces.index import SpaceIndex, _apply, _window
-from core.memory.storage.words import B, CONTEXT_WEIGHT, K1, TEXT_WEIGHT, idf
+from core.memory.storage.words import idf, pg_ranked_sql
 
 _COUNTS = """SELECT q.term, (SELECT count(*) FROM entries WHERE search @@ q.query)
 FROM unnest(?::text[], ?::tsquery[]) AS q(term, query)"""
 
-_RANKED = f"""
-WITH q AS (SELECT * FROM unnest(?::text[], ?::float8[]) AS q(term, idf)),
-     l AS (SELECT coalesce(avg(tokens), 1)::float8 AS avgdl FROM entries)
-SELECT e.seq, sum(q.idf * f.freq * {K1 + 1} / (f.freq + {K1} * ({1 - B} + {B} * e.tokens / l.avgdl))) AS score
-FROM entries e CROSS JOIN l
-CROSS JOIN LATERAL (
-    SELECT u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN {TEXT_WEIGHT} ELSE {CONTEXT_WEIGHT} END)
-                      FROM unnest(u.weights) w)::float8 AS freq
-    FROM unnest(e.search) u) f
-JOIN q ON q.term = f.lexeme
-WHERE e.search @@ ?::tsquery AND {{where}}
-GROUP BY e.seq ORDER BY score DESC, e.seq LIMIT ?
-"""
+_RANKED = pg_ranked_sql("entries", "e", "seq", "e.seq", "(SELECT coalesce(avg(tokens), 1) FROM entries)")
 
 
 class PostgresSpaceIndex(SpaceIndex):

@@ -94,20 +94,30 @@ class Fts5Words:
 _PG_COUNTS = """SELECT q.term, (SELECT count(*) FROM (SELECT 1 FROM recall_docs WHERE search @@ q.query LIMIT ?) s)
 FROM unnest(?::text[], ?::tsquery[]) AS q(term, query)"""
 
-_PG_RANKED = f"""
+
+def pg_ranked_sql(table: str, alias: str, key: str, order: str, avgdl: str) -> str:
+    """BM25 in PostgreSQL over ``table``'s ``search`` tsvector (weight A: text, B: context) and ``tokens``, as
+    the SQLite side scores: parameters terms, IDFs, (those of ``avgdl``), the tsquery, (those of the ``{where}``
+    left to fill, on ``alias``) and the depth; rows ``(key, score)`` best first, ties by ``order``."""
+    return f"""
 WITH q AS (SELECT * FROM unnest(?::text[], ?::float8[]) AS q(term, idf)),
-     l AS (SELECT coalesce((SELECT avg(tokens) FROM recall_docs TABLESAMPLE SYSTEM (?)),
-                           (SELECT avg(tokens) FROM recall_docs), 1)::float8 AS avgdl)
-SELECT d.id, sum(q.idf * f.freq * {K1 + 1} / (f.freq + {K1} * ({1 - B} + {B} * d.tokens / l.avgdl))) AS score
-FROM recall_docs d CROSS JOIN l
+     l AS (SELECT {avgdl}::float8 AS avgdl)
+SELECT {alias}.{key}, sum(q.idf * f.freq * {K1 + 1} / (f.freq + {K1} * ({1 - B} + {B} * {alias}.tokens / l.avgdl)))
+       AS score
+FROM {table} {alias} CROSS JOIN l
 CROSS JOIN LATERAL (
     SELECT u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN {TEXT_WEIGHT} ELSE {CONTEXT_WEIGHT} END)
                       FROM unnest(u.weights) w)::float8 AS freq
-    FROM unnest(d.search) u) f
+    FROM unnest({alias}.search) u) f
 JOIN q ON q.term = f.lexeme
-WHERE d.search @@ ?::tsquery AND {{where}}
-GROUP BY d.id, d.rowid ORDER BY score DESC, d.rowid LIMIT ?
+WHERE {alias}.search @@ ?::tsquery AND {{where}}
+GROUP BY {alias}.{key}, {order} ORDER BY score DESC, {order} LIMIT ?
 """
+
+
+_PG_RANKED = pg_ranked_sql("recall_docs", "d", "id", "d.rowid",
+                           "coalesce((SELECT avg(tokens) FROM recall_docs TABLESAMPLE SYSTEM (?)), "
+                           "(SELECT avg(tokens) FROM recall_docs), 1)")
 
 
 def _lexeme(term: str) -> str:
