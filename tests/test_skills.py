@@ -86,6 +86,44 @@ def test_get_fact_missing_lists_known_keys(manager: MemoryManager) -> None:
     assert result == {"key": "nickname", "found": False, "known_keys": ["name"]}
 
 
+def test_get_fact_with_history_lists_earlier_values(manager: MemoryManager) -> None:
+    """With history, get_fact returns the current value and the earlier ones, newest first, as
+    MemoryManager.get_fact(key, history=True) lists them; without it, the reply is as before."""
+    for city in ("Porto", "Lisbon", "Berlin"):
+        manager.save_fact("city", city, category="personal")
+    result = get_skill("get_fact").call("finn", {"key": "city", "history": True})
+    assert (result["found"], result["value"], result["category"]) == (True, "Berlin", "personal")
+    assert result["history"] == manager.get_fact("city", history=True)
+    assert [v["value"] for v in result["history"]] == ["Berlin", "Lisbon", "Porto"]
+    assert result["history"][0]["replaced_at"] is None
+    assert result["history"][1]["replaced_at"] == result["history"][0]["saved_at"]
+    assert get_skill("get_fact").call("finn", {"key": "city"}) == {
+        "key": "city", "found": True, "value": "Berlin", "category": "personal"}
+    missing = get_skill("get_fact").call("finn", {"key": "town", "history": True})
+    assert missing == {"key": "town", "found": False, "known_keys": ["city"]}
+
+
+def test_get_fact_history_keeps_secrets(manager: MemoryManager) -> None:
+    """A secret's own current value comes back (it was asked for); its earlier values were never kept, and
+    another secret inside an earlier value of a plain fact is redacted."""
+    manager.save_fact("api_key", "sk-old-111111", category="secret")
+    manager.save_fact("api_key", "sk-new-222222", category="secret")
+    manager.save_fact("note", "the key is sk-new-222222")
+    manager.save_fact("note", "rotated")
+    secret = get_skill("get_fact").call("finn", {"key": "api_key", "history": True})
+    assert [v["value"] for v in secret["history"]] == ["sk-new-222222", "[REDACTED]"]
+    assert "sk-old-111111" not in json.dumps(secret)
+    note = get_skill("get_fact").call("finn", {"key": "note", "history": True})
+    assert [v["value"] for v in note["history"]] == ["rotated", "the key is [REDACTED]"]
+
+
+def test_get_fact_refuses_a_history_that_is_not_a_boolean(manager: MemoryManager) -> None:
+    """history must be true or false: anything else is a ToolArgumentError."""
+    manager.save_fact("city", "Porto")
+    with pytest.raises(ToolArgumentError, match="history"):
+        get_skill("get_fact").call("finn", {"key": "city", "history": "all of it"})
+
+
 def test_log_activity_appends_entry(manager: MemoryManager) -> None:
     """log_activity writes one LOG.md entry of the requested type and returns its seq."""
     result = get_skill("log_activity").call("finn", {"content": "chose pandas", "entry_type": "THOUGHT"})
