@@ -4,7 +4,8 @@
     agentos mcp --agent finn --http 127.0.0.1:8765
 
 Tools: every memory skill (``update_status``, ``log_activity``, ``save_fact``,
-``get_fact``, ``recall_memory``, ``store_memory``, ``forget_memory``, ``publish_memory``) and the
+``get_fact`` (with ``history``: a fact's earlier values too), ``recall_memory``, ``store_memory``,
+``forget_memory``, ``publish_memory``) and the
 provider's ``memory`` tool with its ``recall`` and ``forget`` actions (see
 :mod:`core.mcp_server.tools`); resources: NOW.md, the LOG.md tail and the
 facts, secrets redacted. The agent is fixed when the server starts. The

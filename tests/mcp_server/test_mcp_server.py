@@ -109,6 +109,37 @@ def test_facts_round_trip_and_bad_arguments_leave_the_server_serving(finn):
 
 
 @pytest.mark.slow  # the server runs as its own process over stdio
+def test_get_fact_with_history_returns_the_earlier_values(finn):
+    """get_fact takes history (a boolean): the current value and the earlier ones, newest first, with when each
+    was saved and replaced, as MemoryManager.get_fact(key, history=True) lists them; a wrong type is an error."""
+    async def main():
+        async with client() as session:
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            for city in ("Porto", "Lisbon", "Berlin"):
+                await session.call_tool("save_fact", {"key": "city", "value": city, "category": "personal"})
+            await session.call_tool("save_fact", {"key": "api_key", "value": "sk-old-1234", "category": "secret"})
+            await session.call_tool("save_fact", {"key": "api_key", "value": SECRET, "category": "secret"})
+            plain = data(await session.call_tool("get_fact", {"key": "city"}))
+            with_history = data(await session.call_tool("get_fact", {"key": "city", "history": True}))
+            secret = data(await session.call_tool("get_fact", {"key": "api_key", "history": True}))
+            wrong = await session.call_tool("get_fact", {"key": "city", "history": "everything"})
+        return tools["get_fact"].input_schema, plain, with_history, secret, wrong
+
+    schema, plain, with_history, secret, wrong = anyio.run(main)
+    assert schema["properties"]["history"]["type"] == "boolean" and schema["required"] == ["key"]
+    assert plain == {"key": "city", "found": True, "value": "Berlin", "category": "personal"}
+    assert with_history["value"] == "Berlin"
+    assert with_history["history"] == MemoryManager("finn").get_fact("city", history=True)
+    versions = with_history["history"]
+    assert [(v["value"], v["category"]) for v in versions] == [("Berlin", "personal"), ("Lisbon", "personal"),
+                                                                ("Porto", "personal")]
+    assert versions[0]["replaced_at"] is None and versions[1]["replaced_at"] == versions[0]["saved_at"]
+    assert versions[2]["replaced_at"] == versions[1]["saved_at"]
+    assert [v["value"] for v in secret["history"]] == [SECRET, "[REDACTED]"], "a secret's old value is never kept"
+    assert wrong.is_error and "history" in text(wrong)
+
+
+@pytest.mark.slow  # the server runs as its own process over stdio
 def test_recall_memory_explains_itself_and_lists_a_time_window(finn):
     """The recall_memory tool takes explain (results with why, and left_out) and, with no query, lists a window."""
     with MemoryManager("finn") as manager:
