@@ -174,6 +174,16 @@ class AgentView:
 
     # -- facts, notes, compactions ------------------------------------------------------
 
+    def fact_history(self, key: str) -> dict[str, Any]:
+        """The values the fact ``key`` has held, newest first (the current one first), and how many earlier
+        ones it has kept; NotFoundError if no fact has that key."""
+        def build(reader: Reader, secrets: list[str]) -> dict[str, Any]:
+            history = reader.fact_history(key)
+            if history is None:
+                raise NotFoundError(f"agent {self.paths.name!r} has no fact {key!r}")
+            return {"key": key, "history": history, "earlier": reader.fact_version_count(key)}
+        return self._answer(build)
+
     def notes(self, before: int | None) -> dict[str, Any]:
         return self._answer(lambda reader, secrets: self._notes(reader, before))
 

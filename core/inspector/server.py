@@ -8,6 +8,7 @@ Routes (every answer is JSON, except the page and its assets):
     /api/agents/<agent>                   the first view of one agent (NOW, sizes, timeline, facts, ...)
     /api/agents/<agent>/state             NOW, sizes and facts (what a live page refetches)
     /api/agents/<agent>/log               a timeline page: type, run, q, before, after, archive, limit
+    /api/agents/<agent>/facts/<key>       a fact's values, newest first (the current one, then its earlier ones)
     /api/agents/<agent>/notes             notes, older than ``before``
     /api/agents/<agent>/compactions       compaction history, older than ``before``
     /api/agents/<agent>/conversations/<n> a conversation: DAG tops and messages older than ``before``
@@ -331,6 +332,7 @@ def _recall(view: AgentView, rest: list[str], params: Params) -> dict[str, Any]:
 _AGENT_ROUTES: dict[tuple[str, int], Callable[[AgentView, list[str], Params], dict[str, Any]]] = {
     ("log", 1): _log,
     ("state", 1): lambda view, rest, params: view.state(),
+    ("facts", 2): lambda view, rest, params: view.fact_history(rest[0]),
     ("notes", 1): lambda view, rest, params: view.notes(params.integer("before")),
     ("compactions", 1): lambda view, rest, params: view.compactions(params.integer("before")),
     ("conversations", 2): _conversation,

@@ -128,6 +128,35 @@ def test_secrets_are_masked_in_every_answer(demo, serve):
     assert {f["key"]: f["value"] for f in view["facts"]}["deploy_api_key"] == "[REDACTED]"
 
 
+def test_a_fact_lists_its_earlier_values_and_never_a_secret(demo, serve):
+    """The facts say how many earlier values each kept; /facts/<key> lists the values newest first with when
+    each was saved and replaced, as MemoryManager.get_fact(key, history=True) does; a secret's values, and a
+    fact's earlier values while it is secret, are [REDACTED]; an unknown key is a 404."""
+    with MemoryManager("finn", demo.home) as mm:
+        mm.save_fact("home_city", "Porto", category="personal")
+        mm.save_fact("home_city", "Berlin", category="personal")
+        mm.save_fact("deploy_api_key", "sk-live-5555-efgh", category="secret")
+        mm.save_fact("staging_token", "tok-plain-123456")
+        mm.save_fact("staging_token", "tok-secret-654321", category="secret")
+        expected = mm.get_fact("home_city", history=True)
+    url = serve()
+    counts = {f["key"]: f["versions"] for f in get_json(url, "/api/agents/finn/state")["facts"]}
+    assert counts == {"deploy_api_key": 1, "home_city": 2, "preferred_currency": 0, "report_day": 0,
+                      "staging_token": 1}
+    city = get_json(url, "/api/agents/finn/facts/home_city")
+    assert city["history"] == expected and city["earlier"] == 2
+    assert [(v["value"], v["replaced_at"] is None) for v in city["history"]] == [
+        ("Berlin", True), ("Porto", False), ("Lisbon", False)]
+    assert city["history"][1]["replaced_at"] == city["history"][0]["saved_at"]
+    bodies = [get(url, f"/api/agents/finn/facts/{key}")[1] for key in ("deploy_api_key", "staging_token")]
+    for body in bodies:
+        assert [v["value"] for v in json.loads(body)["history"]] == ["[REDACTED]", "[REDACTED]"]
+    for value in (SECRET, "sk-live-5555-efgh", "tok-plain-123456", "tok-secret-654321"):
+        assert all(value.encode() not in body for body in bodies)
+    assert get(url, "/api/agents/finn/facts/no_such_fact")[0] == 404
+    assert get(url, "/api/agents/finn/facts/home_city/more")[0] == 404
+
+
 def test_html_in_an_entry_is_returned_as_text_and_the_page_runs_no_inline_script(demo, serve):
     """A LOG entry holding <script> comes back as the same text in JSON; every answer forbids inline scripts."""
     url = serve()
@@ -152,6 +181,7 @@ CRAFTED = [
     "/api/agents/finn/conversations/-1", "/api/agents/finn/conversations/99999",
     "/api/agents/finn/summaries/..%2f..%2fx", "/api/agents/finn/summaries/sum_nope",
     "/static/../cli.py", "/static/%2e%2e%2fcli.py", "/static/server.py", "/api/agents/finn/nothing",
+    "/api/agents/finn/facts/..%2f..%2fetc%2fpasswd", "/api/agents/finn/facts/%00", "/api/agents/finn/facts",
 ]
 
 
@@ -190,7 +220,8 @@ def test_no_request_writes(demo, serve):
     conv = view["conversations"][0]["id"]
     for path in ["/", "/static/app.js", "/api/agents", "/api/agents/finn/state", "/api/agents/finn/log?q=asyncio",
                  f"/api/agents/finn/log?archive={demo.archive_id}", "/api/agents/finn/notes",
-                 "/api/agents/finn/compactions", f"/api/agents/finn/conversations/{conv}"]:
+                 "/api/agents/finn/compactions", f"/api/agents/finn/conversations/{conv}",
+                 "/api/agents/finn/facts/home_city"]:
         assert get(url, path)[0] == 200
     for root in get_json(url, f"/api/agents/finn/conversations/{conv}")["roots"]:
         assert get(url, f"/api/agents/finn/summaries/{root['id']}")[0] == 200

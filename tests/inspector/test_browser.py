@@ -126,6 +126,37 @@ def test_a_secret_is_masked(page, demo):
     assert "My deploy key is [REDACTED]" in page.locator(f"#log li[data-seq='{demo.secret_seq}']").inner_text()
 
 
+def test_a_fact_opens_its_earlier_values_and_a_secret_shows_none(page, demo):
+    """A fact saved again gets an "earlier value" button (through the live update) that lists the values it
+    held with their dates, and stays open while more values arrive; a secret's earlier value is [REDACTED]."""
+    page.wait_for_selector("#live.on")
+    assert page.locator("#facts dd button").count() == 0, "no fact has an earlier value yet"
+    with MemoryManager("finn", demo.home) as mm:
+        mm.save_fact("home_city", "Porto", category="personal")
+        mm.save_fact("deploy_api_key", "sk-live-5555-efgh", category="secret")
+        saved = mm.get_fact("home_city", history=True)[1]["saved_at"]
+    city = page.locator("#facts dd[data-key='home_city']")
+    expect(city.locator("button")).to_have_text("1 earlier value")
+    assert city.locator(".versions").is_hidden()
+    city.locator("button").click()
+    expect(city.locator(".versions li")).to_have_count(1)
+    item = city.locator(".versions li").inner_text()
+    assert item.startswith("Lisbon") and f"saved {saved.replace('T', ' ')[:16]}" in item and "replaced" in item
+    assert city.locator("button").get_attribute("aria-expanded") == "true"
+    with MemoryManager("finn", demo.home) as mm:
+        mm.save_fact("home_city", "Berlin", category="personal")
+    expect(city.locator("button")).to_have_text("2 earlier values")
+    expect(city.locator(".versions li")).to_have_count(2)
+    expect(city.locator(".versions li .value")).to_have_text(["Porto", "Lisbon"])
+    secret = page.locator("#facts dd[data-key='deploy_api_key']")
+    secret.locator("button").click()
+    expect(secret.locator(".versions li .value")).to_have_text(["[REDACTED]"])
+    html = page.content()
+    assert SECRET not in html and "sk-live-5555-efgh" not in html
+    city.locator("button").click()
+    assert city.locator(".versions").is_hidden()
+
+
 def test_a_script_entry_is_shown_as_text_and_stays_inert(page, demo):
     """A LOG entry holding <script> and an onerror image is shown as its text: no dialog, no new element runs."""
     item = page.locator(f"#log li[data-seq='{demo.script_seq}'] .text")

@@ -3,7 +3,7 @@
 "use strict";
 
 const state = { agent: null, tab: "timeline", entryTypes: [], log: { types: new Set(), run: "", q: "", archive: "" },
-  newest: 0, firstPage: true, events: null, notesCursor: null, compactionsCursor: null };
+  newest: 0, firstPage: true, events: null, notesCursor: null, compactionsCursor: null, openFacts: new Set() };
 const $ = (id) => document.getElementById(id);
 
 function el(tag, props, ...children) {
@@ -108,6 +108,7 @@ async function openAgent(name) {
   rememberPlace();
   Object.assign(state.log, { types: new Set(), run: "", q: "", archive: "" });
   state.newest = 0;
+  state.openFacts.clear();
   $("log-search").value = "";
   const overview = await api("");
   $("main").hidden = false;
@@ -171,10 +172,36 @@ function showFacts(facts, profiles) {
   fill($("facts"), facts.length ? null : el("p", { class: "muted" }, "no facts"),
     Object.entries(groups).map(([category, items]) => el("div", { class: "facts" }, el("h3", {}, category),
       el("dl", {}, items.map((f) => [el("dt", { title: `updated ${when(f.updated_at)}` }, f.key),
-        el("dd", { class: category === "secret" ? "secret" : null }, f.value)])))),
+        el("dd", { class: category === "secret" ? "secret" : null, "data-key": f.key }, el("span", { class: "value" }, f.value),
+          f.versions ? factHistory(f) : null)])))),
     profiles.map((p) => el("div", { class: "profile" }, el("h3", {}, `profile of ${p.user_id || "the user"} (v${p.version})`),
       p.profile ? el("p", {}, p.profile) : null, p.soul ? el("p", { class: "muted" }, p.soul) : null,
       p.constraints.length ? el("ul", {}, p.constraints.map((c) => el("li", {}, c))) : null)));
+}
+
+// A fact's earlier values, fetched when its "N earlier values" button opens them; an open list stays open
+// (and is fetched again) when a live update redraws the facts.
+function factHistory(fact) {
+  const list = el("ol", { class: "versions", hidden: true });
+  const button = el("button", { class: "link muted small", "aria-expanded": "false",
+    onclick: () => toggleFactHistory(fact.key, button, list, button.getAttribute("aria-expanded") !== "true") },
+    plural(fact.versions, "earlier value"));
+  if (state.openFacts.has(fact.key)) toggleFactHistory(fact.key, button, list, true);
+  return [" ", button, list];
+}
+
+async function toggleFactHistory(key, button, list, open) {
+  button.setAttribute("aria-expanded", String(open));
+  list.hidden = !open;
+  if (!open) { state.openFacts.delete(key); return; }
+  state.openFacts.add(key);
+  try {
+    const { history, earlier } = await api(`/facts/${encodeURIComponent(key)}`);
+    const older = history.slice(1);  // the first is the current value, shown beside the key
+    fill(list, older.map((v) => el("li", { "data-id": v.id }, el("span", { class: "value" }, v.value), " ",
+      el("span", { class: "muted small" }, `${v.category}, saved ${when(v.saved_at)}, replaced ${when(v.replaced_at)}`))),
+      earlier > older.length ? el("li", { class: "muted small" }, `and ${plural(earlier - older.length, "older value")}`) : null);
+  } catch (error) { fill(list, el("li", { class: "warn" }, error.message)); }
 }
 
 function showAlerts(neverEnded) {

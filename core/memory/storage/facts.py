@@ -176,6 +176,18 @@ class Version:
                 "saved_at": self.saved_at, "replaced_at": self.replaced_at}
 
 
+def versions_of(fact: Fact, rows: Any) -> list[Version]:
+    """``fact``'s current value, then its earlier values from ``rows`` (``fact_versions`` rows, newest first).
+
+    While the fact is secret its earlier values are hidden too: a value saved before it became secret was
+    not one then, but it may well be the same credential.
+    """
+    secret = fact.category == "secret"
+    return [Version(0, fact.key, fact.value, fact.category, fact.updated_at, None),
+            *(Version(r["id"], fact.key, None if secret else r["value"], r["category"], r["saved_at"],
+                      r["replaced_at"]) for r in rows)]
+
+
 class FactStore:
     """Facts of one agent."""
 
@@ -199,10 +211,7 @@ class FactStore:
         if fact is None:
             return []
         rows = self.db.conn.execute("SELECT * FROM fact_versions WHERE key = ? ORDER BY id DESC", (key,)).fetchall()
-        secret = fact.category == "secret"
-        versions = [Version(0, key, fact.value, fact.category, fact.updated_at, None),
-                    *(Version(r["id"], key, None if secret else r["value"], r["category"], r["saved_at"],
-                              r["replaced_at"]) for r in rows)]
+        versions = versions_of(fact, rows)
         return [v.as_dict(redact=False) for v in versions] if as_dicts else versions
 
     def list(self, category: object = None) -> list[Fact]:

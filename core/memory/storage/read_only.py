@@ -16,19 +16,24 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from core.config import StorageConfig
-from core.errors import StorageError
+from core.errors import StorageError, ValidationError
 from core.memory.storage import residence
 from core.memory.storage.backend import schema_name
 from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
-from core.memory.storage.facts import MIN_REDACTED_CHARS, REDACTED
+from core.memory.storage.facts import MIN_REDACTED_CHARS, REDACTED, Fact, check_key, versions_of
 from core.paths import AgentPaths
 
 BUSY_TIMEOUT_S = 5.0
 MAX_FACTS = 2000
+MAX_FACT_VERSIONS = 500
 
 _SECRETS = "SELECT value FROM user_facts WHERE category = 'secret' AND length(value) >= ?"
 _FACTS = """SELECT key, value, category, created_at, updated_at FROM user_facts
             ORDER BY category, key LIMIT ?"""
+_FACT = "SELECT key, value, category, created_at, updated_at FROM user_facts WHERE key = ?"
+_FACT_VERSIONS = """SELECT id, value, category, saved_at, replaced_at FROM fact_versions
+                    WHERE key = ? ORDER BY id DESC LIMIT ?"""
+_VERSION_COUNTS = "SELECT key, count(*) AS n FROM fact_versions GROUP BY key"
 _PROFILES = """SELECT user_id, profile, soul, constraints, version, updated_at FROM ctx_agent_memory
                WHERE agent_id = ? ORDER BY user_id"""
 _LOG_ROWS = """SELECT id AS seq, timestamp AS ts, entry_type AS type, run_id, archive_id
@@ -162,12 +167,35 @@ class Reader:
         return sorted((r["value"] for r in rows), key=len, reverse=True)
 
     def facts(self) -> list[dict[str, Any]]:
-        """Facts by category and key; a secret's value is replaced by ``[REDACTED]`` whatever its length."""
+        """Facts by category and key, each with how many earlier values it has kept (``versions``); a secret's
+        value is replaced by ``[REDACTED]`` whatever its length."""
         rows = self._rows("user_facts", _FACTS, (MAX_FACTS,))
+        counts = {r["key"]: r["n"] for r in self._rows("fact_versions", _VERSION_COUNTS)}
         for row in rows:
+            row["versions"] = counts.get(row["key"], 0)
             if row["category"] == "secret":
                 row["value"] = REDACTED
         return rows
+
+    def fact_history(self, key: str) -> list[dict[str, Any]] | None:
+        """The values of the fact ``key`` (None: no such fact), newest first: the current one, then at most
+        ``MAX_FACT_VERSIONS`` earlier ones, as ``agentos facts --history`` lists them (a secret's values, and
+        the earlier values of a fact while it is secret, as ``[REDACTED]``)."""
+        try:
+            if check_key(key) != key:
+                return None
+        except ValidationError:  # not a key any fact can have (PostgreSQL would refuse a NUL in it)
+            return None
+        found = self._rows("user_facts", _FACT, (key,))
+        if not found:
+            return None
+        fact = Fact(**found[0])
+        rows = self._rows("fact_versions", _FACT_VERSIONS, (key, MAX_FACT_VERSIONS))
+        return [version.as_dict() for version in versions_of(fact, rows)]
+
+    def fact_version_count(self, key: str) -> int:
+        """How many earlier values the fact ``key`` has kept."""
+        return self._value("fact_versions", "SELECT count(*) FROM fact_versions WHERE key = ?", (key,))
 
     def fact_count(self) -> int:
         return self._count("user_facts")
