@@ -49,30 +49,25 @@ START_DELAY_S = 1.0
 command that writes and ends within it (``agentos run``, a script's few appends) neither loads the model
 nor waits for it at exit; its docs stay queued in memory.db, searchable by words, and the next process
 that opens the agent computes their vectors."""
-CONTEXT_CHARS = 300
-"""How much of the previous memory of the same thread goes into a memory's vector."""
 
-def embedding_text(doc: Doc, previous: Doc | None) -> str:
-    """What a doc's vector is computed from: who said it and what, after what was said just before."""
-    said = f"{doc.speaker}: {doc.text}" if doc.speaker else doc.text
-    if previous is None:
-        return said
-    before = f"{previous.speaker}: {previous.text}" if previous.speaker else previous.text
-    return f"{said}\n(in reply to {before[:CONTEXT_CHARS]})"
+def embedding_text(doc: Doc) -> str:
+    """What a doc's vector is computed from: who said it and what (on LongMemEval-S adding the turn
+    before it gave nothing and doubled the model's work: docs/benchmarks.md)."""
+    return f"{doc.speaker}: {doc.text}" if doc.speaker else doc.text
 
 
-def vector_row(doc: Doc, previous: Doc | None) -> VectorRow:
+def vector_row(doc: Doc) -> VectorRow:
     """The cold store's row of a doc: its vector's text, what the vector search filters on, and the memory."""
     memory = {"text": doc.text, "metadata": doc.metadata, "created_at": doc.created_at,
               "occurred_at": doc.occurred_at, "expires_at": doc.expires_at}
-    return VectorRow(id=doc.id, kind=doc.kind, text=embedding_text(doc, previous), source=doc.source,
+    return VectorRow(id=doc.id, kind=doc.kind, text=embedding_text(doc), source=doc.source,
                      occurred_at=doc.occurred_at, memory=json.dumps(memory, ensure_ascii=False, sort_keys=True))
 
 
 def embedded_chars(row: VectorRow, chunks: list[VectorRow]) -> int:
     """About how many characters the model reads for a memory: what its own vector sees of its row (two
     windows, about ``LONG_CHARS``) and its chunks."""
-    return min(len(row.text), LONG_CHARS + CONTEXT_CHARS) + sum(len(c.text) for c in chunks)
+    return min(len(row.text), LONG_CHARS) + sum(len(c.text) for c in chunks)
 
 
 def within_budget(rows: list[VectorRow], chunks: list[list[VectorRow]]) -> int:
@@ -219,7 +214,7 @@ class BackgroundIndexer:
         pending = self.docs.pending_vectors(BATCH)
         if not pending:
             return 0
-        rows = [vector_row(d, self.docs.previous(d)) for d in pending]
+        rows = [vector_row(d) for d in pending]
         chunks = [chunk_rows(row, doc.text, doc.speaker) for doc, row in zip(pending, rows)]
         count = within_budget(rows, chunks)
         pending, rows = pending[:count], rows[:count]
