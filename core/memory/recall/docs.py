@@ -125,14 +125,30 @@ class DocIndex:
             written += 1
         return written
 
-    @staticmethod
-    def delete(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
-        """Remove ``ids`` and queue their vectors for deletion (``recall_purge``); return how many existed."""
+    @classmethod
+    def delete(cls, conn: sqlite3.Connection, ids: Sequence[str]) -> int:
+        """Remove ``ids`` and queue their vectors for deletion (``recall_purge``); return how many existed.
+
+        The memory that followed each one in its thread gets a new vector: its old one quoted it.
+        """
         removed = 0
         for doc_id in ids:
+            cls.reembed_next(conn, [doc_id])
             removed += conn.execute("DELETE FROM recall_docs WHERE id = ?", (doc_id,)).rowcount
             conn.execute("INSERT OR IGNORE INTO recall_purge (id) VALUES (?)", (doc_id,))
         return removed
+
+    @staticmethod
+    def reembed_next(conn: sqlite3.Connection, ids: Sequence[str]) -> None:
+        """Queue for a new vector the memory that follows each of ``ids`` in its thread (its vector is
+        computed with the turn before it, see :func:`core.memory.recall.vector_indexer.embedding_text`)."""
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            conn.execute(
+                f"""UPDATE recall_docs SET vector_state = 0 WHERE rowid IN (
+                        SELECT (SELECT min(n.rowid) FROM recall_docs n WHERE n.thread = d.thread AND n.rowid > d.rowid)
+                        FROM recall_docs d WHERE d.thread != '' AND d.id IN ({', '.join('?' * len(part))}))""",
+                part)
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -167,6 +183,16 @@ class DocIndex:
             [*params, limit]).fetchall()
         return [_doc(row) for row in rows]
 
+    def previous(self, doc: Doc) -> Doc | None:
+        """The memory stored just before ``doc`` in the same thread, if any."""
+        if not doc.thread:
+            return None
+        row = self.db.conn.execute(
+            f"SELECT {_COLUMNS} FROM recall_docs WHERE thread = ? AND rowid < ? ORDER BY rowid DESC LIMIT 1",
+            (doc.thread, doc.rowid),
+        ).fetchone()
+        return _doc(row) if row else None
+
     def pending_vectors(self, limit: int) -> list[Doc]:
         """Docs whose vector is still to be computed, oldest first."""
         rows = self.db.conn.execute(
@@ -188,16 +214,17 @@ class DocIndex:
         return self.db.conn.execute(
             "SELECT coalesce(min(rowid), 0) FROM recall_docs WHERE vector_state = 0").fetchone()[0]
 
-    def mark_embedded(self, written: Mapping[str, Any], row_of: Callable[[Doc], Any]) -> None:
+    def mark_embedded(self, written: Mapping[str, Any], row_of: Callable[[Doc, Doc | None], Any]) -> None:
         """Record which docs have the vector row just ``written`` for them (by id).
 
-        ``row_of(doc)`` is the row a doc needs now; a doc whose row is another (its text, kind or time
-        changed meanwhile: redacted, stored again) is pending again, even if another batch had embedded its new version: the row just written
+        ``row_of(doc, previous)`` is the row a doc needs now; a doc whose row is another (its text,
+        kind, time, or the memory before it in its thread changed meanwhile: forgotten, redacted) is
+        pending again, even if another batch had embedded its new version: the row just written
         may have replaced that newer one.
         """
         with self.db.transaction() as conn:
             for doc in self.get(written).values():
-                fresh = row_of(doc) == written[doc.id]
+                fresh = row_of(doc, self.previous(doc)) == written[doc.id]
                 conn.execute("UPDATE recall_docs SET vector_state = ? WHERE id = ?", (int(fresh), doc.id))
 
     def words(self, query: str, depth: int, filters: Filters) -> list[tuple[str, float]]:

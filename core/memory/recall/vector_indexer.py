@@ -50,17 +50,29 @@ command that writes and ends within it (``agentos run``, a script's few appends)
 nor waits for it at exit; its docs stay queued in memory.db, searchable by words, and the next process
 that opens the agent computes their vectors."""
 
-def embedding_text(doc: Doc) -> str:
-    """What a doc's vector is computed from: who said it and what (on LongMemEval-S adding the turn
-    before it gave nothing and doubled the model's work: docs/benchmarks.md)."""
-    return f"{doc.speaker}: {doc.text}" if doc.speaker else doc.text
+CONTEXT_CHARS = 300
+"""A memory shorter than this is read with the start of the memory before it in its thread, up to this
+many characters in all ("Yes, book it for Tuesday" means little alone); a longer one is read alone (on
+LongMemEval-S, turns of 288 characters on average, adding the previous turn to every turn gave nothing
+and doubled the model's work; on short chat turns it gives 2 points of recall@10: docs/benchmarks.md)."""
 
 
-def vector_row(doc: Doc) -> VectorRow:
+def embedding_text(doc: Doc, previous: Doc | None) -> str:
+    """What a doc's vector is computed from: who said it and what, after what was said just before if it
+    is short (see ``CONTEXT_CHARS``)."""
+    said = f"{doc.speaker}: {doc.text}" if doc.speaker else doc.text
+    room = CONTEXT_CHARS - len(said)
+    if previous is None or room <= 0:
+        return said
+    before = f"{previous.speaker}: {previous.text}" if previous.speaker else previous.text
+    return f"{said}\n(in reply to {before[:room]})"
+
+
+def vector_row(doc: Doc, previous: Doc | None) -> VectorRow:
     """The cold store's row of a doc: its vector's text, what the vector search filters on, and the memory."""
     memory = {"text": doc.text, "metadata": doc.metadata, "created_at": doc.created_at,
               "occurred_at": doc.occurred_at, "expires_at": doc.expires_at}
-    return VectorRow(id=doc.id, kind=doc.kind, text=embedding_text(doc), source=doc.source,
+    return VectorRow(id=doc.id, kind=doc.kind, text=embedding_text(doc, previous), source=doc.source,
                      occurred_at=doc.occurred_at, memory=json.dumps(memory, ensure_ascii=False, sort_keys=True))
 
 
@@ -214,7 +226,7 @@ class BackgroundIndexer:
         pending = self.docs.pending_vectors(BATCH)
         if not pending:
             return 0
-        rows = [vector_row(d) for d in pending]
+        rows = [vector_row(d, self.docs.previous(d)) for d in pending]
         chunks = [chunk_rows(row, doc.text, doc.speaker) for doc, row in zip(pending, rows)]
         count = within_budget(rows, chunks)
         pending, rows = pending[:count], rows[:count]
