@@ -54,8 +54,9 @@ class ColdConfig:
     """Cold tier: LanceDB and its embedder."""
 
     embedder: str = "minilm"
-    """``minilm`` (offline all-MiniLM-L6-v2) or ``ollama:<model>`` (e.g. ``ollama:nomic-embed-text``); ``fake``
-    (hashed words, no model) is for tests."""
+    """``minilm`` (offline all-MiniLM-L6-v2, its dense layers in int8), ``minilm-float32`` (the same model in
+    float, exactly sentence-transformers' vectors, 1.6 times slower) or ``ollama:<model>`` (e.g.
+    ``ollama:nomic-embed-text``); ``fake`` (hashed words, no model) is for tests."""
     optimize_every: int = 50
     """Compact LanceDB's small fragments after this many writes (in a background thread)."""
     min_score: float = 0.15

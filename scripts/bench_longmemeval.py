@@ -109,7 +109,9 @@ def user_turns(question: dict) -> list[dict]:
 
 STORE_PATH = ("core/memory/recall/sources.py", "core/memory/recall/docs.py", "core/memory/recall/index.py",
               "core/memory/recall/store.py", "core/memory/recall/vector_indexer.py", "core/memory/recall/when.py",
-              "core/memory/recall/lance_table.py", "core/llm/embedding/embedders.py")
+              "core/memory/recall/lance_table.py", "core/llm/embedding/embedders.py",
+              "core/llm/embedding/minilm_onnx.py", "core/llm/embedding/minilm_graph.py",
+              "core/llm/embedding/token_batches.py")
 """The files whose code decides what a stored haystack holds: a cached home is kept while they are unchanged
 (the ranking, in search.py and query.py, is not among them: changing it re-runs only the recalls)."""
 
@@ -262,7 +264,7 @@ def run(questions: list[dict], cache: Path | None = None, build_only: bool = Fal
 
     from core.llm.embedding.embedders import MiniLMEmbedder
 
-    embedder = MiniLMEmbedder()
+    embedder = MiniLMEmbedder(int8=False)  # plain MiniLM: exactly sentence-transformers' vectors
     rows: dict[str, list] = {"agentos": [], "bm25": [], "minilm": []}
     timing: dict[str, list[float]] = {"store_ms": [], "vectors_ms": [], "recall_ms": []}
     turns_total = 0

@@ -201,21 +201,16 @@ def fit(conversations):
     print(f"weights ({', '.join(FEATURES)}):", model.coef_.round(2), "bias", model.intercept_.round(2))
 
 
-def _no_context(doc, previous):
+def _no_speaker(doc):
     return doc.text
-
-
-def _speaker_only(doc, previous):
-    return f"{doc.speaker}: {doc.text}" if doc.speaker else doc.text
 
 
 # -- main -------------------------------------------------------------------------------------------------
 
-IDEAS = {  # name: (ranking change, vector text without context)
+IDEAS = {  # name: (ranking change, another vector text or None)
     "words (BM25) left out of the score": ({"words": 0.0}, None),
     "speaker feature left out": ({"speaker": 0.0}, None),
-    "vectors of the bare text (no speaker, no previous turn)": ({}, _no_context),
-    "vectors with the speaker but not the previous turn": ({}, _speaker_only),
+    "vectors of the text without its speaker": ({}, _no_speaker),
 }
 
 

@@ -84,7 +84,7 @@ writer.kill()
 writer.wait()
 # Return as soon as the embedding model is loaded: every agent's first batch is under way.
 from core.llm.embedding import embedders
-while embedders._minilm_model is None:
+while not embedders._minilm_models:
     time.sleep(0.01)
 print("pending", sum(m.cold.docs.pending_count() for m in managers), flush=True)
 """

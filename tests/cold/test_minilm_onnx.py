@@ -1,5 +1,5 @@
-"""all-MiniLM-L6-v2 in ONNX Runtime, its graph built from the weights: sentence-transformers' vectors, a checked
-cache, the fallbacks, and no torch at run time.
+"""all-MiniLM-L6-v2 in ONNX Runtime, its graph built from the weights: sentence-transformers' vectors (the float
+graph exactly, the int8 one within a cosine), a checked cache, the fallbacks, and no torch at run time.
 
 sentence-transformers (torch) is the reference here and a test dependency only. Running this module writes the
 probes' reference vectors: ``python -m tests.cold.test_minilm_onnx``.
@@ -40,15 +40,23 @@ def sentence_transformer():
     return _load_sentence_transformer()
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The model built from the weights, cached in a folder of this module."""
-    folder = tmp_path_factory.mktemp("model-cache")
+def build_in(folder: Path, int8: bool):
+    """The model built from the weights, cached in ``folder``: its runner, its file's name, the folder."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AGENTOS_MODEL_CACHE", str(folder))
-        runner = minilm_onnx.build()
-        name = minilm_onnx.cached_model_path().name
-    return runner, name, folder
+        return minilm_onnx.build(int8), minilm_onnx.cached_model_path(int8).name, folder
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The float graph built from the weights, cached in a folder of this module."""
+    return build_in(tmp_path_factory.mktemp("model-cache"), int8=False)
+
+
+@pytest.fixture(scope="module")
+def built_int8(tmp_path_factory):
+    """The int8 graph (the default) built from the weights, cached in a folder of this module."""
+    return build_in(tmp_path_factory.mktemp("model-cache-int8"), int8=True)
 
 
 @pytest.fixture
@@ -88,6 +96,19 @@ def test_vectors_equal_sentence_transformers_for_single_texts_and_padded_batches
     assert np.abs(runner.embed(short) - encode(sentence_transformer, short)).max() < minilm_onnx.TOLERANCE
 
 
+def test_the_int8_graph_is_within_a_cosine_of_sentence_transformers_and_gives_a_text_its_own_vector(
+        built_int8, sentence_transformer):
+    """Each vector of the int8 graph is within cosine 0.97 of sentence-transformers' (0.99 on average), and a
+    text gets the same vector alone as beside others: each runs alone, its inputs quantized on their own."""
+    runner, _, _ = built_int8
+    sample = texts(40) + ["x", "Ünïcödé café in 東京 🎉 — naïve résumé", "¿Qué dijo Ada de Lisboa?"]
+    got = np.vstack([runner.run([row]) for row in runner.truncated(sample)])
+    cosines = (got * encode(sentence_transformer, sample)).sum(axis=1)
+    assert cosines.min() >= minilm_onnx.INT8_MIN_COSINE and cosines.mean() >= 0.99
+    together = runner.embed(sample)
+    assert all(np.abs(together[n] - runner.embed([text])[0]).max() < 1e-6 for n, text in enumerate(sample[-5:], 38))
+
+
 def test_the_shipped_probe_vectors_are_sentence_transformers_vectors(sentence_transformer):
     """minilm_probes.json holds sentence-transformers' vectors of today's PROBES, so the check cannot go stale."""
     shipped = json.loads(PROBES_FILE.read_text(encoding="utf-8"))
@@ -100,22 +121,22 @@ def test_the_shipped_probe_vectors_are_sentence_transformers_vectors(sentence_tr
 
 @pytest.mark.slow
 @pytest.mark.bare_home
-def test_a_new_process_builds_then_loads_the_model_without_torch(built, tmp_path):
-    """A process with an empty cache builds the model, a later one loads it; neither imports torch,
-    transformers, sentence-transformers, onnx, HF tokenizers or huggingface_hub, and both give the vectors of
-    the runner built here."""
+def test_a_new_process_builds_then_loads_the_model_without_torch(built_int8, tmp_path):
+    """A process with an empty cache builds the model (int8, the default), a later one loads it; neither imports
+    torch, transformers, sentence-transformers, onnx, HF tokenizers or huggingface_hub, and both give the vectors
+    of the runner built here."""
     code = ("import sys; from core.llm.embedding.embedders import MiniLMEmbedder, load_minilm;"
             "v = MiniLMEmbedder().embed(['What did Ada say about Lisbon?'])[0];"
             f"print(load_minilm().runtime); print(sorted(n for n in {NOT_AT_RUN_TIME!r} if n in sys.modules));"
             "print(' '.join(map(repr, v.tolist())))")
     env = {**os.environ, "AGENTOS_MODEL_CACHE": str(tmp_path)}
-    expected = built[0].embed(["What did Ada say about Lisbon?"])[0]
+    expected = built_int8[0].embed(["What did Ada say about Lisbon?"])[0]
     for _ in ("builds", "loads"):
         out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                              env=env)
         runtime, heavy, vector = out.stdout.strip().splitlines()
-        assert (runtime, heavy) == ("ONNX Runtime", "[]")
-        assert [p.name for p in tmp_path.iterdir()] == [built[1]]
+        assert (runtime, heavy) == ("ONNX Runtime, int8", "[]")
+        assert [p.name for p in tmp_path.iterdir()] == [built_int8[1]]
         values = np.array([float(x) for x in vector.split()], dtype=np.float32)
         assert np.abs(values - expected).max() < 1e-6
 
@@ -125,10 +146,10 @@ def test_a_damaged_cached_file_is_built_again_with_a_warning(built, cache, caplo
     cache.mkdir()
     (cache / name).write_bytes(b"not an onnx model")
     with caplog.at_level(logging.WARNING):
-        runner = minilm_onnx.load()
+        runner = minilm_onnx.load(int8=False)
     assert "building all-MiniLM-L6-v2's ONNX model again" in caplog.text
     assert runner.embed(["hello"]).shape == (1, 384)
-    assert isinstance(minilm_onnx.load_cached(), minilm_onnx.OnnxMiniLM)
+    assert isinstance(minilm_onnx.load_cached(int8=False), minilm_onnx.OnnxMiniLM)
 
 
 def test_a_model_that_does_not_give_the_probes_vectors_is_refused(built):
@@ -141,6 +162,20 @@ def test_a_model_that_does_not_give_the_probes_vectors_is_refused(built):
     bias = next(t for t in proto.graph.initializer if t.name == "encoder.layer.5.output.LayerNorm.bias")
     bias.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(bias) + np.float32(0.01), bias.name))
     with pytest.raises(BackendError, match="does not give sentence-transformers' vectors"):
+        minilm_onnx.OnnxMiniLM(proto.SerializeToString(), int8=False)
+
+
+def test_an_int8_model_far_from_the_probes_vectors_is_refused(built_int8):
+    """The int8 graph is checked by cosine: one whose weights were scaled wrong is refused at load."""
+    import onnx
+    from onnx import numpy_helper
+
+    _, name, folder = built_int8
+    proto = onnx.load(str(folder / name))
+    for tensor in proto.graph.initializer:
+        if tensor.name.endswith(".weight_scale"):
+            tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor) * np.float32(3), tensor.name))
+    with pytest.raises(BackendError, match=r"does not give sentence-transformers' vectors \(cosine"):
         minilm_onnx.OnnxMiniLM(proto.SerializeToString())
 
 
@@ -158,7 +193,7 @@ def test_a_model_that_cannot_be_built_leaves_sentence_transformers_in_charge(cac
     """Where the ONNX model fails and sentence-transformers is installed, the model runs in torch and the
     log says why."""
 
-    def broken():
+    def broken(int8):
         raise BackendError("the ONNX model (in memory) does not give sentence-transformers' vectors")
 
     monkeypatch.setattr(minilm_onnx, "build", broken)

@@ -157,7 +157,7 @@ def test_a_value_that_becomes_a_secret_leaves_the_index(finn):
 
 
 def test_forgetting_a_turn_gives_the_next_turn_a_new_vector(finn):
-    """The vector of a turn quotes the turn before it: once that one is forgotten, it is computed without it."""
+    """The vector of a short turn quotes the turn before it: once that one is forgotten, it is computed without it."""
     first = finn.store_memory("I moved to 12 Elm Street", metadata={"speaker": "Ada", "session": "s2"})
     reply = finn.store_memory("Nice, how is the new flat?", metadata={"speaker": "Bob", "session": "s2"})
     finn.cold.catch_up()
@@ -166,6 +166,19 @@ def test_forgetting_a_turn_gives_the_next_turn_a_new_vector(finn):
     finn.forget_memory(first)
     assert finn.cold.background.wait_idle(60)
     assert first not in texts() and "Elm" not in texts()[reply]
+
+
+def test_a_long_turn_is_read_alone_and_a_short_one_with_the_start_of_the_turn_before(finn):
+    """Up to 300 characters in all: a turn that long is its own vector's whole text; a short one is followed by
+    as much of the turn before it as fits."""
+    story = ("We drove up the coast road past the lighthouse and the old fish market. " * 6).strip()
+    long = finn.store_memory(story, metadata={"speaker": "Ada", "session": "s3"})
+    short = finn.store_memory("Sounds lovely!", metadata={"speaker": "Bob", "session": "s3"})
+    finn.cold.catch_up()
+    texts = dict(zip(*(finn.cold.store().table.to_table().column(c).to_pylist() for c in ("id", "text"))))
+    assert texts[long] == f"Ada: {story}"
+    said = "Bob: Sounds lovely!"
+    assert texts[short] == f"{said}\n(in reply to {f'Ada: {story}'[:300 - len(said)]})"
 
 
 def test_forget_skill_and_memory_tool_actions(finn):

@@ -39,14 +39,37 @@ def model():
     return load_minilm()
 
 
-def test_a_batch_gives_each_text_the_vector_it_gets_alone(model) -> None:
-    """56 short texts and a long one in one call: the same vectors as one text at a time."""
+@pytest.mark.parametrize("int8", [True, False], ids=["int8", "float"])
+def test_a_batch_gives_each_text_the_vector_it_gets_alone(model, int8) -> None:
+    """56 short texts and a long one in one call: the same vectors as one text at a time (the int8 graph,
+    whose inputs are quantized a run at a time, runs each text alone)."""
     short = [f"note {i}: the deploy of service {i % 5} failed on host {i % 3}" for i in range(56)]
     long = "the billing service timed out after 45 seconds; we added a retry with backoff " * 60
-    together = MiniLMEmbedder().embed(short + [long])
+    together = MiniLMEmbedder(int8=int8).embed(short + [long])
     for n, text in enumerate(short[:5] + [long]):
-        alone = MiniLMEmbedder().embed([text])[0]
+        alone = MiniLMEmbedder(int8=int8).embed([text])[0]
         assert np.abs(together[n if n < 5 else 56] - alone).max() < 1e-5
+
+
+def test_the_int8_graph_gives_the_float_graphs_vectors_within_a_cosine_of_0_97() -> None:
+    """Chat-like texts, short and long: each int8 vector is within cosine 0.97 of the float one, 0.99 on average."""
+    texts = [f"user: I finally moved the {w} to the new shelf, and honestly it looks better than I expected " * r
+             for r in (1, 3, 9) for w in ("books", "plants", "camera bag", "vinyl records")] + ["hi", "Lisbon?"]
+    cosines = (MiniLMEmbedder(int8=True).embed(texts) * MiniLMEmbedder(int8=False).embed(texts)).sum(axis=1)
+    assert cosines.min() >= 0.97 and cosines.mean() >= 0.99
+
+
+def test_shares_hold_about_as_many_tokens_and_every_row_once() -> None:
+    """Rows dealt to two worker threads: every row in one batch of one share; the shares' tokens within
+    the longest row of each other; a single batch's rows stay in one share."""
+    lengths = [256, 7, 12, 180, 40] * 30
+    shares = token_batches.shared_batches(lengths, budget=1024, max_rows=64)
+    assert len(shares) == 2
+    assert sorted(i for share in shares for group in share for i in group) == list(range(len(lengths)))
+    tokens = [sum(lengths[i] for group in share for i in group) for share in shares]
+    assert abs(tokens[0] - tokens[1]) <= max(lengths)
+    assert len(token_batches.shared_batches([5, 9, 12], budget=1024)) == 1
+    assert [len(share) for share in token_batches.shared_batches([5, 9, 12], max_rows=1)] == [2, 1]
 
 
 def test_a_long_text_is_the_token_weighted_mean_of_its_windows(model) -> None:
@@ -56,7 +79,7 @@ def test_a_long_text_is_the_token_weighted_mean_of_its_windows(model) -> None:
     ids = model.tokenize([long])[0]
     parts = windows(ids, model.window, token_batches.MAX_WINDOWS)
     assert len(parts) > 1
-    each = model.run(parts)
+    each = np.vstack([model.run([part]) for part in parts])
     weights = np.array([len(p) - 2 for p in parts], dtype=np.float32)[:, None]
     mean = (each * weights).sum(0)
     assert np.abs(model.embed([long])[0] - mean / np.linalg.norm(mean)).max() < 1e-5

