@@ -97,6 +97,7 @@ class OnnxMiniLM:
         import onnxruntime
 
         from core.llm.embedding.token_batches import BATCH_ROWS
+        from core.llm.embedding.wordpiece import WordPiece
 
         self.int8 = int8
         self.runtime = "ONNX Runtime, int8" if int8 else "ONNX Runtime"
@@ -104,8 +105,6 @@ class OnnxMiniLM:
         """The int8 graph quantizes a run's inputs with one scale (ONNX's ``DynamicQuantizeLinear``): each text
         runs alone, so that its vector does not depend on the texts beside it. Alone costs no more here: a
         batch pays for its padding."""
-
-        from core.llm.embedding.wordpiece import WordPiece
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1

@@ -129,7 +129,7 @@ class DocIndex:
     def delete(cls, conn: sqlite3.Connection, ids: Sequence[str]) -> int:
         """Remove ``ids`` and queue their vectors for deletion (``recall_purge``); return how many existed.
 
-        The memory that followed each one in its thread gets a new vector: its old one quoted it.
+        The memory that followed each one in its thread gets a new vector: its old one may have quoted it.
         """
         removed = 0
         for doc_id in ids:
@@ -140,8 +140,9 @@ class DocIndex:
 
     @staticmethod
     def reembed_next(conn: sqlite3.Connection, ids: Sequence[str]) -> None:
-        """Queue for a new vector the memory that follows each of ``ids`` in its thread (its vector is
-        computed with the turn before it, see :func:`core.memory.recall.vector_indexer.embedding_text`)."""
+        """Queue for a new vector the memory that follows each of ``ids`` in its thread (a short one's vector
+        is computed with the start of the memory before it, see
+        :func:`core.memory.recall.vector_indexer.embedding_text`)."""
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
             conn.execute(
