@@ -189,7 +189,7 @@ def _relative_period(match: re.Match, anchor: datetime) -> Window:
     return _calendar_period(unit, step, day)
 
 
-# -- calendar periods, shared by since/until and the time a query names -------------------------------------
+# -- calendar periods, shared by since/until and the time a query names -----------------------------
 
 
 def _calendar_period(unit: str, step: int, day: datetime) -> Window:
