@@ -25,10 +25,14 @@ from typing import Any
 
 from core.errors import ValidationError
 
+Window = tuple[datetime, datetime]  # [start, end) in UTC
+
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
             "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
+_QUERY_NUMBERS = {**_NUMBERS, "several": 3}  # only a query's approximate window reads "several"
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-_UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_DAY_OFFSETS = {"yesterday": -1, "last night": -1, "tomorrow": 1}  # "today", "tonight": the day itself
 _RELATIVE = re.compile(
     r"\b(?:(?P<simple>yesterday|today|tonight|tomorrow|this morning|last night)"
     r"|(?P<dir>last|this|next|past) (?P<unit>weekend|week|month|year|" + "|".join(_WEEKDAYS) + r")"
@@ -114,7 +118,7 @@ def _resolve(match: re.Match, anchor: datetime) -> str | None:
         count_text = match.group("count").casefold()
         count = int(count_text) if count_text.isdecimal() else _NUMBERS[count_text]
         unit = match.group("unit2").casefold()
-        return _period(anchor - timedelta(days=count * _UNITS[unit]), unit)
+        return _period(anchor - timedelta(days=count * _UNIT_DAYS[unit]), unit)
     direction, unit = match.group("dir").casefold(), match.group("unit").casefold()
     step = {"last": -1, "past": -1, "this": 0, "next": 1}[direction]
     if unit in _WEEKDAYS:
@@ -169,27 +173,38 @@ def time_window(value: Any, what: str, edge: str, now: datetime | None = None) -
     return start if edge == "start" else end - timedelta(microseconds=1)
 
 
-def _relative_period(match: re.Match, anchor: datetime) -> tuple[datetime, datetime]:
-    """The period a relative phrase names, as ``[start, end)`` in UTC."""
+def _relative_period(match: re.Match, anchor: datetime) -> Window:
+    """The period a relative phrase names, as ``[start, end)`` in UTC: whole calendar days, weeks, months or
+    years, since a since/until bound is a filter and must say exactly what it keeps."""
     day = anchor.replace(hour=0, minute=0, second=0, microsecond=0)
-    simple = (match.group("simple") or "").casefold()
-    if simple:
-        start = day + timedelta(days={"yesterday": -1, "last night": -1, "tomorrow": 1}.get(simple, 0))
-        return start, start + timedelta(days=1)
+    if simple := (match.group("simple") or "").casefold():
+        return _period_of(day + timedelta(days=_DAY_OFFSETS.get(simple, 0)), "day")
     if match.group("count"):
-        count_text = match.group("count").casefold()
-        count = int(count_text) if count_text.isdecimal() else _NUMBERS[count_text]
         unit = match.group("unit2").casefold()
-        return _period_of(day - timedelta(days=count * _UNITS[unit]), unit)
-    direction, unit = match.group("dir").casefold(), match.group("unit").casefold()
-    step = {"last": -1, "past": -1, "this": 0, "next": 1}[direction]
+        return _period_of(day - timedelta(days=_count(match.group("count")) * _UNIT_DAYS[unit]), unit)
+    step = {"last": -1, "past": -1, "this": 0, "next": 1}[match.group("dir").casefold()]
+    unit = match.group("unit").casefold()
+    if unit in _WEEKDAYS or unit == "weekend":
+        step = step or -1  # "this Friday" is the one gone by, the day relative_dates gives for it
+    return _calendar_period(unit, step, day)
+
+
+# -- calendar periods, shared by since/until and the time a query names -----------------------------
+
+
+def _calendar_period(unit: str, step: int, day: datetime) -> Window:
+    """The weekday, weekend, week (Monday on), month or year ``step`` from ``day``'s, as ``[start, end)``.
+
+    Both readings of a relative phrase take their calendar periods from here, so that "last week" or "last
+    month" names the same days as a since/until bound and in a query. ``step`` is -1 for the last, 0 for
+    this and 1 for the next; a weekday or weekend is the one before ``day`` (-1), on or before it (0), or
+    after it (1).
+    """
     if unit in _WEEKDAYS:
-        delta = (day.weekday() - _WEEKDAYS.index(unit)) % 7 or 7
-        start = day - timedelta(days=delta) if step <= 0 else day + timedelta(days=7 - delta or 7)
+        start = _nearest_weekday(day, _WEEKDAYS.index(unit), step)
         return start, start + timedelta(days=1)
     if unit == "weekend":
-        saturday = day - timedelta(days=(day.weekday() - 5) % 7 or 7) if step <= 0 else \
-            day + timedelta(days=(5 - day.weekday()) % 7 or 7)
+        saturday = _nearest_weekday(day, _WEEKDAYS.index("saturday"), step)
         return saturday, saturday + timedelta(days=2)
     if unit == "week":
         return _period_of(day + timedelta(days=7 * step), "week")
@@ -199,7 +214,14 @@ def _relative_period(match: re.Match, anchor: datetime) -> tuple[datetime, datet
     return _period_of(day.replace(year=day.year + step, month=1, day=1), "year")
 
 
-def _period_of(day: datetime, unit: str) -> tuple[datetime, datetime]:
+def _nearest_weekday(day: datetime, weekday: int, step: int) -> datetime:
+    """The ``weekday`` (0 is Monday) after ``day`` (``step`` 1), before it (-1) or on or before it (0)."""
+    if step > 0:
+        return day + timedelta(days=(weekday - day.weekday()) % 7 or 7)
+    return day - timedelta(days=(day.weekday() - weekday) % 7 or (7 if step else 0))
+
+
+def _period_of(day: datetime, unit: str) -> Window:
     """The day, week (Monday on), month or year holding ``day``, as ``[start, end)``."""
     if unit == "day":
         return day, day + timedelta(days=1)
@@ -208,19 +230,25 @@ def _period_of(day: datetime, unit: str) -> tuple[datetime, datetime]:
         return start, start + timedelta(days=7)
     if unit == "month":
         start = day.replace(day=1)
-        return start, (start + timedelta(days=32)).replace(day=1)
+        return start, _next_month(start)
     start = day.replace(month=1, day=1)
     return start, start.replace(year=start.year + 1)
 
 
+def _next_month(start: datetime) -> datetime:
+    return (start.replace(day=28) + timedelta(days=4)).replace(day=1)
+
+
+def _count(text: str) -> int:
+    """A count as written: digits (in any script) or a word such as "a couple of" or "several"."""
+    text = text.casefold()
+    return int(text) if text.isdecimal() else _QUERY_NUMBERS[text]
+
+
 # -- the time a query speaks of ---------------------------------------------------------------------
 
-Window = tuple[datetime, datetime]
-
-_QUERY_NUMBERS = {**_NUMBERS, "several": 3}
 _MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december"]
-_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _COUNT = r"\d+|" + "|".join(sorted(_QUERY_NUMBERS, key=len, reverse=True))
 _PHRASE = re.compile(
     r"\b(?:(?P<simple>yesterday|today|tonight|this morning|last night)"
@@ -267,8 +295,7 @@ def time_fit(occurred_at: datetime, windows: list[Window]) -> float:
 def _window(match: re.Match, now: datetime) -> Window | None:
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     if simple := (match.group("simple") or "").casefold():
-        day = today - timedelta(days=1 if simple in ("yesterday", "last night") else 0)
-        return day, day + timedelta(days=1)
+        return _period_of(today + timedelta(days=_DAY_OFFSETS.get(simple, 0)), "day")
     if match.group("count"):
         return _around(today, match.group("count"), match.group("unit2"))
     if match.group("weekday"):  # "the Wednesday two months ago": the weekday is too fine to trust
@@ -286,25 +313,11 @@ def _around(today: datetime, count: str, unit: str) -> Window:
 
 
 def _named_period(direction: str, unit: str, today: datetime) -> Window:
-    if unit in _WEEKDAYS:
-        back = (today.weekday() - _WEEKDAYS.index(unit)) % 7 or (7 if direction == "last" else 0)
-        day = today - timedelta(days=back)
-        return day, day + timedelta(days=1)
-    if direction == "past":  # "the past month": the month up to today
+    """"last", "this" or "past" with a weekday or a unit, as a calendar period; but "the past month" (or week,
+    year) means the days up to and including today, not a calendar month."""
+    if direction == "past" and unit not in _WEEKDAYS:
         return today - timedelta(days=_UNIT_DAYS.get(unit, 7)), today + timedelta(days=1)
-    step = -1 if direction == "last" else 0
-    if unit == "weekend":
-        saturday = today - timedelta(days=(today.weekday() - 5) % 7 or (7 if step else 0))
-        return saturday, saturday + timedelta(days=2)
-    if unit == "week":
-        monday = today - timedelta(days=today.weekday()) + timedelta(days=7 * step)
-        return monday, monday + timedelta(days=7)
-    if unit == "month":
-        first = today.replace(day=1)
-        start = (first - timedelta(days=1)).replace(day=1) if step else first
-        return start, _next_month(start)
-    start = today.replace(year=today.year + step, month=1, day=1)
-    return start, start.replace(year=start.year + 1)
+    return _calendar_period(unit, -1 if direction == "last" else 0, today)
 
 
 def _month(match: re.Match, now: datetime) -> Window:
@@ -318,12 +331,3 @@ def _month(match: re.Match, now: datetime) -> Window:
     if match.group("month_in").casefold() == "since":
         end = now
     return start, end
-
-
-def _next_month(start: datetime) -> datetime:
-    return (start.replace(day=28) + timedelta(days=4)).replace(day=1)
-
-
-def _count(text: str) -> int:
-    text = text.casefold()
-    return int(text) if text.isdecimal() else _QUERY_NUMBERS[text]
