@@ -252,6 +252,12 @@ def test_a_query_reads_the_time_it_names_from_the_moment_it_is_asked(phrase):
     assert [windows(phrase, now) for now in MOMENTS] == rows(QUERY_WINDOWS)[phrase]
 
 
+def test_a_weekday_alone_as_since_or_until_is_the_last_one():
+    """"Monday" or "on Friday" is read as "last Monday" (the one before today), not as a Monday of January."""
+    for phrase, weekday in (("Monday", "monday"), ("on Friday", "friday"), ("  on   sunday ", "sunday")):
+        assert [since_until(phrase, now) for now in MOMENTS] == rows(SINCE_UNTIL)[f"last {weekday}"]
+
+
 def test_repeated_and_several_times_in_a_query_give_each_window_once():
     now = MOMENTS[0]
     assert windows("yesterday or last week, I think last week", now) == "2023-05-07+1,2023-05-01+7"

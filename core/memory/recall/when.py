@@ -39,6 +39,9 @@ _RELATIVE = re.compile(
     r"|(?P<count>\d+|" + "|".join(sorted(_NUMBERS, key=len, reverse=True)) + r") (?P<unit2>day|week|month|year)s? ago)\b",
     re.IGNORECASE,
 )
+_BARE_WEEKDAY = re.compile(r"(?:on\s+)?(?P<unit>" + "|".join(_WEEKDAYS) + r")", re.IGNORECASE)
+"""A since/until of a weekday alone ("Monday", "on Friday"): the last one, as "last Monday" (dateutil would
+read it as a Monday of January)."""
 _EPOCH = datetime(2000, 1, 1)
 # A weekday in parentheses ("2023/05/20 (Sat) 02:21", as chat exports write it) says nothing the date
 # does not, and dateutil refuses the parentheses.
@@ -159,7 +162,10 @@ def time_window(value: Any, what: str, edge: str, now: datetime | None = None) -
     Raises:
         ValidationError: the value is neither a time nor a relative phrase.
     """
-    match = _RELATIVE.fullmatch(value.strip()) if isinstance(value, str) else None
+    text = value.strip() if isinstance(value, str) else ""
+    if bare := _BARE_WEEKDAY.fullmatch(text):
+        text = f"last {bare['unit']}"
+    match = _RELATIVE.fullmatch(text) if text else None
     if match is None:
         try:
             return parse_time(value, what)
