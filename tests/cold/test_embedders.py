@@ -56,12 +56,14 @@ def test_ollama_unknown_model_and_refused_connection_become_clear_errors(ollama_
 
 
 def test_make_embedder_follows_config_and_rejects_unknown_names():
-    """cold.embedder picks MiniLM or ollama:<model>; anything else is a ConfigError listing the choices."""
-    assert make_embedder(Config()).name == MINILM_NAME
+    """cold.embedder picks MiniLM (int8, or float with minilm-float32: one embedder name for both) or
+    ollama:<model>; anything else is a ConfigError listing the choices."""
+    default, exact = make_embedder(Config()), make_embedder(replace(Config(), cold=ColdConfig(embedder="minilm-float32")))
+    assert (default.name, default.int8) == (MINILM_NAME, True) and (exact.name, exact.int8) == (MINILM_NAME, False)
     assert make_embedder(replace(Config(), cold=ColdConfig(embedder="ollama:nomic-embed-text"))).name == (
         "ollama:nomic-embed-text"
     )
-    with pytest.raises(ConfigError, match="minilm"):
+    with pytest.raises(ConfigError, match="'minilm', 'minilm-float32' or 'ollama:<model>'"):
         make_embedder(replace(Config(), cold=ColdConfig(embedder="word2vec")))
 
 
