@@ -19,6 +19,7 @@ from core.memory.spaces import Space
 from core.memory.spaces.purge import PURGED
 from core.memory.storage.postgres.space_schema import space_schema
 from core.memory_manager import MemoryManager
+from tests.spaces.team import research_team
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHER = """
@@ -47,11 +48,8 @@ def rows(dsn: str, schema: str, query: str) -> list[tuple]:
 
 @pytest.fixture
 def team(pg_home: Path):
-    agents = {name: MemoryManager(name) for name in ("researcher", "writer", "outsider")}
-    Space.create("research", {"researcher": "read-write", "writer": "read-only"})
-    yield agents
-    for manager in agents.values():
-        manager.close()
+    with research_team() as agents:
+        yield agents
 
 
 def test_publish_recall_forget_purge_and_rebuild_with_the_index_in_the_spaces_schema(team, pg_home, postgres_server):

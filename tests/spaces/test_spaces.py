@@ -16,16 +16,13 @@ from core.memory.spaces import Space, list_spaces
 from core.memory.spaces.opened import close_all
 from core.memory_manager import MemoryManager
 from core.paths import list_agents
+from tests.spaces.team import research_team
 
 
 @pytest.fixture
 def team(agents_home: Path):
-    """A researcher (read-write), a writer (read-only) and an outsider, a ``research`` space for the first two."""
-    agents = {name: MemoryManager(name) for name in ("researcher", "writer", "outsider")}
-    Space.create("research", {"researcher": "read-write", "writer": "read-only"})
-    yield agents
-    for manager in agents.values():
-        manager.close()
+    with research_team() as agents:
+        yield agents
 
 
 def journal_bytes(home: Path, space: str = "research") -> bytes:

@@ -108,10 +108,12 @@ class TorchMiniLM:
 
     runtime = "sentence-transformers"
     window = 256
-    rows_per_run = 64  # token_batches.BATCH_ROWS: a run of float rows gives each row its own vector
 
     def __init__(self, model) -> None:
+        from core.llm.embedding.token_batches import BATCH_ROWS
+
         self.model = model
+        self.rows_per_run = BATCH_ROWS  # a run of float rows gives each row its own vector
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         return self.model.tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
