@@ -12,17 +12,21 @@ then renamed into place, so a failed or interrupted import leaves no half agent.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import hashlib
 import logging
+import os
 import shutil
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from core.config import Config, load_home_config, merge
-from core.errors import CorruptionError, NotFoundError, StorageError, ValidationError
-from core.memory.files import IN_USE, now_file, reading, replacing
+from core.errors import AgentInUseError, CorruptionError, NotFoundError, StorageError, ValidationError
+from core.memory.files import IN_USE, fault_points, fsync_dir, now_file, reading, replacing
 from core.memory.storage import archived_db, require_sqlite, staged_copy
 from core.memory.upkeep import rebuild_all
 from core.memory_manager import MemoryManager
@@ -39,6 +43,7 @@ Progress = Callable[[int], None]
 _ARCHIVED_DB = "memory/.archived-memory.db"
 _ARCHIVED_CONFIG = "config/.archived-config.yaml"
 _ARCHIVED_VECTORS = "memory/.archived-lancedb"
+_IMPORTING = ".importing"
 
 
 @dataclass(frozen=True)
@@ -91,27 +96,49 @@ def import_agent(file: str | Path, *, as_name: str | None = None, force: bool = 
         with replacing(target / "memory" / IN_USE, f"agent {name!r}", create=False):
             pass  # refused now, not after the work: the install checks again
     _check_room(home, manifest, trust)
+    _remove_killed_imports(home)
     staging = home / f".import-{name}-{uuid.uuid4().hex[:8]}.tmp"
     try:
-        staging.mkdir(parents=True)
-        staged = staging / name
-        left_out = _unpack(source, staged, manifest, home_config, trust)
-        config, dropped = _configure(staged, home_config, trust)
-        left_out += dropped
-        schema = archived_db.rebuild_database(staged / _ARCHIVED_DB, staged / DATABASE)
-        (staged / _ARCHIVED_DB).unlink()
-        if schema:
-            left_out.append(f"memory.db: {', '.join(schema)} (memory.db is rebuilt with this version's schema)")
-        if name != manifest.agent:
-            _rename(staged, manifest.agent, name)
-        reason, memories = _index(staged, staging, name, manifest, config, trust, progress)
-        held = counts(staged)
-        _install(staged, target)
+        with _staging(staging):
+            staged = staging / name
+            left_out = _unpack(source, staged, manifest, home_config, trust)
+            config, dropped = _configure(staged, home_config, trust)
+            schema = archived_db.rebuild_database(staged / _ARCHIVED_DB, staged / DATABASE)
+            (staged / _ARCHIVED_DB).unlink()
+            left_out += dropped + ([f"memory.db: {', '.join(schema)} (memory.db is rebuilt with this version's "
+                                    "schema)"] if schema else [])
+            if name != manifest.agent:
+                _rename(staged, manifest.agent, name)
+            reason, memories = _index(staged, staging, name, manifest, config, trust, progress)
+            held = counts(staged)
+            _install(staged, target)  # the agent it replaced, if any, is now in the staging folder
     except OSError as exc:
         raise StorageError(f"cannot import into {home}: {exc}") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return ImportResult(name, target, manifest.data, reason, memories, held, tuple(left_out))
+
+
+@contextmanager
+def _staging(staging: Path) -> Iterator[None]:
+    """Create the staging folder, locked for as long as the import runs (so that an import killed midway is
+    told from one that runs): made under another name, locked, then renamed to ``staging``."""
+    making = staging.with_name(staging.name.replace(".import-", ".importing-", 1))
+    making.mkdir(parents=True)
+    with replacing(making / _IMPORTING, "an import"):
+        making.rename(staging)
+        yield
+
+
+def _remove_killed_imports(home: Path) -> None:
+    """Delete the staging folders of imports killed midway (no process holds their lock); they may hold a whole
+    agent (the one a killed import replaced)."""
+    for folder in sorted(home.glob(".import-*.tmp")) if home.is_dir() else ():
+        try:
+            with replacing(folder / _IMPORTING, "an import", create=False):
+                shutil.rmtree(folder, ignore_errors=True)
+        except AgentInUseError:
+            continue  # another import is running
 
 
 def _check_room(home: Path, manifest: Manifest, trust: Trust) -> None:
@@ -247,19 +274,43 @@ def _index(staged: Path, staging: Path, name: str, manifest: Manifest, config: C
 
 
 def _install(staged: Path, target: Path) -> None:
-    """Rename the staged agent into place; a replaced agent is removed only after the new one is in, and
-    while no process has it open (the lock keeps new openers waiting until the new one is in place)."""
+    """Put the staged agent in place in one step; a replaced agent is left in the staging folder (deleted with
+    it) and is replaced only while no process has it open (the lock keeps new openers waiting meanwhile)."""
     if not target.exists():
+        fault_points.reach("import.swap")
         staged.rename(target)
+        fault_points.reach("import.swapped")
+        fsync_dir(target.parent)
         return
     if not (target / "memory").is_dir():
         raise ValidationError(f"{target} is not an agent folder (no memory/): move it away, then retry")
     with replacing(target / "memory" / IN_USE, f"agent {target.name!r}"):
-        old = target.with_name(f".replaced-{target.name}-{uuid.uuid4().hex[:8]}.tmp")
-        target.rename(old)
-        try:
-            staged.rename(target)
-        except OSError:
-            old.rename(target)
-            raise
-    shutil.rmtree(old, ignore_errors=True)
+        fault_points.reach("import.swap")
+        if not _exchange(staged, target):  # a system without an atomic swap: two renames
+            old = staged.with_name(f"{staged.name}.replaced")
+            target.rename(old)
+            try:
+                staged.rename(target)
+            except OSError:
+                old.rename(target)
+                raise
+        fault_points.reach("import.swapped")
+        fsync_dir(target.parent)
+
+
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders atomically (Linux's ``renameat2`` with ``RENAME_EXCHANGE``): a crash leaves one or the
+    other in place, never neither. False where the system cannot (then nothing was changed)."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))

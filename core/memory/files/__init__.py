@@ -18,6 +18,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "check_entry_type": "log_format",
     "check_text": "log_format",
     "check_writer": "log_format",
+    "fsync_dir": "fsutil",
     "parse_or_none": "log_file",
     "reading": "archive_reading",
     "remove_orphan_temp_files": "fsutil",
