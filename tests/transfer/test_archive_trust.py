@@ -262,3 +262,19 @@ def test_export_without_secrets_leaves_no_secret_in_keys(agents_home, tmp_path, 
         assert copy.get_fact("login_[REDACTED]") == "used on the staging box"
         with closing(sqlite3.connect(elsewhere / "finn" / "memory" / "memory.db")) as conn:
             assert not conn.execute("SELECT * FROM cold_pending WHERE item LIKE '%hunter2%'").fetchall()
+
+
+def test_a_yaml_alias_bomb_in_now_md_costs_nothing(agents_home, tmp_path, elsewhere, caplog):
+    """NOW.md's front matter from an archive nesting YAML aliases (a list millions wide in a few hundred bytes) is
+    reported in one short line and NOW.md is recovered from LOG.md, as any unreadable NOW.md is."""
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x]"] + [
+        f"{chr(98 + n)}: &{chr(98 + n)} [{', '.join([f'*{chr(97 + n)}'] * 9)}]" for n in range(6)]
+    front = "\n".join(levels) + "\nobjective: [*g, *g, *g, *g, *g, *g, *g, *g, *g]\n"
+    good = exported(agents_home, tmp_path)
+    bad = recrafted(good, tmp_path / "bad.tar.gz", lambda files: files.update(
+        {"agent/memory/NOW.md": f"---\n{front}---\n## Objective\n".encode()}))
+    assert len(members(bad)[1]["agent/memory/NOW.md"]) < 1024
+    import_agent(bad)
+    assert all(len(record.getMessage()) < 4096 for record in caplog.records)
+    with MemoryManager("finn") as copy:
+        assert copy.read_now()["agent"] == "finn" and copy.get_fact("city") == "Porto"

@@ -85,7 +85,7 @@ def replacing(lock_file: Path, what: str, *, create: bool = True) -> Iterator[No
                 raise AgentInUseError(f"{what} is open in this process: close it (MemoryManager.close()) before "
                                       "replacing it; nothing was changed") from None
             who = f" (process {', '.join(map(str, holders))})" if holders else ""
-            raise AgentInUseError(f"{what} is open in another process{who}: stop it (agentos run, mcp, inspect or a "
+            raise AgentInUseError(f"{what} is open in another process{who}: stop it (agentos run, agentos mcp or a "
                                   "program using it), then retry; nothing was changed") from None
         yield
     finally:
