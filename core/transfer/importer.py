@@ -105,7 +105,7 @@ def import_agent(file: str | Path, *, as_name: str | None = None, force: bool = 
             config, dropped = _configure(staged, home_config, trust)
             schema = archived_db.rebuild_database(staged / _ARCHIVED_DB, staged / DATABASE)
             (staged / _ARCHIVED_DB).unlink()
-            left_out += dropped + ([f"memory.db: {', '.join(schema)} (memory.db is rebuilt with this version's "
+            left_out += dropped + ([f"memory.db: {_listed(schema)} (memory.db is rebuilt with this version's "
                                     "schema)"] if schema else [])
             if name != manifest.agent:
                 _rename(staged, manifest.agent, name)
@@ -212,7 +212,13 @@ def _skipped_lines(skipped: dict[str, list[str]]) -> list[str]:
 
 
 def _listed(paths: list[str]) -> str:
-    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    shown = [_printable(p) for p in paths[:5]]  # names from the archive: no terminal escapes in the output
+    return ", ".join(shown) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def _printable(text: str) -> str:
+    """``text`` (from an archive) as one line of plain characters, at most 200 of them."""
+    return "".join(c if c.isprintable() else "?" for c in text[:200])
 
 
 def _configure(staged: Path, home_config: Config, trust: Trust) -> tuple[Config, list[str]]:
@@ -258,7 +264,7 @@ def _index(staged: Path, staging: Path, name: str, manifest: Manifest, config: C
     elif not manifest.with_vectors or not archived.is_dir():
         reason = "the archive has no vectors"
     elif manifest.embedder != here:
-        reason = f"the archive's vectors come from {manifest.embedder}, this home embeds with {here}"
+        reason = f"the archive's vectors come from {_printable(manifest.embedder)}, this home embeds with {here}"
     else:
         reason = copy_vectors(archived, staged / "memory" / "lancedb")
     shutil.rmtree(staged / _ARCHIVED_VECTORS, ignore_errors=True)

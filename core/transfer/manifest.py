@@ -120,18 +120,18 @@ def verify(path: Path, limits: TransferConfig) -> Manifest:
                 continue
             expected = manifest.files.get(member.name)
             if expected is None:
-                raise CorruptionError(f"{path}: {member.name} is not listed in the manifest")
+                raise CorruptionError(f"{path}: {member.name[:200]!r} is not listed in the manifest")
             if member.name in seen or member.size != expected["size"]:
-                raise CorruptionError(f"{path}: {member.name} is not the file the manifest lists (the archive is "
+                raise CorruptionError(f"{path}: {member.name[:200]!r} is not the file the manifest lists (the archive is "
                                       "damaged)")
             digest, _ = sha256_of(archive.open(member))
             if digest != expected["sha256"]:
-                raise CorruptionError(f"{path}: {member.name} does not match its sha256 in the manifest "
+                raise CorruptionError(f"{path}: {member.name[:200]!r} does not match its sha256 in the manifest "
                                       "(the archive is damaged)")
             seen.add(member.name)
     missing = sorted(set(manifest.files) - seen)
     if missing:
-        raise CorruptionError(f"{path}: {len(missing)} file(s) of the manifest are missing, e.g. {missing[0]}")
+        raise CorruptionError(f"{path}: {len(missing)} file(s) of the manifest are missing, e.g. {missing[0][:200]!r}")
     return manifest
 
 
@@ -139,6 +139,6 @@ def check_member_name(member: tarfile.TarInfo, where: Path) -> None:
     """Refuse links, devices and any path outside ``agent/``."""
     parts = PurePosixPath(member.name).parts
     if not (member.isfile() or member.isdir()) or member.issparse():
-        raise CorruptionError(f"{where}: {member.name} is not a plain file or folder")
+        raise CorruptionError(f"{where}: {member.name[:200]!r} is not a plain file or folder")
     if not parts or parts[0] != ROOT or ".." in parts or member.name.startswith("/"):
-        raise CorruptionError(f"{where}: member {member.name!r} lies outside {ROOT}/")
+        raise CorruptionError(f"{where}: member {member.name[:200]!r} lies outside {ROOT}/")

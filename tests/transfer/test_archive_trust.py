@@ -172,12 +172,15 @@ def test_a_memory_db_that_is_not_sqlite_is_a_clear_error(agents_home, tmp_path, 
 
 
 def test_files_that_are_not_an_agents_memory_are_left_out(agents_home, tmp_path, elsewhere):
-    """An engine checkpoint (LangGraph deserialises it), a storage marker, a lock file: never unpacked."""
+    """An engine checkpoint (LangGraph deserialises it), a storage marker, a lock file: never unpacked (and their
+    names, which may hold terminal escapes, are reported as plain text)."""
     good = exported(agents_home, tmp_path)
     bad = recrafted(good, tmp_path / "bad.tar.gz", lambda files: files.update({
         "agent/memory/checkpoints.db": b"pickled things", "agent/memory/storage.backend": b"postgres",
-        "agent/memory/.lock": b"", "agent/workspace/run.sh": b"rm -rf ~"}))
+        "agent/memory/.lock": b"", "agent/workspace/run.sh": b"rm -rf ~",
+        "agent/\x1b]0;owned\x07\x1b[2J.txt": b"a name that would drive the terminal"}))
     result = import_agent(bad)
+    assert not any("\x1b" in line or "\x07" in line for line in result.left_out)  # printed as plain text
     folder = elsewhere / "finn"
     assert not (folder / "memory" / "checkpoints.db").exists() and not (folder / "memory" / "storage.backend").exists()
     assert not (folder / "workspace" / "run.sh").exists()

@@ -55,7 +55,7 @@ class _Header(tarfile.TarInfo):
                 raise ArchiveTooLargeError(f"a tar header announces {info.size} bytes of metadata (at most "
                                            f"{MAX_METADATA}): this is not an archive AgentOS wrote")
         elif info.type not in _PLAIN:
-            raise CorruptionError(f"{info.name} is not a plain file or folder (links, devices and sparse files "
+            raise CorruptionError(f"{info.name[:200]!r} is not a plain file or folder (links, devices and sparse files "
                                   "are refused)")
         return info
 
@@ -88,6 +88,10 @@ class ArchiveStream:
     _tar: tarfile.TarFile
     _counted: _Counted
     members: int = 0
+    announced: int = 0
+    """Bytes announced so far (see :meth:`expect`)."""
+    _before: int | None = None
+    """Bytes read before the first announcement (the manifest, in an agent's archive)."""
 
     def __iter__(self) -> Iterator[tarfile.TarInfo]:
         members = iter(self._tar)
@@ -105,7 +109,7 @@ class ArchiveStream:
     def read(self, member: tarfile.TarInfo, most: int) -> bytes:
         """The whole of ``member``, which must hold at most ``most`` bytes."""
         if member.size > most:
-            raise ArchiveTooLargeError(f"{self.path}: {member.name} holds {member.size} bytes, more than the "
+            raise ArchiveTooLargeError(f"{self.path}: {member.name[:200]!r} holds {member.size} bytes, more than the "
                                        f"{most} such a file may hold")
         return self.open(member).read()
 
@@ -114,22 +118,27 @@ class ArchiveStream:
         with _unreadable(self.path):
             stream = self._tar.extractfile(member)
         if stream is None:
-            raise CorruptionError(f"{self.path}: {member.name} is not a file")
+            raise CorruptionError(f"{self.path}: {member.name[:200]!r} is not a file")
         return _Member(stream, self.path)
 
-    def expect(self, total: int) -> None:
-        """Check the bytes the archive announces (its members together) against the limits, and read no more."""
-        limits, size = self.limits, self.path.stat().st_size
+    def expect(self, size: int) -> None:
+        """Check ``size`` more bytes announced (the manifest's files together, or one member's header) with those
+        announced before against the limits, and let no more than they announce be read."""
+        limits, archive_size = self.limits, self.path.stat().st_size
+        self.announced += size
+        total = self.announced
         if total > limits.max_unpacked_bytes:
-            raise ArchiveTooLargeError(f"{self.path} unpacks to {total} bytes, more than transfer.max_unpacked_bytes "
-                                       f"({limits.max_unpacked_bytes}) of this home: raise it in the home's "
+            raise ArchiveTooLargeError(f"{self.path} unpacks to {total} bytes or more, over transfer.max_unpacked_bytes"
+                                       f" ({limits.max_unpacked_bytes}) of this home: raise it in the home's "
                                        "config.yaml if you trust the archive; nothing was written")
-        if total > RATIO_FLOOR and total > limits.max_ratio * size:
-            raise ArchiveTooLargeError(f"{self.path} ({size} bytes) unpacks to {total} bytes, more than "
-                                       f"transfer.max_ratio ({limits.max_ratio}) times its size: a decompression "
-                                       "bomb, or raise the limit in the home's config.yaml if you trust it; nothing "
-                                       "was written")
-        self._counted.limit = min(self._counted.limit, self._counted.read_so_far + total + HEADER_SLACK)
+        if total > RATIO_FLOOR and total > limits.max_ratio * archive_size:
+            raise ArchiveTooLargeError(f"{self.path} ({archive_size} bytes) unpacks to {total} bytes or more, over "
+                                       f"transfer.max_ratio ({limits.max_ratio}) times its size: a decompression bomb, "
+                                       "or raise the limit in the home's config.yaml if you trust it; nothing was "
+                                       "written")
+        if self._before is None:
+            self._before = self._counted.read_so_far
+        self._counted.limit = min(limits.max_unpacked_bytes, self._before + total) + HEADER_SLACK
 
 
 class _Member:

@@ -101,7 +101,7 @@ def import_space(file: str | Path, *, as_name: str | None = None, force: bool = 
         raise StorageError(f"cannot write the space {name!r} into {paths.root}: {exc}") from exc
     with Space(name, home) as space:
         space.rebuild_index()
-    return {**manifest, "space": name}
+    return {**manifest, "space": name, "entries": len(scan_bytes(data["LOG.md"], file).entries)}
 
 
 def _read(file: Path, limits: TransferConfig) -> tuple[dict, dict[str, bytes]]:
