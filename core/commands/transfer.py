@@ -58,8 +58,8 @@ def export(args: argparse.Namespace) -> int:
 
 @command("import", arg("file", help="an archive written by agentos export"),
          arg("--as", dest="as_name", metavar="NAME", help="the agent's name here (default: its name in the archive)"),
-         arg("--force", action="store_true", help="replace an existing agent (or space) of that name (refused while "
-                                                   "a process has it open)"),
+         arg("--force", action="store_true", help="replace an existing agent (or space) of that name (an agent: "
+                                                   "refused while a process has it open)"),
          arg("--space", action="store_true", help="the archive is a memory space's (agentos export --space)"),
          arg("--trust-skills", action="store_true", help="also install the archive's skills/ (Python code the "
                                                           "engine runs)"),

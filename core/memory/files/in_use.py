@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+import weakref
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterator
@@ -38,6 +39,7 @@ class InUse:
         """
         self.lock_file = lock_file
         self._fd = -1
+        self._close = None
         deadline, wait = time.monotonic() + timeout, _FIRST_WAIT_S
         while True:
             fd = _open(lock_file)
@@ -53,13 +55,15 @@ class InUse:
                 continue
             if _same_file(fd, lock_file):
                 self._fd = fd
+                # An opener that fails after this (or is dropped unclosed) lets go when it is collected.
+                self._close = weakref.finalize(self, os.close, fd)
                 return
             os.close(fd)  # the folder was replaced while we waited: lock the file of the new one
 
     def release(self) -> None:
         """Drop the lock (safe to call twice)."""
-        if self._fd >= 0:
-            os.close(self._fd)
+        if self._close is not None:
+            self._close()  # closes the descriptor once
             self._fd = -1
 
 
