@@ -25,7 +25,7 @@ from core.transfer import Trust, export_agent, import_agent
 from core.transfer.trust import HOME_ONLY, PORTABLE
 from tests.inprocess import run_main
 from tests.schema_snapshot import SQLITE_SNAPSHOT, sqlite_schema
-from tests.transfer.craft import DB, altered_db, exported, in_home, members, recrafted, tree
+from tests.transfer.craft import DB, altered_db, exported, in_home, members, recrafted, tree, write
 
 EVIL_SKILL = """
 import pathlib
@@ -281,3 +281,44 @@ def test_a_yaml_alias_bomb_in_now_md_costs_nothing(agents_home, tmp_path, elsewh
     assert all(len(record.getMessage()) < 4096 for record in caplog.records)
     with MemoryManager("finn") as copy:
         assert copy.read_now()["agent"] == "finn" and copy.get_fact("city") == "Porto"
+
+
+def _lance_files(table: Path) -> dict[str, bytes]:
+    return {f"agent/memory/lancedb/memories.lance/{p.relative_to(table).as_posix()}": p.read_bytes()
+            for p in sorted(table.rglob("*")) if p.is_file()}
+
+
+def test_trusted_vectors_that_read_files_elsewhere_are_refused(agents_home, tmp_path, elsewhere):
+    """--trust-vectors keeps an archive's vectors only when their Lance table keeps every file in its folder: one
+    that registers another base path is refused, and nothing is written; without the flag it is never read."""
+    import lance
+
+    with in_home(agents_home):
+        initialize_agent_memory("finn")
+        with MemoryManager("finn") as manager:
+            manager.store_memory("The quarterly report goes to Maria on Fridays")
+            manager.cold.catch_up()
+        archive = tmp_path / "finn.tar.gz"
+        assert export_agent("finn", archive, with_vectors=True).manifest["with_vectors"]
+    manifest, files = members(archive)
+    rows = tmp_path / "rows.lance"
+    rows.mkdir()
+    for name, data in files.items():
+        if "/lancedb/memories.lance/" in name:
+            path = rows / name.split("/memories.lance/", 1)[1]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    planted = tmp_path / "planted.lance"
+    table = lance.dataset(rows).to_table()
+    lance.write_dataset(table, planted, schema=table.schema, initial_bases=[
+        lance.DatasetBasePath((tmp_path / "elsewhere-storage").as_uri(), name="away", id=1)])
+    files = {n: d for n, d in files.items() if "/lancedb/" not in n} | _lance_files(planted)
+    write(tmp_path / "bad.tar.gz", manifest, files)
+
+    trusted = import_agent(archive, as_name="plain", trust=Trust(vectors=True))
+    assert trusted.reembedded == ""  # vectors that keep to their folder are kept
+    before = tree(elsewhere)
+    with pytest.raises(CorruptionError, match="base path"):
+        import_agent(tmp_path / "bad.tar.gz", trust=Trust(vectors=True))
+    assert tree(elsewhere) == before
+    assert "not trusted" in import_agent(tmp_path / "bad.tar.gz").reembedded
