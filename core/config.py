@@ -184,6 +184,20 @@ class StorageConfig:
         return "postgres", dsn
 
 
+@dataclass(frozen=True)
+class TransferConfig:
+    """What ``agentos import`` accepts from an archive (read from the importing home's config.yaml only)."""
+
+    max_unpacked_bytes: int = 8 * 1024**3
+    """The most bytes an archive may unpack to (its files together); a larger one is refused before anything
+    is written."""
+    max_members: int = 100_000
+    """The most files and folders an archive may hold."""
+    max_ratio: int = 200
+    """An archive that unpacks to more than 64 MiB may unpack to at most this many times its own size
+    (a decompression bomb unpacks to thousands of times its size; an agent's files to a few)."""
+
+
 DSN_VARIABLE = "AGENTOS_DSN"
 STORAGE_BACKENDS = ("sqlite", "postgres")
 
@@ -199,6 +213,7 @@ class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     compaction: SessionCompactionConfig = field(default_factory=SessionCompactionConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    transfer: TransferConfig = field(default_factory=TransferConfig)
 
 
 MAY_BE_NEGATIVE = {"compaction.max_tokens"}

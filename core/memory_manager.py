@@ -25,15 +25,11 @@ from core.config import Config, load_config
 from core.errors import CorruptionError, ValidationError
 from core.memory.compaction import CompactionReport
 from core.memory.context import format_context
-from core.memory.files import now_file
-from core.memory.files import ScanResult
+from core.memory.files import IN_USE, InUse, NowState, ScanResult, now_file
 from core.memory.files import check_entry_type, check_text, check_writer, utc_timestamp
-from core.memory.files import NowState
 from core.memory.recall import log_index
 from core.memory.results import Recalled, StoredMemories
-from core.memory.secrets import visible_entries
-from core.memory.secrets import redactor_of
-from core.memory.secrets import ScrubReport, SecretScrubber
+from core.memory.secrets import ScrubReport, SecretScrubber, redactor_of, visible_entries
 from core.memory.storage import facts
 from core.memory.upkeep import forgetting, now, rebuild, recovery
 from core.memory.upkeep import open_tiers
@@ -56,6 +52,8 @@ class MemoryManager:
         self.agent_name = agent_name
         self.config = config or load_config(self.paths)
         self.created: list[Path] = self.paths.ensure_memory_dirs()
+        self.in_use = InUse(self.paths.memory_dir / IN_USE, self.config.memory.lock_timeout_s,
+                            f"agent {agent_name!r}")  # held while open: agentos import --force refuses to replace it
         self.tiers = open_tiers(agent_name, self.paths, self.config, after_compaction=self._after_compaction)
         """The parts handed to upkeep (recovery, rebuild, forgetting, the secret scrub)."""
         tiers = self.tiers
@@ -389,6 +387,7 @@ class MemoryManager:
         self.compaction.close()
         self.cold.close()
         self.db.close()
+        self.in_use.release()
 
     def __enter__(self) -> "MemoryManager":
         return self

@@ -73,17 +73,21 @@ def test_export_import_round_trip(agents_home, tmp_path):
     Space("research").forget("researcher", [ids[0]])
     archive = tmp_path / "research.agentos.tar.gz"
     assert agentos("export", "--space", "research", str(archive)).returncode == 0
-    done = agentos("import", "--space", str(archive), "--as", "research2")
+    untrusted = agentos("import", "--space", str(archive), "--as", "research2")  # it names agents of this home
+    assert untrusted.returncode == exit_codes.USAGE and "--trust-members" in untrusted.stderr
+    assert not (agents_home / "spaces" / "research2").exists()
+    done = agentos("import", "--space", str(archive), "--as", "research2", "--trust-members")
     assert done.returncode == 0, done.stderr
     assert (agents_home / "spaces" / "research2" / "LOG.md").read_bytes() == \
         (agents_home / "spaces" / "research" / "LOG.md").read_bytes()
     shown = json.loads(agentos("space", "show", "research2", "--json").stdout)
     assert shown["members"] == {"researcher": "read-write", "writer": "read-only"}
     assert sorted(e["content"] for e in shown["latest"]) == ["Finding 1 about otters", "Finding 2 about otters"]
-    assert agentos("import", "--space", str(archive)).returncode == exit_codes.USAGE  # exists already
+    assert agentos("import", "--space", str(archive), "--trust-members").returncode == exit_codes.USAGE  # exists
     damaged = tmp_path / "damaged.tar.gz"
     damaged.write_bytes(archive.read_bytes()[:-40])
-    assert agentos("import", "--space", str(damaged), "--as", "research3").returncode == exit_codes.STORAGE
+    assert agentos("import", "--space", str(damaged), "--as", "research3",
+                   "--trust-members").returncode == exit_codes.STORAGE
     assert not (agents_home / "spaces" / "research3").exists()
 
 

@@ -19,6 +19,8 @@ The points:
   to commit.
 - ``cold.write``: a write to the cold store's Lance table (an upsert, a delete, a step of its
   compaction) is about to start; ``cold.written``: it is committed.
+- ``import.swap``: an imported agent, whole in its staging folder, is about to take its place;
+  ``import.swapped``: it has, the agent it replaced not yet deleted.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -57,6 +58,8 @@ _BATCH = 256
 _WRITE_CHUNK = 32
 """Docs written in one transaction: an append indexes its entry in memory.db too, and waits for the write
 transaction in progress (~1 ms for this many docs with their full-text index)."""
+_ARCHIVE_ID = re.compile(r"LOG-\d{1,19}-\d{1,19}")
+"""How compaction names an archive (``memory/archive/<id>.md``)."""
 
 
 class ColdIndexer:
@@ -183,11 +186,15 @@ class ColdIndexer:
             "SELECT * FROM compaction_history WHERE archive_id = ?", (archive_id,)
         ).fetchone()
         path = self.archive_dir / f"{archive_id}.md"
-        problem = None
+        # The id comes from memory.db (an imported one too): only an archive's own name names a file to read.
+        problem = None if _ARCHIVE_ID.fullmatch(archive_id) else \
+            f"{archive_id[:100]!r} is not the name of an archive (LOG-<first>-<last>)"
+        data = b""
         try:
-            data = path.read_bytes()
+            if problem is None:
+                data = path.read_bytes()
         except FileNotFoundError:
-            data, problem = b"", f"{path} is missing"
+            problem = f"{path} is missing"
         except OSError as exc:
             raise ColdStoreError(f"cannot read archive {path}: {exc}") from exc
         if problem is None and row["archive_sha256"] and hashlib.sha256(data).hexdigest() != row["archive_sha256"]:
