@@ -38,6 +38,7 @@ from core.memory.storage import open_checkpointer, open_database
 from core.plugins.memory import open_provider
 from core.memory.storage import hold_lease
 from core.engine.session_compaction import auto_compact, compact_session
+from core.engine.task_input import check_task
 from core.memory.shared import shared_manager
 from core.engine.state import AgentState
 from core.engine.toolbox.toolbox import build_toolbox
@@ -215,10 +216,9 @@ class Engine:
 
         Raises:
             BackendUnavailableError, ModelNotFoundError: the model cannot be reached (NOW and LOG say so).
-            ValidationError: ``task`` is empty or not text.
+            ValidationError: ``task`` is empty, not text, or larger than one LOG.md entry; nothing is written.
         """
-        if not isinstance(task, str) or not task.strip():
-            raise EngineError("the task is empty: say what the agent should do")
+        task = check_task(task, self.config.memory.max_entry_bytes, self.manager.facts.redactor(forgotten=False))
         pending = self.pending_turn()
         if pending is not None and is_continue(task):
             return self.resume()
