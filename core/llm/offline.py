@@ -6,6 +6,7 @@ It understands a few explicit requests and drives the memory skills for them:
 - "what is my X?"                          → ``get_fact``, then answers with the value
 - "continue"                               → reads NOW from the prompt, marks the run resumed, names the next step
 - "status"                                 → reports NOW from the prompt
+- "publish to space X: TEXT"               → ``publish_memory`` (also "share with space X: TEXT")
 - anything else                            → says what it knows from memory and ends the run ``blocked``
 
 It reads memory the way a model does: from the system prompt and the memory message the engine builds.
@@ -21,8 +22,8 @@ from core.llm.backend import HANDOFF_OPENING, ChatReply, TextSink, ToolCall
 
 NOTICE = (
     "WARNING: running with the OFFLINE backend (no model server). It only handles simple explicit "
-    "requests (remember/what is my/continue/status). Start Ollama or pass --model with a reachable host "
-    "for real answers."
+    "requests (remember/what is my/publish to space/continue/status). Start Ollama or pass --model with a "
+    "reachable host for real answers."
 )
 
 BLOCKED_REASON = "the offline backend cannot carry out open-ended tasks: run with a model"
@@ -30,6 +31,9 @@ BLOCKED_REASON = "the offline backend cannot carry out open-ended tasks: run wit
 _REMEMBER = re.compile(r"^(?:please\s+)?(?:remember(?:\s+that)?\s+)?my\s+(?P<key>[\w\s-]{1,60}?)\s+is\s+(?P<value>.+?)\.?$",
                        re.IGNORECASE)
 _QUESTION = re.compile(r"^(?:what(?:'s| is)|tell me)\s+my\s+(?P<key>[\w\s-]{1,60}?)\s*\??$", re.IGNORECASE)
+_PUBLISH = re.compile(r"^(?:please\s+)?(?:publish|share)\s+(?:to|with|in)\s+(?:the\s+)?(?:space\s+)?"
+                      r"(?P<space>[a-z0-9][a-z0-9_-]{0,63})(?:\s+space)?\s*:\s*(?P<content>\S.*)$",
+                      re.IGNORECASE | re.DOTALL)
 _CONTINUE = re.compile(r"^(?:continue|resume|go on|carry on)\b", re.IGNORECASE)
 _STATUS = re.compile(r"^(?:status|what are you doing|where are we)\b", re.IGNORECASE)
 _WRITTEN_PATH = re.compile(r'"name": "write_file", "arguments": \{"path": "([^"]+)"')
@@ -82,6 +86,10 @@ class OfflineBackend:
             if "save_fact" in offered:
                 category = "secret" if is_secret(key) else "personal"
                 return _call("save_fact", key=key, value=match["value"].strip(), category=category)
+        if match := _PUBLISH.match(text):
+            if "publish_memory" in offered:
+                return _call("publish_memory", space=match["space"].lower(), content=match["content"].strip())
+            return ChatReply(text="I cannot publish: the publish_memory skill is not offered here.")
         now = read_now_section(system)
         if _CONTINUE.match(text):
             if "update_status" in offered and now.get("next"):
@@ -92,7 +100,8 @@ class OfflineBackend:
         return ChatReply(text=(
             "I am the offline backend and cannot carry out open-ended tasks. "
             + _status_text(now)
-            + " Ask me to remember a fact, ask for a saved fact, or say 'continue' or 'status'."
+            + " Ask me to remember a fact, ask for a saved fact, publish to a space ('publish to space NAME: "
+            "TEXT'), or say 'continue' or 'status'."
         ), blocked=BLOCKED_REASON)
 
 
@@ -132,6 +141,8 @@ def _conclude(user: str, results: list[dict[str, Any]], system: str) -> str:
         return f"I have no fact saved under {data.get('key')}. Known facts: {known}."
     if last.get("tool_name") == "save_fact":
         return f"Saved {data.get('saved')} ({data.get('category')}). I will remember it."
+    if last.get("tool_name") == "publish_memory":
+        return f"Published {data.get('id')}: the space's members can recall it now."
     if last.get("tool_name") == "update_status":
         return _continue_text(read_now_section(system), resumed=True)
     return f"Done: {last.get('tool_name')} returned {json.dumps(data)[:300]}"
