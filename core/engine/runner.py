@@ -200,7 +200,7 @@ class Engine:
         if runs:
             self.manager.update_now(
                 state="interrupted", current_step="Interrupted: the last run stopped before it finished",
-                resume_hint=f"Say 'continue' or run: python -m core.engine --agent {self.paths.name} --resume",
+                resume_hint=f"Say 'continue' or run: agentos run --agent {self.paths.name} --resume",
                 run_id=None,
             )
             log.warning("agent %s: %d interrupted run(s) found: %s", self.paths.name, len(runs), ", ".join(runs))
@@ -294,14 +294,14 @@ class Engine:
             why = "stopped by the user" if isinstance(exc, KeyboardInterrupt) else "the reader of the reply went away"
             self.manager.end_run(run_id, "interrupted", why)
             self.manager.update_now(state="interrupted", current_step=why[0].upper() + why[1:],
-                                    resume_hint=f"Run: python -m core.engine --agent {self.paths.name} --resume")
+                                    resume_hint=f"Run: agentos run --agent {self.paths.name} --resume")
             return
         line = f"{type(exc).__name__}: {exc}"
         self.manager.append_system("ERROR", line, {"run_id": run_id, "traceback": traceback.format_exc()})
         self.manager.update_now(
             state="error", current_step="Error encountered - recovery needed", blockers=[line[:300]],
             next_steps=["Review LOG.md", "Fix the cause (see the error)", "Run again with --resume"],
-            resume_hint=f"After fixing the cause run: python -m core.engine --agent {self.paths.name} --resume",
+            resume_hint=f"After fixing the cause run: agentos run --agent {self.paths.name} --resume",
         )
         self.manager.end_run(run_id, "error", line[:500])
         if not isinstance(exc, AgentOSError):

@@ -74,7 +74,7 @@ def _update_now(state: AgentState, rt: Runtime, outcome: str) -> None:
         rt.manager.update_now(
             state="blocked", objective=now.objective, current_step="Blocked: the backend cannot do this task",
             blockers=[preview(reason, 300)],
-            resume_hint=f"run with a model: python -m core.engine --agent {rt.manager.agent_name} --resume",
+            resume_hint=f"run with a model: agentos run --agent {rt.manager.agent_name} --resume",
             run_id=rt.run_id,
         )
         return
@@ -85,6 +85,6 @@ def _update_now(state: AgentState, rt: Runtime, outcome: str) -> None:
         current_step="Error encountered - recovery needed",
         blockers=[preview(last, 300)],
         next_steps=list(dict.fromkeys([*RECOVERY_STEPS, *now.next_steps]))[:8],
-        resume_hint=f"After fixing the cause run: python -m core.engine --agent {rt.manager.agent_name} --resume",
+        resume_hint=f"After fixing the cause run: agentos run --agent {rt.manager.agent_name} --resume",
         run_id=rt.run_id,
     )

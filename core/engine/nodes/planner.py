@@ -110,5 +110,5 @@ def _clear_stale_blockers(rt: Runtime) -> None:
     # The resume hint said how to get past the block; it now says how to go on if this run stops.
     rt.manager.update_now(state="active" if recovered else None,
                           current_step="Working on the request" if recovered else None, blockers=[],
-                          resume_hint=f"If this run stops, run: python -m core.engine --agent "
+                          resume_hint=f"If this run stops, run: agentos run --agent "
                                       f"{rt.manager.agent_name} --resume")
