@@ -122,6 +122,10 @@ def interactive(engine) -> int:
     return Session(engine, _turn, command, Spinner).run()
 
 
+COMMANDS = "commands: /compact /status /now /log /facts /recall QUERY /exit"
+"""The interactive mode's commands, as an unknown one is answered."""
+
+
 def command(engine, line: str) -> str:
     """Run one slash command and return its text."""
     name, _, rest = line.partition(" ")
@@ -135,7 +139,9 @@ def command(engine, line: str) -> str:
         return f"{head}\n\n{report.summary}" if report.summary else head
     if name == "/status":
         now = manager.now_state()
-        return (f"{engine.notice}\nsession {engine.session.id}: {engine.conversation.message_count()} messages, "
+        # The backend in a line: its notice (the offline backend's warning) was given at start-up.
+        backend = f"backend: {engine.backend.name}, model {engine.backend.model}"
+        return (f"{backend}\nsession {engine.session.id}: {engine.conversation.message_count()} messages, "
                 f"~{engine.conversation.tokens()} tokens\n{engine.window_status()}\n"
                 f"NOW: {now.status} - {now.current_step or '(no step)'}")
     if name == "/now":
@@ -152,4 +158,4 @@ def command(engine, line: str) -> str:
         from core.engine.interactive import recall_table
 
         return recall_table(found) + (f"\nwarning: {found.warning}" if found.warning else "")
-    return "commands: /compact /status /now /log /facts /recall QUERY /exit"
+    return f"unknown command {name}; {COMMANDS}"

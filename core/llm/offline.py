@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Any
 
-from core.llm.backend import HANDOFF_OPENING, ChatReply, TextSink, ToolCall
+from core.llm.backend import HANDOFF_OPENING, THIS_REQUEST, ChatReply, TextSink, ToolCall
 
 NOTICE = (
     "WARNING: running with the OFFLINE backend (no model server). It only handles simple explicit "
@@ -37,12 +38,16 @@ _PUBLISH = re.compile(r"^(?:please\s+)?(?:publish|share)\s+(?:to|with|in)\s+(?:t
 _CONTINUE = re.compile(r"^(?:continue|resume|go on|carry on)\b", re.IGNORECASE)
 _STATUS = re.compile(r"^(?:status|what are you doing|where are we)\b", re.IGNORECASE)
 _WRITTEN_PATH = re.compile(r'"name": "write_file", "arguments": \{"path": "([^"]+)"')
+_FINISHED = ("done", "idle")
+"""NOW statuses with nothing left to continue."""
+_OBJECTIVE_CHARS = 300
 _SECRET_WORDS = ("key", "password", "passwd", "token", "secret", "pin", "passphrase", "credential")
 
 
 def fact_key(words: str) -> str:
-    """``API key`` → ``api_key``: the key a phrase is saved under."""
-    return "_".join(re.findall(r"[a-z0-9]+", words.lower())) or "fact"
+    """``API key`` → ``api_key``, ``café`` → ``café``: the key a phrase is saved under (the letters and digits
+    of any script, in Unicode's composed form)."""
+    return "_".join(re.findall(r"[^\W_]+", unicodedata.normalize("NFC", words).lower())) or "fact"
 
 
 def is_secret(key: str) -> bool:
@@ -73,7 +78,7 @@ class OfflineBackend:
             return ChatReply(text=handoff_summary(user))
         if results:
             return ChatReply(text=_conclude(user, results, system))
-        return self._respond(user.strip(), system, offered)
+        return self._respond(unicodedata.normalize("NFC", user.strip()), system, offered)
 
     def _respond(self, text: str, system: str, offered: set[str]) -> ChatReply:
         if match := _QUESTION.match(text):
@@ -90,9 +95,9 @@ class OfflineBackend:
             if "publish_memory" in offered:
                 return _call("publish_memory", space=match["space"].lower(), content=match["content"].strip())
             return ChatReply(text="I cannot publish: the publish_memory skill is not offered here.")
-        now = read_now_section(system)
+        now = read_now_section(system, request=text)
         if _CONTINUE.match(text):
-            if "update_status" in offered and now.get("next"):
+            if "update_status" in offered and now.get("next") and _status(now) not in _FINISHED:
                 return _call("update_status", new_status=f"Resumed: {now['next']}")
             return ChatReply(text=_continue_text(now))
         if _STATUS.match(text):
@@ -148,8 +153,9 @@ def _conclude(user: str, results: list[dict[str, Any]], system: str) -> str:
     return f"Done: {last.get('tool_name')} returned {json.dumps(data)[:300]}"
 
 
-def read_now_section(system: str) -> dict[str, str]:
-    """Status, objective, current step and next open step from the prompt's NOW section."""
+def read_now_section(system: str, request: str = "") -> dict[str, str]:
+    """Status, objective, current step and next open step from the prompt's NOW section (an objective that
+    points to this turn's request is ``request``)."""
     now: dict[str, str] = {}
     for line in system.splitlines():
         for field in ("status", "objective", "current step"):
@@ -157,7 +163,15 @@ def read_now_section(system: str) -> dict[str, str]:
                 now[field] = line.split(": ", 1)[1].strip()
         if line.startswith("- [ ] ") and "next" not in now:
             now["next"] = line[6:].strip()
+    if now.get("objective") == THIS_REQUEST:
+        text = " ".join(request.split())
+        now["objective"] = text if len(text) <= _OBJECTIVE_CHARS else text[:_OBJECTIVE_CHARS - 1] + "…"
     return now
+
+
+def _status(now: dict[str, str]) -> str:
+    """NOW's lifecycle status alone (the line reads e.g. ``active (version 7, updated 00:24:39)``)."""
+    return now.get("status", "").split(" ", 1)[0]
 
 
 def _status_text(now: dict[str, str]) -> str:
@@ -170,7 +184,10 @@ def _status_text(now: dict[str, str]) -> str:
 def _continue_text(now: dict[str, str], resumed: bool = False) -> str:
     if not now.get("objective") or now.get("objective") == "(none)":
         return "There is nothing to continue: NOW.md has no objective."
-    step = now.get("next") or now.get("current step") or "(no open step)"
+    if _status(now) in _FINISHED and not resumed:
+        return (f"There is nothing to continue: the last request ('{now['objective']}') is finished. "
+                "Say what to do next.")
+    step = now.get("next") or "(no open step in the plan)"
     verb = "Resumed" if resumed else "Continuing"
     return f"{verb} '{now['objective']}'. Next step: {step}. (A model is needed to carry it out.)"
 

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from core.memory.storage import redact
-from core.engine.nodes.runtime import SCAN_ENTRIES, Runtime, preview
+from core.engine.nodes.runtime import SCAN_ENTRIES, Runtime, is_status, preview
 from core.engine.state import AgentState
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,9 @@ def _turn_messages(state: AgentState, response: str, outcome: str) -> list[dict[
 
 def _update_now(state: AgentState, rt: Runtime, outcome: str) -> None:
     now = rt.manager.now_state()
+    if outcome == "done" and is_status(state.get("task") or ""):
+        rt.manager.update_now(run_id=rt.run_id)  # a question about NOW leaves it as it was
+        return
     if outcome == "done":
         # Re-setting the objective redacts secrets learnt during the turn.
         rt.manager.update_now(state="done", objective=now.objective, current_step="Finished the last request",
