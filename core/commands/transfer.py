@@ -76,7 +76,7 @@ def import_(args: argparse.Namespace) -> int:
         print(f"imported the space {manifest['space']}: {manifest['entries']} journal entries")
         return 0
 
-    with tqdm(desc="embedding", unit="memory", leave=False, disable=None) as bar:
+    with tqdm(desc="embedding", unit=" memories", leave=False, disable=None) as bar:
         started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on
         result = import_agent(args.file, as_name=args.as_name, force=args.force, progress=bar.update)
         elapsed = time.monotonic() - started
