@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Iterable, Iterator
 
 from core.errors import SessionNotFoundError, ValidationError
-from core.memory.storage import Database
+from core.memory.storage import Database, title_of
 from core.memory.secrets import FORGOTTEN, forgotten_of
 from core.memory.files import utc_timestamp
 from core.memory.provider import (
@@ -27,7 +27,6 @@ from core.memory.provider import ListOptions, Session, SessionInfo, SessionStats
 from core.memory.secrets import Redactor, redactor_of
 from core.memory.tokens import estimate_tokens
 
-TITLE_CHARS = 60
 FORGOTTEN_TOKENS = estimate_tokens(FORGOTTEN)
 """What a forgotten message or summary costs in a prompt, which shows only its mark."""
 _ID_BATCH = 500
@@ -288,11 +287,7 @@ class ConversationStore:
 
 
 def _title(batch: list[Message]) -> str:
-    for message in batch:
-        if message.role == "user" and message.content.strip():
-            text = " ".join(message.content.split())
-            return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
-    return ""
+    return next((title_of(m.content) for m in batch if m.role == "user" and m.content.strip()), "")
 
 
 def _info(row: sqlite3.Row) -> SessionInfo:
