@@ -74,7 +74,7 @@ class ColdConfig:
     """Memories from which the table gets an approximate vector index (IVF_FLAT, cosine).
 
     The index is built (and later retrained) by the background optimize step, by
-    ``scripts/rebuild_index.py`` and by ``ColdStore.optimize()``, never during a
+    ``agentos rebuild-index`` and by ``ColdStore.optimize()``, never during a
     search; rows added since are searched exactly until the next optimize folds
     them in. Smaller tables, and a failed build, use exact search. 0 turns it off.
     """

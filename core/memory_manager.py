@@ -97,10 +97,10 @@ class MemoryManager:
         """Rewrite NOW.md atomically and log a NOW_UPDATE entry; return the new NOW.
 
         Args:
-            status: a lifecycle state (idle, active, blocked, error, interrupted,
-                done) or, as in the seed, free text such as "Analyzing portfolio
-                data", which becomes ``current_step`` (the state becomes
-                ``active`` unless ``state`` says otherwise). ``new_status`` is an alias.
+            status: a lifecycle state (idle, active, blocked, error, interrupted, done) or, as in the seed
+                (``new_status``, an alias), free text such as "Analyzing portfolio data": the current step,
+                and the objective too when NOW has none open (none, done or idle) and ``objective`` is not
+                given. The state becomes ``active`` unless ``state`` says otherwise.
             next_steps: the open plan steps, replacing the previous open ones.
             state: the lifecycle state, when ``status`` is free text.
             objective, current_step, blockers, resume_hint: replace those fields.
@@ -110,11 +110,11 @@ class MemoryManager:
         Raises:
             ValidationError: bad input; NOW.md and LOG.md are unchanged.
         """
-        lifecycle, current_step = now.lifecycle(status if status is not None else new_status, state,
-                                                current_step, next_steps)
-        after, text = now.update(self.tiers, lifecycle, run_id, objective=objective, current_step=current_step,
-                                 next_steps=next_steps, done_steps=done_steps, blockers=blockers,
-                                 resume_hint=resume_hint)
+        lifecycle, current_step, free = now.lifecycle(status if status is not None else new_status, state,
+                                                      current_step, next_steps)
+        after, text = now.update(self.tiers, lifecycle, run_id, opens=free, objective=objective,
+                                 current_step=current_step, next_steps=next_steps, done_steps=done_steps,
+                                 blockers=blockers, resume_hint=resume_hint)
         return now_file.document(after, text)
 
     def now_state(self) -> NowState:
@@ -127,8 +127,7 @@ class MemoryManager:
 
     def read_now(self) -> dict[str, Any]:
         """NOW.md parsed: its front matter fields, plan, blockers, resume hint and ``body`` text."""
-        # One read: the front matter and the body always come from the same version.
-        try:
+        try:  # one read: the front matter and the body always come from the same version
             return now_file.document(*now_file.load(self.paths.now_file, self.agent_name))
         except CorruptionError:
             with self.lock.hold():
@@ -208,10 +207,9 @@ class MemoryManager:
         """Store a fact (insert or update) and record it in LOG.md; return it, a secret's value redacted.
 
         LOG.md's FACT entry lets the facts be rebuilt if memory.db is lost; a secret's
-        value is never logged (only its key), so a secret cannot be rebuilt.
-
-        A new secret is then scrubbed from what already holds it (see :mod:`core.memory.secrets.scrub`), and
-        a non-secret value is stored with the secrets it contains redacted.
+        value is never logged (only its key), so a secret cannot be rebuilt. A new secret is then scrubbed
+        from what already holds it (see :mod:`core.memory.secrets.scrub`), and a non-secret value is stored
+        with the secrets it contains redacted.
 
         Raises:
             ValidationError: non-string key, unknown category, invalid text; nothing is written.
@@ -334,19 +332,21 @@ class MemoryManager:
         return bool(self.forget_memories(ids=[memory_id]))
 
     def forget_memories(
-        self, query: str | None = None, before: Any = None, *, ids: list[str] | None = None,
+        self, query: str | list[str] | None = None, before: Any = None, *, ids: list[str] | None = None,
         kind: str | list[str] | None = None, min_score: float | None = None, limit: int = 100,
         dry_run: bool = False,
     ) -> list[str]:
         """Forget the memories that match ``query`` and/or happened before ``before``; return their ids.
 
         Args:
-            query: forget what recall finds for it (with ``min_score``, at most ``limit``).
+            query: forget what recall finds for it (with ``min_score``, at most ``limit``); a list: ``ids``.
             before: forget what happened before this time (datetime, ISO-8601 or a written date).
             ids: forget exactly these ids.
             kind: only memories of this kind (or kinds).
             dry_run: forget nothing; return the ids that would be forgotten (to show before asking).
         """
+        if isinstance(query, (list, tuple)):  # forget_memories(["note:3f2a"]): ids, as forget_memory takes one
+            query, ids = None, [*query, *(ids or [])]
         return forgetting.forget(self.tiers, query=query, before=before, ids=ids, kind=kind,
                                  min_score=min_score, limit=limit, dry_run=dry_run)
 

@@ -40,6 +40,36 @@ def test_version_and_help():
         assert f"    {name}" in helped
 
 
+def _help_texts() -> dict[str, str]:
+    """``--help`` of agentos, of each subcommand and of each ``space`` action, by command line."""
+    import argparse
+
+    from core.commands import parser
+
+    texts = {"agentos": parser().format_help()}
+    todo = [("agentos", parser())]
+    while todo:
+        name, command = todo.pop()
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, sub_parser in action.choices.items():
+                    texts[f"{name} {sub}"] = sub_parser.format_help()
+                    todo.append((f"{name} {sub}", sub_parser))
+    return texts
+
+
+def test_help_reads_as_plain_text_and_lists_whole_sentences():
+    """No reStructuredText marks (``code``, :func:`x`) in any --help, and the list of commands gives each one's
+    first paragraph whole (the facts line no longer stops mid-sentence)."""
+    texts = _help_texts()
+    assert len(texts) > 20 and "agentos space publish" in texts
+    assert [name for name, text in texts.items() if "``" in text or ":func:" in text or ":mod:" in text] == []
+    listing = " ".join(texts["agentos"].split())
+    assert ("facts List the agent's facts, or with --history one fact's values, newest first (a secret's value is "
+            "shown as [REDACTED], and so are the earlier values of a fact while it is secret).") in listing
+
+
+
 @pytest.mark.bare_home
 def test_agents_home_resolution(tmp_path, monkeypatch):
     """AGENTOS_HOME wins, then ./agents when it exists in the working folder, then the per-user data folder."""
@@ -308,6 +338,24 @@ def test_progress_bars_are_drawn_only_on_a_terminal(agents_home):
     assert rebuilt.returncode == 0 and "memories embedded: " in rebuilt.stdout, rebuilt.stderr
     for result in (compacted, rebuilt):
         assert "indexing:" not in result.stderr and "embedding:" not in result.stderr, result.stderr
+
+
+def test_rebuild_index_bar_shows_its_total_and_unit(agents_home, monkeypatch):
+    """On a terminal, rebuild-index's bar counts memories against their total ("7/7 memories"), not "7memory"."""
+    import core.commands.maintenance as maintenance
+    from tqdm import tqdm
+
+    drawn = io.StringIO()
+    monkeypatch.setattr(maintenance, "tqdm", lambda *a, **kw: tqdm(*a, **{**kw, "disable": False, "file": drawn}))
+    with MemoryManager("finn") as manager:
+        for step in range(3):
+            manager.store_memory(f"Step {step}: read the asyncio documentation")
+    rebuilt = agentos("rebuild-index", "--agent", "finn")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    embedded = int(rebuilt.stdout.split("memories embedded: ")[1].split()[0])
+    final = drawn.getvalue().split("\r")[-1]
+    assert f"{embedded}/{embedded} [" in final and " memories/s" in final and "memory" not in final.replace(
+        "memories", ""), final
 
 
 def test_errors_interrupts_and_a_closed_pipe_end_every_command_alike(capsys):

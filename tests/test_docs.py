@@ -104,8 +104,8 @@ def _command_lines() -> list[tuple[str, list[str]]]:
                     if token not in ("&&", "&", "||", ";", "|"):
                         command.append(token)
                         continue
-                    if command and command[0].endswith("/python"):
-                        command[0] = "python"  # .venv/bin/python
+                    if command and command[0].endswith(("/python", "/agentos")):
+                        command[0] = command[0].rsplit("/", 1)[1]  # .venv/bin/python, .venv/bin/agentos
                     for prefix, replacement in PREFIXES.items():
                         if tuple(command[: len(prefix)]) == prefix:
                             found.append((f"{_name(page)}: {line.strip()}", replacement + command[len(prefix):]))

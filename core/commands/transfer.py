@@ -94,7 +94,7 @@ def import_(args: argparse.Namespace) -> int:
         raise ValidationError("--trust-members is for a space's archive (agentos import --space)")
 
     trust = Trust(skills=args.trust_skills, config=args.trust_config, vectors=args.trust_vectors)
-    with tqdm(desc="embedding", unit="memory", leave=False, disable=None) as bar:
+    with tqdm(desc="embedding", unit=" memories", leave=False, disable=None) as bar:
         started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on
         result = import_agent(args.file, as_name=args.as_name, force=args.force, trust=trust, progress=bar.update)
         elapsed = time.monotonic() - started

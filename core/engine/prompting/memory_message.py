@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from core.llm.backend import THIS_REQUEST
 from core.memory.context import ENTRY_PREVIEW_CHARS, fit_lines, fit_newest, more_facts_note, render_fact, render_now
 from core.memory.files import LogEntry
 from core.memory.secrets import visible_entries
@@ -22,7 +23,6 @@ TAIL_ENTRIES = 12
 """LOG.md entries always shown, besides those written since NOW."""
 SINCE_ENTRIES = 60
 """Most entries shown from those written since NOW."""
-THIS_REQUEST = "(this turn's request: the user's newest message)"
 MIN_REPEAT_CHARS = len(THIS_REQUEST)
 """Shorter texts are shown again: a pointer would be as long."""
 REPEATED_IN = "(the request logged in #{seq})"

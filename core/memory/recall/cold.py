@@ -305,7 +305,7 @@ def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,
     """
     return ColdStore(
         paths.lancedb_dir, make_embedder(config), paths.memory_dir / ".cold.lock",
-        reindex_hint=f"python scripts/rebuild_index.py --agent {paths.name}",
+        reindex_hint=f"agentos rebuild-index --agent {paths.name}",
         optimize_every=config.cold.optimize_every, ann_min_rows=config.cold.ann_min_rows,
         read_only=read_only, redactor=redactor,
     )

@@ -218,8 +218,9 @@ class ColdIndexer:
                                  (utc_timestamp(), problem, archive_id))
         if problem:
             log.error("archive %s (entries %s-%s) cannot be indexed: %s; its summary is searchable, its entries "
-                      "are not: put the original back (sha256 %s) and run scripts/rebuild_index.py", archive_id,
-                      row["first_seq"], row["last_seq"], problem, row["archive_sha256"])
+                      "are not: put the original back (sha256 %s) and run agentos rebuild-index --agent %s",
+                      archive_id, row["first_seq"], row["last_seq"], problem, row["archive_sha256"],
+                      self.archive_dir.parent.parent.name)
         else:
             log.info("indexed archive %s: %d docs", archive_id, written)
         return written

@@ -15,13 +15,14 @@ from core.memory.storage.engine_lease import AgentLease, hold_lease
 from core.memory.storage.facts import CATEGORIES, MIN_REDACTED_CHARS, REDACTED, Fact, FactStore, redact
 from core.memory.storage.protocol import Connection, Cursor, Database
 from core.memory.storage.read_only import Reader, reading
+from core.memory.storage.titles import title_of
 from core.memory.storage.sqlite import SqliteDatabase, damage_marker
 
 __all__ = [
     "CATEGORIES", "MIN_REDACTED_CHARS", "POSTGRES", "REDACTED", "SQLITE", "AgentLease", "Checkpoints",
     "Connection", "Cursor", "Database", "Dialect", "Fact", "FactStore", "Reader", "SqliteDatabase",
     "damage_marker", "hold_lease", "open_checkpointer", "open_database", "reading", "redact",
-    "require_sqlite", "schema_name",
+    "require_sqlite", "schema_name", "title_of",
 ]
 
 # The copies between the databases and the inspector's snapshot need psycopg: loaded on first use.
