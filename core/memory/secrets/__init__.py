@@ -15,6 +15,6 @@ __all__, __getattr__ = lazy_face(__name__, {
     "forgotten_of": "forgotten",
     "redactor_for": "redaction",
     "redactor_of": "redaction",
-    "rewrite_lines": "scrub",
+    "rewrite_lines": "redaction",
     "visible_entries": "forgotten",
 })

@@ -1,7 +1,8 @@
 """A space to one archive and back: ``agentos export --space`` / ``agentos import --space``.
 
 The archive (``.tar.gz``) holds the journal, the members file and ``space.json`` (the format, the
-space's name, the number of entries and the sha256 of each file). The index is not carried: the
+space's name, the number of entries and the sha256 of each file). The journal is exported with the secret
+values of every member masked (each line that held one rewritten with a new checksum, as a scrub does). The index is not carried: the
 importing home rebuilds it from the journal, with its own embedder. An import checks everything
 first (checksums, every journal line), writes the space into a temp folder beside its place and
 renames it there, so a killed import leaves no half space.
@@ -19,6 +20,7 @@ from pathlib import Path
 from core.errors import CorruptionError, StorageError, ValidationError
 from core.memory.files.fsutil import atomic_write, fsync_dir
 from core.memory.files.log_file import scan_bytes
+from core.memory.secrets.redaction import rewrite_lines
 from core.memory.spaces.paths import SpacePaths, validate_space_name
 from core.memory.spaces.residence import keep_residence
 from core.memory.spaces.space import Space
@@ -31,6 +33,7 @@ def export_space(name: str, file: str | Path, home: Path | None = None) -> dict:
     """Write the space ``name`` to the archive ``file``; return its manifest."""
     with Space(name, home) as space, space.lock.hold():  # the journal and the members of one moment
         data = {f: (space.paths.root / f).read_bytes() for f in FILES}
+        data["LOG.md"], _ = rewrite_lines(data["LOG.md"], space.redactor())
     entries = scan_bytes(data["LOG.md"], f"space {name}").entries
     manifest = {"format": FORMAT, "space": name, "entries": len(entries),
                 "sha256": {f: hashlib.sha256(b).hexdigest() for f, b in data.items()}}
