@@ -15,6 +15,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.config import load_home_config
 from core.errors import SecretContentError
@@ -100,6 +102,60 @@ def test_a_members_secret_in_any_form_is_refused_and_never_recalled(team, agents
         assert space.latest("writer") == []
 
 
+SECRETS = (SECRET, "correct horse battery staple", "zx-Token-4401")
+INVISIBLE = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad")
+WHITESPACE = (" ", "  ", "\n", "\t", " \n ", "\u00a0", "\u3000")
+
+
+@st.composite
+def written_as(draw, secret: str) -> str:
+    """``secret`` as it could be typed or re-encoded: each letter's case, each character full-width or not,
+    zero-width characters and soft hyphens between them, any run of whitespace between its words."""
+    out = []
+    for ch in secret:
+        if ch == " ":
+            out.append(draw(st.sampled_from(WHITESPACE)))
+            continue
+        ch = draw(st.sampled_from((ch, ch.upper(), ch.lower())))
+        out.append(chr(ord(ch) + 0xFEE0) if draw(st.booleans()) else ch)
+        if draw(st.integers(0, 3)) == 0:
+            out.append(draw(st.sampled_from(INVISIBLE)))
+    return "".join(out)
+
+
+@st.composite
+def publications(draw) -> tuple[str, dict | None]:
+    """A publish holding a variant of one of ``SECRETS``: in its text, or in its metadata (a value, a key, deep
+    inside), where a check of the escaped JSON would see it with its quotes, backslashes and newlines escaped."""
+    text = draw(st.sampled_from(("", "the code is ", "note:", "x"))) + draw(written_as(draw(st.sampled_from(SECRETS))))
+    where = draw(st.sampled_from(("content", "metadata value", "metadata key", "nested metadata")))
+    if where == "content":
+        return text + draw(st.sampled_from(("", " today", "!"))), None
+    return "see the notes", {"metadata value": {"note": text}, "metadata key": {text: 1},
+                             "nested metadata": {"notes": [{"first": "none"}, {"second": text}]}}[where]
+
+
+@pytest.fixture
+def keeper(team):
+    """The team, the researcher keeping every one of ``SECRETS``."""
+    for number, value in enumerate(SECRETS):
+        team["researcher"].save_fact(f"secret_{number}", value, "secret")
+    return team
+
+
+@given(publication=publications())
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_no_variant_of_a_members_secret_is_stored_or_recalled(keeper, agents_home, publication):
+    """Whatever its case, width, invisible characters, whitespace and place (text, metadata value or key), a member's
+    secret is refused; the journal is unchanged and the read-only member recalls nothing."""
+    content, metadata = publication
+    before = journal(agents_home)
+    with pytest.raises(SecretContentError):
+        keeper["researcher"].publish("research", content, metadata)
+    assert journal(agents_home) == before
+    assert keeper["writer"].recall_memory("code notes note today", spaces=["research"], min_score=0.0) == []
+
+
 # -- a secret saved after it was published -------------------------------------------------------------------
 
 
@@ -173,25 +229,37 @@ def test_a_former_member_s_secret_is_scrubbed_from_what_it_published(agents_home
             "the deploy key is [REDACTED]"
 
 
-def test_every_answer_of_a_space_is_masked_with_the_secrets_of_every_member(team, agents_home, tmp_path):
-    """A member whose secret was published before it joined: recall, the latest memories, the inspector's space
-    route and an export hide it from every other member, although the journal (the record) still holds it."""
+def test_a_member_who_joins_takes_its_secrets_out_of_the_space(team, agents_home):
+    """Another member published the value before its owner joined: adding the owner scrubs it."""
     team["researcher"].publish("research", f"the deploy key is {KEY}", {"key": KEY})
     team["outsider"].save_fact("deploy_key", KEY, "secret")
     with Space("research") as space:
         space.add_member("outsider", "read-only")
-        assert holds(journal(agents_home), WORD)
-        hits = team["writer"].recall_memory("deploy key", spaces=["research"], min_score=0.0, explain=True)
-        assert [(h["content"], h["metadata"]) for h in hits["results"]] == [
-            ("the deploy key is [REDACTED]", {"key": "[REDACTED]"})]
-        assert not holds(json.dumps(space.latest("writer")).encode(), WORD)
+    assert space_leaks(agents_home) == []
+    assert scan_bytes(journal(agents_home), "journal").entries[-1].metadata == {"scrubbed": [1], "by": "outsider"}
+
+
+def test_every_answer_of_a_space_is_masked_with_the_secrets_of_every_member(team, agents_home, tmp_path):
+    """A space imported from an archive made before a member saved the value as a secret: its journal (the record)
+    holds it, and recall, the latest memories, the inspector's space route and an export hide it from every other
+    member."""
+    team["researcher"].publish("research", f"the deploy key is {KEY}", {"key": KEY})
+    export_space("research", tmp_path / "before.space.tar.gz")
+    team["writer"].save_fact("deploy_key", KEY, "secret")
+    import_space(tmp_path / "before.space.tar.gz", as_name="copy")
+    assert holds(journal(agents_home, "copy"), WORD)
+    hits = team["researcher"].recall_memory("deploy key", spaces=["copy"], min_score=0.0, explain=True)
+    assert [(h["content"], h["metadata"]) for h in hits["results"] if h["space"] == "copy"] == [
+        ("the deploy key is [REDACTED]", {"key": "[REDACTED]"})]
+    with Space("copy") as space:
+        assert not holds(json.dumps(space.latest("researcher")).encode(), WORD)
         assert not holds(json.dumps(space.show(), default=str).encode(), WORD)
-    shown = inspector_timeline(agents_home)
+    shown = inspector_timeline(agents_home, "copy")
     assert [e["content"] for e in shown["entries"]] == ["the deploy key is [REDACTED]"]
     assert not holds(json.dumps(shown).encode(), WORD)
-    exported = exported_journal(agents_home, tmp_path)
+    exported = exported_journal(agents_home, tmp_path, "copy")
     assert not holds(exported, WORD) and not scan_bytes(exported, "archive").bad_lines
-    assert import_space(tmp_path / "research.space.tar.gz", as_name="copy")["entries"] == 1  # checksums hold
+    assert import_space(tmp_path / "copy.space.tar.gz", as_name="again")["entries"] == 1  # its checksums hold
 
 
 # -- a scrub killed at any step ----------------------------------------------------------------------------------

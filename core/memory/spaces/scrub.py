@@ -54,16 +54,20 @@ def scrub(space: Any, redactor: Redactor, by: str | None = None) -> list[int]:
     agent whose secret it is. Return the seqs of the journal entries rewritten now."""
     marker = space.paths.root / PENDING
     with space.lock.hold():
-        atomic_write(marker, json.dumps({"by": by, "started_at": utc_timestamp()}).encode("utf-8") + b"\n")
-        remove_stale_temp_files(space.paths.journal)  # a journal rewrite killed before its rename
         data = space.paths.journal.read_bytes()
         new, entries = rewrite_lines(data, redactor)
+        tails = _quarantined(space.paths, redactor)
+        if new == data and not tails and not marker.exists():
+            return []  # the files hold none of the values, nor does the index (which follows the journal)
+        atomic_write(marker, json.dumps({"by": by, "started_at": utc_timestamp()}).encode("utf-8") + b"\n")
+        remove_stale_temp_files(space.paths.journal)  # a journal rewrite killed before its rename
         scrubbed = [e.seq for e in entries]
         if new != data:
             atomic_write(space.paths.journal, new)
             space.journal.append("SYSTEM", f"scrubbed a member's secret from {len(scrubbed)} entries",
                                  {"scrubbed": scrubbed, "by": by})
-        _quarantined(space.paths, redactor)
+        for path, rewritten in tails.items():
+            atomic_write(path, rewritten)
         index = space.index()
         index.sync()
         index.refresh()
@@ -96,13 +100,15 @@ def _owner(space: Any) -> str | None:
         return None
 
 
-def _quarantined(paths: SpacePaths, redactor: Redactor) -> None:
-    """Torn journal tails moved aside by a repair (the lock is held)."""
+def _quarantined(paths: SpacePaths, redactor: Redactor) -> dict[Path, bytes]:
+    """The torn journal tails a repair moved aside that hold a value, each with its bytes rewritten."""
+    found = {}
     for path in sorted(paths.quarantine_dir.glob("*.md")):
         data = path.read_bytes()
         new, _ = rewrite_lines(data, redactor)
         if new != data:
-            atomic_write(path, new)
+            found[path] = new
+    return found
 
 
 def spaces_of_author(agent: str, home: Path) -> list[str]:

@@ -103,11 +103,15 @@ class Space:
         return members_file.read(self.paths)
 
     def add_member(self, agent: str, access: str = READ_WRITE) -> Members:
-        """Add ``agent`` (or change its access); return the members."""
+        """Add ``agent`` (or change its access); return the members. The agent's secrets, which the space may hold
+        from before it joined, are scrubbed out of it (see :mod:`core.memory.spaces.scrub`)."""
         existing_agent(agent, self.paths.home)
         with self.lock.hold():
             changed = self.members().with_member(agent, access)
             members_file.write(self.paths, changed)
+            joined = members_redactor(self.paths.home, [agent], config=self.config)
+            if joined:
+                scrubbing.scrub(self, joined, agent)
         return changed
 
     def remove_member(self, agent: str) -> Members:
