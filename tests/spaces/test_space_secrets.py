@@ -50,7 +50,8 @@ def journal(home: Path, space: str = "research") -> bytes:
 def space_leaks(home: Path, word: str = WORD, space: str = "research") -> list[str]:
     """Every file of the space's folder, and on PostgreSQL every row and index file of its schema, holding ``word``."""
     folder = home / "spaces" / space
-    found = [str(p.relative_to(folder)) for p in sorted(folder.rglob("*")) if p.is_file() and holds(p.read_bytes(), word)]
+    found = [str(p.relative_to(folder)) for p in sorted(folder.rglob("*"))
+             if p.is_file() and holds(p.read_bytes(), word)]
     backend, dsn = load_home_config(home).storage.resolved()
     if backend == "postgres":
         found += postgres_schema_leaks(dsn, space_schema(space, load_home_config(home).storage), word)

@@ -95,7 +95,8 @@ def _owner(space: Any) -> str | None:
     try:
         by = json.loads((space.paths.root / PENDING).read_text(encoding="utf-8")).get("by")
         return validate_agent_name(by) if isinstance(by, str) else None
-    except (OSError, ValueError, AttributeError, InvalidAgentNameError) as exc:  # a torn or edited mark: the members' secrets still count
+    except (OSError, ValueError, AttributeError, InvalidAgentNameError) as exc:
+        # a torn or edited mark: the members' secrets still count
         log.warning("space %s: cannot read whose scrub %s was (%s)", space.name, PENDING, exc)
         return None
 
@@ -129,6 +130,7 @@ def spaces_of_author(agent: str, home: Path) -> list[str]:
             continue
         except OSError as exc:
             raise StorageError(f"cannot read {paths.journal} to scrub a secret from it: {exc}") from exc
-        if any(e.type == "PUBLISH" and e.metadata.get("author") == agent for e in scan_bytes(data, paths.journal).entries):
+        entries = scan_bytes(data, paths.journal).entries
+        if any(e.type == "PUBLISH" and e.metadata.get("author") == agent for e in entries):
             found.append(name)
     return found

@@ -1,11 +1,11 @@
 """A space to one archive and back: ``agentos export --space`` / ``agentos import --space``.
 
 The archive (``.tar.gz``) holds the journal, the members file and ``space.json`` (the format, the
-space's name, the number of entries and the sha256 of each file). The journal is exported with the secret
-values of every member masked (each line that held one rewritten with a new checksum, as a scrub does). The index is not carried: the
-importing home rebuilds it from the journal, with its own embedder. An import checks everything
-first (checksums, every journal line), writes the space into a temp folder beside its place and
-renames it there, so a killed import leaves no half space.
+space's name, the number of entries and the sha256 of each file). The journal goes out with the secret
+values of every member masked (each line that held one rewritten with a new checksum, as a scrub does).
+The index is not carried: the importing home rebuilds it from the journal, with its own embedder. An
+import checks everything first (checksums, every journal line), writes the space into a temp folder
+beside its place and renames it there, so a killed import leaves no half space.
 """
 
 from __future__ import annotations
