@@ -320,7 +320,8 @@ def trial(home: Path, cache: Path, kill_at: int) -> tuple[bool, bool]:
 @pytest.mark.slow
 def test_a_space_scrub_killed_at_any_step_is_finished_by_the_next_open(agents_home, tmp_path):
     """SIGKILL at every fault point from the start of the space's scrub to the end of the secret's save (the
-    ``.scrubbing`` mark, the journal's replace, its SYSTEM entry, each commit of the index, the owner's bookkeeping):
+    ``.scrubbing`` mark, the journal's replace, its SYSTEM entry, each commit of the index, the owner's queue and
+    record):
     the space's next open finishes a scrub it marked, the owner's next open one it did not, the journal stays whole
     and no byte of the key is left in the space."""
     cache = tmp_path / "prepared"
