@@ -16,6 +16,6 @@ __all__, __getattr__ = lazy_face(__name__, {
     "forgotten_values": "redaction",
     "redactor_for": "redaction",
     "redactor_of": "redaction",
-    "rewrite_lines": "scrub",
+    "rewrite_lines": "redaction",
     "visible_entries": "forgotten",
 })

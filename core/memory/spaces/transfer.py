@@ -1,12 +1,13 @@
 """A space to one archive and back: ``agentos export --space`` / ``agentos import --space``.
 
 The archive (``.tar.gz``) holds ``space.json`` first (the format, the space's name, the number of
-entries and the sha256 of each file), then the journal and the members file. The index is not
-carried: the importing home rebuilds it from the journal, with its own embedder. An import reads the
-archive as a stream within the home's ``transfer`` limits (``space.json`` is checked before any other
-member is read, and each member's size before its data), checks everything (checksums, every journal
-line, the members file), writes the space into a temp folder beside its place and renames it there,
-so a killed import leaves no half space.
+entries and the sha256 of each file), then the journal and the members file. The journal goes out with
+the secret values of every member masked (each line that held one rewritten with a new checksum, as a
+scrub does). The index is not carried: the importing home rebuilds it from the journal, with its own
+embedder. An import reads the archive as a stream within the home's ``transfer`` limits
+(``space.json`` is checked before any other member is read, and each member's size before its data),
+checks everything (checksums, every journal line, the members file), writes the space into a temp
+folder beside its place and renames it there, so a killed import leaves no half space.
 
 The members file decides which agents read the space (their recall searches it) and publish to it,
 so an archive that names agents of this home is imported only with ``trust_members``
@@ -29,6 +30,7 @@ from core.errors import CorruptionError, NotFoundError, StorageError, Validation
 from core.memory.files.archive_reading import reading
 from core.memory.files.fsutil import atomic_write, fsync_dir
 from core.memory.files.log_file import scan_bytes
+from core.memory.secrets.redaction import rewrite_lines
 from core.memory.spaces.members import ACCESS
 from core.memory.spaces.paths import SpacePaths, validate_space_name
 from core.memory.spaces.residence import keep_residence
@@ -45,6 +47,7 @@ def export_space(name: str, file: str | Path, home: Path | None = None) -> dict:
     """Write the space ``name`` to the archive ``file``; return its manifest."""
     with Space(name, home) as space, space.lock.hold():  # the journal and the members of one moment
         data = {f: (space.paths.root / f).read_bytes() for f in FILES}
+        data["LOG.md"], _ = rewrite_lines(data["LOG.md"], space.redactor())
     entries = scan_bytes(data["LOG.md"], f"space {name}").entries
     manifest = {"format": FORMAT, "space": name, "entries": len(entries),
                 "sha256": {f: hashlib.sha256(b).hexdigest() for f, b in data.items()}}
