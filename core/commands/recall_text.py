@@ -14,7 +14,7 @@ def window_text(found: list[dict[str, Any]]) -> str:
     """A listed time window, newest first: date and time, kind, id and source, then the text."""
     return "\n".join(
         f"{hit['occurred_at'][:16].replace('T', ' ')} {hit['kind']} {hit['id']} ({hit['source']})\n"
-        f"  {hit['content']}{_superseded(hit)}" for hit in found) or "(nothing happened in that window)"
+        f"  {hit['content']}{_superseded(hit)}{_also(hit)}" for hit in found) or "(nothing happened in that window)"
 
 
 def explained_text(found: dict[str, Any]) -> str:
@@ -36,13 +36,18 @@ def left_out_text(left_out: dict[str, Any]) -> str:
 
 def _hit(hit: dict[str, Any]) -> str:
     text = (f"{hit['score']:.2f} {hit['kind']} {hit['id']} ({hit['occurred_at'][:10]}, {hit['source']}"
-            f"{', by ' + hit['author'] if hit.get('space') else ''})\n  {hit['content']}{_superseded(hit)}")
+            f"{', by ' + hit['author'] if hit.get('space') else ''})\n  {hit['content']}{_superseded(hit)}{_also(hit)}")
     return text + ("\n  " + why_text(hit["why"]) if "why" in hit else "")
 
 
 def _superseded(hit: dict[str, Any]) -> str:
     later = hit.get("superseded_by")
     return f"\n  (superseded by {later['id']}, {later['occurred_at'][:10]})" if later else ""
+
+
+def _also(hit: dict[str, Any]) -> str:
+    """The other records of the same thing folded into ``hit``."""
+    return f"\n  (also recorded as {', '.join(hit['also'])})" if hit.get("also") else ""
 
 
 def why_text(why: dict[str, Any]) -> str:

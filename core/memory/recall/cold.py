@@ -157,7 +157,7 @@ class ColdMemory:
             window = check_window(n_results, kind, since, until, now, min_score=min_score,
                                   recency_days=recency_days, explain=explain)
             self._read_own_writes()
-            return Recalled(browse(window, self.docs, secrets))
+            return Recalled(browse(window, self.docs, secrets, self.tuning))
         request = check_recall(query, n_results, kind, since, until, min_score=min_score,
                                recency_days=recency_days, default_min_score=self.config.cold.min_score, now=now,
                                strict=strict)
