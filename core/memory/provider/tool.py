@@ -27,7 +27,8 @@ from core.memory.provider.types import SearchQuery, SearchScope
 
 TOOL_NAME = "memory"
 PARAMETERS: dict[str, dict[str, Any]] = {
-    "query": {"type": "string", "description": "Words to search for (search)."},
+    "query": {"type": "string", "description": "Words to search for (search, recall); forget: words that every "
+                                               "memory to forget says."},
     "scope": {"type": "string", "enum": [s.value for s in SearchScope],
               "description": "Where to search: messages, summaries or both (search; default both)."},
     "limit": {"type": "integer", "minimum": 1, "maximum": 50,
@@ -86,7 +87,8 @@ ACTIONS = (
            (ProfileStore, VersionedProfileStore), ("version",), ("target",), writes="rollback"),
     Action("recall", "search everything you remember (log, notes, facts, conversations) by meaning and words",
            (), ("query",), ("limit",), on_memory=True),
-    Action("forget", "forget a memory by id, or what matches a query and/or happened before a date",
+    Action("forget", "forget a memory by id, or the memories that say every word of a query and/or happened before "
+                     "a date (each returned with why)",
            (), (), ("id", "query", "before"), on_memory=True),
 )
 
@@ -272,10 +274,10 @@ def _forget(tool: MemoryTool, args: dict) -> Any:
     if "id" in args:
         if set(args) - {"id"}:
             raise ToolArgumentError("memory action 'forget': give an id, or a query and/or before, not both")
-        return {"forgotten": [args["id"]] if tool.memory.forget_memory(args["id"]) else []}
+        return tool.memory.forget_memories(ids=[args["id"]]).as_dict()
     if "query" not in args and "before" not in args:
         raise ToolArgumentError("memory action 'forget' needs an id, or a query and/or before")
-    return {"forgotten": tool.memory.forget_memories(query=args.get("query"), before=args.get("before"))}
+    return tool.memory.forget_memories(query=args.get("query"), before=args.get("before")).as_dict()
 
 
 _HANDLERS: dict[str, Callable[[MemoryTool, dict], Any]] = {
