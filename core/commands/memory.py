@@ -164,12 +164,14 @@ def forget(args: argparse.Namespace) -> int:
             raise NotFoundError(f"no memory with id {', '.join(unknown)}: agentos recall shows the ids")
         if unknown:
             print(f"no memory with id {', '.join(unknown)}: left out", file=sys.stderr)
+        listed = {"forgotten": [], "count": 0, "matched": chosen.matched, "more": chosen.more}
         if args.dry_run or not chosen:
-            emit(args, chosen.as_dict(), lambda: recall_text.forgotten_text(chosen, "dry run" if chosen else "none"))
+            emit(args, {**listed, **({"dry_run": True} if args.dry_run else {})},
+                 lambda: recall_text.forgotten_text(chosen, "dry run" if chosen else "none"))
             return 0
         answer = True if args.yes else _confirmed(chosen)
         if not answer:  # declining is an answer, not an error
-            emit(args, {**chosen.as_dict(), "dry_run": False, "confirmed": False}, "nothing forgotten" + (
+            emit(args, {**listed, "confirmed": False}, "nothing forgotten" + (
                 "" if answer is False else " (no answer: standard input is closed; add --yes to forget without "
                                            "asking)"))
             return 0

@@ -94,6 +94,10 @@ def test_declining_or_a_dry_run_forgets_nothing_and_is_no_error(agents_home):
     assert "will be forgotten:" in declined.stderr and "says: deploy, target" in declined.stderr
     assert "Forget them? [y/N]" in declined.stderr
     assert agentos("forget", "--agent", "finn", "--query", "deploy target", "--dry-run").returncode == 0
+    said_no = json.loads(agentos("forget", "--agent", "finn", "--query", "deploy target", "--json", stdin="no\n").stdout)
+    assert said_no["forgotten"] == [] and not said_no["confirmed"] and said_no["matched"] and "dry_run" not in said_no
+    assert json.loads(agentos("forget", "--agent", "finn", "--query", "zebra", "--json").stdout) == {
+        "forgotten": [], "count": 0, "matched": [], "more": 0}
     assert forget_entries() == []
     common = agentos("forget", "--agent", "finn", "--query", "what is it")
     assert common.returncode == 2 and "only common words" in common.stderr and forget_entries() == []
