@@ -143,6 +143,9 @@ def forget(args: argparse.Namespace) -> int:
     if args.meaning_above is not None and not args.query:
         raise ValidationError("--meaning-above goes with --query TEXT: the memories closer in meaning to TEXT")
     if args.admin or args.space or any(i.startswith("space:") for i in args.ids):
+        if args.dry_run:  # never ignored: a space's forget would go ahead
+            raise ValidationError("--dry-run lists what a forget of an agent's own memories takes; a space's "
+                                  "memories (space:NAME:SEQ) are forgotten by id, without it")
         from core.commands.spaces import forget_shared
 
         return forget_shared(args)
