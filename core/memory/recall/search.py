@@ -204,7 +204,7 @@ def select(
         cands = sorted(cands, key=lambda c: c.score, reverse=True)
     chosen: list[Candidate] = []
     folded: dict[int, Candidate] = {}
-    for group in fold([c.doc for c in cands], tuning.fold_within_s, tuning.collapse_jaccard):
+    for group in fold([c.doc for c in cands], tuning.fold_within_s, tuning.collapse_jaccard, n_results):
         head, *rest = (cands[i] for i in group)
         if id(head) in passed and len(chosen) < n_results:
             head.also = [c.doc.id for c in rest]

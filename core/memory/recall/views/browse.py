@@ -60,7 +60,8 @@ def window_groups(docs: DocIndex, filters: Filters, n_results: int, tuning: Tuni
     limit = max(50, 4 * n_results)
     while True:
         found = docs.window(filters, limit)
-        groups = [[found[i] for i in group] for group in fold(found, tuning.fold_within_s, tuning.collapse_jaccard)]
+        groups = [[found[i] for i in group]
+                  for group in fold(found, tuning.fold_within_s, tuning.collapse_jaccard, n_results)]
         if len(found) < limit:
             return groups[:n_results]
         if len(groups) > n_results and _seconds(found[-1]) < _seconds(groups[n_results - 1][0]) - tuning.fold_within_s:

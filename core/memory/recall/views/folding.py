@@ -9,7 +9,7 @@ the others' ids.
 
 Two memories are records of the same thing when
 
-- their words are the same (case, spacing and punctuation aside), either whole or after a leading label
+- their words are the same (case, spacing and the punctuation around words aside), either whole or after a leading label
   of one word and a colon ("response: ...") is set aside; or one holds the start of the other, cut short
   (a preview, "…"), and that start is at least :data:`CUT_CHARS` characters long (a short sentence at the
   start of a longer one is something else said);
@@ -28,7 +28,7 @@ import re
 import string
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Sequence
 
 from core.memory.recall.docs import Doc
@@ -42,9 +42,8 @@ STARTS = 8
 """Words of a text's start by which records cut short are found."""
 RECORD_KINDS = ("log", "log_archive")
 """Kinds whose ``speaker`` is the record's type (``user feedback``, ``thought``), not a person."""
-_APART = str.maketrans({c: " " for c in string.punctuation + "…“”‘’–—«»¿¡"})
-"""Punctuation, read as space: a memory's words are what is left (a translation is many times faster than a
-regular expression, and recall folds up to two hundred candidates)."""
+_MARKS = string.punctuation + "…“”‘’–—«»¿¡"
+"""Punctuation around a word, which comparing leaves out ("fly.io" keeps its dot; "target?" is "target")."""
 _LABEL = re.compile(r"\s*\w+:\s")
 
 
@@ -76,11 +75,14 @@ class _Group:
     voices: set[str] = field(default_factory=set)
 
 
-def fold(docs: Sequence[Doc], within_s: float, near_jaccard: float | None) -> list[list[int]]:
+def fold(docs: Sequence[Doc], within_s: float, near_jaccard: float | None, near_groups: int | None = None,
+         ) -> list[list[int]]:
     """``docs`` (best or newest first) in groups of records of the same thing, as positions in ``docs``:
     each group in the order of its first record, which stands for it, the others after it in order.
 
-    ``near_jaccard`` None: near-duplicates are not folded (only records of the same words are)."""
+    ``near_jaccard`` None: near-duplicates are not folded (only records of the same words are);
+    ``near_groups``: only the first groups (the results to be shown) take near-duplicates, which spares
+    comparing every pair of a long list."""
     groups: list[_Group] = []
     exact: dict[tuple[str, ...], list[_Group]] = {}
     starts: dict[tuple[str, ...], list[_Group]] = {}
@@ -95,7 +97,7 @@ def fold(docs: Sequence[Doc], within_s: float, near_jaccard: float | None) -> li
                 exact.setdefault(form, []).append(group)
             for start in shape.starts:
                 starts.setdefault(start, []).append(group)
-            if near_jaccard is not None:
+            if near_jaccard is not None and (near_groups is None or len(groups) <= near_groups):
                 by_who.setdefault(shape.who, []).append(group)
         group.members.append(position)
         if shape.voice:
@@ -118,7 +120,7 @@ def _find(shape: _Shape, exact: dict, starts: dict, by_who: dict, within_s: floa
             if fits(group) and any(_cut_from(form, other) or _cut_from(other, form) for other in group.head.forms):
                 return group
     for group in by_who.get(shape.who, ()):
-        if fits(group) and _jaccard(shape.vocabulary, group.head.vocabulary) >= (near_jaccard or 0.0):
+        if fits(group) and _near(shape.vocabulary, group.head.vocabulary, near_jaccard or 0.0):
             return group
     return None
 
@@ -131,7 +133,7 @@ def _cut_from(part: str, whole: str) -> bool:
 
 def _shape(doc: Doc) -> _Shape:
     text = doc.text.strip()[:COMPARED_CHARS]
-    words = text.lower().translate(_APART).split()
+    words = [w for w in (w.strip(_MARKS) for w in text.lower().split()) if w]
     full = " ".join(words) or " ".join(text.split())
     labelled = len(words) > 1 and _LABEL.match(text) is not None
     forms = (full, full.partition(" ")[2]) if labelled else (full,)
@@ -139,11 +141,20 @@ def _shape(doc: Doc) -> _Shape:
     if len(text) >= CUT_CHARS and len(words) > STARTS + labelled:
         starts = (" ".join(words[:STARTS]), " ".join(words[1:STARTS + 1]))[:len(forms)]
     voice = "" if doc.kind in RECORD_KINDS else doc.speaker
-    at = datetime.fromisoformat(doc.occurred_at.replace("Z", "+00:00")).timestamp()
+    at = _seconds(doc.occurred_at)
     return _Shape(words, forms, starts, at, voice, (doc.speaker, doc.thread))
 
 
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)
+@lru_cache(maxsize=4096)
+def _seconds(stamp: str) -> float:
+    """A stored UTC time as seconds (memories of one session share theirs)."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _near(a: frozenset[str], b: frozenset[str], share: float) -> bool:
+    """Whether ``a`` and ``b`` have ``share`` of their words in common (Jaccard); sets of unlike sizes never do,
+    which spares most intersections."""
+    small, large = sorted((len(a), len(b)))
+    if small < share * large:
+        return False
+    return not large or len(a & b) >= share * len(a | b)
