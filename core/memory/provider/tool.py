@@ -27,8 +27,7 @@ from core.memory.provider.types import SearchQuery, SearchScope
 
 TOOL_NAME = "memory"
 PARAMETERS: dict[str, dict[str, Any]] = {
-    "query": {"type": "string", "description": "Words to search for (search, recall); forget: words that every "
-                                               "memory to forget says."},
+    "query": {"type": "string", "description": "Words to search for (search)."},
     "scope": {"type": "string", "enum": [s.value for s in SearchScope],
               "description": "Where to search: messages, summaries or both (search; default both)."},
     "limit": {"type": "integer", "minimum": 1, "maximum": 50,
@@ -87,8 +86,7 @@ ACTIONS = (
            (ProfileStore, VersionedProfileStore), ("version",), ("target",), writes="rollback"),
     Action("recall", "search everything you remember (log, notes, facts, conversations) by meaning and words",
            (), ("query",), ("limit",), on_memory=True),
-    Action("forget", "forget a memory by id, or the memories that say every word of a query and/or happened before "
-                     "a date (each returned with why)",
+    Action("forget", "forget a memory by id, or what says every word of a query and/or happened before a date",
            (), (), ("id", "query", "before"), on_memory=True),
 )
 

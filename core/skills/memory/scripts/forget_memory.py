@@ -19,13 +19,12 @@ def execute(
     meaning_above: Optional[float] = None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    """Forget what the user asks: one memory by id (from recall_memory), or the memories that say every word of a query and/or happened before a date. Each is returned with why (matched).
+    """Forget what the user asks: one memory by id (from recall_memory), or what says every word of a query and/or happened before a date.
 
     Args:
-        query: words every memory to forget says (common words such as 'the' aside).
         before: a date, e.g. 2023-05-01.
-        meaning_above: with query, forget instead the memories closer in meaning to it than this (0-1, e.g. 0.6).
-        dry_run: list what would be forgotten, and why, and forget nothing (to ask the user first).
+        meaning_above: instead, what is closer in meaning to query (0-1).
+        dry_run: only list them, with why.
     """
     if memory_id is None and query is None and before is None:
         raise ToolArgumentError("forget_memory: give memory_id, or a query and/or a before date")
