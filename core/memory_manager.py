@@ -28,7 +28,7 @@ from core.memory.context import format_context
 from core.memory.files import IN_USE, InUse, NowState, ScanResult, now_file
 from core.memory.files import check_entry_type, check_text, check_writer, utc_timestamp
 from core.memory.recall import log_index
-from core.memory.results import Recalled, StoredMemories
+from core.memory.results import Forgotten, Recalled, StoredMemories
 from core.memory.secrets import ScrubReport, SecretScrubber, redactor_of, visible_entries
 from core.memory.storage import facts
 from core.memory.upkeep import forgetting, now, rebuild, recovery
@@ -75,8 +75,8 @@ class MemoryManager:
         self.cold.at_open()
         expired = forgetting.expired_note_ids(self.db)
         if expired:
-            forgetting.forget(self.tiers, query=None, before=None, ids=expired, kind=None, min_score=None,
-                              limit=10_000, reason="expired")
+            forgetting.forget(self.tiers, query=None, before=None, ids=expired, kind=None, limit=10_000,
+                              reason="expired")
 
     # -- hot tier -------------------------------------------------------------
 
@@ -333,22 +333,23 @@ class MemoryManager:
 
     def forget_memories(
         self, query: str | list[str] | None = None, before: Any = None, *, ids: list[str] | None = None,
-        kind: str | list[str] | None = None, min_score: float | None = None, limit: int = 100,
+        kind: str | list[str] | None = None, meaning_above: float | None = None, limit: int = 100,
         dry_run: bool = False,
-    ) -> list[str]:
+    ) -> Forgotten:
         """Forget the memories that match ``query`` and/or happened before ``before``; return their ids.
 
         Args:
-            query: forget what recall finds for it (with ``min_score``, at most ``limit``); a list: ``ids``.
+            query: forget the memories whose text says every word of it (stop words aside, stemmed), at most
+                ``limit``; a list: ``ids``.
             before: forget what happened before this time (datetime, ISO-8601 or a written date).
-            ids: forget exactly these ids.
-            kind: only memories of this kind (or kinds).
-            dry_run: forget nothing; return the ids that would be forgotten (to show before asking).
+            ids: forget exactly these ids. kind: only memories of this kind (or kinds).
+            meaning_above: with ``query``, forget instead what is closer in meaning to it (cosine, 0-1) than this.
+            dry_run: forget nothing; return the ids that would be forgotten, and why (``matched``), to ask first.
         """
         if isinstance(query, (list, tuple)):  # forget_memories(["note:3f2a"]): ids, as forget_memory takes one
             query, ids = None, [*query, *(ids or [])]
         return forgetting.forget(self.tiers, query=query, before=before, ids=ids, kind=kind,
-                                 min_score=min_score, limit=limit, dry_run=dry_run)
+                                 meaning_above=meaning_above, limit=limit, dry_run=dry_run)
 
     def compact_log(self, summary: str | None = None, *, force: bool = True, dry_run: bool = False) -> CompactionReport:
         """Compact LOG.md now: archive its entries, keep one SUMMARY, index the archive.

@@ -61,6 +61,9 @@ def test_forget_a_space_memory_by_its_author_or_admin(agents_home):
     denied = agentos("forget", "--agent", "writer", first)
     assert denied.returncode == exit_codes.DENIED and "only what it published" in denied.stderr
     assert agentos("forget", "--agent", "researcher", first).returncode == 0
+    dry = agentos("forget", "--admin", second, "--dry-run")  # refused, never ignored: a space forget would go ahead
+    assert dry.returncode == exit_codes.USAGE and "--dry-run" in dry.stderr
+    assert json.loads(agentos("space", "show", "research", "--json").stdout)["memories"] == 1
     assert agentos("forget", "--admin", second).returncode == 0
     assert json.loads(agentos("space", "show", "research", "--json").stdout)["memories"] == 0
     assert agentos("forget", "--admin", "--agent", "writer", second).returncode == exit_codes.USAGE
