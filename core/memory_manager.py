@@ -32,7 +32,6 @@ from core.memory.files import NowState
 from core.memory.recall import log_index
 from core.memory.results import Recalled, StoredMemories
 from core.memory.secrets import visible_entries
-from core.memory.secrets import redactor_of
 from core.memory.secrets import ScrubReport, SecretScrubber
 from core.memory.storage import facts
 from core.memory.upkeep import forgetting, now, rebuild, recovery
@@ -219,10 +218,7 @@ class MemoryManager:
             ValidationError: non-string key, unknown category, invalid text; nothing is written.
             StorageError: memory.db or LOG.md cannot be written (read-only, disk full); nothing is kept.
         """
-        key, text, category = facts.check_key(key), facts.check_value(value), facts.check_category(category)
-        if category != "secret":
-            # A secret's value is kept under its own key only; a forgotten value saved again is live again.
-            text = redactor_of(self.db, excluding=key, forgotten=False)(text)
+        key, text, category = facts.prepare(self.db, key, value, category)
         fact = self.tiers.record_fact(key, text, category, lambda conn: facts.upsert(conn, key, text, category,
                                                                                 utc_timestamp()))
         self.scrubber.catch_up()
