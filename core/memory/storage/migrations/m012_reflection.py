@@ -13,8 +13,10 @@ seq read); messages and notes are queued in ``reflect_pending`` by triggers in t
 writes them (a database id can be reused after a delete, or commit out of order on PostgreSQL: a queue
 never skips a row), and those written before this migration are queued here; ``reflect_quarantine``
 holds what failed alone, with the reason and when to try again; ``reflect_stats`` counts calls and
-failures per model.
+failures per model. An event is queued for recall (``cold_pending``) by triggers, like a note.
 """
+
+from core.memory.storage.migrations.m002_cold import _QUEUE as _RECALL
 
 _NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 _QUEUE = "INSERT INTO reflect_pending (item, queued_at) VALUES ({item}, {now}) ON CONFLICT (item) DO NOTHING;"
@@ -86,6 +88,12 @@ END;
 CREATE TRIGGER cold_notes_reflect AFTER INSERT ON cold_notes WHEN NEW.kind = 'note' BEGIN
     {_QUEUE.format(item="'note:' || NEW.id", now=_NOW)}
 END;
+CREATE TRIGGER extracted_events_recall_insert AFTER INSERT ON extracted_events BEGIN
+    {_RECALL.format(item="'event:' || NEW.id", now=_NOW)}
+END;
+CREATE TRIGGER extracted_events_recall_delete AFTER DELETE ON extracted_events BEGIN
+    {_RECALL.format(item="'event:' || OLD.id", now=_NOW)}
+END;
 INSERT OR IGNORE INTO reflect_pending (item, queued_at)
     SELECT 'msg:' || id, {_NOW} FROM ctx_messages WHERE role IN ('user', 'assistant');
 INSERT OR IGNORE INTO reflect_pending (item, queued_at) SELECT 'note:' || id, {_NOW} FROM cold_notes WHERE kind = 'note';
@@ -115,6 +123,8 @@ CREATE TRIGGER ctx_messages_reflect AFTER INSERT ON ctx_messages
     FOR EACH ROW WHEN (NEW.role IN ('user', 'assistant')) EXECUTE FUNCTION reflect_queue_row('msg:');
 CREATE TRIGGER cold_notes_reflect AFTER INSERT ON cold_notes
     FOR EACH ROW WHEN (NEW.kind = 'note') EXECUTE FUNCTION reflect_queue_row('note:');
+CREATE TRIGGER extracted_events_recall AFTER INSERT OR DELETE ON extracted_events
+    FOR EACH ROW EXECUTE FUNCTION recall_queue_row('event:');
 INSERT INTO reflect_pending (item, queued_at)
     SELECT 'msg:' || id, agentos_now() FROM ctx_messages WHERE role IN ('user', 'assistant') ON CONFLICT DO NOTHING;
 INSERT INTO reflect_pending (item, queued_at)
