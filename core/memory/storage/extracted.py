@@ -98,9 +98,10 @@ def provenance_json(provenance: Provenance | None) -> str | None:
     return None if provenance is None else json.dumps(provenance.as_dict(), sort_keys=True)
 
 
-def learned_ids(conn: Any) -> list[str]:
-    """Every learned memory's id."""
-    return [row[0] for row in conn.execute("SELECT memory_id FROM extracted ORDER BY memory_id")]
+def learned_ids(conn: Any, prefix: str = "", limit: int = -1) -> list[str]:
+    """The ids of the learned memories (those starting with ``prefix``, at most ``limit``)."""
+    return [row[0] for row in conn.execute("SELECT memory_id FROM extracted WHERE memory_id LIKE ? "
+                                           "ORDER BY memory_id LIMIT ?", (f"{prefix}%", limit))]
 
 
 # -- events and contradictions ------------------------------------------------------------------------

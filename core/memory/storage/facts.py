@@ -278,6 +278,23 @@ class FactStore:
         found = extracted.of(self.db.conn, [f"fact:{key}" for key in keys])
         return {memory_id[5:]: provenance for memory_id, provenance in found.items()}
 
+    def listed(self, category: object = None) -> list[dict[str, Any]]:
+        """:meth:`list` as plain data (secret values not redacted yet), each fact with ``sources`` (the entries
+        reflection learned it from; [] for a fact saved explicitly), ``extracted`` (model, prompt version and
+        time; None for an explicit fact) and, when statements contradict it, ``contradicted_by``."""
+        found = self.list(category)
+        learned = self.learned([f.key for f in found])
+        beside = extracted.contradictions_of(self.db.conn, [f.key for f in found])
+        out = []
+        for fact in found:
+            how = learned.get(fact.key)
+            item = {**fact.as_dict(), "sources": list(how.sources) if how else [],
+                    "extracted": {k: v for k, v in how.as_dict().items() if k != "sources"} if how else None}
+            if fact.key in beside:
+                item["contradicted_by"] = beside[fact.key]
+            out.append(item)
+        return out
+
     def hidden_values(self) -> list[str]:
         """Secret values and forgotten facts' values: what recall must not show."""
         return self.secret_values() + forgotten_values(self.db)
