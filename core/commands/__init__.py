@@ -23,6 +23,7 @@ from core.terminal import exit_codes, run_cli
 MODULES = (
     "core.commands.agents",
     "core.commands.memory",
+    "core.commands.reflect",
     "core.commands.spaces",
     "core.commands.maintenance",
     "core.commands.transfer",

@@ -16,6 +16,7 @@ every entry before it was read, skipped or quarantined.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from core.errors import StorageError
 from core.llm.window import ContextWindow
 from core.memory.files.log_file import LogFile, scan_bytes
 from core.memory.files.log_format import LogEntry
+from core.memory.recall.sources import SPEAKER_KEYS
 from core.memory.secrets.forgotten import derivable, forgotten_ids
 from core.memory.secrets.redaction import redactor_of
 from core.memory.storage import Database
@@ -187,10 +189,23 @@ def _source_row(conn: Any, item: str) -> tuple[str, str, str] | None:
             return None
         return row["content"], row["role"], row["created_at"]
     if kind == "note":
-        row = conn.execute("SELECT text, created_at, occurred_at FROM cold_notes WHERE id = ? AND kind = 'note'",
-                           (key,)).fetchone()
-        return None if row is None else (row["text"], "note", row["occurred_at"] or row["created_at"])
+        row = conn.execute("SELECT text, metadata, created_at, occurred_at FROM cold_notes WHERE id = ? "
+                           "AND kind = 'note'", (key,)).fetchone()
+        return None if row is None else (row["text"], _speaker(row["metadata"]), row["occurred_at"] or row["created_at"])
     return None
+
+
+def _speaker(metadata: str) -> str:
+    """Who said a note, as its metadata names them (``note`` when it does not)."""
+    try:
+        data = json.loads(metadata or "{}")
+    except ValueError:
+        return "note"
+    for key in SPEAKER_KEYS:
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, str) and value.strip():
+            return " ".join(value.split())[:40]
+    return "note"
 
 
 def _logged(conn: Any, text: str) -> bool:
