@@ -130,3 +130,17 @@ def test_the_offline_backend_reads_by_rules_only_when_asked_to(agents_home, enab
         else:
             assert not engine.manager.reflection.running()
         engine.manager.close()
+
+
+def test_a_one_shot_run_learns_from_itself_before_its_process_ends(reflecting, server):
+    """`agentos run TASK` shows the reply, then lets reflection read the run before it exits (a process that
+    ended at once would abandon the model call)."""
+    from core.commands import main
+    from core.memory_manager import MemoryManager
+    from tests.inprocess import run_main
+
+    server.enqueue("Noted.")
+    ran = run_main(main, ["run", "--agent", "finn", "--create", "my editor is Helix"])
+    assert ran.returncode == 0 and "Noted." in ran.stdout, ran.stderr
+    with MemoryManager("finn") as manager:
+        assert learned_keys(manager) == {"user.editor"}

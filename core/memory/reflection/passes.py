@@ -19,8 +19,8 @@ from core.memory.reflection import inputs, state
 from core.memory.reflection.check import check
 from core.memory.reflection.commit import Kept, commit
 from core.llm.window import ContextWindow
-from core.memory.reflection.extract import (DEFAULT_WINDOW, RETRY_CHARS, Done, ModelReader, Tally, prompt_template,
-                                            prompt_text, resolve)
+from core.memory.reflection.extract import (DEFAULT_WINDOW, RETRY_CHARS, Done, ModelReader, Stopped, Tally,
+                                            prompt_template, prompt_text, resolve)
 from core.memory.reflection.inputs import Item
 from core.memory.reflection.rules import RuleReader
 from core.memory.upkeep.tiers import Tiers
@@ -82,13 +82,24 @@ def run_pass(tiers: Tiers, reader: ModelReader | RuleReader, config: ReflectConf
         BackendUnavailableError, ModelNotFoundError: the model server cannot be used; what was committed stays.
     """
     report = PassReport(reader.model, reader.fallback)
+    try:
+        _run(tiers, reader, config, cancel, report, on_secret, retry_all, step, progress)
+    except Stopped:  # a model call abandoned: its batch is read again next time
+        pass
+    if cancel.is_set():
+        report.stopped = "the memory is closing"
+    return report
+
+
+def _run(tiers: Tiers, reader: ModelReader | RuleReader, config: ReflectConfig, cancel: threading.Event,
+         report: PassReport, on_secret: Callable[[], object], retry_all: bool, step: Step,
+         progress: Progress | None) -> None:
     _, version = prompt_template()
     with step():
         due = state.due(tiers.db.conn, everything=retry_all)
     for item_id in due:
         if cancel.is_set():
-            report.stopped = "the memory is closing"
-            return report
+            return
         with step():
             items = inputs.entry_items(tiers.db, tiers.log, tiers.paths.archive_dir, item_id)
             known = _known(tiers, reader)
@@ -121,9 +132,6 @@ def run_pass(tiers: Tiers, reader: ModelReader | RuleReader, config: ReflectConf
                 progress(len(batch.ids))
         if not found.more:
             break
-    if cancel.is_set():
-        report.stopped = "the memory is closing"
-    return report
 
 
 def _read(reader: ModelReader | RuleReader, items: list[Item], known: str) -> tuple[list[Done], Tally]:

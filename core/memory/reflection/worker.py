@@ -61,6 +61,8 @@ class Reflection:
         self._unavailable_at = -UNAVAILABLE_RETRY_S
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._idle = threading.Event()
+        """Set while the thread waits with nothing left to read (cleared by :meth:`wake`)."""
         self._guard = threading.Lock()
         self._thread: threading.Thread | None = None
         process_hooks.track(self)
@@ -75,6 +77,7 @@ class Reflection:
             return
         if self.config.enabled == "auto" and getattr(self.backend, "name", "") == "offline":
             return
+        self._idle.clear()
         with self._guard:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = foreground.background_thread(self._run, name=f"agentos-reflect-{self.tiers.agent_name}")
@@ -105,7 +108,18 @@ class Reflection:
                 self.last_error = str(exc)
                 log.error("reflection failed (nothing was skipped; it tries again in %gs): %s", UNAVAILABLE_RETRY_S, exc)
                 wait = min(wait, UNAVAILABLE_RETRY_S)
+            if not self._wake.is_set():
+                self._idle.set()
             self._wake.wait(wait)
+        self._idle.set()
+
+    def finish(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until the background has read what it was woken for; True if it has
+        (or never started). A command that ends after a run calls it, so that its process does not abandon the
+        run's reflection at exit."""
+        if not self.running():
+            return True
+        return self._idle.wait(timeout)
 
     def _has_work(self) -> bool:
         conn = self.tiers.db.conn
