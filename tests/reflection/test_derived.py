@@ -91,3 +91,22 @@ def test_recall_finds_the_turn_a_fact_was_said_in_and_explains_it(finn, backend)
     assert by_id["fact:user.deploy_target"]["why"]["extracted"].endswith("by qwen2.5")
     assert by_id[f"log:{seq}"]["why"]["learned"] == ["user deploy target: fly.io"]
     assert by_id[f"log:{seq}"]["score"] >= max((r["score"] for r in before["results"]), default=0)
+
+
+def test_learning_forgetting_and_rebuilding_on_both_databases(storage_backend, finn, backend):
+    """The same reflection on SQLite and PostgreSQL: facts with sources, an event, a contradiction, the status,
+    forgetting a source, a rebuild."""
+    move = finn.append_log("USER_FEEDBACK", "I moved to Porto yesterday. my employer is Acme")
+    finn.reflection.run(backend)
+    finn.append_log("USER_FEEDBACK", "I no longer work at Acme")
+    finn.reflection.run(backend)
+    facts = {f["key"]: f for f in finn.list_facts()}
+    assert facts["user.city"]["sources"] == [f"log:{move}"]
+    assert [c["statement"] for c in facts["user.employer"]["contradicted_by"]] == ["I no longer work at Acme"]
+    status = finn.reflection.status()
+    assert status["learned"] == {"facts": 2, "events": 1, "contradictions": 1} and status["lag"]["total"] == 0
+    assert status["models"]["qwen2.5"]["calls"] == 2
+    finn.forget_memories(ids=[f"log:{move}"])
+    assert set(learned(finn)) == set() and finn.reflection.status()["learned"]["events"] == 0
+    finn.reflection.rebuild(backend)
+    assert finn.reflection.status()["learned"] == {"facts": 0, "events": 0, "contradictions": 1}

@@ -19,6 +19,8 @@ The points:
   to commit.
 - ``cold.write``: a write to the cold store's Lance table (an upsert, a delete, a step of its
   compaction) is about to start; ``cold.written``: it is committed.
+- ``reflect.commit``: reflection has a batch's checked reply and is about to write what it learned
+  (nothing of the batch is written yet).
 """
 
 from __future__ import annotations
