@@ -4,7 +4,8 @@
   a model that always answers well: entries reflected per second (the pipeline's own cost: the scripted
   server answers at once), model calls per 100 entries at the model's window (``--num-ctx``);
 - the failure mix of local models (``tests/reflection/model.py``: realistic, then a model that fails one
-  reply in two), on 150 turns read 5 at a time (as a small window reads them): the share of stated facts learned in one pass, of entries quarantined, of unusable
+  reply in two), on 150 turns read 5 at a time (as a small window reads them): the share of stated
+  facts learned in one pass, of entries quarantined, of unusable
   replies and of values rejected (not in their entries); none lost: every stated fact is learned or its
   entry quarantined, and a second pass with a model that answers well learns the rest;
 - the cost a turn pays: an ``append_log`` and an ``update_now`` while reflection idles and while its model

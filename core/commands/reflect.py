@@ -13,13 +13,15 @@ from core.errors import ValidationError
 
 
 @command("reflect", AGENT,
-         arg("--status", action="store_true", help="show the lag, the failure rate per model and what is quarantined"),
+         arg("--status", action="store_true",
+             help="show the lag, the failure rate per model and what is quarantined"),
          arg("--rebuild", action="store_true", help="forget everything learned (explicit facts stay) and learn it "
                                                     "again from the files, e.g. after switching to a better model"),
          arg("--retry", action="store_true", help="try every quarantined entry again now, not only those due"),
          arg("--model", help="the model to read with (default: llm.model)"),
          arg("--host", help="the model server's address (default: llm.host)"),
-         arg("--offline", action="store_true", help="read with the offline backend's rules (explicit statements only)"),
+         arg("--offline", action="store_true",
+             help="read with the offline backend's rules (explicit statements only)"),
          JSON)
 def reflect(args: argparse.Namespace) -> int:
     """Learn facts, events and contradictions from what the agent recorded since the last pass.
@@ -80,11 +82,13 @@ def status_text(agent: str, status: dict[str, Any]) -> str:
              + (", running" if status["running"] else ""),
              f"to read: {lag['log']} LOG.md entries (read up to #{status['log_mark']} of #{status['last_seq']}), "
              f"{lag['messages']} messages, {lag['notes']} notes",
-             f"learned: {learned['facts']} facts, {learned['events']} events, {learned['contradictions']} contradictions"]
+             f"learned: {learned['facts']} facts, {learned['events']} events, "
+             f"{learned['contradictions']} contradictions"]
     for model, counts in status["models"].items():
         lines.append(f"{model}: {counts['calls']} calls, {counts['failed']} unusable replies "
-                     f"({counts['failure_rate']:.1%}), {counts['split']} splits, {counts['quarantined']} quarantined, "
-                     f"{counts['rejected']} values rejected, {counts['entries']} entries read, last {counts['last_at']}")
+                     f"({counts['failure_rate']:.1%}), {counts['split']} splits, "
+                     f"{counts['quarantined']} quarantined, {counts['rejected']} values rejected, "
+                     f"{counts['entries']} entries read, last {counts['last_at']}")
     if status["last_error"]:
         lines.append(f"last error: {status['last_error']}")
     if status["quarantined"]:

@@ -54,7 +54,8 @@ def test_a_secret_saved_later_is_scrubbed_from_what_was_learned(finn, backend):
     assert finn.get_fact("user.locker_code") == "[REDACTED]"
     dump = json.dumps(finn.list_facts()) + json.dumps(finn.reflection.status())
     assert "4471-9932" not in dump
-    for table, column in (("user_facts", "value"), ("extracted_events", "what"), ("fact_contradictions", "statement")):
+    for table, column in (("user_facts", "value"), ("extracted_events", "what"),
+                          ("fact_contradictions", "statement")):
         rows = finn.db.conn.execute(f"SELECT {column} FROM {table} WHERE key IS NOT 'locker'" if table == "user_facts"
                                     else f"SELECT {column} FROM {table}").fetchall()
         assert not any("4471-9932" in r[0] for r in rows), table

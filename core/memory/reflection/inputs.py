@@ -191,7 +191,9 @@ def _source_row(conn: Any, item: str) -> tuple[str, str, str] | None:
     if kind == "note":
         row = conn.execute("SELECT text, metadata, created_at, occurred_at FROM cold_notes WHERE id = ? "
                            "AND kind = 'note'", (key,)).fetchone()
-        return None if row is None else (row["text"], _speaker(row["metadata"]), row["occurred_at"] or row["created_at"])
+        if row is None:
+            return None
+        return row["text"], _speaker(row["metadata"]), row["occurred_at"] or row["created_at"]
     return None
 
 

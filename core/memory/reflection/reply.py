@@ -136,7 +136,8 @@ def schema() -> dict[str, Any]:
             "facts": {"type": "array", "items": {
                 "type": "object",
                 "properties": {"subject": {"type": "string"}, "attribute": {"type": "string"},
-                               "value": {"type": "string"}, "sources": {"type": "array", "items": {"type": "integer"}},
+                               "value": {"type": "string"},
+                               "sources": {"type": "array", "items": {"type": "integer"}},
                                "credential": {"type": "boolean"}},
                 "required": ["subject", "attribute", "value", "sources", "credential"]}},
             "events": {"type": "array", "items": {

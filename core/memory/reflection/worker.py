@@ -80,7 +80,8 @@ class Reflection:
         self._idle.clear()
         with self._guard:
             if self._thread is None or not self._thread.is_alive():
-                self._thread = foreground.background_thread(self._run, name=f"agentos-reflect-{self.tiers.agent_name}")
+                name = f"agentos-reflect-{self.tiers.agent_name}"
+                self._thread = foreground.background_thread(self._run, name=name)
                 self._thread.start()
         self._wake.set()
 
@@ -106,7 +107,8 @@ class Reflection:
                 wait = min(wait, UNAVAILABLE_RETRY_S)
             except AgentOSError as exc:  # memory.db or a file failed: nothing is marked, the next pass redoes it
                 self.last_error = str(exc)
-                log.error("reflection failed (nothing was skipped; it tries again in %gs): %s", UNAVAILABLE_RETRY_S, exc)
+                log.error("reflection failed (nothing was skipped; it tries again in %gs): %s",
+                          UNAVAILABLE_RETRY_S, exc)
                 wait = min(wait, UNAVAILABLE_RETRY_S)
             if not self._wake.is_set():
                 self._idle.set()

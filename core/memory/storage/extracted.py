@@ -76,15 +76,16 @@ def of(conn: Any, memory_ids: Iterable[str]) -> dict[str, Provenance]:
     for start in range(0, len(wanted), 500):
         part = wanted[start:start + 500]
         marks = ", ".join("?" * len(part))
-        rows = conn.execute(f"SELECT memory_id, model, prompt, extracted_at FROM extracted WHERE memory_id IN ({marks})",
-                            part).fetchall()
+        rows = conn.execute("SELECT memory_id, model, prompt, extracted_at FROM extracted "
+                            f"WHERE memory_id IN ({marks})", part).fetchall()
         links: dict[str, list[str]] = {}
         for memory_id, source in conn.execute(
                 f"SELECT memory_id, source_id FROM extracted_sources WHERE memory_id IN ({marks}) "
                 "ORDER BY memory_id, source_id", part):
             links.setdefault(memory_id, []).append(source)
         for row in rows:
-            found[row[0]] = Provenance(tuple(sorted(links.get(row[0], ()), key=_source_order)), row[1], row[2], row[3])
+            sources = tuple(sorted(links.get(row[0], ()), key=_source_order))
+            found[row[0]] = Provenance(sources, row[1], row[2], row[3])
     return found
 
 

@@ -96,7 +96,8 @@ CREATE TRIGGER extracted_events_recall_delete AFTER DELETE ON extracted_events B
 END;
 INSERT OR IGNORE INTO reflect_pending (item, queued_at)
     SELECT 'msg:' || id, {_NOW} FROM ctx_messages WHERE role IN ('user', 'assistant');
-INSERT OR IGNORE INTO reflect_pending (item, queued_at) SELECT 'note:' || id, {_NOW} FROM cold_notes WHERE kind = 'note';
+INSERT OR IGNORE INTO reflect_pending (item, queued_at)
+    SELECT 'note:' || id, {_NOW} FROM cold_notes WHERE kind = 'note';
 """
 """SQLite's form."""
 
