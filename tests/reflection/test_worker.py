@@ -144,3 +144,12 @@ def test_a_one_shot_run_learns_from_itself_before_its_process_ends(reflecting, s
     assert ran.returncode == 0 and "Noted." in ran.stdout, ran.stderr
     with MemoryManager("finn") as manager:
         assert learned_keys(manager) == {"user.editor"}
+
+
+def test_a_log_md_compaction_wakes_reflection_which_reads_the_archive(finn):
+    """After a compaction archives LOG.md's entries, reflection (with the configured model) reads them from the
+    archive: a compaction never hides an entry from it."""
+    finn.append_log("USER_FEEDBACK", "my editor is Helix")
+    finn.compact_log("the user named their editor")
+    until(lambda: learned_keys(finn) == {"user.editor"}, "the archived entry is read")
+    assert finn.reflection.status()["lag"]["total"] == 0
