@@ -151,14 +151,17 @@ class Reflection:
         return ModelReader(backend, self.config.timeout_s, self._stop)
 
     def _configured_backend(self) -> Any:
-        """The backend ``llm`` configures (a ping for ``auto``), asked again after ``UNAVAILABLE_RETRY_S``."""
-        if self._configured is None and time.monotonic() - self._unavailable_at >= UNAVAILABLE_RETRY_S:
+        """The backend ``llm`` configures (a ping for ``auto``); while it is the offline one (no server answered),
+        asked again every ``UNAVAILABLE_RETRY_S``."""
+        found = self._configured
+        if (found is None or found.name == "offline") and \
+                time.monotonic() - self._unavailable_at >= UNAVAILABLE_RETRY_S:
             from core.llm.select import choose_backend  # the backends' clients only when one is needed
 
-            self._configured = choose_backend(self.tiers.config.llm).backend
-            if self._configured.name == "offline":
+            found = self._configured = choose_backend(self.tiers.config.llm).backend
+            if found.name == "offline":
                 self._unavailable_at = time.monotonic()
-        return self._configured
+        return found
 
     # -- explicit runs ---------------------------------------------------------------------------------
 
