@@ -37,7 +37,7 @@ def key_of(attribute: str) -> str:
     """The key reflection saves ``my <attribute> is ...`` under."""
     import re
 
-    return "user." + "_".join(re.findall(r"[^\W_]+", attribute.lower()))
+    return "user." + "_".join(re.findall(r"[^\W_]+", re.sub(r"'s\b", "", attribute.lower())))
 
 
 def conversation(size: int, seed: int = 3, facts: int | None = None) -> tuple[list[str], list[Statement]]:

@@ -33,6 +33,7 @@ from core.memory.reflection.reply import ReflectReply
 from core.memory.storage.facts import REDACTED, MAX_KEY_CHARS
 
 _WORD = re.compile(r"[^\W_]+")
+_POSSESSIVE = re.compile(r"['’]s\b")
 USER = {"user", "i", "me", "my", "myself", "the user", "you", "the person", "person"}
 """Subjects that mean the person the assistant talks to."""
 GENERIC = STOP_WORDS | {"user", "users", "user's", "s"}
@@ -125,7 +126,8 @@ def _cited(numbers: list[int], value: str, items: Sequence[Item], out: Checked, 
         return None
     cited = [items[n - 1] for n in dict.fromkeys(numbers) if 1 <= n <= len(items)]
     if cited and not missing(words, [i.text for i in cited]):
-        return tuple(dict.fromkeys(i.id for i in cited))
+        # an entry cited that holds none of the value's words is no source of it
+        return tuple(dict.fromkeys(i.id for i in cited if len(missing(words, [i.text])) < len(words)))
     holding = [i for i in items if not missing(words, [i.text])]
     if holding:
         out.repaired += 1
@@ -155,8 +157,8 @@ def _stem(word: str) -> str:
 
 
 def slug(text: str) -> str:
-    """``"Deploy Target"`` → ``deploy_target``."""
-    return "_".join(_WORD.findall(text.lower()))[:60]
+    """``"Deploy Target"`` → ``deploy_target``, ``"dog's name"`` → ``dog_name``."""
+    return "_".join(_WORD.findall(_POSSESSIVE.sub("", text.lower())))[:60]
 
 
 def slot_key(subject: str, attribute: str) -> str:
