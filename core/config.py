@@ -191,6 +191,10 @@ class ReflectConfig:
     enabled: str = "auto"
     """``auto`` (on when the agent's backend is a model server, off for the offline backend), ``true`` (with
     the offline backend: its rule-based reader of explicit statements) or ``false``."""
+    model: str = ""
+    """The model to reflect with, on the configured server (empty: the agent's own). A model of its own keeps
+    the agent's prompt cache: a server that keeps one cache a model re-reads the next turn's whole prompt
+    after a call of another prompt to the same model."""
     interval_s: float = 600.0
     """While a session lasts, reflect this often on what is new (it also reflects when a run ends and after a
     LOG.md compaction)."""

@@ -153,3 +153,22 @@ def test_a_log_md_compaction_wakes_reflection_which_reads_the_archive(finn):
     finn.compact_log("the user named their editor")
     until(lambda: learned_keys(finn) == {"user.editor"}, "the archived entry is read")
     assert finn.reflection.status()["lag"]["total"] == 0
+
+
+def test_reflect_model_reads_with_a_model_of_its_own(agents_home, model, monkeypatch):
+    """With reflect.model, reflection asks that model on the configured server, not the engine's (whose prompt
+    cache it then leaves alone), and the provenance names it."""
+    from core.engine import Engine
+    from tests.ollama_server import ScriptedOllama
+
+    with ScriptedOllama(models=("qwen2.5", "smollm2"), default=model) as server:
+        monkeypatch.setenv("OLLAMA_HOST", server.host)
+        write_home_config(agents_home, reflect_config(model="smollm2"))
+        server.enqueue("Noted.")
+        with Engine("finn") as engine:
+            assert engine.run("my editor is Helix").ok
+            until(lambda: learned_keys(engine.manager) == {"user.editor"}, "the run is read")
+            [fact] = [f for f in engine.manager.list_facts() if f["key"] == "user.editor"]
+            engine.manager.close()
+        assert [r["model"] for r in server.chat_requests] == ["qwen2.5", "smollm2"]
+        assert fact["extracted"]["model"] == "smollm2"

@@ -7,7 +7,8 @@ process lives. One pass runs at a time in a process (whichever agent it is for).
 and joins it (a model call in flight is abandoned; its entries stay unread); interpreter exit stops it
 too (:mod:`core.memory.recall.process_hooks`), and a forked child starts without it.
 
-Who reads: the backend the engine hands over (its own), else the configured one; a model server's
+Who reads: the backend the engine hands over (its own), else the configured one (with ``reflect.model``, that
+model on the configured server, whatever the engine runs); a model server's
 model (:class:`~core.memory.reflection.extract.ModelReader`), or, for the offline backend, its rules
 (:class:`~core.memory.reflection.rules.RuleReader`) when ``reflect.enabled`` is ``true`` or reflection is
 asked for explicitly (``agentos reflect``). ``auto`` leaves the offline backend alone.
@@ -19,6 +20,7 @@ import logging
 import threading
 import time
 from contextlib import nullcontext
+from dataclasses import replace
 from typing import Any, Callable
 
 from core.errors import AgentOSError, BackendUnavailableError, ModelNotFoundError
@@ -145,7 +147,7 @@ class Reflection:
     def reader(self, backend: Any = None, explicit: bool = False) -> ModelReader | RuleReader | None:
         """Who reads: ``backend``'s model, the handed-over or configured backend's, or the offline rules
         (see the module docstring); None when reflection is off for this backend."""
-        backend = backend or self.backend or self._configured_backend()
+        backend = backend or (None if self.config.model else self.backend) or self._configured_backend()
         if backend is None or getattr(backend, "name", "") == "offline":
             return RuleReader() if explicit or self.config.enabled == "true" else None
         return ModelReader(backend, self.config.timeout_s, self._stop)
@@ -158,7 +160,8 @@ class Reflection:
                 time.monotonic() - self._unavailable_at >= UNAVAILABLE_RETRY_S:
             from core.llm.select import choose_backend  # the backends' clients only when one is needed
 
-            found = self._configured = choose_backend(self.tiers.config.llm).backend
+            llm = self.tiers.config.llm
+            found = self._configured = choose_backend(replace(llm, model=self.config.model or llm.model)).backend
             if found.name == "offline":
                 self._unavailable_at = time.monotonic()
         return found
