@@ -111,3 +111,11 @@ def test_learning_forgetting_and_rebuilding_on_both_databases(storage_backend, f
     assert set(learned(finn)) == set() and finn.reflection.status()["learned"]["events"] == 0
     finn.reflection.rebuild(backend)
     assert finn.reflection.status()["learned"] == {"facts": 0, "events": 0, "contradictions": 1}
+
+
+def test_an_entry_forgotten_right_after_it_was_written_is_forgotten(finn):
+    """Forgetting a LOG.md entry by id before recall's background indexing reached it still forgets it (and what
+    reflection would learn from it is never read)."""
+    seq = finn.append_log("USER_FEEDBACK", "my editor is Helix")
+    assert finn.forget_memories(ids=[f"log:{seq}"]) == [f"log:{seq}"]
+    assert finn.recall_memory("editor Helix", spaces=[]) == []

@@ -64,6 +64,7 @@ def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | Non
     if ids is not None:
         if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) and i for i in ids):
             raise ValidationError("ids must be a list of memory ids as recall returns them")
+        tiers.cold.indexer.sync()  # an entry just written may have no doc yet: it is forgotten all the same
         known = tiers.cold.docs.get(ids)
         notes = _existing_notes(tiers.db, ids) | _existing_facts(tiers.db, ids)  # docs may lag behind
         targets = [i for i in dict.fromkeys(ids) if i in known or i in notes]
