@@ -345,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         from core.llm.select import choose_backend
 
         config = LLMConfig(backend=args.backend, model=args.model or LLMConfig.model, host=args.host or "")
+        os.environ["AGENTOS_HOME"] = tempfile.mkdtemp(prefix="lme-")  # where the backend keeps what it learns
         backend = choose_backend(config).backend
         if backend.name == "offline":
             parser.error("--backend offline: reflection needs a model server (the offline rules read only "
