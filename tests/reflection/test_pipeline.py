@@ -200,3 +200,25 @@ def test_messages_and_notes_are_read_once_and_a_copy_of_a_log_entry_is_skipped(f
     assert sources == {"user.gym": "log", "user.bank": "msg", "user.dentist": "note"}
     assert report.entries == 3 and len(server.chat_requests) == 1
     assert finn.reflection.run(backend).entries == 0 and len(server.chat_requests) == 1
+
+
+def test_a_model_that_never_answers_well_is_not_asked_four_times_an_entry(agents_home, server, backend, model):
+    """After eight unusable replies in a row the rest is quarantined unread (a broken model would otherwise be asked
+    four times an entry); the marks move past it all, and a model that answers well learns it all later."""
+    from core.memory_manager import MemoryManager
+    from core.memory.reflection.extract import FAILURES_IN_A_ROW
+
+    write_home_config(agents_home, reflect_config(batch_entries=4))
+    model.use({"truncated": 1.0})
+    turns, stated = conversation(24, seed=4, facts=8)
+    with MemoryManager("finn") as finn:
+        say(finn, turns)
+        report = finn.reflection.run(backend)
+        status = finn.reflection.status()
+        assert report.calls == FAILURES_IN_A_ROW == report.failed
+        assert len(status["quarantined"]) == 24 and status["lag"]["total"] == 0
+        assert any("unusable replies in a row" in q["reason"] for q in status["quarantined"])
+        model.use({"valid": 1.0})
+        finn.reflection.run(backend, retry_all=True)
+        assert {s.key: s.value for s in stated} == {k: f["value"] for k, f in learned(finn).items()}
+        assert finn.reflection.status()["quarantined"] == []

@@ -42,6 +42,8 @@ SHOWN_REPLY_CHARS = 600
 """Of an unusable reply, what the retry shows the model (its start)."""
 RETRY_CHARS = SHOWN_REPLY_CHARS + 600
 """Room a batch keeps for a retry's extra text (the reply shown, the error)."""
+FAILURES_IN_A_ROW = 8
+"""Unusable replies in a row after which the rest of a batch is quarantined unread."""
 
 
 class Stopped(AgentOSError):
@@ -84,6 +86,10 @@ class Tally:
     quarantined: int = 0
     rejected: int = 0
     errors: list[str] = field(default_factory=list)
+    streak: int = 0
+    """Unusable replies in a row (see :func:`resolve`)."""
+    last: str = ""
+    """Why the last unusable reply could not be used."""
 
     def add(self, other: "Tally") -> None:
         for name in ("calls", "failed", "repaired", "split", "quarantined", "rejected"):
@@ -161,7 +167,17 @@ def _bounded(call: Callable[[], Any], timeout_s: float, cancel: threading.Event)
 
 
 def resolve(reader: ModelReader, items: list[Item], known: str, tally: Tally, today: Any = None) -> list[Done]:
-    """What may be kept of ``items``, or why they are quarantined: asked, asked again, split, set aside."""
+    """What may be kept of ``items``, or why they are quarantined: asked, asked again, split, set aside.
+
+    After :data:`FAILURES_IN_A_ROW` unusable replies in a row the model is not asked about the rest of the
+    batch: its entries are quarantined unread (a model that cannot answer the schema would otherwise be
+    asked four times an entry), and tried again alone later.
+    """
+    if tally.streak >= FAILURES_IN_A_ROW:
+        ids = list(dict.fromkeys(item.id for item in items))
+        tally.quarantined += len(ids)
+        reason = f"set aside unread: the model gave {tally.streak} unusable replies in a row (the last: {tally.last})"
+        return [Done([i for i in items if i.id == item_id], error=reason) for item_id in ids]
     checked, error = _ask_twice(reader, items, known, tally, today)
     if checked is not None:
         return [Done(items, checked)]
@@ -189,12 +205,15 @@ def _ask_twice(reader: ModelReader, items: list[Item], known: str, tally: Tally,
         try:
             text = reader.chat(messages)
             checked = _read(text, items, tally, today)
+            tally.streak = 0
             return checked, ""
         except (BackendUnavailableError, ModelNotFoundError, Stopped):
             raise
         except BackendError as exc:  # an unusable reply (StructuredReplyError too), a failed or late call
             error = str(exc)
         tally.failed += 1
+        tally.streak += 1
+        tally.last = error
         tally.errors.append(error)
         log.info("reflection reply %d of 2 from %s unusable: %s", attempt, reader.model, error)
         messages = messages[:1] + [

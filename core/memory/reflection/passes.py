@@ -58,12 +58,18 @@ class PassReport:
     events: int = 0
     contradictions: int = 0
     agreed: int = 0
+    streak: int = 0
+    """Unusable replies in a row when the pass ended (the rest of a batch is quarantined unread after
+    :data:`~core.memory.reflection.extract.FAILURES_IN_A_ROW`)."""
+    last: str = ""
+    """Why the last unusable reply could not be used."""
     stopped: str = ""
     """Why the pass ended before its sources were read ('' when it read them all)."""
 
     def add(self, tally: Tally, kept: Kept) -> None:
         for name in ("calls", "failed", "repaired", "split", "quarantined", "rejected"):
             setattr(self, name, getattr(self, name) + getattr(tally, name))
+        self.streak, self.last = tally.streak, tally.last
         self.facts += kept.facts
         self.events += kept.events
         self.contradictions += kept.contradictions
@@ -103,7 +109,7 @@ def _run(tiers: Tiers, reader: ModelReader | RuleReader, config: ReflectConfig, 
         with step():
             items = inputs.entry_items(tiers.db, tiers.log, tiers.paths.archive_dir, item_id)
             known = _known(tiers, reader)
-        dones, tally = _read(reader, items, known) if items else ([], Tally())
+        dones, tally = _read(reader, items, known, report) if items else ([], Tally(streak=report.streak, last=report.last))
         report.released += sum(1 for d in dones if d.checked is not None)
         _keep(tiers, reader, version, dones, tally, config, report, on_secret, step, released=[item_id])
         if not items:  # gone, forgotten or no longer one to read: nothing to try again
@@ -118,12 +124,12 @@ def _run(tiers: Tiers, reader: ModelReader | RuleReader, config: ReflectConfig, 
         room = inputs.room_chars(_window(reader), len(prompt_text([], known)) + RETRY_CHARS)
         groups = inputs.batches(found, room, config.batch_entries)
         if not groups:  # only skipped entries: the marks move past them
-            _keep(tiers, reader, version, [], Tally(), config, report, on_secret, step, log_upto=found.log_upto,
-                  dequeued=found.skipped_queue)
+            _keep(tiers, reader, version, [], Tally(streak=report.streak, last=report.last), config, report, on_secret, step,
+                  log_upto=found.log_upto, dequeued=found.skipped_queue)
         for n, batch in enumerate(groups):
             if cancel.is_set():
                 break
-            dones, tally = _read(reader, batch.items, known)
+            dones, tally = _read(reader, batch.items, known, report)
             _keep(tiers, reader, version, dones, tally, config, report, on_secret, step, log_upto=batch.log_upto,
                   dequeued=batch.done_queue + (found.skipped_queue if n == 0 else []))
             report.batches += 1
@@ -134,9 +140,11 @@ def _run(tiers: Tiers, reader: ModelReader | RuleReader, config: ReflectConfig, 
             break
 
 
-def _read(reader: ModelReader | RuleReader, items: list[Item], known: str) -> tuple[list[Done], Tally]:
-    """What ``items`` teach, as the reader finds it (the rules never fail; a model may), and the counts."""
-    tally = Tally()
+def _read(reader: ModelReader | RuleReader, items: list[Item], known: str,
+          report: PassReport) -> tuple[list[Done], Tally]:
+    """What ``items`` teach, as the reader finds it (the rules never fail; a model may), and the counts (with
+    the pass's unusable replies in a row so far)."""
+    tally = Tally(streak=report.streak, last=report.last)
     if isinstance(reader, RuleReader):
         checked = check(reader.read(items), items)
         tally.rejected += len(checked.rejected)
