@@ -3,10 +3,10 @@
     from core.memory_manager import MemoryManager
     manager = MemoryManager("finn")   # creates agents/finn/memory/ on first use
 
-Hot tier: NOW.md (``update_now``, ``read_now``). Warm tier: LOG.md
-(``append_log``, ``read_log``). Facts in memory.db (``save_fact``, ``get_fact``,
-``list_facts``, ``delete_fact``). ``format_context_for_prompt`` renders all of
-it for an LLM. Every write is crash-safe and serialised by the agent's lock.
+Hot tier: NOW.md (``update_now``, ``read_now``). Warm tier: LOG.md (``append_log``, ``read_log``). Facts in
+memory.db (``save_fact``, ``get_fact``, ``list_facts``, ``delete_fact``), also learned in the background
+(``reflection``). ``format_context_for_prompt`` renders all of it for an LLM. Every write is crash-safe and
+serialised by the agent's lock.
 
 LOG.md is the truth. A LOG.md entry is acknowledged once its line is on disk; the
 index in memory.db catches up later if it cannot be written now. NOW.md follows its
@@ -25,14 +25,14 @@ from core.config import Config, load_config
 from core.errors import CorruptionError, ValidationError
 from core.memory.compaction import CompactionReport
 from core.memory.context import format_context
-from core.memory.files import IN_USE, InUse, NowState, ScanResult, now_file
-from core.memory.files import check_entry_type, check_text, check_writer, utc_timestamp
+from core.memory.files import IN_USE, InUse, NowState, ScanResult, check_entry_type, check_text, check_writer
+from core.memory.files import now_file, utc_timestamp
 from core.memory.recall import log_index
+from core.memory.reflection import Reflection
 from core.memory.results import Forgotten, Recalled, StoredMemories
 from core.memory.secrets import ScrubReport, SecretScrubber, redactor_of, visible_entries
 from core.memory.storage import facts
-from core.memory.upkeep import forgetting, now, rebuild, recovery
-from core.memory.upkeep import open_tiers
+from core.memory.upkeep import forgetting, now, open_tiers, rebuild, recovery
 from core.memory.spaces import Space, recall as space_recall
 from core.paths import AgentPaths
 
@@ -62,10 +62,12 @@ class MemoryManager:
         self.repairs: list[str] = []
         """What opening found damaged and repaired (each is also logged as a WARNING)."""
         self.scrubber = SecretScrubber(self.tiers)
+        self.reflection = Reflection(self.tiers, self.scrubber.catch_up)  # learns in the background
         self._open()
 
     def _after_compaction(self) -> None:  # a scrub leaves LOG.md and the archives to a running compaction
         self.scrubber.catch_up()
+        self.reflection.wake()
 
     def _open(self) -> None:
         created, self.repairs = recovery.open_files(self.tiers)
@@ -153,11 +155,8 @@ class MemoryManager:
         return self.append_system(entry_type, content, metadata)
 
     def append_system(self, entry_type: str, content: Any, metadata: dict[str, Any] | None = None) -> int:
-        """Append an entry as the system: the types and metadata keys reserved for it are allowed.
-
-        For the memory and the engine (run and step markers, the engine's own records);
-        a skill writes with :meth:`append_log`.
-        """
+        """Append an entry as the system: the types and metadata keys reserved for it are allowed (for the memory
+        and the engine: run and step markers, its own records; a skill writes with :meth:`append_log`)."""
         if isinstance(content, (bytes, bytearray)):
             content = check_text(content, "LOG entry content")
         return self.tiers.append(entry_type, content, metadata).seq  # the log redacts every line
@@ -215,10 +214,7 @@ class MemoryManager:
             ValidationError: non-string key, unknown category, invalid text; nothing is written.
             StorageError: memory.db or LOG.md cannot be written (read-only, disk full); nothing is kept.
         """
-        key, text, category = facts.check_key(key), facts.check_value(value), facts.check_category(category)
-        if category != "secret":
-            # A secret's value is kept under its own key only; a forgotten value saved again is live again.
-            text = redactor_of(self.db, excluding=key, forgotten=False)(text)
+        key, text, category = facts.prepare(self.db, key, value, category)
         fact = self.tiers.record_fact(key, text, category, lambda conn: facts.upsert(conn, key, text, category,
                                                                                 utc_timestamp()))
         self.scrubber.catch_up()
@@ -230,9 +226,9 @@ class MemoryManager:
         return self.facts.history(key, as_dicts=True) if history else getattr(self.facts.get(key), "value", None)
 
     def list_facts(self, category: str | None = None) -> list[dict[str, Any]]:
-        """All facts (or one category's), secret values redacted (in other facts too)."""
-        redactor = self.facts.redactor()
-        return [redactor(fact.as_dict()) for fact in self.facts.list(category)]
+        """All facts (or one category's), secret values redacted (in other facts too), each with the ``sources``
+        reflection learned it from ([] if saved explicitly) and ``extracted`` (see ``FactStore.listed``)."""
+        return self.facts.redactor()(self.facts.listed(category))
 
     def delete_fact(self, key: str) -> bool:
         """Delete a fact (recorded in LOG.md); return True if it existed."""
@@ -253,10 +249,9 @@ class MemoryManager:
 
         Args:
             content: the text.
-            metadata: any JSON object, returned with the memory. Recall reads these keys:
-                ``speaker`` (or ``role``, ``author``), ``session`` / ``conversation`` (its
-                neighbours share them), and ``date`` or ``occurred_at`` (ISO-8601 or written,
-                e.g. ``"1:56 pm on 8 May, 2023"``): when it happened.
+            metadata: any JSON object, returned with the memory. Recall reads these keys: ``speaker`` (or
+                ``role``, ``author``), ``session`` / ``conversation`` (its neighbours share them), and ``date``
+                or ``occurred_at`` (ISO-8601 or written, e.g. ``"1:56 pm on 8 May, 2023"``): when it happened.
             kind: ``note`` or ``summary``.
             occurred_at: when it happened (datetime, ISO-8601 or a written date); wins over metadata.
             expires_at: after this time the memory is no longer recalled (and is forgotten).
@@ -339,8 +334,7 @@ class MemoryManager:
         """Forget the memories that match ``query`` and/or happened before ``before``; return their ids.
 
         Args:
-            query: forget the memories whose text says every word of it (stop words aside, stemmed), at most
-                ``limit``; a list: ``ids``.
+            query: forget what says every word of it (stop words aside, stemmed), ``limit`` at most; a list: ids.
             before: forget what happened before this time (datetime, ISO-8601 or a written date).
             ids: forget exactly these ids. kind: only memories of this kind (or kinds).
             meaning_above: with ``query``, forget instead what is closer in meaning to it (cosine, 0-1) than this.
@@ -372,6 +366,11 @@ class MemoryManager:
             format_context(self.agent_name, self.now_state(),
                            visible_entries(self.db, self.log.tail(log_entries)), self.facts.list(), budget))
 
+    def reflect_soon(self, backend: Any = None) -> None:
+        """Learn in the background from what was recorded since the last pass; never waits (``backend``: the
+        model to read with, e.g. the engine's own; see :mod:`core.memory.reflection`)."""
+        self.reflection.wake(backend)
+
     def scrub_secrets(self) -> ScrubReport:
         """Remove the secrets' values from every file and index that holds them now (``save_fact`` runs it
         for a new secret; call it after saving secrets in memory.db another way)."""
@@ -383,7 +382,8 @@ class MemoryManager:
         return self.scrubber.purge()
 
     def close(self) -> None:
-        """Wait for background compaction, release the cold store and databases. Safe to call twice."""
+        """Stop reflection, wait for background compaction, release the cold store and databases. Safe twice."""
+        self.reflection.close()
         self.cold.halt()  # a compaction indexing its archive stops at its next step too
         self.compaction.close()
         self.cold.close()

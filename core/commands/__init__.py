@@ -27,6 +27,7 @@ DESCRIPTION = ("AgentOS: agents whose whole state lives in files. Run an agent, 
 MODULES = (
     "core.commands.agents",
     "core.commands.memory",
+    "core.commands.reflect",
     "core.commands.spaces",
     "core.commands.maintenance",
     "core.commands.transfer",

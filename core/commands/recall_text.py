@@ -66,7 +66,12 @@ def why_text(why: dict[str, Any]) -> str:
         parts.append(f"recency ×{why['recency']:.2f}")
     if why["superseded_by"]:
         parts.append("superseded")
-    return "why: " + " · ".join(parts) + f" → {why['score']:.2f}"
+    line = "why: " + " · ".join(parts) + f" → {why['score']:.2f}"
+    if why.get("extracted"):
+        line += f"\n  {why['extracted']}"
+    if why.get("learned"):
+        line += "\n  learned from it: " + "; ".join(why["learned"])
+    return line
 
 
 def _example(example: dict[str, Any]) -> str:

@@ -78,16 +78,32 @@ def execute(args: argparse.Namespace) -> int:
             print(f"Found {len(engine.recovered)} interrupted run(s); NOW.md says where it stopped.", file=sys.stderr)
         try:
             if args.resume:
-                return _turn(engine, engine.resume)
-            if task is not None:
-                return _turn(engine, lambda: engine.run(task))
-            return interactive(engine)
+                code = _turn(engine, engine.resume)
+            elif task is not None:
+                code = _turn(engine, lambda: engine.run(task))
+            else:
+                code = interactive(engine)
+            _finish_reflection(engine)
+            return code
         except KeyboardInterrupt:
             # The run's own advice; run_cli then reports the interruption like any command's.
             print("the run stopped: NOW.md says where; --resume continues it", file=sys.stderr)
             raise
         finally:
             engine.manager.close()  # lets a background LOG.md compaction finish before exit
+
+
+def _finish_reflection(engine) -> None:
+    """After the reply is shown: let reflection read the run before the process ends (Ctrl-C leaves it for the
+    next run or ``agentos reflect``)."""
+    reflection = engine.manager.reflection
+    if not reflection.running():
+        return
+    try:
+        with Spinner("learning from the run (Ctrl-C leaves it for later)"):
+            reflection.finish(engine.config.reflect.timeout_s)
+    except KeyboardInterrupt:
+        print("reflection left for later: the next run or `agentos reflect` reads the rest", file=sys.stderr)
 
 
 def _turn(engine, start: Callable, session=None) -> int:

@@ -266,8 +266,11 @@ class Engine:
 
     def _invoke(self, state: AgentState | None, objective: str) -> TurnResult:
         run_id = uuid.uuid4().hex[:12]
-        with self._lease.running(run_id):  # before RUN_START: another engine never takes it for a dead run
-            return self._run(state, objective, run_id)
+        try:
+            with self._lease.running(run_id):  # before RUN_START: another engine never takes it for a dead run
+                return self._run(state, objective, run_id)
+        finally:
+            self.manager.reflect_soon(self.backend)  # learns from the run in the background; never waits
 
     def _run(self, state: AgentState | None, objective: str, run_id: str) -> TurnResult:
         self.manager.start_run(mask_credentials(objective)[:300], run_id=run_id)

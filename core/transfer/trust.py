@@ -36,6 +36,7 @@ PORTABLE: dict[str, tuple[str, ...]] = {
                  "deadline_s", "summarizer_timeout_s", "leaf_target_tokens", "condensed_target_tokens"),
     "engine": ("max_steps", "max_retries", "context_budget", "memory_tokens"),
     "compaction": ("max_tokens", "keep_tail"),
+    "reflect": ("enabled", "interval_s", "batch_entries", "timeout_s", "retry_after_s", "profile_lines"),
 }
 """The options an archive's config.yaml brings along: they tune the agent, and point nowhere."""
 HOME_ONLY: dict[str, tuple[str, ...]] = {
@@ -44,9 +45,11 @@ HOME_ONLY: dict[str, tuple[str, ...]] = {
     "storage": ("backend", "dsn", "schema_prefix", "pool_max", "pool_timeout_s", "connect_timeout_s",
                 "statement_timeout_s"),
     "transfer": ("max_unpacked_bytes", "max_members", "max_ratio"),
+    "reflect": ("model",),
 }
 """The options only this home sets (unless ``--trust-config``): the model and its server, the embedder
-(a server too, for ``ollama:``), the database and its server, and the import limits."""
+(a server too, for ``ollama:``), the model reflection asks, the database and its server, and the import
+limits."""
 
 MAX_CONFIG_BYTES = 1024 * 1024
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.errors import ColdStoreError
-from core.memory.storage import Database
+from core.memory.storage import Database, extracted
 from core.memory.storage.facts import redact
 from core.memory.files.log_file import LogFile, scan_bytes
 from core.memory.files.log_format import utc_timestamp
@@ -41,6 +41,7 @@ from core.memory.recall.docs import Doc, DocIndex
 from core.memory.recall.sources import (
     archive_summary_doc,
     conversation_summary_doc,
+    event_doc,
     fact_doc,
     fact_version_docs,
     log_doc,
@@ -263,7 +264,11 @@ class ColdIndexer:
             if fact is None:
                 return []
             versions = conn.execute("SELECT * FROM fact_versions WHERE key = ? ORDER BY id", (key,)).fetchall()
-            return fact_version_docs(fact, versions, secrets) + _listed(fact_doc(fact))
+            learned = extracted.of(conn, [item]).get(item)
+            return fact_version_docs(fact, versions, secrets) + _listed(fact_doc(fact, learned))
+        if kind == "event":
+            row = extracted.event_row(conn, item)
+            return [] if row is None else [event_doc(row, extracted.of(conn, [item]).get(item), secrets)]
         if kind == "note":
             note = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (key,)).fetchone()
             return _listed(note_doc(note, secrets) if note is not None else None)
@@ -304,7 +309,7 @@ class ColdIndexer:
             conn.execute("UPDATE compaction_history SET indexed_at = NULL")
             for item, table in (("'fact:' || key", "user_facts"), ("'note:' || id", "cold_notes"),
                                 ("'msg:' || id", "ctx_messages"), ("'sum:' || id", "ctx_summaries"),
-                                ("'item:' || id", "store_items")):
+                                ("'item:' || id", "store_items"), ("'event:' || id", "extracted_events")):
                 conn.execute(f"INSERT INTO cold_pending (item, queued_at) SELECT {item}, ? FROM {table} {_REQUEUE}", (now,))
 
 

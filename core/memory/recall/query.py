@@ -183,8 +183,16 @@ def explained(
     left.superseded(ranked, chosen)
     left.unfound(docs.db.conn, trace.unfound)
     words, weighed = query_words(request.text, docs.terms), docs.weights(request.text)[0]
-    return {"results": [{**hit(c, secrets), "why": why(c, trace, words, docs.terms, tuning, weighed)} for c in chosen],
+    dates = source_dates(docs, chosen)
+    return {"results": [{**hit(c, secrets), "why": why(c, trace, words, docs.terms, tuning, weighed, dates)}
+                        for c in chosen],
             "left_out": left.as_dict()}
+
+
+def source_dates(docs: DocIndex, chosen: list[Candidate]) -> dict[str, str]:
+    """When each entry that a chosen memory was learned from happened (those still indexed)."""
+    sources = [s for c in chosen for s in (c.doc.metadata.get("extracted") or {}).get("sources", [])]
+    return {doc_id: doc.occurred_at for doc_id, doc in docs.get(sources).items()} if sources else {}
 
 
 def recall(

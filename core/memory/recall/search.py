@@ -257,4 +257,6 @@ def where_of(doc: Doc) -> dict[str, Any]:
         return {"fact": meta.get("key")}
     if doc.kind == "item":
         return {"namespace": meta.get("namespace"), "key": meta.get("key"), "path": meta.get("path")}
+    if doc.kind == "event":  # learned from entries: where it came from is its provenance (``extracted``)
+        return {"event": doc.id.partition(":")[2], "sources": (meta.get("extracted") or {}).get("sources", [])}
     return {"note": doc.id.partition(":")[2]}

@@ -11,7 +11,9 @@ migrations, recorded in each database's ``_migrations`` table.
 from core.memory.faces import lazy_face
 from core.memory.storage.backend import Checkpoints, open_checkpointer, open_database, require_sqlite, schema_name
 from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
+from core.memory.storage import extracted
 from core.memory.storage.engine_lease import AgentLease, hold_lease
+from core.memory.storage.extracted import Provenance
 from core.memory.storage.facts import CATEGORIES, MIN_REDACTED_CHARS, REDACTED, Fact, FactStore, redact
 from core.memory.storage.protocol import Connection, Cursor, Database
 from core.memory.storage.read_only import Reader, reading
@@ -20,8 +22,8 @@ from core.memory.storage.sqlite import SqliteDatabase, damage_marker
 
 __all__ = [
     "CATEGORIES", "MIN_REDACTED_CHARS", "POSTGRES", "REDACTED", "SQLITE", "AgentLease", "Checkpoints",
-    "Connection", "Cursor", "Database", "Dialect", "Fact", "FactStore", "Reader", "SqliteDatabase",
-    "damage_marker", "hold_lease", "open_checkpointer", "open_database", "reading", "redact",
+    "Connection", "Cursor", "Database", "Dialect", "Fact", "FactStore", "Provenance", "Reader", "SqliteDatabase",
+    "damage_marker", "extracted", "hold_lease", "open_checkpointer", "open_database", "reading", "redact",
     "require_sqlite", "schema_name", "title_of",
 ]
 

@@ -44,8 +44,13 @@ def secret_fact_count(db_file: Path) -> int:
 
 
 def delete_secret_facts(conn: sqlite3.Connection) -> None:
-    """Delete the secret facts and their earlier values (never shown while the fact is secret)."""
+    """Delete the secret facts, their earlier values (never shown while the fact is secret) and, for one
+    reflection learned, its provenance."""
     conn.execute("DELETE FROM fact_versions WHERE key IN (SELECT key FROM user_facts WHERE category = 'secret')")
+    for table in ("extracted_sources", "extracted"):
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():  # an older copy has none
+            conn.execute(f"DELETE FROM {table} WHERE memory_id IN "
+                         "(SELECT 'fact:' || key FROM user_facts WHERE category = 'secret')")
     conn.execute("DELETE FROM user_facts WHERE category = 'secret'")
 
 

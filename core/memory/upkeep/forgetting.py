@@ -114,8 +114,9 @@ def _by_ids(tiers: Tiers, ids: Any) -> Matches:
     """The memories ``ids`` name that exist (a note or fact whose doc lags behind counts)."""
     if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) and i for i in ids):
         raise ValidationError("ids must be a list of memory ids as recall returns them")
+    tiers.cold.indexer.sync()  # an entry just written may have no doc yet: it is forgotten all the same
     known = tiers.cold.docs.get(ids)
-    notes = _existing_notes(tiers.db, ids) | _existing_facts(tiers.db, ids)
+    notes = _existing_notes(tiers.db, ids) | _existing_facts(tiers.db, ids)  # docs may lag behind
     found = [Match(known.get(i) or _unindexed(i), {"id": i}) for i in dict.fromkeys(ids) if i in known or i in notes]
     return Matches(found, len(found))
 
