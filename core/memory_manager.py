@@ -25,8 +25,7 @@ from core.config import Config, load_config
 from core.errors import CorruptionError, ValidationError
 from core.memory.compaction import CompactionReport
 from core.memory.context import format_context
-from core.memory.files import now_file
-from core.memory.files import ScanResult
+from core.memory.files import ScanResult, now_file
 from core.memory.files import check_entry_type, check_text, check_writer, utc_timestamp
 from core.memory.files import NowState
 from core.memory.recall import log_index
@@ -388,6 +387,7 @@ class MemoryManager:
         self.cold.halt()  # a compaction indexing its archive stops at its next step too
         self.compaction.close()
         self.cold.close()
+        self.tiers.catch_up()  # an append that found memory.db busy left its index row to the background
         self.db.close()
 
     def __enter__(self) -> "MemoryManager":
