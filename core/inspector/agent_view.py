@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from core.config import Config, StorageConfig, load_config
 from core.errors import AgentOSError, NotFoundError
-from core.inspector import timeline
+from core.inspector import activity, now_versions, timeline
 from core.memory.storage import reading
 from core.inspector.log_files import LogFiles
 from core.inspector.masking import mask, searchable
@@ -140,6 +140,7 @@ class AgentView:
         open_runs = set(starts) - reader.ended([s for s in starts if isinstance(s, str)])
         archives = {a.id for a in self.files.archives()}
         current = _current_run(self.now())
+        result["runs"] = self._runs_of(reader, result["entries"], current)
         result["entries"] = [timeline.entry_json(e, open_runs, current, archives) for e in result["entries"]]
         result["newest_seq"] = max(self.files.last_seq(), reader.last_indexed_seq())
         if query.archive is not None:
@@ -147,6 +148,23 @@ class AgentView:
             result["archive"] = {"id": archive.id, "first": archive.first, "last": archive.last,
                                  "bytes": archive.size}
         return result
+
+    def _runs_of(self, reader: Reader, entries: list, current: str | None) -> dict[str, dict[str, Any]]:
+        """The runs of a timeline page's entries, as a folded run's row shows them: its objective (its RUN_START's
+        text), outcome, entries and errors, and the seqs it spans."""
+        ids = list(dict.fromkeys(e.entry.metadata.get("run_id") or e.entry.metadata.get("now_run_id")
+                                 for e in entries if not isinstance(e, dict)))
+        runs = reader.runs_of([i for i in ids if isinstance(i, str)])
+        marks = self.files.read([s for r in runs.values() for s in (r["start_seq"], r["end_seq"]) if s])
+        for run_id, run in runs.items():
+            start, end = marks.get(run["start_seq"]), marks.get(run["end_seq"])
+            run["objective"] = start.entry.content if start is not None else None
+            if end is not None:
+                run["outcome"] = end.entry.metadata.get("outcome", "done")
+            else:
+                run["outcome"] = ("interrupted" if run["interrupted_seq"] else "running" if run_id == current
+                                  else "never ended" if run["start_seq"] else "unknown")
+        return runs
 
     def archive(self, archive_id: str):
         """The archive of that id, else NotFoundError."""
@@ -171,6 +189,20 @@ class AgentView:
             else:
                 run["outcome"] = "never ended" if run["start_seq"] else "unknown"
         return runs
+
+    # -- activity over time and NOW.md's versions --------------------------------------------
+
+    def activity(self) -> dict[str, Any]:
+        """Entries by type in each hour or day, compactions and memory growth (see :mod:`core.inspector.activity`)."""
+        return self._answer(lambda reader, secrets: activity.activity(reader))
+
+    def now_versions(self, before: int | None) -> dict[str, Any]:
+        """A page of NOW.md's versions, newest first, rebuilt from its NOW_UPDATE entries."""
+        return self._answer(lambda reader, secrets: now_versions.versions(self.files, reader, before))
+
+    def now_diff(self, older: int, newer: int) -> dict[str, Any]:
+        """NOW.md as the NOW_UPDATE entries ``older`` and ``newer`` recorded it, line by line."""
+        return self._answer(lambda reader, secrets: now_versions.diff(self.files, self.paths.name, older, newer))
 
     # -- facts, notes, compactions ------------------------------------------------------
 
