@@ -49,6 +49,7 @@ class AgentView:
         self._store: ColdStore | None = None
         self._store_guard = threading.Lock()
         self._config: Config | None = None
+        self._log_counts = activity.LogCounts()
 
     @property
     def config(self) -> Config:
@@ -194,7 +195,7 @@ class AgentView:
 
     def activity(self) -> dict[str, Any]:
         """Entries by type in each hour or day, compactions and memory growth (see :mod:`core.inspector.activity`)."""
-        return self._answer(lambda reader, secrets: activity.activity(reader))
+        return self._answer(lambda reader, secrets: activity.activity(reader, self._log_counts))
 
     def now_versions(self, before: int | None) -> dict[str, Any]:
         """A page of NOW.md's versions, newest first, rebuilt from its NOW_UPDATE entries."""

@@ -119,3 +119,25 @@ def test_a_secret_in_an_earlier_now_is_masked(agents_home, storage_backend, serv
     versions = get_json(url, "/api/agents/ada/now/versions")["versions"]
     status, diff = get(url, f"/api/agents/ada/now/diff?from={versions[1]['seq']}&to={versions[0]['seq']}")
     assert status == 200 and SECRET.encode() not in diff and b"the key [REDACTED] is not accepted" in diff
+
+
+def test_activity_follows_new_entries_and_a_replaced_memory(agents_home, serve):
+    """The server keeps the counts between requests and reads only what was indexed since; a memory.db whose
+    rows changed under it (the agent made again under the same name) is counted again from nothing."""
+    import shutil
+
+    with MemoryManager("ada", agents_home) as mm:
+        for i in range(5):
+            mm.append_log("THOUGHT", f"thought {i}")
+    url = serve()
+    assert get_json(url, "/api/agents/ada/activity")["totals"]["entries"] == 5
+    with MemoryManager("ada", agents_home) as mm:
+        mm.append_log("TOOL_USE", "a tool")
+    activity = get_json(url, "/api/agents/ada/activity")
+    assert activity["totals"]["entries"] == 6 and activity["bins"][-1]["types"] == {"THOUGHT": 5, "TOOL_USE": 1}
+    shutil.rmtree(agents_home / "ada" / "memory")
+    with MemoryManager("ada", agents_home) as mm:
+        for i in range(3):
+            mm.append_log("USER_FEEDBACK", f"again {i}")
+    activity = get_json(url, "/api/agents/ada/activity")
+    assert activity["totals"]["entries"] == 3 and activity["bins"][-1]["types"] == {"USER_FEEDBACK": 3}

@@ -15,7 +15,9 @@ _FIRST_LAST = """SELECT (SELECT timestamp FROM log_metadata ORDER BY id ASC LIMI
                         (SELECT timestamp FROM log_metadata ORDER BY id DESC LIMIT 1) AS last_ts"""
 _LOG_BINS = """SELECT substr(timestamp, 1, {length}) AS bin, entry_type, count(*) AS n, min(id) AS first_seq,
                       max(id) AS last_seq
-               FROM log_metadata GROUP BY 1, 2 ORDER BY 1"""
+               FROM log_metadata WHERE id > ? GROUP BY 1, 2 ORDER BY 1"""
+_LOG_STAMP = """SELECT (SELECT timestamp FROM log_metadata ORDER BY id LIMIT 1) AS first_ts,
+                       (SELECT timestamp FROM log_metadata WHERE id = ?) AS ts"""
 _CREATED_BINS = "SELECT substr({column}, 1, {length}) AS bin, count(*) AS n FROM {table} GROUP BY 1 ORDER BY 1"
 _GROWTH_TABLES = {"facts": ("user_facts", "created_at"), "notes": ("cold_notes", "created_at"),
                   "messages": ("ctx_messages", "created_at")}
@@ -42,10 +44,18 @@ class ActivityReads:
         rows = self._rows("log_metadata", _FIRST_LAST)
         return (rows[0]["first_ts"], rows[0]["last_ts"]) if rows else (None, None)
 
-    def log_bins(self, length: int) -> list[dict[str, Any]]:
-        """Indexed entries counted by type in each period named by the first ``length`` characters of their
-        time (13: the hour, 10: the day): ``{bin, entry_type, n, first_seq, last_seq}``, oldest first."""
-        return self._rows("log_metadata", _LOG_BINS.format(length=_length(length)))
+    def log_bins(self, length: int, after: int = 0) -> list[dict[str, Any]]:
+        """Indexed entries after seq ``after`` counted by type in each period named by the first ``length``
+        characters of their time (13: the hour, 10: the day): ``{bin, entry_type, n, first_seq, last_seq}``,
+        oldest first."""
+        return self._rows("log_metadata", _LOG_BINS.format(length=_length(length)), (after,))
+
+    def log_stamp(self, upto: int) -> tuple[str | None, str | None]:
+        """The times of the first indexed entry and of entry ``upto``: what changes if the rows a count up to
+        ``upto`` was made of changed (a replaced memory.db; the index only ever grows at its end, and a
+        rebuilt one holds the same rows). Two lookups by seq."""
+        rows = self._rows("log_metadata", _LOG_STAMP, (upto,))
+        return (rows[0]["first_ts"], rows[0]["ts"]) if rows else (None, None)
 
     def created_bins(self, length: int) -> dict[str, list[dict[str, Any]]]:
         """Facts, notes and conversation messages counted by when they were stored (as :meth:`log_bins`):
