@@ -321,3 +321,17 @@ def test_two_now_versions_are_compared(page, demo):
     page.locator("#log li.entry.type-NOW_UPDATE .now-diff-link").click()
     expect(diff.locator("li.op-add", has_text="current_step: Adding NVDA to the watch list")).to_have_count(1)
     assert page.locator("#now-newer").input_value() == page.locator("#log li.entry.type-NOW_UPDATE").get_attribute("data-seq")
+
+
+def test_a_running_run_grows_in_its_row_and_the_chart_follows(page, demo):
+    """An entry of the running run, appended while the page is open, joins its run's row, and
+    the activity chart counts it."""
+    page.wait_for_selector("#live.on")
+    caption = page.locator("#activity-scope").inner_text()
+    total = int(caption.split(" · ")[1].split()[0])
+    with MemoryManager("finn", demo.home) as mm:
+        seq = mm.append_system("TOOL_USE", "read_file numbers.csv -> 3 KB", {"run_id": demo.current_run})
+    row = page.locator(f"#log li.run-fold[data-run='{demo.current_run}']")
+    expect(row.locator(f"li.entry[data-seq='{seq}']")).to_have_count(1)
+    assert "4 entries" in row.locator(".fold-head").inner_text() and entries(page)[0] == str(seq)
+    expect(page.locator("#activity-scope")).to_contain_text(f"{total + 1} entries", timeout=15_000)

@@ -372,7 +372,12 @@ function renderLog() {
     i = j;
   }
   fill($("log"), nodes);
-  for (const item of $("log").querySelectorAll("li.entry")) if (state.fresh.has(Number(item.dataset.seq))) item.classList.add("fresh");
+  for (const item of $("log").querySelectorAll("li.entry")) {
+    if (!state.fresh.has(Number(item.dataset.seq))) continue;
+    item.classList.add("fresh");
+    const fold = item.closest("li.run-fold");
+    if (fold) fold.classList.add("fresh");  // a closed run's row shows that it grew
+  }
 }
 
 // One row for entries of one run (newest first): its objective, outcome and what it did; opening it lists them.
@@ -449,7 +454,7 @@ async function changed(name, status) {
   if (status.newest_seq > state.newest && state.firstPage) await appendNewer();
   state.newest = Math.max(state.newest, status.newest_seq);
   showState(await api("/state"));  // NOW, sizes, facts and open runs: any of them may have changed
-  if (Date.now() - state.activityAt > ACTIVITY_EVERY_MS) await shown("activity-scope", loadActivity);
+  scheduleActivity();
   if (state.nowVersions.length) await shown("now-diff-status", refreshNowVersions);
 }
 
@@ -473,6 +478,15 @@ async function appendNewer() {
 // -- activity over time ----------------------------------------------------------------------------------
 
 const ACTIVITY_EVERY_MS = 5000;
+let activityTimer = null;
+
+// Redraw the chart after a change: at once if it was drawn more than ACTIVITY_EVERY_MS ago, else once that
+// much time has passed (changes meanwhile are drawn together).
+function scheduleActivity() {
+  if (activityTimer) return;
+  const wait = Math.max(0, ACTIVITY_EVERY_MS - (Date.now() - state.activityAt));
+  activityTimer = setTimeout(() => { activityTimer = null; shown("activity-scope", loadActivity); }, wait);
+}
 
 async function loadActivity() {
   state.activityAt = Date.now();
