@@ -21,8 +21,9 @@ A write that meets a background step anyway (one that started after ``MAX_WAIT_S
 between two bursts) runs inside :func:`writing`: it gets the GIL back within
 :data:`WRITE_SWITCH_INTERVAL_S` of each of its system calls instead of the interpreter's 5 ms. An
 update of NOW.md makes some thirty such calls (opens, writes, three flushes, a rename, memory.db's
-statements), and each hands the GIL to a background thread running Python: at 5 ms a handover, one
-update met by a background step took 20-90 ms instead of about one.
+statements), and each one that blocks a while (a flush above all) hands the GIL to a background
+thread running Python, which keeps it until the writer has waited a switch interval: at 5 ms a
+handover, one update met by a background step took tens of milliseconds instead of about one.
 
 Background threads are started with :func:`background_thread`, which keeps Ctrl-C for the main
 thread (see :func:`leave_ctrl_c_to_the_main_thread`).
