@@ -32,7 +32,8 @@ _UNITS = {"hour": (13, re.compile(r"\d{4}-\d\d-\d\dT\d\d"), "%Y-%m-%dT%H", timed
 class LogCounts:
     """LOG.md's indexed entries counted by period and type, kept between requests (by the view of an agent):
     a request counts only the entries indexed since the last one. A history of 100,000 entries takes a few
-    hundred milliseconds to count; its archived part never changes, and a live page asks every few seconds.
+    hundred milliseconds to count; its rows do not change, and a live page asks every few seconds. The rows
+    that can change (a compaction's reservation becomes its SUMMARY) are few and counted at every request.
 
     The counts are made again from nothing when the unit changes or the rows they were made of did (the
     time of the first row, or of the last one counted, differs: a replaced memory.db).
@@ -60,7 +61,7 @@ class LogCounts:
                     known["last_seq"] = max(known["last_seq"], row["last_seq"])
                 self._upto = max(self._upto, row["last_seq"])
             self._stamp = reader.log_stamp(self._upto)
-            return [dict(row) for row in self._counts.values()]
+            return [dict(row) for row in self._counts.values()] + reader.changing_log_bins(length)
 
 
 def activity(reader: Reader, counts: LogCounts | None = None) -> dict[str, Any]:

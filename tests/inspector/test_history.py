@@ -13,6 +13,15 @@ def day(days_ago: int) -> str:
     return (datetime.now(timezone.utc) - timedelta(days=days_ago)).strftime("%Y-%m-%d")
 
 
+def types_of(activity: dict) -> dict[str, int]:
+    """Entries by type over every period drawn (a test's entries may straddle an hour)."""
+    counted: dict[str, int] = {}
+    for period in activity["bins"]:
+        for entry_type, n in period["types"].items():
+            counted[entry_type] = counted.get(entry_type, 0) + n
+    return counted
+
+
 def test_activity_counts_entries_by_type_each_day_with_compactions_and_memory_growth(demo, serve):
     """A history of days is counted by the UTC day, from its first day to today, each day's entries by type
     with the seqs they span; today holds the compaction; memory grows to the totals."""
@@ -134,10 +143,40 @@ def test_activity_follows_new_entries_and_a_replaced_memory(agents_home, serve):
     with MemoryManager("ada", agents_home) as mm:
         mm.append_log("TOOL_USE", "a tool")
     activity = get_json(url, "/api/agents/ada/activity")
-    assert activity["totals"]["entries"] == 6 and activity["bins"][-1]["types"] == {"THOUGHT": 5, "TOOL_USE": 1}
+    assert activity["totals"]["entries"] == 6 and types_of(activity) == {"THOUGHT": 5, "TOOL_USE": 1}
     shutil.rmtree(agents_home / "ada" / "memory")
     with MemoryManager("ada", agents_home) as mm:
         for i in range(3):
             mm.append_log("USER_FEEDBACK", f"again {i}")
     activity = get_json(url, "/api/agents/ada/activity")
-    assert activity["totals"]["entries"] == 3 and activity["bins"][-1]["types"] == {"USER_FEEDBACK": 3}
+    assert activity["totals"]["entries"] == 3 and types_of(activity) == {"USER_FEEDBACK": 3}
+
+
+def test_a_compactions_reservation_counted_on_a_live_page_becomes_its_summary(agents_home, serve, monkeypatch):
+    """The SYSTEM entry that reserves a compaction is replaced by its SUMMARY under the same seq: a page that
+    counted the reservation (and an entry after it) counts the SUMMARY once the compaction is done."""
+    import threading
+
+    from core.memory.compaction.log_compaction import LogCompactor
+
+    reserved, go = threading.Event(), threading.Event()
+    summarize = LogCompactor._summarize
+
+    def held(self, summarizer, plan):
+        reserved.set()
+        go.wait(120)
+        return summarize(self, summarizer, plan)
+
+    monkeypatch.setattr(LogCompactor, "_summarize", held)
+    url = serve()
+    with MemoryManager("ada", agents_home) as mm:
+        for i in range(5):
+            mm.append_log("THOUGHT", f"thought {i}")
+        compaction = threading.Thread(target=mm.compact_log)
+        compaction.start()
+        assert reserved.wait(120)
+        mm.append_log("TOOL_USE", "a tool, while the summary is written")
+        assert types_of(get_json(url, "/api/agents/ada/activity")) == {"THOUGHT": 5, "SYSTEM": 1, "TOOL_USE": 1}
+        go.set()
+        compaction.join(120)
+    assert types_of(get_json(url, "/api/agents/ada/activity")) == {"THOUGHT": 5, "SUMMARY": 1, "TOOL_USE": 1}

@@ -15,7 +15,11 @@ _FIRST_LAST = """SELECT (SELECT timestamp FROM log_metadata ORDER BY id ASC LIMI
                         (SELECT timestamp FROM log_metadata ORDER BY id DESC LIMIT 1) AS last_ts"""
 _LOG_BINS = """SELECT substr(timestamp, 1, {length}) AS bin, entry_type, count(*) AS n, min(id) AS first_seq,
                       max(id) AS last_seq
-               FROM log_metadata WHERE id > ? GROUP BY 1, 2 ORDER BY 1"""
+               FROM log_metadata WHERE {where} GROUP BY 1, 2 ORDER BY 1"""
+CHANGING_TYPES = ("SYSTEM", "SUMMARY")
+"""The entry types whose rows can change in place: a compaction's reservation (a SYSTEM entry) is replaced
+by its SUMMARY under the same seq, with its own time."""
+_CHANGING = "entry_type IN ('SYSTEM', 'SUMMARY')"
 _LOG_STAMP = """SELECT (SELECT timestamp FROM log_metadata ORDER BY id LIMIT 1) AS first_ts,
                        (SELECT timestamp FROM log_metadata WHERE id = ?) AS ts"""
 _CREATED_BINS = "SELECT substr({column}, 1, {length}) AS bin, count(*) AS n FROM {table} GROUP BY 1 ORDER BY 1"
@@ -47,8 +51,14 @@ class ActivityReads:
     def log_bins(self, length: int, after: int = 0) -> list[dict[str, Any]]:
         """Indexed entries after seq ``after`` counted by type in each period named by the first ``length``
         characters of their time (13: the hour, 10: the day): ``{bin, entry_type, n, first_seq, last_seq}``,
-        oldest first."""
-        return self._rows("log_metadata", _LOG_BINS.format(length=_length(length)), (after,))
+        oldest first; the types of :data:`CHANGING_TYPES` left out (see :meth:`changing_log_bins`): these
+        counts stay true once made."""
+        sql = _LOG_BINS.format(length=_length(length), where=f"id > ? AND NOT ({_CHANGING})")
+        return self._rows("log_metadata", sql, (after,))
+
+    def changing_log_bins(self, length: int) -> list[dict[str, Any]]:
+        """As :meth:`log_bins`, for the entries of :data:`CHANGING_TYPES` only (a few: found by the type index)."""
+        return self._rows("log_metadata", _LOG_BINS.format(length=_length(length), where=_CHANGING))
 
     def log_stamp(self, upto: int) -> tuple[str | None, str | None]:
         """The times of the first indexed entry and of entry ``upto``: what changes if the rows a count up to
