@@ -30,6 +30,7 @@ from core.memory.files import ENTRY_TYPES
 from core.memory.recall import DocIndex
 from core.memory.recall import check_recall
 from core.memory.recall import Tuning
+from core.memory.reflection import read_view
 from core.memory.storage import schema_name
 from core.paths import AgentPaths
 
@@ -204,6 +205,19 @@ class AgentView:
     def now_diff(self, older: int, newer: int) -> dict[str, Any]:
         """NOW.md as the NOW_UPDATE entries ``older`` and ``newer`` recorded it, line by line."""
         return self._answer(lambda reader, secrets: now_versions.diff(self.files, self.paths.name, older, newer))
+
+    # -- reflection ---------------------------------------------------------------------
+
+    def reflection(self) -> dict[str, Any]:
+        """How far reflection is (``agentos reflect --status``'s figures, as memory.db records them) and the
+        facts it learned, each with its sources and where each source is; reads only, never starts a pass."""
+        def build(reader: Reader, secrets: list[str]) -> dict[str, Any]:
+            found = read_view(reader, max(self.files.last_seq(), reader.last_indexed_seq())).as_dict()
+            reflect, llm = self.config.reflect, self.config.llm
+            found["config"] = {"enabled": reflect.enabled, "backend": llm.backend,
+                               "model": reflect.model or llm.model, "interval_s": reflect.interval_s}
+            return found
+        return self._answer(build)
 
     # -- facts, notes, compactions ------------------------------------------------------
 

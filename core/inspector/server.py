@@ -18,6 +18,7 @@ Routes (every answer is JSON, except the page and its assets):
     /api/agents/<agent>/activity          entries by type per hour or day, compactions, memory growth
     /api/agents/<agent>/now/versions      NOW.md's versions (from its NOW_UPDATE entries), older than ``before``
     /api/agents/<agent>/now/diff          NOW.md's lines as the versions of entries ``from`` and ``to`` hold them
+    /api/agents/<agent>/reflection        how far reflection is, and the facts it learned with their sources
     /api/agents/<agent>/events            server-sent events: ``change`` when the agent's files change
     /api/spaces                           every memory space in the home, with its members
     /api/spaces/<space>                   a space's members and timeline (its live memories, newest first)
@@ -354,4 +355,5 @@ _AGENT_ROUTES: dict[tuple[str, int], Callable[[AgentView, list[str], Params], di
     ("recall", 1): _recall,
     ("activity", 1): lambda view, rest, params: view.activity(),
     ("now", 2): _now,
+    ("reflection", 1): lambda view, rest, params: view.reflection(),
 }

@@ -175,3 +175,46 @@ def serve(agents_home: Path):
     for server in servers:
         server.shutdown()
         server.stop()
+
+
+@dataclass
+class Learner:
+    """An agent whose reflection learned facts from a LOG entry, a message and a note, one entry quarantined."""
+
+    name: str
+    target_seq: int
+    """The LOG entry that says the deploy target."""
+    message_id: int
+    note_id: str
+    quarantined_seq: int
+    reason: str
+
+
+def build_learning_agent(home: Path, name: str = "rhea") -> Learner:
+    """An agent that learned, with the offline backend's rules (a real reflection pass): ``user.deploy_target``
+    from a LOG entry, ``user.favourite_editor`` from a conversation message, ``user.favourite_tea`` from a
+    note and a secret ``user.api_token``; then an entry read by a model whose reply failed, quarantined."""
+    from core.llm.select import choose_backend
+    from core.memory.reflection import state
+
+    with MemoryManager(name, home) as mm:
+        mm.append_system("THOUGHT", "The watch list is done")
+        target_seq = mm.append_system("USER_FEEDBACK", "Remember that my deploy target is fly.io")
+        mm.append_system("USER_FEEDBACK", f"my api token is {SECRET}")
+        note_id = mm.store_memory("My favourite tea is sencha")
+    paths = AgentPaths.for_agent(name, home)
+    provider = open_provider("simple", open_database(paths, load_config(paths).storage))
+    try:
+        session = Session(f"{name}:cli:main", agent_id=name, user_id="ada", channel="cli")
+        provider.bootstrap(session)
+        provider.append(session, [Message("user", "My favourite editor is helix."), Message("assistant", "Noted.")])
+    finally:
+        provider.close()
+    with MemoryManager(name, home) as mm:
+        mm.reflection.run(choose_backend(mm.config.llm, offline=True).backend)
+        message_id = int(mm.db.conn.execute("SELECT id FROM ctx_messages WHERE role = 'user'").fetchone()[0])
+        quarantined_seq = mm.append_system("USER_FEEDBACK", "I moved to Porto last week")
+        reason = "the reply was not JSON: 'Sure! Here are the facts' (asked again, then split)"
+        with mm.db.transaction() as conn:  # as a pass whose model failed on the entry leaves it
+            state.quarantine(conn, f"log:{quarantined_seq}", reason, "qwen2.5:7b", 60)
+    return Learner(name, target_seq, message_id, note_id.partition(":")[2] or note_id, quarantined_seq, reason)

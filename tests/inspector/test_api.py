@@ -168,9 +168,9 @@ def test_html_in_an_entry_is_returned_as_text_and_the_page_runs_no_inline_script
     page = response.read().decode()
     assert "script-src 'self'" in response.getheader("Content-Security-Policy")
     assert response.getheader("X-Content-Type-Options") == "nosniff"
-    scripts = ["<script src=\"/static/chart.js\" defer></script>", "<script src=\"/static/app.js\" defer></script>"]
+    scripts = [f"<script src=\"/static/{name}\" defer></script>" for name in ("chart.js", "app.js", "reflection.js")]
     assert all(tag in page for tag in scripts) and page.count("<script") == len(scripts)
-    for name in ("app.js", "chart.js"):
+    for name in ("app.js", "chart.js", "reflection.js"):
         script = get(url, f"/static/{name}")[1].decode()
         assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "document.write" not in script
         assert "outerHTML" not in script and "DOMParser" not in script and "eval(" not in script

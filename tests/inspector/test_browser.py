@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.memory_manager import MemoryManager
-from tests.inspector.conftest import SCRIPT_TEXT, SECRET
+from tests.inspector.conftest import SCRIPT_TEXT, SECRET, build_learning_agent
 
 CHROMIUM = Path(os.environ.get("AGENTOS_CHROMIUM", "/usr/bin/chromium"))
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -163,7 +163,8 @@ def test_a_script_entry_is_shown_as_text_and_stays_inert(page, demo):
     assert item.inner_text() == SCRIPT_TEXT
     assert item.locator("script, img").count() == 0
     assert page.evaluate("window.__pwned") is None
-    assert page.evaluate("[...document.scripts].map(s => s.getAttribute('src'))") == ["/static/chart.js", "/static/app.js"]
+    assert page.evaluate("[...document.scripts].map(s => s.getAttribute('src'))") == ["/static/chart.js", "/static/app.js",
+                                                                                   "/static/reflection.js"]
 
 
 def test_live_update_shows_a_newly_appended_entry(page, demo):
@@ -335,3 +336,37 @@ def test_a_running_run_grows_in_its_row_and_the_chart_follows(page, demo):
     expect(row.locator(f"li.entry[data-seq='{seq}']")).to_have_count(1)
     assert "4 entries" in row.locator(".fold-head").inner_text() and entries(page)[0] == str(seq)
     expect(page.locator("#activity-scope")).to_contain_text(f"{total + 1} entries", timeout=15_000)
+
+
+def test_the_reflection_tab_shows_its_status_and_each_learned_fact_opens_its_source(page, demo):
+    """The reflection tab shows what is waiting (the quarantined entry with its reason, the model's figures) and
+    each learned fact with its sources: a LOG entry's link opens the timeline at that entry, a message's opens the
+    conversation at it, a note's marks it in the notes; a learned secret is masked."""
+    learner = build_learning_agent(demo.home)
+    page.goto(page.url.split("#")[0] + "#agent=rhea&tab=reflection")
+    page.reload()
+    facts = page.locator("#reflection-facts li.learned-fact")
+    expect(facts).to_have_count(4)
+    expect(page.locator("#reflection-status")).to_contain_text("last pass")
+    expect(page.locator("#reflection-figures")).to_contain_text("to read: 1 entry of LOG.md")
+    expect(page.locator("#reflection-figures tr[data-model='offline-rules']")).to_have_count(1)
+    waiting = page.locator(f"#reflection-quarantine li[data-item='log:{learner.quarantined_seq}']")
+    expect(waiting).to_contain_text(learner.reason)
+    expect(waiting).to_contain_text("qwen2.5:7b")
+    secret = page.locator("#reflection-facts li[data-key='user.api_token'] .value")
+    expect(secret).to_have_text("[REDACTED]")
+    assert SECRET not in page.content()
+    target = page.locator("#reflection-facts li[data-key='user.deploy_target']")
+    expect(target.locator(".value")).to_have_text("fly.io")
+    target.locator("button.place", has_text=f"#{learner.target_seq}").click()
+    expect(page.locator("#tab-timeline")).to_be_visible()
+    entry = page.locator("#log li.entry.target")
+    expect(entry).to_have_count(1)
+    assert entry.get_attribute("data-seq") == str(learner.target_seq)
+    assert "Remember that my deploy target is fly.io" in entry.inner_text() and entry.is_visible()
+    page.click(".tabs button[data-tab='reflection']")
+    page.locator("#reflection-facts li[data-key='user.favourite_editor'] button.place").click()
+    expect(page.locator("#conversation li.message.target")).to_contain_text("My favourite editor is helix.")
+    page.click(".tabs button[data-tab='reflection']")
+    page.locator("#reflection-facts li[data-key='user.favourite_tea'] button.place").click()
+    expect(page.locator(f"#notes li.target[data-note='{learner.note_id}']")).to_contain_text("My favourite tea is sencha")

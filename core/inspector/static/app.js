@@ -103,6 +103,7 @@ function showTab(tab, remember = true) {
   for (const panel of document.querySelectorAll(".tab")) panel.hidden = panel.id !== `tab-${tab}`;
   if (remember) rememberPlace();
   if (tab === "now-history" && state.agent && !state.nowVersions.length) shown("now-diff-status", () => loadNowVersions());
+  if (tab === "reflection" && state.agent) shown("reflection-status", () => Reflection.load());
 }
 
 function rememberPlace() { history.replaceState(null, "", `#agent=${encodeURIComponent(state.agent || "")}&tab=${state.tab}`); }
@@ -134,6 +135,7 @@ async function openAgent(name) {
   follow(name);
   await shown("activity-scope", loadActivity);
   if (state.tab === "now-history") await shown("now-diff-status", () => loadNowVersions());
+  if (state.tab === "reflection") await shown("reflection-status", () => Reflection.load());
 }
 
 // Run ``work`` and show its failure in ``status`` (an element id) instead of letting it escape.
@@ -456,6 +458,7 @@ async function changed(name, status) {
   showState(await api("/state"));  // NOW, sizes, facts and open runs: any of them may have changed
   scheduleActivity();
   if (state.nowVersions.length) await shown("now-diff-status", refreshNowVersions);
+  if (state.tab === "reflection") await shown("reflection-status", () => Reflection.load());
 }
 
 async function appendNewer() {
@@ -653,16 +656,22 @@ function queryWords(text) { return [...new Set((text.match(/[\p{L}\p{N}_'-]{3,}/
 
 // A recall hit's way to where it came from: its entry in the timeline (LOG.md or an archive), its archive
 // (a compaction's summary), its message in the conversation, or its fact; notes and store items have no other place.
-function placeLink(where) {
+// ``label``: the link's text (default: where it goes); a note is marked in the notes list when it is shown there.
+function placeLink(where, label) {
   if (where.seq != null && where.conversation == null) {
-    return el("button", { class: "link place", onclick: () => showInTimeline(where.seq) }, `show #${where.seq} in the timeline`);
+    return el("button", { class: "link place", onclick: () => showInTimeline(where.seq) }, label || `show #${where.seq} in the timeline`);
   }
-  if (where.archive) return el("button", { class: "link place", onclick: () => filterArchive(where.archive) }, `open archive ${where.archive}`);
+  if (where.archive) return el("button", { class: "link place", onclick: () => filterArchive(where.archive) }, label || `open archive ${where.archive}`);
   if (where.conversation != null) {
     const conversation = state.conversations.find((c) => c.session_id === where.conversation);
     if (!conversation) return null;
     return el("button", { class: "link place", onclick: () => { showTab("conversations");
-      openConversation(conversation.id, where.seq != null ? where.seq + 1 : undefined, where.message_id); } }, "show in the conversation");
+      openConversation(conversation.id, where.seq != null ? where.seq + 1 : undefined, where.message_id); } }, label || "show in the conversation");
+  }
+  if (where.note && label) {
+    return el("button", { class: "link place", onclick: () => { showTab("recall");
+      const item = $("notes").querySelector(`li[data-note="${CSS.escape(where.note)}"]`);
+      if (item) { item.classList.add("target"); item.scrollIntoView({ block: "center" }); } } }, label);
   }
   if (where.fact) {
     return el("button", { class: "link place", onclick: () => { const dd = document.querySelector(`#facts dd[data-key="${CSS.escape(where.fact)}"]`);
@@ -695,7 +704,7 @@ function leftOutText(leftOut) {
 }
 
 function showNotes(data, more) {
-  const items = data.notes.map((note) => el("li", {}, el("div", { class: "head" }, el("span", { class: "badge" }, note.kind),
+  const items = data.notes.map((note) => el("li", { "data-note": note.id }, el("div", { class: "head" }, el("span", { class: "badge" }, note.kind),
     el("time", {}, when(note.created_at))), textBlock(note.text)));
   if (more) $("notes").append(...items); else fill($("notes"), items.length ? items : el("li", { class: "muted" }, "no notes"));
   fill($("notes-count"), number(data.total));
