@@ -61,10 +61,10 @@ def test_each_learned_fact_names_its_sources_and_where_they_are(agents_home, sto
     assert note == f"note:{learner.note_id}" and found["places"][note] == {"note": learner.note_id}
     assert found["places"][f"log:{learner.quarantined_seq}"] == {"seq": learner.quarantined_seq}
     assert facts["user.api_token"]["value"] == "[REDACTED]" and facts["user.api_token"]["category"] == "secret"
-    status, body = get(url, "/api/agents/rhea/reflection")
-    assert SECRET.encode() not in body
-    the_entry = [e for e in json.loads(get(url, "/api/agents/rhea/log")[1])["entries"] if e["seq"] == learner.target_seq]
-    assert "deploy target is fly.io" in the_entry[0]["text"]  # the place the source names holds what was learned
+    assert SECRET.encode() not in get(url, "/api/agents/rhea/reflection")[1]
+    entries = json.loads(get(url, "/api/agents/rhea/log")[1])["entries"]
+    [entry] = [e for e in entries if e["seq"] == learner.target_seq]
+    assert "deploy target is fly.io" in entry["text"]  # the place the source names holds what was learned
 
 
 def test_opening_the_view_starts_nothing_and_writes_nothing(agents_home, storage_backend, serve):

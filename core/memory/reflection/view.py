@@ -62,8 +62,9 @@ class ReflectionView:
     facts: tuple[LearnedFact, ...]
     """The learned facts, newest learned first (at most ``MAX_FACTS``)."""
     places: dict[str, dict[str, Any]]
-    """Where each source of those facts (and each quarantined entry) is: ``{seq}`` for a LOG.md entry, ``{conversation, message_id, seq}`` for
-    a message (the conversation's session id), ``{note}`` for a note; a source that is gone is missing."""
+    """Where each source of those facts (and each quarantined entry) is: ``{seq}`` for a LOG.md entry,
+    ``{conversation, message_id, seq}`` for a message (the conversation's session id), ``{note}`` for a note;
+    a source that is gone is missing."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": self.status, "facts": [f.as_dict() for f in self.facts], "places": self.places}
@@ -89,7 +90,8 @@ def read_view(reader: Reader, last_seq: int, limit: int = MAX_FACTS) -> Reflecti
         value = REDACTED if row["category"] == "secret" else row["value"]
         facts.append(LearnedFact(row["key"], value, row["category"], row["updated_at"], how.sources, how.model,
                                  how.prompt, how.extracted_at, tuple(beside.get(row["key"], ()))))
-    sources = {s for f in facts for s in f.sources} | {s for f in facts for c in f.contradicted_by for s in c["sources"]}
+    sources = {s for f in facts for s in f.sources}
+    sources |= {s for f in facts for c in f.contradicted_by for s in c["sources"]}
     sources |= {q["item"] for q in status["quarantined"]}
     return ReflectionView(status, tuple(facts), _places(reader, sources))
 
