@@ -8,10 +8,9 @@ memory.db (``save_fact``, ``get_fact``, ``list_facts``, ``delete_fact``), also l
 (``reflection``). ``format_context_for_prompt`` renders all of it for an LLM. Every write is crash-safe and
 serialised by the agent's lock.
 
-LOG.md is the truth. A LOG.md entry is acknowledged once its line is on disk; the
-index in memory.db catches up later if it cannot be written now. NOW.md follows its
-NOW_UPDATE entry. A write whose truth is memory.db (a fact, a note, a conversation)
-is refused, with nothing kept, when memory.db cannot take it.
+LOG.md is the truth. A LOG.md entry is acknowledged once its line is on disk; the index in memory.db catches
+up later if it cannot be written now. NOW.md follows its NOW_UPDATE entry. A write whose truth is memory.db
+(a fact, a note, a conversation) is refused, with nothing kept, when memory.db cannot take it.
 """
 
 from __future__ import annotations
@@ -387,6 +386,7 @@ class MemoryManager:
         self.cold.halt()  # a compaction indexing its archive stops at its next step too
         self.compaction.close()
         self.cold.close()
+        self.tiers.catch_up()  # an append that found memory.db busy left its index row to the background
         self.db.close()
         self.in_use.release()
 

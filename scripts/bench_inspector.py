@@ -6,7 +6,8 @@ runs), compacted automatically at the default thresholds (about 1,000 archives,
 deterministic summaries), and one LCM conversation of 10,000 messages compacted as it grew. Then it measures, server side and over HTTP on 127.0.0.1:
 
 - the first view of the agent (``/api/agents/<name>``: NOW, sizes, facts, runs, newest
-  timeline page, notes, conversations, compactions), from a fresh server and warm;
+  timeline page, notes, conversations, compactions), from a fresh server and warm, and the
+  activity chart and NOW.md's versions it loads next;
 - timeline pages at random depths, plain and filtered by type, run and archive;
 - search, a conversation and a summary expansion;
 - the same timeline pages when all 100,000 entries sit in one uncompacted LOG.md.
@@ -185,6 +186,11 @@ def measure(home: Path, label: str, samples: int) -> list[tuple[str, str, str]]:
     if archives:
         s, t = timed(client, [f"{api}/log?archive={a}" for a in archives])
         rows.append((f"{label}:   one archive p50", f"{p(s, .5):.1f} ms server", "<= 50 ms"))
+    s, t = timed(client, [f"{api}/activity"] * 20)
+    rows.append((f"{label}: activity chart (entries by type a period, compactions, growth) p50 / p95",
+                 f"{p(s, .5):.1f} / {p(s, .95):.1f} ms server ({p(t, .5):.1f} ms HTTP)", "<= 300 ms server"))
+    s, t = timed(client, [f"{api}/now/versions"] * 20)
+    rows.append((f"{label}: NOW.md's versions (first page) p50", f"{p(s, .5):.1f} ms server", "<= 50 ms"))
     s, t = timed(client, [f"{api}/log?after={newest - 3}"] * samples)
     rows.append((f"{label}: live update (entries after the newest shown) p50", f"{p(s, .5):.1f} ms server", "-"))
     for name, word in (("search, frequent word", "consistent"), ("search, word in one old entry", "Task%201:")):

@@ -122,9 +122,9 @@ def test_update_now_replaces_now_md_only_after_its_log_line_is_durable(manager: 
         return Path(os.readlink(f"/proc/self/fd/{fd}")).name
 
     def spy(label, real):
-        def call(*args):
+        def call(*args, **kwargs):
             events.append(label(*args))
-            return real(*args)
+            return real(*args, **kwargs)
         return call
 
     monkeypatch.setattr(log_file, "datasync", spy(lambda fd: f"flush {named(fd)}", log_file.datasync))

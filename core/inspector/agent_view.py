@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from core.config import Config, StorageConfig, load_config
 from core.errors import AgentOSError, NotFoundError
-from core.inspector import timeline
+from core.inspector import activity, now_versions, timeline
 from core.memory.storage import reading
 from core.inspector.log_files import LogFiles
 from core.inspector.masking import mask, searchable
@@ -30,6 +30,7 @@ from core.memory.files import ENTRY_TYPES
 from core.memory.recall import DocIndex
 from core.memory.recall import check_recall
 from core.memory.recall import Tuning
+from core.memory.reflection import read_view
 from core.memory.storage import schema_name
 from core.paths import AgentPaths
 
@@ -49,6 +50,7 @@ class AgentView:
         self._store: ColdStore | None = None
         self._store_guard = threading.Lock()
         self._config: Config | None = None
+        self._log_counts = activity.LogCounts()
 
     @property
     def config(self) -> Config:
@@ -140,6 +142,7 @@ class AgentView:
         open_runs = set(starts) - reader.ended([s for s in starts if isinstance(s, str)])
         archives = {a.id for a in self.files.archives()}
         current = _current_run(self.now())
+        result["runs"] = self._runs_of(reader, result["entries"], current)
         result["entries"] = [timeline.entry_json(e, open_runs, current, archives) for e in result["entries"]]
         result["newest_seq"] = max(self.files.last_seq(), reader.last_indexed_seq())
         if query.archive is not None:
@@ -147,6 +150,23 @@ class AgentView:
             result["archive"] = {"id": archive.id, "first": archive.first, "last": archive.last,
                                  "bytes": archive.size}
         return result
+
+    def _runs_of(self, reader: Reader, entries: list, current: str | None) -> dict[str, dict[str, Any]]:
+        """The runs of a timeline page's entries, as a folded run's row shows them: its objective (its RUN_START's
+        text), outcome, entries and errors, and the seqs it spans."""
+        ids = list(dict.fromkeys(e.entry.metadata.get("run_id") or e.entry.metadata.get("now_run_id")
+                                 for e in entries if not isinstance(e, dict)))
+        runs = reader.runs_of([i for i in ids if isinstance(i, str)])
+        marks = self.files.read([s for r in runs.values() for s in (r["start_seq"], r["end_seq"]) if s])
+        for run_id, run in runs.items():
+            start, end = marks.get(run["start_seq"]), marks.get(run["end_seq"])
+            run["objective"] = start.entry.content if start is not None else None
+            if end is not None:
+                run["outcome"] = end.entry.metadata.get("outcome", "done")
+            else:
+                run["outcome"] = ("interrupted" if run["interrupted_seq"] else "running" if run_id == current
+                                  else "never ended" if run["start_seq"] else "unknown")
+        return runs
 
     def archive(self, archive_id: str):
         """The archive of that id, else NotFoundError."""
@@ -171,6 +191,33 @@ class AgentView:
             else:
                 run["outcome"] = "never ended" if run["start_seq"] else "unknown"
         return runs
+
+    # -- activity over time and NOW.md's versions --------------------------------------------
+
+    def activity(self) -> dict[str, Any]:
+        """Entries by type in each hour or day, compactions and memory growth (see :mod:`core.inspector.activity`)."""
+        return self._answer(lambda reader, secrets: activity.activity(reader, self._log_counts))
+
+    def now_versions(self, before: int | None) -> dict[str, Any]:
+        """A page of NOW.md's versions, newest first, rebuilt from its NOW_UPDATE entries."""
+        return self._answer(lambda reader, secrets: now_versions.versions(self.files, reader, before))
+
+    def now_diff(self, older: int, newer: int) -> dict[str, Any]:
+        """NOW.md as the NOW_UPDATE entries ``older`` and ``newer`` recorded it, line by line."""
+        return self._answer(lambda reader, secrets: now_versions.diff(self.files, self.paths.name, older, newer))
+
+    # -- reflection ---------------------------------------------------------------------
+
+    def reflection(self) -> dict[str, Any]:
+        """How far reflection is (``agentos reflect --status``'s figures, as memory.db records them) and the
+        facts it learned, each with its sources and where each source is; reads only, never starts a pass."""
+        def build(reader: Reader, secrets: list[str]) -> dict[str, Any]:
+            found = read_view(reader, max(self.files.last_seq(), reader.last_indexed_seq())).as_dict()
+            reflect, llm = self.config.reflect, self.config.llm
+            found["config"] = {"enabled": reflect.enabled, "backend": llm.backend,
+                               "model": reflect.model or llm.model, "interval_s": reflect.interval_s}
+            return found
+        return self._answer(build)
 
     # -- facts, notes, compactions ------------------------------------------------------
 

@@ -15,6 +15,10 @@ Routes (every answer is JSON, except the page and its assets):
     /api/agents/<agent>/summaries/<id>    a summary and what it was built from
     /api/agents/<agent>/recall            the cold tier's best matches for ``q`` (``n``, ``kind``; ``explain=1``:
                                           why each ranked, and what was left out)
+    /api/agents/<agent>/activity          entries by type per hour or day, compactions, memory growth
+    /api/agents/<agent>/now/versions      NOW.md's versions (from its NOW_UPDATE entries), older than ``before``
+    /api/agents/<agent>/now/diff          NOW.md's lines as the versions of entries ``from`` and ``to`` hold them
+    /api/agents/<agent>/reflection        how far reflection is, and the facts it learned with their sources
     /api/agents/<agent>/events            server-sent events: ``change`` when the agent's files change
     /api/spaces                           every memory space in the home, with its members
     /api/spaces/<space>                   a space's members and timeline (its live memories, newest first)
@@ -329,6 +333,17 @@ def _recall(view: AgentView, rest: list[str], params: Params) -> dict[str, Any]:
     return view.recall(text, params.integer("n", 8, 1, 50), kind, explain=params.integer("explain", 0, 0, 1) == 1)
 
 
+def _now(view: AgentView, rest: list[str], params: Params) -> dict[str, Any]:
+    if rest == ["versions"]:
+        return view.now_versions(params.integer("before"))
+    if rest == ["diff"]:
+        older, newer = params.integer("from"), params.integer("to")
+        if older is None or newer is None:
+            raise ValidationError("parameters from and to name the NOW_UPDATE entries to compare (their seqs)")
+        return view.now_diff(older, newer)
+    raise NotFoundError("not found")
+
+
 _AGENT_ROUTES: dict[tuple[str, int], Callable[[AgentView, list[str], Params], dict[str, Any]]] = {
     ("log", 1): _log,
     ("state", 1): lambda view, rest, params: view.state(),
@@ -338,4 +353,7 @@ _AGENT_ROUTES: dict[tuple[str, int], Callable[[AgentView, list[str], Params], di
     ("conversations", 2): _conversation,
     ("summaries", 2): _summary,
     ("recall", 1): _recall,
+    ("activity", 1): lambda view, rest, params: view.activity(),
+    ("now", 2): _now,
+    ("reflection", 1): lambda view, rest, params: view.reflection(),
 }

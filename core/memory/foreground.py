@@ -17,6 +17,14 @@ holds the agent lock or memory.db's write lock, which appends wait for, and it w
 hold them for as long as another background thread kept the GIL from it (loading
 LanceDB kept a compaction's swap under the agent lock for 250 ms).
 
+A write that meets a background step anyway (one that started after ``MAX_WAIT_S``, or runs
+between two bursts) runs inside :func:`writing`: it gets the GIL back within
+:data:`WRITE_SWITCH_INTERVAL_S` of each of its system calls instead of the interpreter's 5 ms. An
+update of NOW.md makes some thirty such calls (opens, writes, three flushes, a rename, memory.db's
+statements), and each one that blocks a while (a flush above all) hands the GIL to a background
+thread running Python, which keeps it until the writer has waited a switch interval: at 5 ms a
+handover, one update met by a background step took tens of milliseconds instead of about one.
+
 Background threads are started with :func:`background_thread`, which keeps Ctrl-C for the main
 thread (see :func:`leave_ctrl_c_to_the_main_thread`).
 """
@@ -25,6 +33,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -35,18 +44,61 @@ PAUSE_S = 0.05
 MAX_WAIT_S = 1.0
 """The longest a background step waits for that pause (s)."""
 
+WRITE_SWITCH_INTERVAL_S = 0.0001
+"""The interpreter's switch interval (see :func:`sys.setswitchinterval`) while a foreground write runs (s):
+how long a thread waiting for the GIL lets the holder keep it before asking for it back."""
+
 _POLL_S = 0.01
 """How often a waiting step looks at its ``cancel`` events."""
 
 _last_write = float("-inf")
 _turn = threading.Lock()
 _fork_hook_registered = False
+_writers = 0
+"""How many foreground writes of this process are in progress."""
+_saved_interval: float | None = None
+"""The switch interval the first of them found, given back when the last one ends."""
+_writers_guard = threading.Lock()
 
 
 def wrote() -> None:
     """Record that a foreground write (a LOG.md entry, with NOW.md or a fact) just ended."""
     global _last_write
     _last_write = time.monotonic()  # one store under the GIL: no lock needed
+
+
+@contextmanager
+def writing() -> Iterator[None]:
+    """Run the block as a foreground write: while it runs (and any other of this process), the switch
+    interval is :data:`WRITE_SWITCH_INTERVAL_S`, so that a background thread running Python hands the GIL
+    back soon after each of the write's system calls; the interval it found is given back after it.
+
+    The interval is the interpreter's: for the write's millisecond, other threads also switch more often.
+    An interval someone changed meanwhile is left as they set it.
+    """
+    global _writers, _saved_interval
+    _register_fork_hook()
+    with _writers_guard:
+        if _writers == 0:
+            _saved_interval = sys.getswitchinterval()
+            if _saved_interval > WRITE_SWITCH_INTERVAL_S:
+                sys.setswitchinterval(WRITE_SWITCH_INTERVAL_S)
+        _writers += 1
+    try:
+        yield
+    finally:
+        with _writers_guard:
+            _writers -= 1
+            if _writers == 0:
+                _give_back_interval()
+
+
+def _give_back_interval() -> None:
+    """Set the switch interval the first writer found again, unless someone changed it meanwhile."""
+    global _saved_interval
+    saved, _saved_interval = _saved_interval, None
+    if saved is not None and abs(sys.getswitchinterval() - min(saved, WRITE_SWITCH_INTERVAL_S)) < 1e-7:
+        sys.setswitchinterval(saved)
 
 
 def wait_for_pause(*cancel: threading.Event) -> bool:
@@ -68,10 +120,7 @@ def step(stop: threading.Event, hurry: threading.Event | None = None) -> Iterato
     """Run the block as a background step: once the writers have paused (at once while ``hurry`` is set:
     someone waits for the result), and as the only background step of the process (without waiting for
     the others once ``stop`` is set)."""
-    global _fork_hook_registered
-    if not _fork_hook_registered:
-        os.register_at_fork(after_in_child=_forget_turn_after_fork)
-        _fork_hook_registered = True
+    _register_fork_hook()
     wait_for_pause(stop, *([hurry] if hurry is not None else []))
     turn = _turn
     taken = turn.acquire(timeout=_POLL_S)
@@ -84,10 +133,21 @@ def step(stop: threading.Event, hurry: threading.Event | None = None) -> Iterato
             turn.release()
 
 
+def _register_fork_hook() -> None:
+    global _fork_hook_registered
+    if not _fork_hook_registered:
+        os.register_at_fork(after_in_child=_forget_turn_after_fork)
+        _fork_hook_registered = True
+
+
 def _forget_turn_after_fork() -> None:
-    """In a forked child: the thread that held the turn in the parent is not the child's."""
-    global _turn
+    """In a forked child: the threads that held the turn, or wrote, in the parent are not the child's."""
+    global _turn, _writers, _writers_guard
     _turn = threading.Lock()
+    _writers_guard = threading.Lock()
+    if _writers:
+        _writers = 0
+        _give_back_interval()
 
 
 def leave_ctrl_c_to_the_main_thread() -> None:

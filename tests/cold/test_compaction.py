@@ -169,6 +169,7 @@ def test_history_log_index_and_cold_store_are_updated(mm):
 def test_an_archive_is_indexed_in_short_transactions_and_counts_as_indexed_with_the_last(mm, monkeypatch):
     """Appends wait for memory.db's write lock, so an archive's docs are written a few at a time; one
     interrupted half-way stays pending (indexed_at empty) and the next sync finishes it."""
+    mm.cold.background.close()  # the test's syncs are the only ones (the thread would meet the failing upsert)
     fill(mm, 80)
     assert mm.compactor.run(mm.compaction.summarizer(), force=True, index=False).done
     upsert, calls = DocIndex.upsert, []

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from contextlib import contextmanager
 
+import pytest
+
 from core.memory import foreground
+from core.memory.storage import sqlite as sqlite_storage
 from core.memory.storage.sqlite import AUTOCHECKPOINT_PAGES, Database
 from core.memory.compaction.log_compaction import LogCompactor
 from core.memory_manager import MemoryManager
@@ -170,3 +174,91 @@ def test_background_threads_leave_ctrl_c_to_the_main_thread():
     thread.join()
     assert signal.SIGINT in seen[0]
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the main thread's is untouched
+
+
+def _hold_the_indexers_write(monkeypatch) -> tuple[threading.Event, threading.Event, list[bool]]:
+    """Make the recall indexer's step stop inside a memory.db write transaction until ``release`` is set;
+    returns (holding, release, how the hold ended: True when released, False when it gave up)."""
+    from core.memory.recall.index import ColdIndexer
+
+    holding, release, ended = threading.Event(), threading.Event(), []
+    sync = ColdIndexer.sync
+
+    def held_sync(self, progress=None):
+        if not holding.is_set():
+            with self.db.transaction():
+                holding.set()
+                ended.append(release.wait(60))
+        return sync(self, progress)
+
+    monkeypatch.setattr(ColdIndexer, "sync", held_sync)
+    monkeypatch.setattr(foreground, "PAUSE_S", 0.0)
+    monkeypatch.setattr(sqlite_storage, "BUSY_TIMEOUT_MS", 3_600_000)  # a writer that waits outwaits the hold
+    return holding, release, ended
+
+
+@pytest.mark.parametrize("write", ["update_now", "append_log"])
+def test_a_write_does_not_wait_for_the_indexer_holding_memory_db(ollama_home, monkeypatch, write):
+    """While the background indexer holds memory.db's write lock in a step, update_now (and append_log)
+    still returns: its entry's index row is left to the indexer, which writes it afterwards. The hold
+    ends only when the test releases it after the write returned (on a write that waited for it, the
+    hold gives up first and the test fails)."""
+    write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"},
+                               "memory": {"auto_compact": False}})
+    holding, release, ended = _hold_the_indexers_write(monkeypatch)
+    with MemoryManager("finn") as manager:
+        manager.append_log("THOUGHT", "wakes the recall indexer")
+        assert holding.wait(120)
+        if write == "update_now":
+            now = manager.update_now("checking the portfolio", ["write the report"])
+            seq = now["log_seq"]
+        else:
+            seq = manager.append_log("THOUGHT", "written while the indexer holds memory.db")
+        release.set()
+        assert manager.read_log(1)[0]["seq"] == seq
+    assert ended == [True], "the write waited for the indexer's transaction to end"
+    with sqlite3.connect(manager.paths.db_file) as db:  # by the indexer, or at the latest by close()
+        row = db.execute("SELECT entry_type FROM log_metadata WHERE id = ?", (seq,)).fetchone()
+    assert row == ("NOW_UPDATE" if write == "update_now" else "THOUGHT",)
+
+
+def test_a_write_runs_with_a_short_switch_interval_and_gives_it_back(ollama_home, monkeypatch):
+    """While update_now (or an append) runs, the interpreter's switch interval is WRITE_SWITCH_INTERVAL_S, so a
+    background thread running Python hands the GIL back soon after each of the write's system calls; the
+    interval the write found is given back when it ends."""
+    import sys
+
+    from core.memory.files import log_file
+
+    write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"},
+                               "memory": {"auto_compact": False}})
+    seen = []
+    datasync = log_file.datasync
+    monkeypatch.setattr(log_file, "datasync", lambda fd: (seen.append(sys.getswitchinterval()), datasync(fd))[1])
+    found = sys.getswitchinterval()
+    with MemoryManager("finn") as manager:
+        manager.update_now("checking the portfolio", ["write the report"])
+        manager.append_log("THOUGHT", "a foreground write")
+        manager.save_fact("report_day", "Friday")
+    assert seen and seen == pytest.approx([foreground.WRITE_SWITCH_INTERVAL_S] * len(seen))
+    assert sys.getswitchinterval() == found
+
+
+def test_the_switch_interval_comes_back_when_the_last_of_two_writers_ends():
+    """Two overlapping writes: the interval stays short until both ended; one changed meanwhile is kept."""
+    import sys
+
+    found = sys.getswitchinterval()
+    first, second = foreground.writing(), foreground.writing()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert sys.getswitchinterval() == pytest.approx(foreground.WRITE_SWITCH_INTERVAL_S)
+    second.__exit__(None, None, None)
+    assert sys.getswitchinterval() == found
+    try:
+        with foreground.writing():
+            sys.setswitchinterval(0.002)  # the application's own choice, made during a write
+        assert sys.getswitchinterval() == pytest.approx(0.002)
+    finally:
+        sys.setswitchinterval(found)

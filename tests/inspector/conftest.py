@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
 from core.config import load_config
+from core.memory.files import log_file
+from core.memory.files.log_format import utc_timestamp
 from core.inspector.server import InspectorServer
 from core.memory.storage.backend import open_database
 from core.memory.provider import CompactionMode, Message, Session
@@ -34,6 +39,8 @@ class Demo:
     session_id: str
     secret_seq: int
     script_seq: int
+    history: int
+    """How many entries the history before the runs holds (seqs 1 to this)."""
 
     @property
     def archived(self) -> int:
@@ -41,14 +48,59 @@ class Demo:
         return int(self.archive_id.rsplit("-", 1)[1])
 
 
+HISTORY_DAYS = 9
+"""How many days before today the demo agent's history starts."""
+
+
+@contextmanager
+def logged_on(days_ago: int, hour: int):
+    """LOG.md entries written in the block are stamped ``days_ago`` days before now at ``hour`` UTC, a minute
+    apart: a history written in a moment, as if over days (the format takes any time; seqs still increase)."""
+    day = datetime.now(timezone.utc).replace(hour=hour, minute=0, second=0, microsecond=0) - timedelta(days=days_ago)
+    minutes = iter(range(60))
+    with mock.patch.object(log_file, "utc_timestamp", lambda moment=None: utc_timestamp(
+            day + timedelta(minutes=next(minutes)))):
+        yield
+
+
+def write_history(mm: MemoryManager) -> None:
+    """Nine days of an agent keeping a watch list, before the demo's runs: 20 entries and two NOW updates,
+    with no run, error or word the demo's tests look for."""
+    days = {
+        9: [("USER_FEEDBACK", "Keep a watch list of AAPL, MSFT and the bond fund"),
+            ("NOW", "Listing the holdings"), ("TOOL_USE", "load_csv holdings.csv -> 4 KB")],
+        8: [("THOUGHT", "The bond fund is a third of the holdings"), ("TOOL_USE", "fetch_prices AAPL MSFT -> 2 quotes")],
+        7: [("TOOL_USE", "edit_file watchlist.md -> 1 KB")],
+        5: [("USER_FEEDBACK", "Add NVDA to the watch list"), ("NOW", "Adding NVDA to the watch list"),
+            ("TOOL_USE", "fetch_prices NVDA -> 1 quote"), ("THOUGHT", "NVDA moved 4% this week"),
+            ("TOOL_USE", "edit_file watchlist.md -> 1 KB")],
+        4: [("THOUGHT", "Prices update at 22:00 UTC; check them the next morning")],
+        3: [("TOOL_USE", "fetch_prices AAPL MSFT NVDA -> 3 quotes"), ("TOOL_USE", "edit_file watchlist.md -> 1 KB"),
+            ("THOUGHT", "MSFT is flat since Monday")],
+        2: [("USER_FEEDBACK", "Drop the bond fund from the list"), ("TOOL_USE", "edit_file watchlist.md -> 1 KB"),
+            ("THOUGHT", "The watch list holds three shares now")],
+    }
+    for days_ago, entries in days.items():
+        with logged_on(days_ago, hour=9):
+            for entry_type, text in entries:
+                if entry_type == "NOW":
+                    mm.update_now(text, objective="Keep the watch list current",
+                                  next_steps=["Update the prices", "Note what moved"])
+                else:
+                    mm.append_system(entry_type, text)
+
+
 def build_demo_agent(home: Path, name: str = "finn") -> Demo:
-    """An agent with runs (done, failed, interrupted, running), a compaction, facts (one secret whose
-    value an older LOG entry holds), notes, a `<script>` entry and an LCM conversation with a summary DAG."""
+    """An agent with nine days of history, runs (done, failed, interrupted, running), a compaction, facts (one
+    secret whose value an older LOG entry holds), notes, a `<script>` entry and an LCM conversation with a
+    summary DAG."""
     config = home / name / "config"
     config.mkdir(parents=True)
     # An unreachable embedder: notes and archives wait for the cold store, like an agent whose model is off.
     (config / "config.yaml").write_text('cold: {embedder: "ollama:nomic-embed-text"}\nmemory: {auto_compact: false}\n')
     with MemoryManager(name, home) as mm:
+        write_history(mm)
+        history = mm.log.last_seq()
         done = mm.start_run("Research Python asyncio and create a summary")
         mm.update_now("Reading the asyncio docs", objective="Research Python asyncio and create a summary",
                       next_steps=["Read the docs", "Write the summary"], run_id=done)
@@ -98,7 +150,8 @@ def build_demo_agent(home: Path, name: str = "finn") -> Demo:
         provider.compact(session, CompactionMode.FULL)
     finally:
         provider.close()
-    return Demo(home, name, interrupted, current, failed, report.archive_id, session_id, secret_seq, script_seq)
+    return Demo(home, name, interrupted, current, failed, report.archive_id, session_id, secret_seq, script_seq,
+                history)
 
 
 @pytest.fixture
@@ -122,3 +175,46 @@ def serve(agents_home: Path):
     for server in servers:
         server.shutdown()
         server.stop()
+
+
+@dataclass
+class Learner:
+    """An agent whose reflection learned facts from a LOG entry, a message and a note, one entry quarantined."""
+
+    name: str
+    target_seq: int
+    """The LOG entry that says the deploy target."""
+    message_id: int
+    note_id: str
+    quarantined_seq: int
+    reason: str
+
+
+def build_learning_agent(home: Path, name: str = "rhea") -> Learner:
+    """An agent that learned, with the offline backend's rules (a real reflection pass): ``user.deploy_target``
+    from a LOG entry, ``user.favourite_editor`` from a conversation message, ``user.favourite_tea`` from a
+    note and a secret ``user.api_token``; then an entry read by a model whose reply failed, quarantined."""
+    from core.llm.select import choose_backend
+    from core.memory.reflection import state
+
+    with MemoryManager(name, home) as mm:
+        mm.append_system("THOUGHT", "The watch list is done")
+        target_seq = mm.append_system("USER_FEEDBACK", "Remember that my deploy target is fly.io")
+        mm.append_system("USER_FEEDBACK", f"my api token is {SECRET}")
+        note_id = mm.store_memory("My favourite tea is sencha")
+    paths = AgentPaths.for_agent(name, home)
+    provider = open_provider("simple", open_database(paths, load_config(paths).storage))
+    try:
+        session = Session(f"{name}:cli:main", agent_id=name, user_id="ada", channel="cli")
+        provider.bootstrap(session)
+        provider.append(session, [Message("user", "My favourite editor is helix."), Message("assistant", "Noted.")])
+    finally:
+        provider.close()
+    with MemoryManager(name, home) as mm:
+        mm.reflection.run(choose_backend(mm.config.llm, offline=True).backend)
+        message_id = int(mm.db.conn.execute("SELECT id FROM ctx_messages WHERE role = 'user'").fetchone()[0])
+        quarantined_seq = mm.append_system("USER_FEEDBACK", "I moved to Porto last week")
+        reason = "the reply was not JSON: 'Sure! Here are the facts' (asked again, then split)"
+        with mm.db.transaction() as conn:  # as a pass whose model failed on the entry leaves it
+            state.quarantine(conn, f"log:{quarantined_seq}", reason, "qwen2.5:7b", 60)
+    return Learner(name, target_seq, message_id, note_id.partition(":")[2] or note_id, quarantined_seq, reason)

@@ -101,7 +101,7 @@ def test_search_is_case_insensitive_across_archives_and_never_finds_a_secret(dem
     """q finds entries in LOG.md and archives in any case, in text or metadata, but not by a masked secret."""
     url = serve()
     found = all_entries(url, "finn", "&q=ASYNCIO", limit=2)
-    assert [(e["seq"], e["archive"]) for e in found] == [(demo.archived + 1, None)] + [(s, demo.archive_id) for s in (4, 3, 2, 1)]
+    assert [(e["seq"], e["archive"]) for e in found] == [(demo.archived + 1, None)] + [(demo.history + s, demo.archive_id) for s in (4, 3, 2, 1)]
     assert [e["type"] for e in all_entries(url, "finn", "&q=write_file")] == ["TOOL_USE"]
     assert [e["type"] for e in all_entries(url, "finn", "&q=maria&type=THOUGHT")] == ["THOUGHT"]
     assert all_entries(url, "finn", f"&q={SECRET}") == []
@@ -168,9 +168,12 @@ def test_html_in_an_entry_is_returned_as_text_and_the_page_runs_no_inline_script
     page = response.read().decode()
     assert "script-src 'self'" in response.getheader("Content-Security-Policy")
     assert response.getheader("X-Content-Type-Options") == "nosniff"
-    assert "<script src=\"/static/app.js\" defer></script>" in page and page.count("<script") == 1
-    script = get(url, "/static/app.js")[1].decode()
-    assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "document.write" not in script
+    scripts = [f"<script src=\"/static/{name}\" defer></script>" for name in ("chart.js", "app.js", "reflection.js")]
+    assert all(tag in page for tag in scripts) and page.count("<script") == len(scripts)
+    for name in ("app.js", "chart.js", "reflection.js"):
+        script = get(url, f"/static/{name}")[1].decode()
+        assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "document.write" not in script
+        assert "outerHTML" not in script and "DOMParser" not in script and "eval(" not in script
 
 
 CRAFTED = [
@@ -182,6 +185,8 @@ CRAFTED = [
     "/api/agents/finn/summaries/..%2f..%2fx", "/api/agents/finn/summaries/sum_nope",
     "/static/../cli.py", "/static/%2e%2e%2fcli.py", "/static/server.py", "/api/agents/finn/nothing",
     "/api/agents/finn/facts/..%2f..%2fetc%2fpasswd", "/api/agents/finn/facts/%00", "/api/agents/finn/facts",
+    "/api/agents/finn/now", "/api/agents/finn/now/..%2f..%2fNOW.md", "/api/agents/finn/now/versions/1",
+    "/api/agents/finn/now/diff?from=1&to=2", "/api/agents/finn/activity/LOG.md",
 ]
 
 
@@ -221,8 +226,11 @@ def test_no_request_writes(demo, serve):
     for path in ["/", "/static/app.js", "/api/agents", "/api/agents/finn/state", "/api/agents/finn/log?q=asyncio",
                  f"/api/agents/finn/log?archive={demo.archive_id}", "/api/agents/finn/notes",
                  "/api/agents/finn/compactions", f"/api/agents/finn/conversations/{conv}",
-                 "/api/agents/finn/facts/home_city"]:
+                 "/api/agents/finn/facts/home_city", "/static/chart.js", "/api/agents/finn/activity",
+                 "/api/agents/finn/now/versions"]:
         assert get(url, path)[0] == 200
+    versions = get_json(url, "/api/agents/finn/now/versions")["versions"]
+    assert get(url, f"/api/agents/finn/now/diff?from={versions[-1]['seq']}&to={versions[0]['seq']}")[0] == 200
     for root in get_json(url, f"/api/agents/finn/conversations/{conv}")["roots"]:
         assert get(url, f"/api/agents/finn/summaries/{root['id']}")[0] == 200
     for method in ("POST", "PUT", "PATCH", "DELETE"):
@@ -236,9 +244,11 @@ def test_no_request_writes(demo, serve):
 
 def test_a_foreign_host_header_is_refused(demo, serve):
     """A request whose Host is not the loopback address (DNS rebinding) gets 403 and no data."""
-    status, body = get(serve(), "/api/agents/finn", headers={"Host": "attacker.example:80"})
-    assert status == 403 and json.loads(body) == {
-        "error": "unexpected Host header: open the address the inspector printed", "status": 403}
+    url = serve()
+    for path in ("/api/agents/finn", "/api/agents/finn/activity", "/api/agents/finn/now/versions"):
+        status, body = get(url, path, headers={"Host": "attacker.example:80"})
+        assert status == 403 and json.loads(body) == {
+            "error": "unexpected Host header: open the address the inspector printed", "status": 403}
 
 
 def test_entries_not_yet_indexed_are_shown(demo, serve):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.memory_manager import MemoryManager
-from tests.inspector.conftest import SCRIPT_TEXT, SECRET
+from tests.inspector.conftest import SCRIPT_TEXT, SECRET, build_learning_agent
 
 CHROMIUM = Path(os.environ.get("AGENTOS_CHROMIUM", "/usr/bin/chromium"))
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -52,7 +52,7 @@ def page(browser, demo, serve):
     tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
     tab.on("dialog", lambda dialog: (problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))
     tab.goto(serve() + "#agent=finn")
-    tab.wait_for_selector("#log li.entry")
+    tab.wait_for_selector("#log > li")
     tab.problems = problems
     yield tab
     tab.close()
@@ -163,7 +163,8 @@ def test_a_script_entry_is_shown_as_text_and_stays_inert(page, demo):
     assert item.inner_text() == SCRIPT_TEXT
     assert item.locator("script, img").count() == 0
     assert page.evaluate("window.__pwned") is None
-    assert page.evaluate("document.scripts.length") == 1
+    assert page.evaluate("[...document.scripts].map(s => s.getAttribute('src'))") == ["/static/chart.js", "/static/app.js",
+                                                                                   "/static/reflection.js"]
 
 
 def test_live_update_shows_a_newly_appended_entry(page, demo):
@@ -218,3 +219,154 @@ def test_the_recall_panel_explains_its_results_when_asked(page, demo):
     expect(page.locator("#recall li.hit .why").first).to_contain_text("why: words: report, Fridays")
     expect(page.locator("#recall li.hit .why").first).to_contain_text("kind ")
     expect(page.locator("#recall-left-out")).to_contain_text("left out")
+
+
+def test_the_activity_chart_draws_each_day_its_compaction_and_memory_growth(page, demo):
+    """The chart has a column a day from the history's first day to today, bars stacked by entry type, a
+    compaction mark on today and a growth line ending at the memory's total; clicking a day's bar opens the
+    timeline at that day's newest entry."""
+    from tests.inspector.test_history import day
+
+    chart = page.locator("#activity-chart svg.chart")
+    expect(chart).to_be_visible()
+    columns = chart.locator("g.bin")
+    assert columns.count() == 12
+    first = chart.locator(f"g.bin[data-at='{day(9)}']")
+    assert sorted(first.locator("rect.bar").evaluate_all("bars => bars.map(b => b.dataset.type)")) == [
+        "NOW_UPDATE", "TOOL_USE", "USER_FEEDBACK"]
+    assert chart.locator(f"g.bin[data-at='{day(6)}'] rect.bar").count() == 0
+    assert chart.locator(f"g.bin[data-at='{day(0)}'] path.compaction").get_attribute("data-archives") == demo.archive_id
+    assert len(chart.locator("polyline.growth").get_attribute("points").split()) == 12
+    assert "day" in page.locator("#activity-scope").inner_text()
+    assert "TOOL_USE" in page.locator("#activity-legend").inner_text()
+    chart.locator(f"g.bin[data-at='{day(5)}']").click()
+    expect(page.locator("#log li.entry.target")).to_have_count(1)
+    day_five = page.locator("#log li.entry.target")
+    assert day_five.get_attribute("data-seq") == entries(page)[0] and "edit_file watchlist.md" in day_five.inner_text()
+
+
+def test_a_run_is_folded_into_one_row_that_opens(page, demo):
+    """A run's entries (its step markers and NOW updates too) are one row naming its objective, outcome and
+    what it did; the row opens to show them, and unticking "fold runs" lists every entry flat."""
+    failed = page.locator(f"#log li.run-fold[data-run='{demo.failed_run}']")
+    head = failed.locator(".fold-head")
+    assert "Deploy the report service" in head.inner_text() and "error" in head.inner_text()
+    assert "4 entries: 1 tool use, 1 error" in head.inner_text()
+    assert failed.locator("li.entry").count() == 4 and failed.locator(".fold-body").is_hidden()
+    head.click()
+    expect(failed.locator("li.entry").first).to_be_visible()
+    assert head.get_attribute("aria-expanded") == "true"
+    current = page.locator(f"#log li.run-fold[data-run='{demo.current_run}']")
+    assert current.locator("li.entry.type-NOW_UPDATE").count() == 1 and "running" in current.locator(".fold-head").inner_text()
+    interrupted = page.locator(f"#log li.run-fold[data-run='{demo.interrupted_run}']")
+    assert interrupted.locator("li.entry.type-STEP_START").count() == 1
+    assert "never ended" in interrupted.locator(".fold-head").inner_text()
+    page.uncheck("#log-fold")
+    expect(page.locator("#log li.run-fold")).to_have_count(0)
+    assert [int(s) for s in entries(page)] == list(range(int(entries(page)[0]), 0, -1))
+    page.check("#log-fold")
+    assert page.locator(f"#log li.run-fold[data-run='{demo.failed_run}'] .fold-head").get_attribute("aria-expanded") == "true"
+
+
+def test_search_hits_are_marked_as_text(page, demo):
+    """The words a search found are marked in each entry (case kept), and markup searched for is marked as text."""
+    page.fill("#log-search", "ASYNCIO")
+    expect(page.locator("#log li.entry")).to_have_count(5)
+    assert set(page.locator("#log li.entry .text mark").all_inner_texts()) == {"asyncio"}  # as the entries write it
+    page.fill("#log-search", "<script>window")
+    expect(page.locator("#log li.entry")).to_have_count(1)
+    assert page.locator("#log li.entry .text mark").all_inner_texts() == ["<script>window"]
+    assert page.locator("#log li.entry .text").inner_text() == SCRIPT_TEXT
+    assert page.locator("#log script, #log img").count() == 0 and page.evaluate("window.__pwned") is None
+
+
+def test_a_recall_hit_opens_its_place(page, demo):
+    """A recall hit from LOG.md opens the timeline at its entry (its folded run opened, the entry marked); one
+    from the conversation opens the conversation at its message."""
+    with MemoryManager("finn", demo.home) as mm:  # the docs the agent's background indexer writes
+        mm.cold.sync()
+    page.click(".tabs button[data-tab='recall']")
+    page.fill("#recall-query", "quarterly numbers")
+    page.click("#recall-form button[type=submit]")
+    hit = page.locator("#recall li.hit").first
+    expect(hit).to_contain_text("Summarise the quarterly numbers")
+    assert hit.locator("mark").all_inner_texts() == ["quarterly", "numbers"]
+    hit.locator("button.place").click()
+    target = page.locator("#log li.entry.target")
+    expect(target).to_have_count(1)
+    assert "Summarise the quarterly numbers" in target.inner_text() and target.is_visible()
+    assert page.locator(f"#log li.run-fold[data-run='{demo.interrupted_run}'] .fold-head").get_attribute("aria-expanded") == "true"
+    page.click(".tabs button[data-tab='recall']")
+    page.fill("#recall-query", "how do I handle task 17")
+    page.click("#recall-form button[type=submit]")
+    message = page.locator("#recall li.hit", has_text="Question 17").first
+    message.locator("button.place").click()
+    expect(page.locator("#conversation li.message.target")).to_contain_text("Question 17: how do I handle task 17")
+
+
+def test_two_now_versions_are_compared(page, demo):
+    """"Compare with earlier versions" shows what changed from the version before the newest; another pair
+    can be chosen, and a NOW_UPDATE entry opens the change it made."""
+    page.click("#now-compare")
+    diff = page.locator("#now-diff")
+    expect(diff.locator("li.op-del", has_text="objective: Research Python asyncio and create a summary")).to_have_count(1)
+    expect(diff.locator("li.op-add", has_text="objective: Write the weekly report for Maria")).to_have_count(1)
+    assert "v3" in page.locator("#now-diff-status").inner_text() and "v4" in page.locator("#now-diff-status").inner_text()
+    versions = page.locator("#now-older option").evaluate_all("options => options.map(o => o.value)")
+    assert len(versions) == 4
+    page.select_option("#now-older", versions[-1])
+    expect(diff.locator("li.op-del", has_text="current_step: Listing the holdings")).to_have_count(1)
+    page.click(".tabs button[data-tab='timeline']")
+    page.fill("#log-search", "Adding NVDA")
+    expect(page.locator("#log li.entry")).to_have_count(1)
+    page.locator("#log li.entry.type-NOW_UPDATE .now-diff-link").click()
+    expect(diff.locator("li.op-add", has_text="current_step: Adding NVDA to the watch list")).to_have_count(1)
+    assert page.locator("#now-newer").input_value() == page.locator("#log li.entry.type-NOW_UPDATE").get_attribute("data-seq")
+
+
+def test_a_running_run_grows_in_its_row_and_the_chart_follows(page, demo):
+    """An entry of the running run, appended while the page is open, joins its run's row, and
+    the activity chart counts it."""
+    page.wait_for_selector("#live.on")
+    caption = page.locator("#activity-scope").inner_text()
+    total = int(caption.split(" · ")[1].split()[0])
+    with MemoryManager("finn", demo.home) as mm:
+        seq = mm.append_system("TOOL_USE", "read_file numbers.csv -> 3 KB", {"run_id": demo.current_run})
+    row = page.locator(f"#log li.run-fold[data-run='{demo.current_run}']")
+    expect(row.locator(f"li.entry[data-seq='{seq}']")).to_have_count(1)
+    assert "4 entries" in row.locator(".fold-head").inner_text() and entries(page)[0] == str(seq)
+    expect(page.locator("#activity-scope")).to_contain_text(f"{total + 1} entries", timeout=15_000)
+
+
+def test_the_reflection_tab_shows_its_status_and_each_learned_fact_opens_its_source(page, demo):
+    """The reflection tab shows what is waiting (the quarantined entry with its reason, the model's figures) and
+    each learned fact with its sources: a LOG entry's link opens the timeline at that entry, a message's opens the
+    conversation at it, a note's marks it in the notes; a learned secret is masked."""
+    learner = build_learning_agent(demo.home)
+    page.goto(page.url.split("#")[0] + "#agent=rhea&tab=reflection")
+    page.reload()
+    facts = page.locator("#reflection-facts li.learned-fact")
+    expect(facts).to_have_count(4)
+    expect(page.locator("#reflection-status")).to_contain_text("last pass")
+    expect(page.locator("#reflection-figures")).to_contain_text("to read: 1 entry of LOG.md")
+    expect(page.locator("#reflection-figures tr[data-model='offline-rules']")).to_have_count(1)
+    waiting = page.locator(f"#reflection-quarantine li[data-item='log:{learner.quarantined_seq}']")
+    expect(waiting).to_contain_text(learner.reason)
+    expect(waiting).to_contain_text("qwen2.5:7b")
+    secret = page.locator("#reflection-facts li[data-key='user.api_token'] .value")
+    expect(secret).to_have_text("[REDACTED]")
+    assert SECRET not in page.content()
+    target = page.locator("#reflection-facts li[data-key='user.deploy_target']")
+    expect(target.locator(".value")).to_have_text("fly.io")
+    target.locator("button.place", has_text=f"#{learner.target_seq}").click()
+    expect(page.locator("#tab-timeline")).to_be_visible()
+    entry = page.locator("#log li.entry.target")
+    expect(entry).to_have_count(1)
+    assert entry.get_attribute("data-seq") == str(learner.target_seq)
+    assert "Remember that my deploy target is fly.io" in entry.inner_text() and entry.is_visible()
+    page.click(".tabs button[data-tab='reflection']")
+    page.locator("#reflection-facts li[data-key='user.favourite_editor'] button.place").click()
+    expect(page.locator("#conversation li.message.target")).to_contain_text("My favourite editor is helix.")
+    page.click(".tabs button[data-tab='reflection']")
+    page.locator("#reflection-facts li[data-key='user.favourite_tea'] button.place").click()
+    expect(page.locator(f"#notes li.target[data-note='{learner.note_id}']")).to_contain_text("My favourite tea is sencha")

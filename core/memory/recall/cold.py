@@ -24,7 +24,7 @@ from core.llm.embedding.embedders import make_embedder
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import utc_timestamp
 from core.memory import foreground
-from core.memory.recall import process_hooks
+from core.memory.recall import log_index, process_hooks
 from core.memory.recall import query as recall_query
 from core.memory.recall import search as recall_search
 from core.memory.recall.docs import Filters
@@ -244,8 +244,10 @@ class ColdMemory:
         return written
 
     def _background_sync(self) -> int:
-        """The background indexer's first step: :meth:`sync`, then a checkpoint of memory.db's WAL, which
-        would otherwise fall on the append whose commit filled it (see ``core.memory.storage.sqlite.AUTOCHECKPOINT_PAGES``)."""
+        """The background indexer's first step: the LOG.md index's catch-up (an append that found memory.db
+        busy left its entry to it), :meth:`sync`, then a checkpoint of memory.db's WAL, which would otherwise
+        fall on the append whose commit filled it (see ``core.memory.storage.sqlite.AUTOCHECKPOINT_PAGES``)."""
+        log_index.reconcile(self.db, self.indexer.log)
         written = self.sync()
         self.db.checkpoint()
         return written

@@ -88,17 +88,26 @@ def last_indexed_seq(db: Database) -> int:
 
 
 def catch_up(conn: sqlite3.Connection, log_file: LogFile, before: int | None = None) -> int:
-    """In the caller's transaction, index (and apply) the LOG.md entries the index lacks, those before seq
-    ``before`` only if given; cheap when it lacks none (one query). Return how many were added."""
+    """In the caller's transaction, index (and apply) the LOG.md entries after the index's newest, those
+    before seq ``before`` only if given; cheap when it lacks none (one query), and reading LOG.md from its
+    end as far as the index's newest entry otherwise. Return how many were added."""
     last = conn.execute("SELECT coalesce(max(id), 0) FROM log_metadata").fetchone()[0]
     if last >= (log_file.last_seq() if before is None else before - 1):
         return 0
-    return insert(conn, [e for e in log_file.scan().entries if before is None or e.seq < before])
+    missing = []
+    for entry in log_file.newest_first():
+        if entry.seq <= last:
+            break
+        if before is None or entry.seq < before:
+            missing.append(entry)
+    return insert(conn, missing[::-1])
 
 
-def index_appended(db: Database, log_file: LogFile, entry: LogEntry) -> int:
-    """Index an entry just appended, after any the index lacks before it (an earlier failed indexing)."""
-    with db.transaction() as conn:
+def index_appended(db: Database, log_file: LogFile, entry: LogEntry, wait: bool = True) -> int:
+    """Index an entry just appended, after any the index lacks before it (an earlier failed or deferred
+    indexing). ``wait=False``: raise LockTimeoutError at once, indexing nothing, while another thread of
+    this process writes memory.db (the entry is indexed with the next one, or by the background indexer)."""
+    with db.transaction(wait=wait) as conn:
         return catch_up(conn, log_file, entry.seq) + insert(conn, [entry])
 
 

@@ -16,6 +16,7 @@ handed; never the engine.
     reflection.wake(backend)          # soon, in the background (after a run, a compaction, on a timer)
     report = reflection.run()         # now, in this thread (``agentos reflect``)
     reflection.status()               # lag, quarantine, failure rate per model
+    read_view(reader, last_seq)       # the same and the learned facts with their sources, read-only
 
 Import the names below from here; the modules of this package import each other directly.
 """
@@ -23,10 +24,13 @@ Import the names below from here; the modules of this package import each other 
 from core.memory.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
+    "LearnedFact": "view",
     "PassReport": "passes",
     "ProfileLine": "profile",
     "Reflection": "worker",
     "ReflectReply": "reply",
+    "ReflectionView": "view",
     "RuleReader": "rules",
     "profile": "profile",
+    "read_view": "view",
 })

@@ -58,8 +58,10 @@ class Database(Protocol):
     def conn(self) -> Connection:
         """This thread's connection: its transaction's, else one that commits each statement."""
 
-    def transaction(self) -> ContextManager[Connection]:
-        """A write transaction: all of the block is written, or none."""
+    def transaction(self, wait: bool = True) -> ContextManager[Connection]:
+        """A write transaction: all of the block is written, or none. ``wait=False``: raise LockTimeoutError
+        at once, writing nothing, rather than wait for another thread of this process that writes the same
+        tables (where writers of different rows wait for each other: SQLite)."""
 
     def iterate(self, sql: str, params: Sequence[Any] = ()) -> Iterable[Any]:
         """The rows of a long read, fetched as they are consumed."""

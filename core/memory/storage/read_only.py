@@ -5,7 +5,7 @@ write, and each request reads inside one read transaction: a page sees one
 consistent state of the database while an engine goes on writing (in WAL mode
 readers and the writer never wait for each other). With PostgreSQL each request
 is one ``REPEATABLE READ READ ONLY`` transaction on the agent's schema, which
-gives the same. The inspector knows the schema through this module only; a table that is missing (an older database, or none yet) reads as empty.
+gives the same. The inspector knows the schema through this module (and ``read_activity``) only; a table that is missing (an older database, or none yet) reads as empty.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from core.memory.storage.backend import schema_name
 from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
 from core.memory.storage.titles import shown_title
 from core.memory.storage.facts import MIN_REDACTED_CHARS, REDACTED, Fact, check_key, versions_of
+from core.memory.storage.read_activity import ActivityReads
 from core.paths import AgentPaths
 
 BUSY_TIMEOUT_S = 5.0
-
 MAX_FACTS = 2000
 MAX_FACT_VERSIONS = 500
 
@@ -138,8 +138,8 @@ def reading(paths: AgentPaths, storage: StorageConfig) -> Iterator["Reader"]:
         conn.close()  # ends the read transaction; nothing was written
 
 
-class Reader:
-    """The queries of one request, inside its read transaction."""
+class Reader(ActivityReads):
+    """The queries of one request, inside its read transaction (those of activity over time: ``ActivityReads``)."""
 
     def __init__(self, conn: Any, dialect: Dialect = SQLITE) -> None:
         self.conn = conn

@@ -223,16 +223,21 @@ def _has_migrations_table(conn: sqlite3.Connection) -> bool:
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def transaction(conn: sqlite3.Connection, wait: bool = True) -> Iterator[sqlite3.Connection]:
     """Run the block in one ``BEGIN IMMEDIATE`` transaction: all of it is written, or none.
 
     The writers of one database in this process queue on a lock first. A writer that finds the
     database locked sleeps in SQLite and tries again 1, 2, 5, 10 ... 100 ms later, so one behind a
     thread that commits short transactions back to back (the background indexer) could wait for a
     second; the lock wakes it when the transaction before it ends. Other processes meet at SQLite's lock.
+
+    ``wait=False``: raise LockTimeoutError at once, writing nothing, while another thread of this process
+    writes the database (for a write that may be done later instead, such as indexing a LOG.md entry).
     """
     writers = _writers_of(conn)
-    if writers is not None and not writers.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+    if writers is not None and not wait and not writers.acquire(blocking=False):
+        raise LockTimeoutError(f"{conn.path} is being written by another thread of this process")
+    if writers is not None and wait and not writers.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
         raise LockTimeoutError(f"{conn.path} stayed locked by another thread of this process for "
                                f"{BUSY_TIMEOUT_MS // 1000}s: wait for it or stop it, then retry")
     try:
@@ -339,9 +344,9 @@ class SqliteDatabase:
         self._guard = threading.Lock()
         self._pid = os.getpid()
 
-    def transaction(self):
-        """A write transaction on this thread's connection."""
-        return transaction(self.conn)
+    def transaction(self, wait: bool = True):
+        """A write transaction on this thread's connection (``wait=False``: see :func:`transaction`)."""
+        return transaction(self.conn, wait)
 
     def checkpoint(self) -> None:
         """Copy the WAL into memory.db without waiting for its readers and writers (a passive checkpoint);

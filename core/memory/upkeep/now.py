@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from core.errors import CorruptionError, StorageError
+from core.memory import foreground
 from core.memory.files import now_file, now_record
 from core.memory.files.fsutil import atomic_write, storage_error
 from core.memory.files.log_file import scan_bytes
@@ -41,7 +42,7 @@ def update(tiers: Tiers, status: str | None = None, run_id: Any = ..., *, opens:
     Raises:
         ValidationError: bad input; NOW.md and LOG.md are unchanged.
     """
-    with tiers.lock.hold():
+    with foreground.writing(), tiers.lock.hold():
         redactor = tiers.facts.redactor()  # under the lock: a secret saved meanwhile is known
         before = current_now(tiers)
         if opens is not None and fields.get("objective") is None and (not before.objective or before.status in OPENABLE):
@@ -108,10 +109,11 @@ def current_now(tiers: Tiers) -> NowState:
 
 
 def _newer_now_update(tiers: Tiers, seq: int) -> LogEntry | None:
-    """A NOW_UPDATE entry after ``seq`` (NOW.md's own): asked of the index first, which is cheap."""
+    """A NOW_UPDATE entry after ``seq`` (NOW.md's own): asked of the index first, which is cheap, when it
+    holds every entry (it is read, never written, here: an update does not wait for memory.db's writers)."""
     try:
-        log_index.reconcile(tiers.db, tiers.log)
-        if log_index.newer_now_update(tiers.db, seq) is None:
+        if (log_index.last_indexed_seq(tiers.db) >= tiers.log.last_seq()
+                and log_index.newer_now_update(tiers.db, seq) is None):
             return None
     except StorageError:
         pass  # memory.db cannot answer: LOG.md is read instead

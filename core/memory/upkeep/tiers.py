@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from core.config import Config
-from core.errors import StorageError
+from core.errors import LockTimeoutError, StorageError
+from core.memory import foreground
 from core.memory.compaction.auto import Compaction
 from core.memory.compaction.log_compaction import LogCompactor
 from core.memory.files.locking import AgentLock
@@ -71,15 +72,23 @@ class Tiers:
 
     def append(self, entry_type: str, content: Any, metadata: dict[str, Any] | None = None) -> LogEntry:
         """Append an entry as the system (the log redacts every line) and index it."""
-        with self.lock.hold():
+        with foreground.writing(), self.lock.hold():
             entry = self.log.append(entry_type, content, metadata)
             self.index(entry)
         return entry
 
     def index(self, entry: LogEntry) -> None:
-        """Index an entry whose line is on disk; if memory.db cannot take it now, it catches up later."""
+        """Index an entry whose line is on disk; if memory.db cannot take it now, it catches up later.
+
+        The writer does not wait for another thread of this process that writes memory.db (the background
+        indexer, a compaction's records): the entry is then indexed with the next one, or by the indexer,
+        which this append wakes. LOG.md is the truth; the index may lag it, never lead it.
+        """
         try:
-            log_index.index_appended(self.db, self.log, entry)
+            log_index.index_appended(self.db, self.log, entry, wait=False)
+        except LockTimeoutError:
+            log.debug("LOG.md entry %d is written; memory.db is busy with background work, which indexes it",
+                      entry.seq)
         except StorageError as exc:
             log.warning("LOG.md entry %d is written but memory.db cannot index it now (%s); the index catches "
                         "up at the next write or open", entry.seq, exc)
@@ -106,7 +115,7 @@ class Tiers:
         entries: list[LogEntry] = []
         outcomes: list[Any] = []
         try:
-            with self.lock.hold():
+            with foreground.writing(), self.lock.hold():
                 with self.db.transaction() as conn:
                     log_index.catch_up(conn, self.log)  # a FACT entry never applied goes first
                     for fact in changes:

@@ -273,8 +273,9 @@ class PostgresDatabase:
             pool.putconn(raw)
 
     @contextmanager
-    def transaction(self) -> Iterator[BoundConnection]:
-        """A ``BEGIN ... COMMIT`` on one connection: all of the block is written, or none (nested: a savepoint)."""
+    def transaction(self, wait: bool = True) -> Iterator[BoundConnection]:
+        """A ``BEGIN ... COMMIT`` on one connection: all of the block is written, or none (nested: a savepoint).
+        ``wait`` changes nothing: the server's writers of different rows do not wait for each other."""
         bound = getattr(self._local, "bound", None)
         if bound is not None:
             with self.converting(), bound.raw.transaction():
