@@ -19,16 +19,13 @@ from __future__ import annotations
 import logging
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from core.config import Config, load_config
 from core.errors import CorruptionError, ValidationError
 from core.memory.compaction import CompactionReport
 from core.memory.context import format_context
-from core.memory.files import now_file
-from core.memory.files import ScanResult
-from core.memory.files import check_entry_type, check_text, check_writer, utc_timestamp
-from core.memory.files import NowState
+from core.memory.files import NowState, ScanResult, check_entry_type, check_text, check_writer, now_file, utc_timestamp
 from core.memory.recall import log_index
 from core.memory.results import Recalled, StoredMemories
 from core.memory.secrets import visible_entries
@@ -64,6 +61,8 @@ class MemoryManager:
         self.repairs: list[str] = []
         """What opening found damaged and repaired (each is also logged as a WARNING)."""
         self.scrubber = SecretScrubber(self.tiers)
+        self.on_close: list[Callable[[], object]] = []
+        """Called once, after :meth:`close` (the process's shared managers forget this one)."""
         self._open()
 
     def _after_compaction(self) -> None:  # a scrub leaves LOG.md and the archives to a running compaction
@@ -384,11 +383,12 @@ class MemoryManager:
         return self.scrubber.purge()
 
     def close(self) -> None:
-        """Wait for background compaction, release the cold store and databases. Safe to call twice."""
-        self.cold.halt()  # a compaction indexing its archive stops at its next step too
-        self.compaction.close()
-        self.cold.close()
-        self.db.close()
+        """Wait for background compaction and indexing, release the cold store, databases and lock files.
+
+        Nothing of the agent is held afterwards (no descriptor, thread or handle). Safe to call twice."""
+        self.tiers.close()
+        while self.on_close:
+            self.on_close.pop()()
 
     def __enter__(self) -> "MemoryManager":
         return self

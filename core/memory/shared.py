@@ -2,6 +2,8 @@
 
 The engine, its skills, the MCP server and the LangGraph store each call :func:`shared_manager`, so their
 writes go through the same manager: one agent lock holder, one cold tier, one background compaction.
+Closing it (``manager.close()``) lets it go: the next call opens the agent again, and a process that serves
+many agents one after the other keeps only those not closed.
 """
 
 from __future__ import annotations
@@ -28,4 +30,11 @@ def shared_manager(agent_name: str) -> MemoryManager:
         manager = _managers.get(key)
         if manager is None:
             manager = _managers[key] = MemoryManager(agent_name)
+            manager.on_close.append(lambda: _forget(key, manager))
         return manager
+
+
+def _forget(key: tuple[str, str], manager: MemoryManager) -> None:
+    with _managers_guard:
+        if _managers.get(key) is manager:
+            del _managers[key]

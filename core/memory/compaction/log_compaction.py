@@ -85,12 +85,16 @@ class LogCompactor:
         self.config = config
         self._head_cache: tuple[int, int] | None = None  # (inode, seq before the entries counted)
         self.after_run = after_run
+        self._exclusive = AgentLock(paths.memory_dir / ".compact.lock", config.memory.lock_timeout_s)
+
+    def close(self) -> None:
+        """Close the compaction lock's file (a later compaction opens it again for its run)."""
+        self._exclusive.close()
 
     @contextmanager
     def exclusive(self, wait: bool) -> Iterator[bool]:
         """Hold the lock that serialises this agent's compactions; yield False if busy and not ``wait``."""
-        timeout = self.config.memory.lock_timeout_s if wait else 0.0
-        holder = AgentLock(self.paths.memory_dir / ".compact.lock", timeout).hold()
+        holder = self._exclusive.hold(None if wait else 0.0)
         try:
             holder.__enter__()
         except LockTimeoutError:

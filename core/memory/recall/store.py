@@ -365,7 +365,7 @@ class ColdStore:
             self._had_rows = False
 
     def close(self) -> None:
-        """Wait for a background optimize and release the table handle."""
+        """Wait for a background optimize, release the table handle and close the write lock's file."""
         with self._guard:
             pool, self._maintenance = self._maintenance, None
         # Outside ``_guard``: the background optimize needs it to reach the table.
@@ -373,3 +373,4 @@ class ColdStore:
             pool.shutdown(wait=True)
         with self._guard:
             self._table = None
+        self._write_lock.close()

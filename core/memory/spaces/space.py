@@ -239,9 +239,11 @@ class Space:
         return self.index().rebuild()
 
     def close(self) -> None:
+        """Close the index and the lock's file (a later write opens it again for that write)."""
         if self._index is not None:
             self._index.close()
             self._index = None
+        self.lock.close()
 
     def __enter__(self) -> "Space":
         return self

@@ -107,6 +107,16 @@ class Tiers:
         except StorageError as exc:
             log.warning("memory.db cannot index LOG.md now (%s); it catches up at the next write or open", exc)
 
+    def close(self) -> None:
+        """Stop the background work and wait for it, then release the cold store, memory.db and the locks'
+        files: nothing of the agent is held afterwards. Safe to call twice."""
+        self.cold.halt()  # a compaction indexing its archive stops at its next step too
+        self.compaction.close()
+        self.cold.close()
+        self.db.close()
+        self.compactor.close()
+        self.lock.close()
+
     def archives(self) -> list[Path]:
         """The archives, oldest first (see :func:`core.memory.upkeep.archives.archives`)."""
         return archives.archives(self.paths.archive_dir, self.log)

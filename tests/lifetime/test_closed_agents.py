@@ -1,0 +1,87 @@
+"""Nothing of an agent is held after ``close()``: no descriptor, no thread, no memory that grows with the
+number of agents a process has opened (a server that serves agents for weeks)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from pathlib import Path
+
+import pytest
+
+from core.memory.shared import shared_manager
+from core.memory_manager import MemoryManager
+from tests.lifetime.held import agent_threads, descriptors, native_threads, open_under, rss_kib
+
+
+def use(manager: MemoryManager) -> None:
+    """What a server does with an agent: every tier written and read, recall waiting for its vectors."""
+    manager.update_now("Serving a request", objective="answer")
+    manager.append_log("THOUGHT", "the user wants a summary")
+    manager.save_fact("editor", "helix")
+    manager.store_memory("the deploy target is fly.io")
+    assert manager.recall_memory("deploy target", n_results=3)
+
+
+def test_a_closed_agent_keeps_no_file_open_and_no_thread_running(agents_home: Path) -> None:
+    """Its lock files (.lock, .compact.lock, .cold.lock), memory.db and the cold store are all closed."""
+    for index in range(12):
+        name = f"agent-{index}"
+        with MemoryManager(name) as manager:
+            use(manager)
+            manager.compact_log(summary="what happened so far")  # the compaction lock and the archive's index
+        assert open_under(agents_home / name) == []
+        assert agent_threads(name) == []
+
+
+def test_a_lock_file_closed_with_its_agent_is_opened_again_by_a_later_write(agents_home: Path) -> None:
+    manager = MemoryManager("finn")
+    manager.append_log("THOUGHT", "before")
+    manager.close()
+    assert open_under(agents_home / "finn") == []
+    with MemoryManager("finn") as again:
+        again.append_log("THOUGHT", "after")
+        assert [e["content"] for e in again.read_log(2)] == ["before", "after"]
+        assert str(agents_home / "finn" / "memory" / ".lock") in open_under(agents_home / "finn")
+
+
+def test_a_closed_shared_manager_is_let_go_and_opened_anew(agents_home: Path) -> None:
+    """The process's shared managers (the engine's, the skills', the MCP server's) forget one once it is closed."""
+    first = shared_manager("finn")
+    assert shared_manager("finn") is first
+    first.close()
+    second = shared_manager("finn")
+    try:
+        assert second is not first
+        second.append_log("THOUGHT", "still writes")
+    finally:
+        second.close()
+    assert open_under(agents_home / "finn") == []
+
+
+@pytest.mark.slow
+def test_a_process_opens_and_closes_a_thousand_agents_and_holds_no_more_than_after_the_first(
+        agents_home: Path) -> None:
+    """Descriptors, threads (Python's and native) and resident memory after 1,000 agents are those after the
+    first 50, give or take a little: what a process holds does not grow with the agents it has served."""
+
+    def serve(first: int, last: int) -> None:
+        for index in range(first, last):
+            with MemoryManager(f"a{index}") as manager:
+                if index % 10 == 0:
+                    use(manager)  # every tier, the cold store and its indexer thread
+                else:
+                    manager.append_log("THOUGHT", f"request {index}")
+                    manager.save_fact("seen", str(index))
+
+    serve(0, 50)  # warm-up: imports, LanceDB's and SQLite's own pools, the embedder
+    gc.collect()
+    fds, tasks, threads, rss = descriptors(), native_threads(), threading.active_count(), rss_kib()
+    serve(50, 1000)
+    gc.collect()
+    assert open_under(agents_home) == []
+    assert descriptors() <= fds + 4, "descriptors grew with the agents served"
+    assert native_threads() <= tasks + 4, "native threads grew with the agents served"
+    assert threading.active_count() <= threads + 1, [t.name for t in threading.enumerate()]
+    # 950 agents leaking a lock's registry entry, a manager or a table handle each would be tens of MB.
+    assert rss_kib() - rss < 48 * 1024, f"resident memory grew by {(rss_kib() - rss) // 1024} MiB"
