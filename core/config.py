@@ -9,6 +9,7 @@ retired key is ignored with a warning that says why.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import os
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 import yaml
 
 from core.errors import ConfigError
+from core.memory.files import os_error_number, storage_error
 from core.paths import AgentPaths, agents_home
 
 log = logging.getLogger(__name__)
@@ -281,7 +283,11 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(_yaml_error(path, exc)) from exc
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        if os_error_number(exc) in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):  # the process's lack, not the file's
+            raise storage_error(exc, f"cannot read config {path}") from exc
+        raise ConfigError(f"cannot read config {path}: {' '.join(str(exc).split())}") from exc
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config {path}: {' '.join(str(exc).split())}") from exc
     if data is None:
         return {}

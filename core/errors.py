@@ -25,7 +25,8 @@ say what to do next.
     │   ├── ReadOnlyError           a memory file, its folder or the file system is read-only
     │   └── CorruptionError         a file on disk does not match its checksum
     ├── ColdStoreError              LanceDB or the embedder failed
-    │   └── EmbedderMismatchError   the store was built by another embedder
+    │   ├── EmbedderMismatchError   the store was built by another embedder
+    │   └── ColdStoreFilesError     LanceDB's files could not be read or written (also a StorageError)
     ├── ProviderError               a conversation-memory provider failed
     │   └── SummarizerError         a summary could not be produced
     ├── BackendError                an LLM or embedding backend failed
@@ -119,6 +120,11 @@ class CorruptionError(StorageError):
 
 class ColdStoreError(AgentOSError):
     """The cold store (LanceDB) or its embedder failed."""
+
+
+class ColdStoreFilesError(ColdStoreError, StorageError):
+    """LanceDB met an OS error on the cold store's files (a full disk, too many open files): a storage error
+    of the cold store, which what degrades on a ColdStoreError (recall by words, indexing later) still does."""
 
 
 class EmbedderMismatchError(ColdStoreError):

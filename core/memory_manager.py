@@ -26,6 +26,7 @@ from core.errors import CorruptionError, ValidationError
 from core.memory.compaction import CompactionReport
 from core.memory.context import format_context
 from core.memory.files import NowState, ScanResult, check_entry_type, check_text, check_writer, now_file, utc_timestamp
+from core.memory.files import public_methods_converting_os_errors
 from core.memory.recall import log_index
 from core.memory.results import Recalled, StoredMemories
 from core.memory.secrets import visible_entries
@@ -40,6 +41,7 @@ from core.paths import AgentPaths
 log = logging.getLogger(__name__)
 
 
+@public_methods_converting_os_errors("the agent's memory")  # a raw OSError never leaves: a StorageError naming the fix
 class MemoryManager:
     """The memory of one agent: NOW.md, LOG.md, facts and (with the cold tier) recall."""
 
@@ -53,20 +55,20 @@ class MemoryManager:
         self.agent_name = agent_name
         self.config = config or load_config(self.paths)
         self.created: list[Path] = self.paths.ensure_memory_dirs()
-        self.tiers = open_tiers(agent_name, self.paths, self.config, after_compaction=self._after_compaction)
+        self.tiers = tiers = open_tiers(agent_name, self.paths, self.config,  # a scrub leaves LOG.md to a compaction:
+                                        after_compaction=lambda: self.scrubber.catch_up())  # it catches up after
         """The parts handed to upkeep (recovery, rebuild, forgetting, the secret scrub)."""
-        tiers = self.tiers
         self.lock, self.db, self.facts, self.log = tiers.lock, tiers.db, tiers.facts, tiers.log
         self.cold, self.compactor, self.compaction = tiers.cold, tiers.compactor, tiers.compaction
         self.repairs: list[str] = []
         """What opening found damaged and repaired (each is also logged as a WARNING)."""
         self.scrubber = SecretScrubber(self.tiers)
-        self.on_close: list[Callable[[], object]] = []
-        """Called once, after :meth:`close` (the process's shared managers forget this one)."""
-        self._open()
-
-    def _after_compaction(self) -> None:  # a scrub leaves LOG.md and the archives to a running compaction
-        self.scrubber.catch_up()
+        self.on_close: list[Callable[[], object]] = []  # called once closed (the shared managers forget it)
+        try:
+            self._open()
+        except BaseException:
+            self.tiers.close()  # a failed open holds nothing either
+            raise
 
     def _open(self) -> None:
         created, self.repairs = recovery.open_files(self.tiers)
@@ -128,8 +130,7 @@ class MemoryManager:
 
     def read_now(self) -> dict[str, Any]:
         """NOW.md parsed: its front matter fields, plan, blockers, resume hint and ``body`` text."""
-        # One read: the front matter and the body always come from the same version.
-        try:
+        try:  # one read: the front matter and the body always come from the same version
             return now_file.document(*now_file.load(self.paths.now_file, self.agent_name))
         except CorruptionError:
             with self.lock.hold():
@@ -383,9 +384,8 @@ class MemoryManager:
         return self.scrubber.purge()
 
     def close(self) -> None:
-        """Wait for background compaction and indexing, release the cold store, databases and lock files.
-
-        Nothing of the agent is held afterwards (no descriptor, thread or handle). Safe to call twice."""
+        """Stop and wait for background work, release the cold store, databases and lock files: nothing of the
+        agent is held afterwards (no descriptor, thread or handle). Safe to call twice."""
         self.tiers.close()
         while self.on_close:
             self.on_close.pop()()

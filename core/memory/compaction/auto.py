@@ -123,7 +123,7 @@ class Compaction:
             summarizer = self.summarizer(automatic=True)
         try:
             self.compactor.run(summarizer, wait=False, step=lambda: foreground.step(self._closing))
-        except AgentOSError as exc:
+        except (AgentOSError, OSError) as exc:
             # A background run has no caller to raise to: the log stays whole and a later append retries.
             self._auto_failed_at = time.monotonic()
             log.error("automatic LOG.md compaction failed (LOG.md is unchanged or complete): %s", exc)
@@ -135,7 +135,7 @@ class Compaction:
     def _recover(self) -> None:
         try:
             self.compactor.recover()
-        except AgentOSError as exc:
+        except (AgentOSError, OSError) as exc:
             log.error("finishing an interrupted LOG.md compaction failed (retried at next start): %s", exc)
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -33,7 +33,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterator
 
-from core.errors import LockTimeoutError, StorageError
+from core.errors import LockTimeoutError
+from core.memory.files.fsutil import storage_error
 
 _registry_guard = threading.RLock()
 """Re-entrant: a lock collected by the garbage collector releases its file under it, at any allocation."""
@@ -105,7 +106,7 @@ class _Shared:
                 continue
             except OSError as exc:
                 self.close()  # which drops the flock if it was taken
-                raise StorageError(f"cannot lock {self.lock_file}: {exc}") from exc
+                raise storage_error(exc, f"cannot lock {self.lock_file}") from exc
             if in_place:
                 return True
             self.close()  # the lock file was deleted or replaced: lock the one at its path now
@@ -134,7 +135,7 @@ class _Shared:
             self.lock_file.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise StorageError(f"cannot open the lock file {self.lock_file}: {exc}") from exc
+            raise storage_error(exc, f"cannot open the lock file {self.lock_file}") from exc
 
 
 def _shared_for(lock_file: Path, keep_open: bool) -> _Shared:

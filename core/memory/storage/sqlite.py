@@ -10,6 +10,7 @@ another version: it is refused before anything is applied, never half upgraded.
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
 import os
@@ -25,7 +26,7 @@ from core.memory.files import fault_points
 from core.memory.storage.migrations import all_migrations
 from core.memory.storage.dialect import SQLITE
 from core.memory.files.locking import AgentLock
-from core.memory.files.fsutil import storage_error
+from core.memory.files.fsutil import TOO_MANY_FILES_FIX, storage_error
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +81,22 @@ def converted(exc: sqlite3.Error, path: object) -> StorageError:
     if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return LockTimeoutError(f"{path} stayed locked by another process for {BUSY_TIMEOUT_MS // 1000}s "
                                 f"({exc}): wait for it or stop it, then retry")
+    if primary == sqlite3.SQLITE_CANTOPEN and _out_of_descriptors():
+        return StorageError(f"cannot open {path}: {TOO_MANY_FILES_FIX}")
     if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
         mark_damaged(Path(str(path)), str(exc))
         return CorruptionError(f"{path} is damaged ({exc}): open the agent again, which moves it to "
                                "memory/quarantine/ and rebuilds it from LOG.md and the archives")
     return StorageError(f"{path}: {type(exc).__name__}: {exc}")
+
+
+def _out_of_descriptors() -> bool:
+    """True when this process cannot open one more file: why SQLite says only "unable to open database file"."""
+    try:
+        os.close(os.open(os.devnull, os.O_RDONLY))
+    except OSError as exc:
+        return exc.errno in (errno.EMFILE, errno.ENFILE)
+    return False
 
 
 def _disk_full(path: Path) -> bool:
