@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from core.errors import ConfigError
-from core.memory.files import os_error_number, storage_error
+from core.errors import ConfigError, shown
+from core.memory.files import load_yaml, os_error_number, storage_error
 from core.paths import AgentPaths, agents_home
 
 log = logging.getLogger(__name__)
@@ -203,6 +204,26 @@ class Config:
     storage: StorageConfig = field(default_factory=StorageConfig)
 
 
+DAY_S = 86_400.0
+RANGES: dict[str, tuple[float, float]] = {
+    "memory.max_entry_bytes": (64, 16 * 1024 * 1024), "memory.lock_timeout_s": (0, DAY_S),
+    "memory.compact_log_bytes": (1024, 2**30), "memory.compact_log_entries": (2, 10_000_000),
+    "memory.compact_summary_tokens": (16, 100_000), "memory.compact_timeout_s": (0, DAY_S),
+    "memory.compact_deadline_s": (0, 7 * DAY_S), "memory.context_tokens": (16, 10_000_000),
+    "cold.optimize_every": (1, 1_000_000), "cold.min_score": (0, 1), "cold.vector_wait_s": (0, 3600),
+    "cold.max_memory_bytes": (64, 256 * 1024 * 1024), "cold.ann_min_rows": (0, 10**9),
+    "provider.fresh_tail": (0, 100_000), "provider.context_threshold": (0, 1), "provider.leaf_chunk_size": (1, 100_000),
+    "provider.leaf_chunk_max_tokens": (16, 10_000_000), "provider.max_rounds": (1, 10_000),
+    "provider.deadline_s": (0, 7 * DAY_S), "provider.summarizer_timeout_s": (0, DAY_S),
+    "provider.leaf_target_tokens": (16, 1_000_000), "provider.condensed_target_tokens": (16, 1_000_000),
+    "llm.timeout_s": (0, DAY_S), "llm.num_ctx": (512, 2**24),
+    "engine.max_steps": (1, 10_000), "engine.max_retries": (0, 1000), "engine.context_budget": (0, 10**8),
+    "engine.memory_tokens": (0, 10**8), "compaction.max_tokens": (1, 10**8), "compaction.keep_tail": (0, 100_000),
+    "storage.pool_max": (1, 1000), "storage.pool_timeout_s": (0, 3600), "storage.connect_timeout_s": (0, 3600),
+    "storage.statement_timeout_s": (0, DAY_S),
+}
+"""Every numeric option's allowed values, lowest to highest: an int from the lowest, a float above it (a
+time of 0 s or a share of 0 would stop everything); both ends are generous bounds of what makes sense."""
 MAY_BE_NEGATIVE = {"compaction.max_tokens"}
 """Options where -1 has a documented meaning (disables); any other negative value is an error."""
 ZERO_MEANS_DEFAULT = {"compaction.max_tokens"}
@@ -267,20 +288,45 @@ def _merge_section(current: Any, values: dict[str, Any], source: str, section: s
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            raise ConfigError(f"{where}.{key} must be {expected.__name__}, got {value!r}")
+            raise ConfigError(f"{where}.{key} must be {expected.__name__}, got {shown(value)}")
         name = f"{section}.{key}"
-        if expected in (int, float) and value < 0 and (name not in MAY_BE_NEGATIVE or value != -1):
-            allowed = " (or -1 to disable)" if name in MAY_BE_NEGATIVE else ""
-            raise ConfigError(f"{where}.{key} must not be negative{allowed}, got {value!r}")
-        if value == 0 and name in ZERO_MEANS_DEFAULT:
-            value = getattr(type(current)(), key)
+        if expected in (int, float) and not (name in MAY_BE_NEGATIVE and value == -1):
+            if value == 0 and name in ZERO_MEANS_DEFAULT:
+                value = getattr(type(current)(), key)
+            _check_range(f"{where}.{key}", name, value)
         updates[key] = value
     return dataclasses.replace(current, **updates)
 
 
+def _check_range(where: str, name: str, value: float) -> None:
+    """ConfigError unless ``value`` is finite and in ``RANGES[name]``; the message names the range."""
+    low, high = RANGES[name]
+    if isinstance(value, int):
+        if not low <= value <= high:
+            special = " (or 0 for the default, -1 to disable)" if name in MAY_BE_NEGATIVE else ""
+            raise ConfigError(f"{where} must be a whole number from {low:,} to {high:,}{special}, got {shown(value)}")
+        return
+    above = name in ABOVE_LOWEST
+    if not (math.isfinite(value) and (low < value if above else low <= value) and value <= high):
+        bounds = f"above {low:g} and at most {high:g}" if above else f"from {low:g} to {high:g}"
+        raise ConfigError(f"{where} must be a number {bounds}, got {shown(value)}")
+
+
+ABOVE_LOWEST = {name for name in RANGES if name.endswith(("timeout_s", "deadline_s"))} | {"provider.context_threshold"}
+"""Float options whose lowest value is excluded: a timeout of 0 s or a threshold of 0 would stop everything."""
+
+MAX_CONFIG_BYTES = 1024 * 1024
+"""The largest config file read (AgentOS's own are a few hundred bytes)."""
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        with path.open("rb") as file:
+            raw = file.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB: not a config file of AgentOS's; "
+                              "fix it or remove it")
+        data = load_yaml(raw.decode("utf-8"))
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(_yaml_error(path, exc)) from exc
     except OSError as exc:

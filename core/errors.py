@@ -37,9 +37,33 @@ say what to do next.
 
 from __future__ import annotations
 
+import reprlib
+
+MAX_MESSAGE_CHARS = 10_000
+"""The longest message an error keeps; the rest is cut (a message is one line a person reads)."""
+SHOWN_CHARS = 200
+"""The most characters of a value that a message echoes (see :func:`shown`)."""
+
+_shortened = reprlib.Repr()
+_shortened.maxlevel, _shortened.maxstring, _shortened.maxother = 3, SHOWN_CHARS, SHOWN_CHARS
+_shortened.maxlist = _shortened.maxtuple = _shortened.maxset = _shortened.maxdict = 8
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, in time bounded whatever the value (a nested or
+    huge structure is summarised, never walked whole): what an error message says it got."""
+    text = _shortened.repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
 
 class AgentOSError(Exception):
-    """Base of every error AgentOS raises on purpose."""
+    """Base of every error AgentOS raises on purpose (its message is cut at ``MAX_MESSAGE_CHARS``)."""
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], str) and len(args[0]) > MAX_MESSAGE_CHARS:
+            cut = len(args[0]) - MAX_MESSAGE_CHARS
+            args = (f"{args[0][:MAX_MESSAGE_CHARS]}… ({cut} more characters cut)", *args[1:])
+        super().__init__(*args)
 
 
 class ConfigError(AgentOSError):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.config import Config, load_config
-from core.errors import CorruptionError, ValidationError
+from core.errors import CorruptionError, ValidationError, shown
 from core.memory.compaction import CompactionReport
 from core.memory.context import format_context
 from core.memory.files import NowState, ScanResult, check_entry_type, check_text, check_writer, now_file, utc_timestamp
@@ -168,7 +168,7 @@ class MemoryManager:
     def read_log(self, last_n: int = 20) -> list[dict[str, Any]]:
         """The last ``last_n`` LOG.md entries, oldest first, as dicts (seq, ts, type, content, metadata)."""
         if not isinstance(last_n, int) or isinstance(last_n, bool) or last_n < 0:
-            raise ValidationError(f"last_n must be a non-negative integer, got {last_n!r}")
+            raise ValidationError(f"last_n must be a non-negative integer, got {shown(last_n)}")
         return [entry.as_dict() for entry in self.log.tail(last_n)]
 
     def log_since(self, seq: int) -> list[dict[str, Any]]:

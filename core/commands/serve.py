@@ -56,7 +56,7 @@ def _print_config(args: argparse.Namespace) -> int:
                               "leave out --http (a client of the HTTP server needs only its URL)")
     from core.mcp_server.client_config import client_config
 
-    print(json.dumps(client_config(args.agent, args.session), indent=2))
+    print(json.dumps(client_config(args.agent, args.session), indent=2, allow_nan=False))
     return 0
 
 

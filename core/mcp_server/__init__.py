@@ -25,7 +25,7 @@ from mcp.server.mcpserver import MCPServer
 
 from core import __version__
 from core.terminal import is_loopback
-from core.errors import ValidationError
+from core.errors import ValidationError, shown
 from core.mcp_server.stdio import interruptible_stdin
 from core.mcp_server.tools import memory_tools
 from core.memory.storage import redact
@@ -90,7 +90,7 @@ def build_server(agent: str, *, session: str = "main") -> MCPServer:
     @server.resource(f"agentos://{agent}/facts", name="facts", mime_type="application/json",
                      description=f"{agent}'s saved facts; a secret's value is [REDACTED] (get_fact returns it)")
     def facts() -> str:
-        return json.dumps(manager.list_facts(), ensure_ascii=False, indent=1)
+        return json.dumps(manager.list_facts(), ensure_ascii=False, indent=1, allow_nan=False)
 
     return server
 
@@ -103,7 +103,7 @@ def parse_address(text: str) -> tuple[str, int]:
     """
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValidationError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765; got {text!r}")
+        raise ValidationError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765; got {shown(text)}")
     return host.strip("[]") or "127.0.0.1", int(port)
 
 

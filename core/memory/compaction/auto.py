@@ -15,7 +15,7 @@ import time
 from typing import Callable
 
 from core.config import Config
-from core.errors import AgentOSError, ConfigError
+from core.errors import AgentOSError, ConfigError, shown
 from core.llm.window import ContextWindow
 from core.memory.compaction.fitting import window_of_generate
 from core.memory.compaction.log_compaction import CompactionReport, LogCompactor
@@ -78,7 +78,7 @@ class Compaction:
     def _configured_llm(self) -> Generate | None:
         choice = self.config.memory.compact_summarizer
         if choice not in ("llm", "deterministic"):
-            raise ConfigError(f"memory.compact_summarizer must be llm or deterministic, got {choice!r}")
+            raise ConfigError(f"memory.compact_summarizer must be llm or deterministic, got {shown(choice)}")
         if choice == "deterministic" or self.config.llm.backend == "offline":
             return None
         from core.llm.backend import generate_with
