@@ -34,6 +34,19 @@ def native_threads(pid: int | str = "self") -> int:
     return len(os.listdir(f"/proc/{pid}/task"))
 
 
+def named_threads(pid: int | str, name: str) -> int:
+    """How many threads of the process have the name ``name`` (Linux's 15-character ``comm``); Python's own
+    threads and the interpreter's are ``python``, LanceDB's pools name theirs (``lance_backgroun``, ...)."""
+    count = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm", encoding="utf-8") as comm:
+                count += comm.read().strip() == name
+        except FileNotFoundError:  # ended while listed
+            continue
+    return count
+
+
 def agent_threads(name: str) -> list[str]:
     """The names of this process's live threads that work for agent ``name`` (``agentos-<what>-<name>``)."""
     return [t.name for t in threading.enumerate() if t.name.startswith("agentos-") and t.name.endswith(f"-{name}")]

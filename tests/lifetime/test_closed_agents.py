@@ -81,7 +81,57 @@ def test_a_process_opens_and_closes_a_thousand_agents_and_holds_no_more_than_aft
     gc.collect()
     assert open_under(agents_home) == []
     assert descriptors() <= fds + 4, "descriptors grew with the agents served"
-    assert native_threads() <= tasks + 4, "native threads grew with the agents served"
+    # LanceDB's blocking pool starts threads on demand and ends them after 10 s idle: a few more may be alive.
+    assert native_threads() <= tasks + 16, "native threads grew with the agents served"
     assert threading.active_count() <= threads + 1, [t.name for t in threading.enumerate()]
     # 950 agents leaking a lock's registry entry, a manager or a table handle each would be tens of MB.
     assert rss_kib() - rss < 48 * 1024, f"resident memory grew by {(rss_kib() - rss) // 1024} MiB"
+
+
+def test_the_inspector_serving_many_agents_keeps_no_file_of_theirs_open(agents_home: Path) -> None:
+    """The inspector reads agent after agent (pages, timelines, recall): between requests it holds none of their
+    files, and once stopped it holds nothing of them."""
+    import json
+    import urllib.request
+
+    from core.inspector.server import InspectorServer
+
+    for index in range(8):
+        with MemoryManager(f"a{index}") as manager:
+            use(manager)
+    server = InspectorServer("127.0.0.1", 0, agents_home)
+    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    serving.start()
+    try:
+        for index in range(8):
+            for route in ("", "/log", "/recall?q=deploy+target"):
+                with urllib.request.urlopen(f"{server.url}api/agents/a{index}{route}", timeout=60) as answer:
+                    assert answer.status == 200 and json.loads(answer.read())
+        assert open_under(agents_home) == []
+    finally:
+        server.stop()
+        server.shutdown()
+        serving.join(timeout=60)
+    assert open_under(agents_home) == []
+    assert not serving.is_alive()
+
+
+@pytest.mark.slow
+def test_closed_agents_on_postgresql_leave_only_a_few_idle_pools(pg_home: Path) -> None:
+    """Each agent's schema has its pool of connections (and psycopg_pool's threads): once its agent is closed
+    it is kept idle for the next open, and only the few most recent idle ones stay open."""
+    from core.memory.storage.postgres.pool import IDLE_POOLS, open_pools
+
+    def serve(first: int, last: int) -> None:
+        for index in range(first, last):
+            with MemoryManager(f"a{index}") as manager:
+                manager.append_log("THOUGHT", f"request {index}")
+                manager.save_fact("seen", str(index))
+
+    serve(0, 2)
+    threads = threading.active_count()
+    serve(2, 14)
+    assert open_pools() <= IDLE_POOLS
+    assert threading.active_count() <= threads + 4 * IDLE_POOLS, [t.name for t in threading.enumerate()]
+    with MemoryManager("a3") as again:  # a pool closed as surplus opens again
+        assert again.get_fact("seen") == "3"

@@ -373,3 +373,42 @@ def test_the_allowed_hosts_are_the_bound_address_and_loopback_names_with_the_por
 def test_allow_host_without_http_is_a_usage_error(finn):
     result = run_main(agentos_main, ["mcp", "--agent", "finn", "--allow-host", "box.lan"])
     assert result.returncode == 2 and "use it with --http" in result.stderr
+
+
+@pytest.mark.slow
+def test_streamable_http_serving_session_after_session_holds_no_more_than_after_the_first(finn):
+    """A long-running HTTP server: after 30 client sessions (each storing, recalling and logging), its descriptors
+    and threads are those after the first few, give or take a little."""
+    from tests.lifetime.held import descriptors, named_threads, native_threads
+
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http", f"127.0.0.1:{port}"],
+                              cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    async def one(index: int) -> None:
+        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                data(await session.call_tool("store_memory", {"content": f"session {index} deployed to fly.io"}))
+                data(await session.call_tool("recall_memory", {"query": "where do we deploy"}))
+                data(await session.call_tool("log_activity", {"entry_type": "THOUGHT", "content": f"session {index}"}))
+
+    def sessions(first: int, last: int) -> None:
+        async def main() -> None:
+            for index in range(first, last):
+                await one(index)
+        anyio.run(main)
+
+    try:
+        _wait_for_port(port, server)
+        sessions(0, 5)
+        fds, python = descriptors(server.pid), named_threads(server.pid, "python")
+        sessions(5, 35)
+        assert descriptors(server.pid) <= fds + 6
+        assert named_threads(server.pid, "python") <= python + 4
+        # LanceDB's blocking pool starts threads on demand and ends them after 10 s idle: bounded, not per session.
+        assert native_threads(server.pid) <= python + 64
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        server.stderr.close()
