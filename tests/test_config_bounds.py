@@ -118,3 +118,12 @@ def test_shown_is_bounded_for_any_value() -> None:
     assert len(shown(nested)) <= 220
     assert shown("x" * 10_000).startswith("'xxx") and len(shown("x" * 10_000)) <= 220
     assert shown(math.nan) == "nan"
+
+
+def test_the_ranges_documented_are_the_ranges_checked() -> None:
+    """docs/configuration.md's table of ranges lists every option of RANGES, with its bounds."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
+    rows = {line.split("`")[1]: line.split("|")[2] for line in page.splitlines() if line.startswith("| `")}
+    assert set(rows) == set(RANGES)
+    for name, (low, high) in RANGES.items():
+        assert f"{high:,}" in rows[name] or f"{high:g}" in rows[name], name

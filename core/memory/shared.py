@@ -9,11 +9,12 @@ many agents one after the other keeps only those not closed.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from core.memory_manager import MemoryManager
 from core.paths import agents_home
 
-__all__ = ["shared_manager"]
+__all__ = ["close_shared_managers", "shared_manager"]
 
 _managers: dict[tuple[str, str], MemoryManager] = {}
 _managers_guard = threading.Lock()
@@ -38,3 +39,13 @@ def _forget(key: tuple[str, str], manager: MemoryManager) -> None:
     with _managers_guard:
         if _managers.get(key) is manager:
             del _managers[key]
+
+
+def close_shared_managers(home: Path | None = None) -> int:
+    """Close the process's shared managers (of the agents home ``home``, or all): what a server that stops,
+    or a test that ends, does so that no background thread outlives it. Return how many were closed."""
+    with _managers_guard:
+        chosen = [manager for (root, _), manager in _managers.items() if home is None or root == str(home)]
+    for manager in chosen:
+        manager.close()  # which forgets it (on_close)
+    return len(chosen)

@@ -29,8 +29,8 @@ from core.memory.foreground import leave_ctrl_c_to_the_main_thread
 log = logging.getLogger(__name__)
 
 MAX_RESULTS = 100
-MAX_RECENCY_DAYS = 100 * 365
-"""The longest half-life of a score (a century: a finite bound, which NaN and infinity are not)."""
+MAX_RECENCY_DAYS = 1_000_000
+"""The longest half-life of a score, in days (some 2,700 years: any a person means, and finite)."""
 
 
 @dataclass(frozen=True)
