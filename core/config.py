@@ -74,13 +74,9 @@ class ColdConfig:
     max_memory_bytes: int = 1024 * 1024
     """The largest memory ``store_memory`` keeps (UTF-8 bytes); kept whole, its vectors cover it in chunks."""
     ann_min_rows: int = 5000
-    """Memories from which the table gets an approximate vector index (IVF_FLAT, cosine).
-
-    The index is built (and later retrained) by the background optimize step, by
-    ``scripts/rebuild_index.py`` and by ``ColdStore.optimize()``, never during a
-    search; rows added since are searched exactly until the next optimize folds
-    them in. Smaller tables, and a failed build, use exact search. 0 turns it off.
-    """
+    """Memories from which the table gets an approximate vector index (IVF_FLAT, cosine), built (and retrained)
+    by the background optimize step, ``agentos rebuild-index`` and ``ColdStore.optimize()``, never during a search;
+    rows added since are searched exactly until the next optimize. Smaller tables, a failed build: exact. 0: off."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +183,47 @@ class StorageConfig:
         return "postgres", dsn
 
 
+@dataclass(frozen=True)
+class TransferConfig:
+    """What ``agentos import`` accepts from an archive (read from the importing home's config.yaml only)."""
+
+    max_unpacked_bytes: int = 8 * 1024**3
+    """The most bytes an archive may unpack to (its files together); a larger one is refused before anything
+    is written."""
+    max_members: int = 100_000
+    """The most files and folders an archive may hold."""
+    max_ratio: int = 200
+    """An archive that unpacks to more than 64 MiB may unpack to at most this many times its own size
+    (a decompression bomb unpacks to thousands of times its size; an agent's files to a few)."""
+
+
+@dataclass(frozen=True)
+class ReflectConfig:
+    """Reflection: facts, events and changes learned in the background from what the agent recorded."""
+
+    enabled: str = "auto"
+    """``auto`` (on when the agent's backend is a model server, off for the offline backend), ``true`` (with
+    the offline backend: its rule-based reader of explicit statements) or ``false``."""
+    model: str = ""
+    """The model to reflect with, on the configured server (empty: the agent's own). A model of its own keeps
+    the agent's prompt cache: a server that keeps one cache a model re-reads the next turn's whole prompt
+    after a call of another prompt to the same model."""
+    interval_s: float = 600.0
+    """While a session lasts, reflect this often on what is new (it also reflects when a run ends and after a
+    LOG.md compaction)."""
+    batch_entries: int = 40
+    """Most entries read in one model call (fewer when the model's window holds fewer)."""
+    timeout_s: float = 120.0
+    """Longest wait for one model reply; a longer one counts as a failed reply (asked again, then split)."""
+    retry_after_s: float = 300.0
+    """A quarantined entry is tried again after this long, then twice as long after each failure (a day at most)."""
+    profile_lines: int = 12
+    """Most lines of the learned profile the engine shows the model."""
+
+
+REFLECT_ENABLED = ("auto", "true", "false")
+
+
 DSN_VARIABLE = "AGENTOS_DSN"
 STORAGE_BACKENDS = ("sqlite", "postgres")
 
@@ -202,6 +239,8 @@ class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     compaction: SessionCompactionConfig = field(default_factory=SessionCompactionConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    transfer: TransferConfig = field(default_factory=TransferConfig)
+    reflect: ReflectConfig = field(default_factory=ReflectConfig)
 
 
 DAY_S = 86_400.0
@@ -212,22 +251,23 @@ RANGES: dict[str, tuple[float, float]] = {
     "memory.compact_deadline_s": (0, 7 * DAY_S), "memory.context_tokens": (16, 10_000_000),
     "cold.optimize_every": (1, 1_000_000), "cold.min_score": (0, 1), "cold.vector_wait_s": (0, 3600),
     "cold.max_memory_bytes": (64, 256 * 1024 * 1024), "cold.ann_min_rows": (0, 10**9),
-    "provider.fresh_tail": (0, 100_000), "provider.context_threshold": (0, 1), "provider.leaf_chunk_size": (1, 100_000),
-    "provider.leaf_chunk_max_tokens": (16, 10_000_000), "provider.max_rounds": (1, 10_000),
-    "provider.deadline_s": (0, 7 * DAY_S), "provider.summarizer_timeout_s": (0, DAY_S),
-    "provider.leaf_target_tokens": (16, 1_000_000), "provider.condensed_target_tokens": (16, 1_000_000),
-    "llm.timeout_s": (0, DAY_S), "llm.num_ctx": (512, 2**24),
+    "provider.fresh_tail": (0, 100_000), "provider.context_threshold": (0, 1),
+    "provider.leaf_chunk_size": (1, 100_000), "provider.leaf_chunk_max_tokens": (16, 10_000_000),
+    "provider.max_rounds": (1, 10_000), "provider.deadline_s": (0, 7 * DAY_S),
+    "provider.summarizer_timeout_s": (0, DAY_S), "provider.leaf_target_tokens": (16, 1_000_000),
+    "provider.condensed_target_tokens": (16, 1_000_000), "llm.timeout_s": (0, DAY_S), "llm.num_ctx": (512, 2**24),
     "engine.max_steps": (1, 10_000), "engine.max_retries": (0, 1000), "engine.context_budget": (0, 10**8),
     "engine.memory_tokens": (0, 10**8), "compaction.max_tokens": (1, 10**8), "compaction.keep_tail": (0, 100_000),
     "storage.pool_max": (1, 1000), "storage.pool_timeout_s": (0, 3600), "storage.connect_timeout_s": (0, 3600),
-    "storage.statement_timeout_s": (0, DAY_S),
+    "storage.statement_timeout_s": (0, DAY_S), "transfer.max_unpacked_bytes": (1, 10**15),
+    "transfer.max_members": (1, 10**9), "transfer.max_ratio": (1, 10**6), "reflect.interval_s": (0, 7 * DAY_S),
+    "reflect.batch_entries": (1, 10_000), "reflect.timeout_s": (0, DAY_S), "reflect.retry_after_s": (0, DAY_S),
+    "reflect.profile_lines": (0, 1000),
 }
 """Every numeric option's allowed values, lowest to highest: an int from the lowest, a float above it (a
 time of 0 s or a share of 0 would stop everything); both ends are generous bounds of what makes sense."""
-MAY_BE_NEGATIVE = {"compaction.max_tokens"}
-"""Options where -1 has a documented meaning (disables); any other negative value is an error."""
-ZERO_MEANS_DEFAULT = {"compaction.max_tokens"}
-"""Options where 0 stands for the default (seed 002)."""
+MAY_BE_NEGATIVE = {"compaction.max_tokens"}  # -1 has a documented meaning (disables)
+ZERO_MEANS_DEFAULT = {"compaction.max_tokens"}  # 0 stands for the default (seed 002)
 RETIRED = {"cold.chunk_tokens": "recall indexes every memory whole, not archive chunks"}
 """Options of earlier versions that are ignored (with a warning), so old config files still load."""
 
@@ -285,11 +325,13 @@ def _merge_section(current: Any, values: dict[str, Any], source: str, section: s
         if key not in fields:
             raise ConfigError(f"{where}: unknown option {key!r}; valid: {', '.join(fields)}")
         expected = type(getattr(current, key))
+        name = f"{section}.{key}"
+        if name == "reflect.enabled":
+            value = _reflect_enabled(value, where)
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise ConfigError(f"{where}.{key} must be {expected.__name__}, got {shown(value)}")
-        name = f"{section}.{key}"
         if expected in (int, float) and not (name in MAY_BE_NEGATIVE and value == -1):
             if value == 0 and name in ZERO_MEANS_DEFAULT:
                 value = getattr(type(current)(), key)
@@ -312,11 +354,19 @@ def _check_range(where: str, name: str, value: float) -> None:
         raise ConfigError(f"{where} must be a number {bounds}, got {shown(value)}")
 
 
-ABOVE_LOWEST = {name for name in RANGES if name.endswith(("timeout_s", "deadline_s"))} | {"provider.context_threshold"}
+ABOVE_LOWEST = {n for n in RANGES if n.endswith(("timeout_s", "deadline_s"))} | {"provider.context_threshold", "reflect.interval_s"}
 """Float options whose lowest value is excluded: a timeout of 0 s or a threshold of 0 would stop everything."""
 
-MAX_CONFIG_BYTES = 1024 * 1024
-"""The largest config file read (AgentOS's own are a few hundred bytes)."""
+MAX_CONFIG_BYTES = 1024 * 1024  # the largest config file read (AgentOS's own are a few hundred bytes)
+
+
+def _reflect_enabled(value: Any, where: str) -> str:
+    """``reflect.enabled`` as text: YAML reads ``true``/``false`` (and ``on``/``off``) as booleans."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value not in REFLECT_ENABLED:
+        raise ConfigError(f"{where}.enabled must be one of {', '.join(REFLECT_ENABLED)}, got {shown(value)}")
+    return value
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

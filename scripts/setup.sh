@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Create .venv and install AgentOS's pinned dependencies (torch's CPU build first).
-# Idempotent: a second run with unchanged requirements.txt only checks the stamp.
+# Create .venv, install AgentOS's pinned dependencies (torch's CPU build first) and the project itself,
+# editable, so that .venv/bin/agentos exists and `import core` works from any folder.
+# Idempotent: a second run with unchanged requirements.txt and pyproject.toml only checks the stamps.
+# AGENTOS_SETUP_APT=0 leaves the Debian packages of the tests (PostgreSQL, Chromium) alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3.11}"
@@ -22,6 +24,17 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/python -m pip install --quiet -r requirements.txt
     echo "$want" > "$stamp"
 fi
+# The project, editable (its code stays in this checkout): the agentos command and `import core` anywhere.
+# Done again when pyproject.toml (its entry points, package data) or the checkout's place changes.
+project_stamp=.venv/.agentos-project
+want_project="$(sha256sum pyproject.toml | cut -d' ' -f1) $(pwd -P)"
+if [ "$(cat "$project_stamp" 2>/dev/null)" != "$want_project" ] || [ ! -x .venv/bin/agentos ]; then
+    echo "setup: installing agentos into .venv (editable)" >&2
+    # (setuptools warns on every editable install that a folder named core in the working folder would win)
+    PYTHONWARNINGS=ignore .venv/bin/python -m pip install --quiet --no-deps -e .
+    echo "$want_project" > "$project_stamp"
+fi
+[ "${AGENTOS_SETUP_APT:-1}" = 0 ] && exit 0
 # Debian packages the tests drive: installed where missing (needs root and apt-get), else those tests skip.
 apt_install() {  # package, what it is for
     if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then

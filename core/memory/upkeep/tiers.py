@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from core.config import Config
 from core.errors import StorageError
 from core.memory.compaction.auto import Compaction
 from core.memory.compaction.log_compaction import LogCompactor
+from core.memory.files.in_use import IN_USE, InUse
 from core.memory.files.locking import AgentLock
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import LogEntry
@@ -25,12 +26,27 @@ from core.memory.recall import log_index
 from core.memory.recall.cold import ColdMemory
 from core.memory.storage import facts as fact_records
 from core.memory.storage.backend import open_database
+from core.memory.storage.extracted import Provenance
 from core.memory.storage.facts import FactStore
 from core.memory.storage.sqlite import Database
 from core.memory.upkeep import archives
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FactChange:
+    """One change of a fact and the FACT entry that records it (see :meth:`Tiers.record_facts`)."""
+
+    key: str
+    value: str | None
+    """The value saved (None: a delete)."""
+    category: str | None
+    change: Callable[[Any], Any]
+    """Changes memory.db in the transaction it is given; False: nothing changed, no entry is logged."""
+    learned: Provenance | None = None
+    """Where a learned value came from (recorded in its FACT entry); None: an explicit save."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +69,8 @@ class Tiers:
     """LOG.md compaction's protocol (its lock keeps the archives and LOG.md's head still)."""
     compaction: Compaction
     """Automatic compaction, told of every append."""
+    in_use: InUse
+    """Held while the agent is open: ``agentos import --force`` refuses to replace it meanwhile."""
 
     def append(self, entry_type: str, content: Any, metadata: dict[str, Any] | None = None) -> LogEntry:
         """Append an entry as the system (the log redacts every line) and index it."""
@@ -79,26 +97,44 @@ class Tiers:
                     change: Callable[[Any], Any]) -> Any:
         """Change memory.db with ``change(conn)`` and log the FACT entry in one transaction: both land, or
         neither does (``change`` returning False changes nothing: no entry is logged); return its outcome."""
-        entry = None
+        return self.record_facts([FactChange(key, value, category, change)])[0]
+
+    def record_facts(self, changes: Sequence[FactChange], then: Callable[[Any], object] | None = None) -> list[Any]:
+        """Several fact changes, each with its FACT entry, and ``then(conn)`` after them, in one transaction
+        under the agent's lock; return each change's outcome.
+
+        A crash or a failed commit after some entries are on disk leaves those entries to be applied when
+        the index catches up (with the provenance they record); ``then``'s writes are redone by its caller.
+        """
+        entries: list[LogEntry] = []
+        outcomes: list[Any] = []
         try:
             with self.lock.hold():
                 with self.db.transaction() as conn:
                     log_index.catch_up(conn, self.log)  # a FACT entry never applied goes first
-                    outcome = change(conn)
-                    if outcome is not False:
-                        entry = self.log.append("FACT", fact_records.record_text(key, value, category),
-                                                fact_records.fact_record(key, value, category))
-                        log_index.insert(conn, [entry], apply=False)  # applied just above
+                    for fact in changes:
+                        outcome = fact.change(conn)
+                        outcomes.append(outcome)
+                        if outcome is not False:
+                            entry = self.log.append("FACT", fact_records.record_text(fact.key, fact.value, fact.category),
+                                                    fact_records.fact_record(fact.key, fact.value, fact.category,
+                                                                             fact.learned))
+                            log_index.insert(conn, [entry], apply=False)  # applied just above
+                            entries.append(entry)
+                    if then is not None:
+                        then(conn)
         except StorageError as exc:
-            if entry is None:
+            if not entries:
                 raise
-            # The line is on disk but memory.db did not commit: the entry is applied when the index
-            # catches up (a secret's value is not in it: that one must be saved again).
-            raise type(exc)(f"{exc}; LOG.md entry {entry.seq} records the change and memory.db applies it at its "
-                            "next write or open (a secret's value must be saved again)") from exc
-        if entry is not None:
+            # The lines are on disk but memory.db did not commit: the entries are applied when the index
+            # catches up (a secret's value is not in them: that one must be saved again).
+            seqs = ", ".join(str(e.seq) for e in entries)
+            which = f"entry {seqs} records the change" if len(entries) == 1 else f"entries {seqs} record the changes"
+            raise type(exc)(f"{exc}; LOG.md {which} and memory.db applies it at its next write or open "
+                            "(a secret's value must be saved again)") from exc
+        if entries:
             self.appended()
-        return outcome
+        return outcomes
 
     def catch_up(self) -> None:
         """Index (and apply) the LOG.md entries memory.db lacks; if it cannot be written now, later."""
@@ -109,13 +145,14 @@ class Tiers:
 
     def close(self) -> None:
         """Stop the background work and wait for it, then release the cold store, memory.db and the locks'
-        files: nothing of the agent is held afterwards. Safe to call twice."""
+        files, then the in-use lock: nothing of the agent is held afterwards. Safe to call twice."""
         self.cold.halt()  # a compaction indexing its archive stops at its next step too
         self.compaction.close()
         self.cold.close()
         self.db.close()
         self.compactor.close()
         self.lock.close()
+        self.in_use.release()
 
     def archives(self) -> list[Path]:
         """The archives, oldest first (see :func:`core.memory.upkeep.archives.archives`)."""
@@ -131,8 +168,14 @@ def open_tiers(agent_name: str, paths: AgentPaths, config: Config, after_compact
 
     ``after_compaction`` runs when a compaction that swapped LOG.md ends (see ``LogCompactor``).
     """
+    in_use = InUse(paths.memory_dir / IN_USE, config.memory.lock_timeout_s, f"agent {agent_name!r}")
     lock = AgentLock(paths.lock_file, config.memory.lock_timeout_s)
-    db = open_database(paths, config.storage)
+    try:
+        db = open_database(paths, config.storage)
+    except BaseException:  # a failed open holds nothing
+        lock.close()
+        in_use.release()
+        raise
     facts = FactStore(db)
     log_file = LogFile(
         paths.log_file, lock, paths.quarantine_dir, config.memory.max_entry_bytes,
@@ -143,4 +186,4 @@ def open_tiers(agent_name: str, paths: AgentPaths, config: Config, after_compact
     cold = ColdMemory(paths, config, db, log_file)
     compactor = LogCompactor(paths, lock, log_file, db, cold.indexer, config, after_run=after_compaction)
     return Tiers(agent_name, paths, config, lock, log_file, db, facts, cold, compactor,
-                 Compaction(compactor, config, agent_name))
+                 Compaction(compactor, config, agent_name), in_use)
