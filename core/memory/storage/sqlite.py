@@ -16,6 +16,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Callable, Iterator, Literal
@@ -54,11 +55,8 @@ def _apply_script(script: str, conn: sqlite3.Connection) -> None:
 
 
 def execute_script(conn: sqlite3.Connection, script: str) -> None:
-    """Run a multi-statement script inside the caller's transaction.
-
-    ``sqlite3.executescript`` would commit first; this runs one complete
-    statement at a time (triggers with inner semicolons included).
-    """
+    """Run a multi-statement script inside the caller's transaction (``sqlite3.executescript`` would commit
+    first): one complete statement at a time, triggers with inner semicolons included."""
     pending = ""
     for line in script.splitlines(keepends=True):
         pending += line
@@ -230,8 +228,21 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 def _has_migrations_table(conn: sqlite3.Connection) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone()
-    return row is not None
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone() is not None
+
+
+def truncate_wal(conn: sqlite3.Connection) -> bool:
+    """Copy the WAL into the database and truncate it; False if a reader kept it for the busy timeout.
+
+    SQLite answers busy at once, without waiting, while another connection checkpoints (a background indexer's
+    passive checkpoint, a commit's automatic one): that one is waited for too, up to the busy timeout."""
+    deadline, pause = time.monotonic() + BUSY_TIMEOUT_MS / 1000, 0.001
+    while True:
+        busy, frames, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy or frames != -1 or time.monotonic() >= deadline:  # -1: the checkpoint lock was not had
+            return not busy
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 @contextmanager
@@ -293,8 +304,8 @@ def _forget_writers_after_fork() -> None:
 
 
 _inherited: list[sqlite3.Connection] = []
-"""Connections a forked child inherited: kept open and unused, because closing one in the child
-would drop SQLite locks the child's own connections hold on the same file."""
+"""Connections a forked child inherited: kept open and unused (closing one in the child would drop SQLite
+locks the child's own connections hold on the same file)."""
 
 
 class SqliteDatabase:
