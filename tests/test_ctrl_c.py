@@ -28,10 +28,12 @@ def test_a_ctrl_c_taken_by_another_thread_wakes_the_main_thread_waiting_in_c():
     ready.wait(10)
     try:
         with ctrl_c.forwarded():
-            threading.Timer(0.1, signal.pthread_kill, (thread.ident, signal.SIGINT)).start()
+            poller = select.poll()
+            poller.register(read_end, select.POLLIN)
             with pytest.raises(KeyboardInterrupt):
-                poller = select.poll()
-                poller.register(read_end, select.POLLIN)
+                # Sent from within the block: on a busy machine the signal may be handled before the wait
+                # begins (the main thread runs Python then), which must land here too, never outside.
+                threading.Timer(0.1, signal.pthread_kill, (thread.ident, signal.SIGINT)).start()
                 poller.poll(60_000)  # a hang guard: the test fails if this waits it out
     finally:
         done.set()
