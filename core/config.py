@@ -9,7 +9,9 @@ retired key is ignored with a warning that says why.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from core.errors import ConfigError
+from core.errors import ConfigError, shown
+from core.memory.files import load_yaml, os_error_number, storage_error
 from core.paths import AgentPaths, agents_home
 
 log = logging.getLogger(__name__)
@@ -71,13 +74,9 @@ class ColdConfig:
     max_memory_bytes: int = 1024 * 1024
     """The largest memory ``store_memory`` keeps (UTF-8 bytes); kept whole, its vectors cover it in chunks."""
     ann_min_rows: int = 5000
-    """Memories from which the table gets an approximate vector index (IVF_FLAT, cosine).
-
-    The index is built (and later retrained) by the background optimize step, by
-    ``agentos rebuild-index`` and by ``ColdStore.optimize()``, never during a
-    search; rows added since are searched exactly until the next optimize folds
-    them in. Smaller tables, and a failed build, use exact search. 0 turns it off.
-    """
+    """Memories from which the table gets an approximate vector index (IVF_FLAT, cosine), built (and retrained)
+    by the background optimize step, ``agentos rebuild-index`` and ``ColdStore.optimize()``, never during a search;
+    rows added since are searched exactly until the next optimize. Smaller tables, a failed build: exact. 0: off."""
 
 
 @dataclass(frozen=True)
@@ -244,10 +243,31 @@ class Config:
     reflect: ReflectConfig = field(default_factory=ReflectConfig)
 
 
-MAY_BE_NEGATIVE = {"compaction.max_tokens"}
-"""Options where -1 has a documented meaning (disables); any other negative value is an error."""
-ZERO_MEANS_DEFAULT = {"compaction.max_tokens"}
-"""Options where 0 stands for the default (seed 002)."""
+DAY_S = 86_400.0
+RANGES: dict[str, tuple[float, float]] = {
+    "memory.max_entry_bytes": (64, 16 * 1024 * 1024), "memory.lock_timeout_s": (0, DAY_S),
+    "memory.compact_log_bytes": (1024, 2**30), "memory.compact_log_entries": (2, 10_000_000),
+    "memory.compact_summary_tokens": (16, 100_000), "memory.compact_timeout_s": (0, DAY_S),
+    "memory.compact_deadline_s": (0, 7 * DAY_S), "memory.context_tokens": (16, 10_000_000),
+    "cold.optimize_every": (1, 1_000_000), "cold.min_score": (0, 1), "cold.vector_wait_s": (0, 3600),
+    "cold.max_memory_bytes": (64, 256 * 1024 * 1024), "cold.ann_min_rows": (0, 10**9),
+    "provider.fresh_tail": (0, 100_000), "provider.context_threshold": (0, 1),
+    "provider.leaf_chunk_size": (1, 100_000), "provider.leaf_chunk_max_tokens": (16, 10_000_000),
+    "provider.max_rounds": (1, 10_000), "provider.deadline_s": (0, 7 * DAY_S),
+    "provider.summarizer_timeout_s": (0, DAY_S), "provider.leaf_target_tokens": (16, 1_000_000),
+    "provider.condensed_target_tokens": (16, 1_000_000), "llm.timeout_s": (0, DAY_S), "llm.num_ctx": (512, 2**24),
+    "engine.max_steps": (1, 10_000), "engine.max_retries": (0, 1000), "engine.context_budget": (0, 10**8),
+    "engine.memory_tokens": (0, 10**8), "compaction.max_tokens": (1, 10**8), "compaction.keep_tail": (0, 100_000),
+    "storage.pool_max": (1, 1000), "storage.pool_timeout_s": (0, 3600), "storage.connect_timeout_s": (0, 3600),
+    "storage.statement_timeout_s": (0, DAY_S), "transfer.max_unpacked_bytes": (1, 10**15),
+    "transfer.max_members": (1, 10**9), "transfer.max_ratio": (1, 10**6), "reflect.interval_s": (0, 7 * DAY_S),
+    "reflect.batch_entries": (1, 10_000), "reflect.timeout_s": (0, DAY_S), "reflect.retry_after_s": (0, DAY_S),
+    "reflect.profile_lines": (0, 1000),
+}
+"""Every numeric option's allowed values, lowest to highest: an int from the lowest, a float above it (a
+time of 0 s or a share of 0 would stop everything); both ends are generous bounds of what makes sense."""
+MAY_BE_NEGATIVE = {"compaction.max_tokens"}  # -1 has a documented meaning (disables)
+ZERO_MEANS_DEFAULT = {"compaction.max_tokens"}  # 0 stands for the default (seed 002)
 RETIRED = {"cold.chunk_tokens": "recall indexes every memory whole, not archive chunks"}
 """Options of earlier versions that are ignored (with a warning), so old config files still load."""
 
@@ -311,14 +331,33 @@ def _merge_section(current: Any, values: dict[str, Any], source: str, section: s
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            raise ConfigError(f"{where}.{key} must be {expected.__name__}, got {value!r}")
-        if expected in (int, float) and value < 0 and (name not in MAY_BE_NEGATIVE or value != -1):
-            allowed = " (or -1 to disable)" if name in MAY_BE_NEGATIVE else ""
-            raise ConfigError(f"{where}.{key} must not be negative{allowed}, got {value!r}")
-        if value == 0 and name in ZERO_MEANS_DEFAULT:
-            value = getattr(type(current)(), key)
+            raise ConfigError(f"{where}.{key} must be {expected.__name__}, got {shown(value)}")
+        if expected in (int, float) and not (name in MAY_BE_NEGATIVE and value == -1):
+            if value == 0 and name in ZERO_MEANS_DEFAULT:
+                value = getattr(type(current)(), key)
+            _check_range(f"{where}.{key}", name, value)
         updates[key] = value
     return dataclasses.replace(current, **updates)
+
+
+def _check_range(where: str, name: str, value: float) -> None:
+    """ConfigError unless ``value`` is finite and in ``RANGES[name]``; the message names the range."""
+    low, high = RANGES[name]
+    if isinstance(value, int):
+        if not low <= value <= high:
+            special = " (or 0 for the default, -1 to disable)" if name in MAY_BE_NEGATIVE else ""
+            raise ConfigError(f"{where} must be a whole number from {low:,} to {high:,}{special}, got {shown(value)}")
+        return
+    above = name in ABOVE_LOWEST
+    if not (math.isfinite(value) and (low < value if above else low <= value) and value <= high):
+        bounds = f"above {low:g} and at most {high:g}" if above else f"from {low:g} to {high:g}"
+        raise ConfigError(f"{where} must be a number {bounds}, got {shown(value)}")
+
+
+ABOVE_LOWEST = {n for n in RANGES if n.endswith(("timeout_s", "deadline_s"))} | {"provider.context_threshold", "reflect.interval_s"}
+"""Float options whose lowest value is excluded: a timeout of 0 s or a threshold of 0 would stop everything."""
+
+MAX_CONFIG_BYTES = 1024 * 1024  # the largest config file read (AgentOS's own are a few hundred bytes)
 
 
 def _reflect_enabled(value: Any, where: str) -> str:
@@ -326,16 +365,25 @@ def _reflect_enabled(value: Any, where: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value not in REFLECT_ENABLED:
-        raise ConfigError(f"{where}.enabled must be one of {', '.join(REFLECT_ENABLED)}, got {value!r}")
+        raise ConfigError(f"{where}.enabled must be one of {', '.join(REFLECT_ENABLED)}, got {shown(value)}")
     return value
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        with path.open("rb") as file:
+            raw = file.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB: not a config file of AgentOS's; "
+                              "fix it or remove it")
+        data = load_yaml(raw.decode("utf-8"))
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(_yaml_error(path, exc)) from exc
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        if os_error_number(exc) in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):  # the process's lack, not the file's
+            raise storage_error(exc, f"cannot read config {path}") from exc
+        raise ConfigError(f"cannot read config {path}: {' '.join(str(exc).split())}") from exc
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config {path}: {' '.join(str(exc).split())}") from exc
     if data is None:
         return {}

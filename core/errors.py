@@ -27,7 +27,8 @@ say what to do next.
     │   ├── ReadOnlyError           a memory file, its folder or the file system is read-only
     │   └── CorruptionError         a file on disk does not match its checksum
     ├── ColdStoreError              LanceDB or the embedder failed
-    │   └── EmbedderMismatchError   the store was built by another embedder
+    │   ├── EmbedderMismatchError   the store was built by another embedder
+    │   └── ColdStoreFilesError     LanceDB's files could not be read or written (also a StorageError)
     ├── ProviderError               a conversation-memory provider failed
     │   └── SummarizerError         a summary could not be produced
     ├── BackendError                an LLM or embedding backend failed
@@ -38,9 +39,33 @@ say what to do next.
 
 from __future__ import annotations
 
+import reprlib
+
+MAX_MESSAGE_CHARS = 10_000
+"""The longest message an error keeps; the rest is cut (a message is one line a person reads)."""
+SHOWN_CHARS = 200
+"""The most characters of a value that a message echoes (see :func:`shown`)."""
+
+_shortened = reprlib.Repr()
+_shortened.maxlevel, _shortened.maxstring, _shortened.maxother = 3, SHOWN_CHARS, SHOWN_CHARS
+_shortened.maxlist = _shortened.maxtuple = _shortened.maxset = _shortened.maxdict = 8
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, in time bounded whatever the value (a nested or
+    huge structure is summarised, never walked whole): what an error message says it got."""
+    text = _shortened.repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
 
 class AgentOSError(Exception):
-    """Base of every error AgentOS raises on purpose."""
+    """Base of every error AgentOS raises on purpose (its message is cut at ``MAX_MESSAGE_CHARS``)."""
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], str) and len(args[0]) > MAX_MESSAGE_CHARS:
+            cut = len(args[0]) - MAX_MESSAGE_CHARS
+            args = (f"{args[0][:MAX_MESSAGE_CHARS]}… ({cut} more characters cut)", *args[1:])
+        super().__init__(*args)
 
 
 class ConfigError(AgentOSError):
@@ -130,6 +155,11 @@ class CorruptionError(StorageError):
 
 class ColdStoreError(AgentOSError):
     """The cold store (LanceDB) or its embedder failed."""
+
+
+class ColdStoreFilesError(ColdStoreError, StorageError):
+    """LanceDB met an OS error on the cold store's files (a full disk, too many open files): a storage error
+    of the cold store, which what degrades on a ColdStoreError (recall by words, indexing later) still does."""
 
 
 class EmbedderMismatchError(ColdStoreError):

@@ -18,14 +18,14 @@ from __future__ import annotations
 import logging
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from core.config import Config, load_config
-from core.errors import CorruptionError, ValidationError
+from core.errors import CorruptionError, ValidationError, shown
 from core.memory.compaction import CompactionReport
 from core.memory.context import format_context
-from core.memory.files import IN_USE, InUse, NowState, ScanResult, check_entry_type, check_text, check_writer
-from core.memory.files import now_file, utc_timestamp
+from core.memory.files import NowState, ScanResult, check_entry_type, check_text, check_writer
+from core.memory.files import now_file, public_methods_converting_os_errors, utc_timestamp
 from core.memory.recall import log_index
 from core.memory.reflection import Reflection
 from core.memory.results import Forgotten, Recalled, StoredMemories
@@ -38,6 +38,7 @@ from core.paths import AgentPaths
 log = logging.getLogger(__name__)
 
 
+@public_methods_converting_os_errors("the agent's memory")  # a raw OSError never leaves: a StorageError naming the fix
 class MemoryManager:
     """The memory of one agent: NOW.md, LOG.md, facts and (with the cold tier) recall."""
 
@@ -51,18 +52,20 @@ class MemoryManager:
         self.agent_name = agent_name
         self.config = config or load_config(self.paths)
         self.created: list[Path] = self.paths.ensure_memory_dirs()
-        self.in_use = InUse(self.paths.memory_dir / IN_USE, self.config.memory.lock_timeout_s,
-                            f"agent {agent_name!r}")  # held while open: agentos import --force refuses to replace it
-        self.tiers = open_tiers(agent_name, self.paths, self.config, after_compaction=self._after_compaction)
+        self.tiers = tiers = open_tiers(agent_name, self.paths, self.config, after_compaction=self._after_compaction)
         """The parts handed to upkeep (recovery, rebuild, forgetting, the secret scrub)."""
-        tiers = self.tiers
         self.lock, self.db, self.facts, self.log = tiers.lock, tiers.db, tiers.facts, tiers.log
         self.cold, self.compactor, self.compaction = tiers.cold, tiers.compactor, tiers.compaction
         self.repairs: list[str] = []
         """What opening found damaged and repaired (each is also logged as a WARNING)."""
         self.scrubber = SecretScrubber(self.tiers)
         self.reflection = Reflection(self.tiers, self.scrubber.catch_up)  # learns in the background
-        self._open()
+        self.on_close: list[Callable[[], object]] = []  # called once closed (the shared managers forget it)
+        try:
+            self._open()
+        except BaseException:
+            self.close()  # a failed open holds nothing either
+            raise
 
     def _after_compaction(self) -> None:  # a scrub leaves LOG.md and the archives to a running compaction
         self.scrubber.catch_up()
@@ -140,13 +143,12 @@ class MemoryManager:
     def append_log(self, entry_type: str, content: Any, metadata: dict[str, Any] | None = None) -> int:
         """Append one entry to LOG.md (secrets redacted) and return its seq.
 
-        Once the line is on disk the entry is kept, even if memory.db cannot index it
-        now (the index catches up at the next write or open).
+        Once the line is on disk the entry is kept, even if memory.db cannot index it now (it catches up later).
 
         Raises:
-            ValidationError: unknown type (the message lists the valid ones), a type or
-                metadata key reserved for the system (run markers, summaries, facts, ...),
-                oversize content, invalid UTF-8 or NUL bytes; nothing is written.
+            ValidationError: unknown type (the message lists the valid ones), a type or metadata key reserved
+                for the system (run markers, summaries, facts, ...), oversize content, invalid UTF-8 or NUL
+                bytes; nothing is written.
             StorageError: LOG.md cannot be written (a full disk, a read-only file); nothing is kept.
         """
         check_entry_type(entry_type)
@@ -163,7 +165,7 @@ class MemoryManager:
     def read_log(self, last_n: int = 20) -> list[dict[str, Any]]:
         """The last ``last_n`` LOG.md entries, oldest first, as dicts (seq, ts, type, content, metadata)."""
         if not isinstance(last_n, int) or isinstance(last_n, bool) or last_n < 0:
-            raise ValidationError(f"last_n must be a non-negative integer, got {last_n!r}")
+            raise ValidationError(f"last_n must be a non-negative integer, got {shown(last_n)}")
         return [entry.as_dict() for entry in self.log.tail(last_n)]
 
     def log_since(self, seq: int) -> list[dict[str, Any]]:
@@ -204,10 +206,9 @@ class MemoryManager:
     def save_fact(self, key: str, value: Any, category: str = "general") -> dict[str, Any]:
         """Store a fact (insert or update) and record it in LOG.md; return it, a secret's value redacted.
 
-        LOG.md's FACT entry lets the facts be rebuilt if memory.db is lost; a secret's
-        value is never logged (only its key), so a secret cannot be rebuilt. A new secret is then scrubbed
-        from what already holds it (see :mod:`core.memory.secrets.scrub`), and a non-secret value is stored
-        with the secrets it contains redacted.
+        LOG.md's FACT entry lets the facts be rebuilt if memory.db is lost; a secret's value is never logged
+        (only its key), so a secret cannot be rebuilt. A new secret is then scrubbed from what already holds it
+        (see :mod:`core.memory.secrets.scrub`), and a non-secret value is stored with the secrets it contains redacted.
 
         Raises:
             ValidationError: non-string key, unknown category, invalid text; nothing is written.
@@ -242,9 +243,9 @@ class MemoryManager:
     ) -> str:
         """Store a memory (secrets redacted) and return its id; it is searchable by words at once.
 
-        Storing the same text with the same metadata again refreshes the stored
-        memory and returns its id instead of adding a copy. The vector follows in the background (within
-        about a second); if the embedder or LanceDB fails, words still find it and indexing is retried.
+        Storing the same text with the same metadata again refreshes the stored memory and returns its id
+        instead of adding a copy. The vector follows in the background (within about a second); if the
+        embedder or LanceDB fails, words still find it and indexing is retried.
 
         Args:
             content: the text.
@@ -381,14 +382,12 @@ class MemoryManager:
         return self.scrubber.purge()
 
     def close(self) -> None:
-        """Stop reflection, wait for background compaction, release the cold store and databases. Safe twice."""
+        """Stop reflection and the background work and wait for them, release the cold store, databases, lock
+        files and the in-use lock: nothing of the agent is held afterwards. Safe to call twice."""
         self.reflection.close()
-        self.cold.halt()  # a compaction indexing its archive stops at its next step too
-        self.compaction.close()
-        self.cold.close()
-        self.tiers.catch_up()  # an append that found memory.db busy left its index row to the background
-        self.db.close()
-        self.in_use.release()
+        self.tiers.close()
+        while self.on_close:
+            self.on_close.pop()()
 
     def __enter__(self) -> "MemoryManager":
         return self

@@ -114,9 +114,11 @@ def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest
         home.mkdir()
         (home / "config.yaml").write_text(FAKE_EMBEDDER_CONFIG, encoding="utf-8")
     yield home
+    from core.memory.shared import close_shared_managers
     from core.memory.spaces.opened import close_all
 
     close_all()  # the spaces recall kept open in this home
+    close_shared_managers(home)  # the engine's and the skills' managers: their threads end with the test
 
 
 FAKE_EMBEDDER_CONFIG = "cold:\n  embedder: fake\nreflect:\n  enabled: false\n"
@@ -224,6 +226,9 @@ def pg_home(agents_home: Path, postgres_server, monkeypatch: pytest.MonkeyPatch)
     config.write_text(yaml.safe_dump(data), encoding="utf-8")
     monkeypatch.setenv("AGENTOS_DSN", postgres_server.dsn)
     yield agents_home
+    from core.memory.shared import close_shared_managers
+
+    close_shared_managers(agents_home)  # their background threads stop before the pools close
     close_pools()
     with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
         for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (prefix + "%",)):

@@ -13,7 +13,8 @@ from core.terminal import ctrl_c
 
 
 def test_a_ctrl_c_taken_by_another_thread_wakes_the_main_thread_waiting_in_c():
-    """SIGINT delivered to a worker thread still interrupts the main thread's select(), as at a readline prompt."""
+    """SIGINT delivered to a worker thread still interrupts the main thread's wait in C, as at a readline prompt
+    (poll(), which works whatever the descriptor's number: select() refuses one above 1023)."""
     before = signal.getsignal(signal.SIGINT)  # Python's default, or SIG_IGN where the test runner set it
     read_end, write_end = os.pipe()
     ready, done = threading.Event(), threading.Event()
@@ -27,9 +28,13 @@ def test_a_ctrl_c_taken_by_another_thread_wakes_the_main_thread_waiting_in_c():
     ready.wait(10)
     try:
         with ctrl_c.forwarded():
-            threading.Timer(0.1, signal.pthread_kill, (thread.ident, signal.SIGINT)).start()
+            poller = select.poll()
+            poller.register(read_end, select.POLLIN)
             with pytest.raises(KeyboardInterrupt):
-                select.select([read_end], [], [], 60)  # a hang guard: the test fails if this waits it out
+                # Sent from within the block: on a busy machine the signal may be handled before the wait
+                # begins (the main thread runs Python then), which must land here too, never outside.
+                threading.Timer(0.1, signal.pthread_kill, (thread.ident, signal.SIGINT)).start()
+                poller.poll(60_000)  # a hang guard: the test fails if this waits it out
     finally:
         done.set()
         os.close(read_end)
@@ -43,3 +48,38 @@ def test_a_ctrl_c_the_main_thread_takes_is_handled_once():
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGINT)
         threading.Event().wait(ctrl_c.GRACE_S * 3)  # a second, forwarded signal would raise here
+
+
+@pytest.fixture
+def high_descriptors():
+    """Two pipes whose ends are numbered above 1023 (where select() gives up), as in a process that has
+    served long or a test worker that has run many tests; closed afterwards."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip(f"the hard limit of open files is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100), hard))
+    numbers = []
+    try:
+        for number, fd in zip((1040, 1041, 1042, 1043), (*os.pipe(), *os.pipe())):
+            os.dup2(fd, number)
+            os.close(fd)
+            numbers.append(number)
+        yield numbers
+    finally:
+        for number in numbers:
+            os.close(number)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_mcp_servers_stdin_reads_and_wakes_on_descriptors_above_1023(high_descriptors):
+    from core.mcp_server.stdio import InterruptibleInput
+
+    data_read, data_write, wake_read, wake_write = high_descriptors
+    reader = InterruptibleInput(data_read, wake_read)
+    os.write(data_write, b"{}\n")
+    buffer = bytearray(16)
+    assert reader.readinto(memoryview(buffer)) == 3 and bytes(buffer[:3]) == b"{}\n"
+    os.write(wake_write, b"\x02")  # a Ctrl-C's wake-up byte: the input ends
+    assert reader.readinto(memoryview(buffer)) == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from filelock import FileLock
 
 from core.errors import LockTimeoutError
 from core.memory.files.locking import AgentLock
+from tests.lifetime.held import open_under
 
 HOLDER = """
 import sys, time
@@ -151,15 +153,11 @@ def test_a_forked_child_leaving_an_inherited_block_keeps_its_parents_lock(tmp_pa
 
 def test_a_lock_that_does_not_keep_its_file_open_closes_it_after_each_hold(tmp_path: Path) -> None:
     """Per-conversation locks must not hold a descriptor each for the life of the process."""
-    def open_descriptors() -> int:
-        return len(os.listdir("/proc/self/fd"))
-
     locks = [AgentLock(tmp_path / f"conversation-{i}.lock", keep_open=False) for i in range(50)]
-    before = open_descriptors()
     for lock in locks:
         with lock.hold():
-            pass
-    assert open_descriptors() == before
+            assert open_under(tmp_path) == [str(lock.lock_file)]
+    assert open_under(tmp_path) == []
     with locks[0].hold():  # and it still excludes others while held
         assert not _acquired(FileLock(str(locks[0].lock_file), thread_local=False))
 
@@ -213,13 +211,47 @@ def test_a_lock_that_does_not_keep_its_file_open_closes_it_when_it_times_out(tmp
     holder = FileLock(str(lock_file), thread_local=False)
     holder.acquire()
     try:
-        before = len(os.listdir("/proc/self/fd"))
         with pytest.raises(LockTimeoutError):
             with AgentLock(lock_file, timeout=0.05, keep_open=False).hold():
                 pass
-        assert len(os.listdir("/proc/self/fd")) == before
+        assert open_under(tmp_path) == [str(lock_file)]  # filelock's own descriptor, not the agent lock's
     finally:
         holder.release()
+    assert open_under(tmp_path) == []
+
+
+def test_a_lock_that_keeps_its_file_open_closes_it_once_its_last_user_is_closed(tmp_path: Path) -> None:
+    """Two AgentLocks on one file share its descriptor; it stays open while one of them is open."""
+    first, second = AgentLock(tmp_path / ".lock"), AgentLock(tmp_path / ".lock")
+    with first.hold(), second.hold():  # one process, one holder: re-entry
+        pass
+    assert open_under(tmp_path) == [str(tmp_path / ".lock")]
+    first.close()
+    assert open_under(tmp_path) == [str(tmp_path / ".lock")]
+    second.close()
+    second.close()
+    assert open_under(tmp_path) == []
+    with first.hold():  # a closed lock still locks, for the hold only
+        assert not _acquired(FileLock(str(tmp_path / ".lock"), thread_local=False))
+    assert open_under(tmp_path) == []
+
+
+def test_a_lock_dropped_without_close_closes_its_file(tmp_path: Path) -> None:
+    lock = AgentLock(tmp_path / ".lock")
+    with lock.hold():
+        pass
+    del lock
+    gc.collect()
+    assert open_under(tmp_path) == []
+
+
+def test_a_lock_closed_while_its_thread_holds_it_closes_the_file_when_the_hold_ends(tmp_path: Path) -> None:
+    lock = AgentLock(tmp_path / ".lock")
+    with lock.hold():
+        lock.close()
+        assert not _acquired(FileLock(str(tmp_path / ".lock"), thread_local=False))  # still held
+    assert open_under(tmp_path) == []
+    assert _acquired(FileLock(str(tmp_path / ".lock"), thread_local=False))
 
 
 TAKING_TURNS = """

@@ -199,3 +199,53 @@ def test_an_oversize_given_summary_is_refused_before_anything_is_written(manager
     assert manager.paths.log_file.read_bytes() == before
     assert not list(manager.paths.archive_dir.iterdir())
     assert indexed_seqs(manager) == list(range(1, 11))
+
+
+# -- the process out of resources ----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_out_of_descriptors_every_call_fails_with_a_storage_error_that_names_the_fix(agents_home: Path) -> None:
+    """With no descriptor left (or only a few), opening an agent and each of its calls either works or raises
+    a StorageError saying to raise the limit of open files: never a raw OSError, and no thread dies."""
+    import json
+    import subprocess
+    import sys
+
+    with MemoryManager("finn") as manager:
+        manager.append_log("THOUGHT", "before")
+    child = Path(__file__).with_name("lifetime") / "descriptors_child.py"
+    ran = subprocess.run([sys.executable, str(child), "14"], capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr
+    *calls, last = [json.loads(line) for line in ran.stdout.splitlines()]
+    failed = [c for c in calls if c["outcome"] == "raised"]
+    assert failed, "no call ran out of descriptors: the test tests nothing"
+    for call in failed:
+        assert "StorageError" in call["type"].split("|"), call
+        assert "ulimit -n" in call["message"], call
+    assert last["thread_errors"] == []
+
+
+def test_an_os_error_of_lancedb_names_its_fix() -> None:
+    """LanceDB's OSError carries its number in its message only ("(os error 24)")."""
+    from core.memory.files import storage_error
+
+    error = storage_error(OSError("LanceError(IO): Too many open files (os error 24), rust/lance-io/src/x.rs"),
+                          "cannot read the cold store")
+    assert type(error) is StorageError and "ulimit -n" in str(error)
+    assert isinstance(storage_error(OSError("LanceError(IO): No space left on device (os error 28)"), "x"),
+                      DiskFullError)
+
+
+def test_an_os_error_no_library_call_converted_is_one_line_and_exit_code_5(capsys) -> None:
+    """The command lines' last boundary: an OSError is the one line of a StorageError naming the fix, not a traceback."""
+    import errno
+
+    from core.terminal import exit_codes, run_cli
+
+    def out_of_descriptors() -> None:
+        raise OSError(errno.EMFILE, "Too many open files", "/agents/finn/memory/LOG.md")
+
+    assert run_cli(out_of_descriptors) == exit_codes.STORAGE == 5
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "ulimit -n" in err and "Traceback" not in err

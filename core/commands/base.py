@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from core.errors import ValidationError
 from core.memory_manager import MemoryManager
 from core.paths import existing_agent
 
@@ -81,6 +82,18 @@ def open_memory(name: str) -> MemoryManager:
 def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
     """Print ``data`` as JSON with ``--json``, else ``text``."""
     if getattr(args, "json", False):
-        print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        print(json_text(data))
     else:
         print(text() if callable(text) else text)
+
+
+def json_text(data: Any) -> str:
+    """``data`` as indented JSON that any parser reads: never ``NaN`` or ``Infinity``, which JSON has not.
+
+    Raises:
+        ValidationError: ``data`` holds such a number (a bug above: inputs are checked to be finite).
+    """
+    try:
+        return json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError as exc:
+        raise ValidationError(f"the answer holds a number that JSON cannot carry ({exc}); nothing was printed") from exc

@@ -9,7 +9,7 @@ from core.commands import recall_text
 from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
 from core.errors import NotFoundError, ValidationError
 from core.memory.storage import CATEGORIES
-from core.memory.recall import KINDS
+from core.memory.recall import KINDS, MAX_RECENCY_DAYS
 from core.terminal import progress, prompt_shown
 
 
@@ -65,6 +65,13 @@ def _score(text: str) -> float:
     return value
 
 
+def _days(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= MAX_RECENCY_DAYS:  # NaN and infinity too
+        raise argparse.ArgumentTypeError(f"must be a number of days above 0 and at most {MAX_RECENCY_DAYS}, got {text}")
+    return value
+
+
 @command("recall", AGENT, arg("query", nargs="?", help="what to look for, in plain words (none: list what happened "
                                                          "between --since and --until, newest first)"),
          arg("-n", "--results", type=int, metavar="N", help="how many results at most (default 5; when listing a "
@@ -75,7 +82,7 @@ def _score(text: str) -> float:
          arg("--since", metavar="DATE", help="only what happened from this date on, e.g. 2023-05-08, '8 May 2023' "
                                              "or 'last week' (from its start)"),
          arg("--until", metavar="DATE", help="only what happened up to this date ('last week': to its end)"),
-         arg("--recency-days", type=float, metavar="DAYS", help="favour recent memories: a score halves for "
+         arg("--recency-days", type=_days, metavar="DAYS", help="favour recent memories: a score halves for "
                                                                  "every DAYS of age"),
          arg("--space", action="append", metavar="NAME", help="search this memory space too (repeat for several; "
                                                               "default: every space of the agent)"),

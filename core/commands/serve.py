@@ -13,6 +13,9 @@ from core.inspector import cli as inspector
 
 @command("mcp", AGENT, arg("--http", metavar="HOST:PORT", help="serve streamable HTTP at this address "
                            "(e.g. 127.0.0.1:8765) instead of stdio"),
+         arg("--allow-host", action="append", default=[], metavar="NAME",
+             help="with --http: also answer requests addressed to this host name (repeat for several); the bound "
+                  "address and localhost are always answered, any other Host header is refused"),
          arg("--session", default="main", help="the conversation the memory tool works on (default: main)"),
          arg("--print-config", action="store_true", help="print the mcpServers entry an MCP client needs to start "
                                                          "this server (absolute paths), and exit"))
@@ -30,6 +33,8 @@ def mcp(args: argparse.Namespace) -> int:
     from core.memory.shared import shared_manager
 
     existing_agent(args.agent)
+    if args.allow_host and not args.http:
+        raise ValidationError("--allow-host names the hosts the HTTP server answers: use it with --http")
     if args.print_config:
         return _print_config(args)
     shared_manager(args.agent).cold.warm_up()  # the model loads while the MCP SDK is imported
@@ -39,7 +44,7 @@ def mcp(args: argparse.Namespace) -> int:
         print(f"agentos mcp: agent {args.agent} at http://{args.http}/mcp", file=sys.stderr)
     elif sys.stdin.isatty():  # a person, not a client: stdout is the protocol, so this goes to stderr
         print(STDIO_GREETING.format(agent=args.agent), file=sys.stderr)
-    serve(args.agent, http=args.http, session=args.session)
+    serve(args.agent, http=args.http, session=args.session, allow_hosts=args.allow_host)
     return 0
 
 
@@ -56,7 +61,7 @@ def _print_config(args: argparse.Namespace) -> int:
                               "leave out --http (a client of the HTTP server needs only its URL)")
     from core.mcp_server.client_config import client_config
 
-    print(json.dumps(client_config(args.agent, args.session), indent=2))
+    print(json.dumps(client_config(args.agent, args.session), indent=2, allow_nan=False))
     return 0
 
 

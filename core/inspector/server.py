@@ -45,7 +45,7 @@ from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from core.terminal import is_loopback
-from core.errors import AgentOSError, NotFoundError, ValidationError
+from core.errors import AgentOSError, NotFoundError, ValidationError, shown
 from core.inspector import timeline
 from core.inspector.agent_view import AgentView
 from core.memory.spaces import view as space_view
@@ -221,11 +221,12 @@ class InspectorHandler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, *asset)
 
     def _json(self, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
         self._send(HTTPStatus.OK, data, "application/json; charset=utf-8")
 
     def _send_error(self, status: HTTPStatus, message: str) -> None:
-        data = json.dumps({"error": message, "status": status.value}, ensure_ascii=False).encode("utf-8")
+        data = json.dumps({"error": message, "status": status.value}, ensure_ascii=False,
+                          allow_nan=False).encode("utf-8")
         self._send(status, data, "application/json; charset=utf-8")
 
     def _send(self, status: HTTPStatus, data: bytes, content_type: str,
@@ -265,7 +266,7 @@ class InspectorHandler(BaseHTTPRequestHandler):
             self.server.stopping.wait(POLL_S)
 
     def _event(self, name: str, data: dict[str, Any]) -> None:
-        self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode("utf-8"))
+        self.wfile.write(f"event: {name}\ndata: {json.dumps(data, allow_nan=False)}\n\n".encode("utf-8"))
 
 
 class Params:
@@ -286,7 +287,7 @@ class Params:
             return default
         if not value.isdigit() or not low <= int(value) <= high:
             raise ValidationError(f"parameter {name} must be a whole number from {low} to {high}, "
-                                  f"got {value!r}")
+                                  f"got {shown(value)}")
         return int(value)
 
     def many(self, name: str) -> list[str]:

@@ -41,7 +41,8 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from core.errors import BackendError, ColdStoreError, EmbedderMismatchError, ValidationError
+from core.errors import BackendError, ColdStoreError, EmbedderMismatchError, ValidationError, shown
+from core.memory.files import check_depth
 from core.langgraph_store.filters import matches
 from core.langgraph_store.items import ItemTable, namespace_matches, namespace_text, to_item
 from core.memory.storage import redact
@@ -84,6 +85,8 @@ class AgentOSStore(BaseStore):
         for op in ops:
             validate_op_namespace(op)
             if isinstance(op, PutOp):
+                if op.value is not None:
+                    check_depth(op.value, "a store item's value")  # before anything walks it
                 puts[(tuple(op.namespace), op.key)] = op
         for op in ops:
             if isinstance(op, GetOp):
@@ -191,5 +194,5 @@ def _fields(index: IndexConfig | None) -> tuple[str, ...]:
         raise ValidationError(f"unknown index option(s) {sorted(unknown)}; AgentOSStore takes index={{'fields': [...]}}")
     fields = index.get("fields") or list(DEFAULT_FIELDS)
     if not all(isinstance(f, str) and f for f in fields):
-        raise ValidationError(f"index fields must be JSON paths such as 'text' or 'messages[*].content', got {fields!r}")
+        raise ValidationError(f"index fields must be JSON paths such as 'text' or 'messages[*].content', got {shown(fields)}")
     return tuple(fields)

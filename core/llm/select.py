@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from core.config import LLMConfig
-from core.errors import ConfigError
+from core.errors import ConfigError, shown
 from core.llm.backend import Backend, resolve_host
 from core.llm.model_window import RatioStore
 from core.llm.window import ContextWindow
@@ -37,7 +37,7 @@ def choose_backend(
     """
     kind = "offline" if offline else config.backend
     if kind not in BACKENDS:
-        raise ConfigError(f"llm.backend must be one of {', '.join(BACKENDS)}, got {kind!r}")
+        raise ConfigError(f"llm.backend must be one of {', '.join(BACKENDS)}, got {shown(kind)}")
     if kind == "offline":
         return Choice(_offline(config), NOTICE)
     from core.llm.ollama_backend import OllamaBackend  # the ollama client only when Ollama may be used

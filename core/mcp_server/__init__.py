@@ -1,7 +1,7 @@
 """An MCP server of one agent's memory, on the official ``mcp`` SDK.
 
     agentos mcp --agent finn                   # stdio, for Claude Desktop and other MCP clients
-    agentos mcp --agent finn --http 127.0.0.1:8765
+    agentos mcp --agent finn --http 127.0.0.1:8765   # answers only requests addressed to it (Host header)
 
 Tools: every memory skill (``update_status``, ``log_activity``, ``save_fact``,
 ``get_fact`` (with ``history``: a fact's earlier values too), ``recall_memory``, ``store_memory``,
@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 import logging
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
+from typing import AsyncIterator, Sequence
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 
 from core import __version__
 from core.terminal import is_loopback
-from core.errors import ValidationError
+from core.errors import ValidationError, shown
 from core.mcp_server.stdio import interruptible_stdin
 from core.mcp_server.tools import memory_tools
 from core.memory.storage import redact
@@ -91,7 +92,7 @@ def build_server(agent: str, *, session: str = "main") -> MCPServer:
     @server.resource(f"agentos://{agent}/facts", name="facts", mime_type="application/json",
                      description=f"{agent}'s saved facts; a secret's value is [REDACTED] (get_fact returns it)")
     def facts() -> str:
-        return json.dumps(manager.list_facts(), ensure_ascii=False, indent=1)
+        return json.dumps(manager.list_facts(), ensure_ascii=False, indent=1, allow_nan=False)
 
     return server
 
@@ -104,12 +105,34 @@ def parse_address(text: str) -> tuple[str, int]:
     """
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValidationError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765; got {text!r}")
+        raise ValidationError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765; got {shown(text)}")
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def serve(agent: str, *, http: str | None = None, session: str = "main") -> None:
+def allowed_hosts(host: str, port: int, extra: Sequence[str] = ()) -> list[str]:
+    """The ``Host`` headers the HTTP server answers: the address it is bound to and the loopback names, each
+    with its port, and the names in ``extra`` (with the port, unless given with one). Any other is refused."""
+    names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
+    hosts = {f"{name}:{port}" for name in names}
+    for name in extra:
+        hosts.add(name if name.rpartition(":")[2].isdigit() and not name.endswith("]") else f"{name}:{port}")
+    return sorted(hosts)
+
+
+def transport_security(host: str, port: int, extra: Sequence[str] = ()) -> TransportSecuritySettings:
+    """DNS-rebinding protection for any bound address: a request whose ``Host`` is not one of
+    :func:`allowed_hosts` is answered 421, one from a web page of another origin 403 (the SDK protects
+    only the literal loopback names by itself, and answered ``Host: evil.example`` on 127.0.0.2)."""
+    hosts = allowed_hosts(host, port, extra)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=[f"http://{name}" for name in hosts])
+
+
+def serve(agent: str, *, http: str | None = None, session: str = "main", allow_hosts: Sequence[str] = ()) -> None:
     """Serve ``agent``'s memory over stdio, or over streamable HTTP at ``http`` (``HOST:PORT``) until stopped.
+
+    Over HTTP, only requests addressed to the bound address, a loopback name or one of ``allow_hosts``
+    (their ``Host`` header) are answered.
 
     Raises:
         KeyboardInterrupt: Ctrl-C stopped the stdio server (after it closed the agent's memory).
@@ -126,4 +149,4 @@ def serve(agent: str, *, http: str | None = None, session: str = "main") -> None
     if not is_loopback(host):
         log.warning("the MCP server listens on %s: anyone who can reach it can read and write %s's memory, "
                     "secrets included through get_fact", host, agent)
-    server.run("streamable-http", host=host, port=port)
+    server.run("streamable-http", host=host, port=port, transport_security=transport_security(host, port, allow_hosts))

@@ -33,7 +33,12 @@ class InterruptibleInput(io.RawIOBase):
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        ready, _, _ = select.select([self.fd, self.wake_fd], [], [])
+        # poll(), not select(): select() refuses a descriptor numbered 1024 or more, which a process
+        # serving for long (or a test run) may well hand out to the wake-up pipe.
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN)
+        poller.register(self.wake_fd, select.POLLIN)
+        ready = {fd for fd, _ in poller.poll()}
         if self.wake_fd in ready:
             return 0
         data = os.read(self.fd, len(buffer))

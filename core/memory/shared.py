@@ -2,16 +2,19 @@
 
 The engine, its skills, the MCP server and the LangGraph store each call :func:`shared_manager`, so their
 writes go through the same manager: one agent lock holder, one cold tier, one background compaction.
+Closing it (``manager.close()``) lets it go: the next call opens the agent again, and a process that serves
+many agents one after the other keeps only those not closed.
 """
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from core.memory_manager import MemoryManager
 from core.paths import agents_home
 
-__all__ = ["shared_manager"]
+__all__ = ["close_shared_managers", "shared_manager"]
 
 _managers: dict[tuple[str, str], MemoryManager] = {}
 _managers_guard = threading.Lock()
@@ -28,4 +31,21 @@ def shared_manager(agent_name: str) -> MemoryManager:
         manager = _managers.get(key)
         if manager is None:
             manager = _managers[key] = MemoryManager(agent_name)
+            manager.on_close.append(lambda: _forget(key, manager))
         return manager
+
+
+def _forget(key: tuple[str, str], manager: MemoryManager) -> None:
+    with _managers_guard:
+        if _managers.get(key) is manager:
+            del _managers[key]
+
+
+def close_shared_managers(home: Path | None = None) -> int:
+    """Close the process's shared managers (of the agents home ``home``, or all): what a server that stops,
+    or a test that ends, does so that no background thread outlives it. Return how many were closed."""
+    with _managers_guard:
+        chosen = [manager for (root, _), manager in _managers.items() if home is None or root == str(home)]
+    for manager in chosen:
+        manager.close()  # which forgets it (on_close)
+    return len(chosen)

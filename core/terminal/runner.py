@@ -15,7 +15,10 @@ import sys
 from typing import Callable
 
 from core.errors import AgentOSError
+from core.memory.files import storage_error
 from core.terminal import closed_output, exit_codes
+
+log = logging.getLogger(__name__)
 
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
@@ -31,6 +34,8 @@ def run_cli(command: Callable[[], "int | None"], *, verbose: bool = False) -> in
     - an :class:`~core.errors.AgentOSError` becomes ``error: <message>`` on one line of stderr and the
       exit code of :func:`core.terminal.exit_codes.for_error`;
     - Ctrl-C becomes ``interrupted`` and 130;
+    - an OSError that no library call converted becomes the one line of a StorageError that names the fix
+      (too many open files, a full disk, a read-only folder), and 5;
     - a reader that closed our output early (``agentos log --agent finn | head``) ends it quietly with 141,
       the shell's code for a closed pipe.
     """
@@ -48,6 +53,12 @@ def run_cli(command: Callable[[], "int | None"], *, verbose: bool = False) -> in
         if not closed_output.stdout_closed():
             raise  # a socket or another pipe: an error to report, not a reader that had enough
         closed_output.discard_stdout()
+    except ConnectionError:
+        raise  # a network failure that a backend did not convert: a bug to see whole
+    except OSError as exc:  # a file the command could not read or write: one line that names the fix
+        log.info("the command failed on an OS error", exc_info=exc)  # the traceback with -v
+        print(f"error: {one_line(storage_error(exc, 'the command could not go on'))}", file=sys.stderr)
+        return exit_codes.STORAGE
     if closed_output.discarded():  # also when a reply's display met the closed pipe and went on quietly
         return exit_codes.CLOSED_OUTPUT
     return exit_codes.OK if code is None else code

@@ -47,8 +47,8 @@ original_transaction = db_module.transaction
 
 
 @contextmanager
-def killed_before_commit(conn):
-    with original_transaction(conn) as inside:
+def killed_before_commit(conn, *args, **kwargs):
+    with original_transaction(conn, *args, **kwargs) as inside:
         yield inside
         step()
 

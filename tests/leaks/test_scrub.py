@@ -127,6 +127,74 @@ def test_a_scrub_leaves_log_and_archives_to_a_running_compaction(finn):
     assert leaks(finn.paths.root, VALUE) == []
 
 
+def test_a_scrub_waits_for_another_connections_checkpoint_to_truncate_the_wal(tmp_path: Path) -> None:
+    """While another connection checkpoints (the background indexer's passive checkpoint after each sync, a
+    commit's automatic one), SQLite answers a WAL truncate "busy" at once, without waiting: the scrub waits
+    for that checkpoint and truncates, rather than leaving the scrub pending (as it did on a busy machine).
+
+    Deterministic: the other checkpoint is held open by a reader until the scrub has asked twice."""
+    import sqlite3
+
+    from core.memory.secrets.redaction import redactor_for
+    from core.memory.secrets.scrub_tables import scrub_database
+
+    path = tmp_path / "memory.db"
+
+    def connect(timeout: float = 30) -> sqlite3.Connection:
+        conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode = WAL")
+        return conn
+
+    setup = connect()
+    setup.execute("CREATE TABLE notes (body TEXT)")
+    setup.execute("INSERT INTO notes VALUES (?)", (f"my card number is {VALUE}",))
+    reader = connect()
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM notes").fetchone()  # a snapshot older than the scrub's writes
+    other = connect(timeout=120)
+    checkpointer = threading.Thread(target=lambda: other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+    asked = []
+
+    def on_statement(sql: str) -> None:
+        if "wal_checkpoint(TRUNCATE)" not in sql:
+            return
+        asked.append(sql)
+        if len(asked) == 1:  # another connection starts a checkpoint, which waits for the reader
+            checkpointer.start()
+            while checkpointer.is_alive() and not _checkpoint_lock_held(path.with_name("memory.db-shm")):
+                threading.Event().wait(0.001)
+        elif len(asked) == 2 and reader.in_transaction:
+            reader.execute("COMMIT")  # the other checkpoint can end
+
+    scrubbing = connect()
+    scrubbing.set_trace_callback(on_statement)
+    try:
+        changed, truncated = scrub_database(scrubbing, redactor_for([VALUE]))
+    finally:
+        if reader.in_transaction:
+            reader.execute("COMMIT")
+        if checkpointer.is_alive():
+            checkpointer.join(timeout=120)
+    assert changed == {"notes.body": 1}
+    assert truncated and len(asked) >= 2
+    assert path.with_name("memory.db-wal").stat().st_size == 0
+
+
+def _checkpoint_lock_held(shm: Path) -> bool:
+    """True while a connection of this process holds SQLite's checkpoint lock of a WAL database: a POSIX
+    write lock over byte 121 of its ``-shm`` file (WALINDEX_LOCK_OFFSET 120 + WAL_CKPT_LOCK 1), read from
+    /proc/locks without taking it (a probing checkpoint would take it)."""
+    device_inode = f":{shm.stat().st_ino}"
+    with open("/proc/locks", encoding="ascii") as locks:
+        for line in locks:
+            fields = line.split()  # n: POSIX ADVISORY WRITE pid dev:inode start end
+            if (fields[1:4] == ["POSIX", "ADVISORY", "WRITE"] and fields[4] == str(os.getpid())
+                    and fields[5].endswith(device_inode) and fields[6].isdigit() and fields[7].isdigit()
+                    and int(fields[6]) <= 121 <= int(fields[7])):
+                return True
+    return False
+
+
 def _prepared(home: Path, cache: Path) -> None:
     """The agent of the crash trials, built once and copied for each trial (its vectors in the cold store)."""
     if not cache.exists():

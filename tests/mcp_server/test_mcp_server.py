@@ -316,13 +316,13 @@ def test_streamable_http_serves_two_sessions(finn):
     assert results["a"]["value"] == "B" and results["b"]["value"] == "A"
 
 
-def _wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
+def _wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60, address: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise AssertionError(f"server exited: {process.stderr.read().decode()}")
         with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
+            if sock.connect_ex((address, port)) == 0:
                 return
         time.sleep(0.1)
     raise AssertionError("the server did not listen in time")
@@ -337,3 +337,103 @@ def test_non_loopback_address_warns(finn):
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
     result = run_main(agentos_main, ["mcp", "--agent", "finn", "--http", "nonsense"])
     assert result.returncode == 2 and "HOST:PORT" in result.stderr
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "a-test", "version": "1"}}}
+
+
+def _post(address: str, port: int, host_header: str, origin: str | None = None) -> int:
+    """The status of an MCP ``initialize`` POSTed to ``address:port`` with this Host (and Origin) header."""
+    import http.client
+
+    connection = http.client.HTTPConnection(address, port, timeout=60)
+    try:
+        headers = {"Host": host_header, "Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream"}
+        if origin is not None:
+            headers["Origin"] = origin
+        connection.request("POST", "/mcp", body=json.dumps(INITIALIZE), headers=headers)
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
+
+
+@pytest.mark.slow
+def test_streamable_http_answers_only_requests_addressed_to_it(finn):
+    """Bound to 127.0.0.2 (which the SDK's own DNS-rebinding check does not know), the server answers a request
+    whose Host is its address, a loopback name or an --allow-host name, and refuses any other (421) and a web
+    page of another origin (403): a page elsewhere cannot reach the memory through DNS rebinding."""
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http", f"127.0.0.2:{port}",
+                               "--allow-host", "finn.internal"],
+                              cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_for_port(port, server, address="127.0.0.2")
+        assert _post("127.0.0.2", port, "evil.example") == 421
+        assert _post("127.0.0.2", port, f"evil.example:{port}") == 421
+        assert _post("127.0.0.2", port, "127.0.0.2:1") == 421
+        assert _post("127.0.0.2", port, f"127.0.0.2:{port}", origin="http://evil.example") == 403
+        for good in (f"127.0.0.2:{port}", f"localhost:{port}", f"127.0.0.1:{port}", f"finn.internal:{port}"):
+            assert _post("127.0.0.2", port, good) == 200, good
+        assert _post("127.0.0.2", port, f"127.0.0.2:{port}", origin=f"http://127.0.0.2:{port}") == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        server.stderr.close()
+
+
+def test_the_allowed_hosts_are_the_bound_address_and_loopback_names_with_the_port():
+    from core.mcp_server import allowed_hosts
+
+    assert allowed_hosts("127.0.0.2", 8765) == ["127.0.0.1:8765", "127.0.0.2:8765", "[::1]:8765", "localhost:8765"]
+    assert "[::1]:9000" in allowed_hosts("::1", 9000)
+    assert allowed_hosts("0.0.0.0", 80, ["box.lan", "box.lan:8080"])[:2] == ["0.0.0.0:80", "127.0.0.1:80"]
+    assert {"box.lan:80", "box.lan:8080"} <= set(allowed_hosts("0.0.0.0", 80, ["box.lan", "box.lan:8080"]))
+
+
+def test_allow_host_without_http_is_a_usage_error(finn):
+    result = run_main(agentos_main, ["mcp", "--agent", "finn", "--allow-host", "box.lan"])
+    assert result.returncode == 2 and "use it with --http" in result.stderr
+
+
+@pytest.mark.slow
+def test_streamable_http_serving_session_after_session_holds_no_more_than_after_the_first(finn):
+    """A long-running HTTP server: after 30 client sessions (each storing, recalling and logging), its descriptors
+    and threads are those after the first few, give or take a little."""
+    from tests.lifetime.held import descriptors, named_threads, native_threads
+
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http", f"127.0.0.1:{port}"],
+                              cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    async def one(index: int) -> None:
+        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                data(await session.call_tool("store_memory", {"content": f"session {index} deployed to fly.io"}))
+                data(await session.call_tool("recall_memory", {"query": "where do we deploy"}))
+                data(await session.call_tool("log_activity", {"entry_type": "THOUGHT", "content": f"session {index}"}))
+
+    def sessions(first: int, last: int) -> None:
+        async def main() -> None:
+            for index in range(first, last):
+                await one(index)
+        anyio.run(main)
+
+    try:
+        _wait_for_port(port, server)
+        sessions(0, 5)
+        fds, python = descriptors(server.pid), named_threads(server.pid, "python")
+        sessions(5, 35)
+        assert descriptors(server.pid) <= fds + 6
+        assert named_threads(server.pid, "python") <= python + 4
+        # LanceDB's blocking pool starts threads on demand and ends them after 10 s idle: bounded, not per session.
+        assert native_threads(server.pid) <= python + 64
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        server.stderr.close()

@@ -114,7 +114,7 @@ def test_an_agent_opened_while_it_is_replaced_opens_the_new_one(agents_home, tmp
     (manager,) = opened
     try:
         assert manager.get_fact("city") == "Porto"
-        held = os.fstat(manager.in_use._fd)
+        held = os.fstat(manager.tiers.in_use._fd)
         assert (held.st_dev, held.st_ino) == (os.stat(old / "memory" / IN_USE).st_dev,
                                               os.stat(old / "memory" / IN_USE).st_ino)
     finally:

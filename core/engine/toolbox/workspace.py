@@ -75,12 +75,14 @@ class Workspace:
         if not target.is_file():
             raise NotFoundError(f"no file {path!r} in the workspace; use list_files to see what exists")
         try:
-            data = target.read_bytes()
+            with target.open("rb") as file:  # at most the cap is read, however large the file
+                size = os.fstat(file.fileno()).st_size
+                data = file.read(MAX_READ_BYTES + 1)
         except OSError as exc:
             raise storage_error(exc, f"cannot read {path!r}") from exc
         truncated = len(data) > MAX_READ_BYTES
         text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
-        return {"path": path, "content": text, "bytes": len(data), "truncated": truncated}
+        return {"path": path, "content": text, "bytes": max(size, len(data)), "truncated": truncated}
 
     def write_file(self, path: str, content: str) -> dict[str, Any]:
         """Write (or replace) a text file in your workspace, e.g. notes/plan.md."""

@@ -15,7 +15,7 @@ import time
 from typing import Callable
 
 from core.config import Config
-from core.errors import AgentOSError, ConfigError
+from core.errors import AgentOSError, ConfigError, shown
 from core.llm.window import ContextWindow
 from core.memory.compaction.fitting import window_of_generate
 from core.memory.compaction.log_compaction import CompactionReport, LogCompactor
@@ -78,7 +78,7 @@ class Compaction:
     def _configured_llm(self) -> Generate | None:
         choice = self.config.memory.compact_summarizer
         if choice not in ("llm", "deterministic"):
-            raise ConfigError(f"memory.compact_summarizer must be llm or deterministic, got {choice!r}")
+            raise ConfigError(f"memory.compact_summarizer must be llm or deterministic, got {shown(choice)}")
         if choice == "deterministic" or self.config.llm.backend == "offline":
             return None
         from core.llm.backend import generate_with
@@ -123,7 +123,7 @@ class Compaction:
             summarizer = self.summarizer(automatic=True)
         try:
             self.compactor.run(summarizer, wait=False, step=lambda: foreground.step(self._closing))
-        except AgentOSError as exc:
+        except (AgentOSError, OSError) as exc:
             # A background run has no caller to raise to: the log stays whole and a later append retries.
             self._auto_failed_at = time.monotonic()
             log.error("automatic LOG.md compaction failed (LOG.md is unchanged or complete): %s", exc)
@@ -135,7 +135,7 @@ class Compaction:
     def _recover(self) -> None:
         try:
             self.compactor.recover()
-        except AgentOSError as exc:
+        except (AgentOSError, OSError) as exc:
             log.error("finishing an interrupted LOG.md compaction failed (retried at next start): %s", exc)
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -50,7 +50,7 @@ from core.memory.recall import log_index
 from core.memory.recall.index import ColdIndexer, Progress
 from core.memory.storage.sqlite import Database
 from core.memory.secrets.forgotten import derivable
-from core.memory.files.fsutil import StagedFile, atomic_write, remove_stale_temp_files
+from core.memory.files.fsutil import StagedFile, atomic_write, remove_stale_temp_files, storage_error
 from core.memory.files.locking import AgentLock
 from core.memory.files.log_file import LogFile, parse_or_none, scan_bytes
 from core.memory.files.log_format import LogEntry, check_text, is_compaction_summary
@@ -85,12 +85,16 @@ class LogCompactor:
         self.config = config
         self._head_cache: tuple[int, int] | None = None  # (inode, seq before the entries counted)
         self.after_run = after_run
+        self._exclusive = AgentLock(paths.memory_dir / ".compact.lock", config.memory.lock_timeout_s)
+
+    def close(self) -> None:
+        """Close the compaction lock's file (a later compaction opens it again for its run)."""
+        self._exclusive.close()
 
     @contextmanager
     def exclusive(self, wait: bool) -> Iterator[bool]:
         """Hold the lock that serialises this agent's compactions; yield False if busy and not ``wait``."""
-        timeout = self.config.memory.lock_timeout_s if wait else 0.0
-        holder = AgentLock(self.paths.memory_dir / ".compact.lock", timeout).hold()
+        holder = self._exclusive.hold(None if wait else 0.0)
         try:
             holder.__enter__()
         except LockTimeoutError:
@@ -317,7 +321,7 @@ class LogCompactor:
             atomic_write(path, plan.source)
             os.chmod(path, 0o444)
         except OSError as exc:
-            raise StorageError(f"cannot write archive {path}: {exc}") from exc
+            raise storage_error(exc, f"cannot write archive {path}") from exc
         return sha
 
     def record(self, archive_id: str, summary: LogEntry, source_bytes: int, new_size: int) -> None:

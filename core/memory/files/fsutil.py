@@ -3,27 +3,82 @@
 from __future__ import annotations
 
 import errno
+import functools
+import inspect
 import os
 import re
 from contextlib import suppress
 from pathlib import Path
+from typing import Any, Callable, TypeVar
 
 from core.errors import DiskFullError, ReadOnlyError, StorageError
 from core.memory.files import fault_points
 
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 _READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
+_TOO_MANY_FILES = {errno.EMFILE, errno.ENFILE}
+_RUST_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+"""How LanceDB (Rust) words an OS error in the message of the OSError it raises, which has no ``errno``."""
+TOO_MANY_FILES_FIX = ("too many open files: raise the limit of open files (`ulimit -n 4096` in the shell that "
+                      "starts it, LimitNOFILE= in a systemd unit), or close() the agents this process no longer serves")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def os_error_number(exc: BaseException) -> int | None:
+    """The error number of ``exc``, also when only its message has it (LanceDB's ``(os error 24)``)."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return exc.errno
+    found = _RUST_OS_ERROR.search(str(exc))
+    return int(found.group(1)) if found else None
 
 
 def storage_error(exc: OSError, what: str) -> StorageError:
     """The StorageError for an OS error met while ``what`` (e.g. "cannot write x"), naming the fix."""
-    reason = exc.strerror or str(exc)
-    if exc.errno in _FULL:
+    number = os_error_number(exc)
+    reason = exc.strerror or " ".join(str(exc).split())[:300]
+    if number in _FULL:
         return DiskFullError(f"{what}: {reason}; free some disk space, then retry")
-    if exc.errno in _READ_ONLY:
+    if number in _READ_ONLY:
         return ReadOnlyError(f"{what}: {reason}; make the agent's memory folder and its files writable "
                              "(permissions, a read-only mount), then retry")
-    return StorageError(f"{what}: {reason}")
+    if number in _TOO_MANY_FILES:
+        return StorageError(f"{what}: {TOO_MANY_FILES_FIX}")
+    if number == errno.ENOMEM:
+        return StorageError(f"{what}: out of memory ({reason}); free memory or give the process more, then retry")
+    if number == errno.ENOENT:
+        return StorageError(f"{what}: {reason}; a file was removed while in use (another program deleting or "
+                            "replacing the agent's files?): retry, or restore the agent from an export")
+    return StorageError(f"{what}: {reason}; check the disk and the permissions of the agents home, then retry")
+
+
+def converting_os_errors(what: str) -> Callable[[F], F]:
+    """Decorate a function at the library's boundary: an OSError it lets out becomes the StorageError of
+    :func:`storage_error` (``what`` and the function's name say where), never a raw one.
+
+    A ConnectionError is left alone: it is a network failure, which the model backends report as theirs.
+    """
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def converting(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return function(*args, **kwargs)
+            except ConnectionError:
+                raise
+            except OSError as exc:
+                raise storage_error(exc, f"{what} ({function.__name__})") from exc
+        return converting  # type: ignore[return-value]
+    return decorate
+
+
+def public_methods_converting_os_errors(what: str) -> Callable[[type], type]:
+    """A class decorator: :func:`converting_os_errors` on the constructor and every public method."""
+    def decorate(cls: type) -> type:
+        for name, member in list(vars(cls).items()):
+            if inspect.isfunction(member) and (name == "__init__" or not name.startswith("_")):
+                setattr(cls, name, converting_os_errors(what)(member))
+        return cls
+    return decorate
 
 
 datasync = getattr(os, "fdatasync", os.fsync)

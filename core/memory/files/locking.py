@@ -14,6 +14,11 @@ when it has waited that long behind a queue of holders that each took their turn
 a busy machine, and with many writers, the queue's length says nothing about a holder
 that hangs. Every release marks the lock file (8 bytes: the releasing process and its
 count of releases), so a waiter in another process sees the lock change hands.
+
+Nothing outlives its users: the open lock file of a path is shared by the ``AgentLock`` objects on it
+in a process and closed when the last of them is closed (:meth:`AgentLock.close`, which the agent's
+``close()`` calls) or garbage-collected, so a process that opens and closes agents for weeks keeps no
+descriptor of an agent it closed.
 """
 
 from __future__ import annotations
@@ -23,13 +28,16 @@ import os
 import struct
 import threading
 import time
+import weakref
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterator
 
-from core.errors import LockTimeoutError, StorageError
+from core.errors import LockTimeoutError
+from core.memory.files.fsutil import storage_error
 
-_registry_guard = threading.Lock()
+_registry_guard = threading.RLock()
+"""Re-entrant: a lock collected by the garbage collector releases its file under it, at any allocation."""
 _shared: dict[Path, "_Shared"] = {}
 _fork_hook_registered = False
 
@@ -55,6 +63,10 @@ class _Shared:
         self.handovers = 0
         """How many times the lock was seen to change hands, here or in another process: what the
         threads waiting for ``thread_lock`` watch (its holder may itself be queueing for the flock)."""
+        self.users = 0
+        """The AgentLock objects of this process on it (and holds of closed ones): the last to go closes the file."""
+        self.retired = False
+        """No user is left: the file is closed when the hold in progress ends."""
         self._fd = -1
 
     def take_thread_lock(self, timeout: float) -> bool:
@@ -94,7 +106,7 @@ class _Shared:
                 continue
             except OSError as exc:
                 self.close()  # which drops the flock if it was taken
-                raise StorageError(f"cannot lock {self.lock_file}: {exc}") from exc
+                raise storage_error(exc, f"cannot lock {self.lock_file}") from exc
             if in_place:
                 return True
             self.close()  # the lock file was deleted or replaced: lock the one at its path now
@@ -104,7 +116,7 @@ class _Shared:
             with suppress(OSError):  # a hint for waiters; without it (a full disk) they wait for the timeout
                 os.pwrite(self._fd, _MARK.pack(self.pid & 0xFFFFFFFF, self.releases & 0xFFFFFFFF), 0)
             fcntl.flock(self._fd, fcntl.LOCK_UN)
-            if not self.keep_open:
+            if not self.keep_open or self.retired:
                 self.close()
 
     def _release_mark(self) -> bytes:
@@ -123,11 +135,11 @@ class _Shared:
             self.lock_file.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise StorageError(f"cannot open the lock file {self.lock_file}: {exc}") from exc
+            raise storage_error(exc, f"cannot open the lock file {self.lock_file}") from exc
 
 
 def _shared_for(lock_file: Path, keep_open: bool) -> _Shared:
-    """This process's locks of ``lock_file``."""
+    """This process's locks of ``lock_file``, with one more user (give it back with :func:`_release`)."""
     global _fork_hook_registered
     with _registry_guard:
         if not _fork_hook_registered:
@@ -137,7 +149,38 @@ def _shared_for(lock_file: Path, keep_open: bool) -> _Shared:
         if shared is None:  # a forked child starts with an empty registry (_forget_inherited_locks)
             shared = _shared[lock_file] = _Shared(lock_file, keep_open)
         shared.keep_open = shared.keep_open and keep_open  # one caller asking to close is enough
+        shared.users += 1
         return shared
+
+
+def _release(shared: _Shared) -> None:
+    """One user of ``shared`` is gone; the last one closes the lock file (at once, or when the hold in
+    progress in this thread ends)."""
+    with _registry_guard:
+        if shared.pid != os.getpid():
+            return  # a parent's, forgotten at the fork
+        shared.users -= 1
+        if shared.users > 0:
+            return
+        if _shared.get(shared.lock_file) is shared:
+            del _shared[shared.lock_file]
+    with shared.thread_lock:  # re-entrant: this thread may be the holder, whose release then closes it
+        if shared.depth == 0:
+            shared.close()
+        else:
+            shared.retired = True
+
+
+class _Use:
+    """An AgentLock's claim on its lock file's shared locks, given back once (by close or by collection)."""
+
+    def __init__(self, shared: _Shared) -> None:
+        self.shared: _Shared | None = shared
+
+    def give_back(self) -> None:
+        shared, self.shared = self.shared, None
+        if shared is not None:
+            _release(shared)
 
 
 def _forget_inherited_locks() -> None:
@@ -147,7 +190,7 @@ def _forget_inherited_locks() -> None:
     parent killed in the middle of a write would leave the agent locked.
     """
     global _registry_guard
-    _registry_guard = threading.Lock()  # another thread of the parent may have held it
+    _registry_guard = threading.RLock()  # another thread of the parent may have held it
     for shared in _shared.values():
         shared.close()
     _shared.clear()
@@ -158,24 +201,55 @@ class AgentLock:
 
     def __init__(self, lock_file: Path, timeout: float = 30.0, *, keep_open: bool = True) -> None:
         """``keep_open=False`` closes the lock file after each hold: for locks taken rarely but
-        on many files (one per conversation), which would otherwise each keep a descriptor."""
+        on many files (one per conversation), which would otherwise each keep a descriptor.
+        With ``keep_open``, the file stays open until :meth:`close` (or until this object is collected)."""
         self.lock_file = lock_file
         self.timeout = timeout
         self.keep_open = keep_open
-        self._shared = _shared_for(lock_file, keep_open)
+        self._use = _Use(_shared_for(lock_file, keep_open))
+        self._closer = self._finalizer(self._use)
+
+    def _finalizer(self, use: _Use) -> weakref.finalize:
+        closer = weakref.finalize(self, use.give_back)
+        closer.atexit = False  # at exit the OS closes the file; a daemon thread may still hold the lock
+        return closer
+
+    def close(self) -> None:
+        """Let go of the lock file: the last AgentLock of a path in the process closes it. Safe to call twice;
+        a later :meth:`hold` still works (it opens the file for that hold only)."""
+        self._closer()
 
     @contextmanager
-    def hold(self) -> Iterator[None]:
-        """Hold the lock for the duration of the ``with`` block."""
-        shared = self._shared
-        if shared.pid != os.getpid():  # this process was forked from the one that made it
-            shared = self._shared = _shared_for(self.lock_file, self.keep_open)
-        if not shared.take_thread_lock(self.timeout):
-            raise LockTimeoutError(self._busy_message("another thread of this process"))
+    def hold(self, timeout: float | None = None) -> Iterator[None]:
+        """Hold the lock for the duration of the ``with`` block (waiting ``timeout`` s, default the lock's)."""
+        timeout = self.timeout if timeout is None else timeout
+        shared = self._use.shared
+        if shared is not None and shared.pid != os.getpid():
+            # This process was forked from the one that made it: the parent's registry, and its claim, are gone.
+            self._closer.detach()
+            self._use = _Use(_shared_for(self.lock_file, self.keep_open))
+            self._closer = self._finalizer(self._use)
+            shared = self._use.shared
+        if shared is not None:
+            with self._held(shared, timeout):
+                yield
+            return
+        once = _Use(_shared_for(self.lock_file, self.keep_open))  # closed: a claim for this hold alone
+        try:
+            with self._held(once.shared, timeout):
+                yield
+        finally:
+            once.give_back()
+
+    @contextmanager
+    def _held(self, shared: _Shared | None, timeout: float) -> Iterator[None]:
+        assert shared is not None
+        if not shared.take_thread_lock(timeout):
+            raise LockTimeoutError(self._busy_message("another thread of this process", timeout))
         try:
             # Re-entry takes no second flock.
-            if shared.depth == 0 and not shared.take_file_lock(self.timeout):
-                raise LockTimeoutError(self._busy_message("another process"))
+            if shared.depth == 0 and not shared.take_file_lock(timeout):
+                raise LockTimeoutError(self._busy_message("another process", timeout))
             shared.depth += 1
             try:
                 yield
@@ -188,8 +262,8 @@ class AgentLock:
         finally:
             shared.thread_lock.release()
 
-    def _busy_message(self, holder: str) -> str:
+    def _busy_message(self, holder: str, timeout: float) -> str:
         return (
-            f"could not lock {self.lock_file}: {holder} has held it for {self.timeout:g}s while "
+            f"could not lock {self.lock_file}: {holder} has held it for {timeout:g}s while "
             "writing this agent's memory; wait for it or stop it"
         )

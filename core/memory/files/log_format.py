@@ -141,6 +141,24 @@ def check_metadata(value: object, what: str = "LOG entry metadata", depth: int =
             check_metadata(item, what, depth + 1)
 
 
+def check_depth(value: object, what: str, limit: int = MAX_METADATA_DEPTH) -> None:
+    """Raise ValidationError if ``value``'s dicts and lists nest deeper than ``limit`` (or refer to themselves):
+    checked before anything walks it recursively (redaction, JSON), which such a value would crash."""
+    stack, seen = [(value, 0)], 0
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            seen += 1
+            if depth >= limit or seen > MAX_NODES:
+                raise ValidationError(f"{what} nests deeper than {limit} levels (or refers to itself, or holds more "
+                                      f"than {MAX_NODES:,} objects and lists): flatten it")
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+
+
+MAX_NODES = 100_000
+"""The most dicts and lists one value may hold (a value that refers to itself would hold them without end)."""
+
+
 def check_entry_type(entry_type: object) -> str:
     """Return ``entry_type`` if it is a known entry type, else raise ValidationError."""
     if entry_type not in ENTRY_TYPES:

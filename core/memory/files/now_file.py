@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import json
 import re
-import reprlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from core.errors import CorruptionError, ValidationError
+from core.errors import CorruptionError, ValidationError, shown
 from core.memory.files.fsutil import StagedFile, storage_error
 from core.memory.files.log_format import check_text
+from core.memory.files.plain_yaml import load_yaml
 
 SCHEMA = "agentos.now/1"
 STATUSES = ("idle", "active", "blocked", "error", "interrupted", "done")
@@ -41,8 +41,6 @@ KEEP_DONE_STEPS = 10
 
 _PLAN_ITEM = re.compile(r"^- \[( |x|X)\] (.*)$")
 
-# NOW.md is read before every LLM call: libyaml's C loader is ~10x faster than pure Python.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # A string YAML reads back as the same string when written plain (unquoted): ASCII words and
 # punctuation that YAML gives no meaning, not a bool/null word (checked apart), no ": " or " #".
 _PLAIN_SAFE = re.compile(r"[A-Za-z][A-Za-z0-9_.,()/+-]*(?: [A-Za-z0-9_.,()/+-]+)*", re.ASCII)
@@ -167,7 +165,7 @@ def parse(text: str, agent: str) -> NowState:
         raise CorruptionError("NOW.md has no YAML front matter")
     try:
         front_text, body = text[4:].split("\n---\n", 1)
-        front = yaml.load(front_text, Loader=_YAML_LOADER) or {}
+        front = load_yaml(front_text) or {}
     except (ValueError, yaml.YAMLError) as exc:
         raise CorruptionError(f"NOW.md front matter is unreadable: {exc}") from exc
     if not isinstance(front, dict):
@@ -199,7 +197,7 @@ def parse(text: str, agent: str) -> NowState:
 def _count(front: dict, name: str) -> int:
     value = front.get(name) or 0
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEQ:
-        raise CorruptionError(f"NOW.md front matter: {name} must be a whole number, got {_shown(value)}")
+        raise CorruptionError(f"NOW.md front matter: {name} must be a whole number, got {shown(value)}")
     return value
 
 
@@ -208,22 +206,14 @@ def _text(front: dict, name: str) -> str:
     if value is None:
         return ""
     if isinstance(value, (dict, list, set)):
-        raise CorruptionError(f"NOW.md front matter: {name} must be text, got {_shown(value)}")
+        raise CorruptionError(f"NOW.md front matter: {name} must be text, got {shown(value)}")
     return str(value)  # YAML may read an unquoted time or number: its text is what was meant
-
-
-def _shown(value: object) -> str:
-    """``value`` for an error message, short whatever NOW.md holds (YAML aliases can nest a list a billion
-    items wide in a few hundred bytes)."""
-    if isinstance(value, (dict, list, set, tuple)):
-        return f"a {'mapping' if isinstance(value, dict) else 'list'}"
-    return reprlib.repr(value)
 
 
 def _status(front: dict) -> str:
     status = _text(front, "status") or "idle"
     if status not in STATUSES:
-        raise CorruptionError(f"NOW.md front matter: status must be one of {', '.join(STATUSES)}, got {status!r}")
+        raise CorruptionError(f"NOW.md front matter: status must be one of {', '.join(STATUSES)}, got {shown(status)}")
     return status
 
 

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from core.errors import ValidationError
+from core.errors import ValidationError, shown
 from core.memory.tokens import estimate_tokens
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -110,7 +110,7 @@ class Message:
 def check_message(message: Message) -> None:
     """Raise ValidationError unless ``message`` can be stored and sent."""
     if message.role not in ROLES:
-        raise ValidationError(f"message role must be one of {', '.join(ROLES)}, got {message.role!r}")
+        raise ValidationError(f"message role must be one of {', '.join(ROLES)}, got {shown(message.role)}")
     if not isinstance(message.content, str):
         raise ValidationError(f"message content must be a string, got {type(message.content).__name__}")
     try:
@@ -150,7 +150,7 @@ def _tool_call(raw: Any) -> ToolCall:
         except json.JSONDecodeError as exc:
             raise ValidationError(f"tool call arguments are not JSON: {exc}") from exc
     if not isinstance(arguments, Mapping):
-        raise ValidationError(f"tool call arguments must be an object, got {arguments!r}")
+        raise ValidationError(f"tool call arguments must be an object, got {shown(arguments)}")
     return ToolCall(name=function.get("name") or "", arguments=dict(arguments))
 
 

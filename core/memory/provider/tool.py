@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from core.errors import ToolArgumentError
+from core.errors import ToolArgumentError, shown
 from core.memory.provider.capabilities import (
     ChangelogReader,
     ConstraintStore,
@@ -123,7 +123,7 @@ class MemoryTool:
         """
         action, args = self._check(arguments)
         result = _HANDLERS[action](self, args)
-        return json.dumps(_plain(result), ensure_ascii=False)
+        return json.dumps(_plain(result), ensure_ascii=False, allow_nan=False)
 
     def _check(self, arguments: Any) -> tuple[str, dict[str, Any]]:
         if not isinstance(arguments, dict):
@@ -150,7 +150,7 @@ def _check_type(action: str, key: str, value: Any) -> None:
     spec = PARAMETERS[key]
     expected = _TYPES[spec["type"]]
     if not isinstance(value, expected) or isinstance(value, bool):
-        raise ToolArgumentError(f"memory action {action!r}: {key} must be a {spec['type']}, got {value!r}")
+        raise ToolArgumentError(f"memory action {action!r}: {key} must be a {spec['type']}, got {shown(value)}")
     if "enum" in spec and value not in spec["enum"]:
         raise ToolArgumentError(f"memory action {action!r}: {key} must be one of {', '.join(spec['enum'])}")
     if "minimum" in spec and value < spec["minimum"]:

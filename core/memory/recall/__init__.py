@@ -12,6 +12,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "DocIndex": "docs",
     "Filters": "docs",
     "KINDS": "docs",
+    "MAX_RECENCY_DAYS": "query",
     "TABLE": "store",
     "Tuning": "search",
     "check_recall": "query",

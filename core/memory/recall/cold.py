@@ -95,7 +95,7 @@ class ColdMemory:
             # The model first: ONNX Runtime loads it without the GIL, while importing lance mostly holds it.
             store.embedder.embed(["warm up"])
             store.may_have_rows()
-        except AgentOSError as exc:  # the recall that follows meets the same failure and reports it
+        except (AgentOSError, OSError) as exc:  # the recall that follows meets the same failure and reports it
             log.info("warming up the cold store of %s failed: %s", self.paths.name, exc)
 
     # -- notes --------------------------------------------------------------------

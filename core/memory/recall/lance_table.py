@@ -12,8 +12,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from core.errors import ColdStoreError, ColdStoreFilesError
 from core.llm.embedding.embedders import Embedder
 from core.memory.files import fault_points
+from core.memory.files import os_error_number, storage_error
 
 TABLE = "memories"
 LEGACY_TABLES = ("chunks",)
@@ -240,3 +242,11 @@ def folded_hits(rows: Sequence[dict[str, Any]], depth: int) -> list[dict[str, An
         if len(found) == depth:
             break
     return found
+
+
+def cold_store_error(exc: Exception, what: str) -> ColdStoreError:
+    """The ColdStoreError for LanceDB's ``exc`` met while ``what``; an OS error's message names its fix."""
+    number = os_error_number(exc)  # LanceDB words an OS error in any of its exceptions' messages
+    if number is not None:
+        return ColdStoreFilesError(str(storage_error(OSError(number, " ".join(str(exc).split())[:300]), what)))
+    return ColdStoreError(f"{what}: {' '.join(str(exc).split())[:500]}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from core.errors import BackendError, ValidationError
+from core.errors import BackendError, ValidationError, shown
 from core.memory.recall import search as recall_search
 from core.memory.recall.lance_table import where_clause
 from core.memory.recall.store import ColdStore
@@ -29,6 +29,8 @@ from core.memory.foreground import leave_ctrl_c_to_the_main_thread
 log = logging.getLogger(__name__)
 
 MAX_RESULTS = 100
+MAX_RECENCY_DAYS = 1_000_000
+"""The longest half-life of a score, in days (some 2,700 years: any a person means, and finite)."""
 
 
 @dataclass(frozen=True)
@@ -58,10 +60,11 @@ def check_recall(
     kinds = check_scope(n_results, kind)
     threshold = default_min_score if min_score is None else min_score
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
-        raise ValidationError(f"min_score must be a number from 0 to 1, got {min_score!r}")
+        raise ValidationError(f"min_score must be a number from 0 to 1, got {shown(min_score)}")  # NaN too
     if recency_days is not None and (isinstance(recency_days, bool) or not isinstance(recency_days, (int, float))
-                                     or recency_days <= 0):
-        raise ValidationError(f"recency_days must be a positive number of days, got {recency_days!r}")
+                                     or not 0 < recency_days <= MAX_RECENCY_DAYS):
+        raise ValidationError(f"recency_days must be a number of days above 0 and at most {MAX_RECENCY_DAYS:,}, "
+                              f"got {shown(recency_days)}")
     moment = parse_time(now, "now") if now is not None else None
     filters = Filters(kinds, *time_bounds(since, until, moment))
     return RecallRequest(text, n_results, filters, float(threshold), recency_days, moment,
@@ -74,7 +77,7 @@ def check_scope(n_results: Any, kind: Any) -> tuple[str, ...] | None:
         raise ValidationError(f"n_results must be an integer from 1 to {MAX_RESULTS}")
     kinds = [kind] if isinstance(kind, str) else kind
     if kinds is not None and (not isinstance(kinds, list) or not kinds or any(k not in KINDS for k in kinds)):
-        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {kind!r}")
+        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {shown(kind)}")
     return tuple(kinds) if kinds else None
 
 

@@ -17,10 +17,10 @@ import logging
 from datetime import datetime
 from typing import Any, Callable, Sequence
 
-from core.errors import ValidationError
+from core.errors import ValidationError, shown
 from core.memory.storage.extracted import Provenance
 from core.memory.storage.facts import redact
-from core.memory.files.log_format import LogEntry, check_text, utc_timestamp
+from core.memory.files.log_format import LogEntry, check_depth, check_text, utc_timestamp
 from core.memory.results import Refused
 from core.memory.recall.docs import Doc
 from core.memory.recall.when import day_words, parse_time, relative_dates
@@ -281,10 +281,11 @@ def check_note(item: Any, secrets: list[str], max_bytes: int) -> dict[str, Any]:
                               "(cold.max_memory_bytes): store it as several memories")
     kind = item.get("kind") or "note"
     if kind not in NOTE_KINDS:
-        raise ValidationError(f"store_memory kind must be one of {', '.join(NOTE_KINDS)}, got {kind!r}")
+        raise ValidationError(f"store_memory kind must be one of {', '.join(NOTE_KINDS)}, got {shown(kind)}")
     metadata = item.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+    check_depth(metadata, "memory metadata")  # before redact() and JSON walk it
     metadata = redact(metadata or {}, secrets)
     try:
         meta_json = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)

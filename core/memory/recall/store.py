@@ -43,7 +43,7 @@ from core.llm.embedding.embedders import Embedder
 from core.memory.recall import ann_index, lance_table
 from core.memory.recall.lance_table import (
     CLEANUP_AFTER, COLUMNS, LEGACY_TABLES, META_DIMENSION, META_EMBEDDER, SEARCHED, TABLE, VectorRow,
-    compaction_steps, sql_string, upsert,
+    cold_store_error, compaction_steps, sql_string, upsert,
 )
 from core.memory.files import fault_points
 from core.memory.files.locking import AgentLock
@@ -84,12 +84,26 @@ class ColdStore:
 
     @property
     def table(self):
-        """The Lance dataset at its latest version, opened (or created) on first use."""
+        """The Lance dataset at its latest version, opened (or created) on first use.
+
+        A handle whose dataset another process dropped and made anew (``agentos rebuild-index``) is
+        opened again: the table at the path is the one to read and write.
+        """
+        with self._guard:
+            if self._table is not None:
+                try:
+                    if self._table.latest_version != self._table.version:
+                        self._table = self._table.checkout_version(self._table.latest_version)
+                    return self._table
+                except (OSError, ValueError, RuntimeError) as exc:
+                    log.info("the cold store %s changed under its handle (%s): opening it again", self.path,
+                             " ".join(str(exc).split())[:200])
+                    self._table = None
+        # Opened outside ``_guard``: opening takes the write lock, which is always taken before ``_guard``.
+        opened = self._open()
         with self._guard:
             if self._table is None:
-                self._table = self._open()
-            elif self._table.latest_version != self._table.version:
-                self._table = self._table.checkout_version(self._table.latest_version)
+                self._table = opened
             return self._table
 
     def writable(self):
@@ -113,14 +127,17 @@ class ColdStore:
             return self._open_read_only()
         import lance
 
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise cold_store_error(exc, f"cannot create the cold store's folder {self.path}") from exc
         # Before the lock: an Ollama embedder learns its dimension from a call to the model.
         schema = None if self.uri.is_dir() else lance_table.schema(self.embedder)
         with self.writing():
-            swept = lance_table.sweep_orphans(self.uri)
-            if swept[0]:
-                log.warning("removed %d orphan LanceDB temp files (%d bytes) under %s", *swept, self.path)
             try:
+                swept = lance_table.sweep_orphans(self.uri)
+                if swept[0]:
+                    log.warning("removed %d orphan LanceDB temp files (%d bytes) under %s", *swept, self.path)
                 for legacy in LEGACY_TABLES:
                     if (self.path / f"{legacy}.lance").is_dir():
                         shutil.rmtree(self.path / f"{legacy}.lance")
@@ -130,7 +147,7 @@ class ColdStore:
                 exists = self.uri.is_dir()
                 table = lance.dataset(self.uri) if exists else self._create(schema or lance_table.schema(self.embedder))
             except (OSError, ValueError, RuntimeError) as exc:
-                raise ColdStoreError(f"cannot open the cold store at {self.path}: {exc}") from exc
+                raise cold_store_error(exc, f"cannot open the cold store at {self.path}") from exc
         self._check_embedder(table)
         return table
 
@@ -142,7 +159,7 @@ class ColdStore:
         try:
             table = lance.dataset(self.uri)
         except (OSError, ValueError, RuntimeError) as exc:
-            raise ColdStoreError(f"cannot open the cold store at {self.path}: {exc}") from exc
+            raise cold_store_error(exc, f"cannot open the cold store at {self.path}") from exc
         self._check_embedder(table)
         return table
 
@@ -180,11 +197,14 @@ class ColdStore:
 
     # -- writing --------------------------------------------------------------
 
-    def put(self, rows: Sequence[VectorRow], replace_chunks_of: Sequence[str] = ()) -> int:
+    def put(self, rows: Sequence[VectorRow], replace_chunks_of: Sequence[str] = (), *,
+            then: Callable[[], object] | None = None) -> int:
         """Embed ``rows`` and upsert them by id (one LanceDB write); return rows written.
 
         No other row is touched, except the chunk rows of the memories ``replace_chunks_of`` that are
         not in ``rows`` (see :mod:`core.memory.recall.lance_table`), deleted in the same write.
+        ``then()`` runs right after the write, under the same hold of the write lock: what records the
+        rows as written then cannot be undone by a re-index (:meth:`drop`) of another process in between.
 
         Raises:
             BackendError: the embedder failed; nothing was written.
@@ -198,7 +218,7 @@ class ColdStore:
         vectors = self._embed(rows)
         table = self.table
         stale = lance_table.chunks_filter(replace_chunks_of)
-        while not self._write_if_unchanged(rows, vectors, table.schema, stale):
+        while not self._write_if_unchanged(rows, vectors, table.schema, stale, then):
             # A secret was saved while the vectors were computed (its scrub may have run already): the rows
             # it is in are embedded again, outside the lock, which writers of other processes wait for.
             late = self._redacted(rows)
@@ -211,7 +231,8 @@ class ColdStore:
             self._optimize_soon()
         return len(rows)
 
-    def _write_if_unchanged(self, rows: list[VectorRow], vectors, schema, stale: str | None = None) -> bool:
+    def _write_if_unchanged(self, rows: list[VectorRow], vectors, schema, stale: str | None = None,
+                            then: Callable[[], object] | None = None) -> bool:
         """Upsert ``rows`` unless a secret saved since they were redacted is in them; True if written."""
         with self.writing():
             now = self._redacted(rows)
@@ -223,8 +244,10 @@ class ColdStore:
                 upsert(self.writable(), records, stale)
                 fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
-                raise ColdStoreError(f"cannot write to the cold store {self.path}: {exc}") from exc
+                raise cold_store_error(exc, f"cannot write to the cold store {self.path}") from exc
             self._writes += 1
+            if then is not None:
+                then()
         return True
 
     def _redacted(self, rows: Sequence[VectorRow]) -> list[VectorRow]:
@@ -247,7 +270,7 @@ class ColdStore:
         """Delete the rows of ``ids`` and their chunk rows (ids that have none are ignored)."""
         if not ids:
             return
-        self.table  # opened before the write lock: opening takes ``_guard`` first
+        self.table  # opened (its embedder checked) before the write lock
         with self.writing():
             try:
                 for start in range(0, len(ids), 100):
@@ -257,7 +280,7 @@ class ColdStore:
                                            f"({lance_table.chunks_filter(part)})")
                     fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
-                raise ColdStoreError(f"cannot delete from the cold store {self.path}: {exc}") from exc
+                raise cold_store_error(exc, f"cannot delete from the cold store {self.path}") from exc
 
     def optimize(self, cleanup_older_than: timedelta = CLEANUP_AFTER) -> None:
         """Merge small fragments, fold new rows into the index, delete old versions, and
@@ -266,14 +289,14 @@ class ColdStore:
         Searches go on meanwhile; writers wait for one step at a time (each a Lance commit of its own),
         not for the whole of it. A failed index build is logged and leaves exact search in place.
         """
-        self.table  # before the write lock: opening takes ``_guard`` first
+        self.table  # opened (its embedder checked) before the write lock
         try:
             for step in compaction_steps(cleanup_older_than):
                 with self.writing():
                     table = self.writable()
                     step(table)
         except (OSError, ValueError, RuntimeError) as exc:
-            raise ColdStoreError(f"cannot optimize the cold store {self.path}: {exc}") from exc
+            raise cold_store_error(exc, f"cannot optimize the cold store {self.path}") from exc
         log.info("cold store %s optimized (version %d)", self.path, table.version)
         with self.writing():
             ann_index.maintain(self.writable(), self.ann_min_rows, self.path)
@@ -318,7 +341,7 @@ class ColdStore:
             return self.table.to_table(columns=COLUMNS,
                                        filter=f"starts_with(id, {sql_string(id_prefix)})").to_pylist()
         except (OSError, ValueError, RuntimeError) as exc:
-            raise ColdStoreError(f"cannot read the cold store {self.path}: {exc}") from exc
+            raise cold_store_error(exc, f"cannot read the cold store {self.path}") from exc
 
     def ids(self) -> list[str]:
         """Every memory's id (duplicates included: there should be none), chunk rows left out."""
@@ -348,7 +371,7 @@ class ColdStore:
             rows = self.table.to_table(columns=[*columns, "_distance"], filter=where, prefilter=bool(where),
                                        nearest=ann_index.nearest(vector, 2 * depth, exact=exact)).to_pylist()
         except (OSError, ValueError, RuntimeError) as exc:
-            raise ColdStoreError(f"vector search failed in {self.path}: {exc}") from exc
+            raise cold_store_error(exc, f"vector search failed in {self.path}") from exc
         return lance_table.folded_hits(rows, depth)
 
     def explain_nearest(self, vector, *, exact: bool = False) -> str:
@@ -358,14 +381,14 @@ class ColdStore:
 
     def drop(self) -> None:
         """Delete the whole table (``rebuild_index`` recreates it from the files)."""
-        with self._guard, self.writing():
+        with self.writing(), self._guard:
             if self.uri.is_dir():
                 shutil.rmtree(self.uri)
             self._table = None
             self._had_rows = False
 
     def close(self) -> None:
-        """Wait for a background optimize and release the table handle."""
+        """Wait for a background optimize, release the table handle and close the write lock's file."""
         with self._guard:
             pool, self._maintenance = self._maintenance, None
         # Outside ``_guard``: the background optimize needs it to reach the table.
@@ -373,3 +396,4 @@ class ColdStore:
             pool.shutdown(wait=True)
         with self._guard:
             self._table = None
+        self._write_lock.close()

@@ -200,8 +200,9 @@ class BackgroundIndexer:
                 self.last_error = str(exc)
                 log.error("recall vectors are not computed: %s", exc)
                 failed = True
-            except AgentOSError as exc:
-                # Nothing is lost: the docs stay pending and are searchable by words meanwhile.
+            except (AgentOSError, OSError) as exc:
+                # Nothing is lost: the docs stay pending and are searchable by words meanwhile. An OSError
+                # (a file another process removed or replaced under a library's handle) is retried the same.
                 self.last_error = str(exc)
                 log.warning("background recall indexing failed, retrying in %.0f s: %s", RETRY_AFTER_S, exc)
                 failed = True
@@ -231,9 +232,11 @@ class BackgroundIndexer:
         count = within_budget(rows, chunks)
         pending, rows = pending[:count], rows[:count]
         store = self._store()
+        # Marked under the write lock of the write: a re-index by another process (which drops the table
+        # under that lock, then queues every doc again) comes before both or after both.
         store.put(rows + [c for pieces in chunks[:count] for c in pieces],
-                  replace_chunks_of=[d.id for d in pending if may_have_chunks(d.text)])
-        self.docs.mark_embedded({row.id: row for row in rows}, vector_row)
+                  replace_chunks_of=[d.id for d in pending if may_have_chunks(d.text)],
+                  then=lambda: self.docs.mark_embedded({row.id: row for row in rows}, vector_row))
         present = self.docs.get([d.id for d in pending])
         gone = [d.id for d in pending if d.id not in present]
         if gone:  # forgotten while their vectors were computed: the forget's purge may have run already

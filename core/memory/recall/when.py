@@ -23,7 +23,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from core.errors import ValidationError
+from core.errors import ValidationError, shown
 
 Window = tuple[datetime, datetime]  # [start, end) in UTC
 
@@ -65,7 +65,7 @@ def parse_time(value: Any, what: str = "time") -> datetime:
             moment = _parse_human(text, what)
     else:
         raise ValidationError(f"{what} must be a datetime or a date such as '2023-05-08' or "
-                              f"'1:56 pm on 8 May, 2023', got {value!r}")
+                              f"'1:56 pm on 8 May, 2023', got {shown(value)}")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     try:

@@ -20,7 +20,7 @@ from datetime import timedelta
 from core.errors import ColdStoreError
 from core.memory.files import fault_points
 from core.memory.recall.lance_table import compact, upsert
-from core.memory.storage.sqlite import transaction
+from core.memory.storage.sqlite import transaction, truncate_wal
 from core.memory.secrets.redaction import Redactor
 
 log = logging.getLogger(__name__)
@@ -73,10 +73,10 @@ def scrub_database(conn: sqlite3.Connection, redactor: Redactor) -> tuple[dict[s
             elif content in touched:
                 # Deleted terms stay in an index's older segments until a merge: rebuild it from its table.
                 conn.execute(f"INSERT INTO {_quoted(name)} ({_quoted(name)}) VALUES ('rebuild')")
-    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-    if busy:
+    truncated = truncate_wal(conn)
+    if not truncated:
         log.warning("memory.db: the WAL could not be truncated (another connection is reading); retried later")
-    return changed, not busy
+    return changed, truncated
 
 
 def _tables(conn: sqlite3.Connection) -> tuple[list[str], dict[str, str | None]]:

@@ -27,6 +27,7 @@ from core.memory.files.fsutil import fsync_dir
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import LogEntry, utc_timestamp
 from core.memory.recall.docs import STOP_WORDS, Doc
+from core.memory.storage.sqlite import truncate_wal
 from core.memory.storage.words import CONTEXT_WEIGHT, TEXT_WEIGHT, Fts5Words, idf
 
 log = logging.getLogger(__name__)
@@ -126,10 +127,10 @@ class SpaceIndex:
             with self._writing() as conn:
                 conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
             self.conn.execute("VACUUM")
-            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            truncated = truncate_wal(self.conn)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot rewrite {self.path}: {exc}; run the purge again") from exc
-        return busy == 0
+        return truncated
 
     def close(self) -> None:
         self.conn.close()

@@ -19,7 +19,8 @@ from typing import Mapping
 
 import yaml
 
-from core.errors import CorruptionError, PermissionDeniedError, StorageError, ValidationError
+from core.errors import CorruptionError, PermissionDeniedError, StorageError, ValidationError, shown
+from core.memory.files import load_yaml
 from core.memory.files.fsutil import atomic_write
 from core.memory.spaces.paths import SpacePaths
 from core.paths import validate_agent_name
@@ -61,7 +62,7 @@ class Members:
     def with_member(self, agent: str, access: str) -> "Members":
         validate_agent_name(agent)
         if access not in ACCESS:
-            raise ValidationError(f"access must be {' or '.join(ACCESS)}, got {access!r}")
+            raise ValidationError(f"access must be {' or '.join(ACCESS)}, got {shown(access)}")
         return Members(self.space, {**self.access, agent: access})
 
     def without(self, agent: str) -> "Members":
@@ -100,7 +101,7 @@ def read(paths: SpacePaths) -> Members:
 
 def _parse(paths: SpacePaths) -> Members:
     try:
-        data = yaml.safe_load(paths.members_file.read_text(encoding="utf-8"))
+        data = load_yaml(paths.members_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise StorageError(f"cannot read {paths.members_file}: {exc}") from exc
     except yaml.YAMLError as exc:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core.errors import ValidationError
+from core.errors import ValidationError, shown
 from core.memory.recall import search as recall_search
 from core.memory.recall.views.explain import query_words, why
 from core.memory.recall.query import check_recall
@@ -34,7 +34,7 @@ def spaces_to_search(agent: str, home: Path, spaces: Any) -> list[str]:
         return spaces_of(agent, home)
     if isinstance(spaces, str) or not isinstance(spaces, (list, tuple)):
         raise ValidationError(f"spaces must be a list of space names (or None: every space of the agent), "
-                              f"got {spaces!r}")
+                              f"got {shown(spaces)}")
     for name in spaces:
         members_file.read(SpacePaths.for_space(name, home)).require_reader(agent)
     return list(dict.fromkeys(spaces))

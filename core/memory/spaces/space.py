@@ -10,6 +10,7 @@ from typing import Any, Iterable
 
 from core.config import Config, load_home_config
 from core.errors import BackendError, CorruptionError, NotFoundError, PermissionDeniedError, ValidationError
+from core.memory.files.in_use import IN_USE, InUse
 from core.memory.files.locking import AgentLock
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import check_metadata, check_text
@@ -63,15 +64,21 @@ class Space:
         self.paths = SpacePaths.for_space(name, home).require()
         self.name = self.paths.name
         self.config = config or load_home_config(self.paths.home)
+        # Held while open: agentos import --space --force refuses to replace the space meanwhile.
+        self.in_use = InUse(self.paths.root / IN_USE, self.config.memory.lock_timeout_s, f"space {self.name!r}")
         self.lock = AgentLock(self.paths.lock_file, self.config.memory.lock_timeout_s)
-        self.journal = LogFile(self.paths.journal, self.lock, self.paths.quarantine_dir,
-                               self.config.memory.max_entry_bytes)
-        self.journal.repair()  # a torn tail left by a publisher that was killed
         self._index: SpaceIndex | None = None
-        if purging.pending(self):  # a purge that was killed: its text must not outlive it
-            purging.purge(self)
-        if scrubbing.pending(self):  # a member's secret whose scrub was killed
-            scrubbing.finish(self)
+        try:
+            self.journal = LogFile(self.paths.journal, self.lock, self.paths.quarantine_dir,
+                                   self.config.memory.max_entry_bytes)
+            self.journal.repair()  # a torn tail left by a publisher that was killed
+            if purging.pending(self):  # a purge that was killed: its text must not outlive it
+                purging.purge(self)
+            if scrubbing.pending(self):  # a member's secret whose scrub was killed
+                scrubbing.finish(self)
+        except BaseException:
+            self.close()  # a failed open holds nothing
+            raise
 
     @classmethod
     def create(cls, name: str, members: dict[str, str], home: Path | None = None) -> "Space":
@@ -258,9 +265,12 @@ class Space:
         return self.index().rebuild()
 
     def close(self) -> None:
+        """Close the index and the lock's file, and let go of the space (an import may replace it). Safe twice."""
         if self._index is not None:
             self._index.close()
             self._index = None
+        self.lock.close()
+        self.in_use.release()
 
     def __enter__(self) -> "Space":
         return self

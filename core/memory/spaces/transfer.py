@@ -29,6 +29,7 @@ from core.config import TransferConfig, load_home_config
 from core.errors import CorruptionError, NotFoundError, StorageError, ValidationError
 from core.memory.files.archive_reading import reading
 from core.memory.files.fsutil import atomic_write, fsync_dir
+from core.memory.files.in_use import IN_USE, replacing
 from core.memory.files.log_file import scan_bytes
 from core.memory.secrets.redaction import rewrite_lines
 from core.memory.spaces.members import ACCESS
@@ -75,6 +76,7 @@ def import_space(file: str | Path, *, as_name: str | None = None, force: bool = 
         ArchiveTooLargeError: the archive is over one of the home's ``transfer`` limits; nothing is written.
         ValidationError: a space of that name exists (``force`` replaces it), or the archive names agents of
             this home as members and not ``trust_members``.
+        AgentInUseError: ``force`` and a process has the space open; nothing was changed.
     """
     home = home or agents_home()
     source = Path(file)
@@ -88,20 +90,24 @@ def import_space(file: str | Path, *, as_name: str | None = None, force: bool = 
     data["members.yaml"] = _members(data["members.yaml"], name, home, trust_members, source)
     staged = paths.root.with_name(f".{name}.importing")
     shutil.rmtree(staged, ignore_errors=True)  # left by an import that was killed
-    try:
-        staged.mkdir(parents=True)
-        for member, content in data.items():
-            atomic_write(staged / member, content)
-        replaced = paths.root.with_name(f".{name}.replaced")
-        if force and paths.root.exists():
-            keep_residence(paths.root, staged)  # the index stays where this home keeps it
+    # A space that a process has open (a member's recall, agentos mcp) is not replaced under it: refused with
+    # nothing changed; held until the new one is in its place, so none opens the old one meanwhile.
+    with replacing(paths.root / IN_USE, f"space {name!r}", create=False):
+        try:
+            staged.mkdir(parents=True)
+            for member, content in data.items():
+                atomic_write(staged / member, content)
+            replaced = paths.root.with_name(f".{name}.replaced")
+            if force and paths.root.exists():
+                keep_residence(paths.root, staged)  # the index stays where this home keeps it
+                shutil.rmtree(replaced, ignore_errors=True)
+                paths.root.replace(replaced)  # aside, not deleted, until the new space is in its place
+            staged.replace(paths.root)
+            fsync_dir(paths.root.parent)
             shutil.rmtree(replaced, ignore_errors=True)
-            paths.root.replace(replaced)  # aside, not deleted, until the new space is in its place
-        staged.replace(paths.root)
-        fsync_dir(paths.root.parent)
-        shutil.rmtree(replaced, ignore_errors=True)
-    except OSError as exc:
-        raise StorageError(f"cannot write the space {name!r} into {paths.root}: {exc}") from exc
+        except OSError as exc:
+            shutil.rmtree(staged, ignore_errors=True)
+            raise StorageError(f"cannot write the space {name!r} into {paths.root}: {exc}") from exc
     with Space(name, home) as space:
         space.rebuild_index()
     return {**manifest, "space": name, "entries": len(scan_bytes(data["LOG.md"], file).entries)}

@@ -23,7 +23,7 @@ from core.config import StorageConfig
 from core.errors import ConfigError, StorageError
 from core.memory.storage import residence
 from core.memory.storage.sqlite import Database
-from core.memory.files.fsutil import atomic_write
+from core.memory.files.fsutil import atomic_write, storage_error
 from core.memory.files.log_format import utc_timestamp
 from core.paths import AgentPaths
 
@@ -143,10 +143,10 @@ def folder_id(path: Path) -> str:
             except FileExistsError:
                 pass
         except OSError as exc:
-            raise StorageError(f"cannot create {path}: {exc}") from exc
+            raise storage_error(exc, f"cannot create {path}") from exc
         finally:
             staged.unlink(missing_ok=True)
     try:
         return path.read_text(encoding="utf-8").strip()
     except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc}") from exc
+        raise storage_error(exc, f"cannot read {path}") from exc

@@ -17,7 +17,7 @@ import sqlite3
 from pathlib import Path
 
 from core.errors import StorageError
-from core.memory.files.fsutil import atomic_write
+from core.memory.files.fsutil import atomic_write, storage_error
 from core.paths import AgentPaths
 
 SQLITE, POSTGRES = "sqlite", "postgres"
@@ -49,7 +49,9 @@ def read_marker(path: Path, what: str) -> str | None:
         word = path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise storage_error(exc, f"cannot read {path}") from exc
+    except UnicodeDecodeError as exc:
         raise StorageError(f"cannot read {path}: {exc}") from exc
     if word not in STATES:
         raise StorageError(f"{path} holds {word[:40]!r}, not one of {', '.join(STATES)}: write where {what} "

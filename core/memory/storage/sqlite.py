@@ -10,11 +10,13 @@ another version: it is refused before anything is applied, never half upgraded.
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
 import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Callable, Iterator, Literal
@@ -25,7 +27,7 @@ from core.memory.files import fault_points
 from core.memory.storage.migrations import all_migrations
 from core.memory.storage.dialect import SQLITE
 from core.memory.files.locking import AgentLock
-from core.memory.files.fsutil import storage_error
+from core.memory.files.fsutil import TOO_MANY_FILES_FIX, storage_error
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +55,8 @@ def _apply_script(script: str, conn: sqlite3.Connection) -> None:
 
 
 def execute_script(conn: sqlite3.Connection, script: str) -> None:
-    """Run a multi-statement script inside the caller's transaction.
-
-    ``sqlite3.executescript`` would commit first; this runs one complete
-    statement at a time (triggers with inner semicolons included).
-    """
+    """Run a multi-statement script inside the caller's transaction (``sqlite3.executescript`` would commit
+    first): one complete statement at a time, triggers with inner semicolons included."""
     pending = ""
     for line in script.splitlines(keepends=True):
         pending += line
@@ -80,11 +79,22 @@ def converted(exc: sqlite3.Error, path: object) -> StorageError:
     if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return LockTimeoutError(f"{path} stayed locked by another process for {BUSY_TIMEOUT_MS // 1000}s "
                                 f"({exc}): wait for it or stop it, then retry")
+    if primary == sqlite3.SQLITE_CANTOPEN and _out_of_descriptors():
+        return StorageError(f"cannot open {path}: {TOO_MANY_FILES_FIX}")
     if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
         mark_damaged(Path(str(path)), str(exc))
         return CorruptionError(f"{path} is damaged ({exc}): open the agent again, which moves it to "
                                "memory/quarantine/ and rebuilds it from LOG.md and the archives")
     return StorageError(f"{path}: {type(exc).__name__}: {exc}")
+
+
+def _out_of_descriptors() -> bool:
+    """True when this process cannot open one more file: why SQLite says only "unable to open database file"."""
+    try:
+        os.close(os.open(os.devnull, os.O_RDONLY))
+    except OSError as exc:
+        return exc.errno in (errno.EMFILE, errno.ENFILE)
+    return False
 
 
 def _disk_full(path: Path) -> bool:
@@ -218,8 +228,21 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 def _has_migrations_table(conn: sqlite3.Connection) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone()
-    return row is not None
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone() is not None
+
+
+def truncate_wal(conn: sqlite3.Connection) -> bool:
+    """Copy the WAL into the database and truncate it; False if a reader kept it for the busy timeout.
+
+    SQLite answers busy at once, without waiting, while another connection checkpoints (a background indexer's
+    passive checkpoint, a commit's automatic one): that one is waited for too, up to the busy timeout."""
+    deadline, pause = time.monotonic() + BUSY_TIMEOUT_MS / 1000, 0.001
+    while True:
+        busy, frames, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy or frames != -1 or time.monotonic() >= deadline:  # -1: the checkpoint lock was not had
+            return not busy
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 @contextmanager
@@ -286,8 +309,8 @@ def _forget_writers_after_fork() -> None:
 
 
 _inherited: list[sqlite3.Connection] = []
-"""Connections a forked child inherited: kept open and unused, because closing one in the child
-would drop SQLite locks the child's own connections hold on the same file."""
+"""Connections a forked child inherited: kept open and unused (closing one in the child would drop SQLite
+locks the child's own connections hold on the same file)."""
 
 
 class SqliteDatabase:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Iterable
 
-from core.errors import ValidationError
+from core.errors import ValidationError, shown
 from core.memory.files.log_format import check_text, utc_timestamp
 from core.memory.recall import forget_records
 from core.memory.recall.docs import KINDS, Doc, Filters
@@ -64,10 +64,10 @@ def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | Non
     if ids is None and query is None and before is None:
         raise ValidationError("forget_memories needs a query, a before time or ids")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-        raise ValidationError(f"limit must be an integer from 1 to 10000, got {limit!r}")
+        raise ValidationError(f"limit must be an integer from 1 to 10000, got {shown(limit)}")
     kinds = [kind] if isinstance(kind, str) else kind
     if kinds is not None and (not kinds or any(k not in KINDS for k in kinds)):
-        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {kind!r}")
+        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {shown(kind)}")
     threshold = matching.check_threshold(meaning_above)
     if threshold is not None and query is None:
         raise ValidationError("meaning_above goes with a query: the memories closer in meaning to it are forgotten")

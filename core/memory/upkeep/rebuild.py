@@ -46,10 +46,14 @@ def rebuild_all(tiers: Tiers, progress: Progress | None = None,
         tiers.compactor.finish_pending()
         log_rows = rebuild_log_index(tiers)
         compactions = rebuild_history(tiers)
-        cold.indexer.mark_all_pending()
-        forget_records.replay(tiers.db, _log_sources(tiers))
         store = cold.store()
-        store.drop()
+        # Under the cold store's write lock: a writer of another process writes a batch of vectors and
+        # records it as written under that lock, so its batch lands before the docs are queued again
+        # (and is redone) or after the table is dropped (and is in the new one), never lost between.
+        with store.writing():
+            cold.indexer.mark_all_pending()
+            forget_records.replay(tiers.db, _log_sources(tiers))
+            store.drop()
         cold.indexer.sync()
         if total is not None:
             total(cold.docs.pending_count())

@@ -19,6 +19,7 @@ from core.errors import LockTimeoutError, StorageError
 from core.memory import foreground
 from core.memory.compaction.auto import Compaction
 from core.memory.compaction.log_compaction import LogCompactor
+from core.memory.files.in_use import IN_USE, InUse
 from core.memory.files.locking import AgentLock
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import LogEntry
@@ -69,6 +70,8 @@ class Tiers:
     """LOG.md compaction's protocol (its lock keeps the archives and LOG.md's head still)."""
     compaction: Compaction
     """Automatic compaction, told of every append."""
+    in_use: InUse
+    """Held while the agent is open: ``agentos import --force`` refuses to replace it meanwhile."""
 
     def append(self, entry_type: str, content: Any, metadata: dict[str, Any] | None = None) -> LogEntry:
         """Append an entry as the system (the log redacts every line) and index it."""
@@ -149,6 +152,18 @@ class Tiers:
         except StorageError as exc:
             log.warning("memory.db cannot index LOG.md now (%s); it catches up at the next write or open", exc)
 
+    def close(self) -> None:
+        """Stop the background work and wait for it, then release the cold store, memory.db and the locks'
+        files, then the in-use lock: nothing of the agent is held afterwards. Safe to call twice."""
+        self.cold.halt()  # a compaction indexing its archive stops at its next step too
+        self.compaction.close()
+        self.cold.close()
+        self.catch_up()  # an append that found memory.db busy left its index row to the background
+        self.db.close()
+        self.compactor.close()
+        self.lock.close()
+        self.in_use.release()
+
     def archives(self) -> list[Path]:
         """The archives, oldest first (see :func:`core.memory.upkeep.archives.archives`)."""
         return archives.archives(self.paths.archive_dir, self.log)
@@ -163,8 +178,14 @@ def open_tiers(agent_name: str, paths: AgentPaths, config: Config, after_compact
 
     ``after_compaction`` runs when a compaction that swapped LOG.md ends (see ``LogCompactor``).
     """
+    in_use = InUse(paths.memory_dir / IN_USE, config.memory.lock_timeout_s, f"agent {agent_name!r}")
     lock = AgentLock(paths.lock_file, config.memory.lock_timeout_s)
-    db = open_database(paths, config.storage)
+    try:
+        db = open_database(paths, config.storage)
+    except BaseException:  # a failed open holds nothing
+        lock.close()
+        in_use.release()
+        raise
     facts = FactStore(db)
     log_file = LogFile(
         paths.log_file, lock, paths.quarantine_dir, config.memory.max_entry_bytes,
@@ -175,4 +196,4 @@ def open_tiers(agent_name: str, paths: AgentPaths, config: Config, after_compact
     cold = ColdMemory(paths, config, db, log_file)
     compactor = LogCompactor(paths, lock, log_file, db, cold.indexer, config, after_run=after_compaction)
     return Tiers(agent_name, paths, config, lock, log_file, db, facts, cold, compactor,
-                 Compaction(compactor, config, agent_name))
+                 Compaction(compactor, config, agent_name), in_use)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from core.errors import ValidationError
+from core.errors import ValidationError, shown
 from core.memory.provider import Message
 
 
@@ -73,5 +73,5 @@ def check_window(budget: object, fresh_tail: object) -> tuple[int, int]:
     """Return ``(budget, fresh_tail)`` if both are non-negative integers, else raise ValidationError."""
     for name, value in (("budget", budget), ("fresh_tail", fresh_tail)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValidationError(f"{name} must be a non-negative integer, got {value!r}")
+            raise ValidationError(f"{name} must be a non-negative integer, got {shown(value)}")
     return budget, fresh_tail  # type: ignore[return-value]

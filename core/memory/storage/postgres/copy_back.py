@@ -20,6 +20,7 @@ import psycopg
 from psycopg import sql
 
 from core.errors import StorageError
+from core.memory.files import storage_error
 from core.memory.storage.sqlite import migrate, open_connection
 from core.memory.storage.postgres.copy import FIRST, LAST, schema_tables
 from core.memory.storage.postgres.database import PostgresDatabase, snapshot
@@ -98,4 +99,4 @@ def _flush(path: Path) -> None:
         finally:
             os.close(fd)
     except OSError as exc:
-        raise StorageError(f"cannot flush {path}: {exc}") from exc
+        raise storage_error(exc, f"cannot flush {path}") from exc

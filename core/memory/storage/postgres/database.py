@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from core.config import StorageConfig
-from core.errors import DatabaseUnavailableError, LockTimeoutError
+from core.errors import DatabaseUnavailableError, LockTimeoutError, StorageError
 from core.memory.files import fault_points
 from core.memory.storage.dialect import POSTGRES
 from core.memory.storage.postgres import migrate
-from core.memory.storage.postgres.pool import advisory_key, converted, pool_for, probe
+from core.memory.storage.postgres.pool import advisory_key, claim_pool, converted, probe, release_pool
 from core.memory.storage.postgres.translate import translate
 
 log = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ def snapshot(dsn: str, schema: str, config: StorageConfig) -> Iterator[ReadOnlyC
     Raises:
         DatabaseUnavailableError: the server cannot be reached.
     """
-    pool = pool_for(dsn, schema, config, row_factory=row_factory)
+    pool = claim_pool(dsn, schema, config, row_factory=row_factory)
     try:
         with pool.connection() as raw:
             raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -198,6 +198,8 @@ def snapshot(dsn: str, schema: str, config: StorageConfig) -> Iterator[ReadOnlyC
                     raw.execute("ROLLBACK")
     except (psycopg.Error, PoolTimeout) as exc:
         raise converted(exc, dsn, config) from exc
+    finally:
+        release_pool(pool, dsn, schema, config, row_factory=row_factory)
 
 
 class PostgresDatabase:
@@ -240,11 +242,15 @@ class PostgresDatabase:
     # -- connections -------------------------------------------------------------
 
     def pool(self) -> ConnectionPool:
-        """The pool (opened, and the schema migrated, on first use)."""
+        """The pool (opened, and the schema migrated, on first use), claimed until :meth:`close`."""
         with self._guard:
             if self._pool is None or self._pool.closed:
-                pool = pool_for(self.dsn, self.schema, self.config, row_factory=row_factory)
-                self.set_up()
+                pool = claim_pool(self.dsn, self.schema, self.config, row_factory=row_factory)
+                try:
+                    self.set_up()
+                except BaseException:
+                    release_pool(pool, self.dsn, self.schema, self.config, row_factory=row_factory)
+                    raise
                 self._pool = pool
             return self._pool
 
@@ -267,6 +273,8 @@ class PostgresDatabase:
         except PoolTimeout as exc:
             probe(self.dsn, self.config)  # a server that is down is said so, not "all connections busy"
             raise self.error(exc) from exc
+        except PoolClosed as exc:  # closed under this database (close_pools): a library error, never a raw one
+            raise StorageError(f"{self!r} was closed while in use: open the agent again") from exc
         try:
             yield raw
         finally:
@@ -362,6 +370,10 @@ class PostgresDatabase:
         return self.exclusive(timeout, "compaction", conv)
 
     def close(self) -> None:
-        """Forget this object's pool (shared by the process, and closed with it). Safe to call twice."""
-        self._pool = None
+        """Give back this object's claim on its pool (shared by the process: the last user's leaves it idle, and
+        idle pools beyond a few are closed). Safe to call twice."""
+        with self._guard:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            release_pool(pool, self.dsn, self.schema, self.config, row_factory=row_factory)
         self._local = threading.local()

@@ -12,6 +12,7 @@ import hashlib
 import logging
 import os
 import threading
+from collections import OrderedDict
 from typing import Any, Callable
 
 import psycopg
@@ -30,7 +31,15 @@ from core.errors import (
 log = logging.getLogger(__name__)
 
 _pools: dict[tuple, ConnectionPool] = {}
+_claims: dict[tuple, int] = {}
+"""How many users each pool has now (an open PostgresDatabase, a read in progress)."""
+_idle: OrderedDict[tuple, None] = OrderedDict()
+"""The pools no one uses, least recently used first: the oldest are closed beyond ``IDLE_POOLS``."""
 _pools_guard = threading.Lock()
+
+IDLE_POOLS = 4
+"""Pools kept open with no user (a process reading agent after agent, as the inspector does, reuses them);
+each holds a connection and psycopg_pool's threads, so a process that served many agents closes the rest."""
 
 
 def describe(dsn: str) -> str:
@@ -120,42 +129,82 @@ def application_name(schema: str) -> str:
     return f"agentos {schema}"[:63]
 
 
-def pool_for(dsn: str, schema: str, config: StorageConfig, **kwargs: Any) -> ConnectionPool:
-    """This process's pool of connections to ``dsn`` whose search_path is ``schema``.
+def pool_key(dsn: str, schema: str, config: StorageConfig, **kwargs: Any) -> tuple:
+    """What tells this process's pools apart: the server, the schema, the size and the connection arguments."""
+    return os.getpid(), dsn, schema, config.pool_max, tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
+
+
+def claim_pool(dsn: str, schema: str, config: StorageConfig, **kwargs: Any) -> ConnectionPool:
+    """This process's pool of connections to ``dsn`` whose search_path is ``schema``, with one more user:
+    give it back with :func:`release_pool` (the same arguments), after which it may be closed.
 
     ``kwargs`` are connection arguments (e.g. a row factory); pools differ by them too.
 
     Raises:
         DatabaseUnavailableError: the server cannot be reached.
     """
-    key = (os.getpid(), dsn, schema, config.pool_max, tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
+    key = pool_key(dsn, schema, config, **kwargs)
     with _pools_guard:
         pool = _pools.get(key)
-        if pool is not None and not pool.closed:
-            return pool
-        probe(dsn, config)  # a server that is down fails here at once, not after the pool's timeout
-        pool = ConnectionPool(
-            dsn, min_size=1, max_size=max(1, config.pool_max), open=False, timeout=config.pool_timeout_s,
-            kwargs={"autocommit": True, "connect_timeout": _whole_seconds(config.connect_timeout_s),
-                    "application_name": application_name(schema), **kwargs},
-            configure=configure(schema, config), name=f"agentos-{schema}",
-            reconnect_timeout=max(config.pool_timeout_s, 60.0),
-        )
-        try:
-            pool.open(wait=True, timeout=config.connect_timeout_s + 1)
-        except PoolTimeout as exc:
-            pool.close(timeout=0)
-            probe(dsn, config)  # says why, when the server is down
-            raise converted(exc, dsn, config) from exc
-        _pools[key] = pool
-        log.info("connection pool to %s (schema %s, at most %d)", describe(dsn), schema, config.pool_max)
+        if pool is None or pool.closed:
+            pool = _open_pool(key, dsn, schema, config, **kwargs)
+        _claims[key] = _claims.get(key, 0) + 1
+        _idle.pop(key, None)
         return pool
 
 
+def release_pool(pool: ConnectionPool, dsn: str, schema: str, config: StorageConfig, **kwargs: Any) -> None:
+    """One user of ``pool`` (from :func:`claim_pool` with the same arguments) is done; pools beyond
+    ``IDLE_POOLS`` that no one uses are closed."""
+    key = pool_key(dsn, schema, config, **kwargs)
+    with _pools_guard:
+        if _pools.get(key) is not pool or key not in _claims:
+            return  # closed meanwhile by close_pools() (and its claims with it)
+        _claims[key] -= 1
+        if _claims[key] > 0:
+            return
+        del _claims[key]
+        _idle[key] = None
+        surplus = [_idle.popitem(last=False)[0] for _ in range(max(0, len(_idle) - IDLE_POOLS))]
+        closing = [_pools.pop(old) for old in surplus if old in _pools]
+    for pool in closing:
+        pool.close(timeout=5)
+
+
+def _open_pool(key: tuple, dsn: str, schema: str, config: StorageConfig, **kwargs: Any) -> ConnectionPool:
+    """A new pool for ``key`` (the caller holds ``_pools_guard``)."""
+    probe(dsn, config)  # a server that is down fails here at once, not after the pool's timeout
+    pool = ConnectionPool(
+        dsn, min_size=1, max_size=max(1, config.pool_max), open=False, timeout=config.pool_timeout_s,
+        kwargs={"autocommit": True, "connect_timeout": _whole_seconds(config.connect_timeout_s),
+                "application_name": application_name(schema), **kwargs},
+        configure=configure(schema, config), name=f"agentos-{schema}",
+        reconnect_timeout=max(config.pool_timeout_s, 60.0),
+    )
+    try:
+        pool.open(wait=True, timeout=config.connect_timeout_s + 1)
+    except PoolTimeout as exc:
+        pool.close(timeout=0)
+        probe(dsn, config)  # says why, when the server is down
+        raise converted(exc, dsn, config) from exc
+    _pools[key] = pool
+    log.info("connection pool to %s (schema %s, at most %d)", describe(dsn), schema, config.pool_max)
+    return pool
+
+
 def close_pools(schema: str | None = None) -> None:
-    """Close this process's pools (of one schema, or all): before dropping a schema, or exiting."""
+    """Close this process's pools (of one schema, or all), used or not: before dropping a schema, or exiting."""
     with _pools_guard:
         keys = [key for key in _pools if key[0] == os.getpid() and schema in (None, key[2])]
         pools = [_pools.pop(key) for key in keys]
+        for key in keys:
+            _claims.pop(key, None)
+            _idle.pop(key, None)
     for pool in pools:
         pool.close(timeout=5)
+
+
+def open_pools() -> int:
+    """How many pools this process has open (with users or kept idle)."""
+    with _pools_guard:
+        return sum(1 for key, pool in _pools.items() if key[0] == os.getpid() and not pool.closed)

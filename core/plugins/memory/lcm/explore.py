@@ -6,7 +6,7 @@ import re
 import sqlite3
 from typing import Iterator
 
-from core.errors import SummaryNotFoundError, ValidationError
+from core.errors import SummaryNotFoundError, ValidationError, shown
 from core.memory.storage import SQLITE, Dialect
 from core.memory.secrets import FORGOTTEN, forgotten_of
 from core.memory.provider import (
@@ -73,7 +73,7 @@ def search(conn: sqlite3.Connection, conv: int, query: SearchQuery, dialect: Dia
     The database finds and orders the candidates (BM25 in SQLite, ts_rank_cd in PostgreSQL).
     """
     if not isinstance(query.limit, int) or query.limit <= 0:
-        raise ValidationError(f"search limit must be a positive integer, got {query.limit!r}")
+        raise ValidationError(f"search limit must be a positive integer, got {shown(query.limit)}")
     words = query_words(query.text)
     match = dialect.match(words)
     hits: list[SearchResult] = []
@@ -92,7 +92,7 @@ def search(conn: sqlite3.Connection, conv: int, query: SearchQuery, dialect: Dia
 def summary_row(conn: sqlite3.Connection, summary_id: object, conv: int | None) -> sqlite3.Row:
     """The summary ``summary_id`` (of conversation ``conv`` when given), else SummaryNotFoundError."""
     if not isinstance(summary_id, str):
-        raise ValidationError(f"a summary id is a string like 'sum_0123abcd', got {summary_id!r}")
+        raise ValidationError(f"a summary id is a string like 'sum_0123abcd', got {shown(summary_id)}")
     row = conn.execute("SELECT * FROM ctx_summaries WHERE id = ?", (summary_id,)).fetchone()
     if row is None or (conv is not None and row["conversation_id"] != conv):
         raise SummaryNotFoundError(
@@ -123,7 +123,7 @@ def describe(conn: sqlite3.Connection, summary_id: str, conv: int | None) -> Des
 def expand(conn: sqlite3.Connection, summary_id: str, token_cap: int, conv: int | None) -> ExpandResult:
     """The children of a summary, in order, until ``token_cap`` (at least one is always returned)."""
     if not isinstance(token_cap, int) or token_cap <= 0:
-        raise ValidationError(f"token_cap must be a positive integer, got {token_cap!r}")
+        raise ValidationError(f"token_cap must be a positive integer, got {shown(token_cap)}")
     row = summary_row(conn, summary_id, conv)
     if row["kind"] == "leaf":
         rows = conn.execute(
