@@ -7,6 +7,7 @@ when run as root); under CI (``CI=true``) a missing browser is a failure, not a 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -328,6 +329,7 @@ def test_a_running_run_grows_in_its_row_and_the_chart_follows(page, demo):
     """An entry of the running run, appended while the page is open, joins its run's row, and
     the activity chart counts it."""
     page.wait_for_selector("#live.on")
+    expect(page.locator("#activity-scope")).to_have_text(re.compile(r" · \d+ entries"))  # the chart has loaded
     caption = page.locator("#activity-scope").inner_text()
     total = int(caption.split(" · ")[1].split()[0])
     with MemoryManager("finn", demo.home) as mm:

@@ -232,31 +232,27 @@ def _has_migrations_table(conn: sqlite3.Connection) -> bool:
 
 
 def truncate_wal(conn: sqlite3.Connection) -> bool:
-    """Copy the WAL into the database and truncate it; False if a reader kept it for the busy timeout.
-
-    SQLite answers busy at once, without waiting, while another connection checkpoints (a background indexer's
-    passive checkpoint, a commit's automatic one): that one is waited for too, up to the busy timeout."""
-    deadline, pause = time.monotonic() + BUSY_TIMEOUT_MS / 1000, 0.001
+    """Copy the WAL into the database and truncate it; False if a reader kept it for the busy timeout. SQLite
+    answers busy at once while another connection checkpoints (a background indexer's passive checkpoint, a
+    commit's automatic one): that one is waited for too, up to the busy timeout."""
+    deadline, pause = time.monotonic() + BUSY_TIMEOUT_MS / 1000, 0.0005
     while True:
         busy, frames, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if not busy or frames != -1 or time.monotonic() >= deadline:  # -1: the checkpoint lock was not had
             return not busy
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
+        time.sleep(pause := min(pause * 2, 0.05))
 
 
 @contextmanager
 def transaction(conn: sqlite3.Connection, wait: bool = True) -> Iterator[sqlite3.Connection]:
     """Run the block in one ``BEGIN IMMEDIATE`` transaction: all of it is written, or none.
 
-    The writers of one database in this process queue on a lock first. A writer that finds the
-    database locked sleeps in SQLite and tries again 1, 2, 5, 10 ... 100 ms later, so one behind a
-    thread that commits short transactions back to back (the background indexer) could wait for a
-    second; the lock wakes it when the transaction before it ends. Other processes meet at SQLite's lock.
-
-    ``wait=False``: raise LockTimeoutError at once, writing nothing, while another thread of this process
-    writes the database (for a write that may be done later instead, such as indexing a LOG.md entry).
-    """
+    The writers of one database in this process queue on a lock first. A writer that finds the database locked
+    sleeps in SQLite and tries again 1, 2, 5, 10 ... 100 ms later, so one behind a thread that commits short
+    transactions back to back (the background indexer) could wait for a second; the lock wakes it when the
+    transaction before it ends. Other processes meet at SQLite's lock. ``wait=False``: raise LockTimeoutError
+    at once, writing nothing, while another thread of this process writes the database (for a write that may
+    be done later instead, such as indexing a LOG.md entry)."""
     writers = _writers_of(conn)
     if writers is not None and not wait and not writers.acquire(blocking=False):
         raise LockTimeoutError(f"{conn.path} is being written by another thread of this process")
