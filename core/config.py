@@ -111,11 +111,13 @@ class LLMConfig:
     """LLM backend."""
 
     backend: str = "auto"
-    """``auto`` (Ollama, else offline with a warning), ``ollama`` or ``offline``."""
+    """``auto`` (Ollama, else an OpenAI-compatible server, else offline with a warning), ``ollama``, ``openai``
+    (llama.cpp's llama-server, LM Studio, vLLM, ...) or ``offline``."""
     model: str = "llama3.1"
-    """Ollama chat model."""
+    """The chat model, as the server names it."""
     host: str = ""
-    """Ollama address; empty means ``$OLLAMA_HOST`` or ``http://127.0.0.1:11434``."""
+    """The server's address; empty means ``$OLLAMA_HOST`` or ``http://127.0.0.1:11434`` for Ollama,
+    ``$OPENAI_BASE_URL`` or ``http://127.0.0.1:8080/v1`` for an OpenAI-compatible server."""
     timeout_s: float = 120.0
     """Seconds to wait for one model reply."""
     num_ctx: int = 16384

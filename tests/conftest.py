@@ -99,7 +99,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
 
 @pytest.fixture(autouse=True)
 def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Path]:
-    """Point ``AGENTOS_HOME`` at a fresh folder and keep Ollama unreachable unless a test says so.
+    """Point ``AGENTOS_HOME`` at a fresh folder and keep model servers unreachable unless a test says so.
 
     Its ``config.yaml`` sets ``cold.embedder: fake`` (hashed words, :mod:`core.llm.embedding.hashed_embedder`), except
     for tests that use the ``minilm`` fixture (the real model, for what depends on meaning) and tests
@@ -108,6 +108,9 @@ def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest
     home = tmp_path / "agents"
     monkeypatch.setenv("AGENTOS_HOME", str(home))
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nor an OpenAI-compatible server
+    for name in ("AGENTOS_LLM_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("AGENTOS_DSN", raising=False)  # a developer's server is never a test's
     if "minilm" not in request.fixturenames and request.node.get_closest_marker("bare_home") is None:
         home.mkdir()

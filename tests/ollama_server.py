@@ -63,6 +63,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from tests import openai_api
+
 CREATED_AT = "2026-01-31T12:00:00.000000Z"
 EMBED_DIM = 64
 OLLAMA_DEFAULT_NUM_CTX = 4096
@@ -72,6 +74,8 @@ MESSAGE_OVERHEAD_TOKENS = 5
 PROMPT_OVERHEAD_TOKENS = 5
 """Tokens the template adds once (begin-of-text and the assistant header that starts the reply)."""
 STREAM_CHUNK_CHARS = 8
+OPENAI_CHAT = "/v1/chat/completions"
+CHAT_PATHS = ("/api/chat", OPENAI_CHAT)
 
 _TOKEN = re.compile(r"\s*<\|im_(?:start|end)\|>|\s*\w{1,4}|\s*[^\w\s]|\s+")
 """Word pieces and punctuation; the chat template's markers are one token each, as in a real vocabulary."""
@@ -228,7 +232,8 @@ class ScriptedOllama:
 
     def __init__(self, models: tuple[str, ...] = ("llama3.1",), default: Any = None, *,
                  context_length: int = 131072, modelfile_num_ctx: int | None = None,
-                 architecture: str = "llama") -> None:
+                 architecture: str = "llama", n_ctx: int | None = None, flavour: str = "llamacpp",
+                 overflow: str = "refuse") -> None:
         self.models = set(models)
         self.default = default
         """Reply when the queue is empty; ``None`` answers HTTP 500 'script exhausted'."""
@@ -237,6 +242,14 @@ class ScriptedOllama:
         self.modelfile_num_ctx = modelfile_num_ctx
         """A ``PARAMETER num_ctx`` of the Modelfile, if any: the window when a request sends none."""
         self.architecture = architecture
+        self.n_ctx = n_ctx or context_length
+        """The window of the OpenAI face (a server's ``--ctx-size``), whatever a request says."""
+        self.flavour = flavour
+        """How the OpenAI face tells its window: ``llamacpp`` (``/props``), ``vllm`` (``max_model_len``), ``plain``."""
+        self.overflow = overflow
+        """What the OpenAI face does with a prompt over its window: ``refuse`` (llama-server) or ``truncate``."""
+        self.refused: list[Prompt] = []
+        """Prompts the OpenAI face refused as too long for its window."""
         self.summarizer: Callable[[str], str] | None = None
         """If set, answers every chat request that offers no tools (summarizer calls) from the text the
         model kept, without taking a reply from the queue."""
@@ -269,7 +282,7 @@ class ScriptedOllama:
     def chat_requests(self) -> list[dict[str, Any]]:
         """The bodies of every ``/api/chat`` request, in arrival order."""
         with self._lock:
-            return [body for path, body in self.requests if path == "/api/chat"]
+            return [body for path, body in self.requests if path in CHAT_PATHS]
 
     @property
     def truncated(self) -> list[Prompt]:
@@ -391,7 +404,11 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
-            if self.path == "/api/tags":
+            if self.path == "/v1/models":
+                self._json(200, openai_api.models(server))
+            elif self.path == "/props" and openai_api.props(server) is not None:
+                self._json(200, openai_api.props(server))
+            elif self.path == "/api/tags":
                 self._json(200, {"models": [_model_entry(m) for m in sorted(server.models)]})
             elif self.path == "/api/version":
                 self._json(200, {"version": "0.0.0-test"})
@@ -406,6 +423,8 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             if self.path == "/api/chat":
                 self._chat(body)
+            elif self.path == OPENAI_CHAT:
+                self._openai_chat(body)
             elif self.path == "/api/show":
                 server.record(self.path, body)
                 self._known_model(body, server.show)
@@ -433,15 +452,7 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                 return
             prompt = fit_window(body, server.window_of(body))
             server.reuse(model, prompt)
-            reply = server.next_reply("/api/chat", body, prompt)
-            while isinstance(reply, Block):
-                reply = server.wait_released(reply)
-            if callable(reply):
-                reply = reply(body)
-            if isinstance(reply, Verbatim):
-                reply = reply.text
-            elif isinstance(reply, str) and body.get("format"):
-                reply = shaped(reply, body["format"])
+            reply = self._resolve(server.next_reply("/api/chat", body, prompt), body)
             if reply is None:
                 self._json(500, {"error": "script exhausted: the test enqueued no reply for this request"})
             elif isinstance(reply, Error):
@@ -453,6 +464,54 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                     self._stream(model, message, counts)
                 else:
                     self._json(200, _response(model, message, done=True, counts=counts))
+
+        def _resolve(self, reply: Any, body: dict[str, Any]) -> Any:
+            """The queued ``reply`` as it is sent: a Block waited for, a callable called, a text shaped."""
+            while isinstance(reply, Block):
+                reply = server.wait_released(reply)
+            if callable(reply):
+                reply = reply(body)
+            if isinstance(reply, Verbatim):
+                return reply.text
+            if isinstance(reply, str) and body.get("format"):
+                return shaped(reply, body["format"])
+            return reply
+
+        def _openai_chat(self, wire: dict[str, Any]) -> None:
+            body = openai_api.internal(wire)
+            model = str(body.get("model") or "")
+            if model.split(":")[0] not in server.models:
+                server.record(OPENAI_CHAT, body)
+                self._json(404, openai_api.error(404, f"model '{model}' not found"))
+                return
+            prompt = fit_window(body, server.n_ctx)
+            if prompt.truncated and server.overflow == "refuse":
+                server.record(OPENAI_CHAT, body)
+                with server._lock:
+                    server.refused.append(prompt)
+                self._json(400, openai_api.error(400, f"request ({prompt.full_tokens} tokens) exceeds the available "
+                                                      f"context size ({server.n_ctx} tokens), try increasing it",
+                                                 "exceed_context_size_error"))
+                return
+            server.reuse(model, prompt)
+            reply = self._resolve(server.next_reply(OPENAI_CHAT, body, prompt), body)
+            if reply is None:
+                self._json(500, openai_api.error(500, "script exhausted: the test enqueued no reply for this request"))
+            elif isinstance(reply, Error):
+                self._json(reply.status, openai_api.error(reply.status, reply.message))
+            elif not wire.get("stream"):
+                message = _message(reply)
+                self._json(200, openai_api.completion(model, message, prompt, _reply_tokens(message)))
+            else:
+                message = _message(reply)
+                include = bool((wire.get("stream_options") or {}).get("include_usage"))
+                parts = openai_api.chunks(model, message, prompt, _reply_tokens(message), include, STREAM_CHUNK_CHARS)
+                data = b"".join(b"data: " + json.dumps(p).encode() + b"\n\n" for p in parts) + b"data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
         def _stream(self, model: str, message: dict[str, Any], counts: dict[str, int]) -> None:
             text = message.get("content") or ""
