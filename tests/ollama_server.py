@@ -233,8 +233,12 @@ class ScriptedOllama:
     def __init__(self, models: tuple[str, ...] = ("llama3.1",), default: Any = None, *,
                  context_length: int = 131072, modelfile_num_ctx: int | None = None,
                  architecture: str = "llama", n_ctx: int | None = None, flavour: str = "llamacpp",
-                 overflow: str = "refuse") -> None:
+                 overflow: str = "refuse", apis: tuple[str, ...] = ("ollama", "openai"),
+                 response_format: bool = True) -> None:
         self.models = set(models)
+        self.apis = apis
+        """The APIs it answers: ``ollama`` (``/api/*``) and ``openai`` (``/v1/*``, ``/props``); llama-server's is
+        ``("openai",)``."""
         self.default = default
         """Reply when the queue is empty; ``None`` answers HTTP 500 'script exhausted'."""
         self.context_length = context_length
@@ -245,9 +249,12 @@ class ScriptedOllama:
         self.n_ctx = n_ctx or context_length
         """The window of the OpenAI face (a server's ``--ctx-size``), whatever a request says."""
         self.flavour = flavour
-        """How the OpenAI face tells its window: ``llamacpp`` (``/props``), ``vllm`` (``max_model_len``), ``plain``."""
+        """How the OpenAI face tells its window: ``llamacpp`` (``/props``), ``vllm`` (``max_model_len``),
+        ``lmstudio`` (``/api/v0/models``) or ``plain`` (it does not)."""
         self.overflow = overflow
         """What the OpenAI face does with a prompt over its window: ``refuse`` (llama-server) or ``truncate``."""
+        self.response_format = response_format
+        """Whether the OpenAI face takes ``response_format`` (else: HTTP 400, as a server without schemas)."""
         self.refused: list[Prompt] = []
         """Prompts the OpenAI face refused as too long for its window."""
         self.summarizer: Callable[[str], str] | None = None
@@ -404,10 +411,14 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
-            if self.path == "/v1/models":
+            if not self._answers():
+                self._json(404, openai_api.error(404, f"File Not Found: {self.path}"))
+            elif self.path == "/v1/models":
                 self._json(200, openai_api.models(server))
             elif self.path == "/props" and openai_api.props(server) is not None:
                 self._json(200, openai_api.props(server))
+            elif self.path.startswith("/api/v0/models/") and openai_api.studio_model(server, self.path[15:]):
+                self._json(200, openai_api.studio_model(server, self.path[15:]))
             elif self.path == "/api/tags":
                 self._json(200, {"models": [_model_entry(m) for m in sorted(server.models)]})
             elif self.path == "/api/version":
@@ -421,7 +432,10 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
-            if self.path == "/api/chat":
+            if not self._answers():
+                server.record(self.path, body)
+                self._json(404, openai_api.error(404, f"File Not Found: {self.path}"))
+            elif self.path == "/api/chat":
                 self._chat(body)
             elif self.path == OPENAI_CHAT:
                 self._openai_chat(body)
@@ -436,6 +450,10 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                                                  "embeddings": [embed_text(t) for t in texts]})
             else:
                 self._json(404, {"error": f"unknown endpoint {self.path}"})
+
+        def _answers(self) -> bool:
+            """Whether the path belongs to an API the server answers."""
+            return ("openai" if self.path.startswith(("/v1/", "/props", "/api/v0/")) else "ollama") in server.apis
 
         def _known_model(self, body: dict[str, Any], build: Callable[[], dict[str, Any]]) -> None:
             name = str(body.get("model") or body.get("name") or "")
@@ -483,6 +501,10 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
             if model.split(":")[0] not in server.models:
                 server.record(OPENAI_CHAT, body)
                 self._json(404, openai_api.error(404, f"model '{model}' not found"))
+                return
+            if wire.get("response_format") and not server.response_format:
+                server.record(OPENAI_CHAT, body)
+                self._json(400, openai_api.error(400, "Unrecognized request argument supplied: response_format"))
                 return
             prompt = fit_window(body, server.n_ctx)
             if prompt.truncated and server.overflow == "refuse":

@@ -3,7 +3,8 @@ llama.cpp's ``llama-server`` does, so that one script serves both backends.
 
 - ``GET /v1/models`` lists the server's models; ``GET /props`` gives ``default_generation_settings.n_ctx``
   (flavour ``llamacpp``); flavour ``vllm`` has no ``/props`` and gives ``max_model_len`` in the model list;
-  flavour ``plain`` says nothing of its window (as Ollama's ``/v1`` or LocalAI).
+  flavour ``lmstudio`` answers ``/api/v0/models/<model>`` with ``loaded_context_length``; flavour ``plain``
+  says nothing of its window (as Ollama's ``/v1`` or LocalAI).
 - ``POST /v1/chat/completions``: the request is turned into the shape the Ollama face works on (tool-call
   arguments parsed from their JSON text, a tool result named by the call its id answers) and recorded so;
   the original body is kept under ``"openai"``. A JSON schema in ``response_format`` is its ``format``.
@@ -48,6 +49,14 @@ def props(server: Any) -> dict[str, Any] | None:
     return {"default_generation_settings": {"n_ctx": server.n_ctx, "params": {"cache_prompt": True}},
             "total_slots": 1, "model_path": f"/models/{sorted(server.models)[0]}.gguf",
             "chat_template": "{# ChatML #}", "build_info": "scripted"}
+
+
+def studio_model(server: Any, name: str) -> dict[str, Any] | None:
+    """LM Studio's ``/api/v0/models/<name>`` (None: the server has no such endpoint or model)."""
+    if server.flavour != "lmstudio" or name not in server.models:
+        return None
+    return {"id": name, "object": "model", "type": "llm", "state": "loaded", "arch": "llama",
+            "max_context_length": server.context_length, "loaded_context_length": server.n_ctx}
 
 
 def internal(body: dict[str, Any]) -> dict[str, Any]:

@@ -7,8 +7,9 @@ those small models write as text), streaming, token counts from ``usage``. Besid
 
 - **structured output**: ``chat(..., format=schema)`` sends ``response_format`` with the JSON schema, which
   llama.cpp, vLLM, LM Studio and Ollama turn into constrained decoding; a server that refuses it is asked
-  again without it, and from then on never with it (:attr:`OpenAIBackend.structured` turns False: the
-  summarizers then ask for the shape in the prompt and read it from the text);
+  again without it, and from then on never with it (:attr:`OpenAIBackend.constrained` turns False). Callers
+  ask for the shape in the prompt too and read it from the text (:class:`~core.llm.backend.BackendGenerate`),
+  so the same call works on either kind of server;
 - **the prompt cache**: llama.cpp is asked to keep it (``cache_prompt``); the tokens the server took from it
   (``usage.prompt_tokens_details.cached_tokens``, llama.cpp's ``timings.cache_n``) are logged per call and
   summed in :attr:`~core.llm.served.ServedBackend.counts`;
@@ -24,6 +25,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from collections import deque
 from typing import Any
 
@@ -43,6 +45,7 @@ KEY_VARIABLES = ("AGENTOS_LLM_API_KEY", "OPENAI_API_KEY")
 NO_KEY = "not-needed"
 """Sent as the key to a server that wants none (the client insists on one)."""
 PING_TIMEOUT_S = 2.0
+_TOLD = re.compile(r"\((\d+) tokens\) exceeds|(?:has|requested) (\d+) (?:input )?tokens")
 
 
 def resolve_openai_host(flag: str | None = None, configured: str = "") -> str:
@@ -65,8 +68,8 @@ class OpenAIBackend(ServedBackend):
         super().__init__(model, base_url(host), timeout_s, num_ctx=num_ctx, ratios=ratios)
         self.client = openai.OpenAI(base_url=self.host, api_key=api_key(), timeout=timeout_s, max_retries=0)
         self.server: ServerInfo | None = None
-        self.structured = True
-        """Whether ``response_format`` is sent for ``chat(..., format=...)``; False once a server refused it."""
+        self.constrained = True
+        """Whether ``response_format`` is sent for ``chat(..., format=...)``; False once the server refused it."""
 
     def ask_window(self) -> WindowSource:
         """The smaller of the server's window for the model and ``llm.num_ctx``."""
@@ -112,23 +115,31 @@ class OpenAIBackend(ServedBackend):
             request["tools"] = tools
         if self.info().flavour == "llamacpp":
             request["extra_body"] = {"cache_prompt": True}
-        if format is not None and self.structured:
+        if format is not None and self.constrained:
             request["response_format"] = response_format(format)
+        try:
+            reply = self._send(request, on_text)
+        except PromptTooLongError as exc:  # the estimate was low: the next prompts are sized smaller
+            self.meter.refused(prompt_chars(messages, tools), told_tokens(str(exc)))
+            raise
+        self.meter.observe(prompt_chars(messages, tools), reply.usage.get("prompt_tokens"))
+        answer = reply.finish(tool_names(tools))
+        self.observe(answer)
+        return answer
+
+    def _send(self, request: dict[str, Any], on_text: TextSink | None) -> ReplyParts:
+        """Send the request; a server that refuses ``response_format`` is asked again without it."""
         with openai_errors(self.host, self.model, self.timeout_s):
             try:
-                reply = self._stream(request, on_text)
+                return self._stream(request, on_text)
             except openai.APIStatusError as exc:
                 if "response_format" not in request or not refused_format(exc, self.host, self.model):
                     raise
                 log.warning("%s at %s refused response_format (%s): the reply's shape is asked in the prompt "
                             "from now on", self.info().label, self.host, exc.message)
-                self.structured = False
+                self.constrained = False
                 del request["response_format"]
-                reply = self._stream(request, on_text)
-        self.meter.observe(prompt_chars(messages, tools), reply.usage.get("prompt_tokens"))
-        answer = reply.finish(tool_names(tools))
-        self.observe(answer)
-        return answer
+                return self._stream(request, on_text)
 
     def _stream(self, request: dict[str, Any], on_text: TextSink | None) -> ReplyParts:
         """Send ``request`` and read its stream (the ``openai`` client's errors are the caller's to convert)."""
@@ -142,6 +153,13 @@ class OpenAIBackend(ServedBackend):
             on_text(rest)
         reply.calls.extend(calls.finish())
         return reply
+
+
+def told_tokens(message: str) -> int | None:
+    """The prompt's size in a server's refusal: llama.cpp's "request (N tokens) exceeds the available context
+    size", vLLM's "your request has N input tokens" / "you requested N tokens"."""
+    match = _TOLD.search(message)
+    return int(match.group(1) or match.group(2)) if match else None
 
 
 def refused_format(exc: openai.APIStatusError, host: str, model: str) -> bool:

@@ -9,12 +9,12 @@ REQUEST = ("Please plan the orchard harvest: the north rows ripen first, the pic
 FOLLOW_UP = "Also book the van for Friday morning, the big one with the ramp, and tell the pickers."
 
 
-def test_the_request_is_sent_once_and_the_memory_comes_last(make_server, agents_home, make_engine):
+def test_the_request_is_sent_once_and_the_memory_comes_last(make_server, agents_home, make_engine, api):
     """NOW's objective and the RUN_START and USER_FEEDBACK entries repeat the user's request: the memory
     message points to it instead (this turn's and the earlier ones the conversation shows), and it is the
     prompt's last message, after the request; NOW.md and LOG.md themselves keep the text."""
     server = make_server(context_length=8192, default="Noted.")
-    write_config(agents_home, "llm:\n  backend: ollama\n")
+    write_config(agents_home, f"llm:\n  backend: {api}\n")
     engine = make_engine()
     assert engine.run(REQUEST).ok
     assert engine.run(FOLLOW_UP).ok
@@ -34,11 +34,11 @@ def test_the_request_is_sent_once_and_the_memory_comes_last(make_server, agents_
     assert logged == [REQUEST, FOLLOW_UP]
 
 
-def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server, agents_home, make_engine):
+def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server, agents_home, make_engine, api):
     """A request that alone could take half the window goes last, so that a server that must drop a
     message to fit (Ollama always keeps the last one) drops the memory, not the request."""
     server = make_server(context_length=131072, default="Noted.")  # a 16,384-token window (llm.num_ctx)
-    write_config(agents_home, "llm:\n  backend: ollama\n")
+    write_config(agents_home, f"llm:\n  backend: {api}\n")
     engine = make_engine()
     document = "The orchard has forty rows of apple trees. " * 600  # ~26,000 characters: fits, whole
     assert engine.run("Read this. " + document + " What is it about?").ok
