@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
 # Create .venv and install AgentOS's pinned dependencies (torch's CPU build first).
 # Idempotent: a second run with unchanged requirements.txt only checks the stamp.
+#   --model-server   also what the real-model tests start: llama.cpp's llama-server and SmolLM2's weights
+#                    (scripts/setup_model_server.sh; built once per machine, then cached)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+model_server=0
+for arg in "$@"; do
+    case "$arg" in
+        --model-server) model_server=1 ;;
+        *) echo "setup: unknown option $arg (known: --model-server)" >&2; exit 2 ;;
+    esac
+done
 PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 if [ ! -x .venv/bin/python ]; then
@@ -44,4 +53,8 @@ fi
 # The browser tests drive Debian's Chromium through Playwright (which cannot download its own browsers here).
 if [ ! -x /usr/bin/chromium ]; then
     apt_install chromium "the browser tests"
+fi
+# The real model server of the slow tests (tests/llama_server.py), with the test command only.
+if [ "$model_server" = 1 ]; then
+    ./scripts/setup_model_server.sh
 fi

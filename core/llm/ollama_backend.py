@@ -96,7 +96,7 @@ class OllamaBackend(ServedBackend):
                 ) from exc
         self.meter.observe_prompt(messages, tools, reply.usage.get("evaluated_tokens"))
         answer = reply.finish(tool_names(tools))
-        self.observe(answer)
+        self.observe(answer, messages, tools)
         return answer
 
 

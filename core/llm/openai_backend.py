@@ -124,7 +124,7 @@ class OpenAIBackend(ServedBackend):
             raise
         self.meter.observe(prompt_chars(messages, tools), reply.usage.get("prompt_tokens"))
         answer = reply.finish(tool_names(tools))
-        self.observe(answer)
+        self.observe(answer, messages, tools)
         return answer
 
     def _send(self, request: dict[str, Any], on_text: TextSink | None) -> ReplyParts:

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,21 @@ class WindowSource:
     """Tokens of one request."""
     source: str
     """Where the number came from, for the user (``llama.cpp /props n_ctx``, ``llm.num_ctx``, ...)."""
+
+
+KEPT_CALLS = 1000
+
+
+@dataclass(frozen=True)
+class CallUsage:
+    """One model call's counts as the server reported them."""
+
+    usage: dict[str, int]
+    """:attr:`ChatReply.usage <core.llm.backend.ChatReply.usage>`."""
+    tools: bool
+    """The call offered tools (a planner call; summaries offer none)."""
+    continues: bool
+    """The call continues a run: a tool result is among its last two messages (the memory message may follow it)."""
 
 
 @dataclass
@@ -103,6 +119,8 @@ class ServedBackend:
         self.ratios = ratios
         self.counts = PromptCounts()
         """Every call's prompt tokens, summed (a run takes the difference, see :meth:`PromptCounts.since`)."""
+        self.calls: deque[CallUsage] = deque(maxlen=KEPT_CALLS)
+        """The latest calls' counts, oldest first (for benchmarks)."""
         self.window_source = ""
         self._meter: WindowMeter | None = None
 
@@ -149,10 +167,11 @@ class ServedBackend:
                 f"a prompt of ~{estimate} tokens does not fit {self.model}'s window of {window.num_ctx} tokens "
                 f"({self.window_source}); it was not sent: shorten the request, or use a model with a longer window")
 
-    def observe(self, reply: ChatReply) -> None:
+    def observe(self, reply: ChatReply, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
         """Count the reply's tokens and log them (one line a call)."""
         usage = reply.usage
         self.counts.add(usage)
+        self.calls.append(CallUsage(dict(usage), bool(tools), any(m.get("role") == "tool" for m in messages[-2:])))
         if not usage:
             return
         if "cached_tokens" in usage and usage.get("prompt_tokens"):
