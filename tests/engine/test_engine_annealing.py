@@ -50,8 +50,9 @@ def test_failing_tool_is_logged_and_the_model_recovers(server, api, agents_home,
     retry_prompt = server.chat_requests[1]["messages"]
     memory = [m["content"] for m in retry_prompt if m["role"] == "user" and m["content"].startswith("# Memory")]
     assert len(memory) == 1 and "## Recovery" in memory[0] and "network unreachable" in memory[0]
-    assert retry_prompt[-1]["content"] == memory[0], "the memory message comes last"
-    assert "network unreachable" in retry_prompt[-2]["content"] and retry_prompt[-2]["role"] == "tool"
+    assert retry_prompt[-4]["content"] == memory[0], "the memory message comes before the turn"
+    assert retry_prompt[-3]["content"] == "Summarise https://example.org"
+    assert "network unreachable" in retry_prompt[-1]["content"] and retry_prompt[-1]["role"] == "tool"
 
 
 def test_run_that_keeps_failing_exits_non_zero_with_recovery_steps(server, agents_home):
@@ -84,10 +85,10 @@ def test_malformed_tool_calls_are_fed_back_to_the_model(server, api, agents_home
 
     assert result.ok
     second = server.chat_requests[1]["messages"]
-    assert second[-1]["content"].startswith("# Memory"), "the memory message comes last"
-    assert second[-2]["role"] == "user" and "malformed tool call" in second[-2]["content"]
+    assert second[-3]["content"].startswith("# Memory"), "the memory message comes before the turn"
+    assert second[-1]["role"] == "user" and "malformed tool call" in second[-1]["content"]
     third = server.chat_requests[2]["messages"]
-    assert third[-2]["role"] == "tool" and "missing required argument" in third[-2]["content"]
+    assert third[-1]["role"] == "tool" and "missing required argument" in third[-1]["content"]
     assert MemoryManager("finn").get_fact("city") == "Lisbon"
 
 

@@ -1,4 +1,4 @@
-"""The memory message: sent last, read fresh at every call, and saying each thing once."""
+"""The memory message: right before the turn's request, read fresh at every call, and saying each thing once."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ REQUEST = ("Please plan the orchard harvest: the north rows ripen first, the pic
 FOLLOW_UP = "Also book the van for Friday morning, the big one with the ramp, and tell the pickers."
 
 
-def test_the_request_is_sent_once_and_the_memory_comes_last(make_server, agents_home, make_engine, api):
+def test_the_request_is_sent_once_and_comes_after_the_memory(make_server, agents_home, make_engine, api):
     """NOW's objective and the RUN_START and USER_FEEDBACK entries repeat the user's request: the memory
-    message points to it instead (this turn's and the earlier ones the conversation shows), and it is the
-    prompt's last message, after the request; NOW.md and LOG.md themselves keep the text."""
+    message points to it instead (this turn's and the earlier ones the conversation shows), and it comes
+    right before the request, the prompt's last message; NOW.md and LOG.md themselves keep the text."""
     server = make_server(context_length=8192, default="Noted.")
     write_config(agents_home, f"llm:\n  backend: {api}\n")
     engine = make_engine()
@@ -21,11 +21,11 @@ def test_the_request_is_sent_once_and_the_memory_comes_last(make_server, agents_
 
     for body, request in zip(server.chat_requests, (REQUEST, FOLLOW_UP)):
         messages = body["messages"]
-        assert messages[-1]["content"].startswith("# Memory") and messages[-2]["content"] == request
+        assert messages[-2]["content"].startswith("# Memory") and messages[-1]["content"] == request
         rendered = "\n".join(str(m["content"]) for m in messages)
         assert rendered.count(REQUEST[:60]) == 1, rendered
-        assert "objective: (this turn's request: the user's newest message)" in messages[-1]["content"]
-    memory = server.chat_requests[1]["messages"][-1]["content"]
+        assert "objective: (this turn's request: the user's newest message)" in messages[-2]["content"]
+    memory = server.chat_requests[1]["messages"][-2]["content"]
     assert "USER_FEEDBACK: (this turn's request: the user's newest message)" in memory
     assert "USER_FEEDBACK: (that turn's request: the user's message in the conversation)" in memory
     assert "RUN_START: (the request logged in #" in memory
@@ -35,8 +35,8 @@ def test_the_request_is_sent_once_and_the_memory_comes_last(make_server, agents_
 
 
 def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server, agents_home, make_engine, api):
-    """A request that alone could take half the window goes last, so that a server that must drop a
-    message to fit (Ollama always keeps the last one) drops the memory, not the request."""
+    """A request that alone could take half the window goes last too, as every request: a server that must drop
+    a message to fit (Ollama always keeps the last one) drops the memory, not the request."""
     server = make_server(context_length=131072, default="Noted.")  # a 16,384-token window (llm.num_ctx)
     write_config(agents_home, f"llm:\n  backend: {api}\n")
     engine = make_engine()
@@ -49,4 +49,4 @@ def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server
     assert messages[-2]["content"].startswith("# Memory")
     assert messages[-1]["content"].startswith("Read this.")
     later = server.chat_requests[1]["messages"]
-    assert later[-1]["content"].startswith("# Memory"), "an ordinary request is followed by the memory again"
+    assert later[-2]["content"].startswith("# Memory") and later[-1]["content"].startswith("Thanks")
