@@ -50,3 +50,23 @@ def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server
     assert messages[-1]["content"].startswith("Read this.")
     later = server.chat_requests[1]["messages"]
     assert later[-2]["content"].startswith("# Memory") and later[-1]["content"].startswith("Thanks")
+
+
+def test_a_steps_memory_changes_only_where_the_step_did(make_server, agents_home, make_engine, api):
+    """At a run's second step the memory leaves out the run's own log entries (the conversation shows its tool
+    call and result) and is the first step's up to the facts, where the fact the step saved appears."""
+    from tests.ollama_server import tool_call
+
+    server = make_server(context_length=8192, default="Noted.")
+    write_config(agents_home, f"llm:\n  backend: {api}\n")
+    server.enqueue(tool_call("save_fact", key="van", value="the big one", category="general"), "Saved.")
+    engine = make_engine()
+    assert engine.run(FOLLOW_UP).ok
+
+    first, second = (body["messages"] for body in server.chat_requests)
+    assert first[-2]["content"].startswith("# Memory") and second[-4]["content"].startswith("# Memory")
+    assert [m["role"] for m in second[-3:]] == ["user", "assistant", "tool"]
+    before, after = first[-2]["content"], second[-4]["content"]
+    assert "TOOL_USE" not in after and "FACT: fact van" not in after
+    assert after.split("## Facts")[0] == before.split("## Facts")[0]
+    assert "van (general): the big one" in after.split("## Facts")[1]

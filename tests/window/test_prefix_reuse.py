@@ -7,7 +7,8 @@ import pytest
 from tests.ollama_server import Prompt, count_tokens
 from tests.window.conversation import FACT_TURNS, TURNS, consecutive_pairs, in_run, replies
 
-MIN_SHARE = 0.85
+MIN_SHARE = 0.885
+"""Of each step of a run's prompt, from the cache (87.9% when the memory showed the run's own log entries)."""
 # LOG.md compaction runs in a background thread, whose SUMMARY entry would enter the memory message at a
 # moment that depends on the machine's load: the test keeps it off to stay exact.
 CONFIG = "  auto_compact: false\n"
@@ -26,7 +27,7 @@ def test_every_prompt_between_compactions_reuses_all_the_previous_one_held_but_i
     planner prompt that follows another without a compaction between takes from the server's cache all
     that the previous one held before its memory message, which comes right before the turn: only the
     memory, the turn and what follows are evaluated, and the server's count reports just those. Within a
-    run the memory changes only where the step changed it (the fact saved) and at least 85% of each prompt
+    run the memory changes only where the step changed it (the fact saved) and at least 88.5% of each prompt
     comes from the cache; no compaction comes between the steps of a run, and on an 8k model LCM compacts
     every few turns, not every turn."""
     server, engine = long_conversation(context_length, CONFIG, replies(), api=api)
