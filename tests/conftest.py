@@ -183,19 +183,19 @@ def postgres_db(postgres_server):
 
 @pytest.fixture(scope="session")
 def llama_server():
-    """``start(ctx_size=8192, cache_ram=0)``: llama.cpp's llama-server running SmolLM2-135M-Instruct on
-    127.0.0.1 (:class:`tests.llama_server.LlamaServer`), one per window and options for the session. Without
+    """``start(ctx_size=8192, cache_ram=0, max_reply=512)``: llama.cpp's llama-server running SmolLM2-135M-Instruct
+    on 127.0.0.1 (:class:`tests.llama_server.LlamaServer`), one per window and options for the session. Without
     one (``scripts/setup.sh --model-server`` installs it) the test skips and says why;
     ``AGENTOS_TEST_MODEL_SERVER=require`` (set by .ci/run) makes that a failure instead."""
     from tests.llama_server import LlamaServer, ServerUnavailable
 
     started: dict[tuple, LlamaServer] = {}
 
-    def start(ctx_size: int = 8192, cache_ram: int = 0) -> LlamaServer:
-        key = (ctx_size, cache_ram)
+    def start(ctx_size: int = 8192, cache_ram: int = 0, max_reply: int = 512) -> LlamaServer:
+        key = (ctx_size, cache_ram, max_reply)
         if key not in started:
             try:
-                started[key] = LlamaServer.start(ctx_size, cache_ram=cache_ram)
+                started[key] = LlamaServer.start(ctx_size, cache_ram=cache_ram, max_reply=max_reply)
             except ServerUnavailable as exc:
                 if os.environ.get("AGENTOS_TEST_MODEL_SERVER") == "require":
                     pytest.fail(str(exc))

@@ -108,11 +108,12 @@ class LlamaServer:
         self.model = MODEL_ALIAS
 
     @classmethod
-    def start(cls, ctx_size: int = 8192, cache_ram: int = 0) -> "LlamaServer":
+    def start(cls, ctx_size: int = 8192, cache_ram: int = 0, max_reply: int = MAX_REPLY_TOKENS) -> "LlamaServer":
         """Start a server with a window of ``ctx_size`` tokens and wait until its model is loaded.
 
         ``cache_ram`` is llama-server's ``--cache-ram`` (MiB of prompts kept in memory beside the slot, restored
         when a prompt comes back; its default is 8192): 0 keeps one prompt cache, the slot's, as Ollama does.
+        ``max_reply`` caps the tokens of a reply (``--n-predict``).
 
         Raises:
             ServerUnavailable: not installed, or it did not start (the end of its log says why).
@@ -123,7 +124,7 @@ class LlamaServer:
         log = folder / "server.log"
         command = [str(binary), "--model", str(model), "--alias", MODEL_ALIAS, "--host", "127.0.0.1",
                    "--port", str(port), "--ctx-size", str(ctx_size), "--parallel", "1", "--threads", str(THREADS),
-                   "--seed", "1", "--n-predict", str(MAX_REPLY_TOKENS), "--jinja", "--chat-template-file", str(template),
+                   "--seed", "1", "--n-predict", str(max_reply), "--jinja", "--chat-template-file", str(template),
                    "--no-webui",
                    "--cache-ram", str(cache_ram), "--slot-save-path", str(folder) + os.sep]
         with log.open("wb") as out:
