@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from core.memory_manager import MemoryManager
 from core.terminal import exit_codes
 from tests.engine.conftest import run_cli
 from tests.real_model.conftest import configure
+
+pytestmark = pytest.mark.timeout(1800)  # a real model on 2 cores: minutes, not seconds
 
 TASK = "Research Python asyncio and create a summary"
 EXIT = {"done": exit_codes.OK, "blocked": exit_codes.BLOCKED, "error": exit_codes.FAILED,

@@ -11,6 +11,8 @@ import pytest
 from tests.real_model.conftest import configure
 from tests.window.conversation import TURNS, record_requests, replay, tell_notes
 
+pytestmark = pytest.mark.timeout(7200)  # a real model on 2 cores: minutes, not seconds
+
 REPLY_TOKENS = 48
 """Replies capped short: the conversation is about the prompts; a 135M model's notes-taking replies ramble."""
 TRACKING = 0.10

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from core.llm.backend import generate_with
 from core.llm.openai_backend import OpenAIBackend
 from core.memory.provider import CompactionMode, Message, Session
 from tests.real_model.conftest import configure
+
+pytestmark = pytest.mark.timeout(1800)  # a real model on 2 cores: minutes, not seconds
 
 STEPS = ["Read the asyncio documentation: the event loop runs coroutines and callbacks.",
          "Wrote notes on async and await: a coroutine pauses at await until the awaited task is done.",
