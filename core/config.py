@@ -74,7 +74,7 @@ class ColdConfig:
     """Memories from which the table gets an approximate vector index (IVF_FLAT, cosine).
 
     The index is built (and later retrained) by the background optimize step, by
-    ``scripts/rebuild_index.py`` and by ``ColdStore.optimize()``, never during a
+    ``agentos rebuild-index`` and by ``ColdStore.optimize()``, never during a
     search; rows added since are searched exactly until the next optimize folds
     them in. Smaller tables, and a failed build, use exact search. 0 turns it off.
     """
@@ -186,6 +186,47 @@ class StorageConfig:
         return "postgres", dsn
 
 
+@dataclass(frozen=True)
+class TransferConfig:
+    """What ``agentos import`` accepts from an archive (read from the importing home's config.yaml only)."""
+
+    max_unpacked_bytes: int = 8 * 1024**3
+    """The most bytes an archive may unpack to (its files together); a larger one is refused before anything
+    is written."""
+    max_members: int = 100_000
+    """The most files and folders an archive may hold."""
+    max_ratio: int = 200
+    """An archive that unpacks to more than 64 MiB may unpack to at most this many times its own size
+    (a decompression bomb unpacks to thousands of times its size; an agent's files to a few)."""
+
+
+@dataclass(frozen=True)
+class ReflectConfig:
+    """Reflection: facts, events and changes learned in the background from what the agent recorded."""
+
+    enabled: str = "auto"
+    """``auto`` (on when the agent's backend is a model server, off for the offline backend), ``true`` (with
+    the offline backend: its rule-based reader of explicit statements) or ``false``."""
+    model: str = ""
+    """The model to reflect with, on the configured server (empty: the agent's own). A model of its own keeps
+    the agent's prompt cache: a server that keeps one cache a model re-reads the next turn's whole prompt
+    after a call of another prompt to the same model."""
+    interval_s: float = 600.0
+    """While a session lasts, reflect this often on what is new (it also reflects when a run ends and after a
+    LOG.md compaction)."""
+    batch_entries: int = 40
+    """Most entries read in one model call (fewer when the model's window holds fewer)."""
+    timeout_s: float = 120.0
+    """Longest wait for one model reply; a longer one counts as a failed reply (asked again, then split)."""
+    retry_after_s: float = 300.0
+    """A quarantined entry is tried again after this long, then twice as long after each failure (a day at most)."""
+    profile_lines: int = 12
+    """Most lines of the learned profile the engine shows the model."""
+
+
+REFLECT_ENABLED = ("auto", "true", "false")
+
+
 DSN_VARIABLE = "AGENTOS_DSN"
 STORAGE_BACKENDS = ("sqlite", "postgres")
 
@@ -201,6 +242,8 @@ class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     compaction: SessionCompactionConfig = field(default_factory=SessionCompactionConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    transfer: TransferConfig = field(default_factory=TransferConfig)
+    reflect: ReflectConfig = field(default_factory=ReflectConfig)
 
 
 MAY_BE_NEGATIVE = {"compaction.max_tokens"}
@@ -264,11 +307,13 @@ def _merge_section(current: Any, values: dict[str, Any], source: str, section: s
         if key not in fields:
             raise ConfigError(f"{where}: unknown option {key!r}; valid: {', '.join(fields)}")
         expected = type(getattr(current, key))
+        name = f"{section}.{key}"
+        if name == "reflect.enabled":
+            value = _reflect_enabled(value, where)
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise ConfigError(f"{where}.{key} must be {expected.__name__}, got {value!r}")
-        name = f"{section}.{key}"
         if expected in (int, float) and value < 0 and (name not in MAY_BE_NEGATIVE or value != -1):
             allowed = " (or -1 to disable)" if name in MAY_BE_NEGATIVE else ""
             raise ConfigError(f"{where}.{key} must not be negative{allowed}, got {value!r}")
@@ -276,6 +321,15 @@ def _merge_section(current: Any, values: dict[str, Any], source: str, section: s
             value = getattr(type(current)(), key)
         updates[key] = value
     return dataclasses.replace(current, **updates)
+
+
+def _reflect_enabled(value: Any, where: str) -> str:
+    """``reflect.enabled`` as text: YAML reads ``true``/``false`` (and ``on``/``off``) as booleans."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value not in REFLECT_ENABLED:
+        raise ConfigError(f"{where}.enabled must be one of {', '.join(REFLECT_ENABLED)}, got {value!r}")
+    return value
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

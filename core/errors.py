@@ -10,6 +10,7 @@ say what to do next.
     ├── ValidationError (ValueError) bad input; nothing was written
     │   ├── InvalidAgentNameError
     │   ├── SecretContentError      a space was asked to keep a member's secret
+    │   ├── ArchiveTooLargeError    an archive is over an import limit (transfer.*)
     │   └── ToolArgumentError       a model called a tool with bad arguments
     ├── NotFoundError (LookupError)
     │   ├── UnknownAgentError
@@ -20,6 +21,7 @@ say what to do next.
     ├── PermissionDeniedError       an agent may not read or write a space
     ├── StorageError                a file or database could not be read or written
     │   ├── LockTimeoutError        another process holds the agent's lock
+    │   │   └── AgentInUseError     another process has the agent (or space) open
     │   ├── DatabaseUnavailableError the PostgreSQL server cannot be reached
     │   ├── DiskFullError           no space left on the device (or over quota)
     │   ├── ReadOnlyError           a memory file, its folder or the file system is read-only
@@ -62,6 +64,11 @@ class SecretContentError(ValidationError):
     """Content published to a space holds the value of a member's secret fact; nothing was stored."""
 
 
+class ArchiveTooLargeError(ValidationError):
+    """An archive holds more members or bytes than the importing home's ``transfer`` limits allow;
+    nothing was written or read past the limit."""
+
+
 class ToolArgumentError(ValidationError):
     """A model called a tool or skill with arguments that do not fit its schema."""
 
@@ -100,6 +107,10 @@ class StorageError(AgentOSError):
 
 class LockTimeoutError(StorageError):
     """The agent's lock could not be taken in time."""
+
+
+class AgentInUseError(LockTimeoutError):
+    """An agent (or a space) that another process has open cannot be replaced; nothing was changed."""
 
 
 class DatabaseUnavailableError(StorageError):

@@ -3,10 +3,10 @@
     from core.memory_manager import MemoryManager
     manager = MemoryManager("finn")   # creates agents/finn/memory/ on first use
 
-Hot tier: NOW.md (``update_now``, ``read_now``). Warm tier: LOG.md
-(``append_log``, ``read_log``). Facts in memory.db (``save_fact``, ``get_fact``,
-``list_facts``, ``delete_fact``). ``format_context_for_prompt`` renders all of
-it for an LLM. Every write is crash-safe and serialised by the agent's lock.
+Hot tier: NOW.md (``update_now``, ``read_now``). Warm tier: LOG.md (``append_log``, ``read_log``). Facts in
+memory.db (``save_fact``, ``get_fact``, ``list_facts``, ``delete_fact``), also learned in the background
+(``reflection``). ``format_context_for_prompt`` renders all of it for an LLM. Every write is crash-safe and
+serialised by the agent's lock.
 
 LOG.md is the truth. A LOG.md entry is acknowledged once its line is on disk; the
 index in memory.db catches up later if it cannot be written now. NOW.md follows its
@@ -25,18 +25,14 @@ from core.config import Config, load_config
 from core.errors import CorruptionError, ValidationError
 from core.memory.compaction import CompactionReport
 from core.memory.context import format_context
-from core.memory.files import now_file
-from core.memory.files import ScanResult
-from core.memory.files import check_entry_type, check_text, check_writer, utc_timestamp
-from core.memory.files import NowState
+from core.memory.files import IN_USE, InUse, NowState, ScanResult, check_entry_type, check_text, check_writer
+from core.memory.files import now_file, utc_timestamp
 from core.memory.recall import log_index
-from core.memory.results import Recalled, StoredMemories
-from core.memory.secrets import visible_entries
-from core.memory.secrets import redactor_of
-from core.memory.secrets import ScrubReport, SecretScrubber
+from core.memory.reflection import Reflection
+from core.memory.results import Forgotten, Recalled, StoredMemories
+from core.memory.secrets import ScrubReport, SecretScrubber, redactor_of, visible_entries
 from core.memory.storage import facts
-from core.memory.upkeep import forgetting, now, rebuild, recovery
-from core.memory.upkeep import open_tiers
+from core.memory.upkeep import forgetting, now, open_tiers, rebuild, recovery
 from core.memory.spaces import Space, recall as space_recall
 from core.paths import AgentPaths
 
@@ -56,6 +52,8 @@ class MemoryManager:
         self.agent_name = agent_name
         self.config = config or load_config(self.paths)
         self.created: list[Path] = self.paths.ensure_memory_dirs()
+        self.in_use = InUse(self.paths.memory_dir / IN_USE, self.config.memory.lock_timeout_s,
+                            f"agent {agent_name!r}")  # held while open: agentos import --force refuses to replace it
         self.tiers = open_tiers(agent_name, self.paths, self.config, after_compaction=self._after_compaction)
         """The parts handed to upkeep (recovery, rebuild, forgetting, the secret scrub)."""
         tiers = self.tiers
@@ -64,10 +62,12 @@ class MemoryManager:
         self.repairs: list[str] = []
         """What opening found damaged and repaired (each is also logged as a WARNING)."""
         self.scrubber = SecretScrubber(self.tiers)
+        self.reflection = Reflection(self.tiers, self.scrubber.catch_up)  # learns in the background
         self._open()
 
     def _after_compaction(self) -> None:  # a scrub leaves LOG.md and the archives to a running compaction
         self.scrubber.catch_up()
+        self.reflection.wake()
 
     def _open(self) -> None:
         created, self.repairs = recovery.open_files(self.tiers)
@@ -77,8 +77,8 @@ class MemoryManager:
         self.cold.at_open()
         expired = forgetting.expired_note_ids(self.db)
         if expired:
-            forgetting.forget(self.tiers, query=None, before=None, ids=expired, kind=None, min_score=None,
-                              limit=10_000, reason="expired")
+            forgetting.forget(self.tiers, query=None, before=None, ids=expired, kind=None, limit=10_000,
+                              reason="expired")
 
     # -- hot tier -------------------------------------------------------------
 
@@ -99,10 +99,10 @@ class MemoryManager:
         """Rewrite NOW.md atomically and log a NOW_UPDATE entry; return the new NOW.
 
         Args:
-            status: a lifecycle state (idle, active, blocked, error, interrupted,
-                done) or, as in the seed, free text such as "Analyzing portfolio
-                data", which becomes ``current_step`` (the state becomes
-                ``active`` unless ``state`` says otherwise). ``new_status`` is an alias.
+            status: a lifecycle state (idle, active, blocked, error, interrupted, done) or, as in the seed
+                (``new_status``, an alias), free text such as "Analyzing portfolio data": the current step,
+                and the objective too when NOW has none open (none, done or idle) and ``objective`` is not
+                given. The state becomes ``active`` unless ``state`` says otherwise.
             next_steps: the open plan steps, replacing the previous open ones.
             state: the lifecycle state, when ``status`` is free text.
             objective, current_step, blockers, resume_hint: replace those fields.
@@ -112,11 +112,11 @@ class MemoryManager:
         Raises:
             ValidationError: bad input; NOW.md and LOG.md are unchanged.
         """
-        lifecycle, current_step = now.lifecycle(status if status is not None else new_status, state,
-                                                current_step, next_steps)
-        after, text = now.update(self.tiers, lifecycle, run_id, objective=objective, current_step=current_step,
-                                 next_steps=next_steps, done_steps=done_steps, blockers=blockers,
-                                 resume_hint=resume_hint)
+        lifecycle, current_step, free = now.lifecycle(status if status is not None else new_status, state,
+                                                      current_step, next_steps)
+        after, text = now.update(self.tiers, lifecycle, run_id, opens=free, objective=objective,
+                                 current_step=current_step, next_steps=next_steps, done_steps=done_steps,
+                                 blockers=blockers, resume_hint=resume_hint)
         return now_file.document(after, text)
 
     def now_state(self) -> NowState:
@@ -129,8 +129,7 @@ class MemoryManager:
 
     def read_now(self) -> dict[str, Any]:
         """NOW.md parsed: its front matter fields, plan, blockers, resume hint and ``body`` text."""
-        # One read: the front matter and the body always come from the same version.
-        try:
+        try:  # one read: the front matter and the body always come from the same version
             return now_file.document(*now_file.load(self.paths.now_file, self.agent_name))
         except CorruptionError:
             with self.lock.hold():
@@ -156,11 +155,8 @@ class MemoryManager:
         return self.append_system(entry_type, content, metadata)
 
     def append_system(self, entry_type: str, content: Any, metadata: dict[str, Any] | None = None) -> int:
-        """Append an entry as the system: the types and metadata keys reserved for it are allowed.
-
-        For the memory and the engine (run and step markers, the engine's own records);
-        a skill writes with :meth:`append_log`.
-        """
+        """Append an entry as the system: the types and metadata keys reserved for it are allowed (for the memory
+        and the engine: run and step markers, its own records; a skill writes with :meth:`append_log`)."""
         if isinstance(content, (bytes, bytearray)):
             content = check_text(content, "LOG entry content")
         return self.tiers.append(entry_type, content, metadata).seq  # the log redacts every line
@@ -210,19 +206,15 @@ class MemoryManager:
         """Store a fact (insert or update) and record it in LOG.md; return it, a secret's value redacted.
 
         LOG.md's FACT entry lets the facts be rebuilt if memory.db is lost; a secret's
-        value is never logged (only its key), so a secret cannot be rebuilt.
-
-        A new secret is then scrubbed from what already holds it (see :mod:`core.memory.secrets.scrub`), and
-        a non-secret value is stored with the secrets it contains redacted.
+        value is never logged (only its key), so a secret cannot be rebuilt. A new secret is then scrubbed
+        from what already holds it (see :mod:`core.memory.secrets.scrub`), and a non-secret value is stored
+        with the secrets it contains redacted.
 
         Raises:
             ValidationError: non-string key, unknown category, invalid text; nothing is written.
             StorageError: memory.db or LOG.md cannot be written (read-only, disk full); nothing is kept.
         """
-        key, text, category = facts.check_key(key), facts.check_value(value), facts.check_category(category)
-        if category != "secret":
-            # A secret's value is kept under its own key only; a forgotten value saved again is live again.
-            text = redactor_of(self.db, excluding=key, forgotten=False)(text)
+        key, text, category = facts.prepare(self.db, key, value, category)
         fact = self.tiers.record_fact(key, text, category, lambda conn: facts.upsert(conn, key, text, category,
                                                                                 utc_timestamp()))
         self.scrubber.catch_up()
@@ -234,9 +226,9 @@ class MemoryManager:
         return self.facts.history(key, as_dicts=True) if history else getattr(self.facts.get(key), "value", None)
 
     def list_facts(self, category: str | None = None) -> list[dict[str, Any]]:
-        """All facts (or one category's), secret values redacted (in other facts too)."""
-        redactor = self.facts.redactor()
-        return [redactor(fact.as_dict()) for fact in self.facts.list(category)]
+        """All facts (or one category's), secret values redacted (in other facts too), each with the ``sources``
+        reflection learned it from ([] if saved explicitly) and ``extracted`` (see ``FactStore.listed``)."""
+        return self.facts.redactor()(self.facts.listed(category))
 
     def delete_fact(self, key: str) -> bool:
         """Delete a fact (recorded in LOG.md); return True if it existed."""
@@ -257,10 +249,9 @@ class MemoryManager:
 
         Args:
             content: the text.
-            metadata: any JSON object, returned with the memory. Recall reads these keys:
-                ``speaker`` (or ``role``, ``author``), ``session`` / ``conversation`` (its
-                neighbours share them), and ``date`` or ``occurred_at`` (ISO-8601 or written,
-                e.g. ``"1:56 pm on 8 May, 2023"``): when it happened.
+            metadata: any JSON object, returned with the memory. Recall reads these keys: ``speaker`` (or
+                ``role``, ``author``), ``session`` / ``conversation`` (its neighbours share them), and ``date``
+                or ``occurred_at`` (ISO-8601 or written, e.g. ``"1:56 pm on 8 May, 2023"``): when it happened.
             kind: ``note`` or ``summary``.
             occurred_at: when it happened (datetime, ISO-8601 or a written date); wins over metadata.
             expires_at: after this time the memory is no longer recalled (and is forgotten).
@@ -336,21 +327,23 @@ class MemoryManager:
         return bool(self.forget_memories(ids=[memory_id]))
 
     def forget_memories(
-        self, query: str | None = None, before: Any = None, *, ids: list[str] | None = None,
-        kind: str | list[str] | None = None, min_score: float | None = None, limit: int = 100,
+        self, query: str | list[str] | None = None, before: Any = None, *, ids: list[str] | None = None,
+        kind: str | list[str] | None = None, meaning_above: float | None = None, limit: int = 100,
         dry_run: bool = False,
-    ) -> list[str]:
+    ) -> Forgotten:
         """Forget the memories that match ``query`` and/or happened before ``before``; return their ids.
 
         Args:
-            query: forget what recall finds for it (with ``min_score``, at most ``limit``).
+            query: forget what says every word of it (stop words aside, stemmed), ``limit`` at most; a list: ids.
             before: forget what happened before this time (datetime, ISO-8601 or a written date).
-            ids: forget exactly these ids.
-            kind: only memories of this kind (or kinds).
-            dry_run: forget nothing; return the ids that would be forgotten (to show before asking).
+            ids: forget exactly these ids. kind: only memories of this kind (or kinds).
+            meaning_above: with ``query``, forget instead what is closer in meaning to it (cosine, 0-1) than this.
+            dry_run: forget nothing; return the ids that would be forgotten, and why (``matched``), to ask first.
         """
+        if isinstance(query, (list, tuple)):  # forget_memories(["note:3f2a"]): ids, as forget_memory takes one
+            query, ids = None, [*query, *(ids or [])]
         return forgetting.forget(self.tiers, query=query, before=before, ids=ids, kind=kind,
-                                 min_score=min_score, limit=limit, dry_run=dry_run)
+                                 meaning_above=meaning_above, limit=limit, dry_run=dry_run)
 
     def compact_log(self, summary: str | None = None, *, force: bool = True, dry_run: bool = False) -> CompactionReport:
         """Compact LOG.md now: archive its entries, keep one SUMMARY, index the archive.
@@ -373,6 +366,11 @@ class MemoryManager:
             format_context(self.agent_name, self.now_state(),
                            visible_entries(self.db, self.log.tail(log_entries)), self.facts.list(), budget))
 
+    def reflect_soon(self, backend: Any = None) -> None:
+        """Learn in the background from what was recorded since the last pass; never waits (``backend``: the
+        model to read with, e.g. the engine's own; see :mod:`core.memory.reflection`)."""
+        self.reflection.wake(backend)
+
     def scrub_secrets(self) -> ScrubReport:
         """Remove the secrets' values from every file and index that holds them now (``save_fact`` runs it
         for a new secret; call it after saving secrets in memory.db another way)."""
@@ -384,11 +382,13 @@ class MemoryManager:
         return self.scrubber.purge()
 
     def close(self) -> None:
-        """Wait for background compaction, release the cold store and databases. Safe to call twice."""
+        """Stop reflection, wait for background compaction, release the cold store and databases. Safe twice."""
+        self.reflection.close()
         self.cold.halt()  # a compaction indexing its archive stops at its next step too
         self.compaction.close()
         self.cold.close()
         self.db.close()
+        self.in_use.release()
 
     def __enter__(self) -> "MemoryManager":
         return self

@@ -24,6 +24,11 @@ words) and plain cosine of all-MiniLM-L6-v2 embeddings of the bare turn texts. E
     python scripts/bench_longmemeval.py --types temporal-reasoning,multi-session --data other.json.xz
     python scripts/bench_longmemeval.py --limit 72 --cache-dir /tmp/lme --build-only --shard 0/2 &  # and 1/2
     python scripts/bench_longmemeval.py --limit 72 --cache-dir /tmp/lme    # then each ranking change: recalls only
+    python scripts/bench_longmemeval.py --backend ollama --host http://127.0.0.1:11434 --model qwen2.5:7b
+
+With ``--backend/--host/--model`` each haystack is also reflected on (docs/memory.md, "Memory that learns")
+before its question is asked: a learned fact or event that recall returns stands for the turns it was
+learned from. That needs a real model server; without one the figures are those of the stored turns alone.
 
 The data is read from ``../shared/data/longmemeval_s_dev.json.xz`` beside the repository; it is
 never copied into it.
@@ -118,16 +123,26 @@ STORE_PATH = ("core/memory/recall/sources.py", "core/memory/recall/docs.py", "co
 
 @functools.cache
 def store_version() -> str:
-    """A digest of the store path's code (``STORE_PATH``), naming the cached homes built by it."""
+    """A digest of the store path's code (``STORE_PATH``, and ``REFLECT_PATH`` when reflecting), naming the
+    cached homes built by it."""
     digest = hashlib.sha256()
-    for name in STORE_PATH:
+    for name in STORE_PATH + (REFLECT_PATH if REFLECT else ()):
         path = ROOT / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b""))
     return digest.hexdigest()[:12]
 
 
+REFLECT_PATH = ("core/memory/reflection/inputs.py", "core/memory/reflection/check.py",
+                "core/memory/reflection/extract.py", "core/memory/reflection/commit.py",
+                "core/memory/reflection/prompts/REFLECT.md", "core/memory/storage/extracted.py")
+"""With a model to reflect with, the files whose code also decides what a stored haystack holds."""
+REFLECT: dict = {}
+"""``{"backend": ..., "model": ...}`` when the haystacks are reflected on (``--backend/--host/--model``)."""
+
+
 def build(question: dict, turns: list[dict], home: Path) -> dict:
-    """Store the turns in a fresh agents home at ``home`` (vectors done); return its ids and timings."""
+    """Store the turns in a fresh agents home at ``home`` (vectors done; with ``REFLECT``, reflected on, so
+    that what the model learns is recalled too); return its ids and timings."""
     from core.memory_manager import MemoryManager
 
     done = home / "haystack.json"
@@ -149,7 +164,15 @@ def build(question: dict, turns: list[dict], home: Path) -> dict:
         began = time.perf_counter()
         manager.cold.background.wait_idle(900)  # the vectors, so that recall is not by words only
         vectors_ms = (time.perf_counter() - began) * 1000 / max(1, len(items))
-    built = {"ids": ids, "store_ms": store_ms, "vectors_ms": vectors_ms}
+        reflected: dict = {}
+        if REFLECT:
+            began = time.perf_counter()
+            report = manager.reflection.run(REFLECT["backend"])
+            manager.cold.background.wait_idle(900)  # the learned events' vectors
+            reflected = {"reflect_ms": (time.perf_counter() - began) * 1000 / max(1, len(items)),
+                         "calls": report.calls, "failed": report.failed, "quarantined": report.quarantined,
+                         "facts": report.facts, "events": report.events}
+    built = {"ids": ids, "store_ms": store_ms, "vectors_ms": vectors_ms, **reflected}
     (work / "haystack.json").write_text(json.dumps(built))
     shutil.rmtree(home, ignore_errors=True)
     os.replace(work, home)
@@ -163,6 +186,8 @@ def ours(question: dict, turns: list[dict], timing: dict, cache: Path | None) ->
 
     with tempfile.TemporaryDirectory() as scratch:
         home = (cache / store_version() if cache else Path(scratch)) / question["question_id"]
+        if REFLECT:
+            home = home.with_name(f"{home.name}.reflect-{re.sub(r'[^a-z0-9.]+', '-', REFLECT['model'].lower())}")
         built = build(question, turns, home)
         timing["store_ms"].append(built["store_ms"])
         timing["vectors_ms"].append(built["vectors_ms"])
@@ -174,7 +199,12 @@ def ours(question: dict, turns: list[dict], timing: dict, cache: Path | None) ->
     keys = defaultdict(list)  # the same text said twice in a session is one memory
     for memory_id, turn in zip(built["ids"], turns):
         keys[memory_id].append(turn["key"])
-    return [key for hit in hits for key in keys.get(hit["id"], [("other", hit["id"])])][:DEPTH]
+    ranked: list[tuple] = []
+    for hit in hits:  # a learned fact or event stands for the turns it was learned from
+        sources = (hit["metadata"].get("extracted") or {}).get("sources") if hit["kind"] in ("fact", "event") else None
+        found = [k for s in sources for k in keys.get(s, [])] if sources else keys.get(hit["id"], [])
+        ranked += [k for k in found if k not in ranked] or [("other", hit["id"])]
+    return ranked[:DEPTH]
 
 
 def recall_args(question: dict) -> dict:
@@ -305,7 +335,22 @@ def main(argv: list[str] | None = None) -> int:
                              "only the recalls")
     parser.add_argument("--build-only", action="store_true", help="fill --cache-dir and stop")
     parser.add_argument("--shard", help="I/N: run every Nth of the chosen questions from the Ith (0-based)")
+    parser.add_argument("--backend", help="reflect on each haystack with this backend (e.g. ollama), so that what "
+                                          "the model learns is recalled too (needs a model server)")
+    parser.add_argument("--host", help="the model server's address (with --backend)")
+    parser.add_argument("--model", help="the model to reflect with (with --backend)")
     args = parser.parse_args(argv)
+    if args.backend:
+        from core.config import LLMConfig
+        from core.llm.select import choose_backend
+
+        config = LLMConfig(backend=args.backend, model=args.model or LLMConfig.model, host=args.host or "")
+        os.environ["AGENTOS_HOME"] = tempfile.mkdtemp(prefix="lme-")  # where the backend keeps what it learns
+        backend = choose_backend(config).backend
+        if backend.name == "offline":
+            parser.error("--backend offline: reflection needs a model server (the offline rules read only "
+                         "explicit statements)")
+        REFLECT.update(backend=backend, model=backend.model)
     if args.build_only and not args.cache_dir:
         parser.error("--build-only needs --cache-dir")
     if not args.data.exists():

@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core.memory.recall", "core.memory.context"),
     ("core.memory.compaction", "core.memory.spaces"),
     ("core.memory.upkeep", "core.memory.provider"),
+    ("core.memory.reflection",),
     ("core.memory.secrets",),
     ("core.memory_manager",),
     ("core.memory.shared", "core.memory.agent_folder", "core.plugins"),

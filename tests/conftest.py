@@ -103,7 +103,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
 def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Path]:
     """Point ``AGENTOS_HOME`` at a fresh folder and keep model servers unreachable unless a test says so.
 
-    Its ``config.yaml`` sets ``cold.embedder: fake`` (hashed words, :mod:`core.llm.embedding.hashed_embedder`), except
+    Its ``config.yaml`` sets ``cold.embedder: fake`` (hashed words, :mod:`core.llm.embedding.hashed_embedder`) and
+    ``reflect.enabled: false``, except
     for tests that use the ``minilm`` fixture (the real model, for what depends on meaning) and tests
     marked ``bare_home`` (the home starts missing).
     """
@@ -123,11 +124,12 @@ def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest
     close_all()  # the spaces recall kept open in this home
 
 
-FAKE_EMBEDDER_CONFIG = "cold:\n  embedder: fake\n"
-"""The agents home's config.yaml in a test: the test embedder, no model to load."""
-KEPT_SECTIONS = ("storage", "cold")
+FAKE_EMBEDDER_CONFIG = "cold:\n  embedder: fake\nreflect:\n  enabled: false\n"
+"""The agents home's config.yaml in a test: the test embedder, no model to load, and no reflection (whose
+model calls would take the replies a test scripts for its engine; the reflection tests turn it on)."""
+KEPT_SECTIONS = ("storage", "cold", "reflect")
 """What a test's config.yaml keeps from the fixtures unless it sets them itself: the database a fixture
-chose (``pg_home``) and the embedder."""
+chose (``pg_home``), the embedder and reflection."""
 
 
 def write_home_config(home: Path, data: dict) -> None:

@@ -40,6 +40,36 @@ def test_version_and_help():
         assert f"    {name}" in helped
 
 
+def _help_texts() -> dict[str, str]:
+    """``--help`` of agentos, of each subcommand and of each ``space`` action, by command line."""
+    import argparse
+
+    from core.commands import parser
+
+    texts = {"agentos": parser().format_help()}
+    todo = [("agentos", parser())]
+    while todo:
+        name, command = todo.pop()
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, sub_parser in action.choices.items():
+                    texts[f"{name} {sub}"] = sub_parser.format_help()
+                    todo.append((f"{name} {sub}", sub_parser))
+    return texts
+
+
+def test_help_reads_as_plain_text_and_lists_whole_sentences():
+    """No reStructuredText marks (``code``, :func:`x`) in any --help, and the list of commands gives each one's
+    first paragraph whole (the facts line no longer stops mid-sentence)."""
+    texts = _help_texts()
+    assert len(texts) > 20 and "agentos space publish" in texts
+    assert [name for name, text in texts.items() if "``" in text or ":func:" in text or ":mod:" in text] == []
+    listing = " ".join(texts["agentos"].split())
+    assert ("facts List the agent's facts, or with --history one fact's values, newest first (a secret's value is "
+            "shown as [REDACTED], and so are the earlier values of a fact while it is secret).") in listing
+
+
+
 @pytest.mark.bare_home
 def test_agents_home_resolution(tmp_path, monkeypatch):
     """AGENTOS_HOME wins, then ./agents when it exists in the working folder, then the per-user data folder."""
@@ -142,8 +172,9 @@ def test_recall_explains_and_lists_a_time_window(agents_home, capsys):
     explained = json.loads(out)
     assert set(explained) == {"results", "left_out"} and "why" in explained["results"][0]
     code, out, _ = run("--since", "2023-01-01", "--until", "2023-12-31", "--kind", "note", "-n", "2")
-    lines = out.splitlines()
-    assert code == 0 and lines[0].startswith("2023-06-01 00:00 note ") and len(lines) == 4
+    lines = out.splitlines()  # the same words twice that day are one memory, which knows its other record
+    assert code == 0 and lines[0].startswith("2023-06-01 00:00 note ") and len(lines) == 6
+    assert lines[2] == f"  (also recorded as {second})" and lines[4] == "  The report went to Maria"
     code, out, _ = run("--until", "2023-03-01", "--json")
     assert [hit["id"] for hit in json.loads(out)] == [first]
     code, _, err = run("--since", "2023-06-01", "--until", "2023-01-01")
@@ -182,16 +213,18 @@ def test_recall_options_and_forget_with_confirmation(agents_home, minilm, capsys
     assert usage.value.code == 2
     assert f"note {old}" in run("recall", "--agent", "finn", "report to Maria")[1]
 
-    refused = agentos_process("forget", "--agent", "finn", old)  # a real process with no terminal to answer
-    assert refused.returncode == 2 and "not confirmed" in refused.stderr and old in refused.stderr
-    code, _, err = run("forget", "--agent", "finn", old, answer="n\n")
-    assert code == 2 and "The report went to Maria" in err and "Forget them? [y/N]" in err
+    unanswered = agentos_process("forget", "--agent", "finn", old)  # a real process with no terminal to answer
+    assert unanswered.returncode == 0 and old in unanswered.stderr
+    assert unanswered.stdout.startswith("nothing forgotten (no answer: standard input is closed; add --yes")
+    code, out, err = run("forget", "--agent", "finn", old, answer="n\n")  # declining is not an error
+    assert code == 0 and "The report went to Maria" in err and "Forget them? [y/N]" in err
+    assert out == "nothing forgotten\n"
     assert recall("--kind", "note", "--min-score", "0").count(old) == 1
     code, out, _ = run("forget", "--agent", "finn", old, answer="y\n")
     assert code == 0 and "forgot 1 memory" in out
     assert old not in recall("--min-score", "0")
     code, out, _ = run("forget", "--agent", "finn", "--query", "report to Ada", "--kind", "note", "--yes", "--json")
-    assert json.loads(out) == {"forgotten": [new], "count": 1}
+    assert json.loads(out)["forgotten"] == [new] and json.loads(out)["matched"][0]["why"] == {"words": ["report", "Ada"]}
     assert run("forget", "--agent", "finn")[0] == 2
     assert run("forget", "--agent", "finn", new, "--query", "x")[0] == 2
     code, _, err = run("forget", "--agent", "finn", "note:nope", "--yes")
@@ -308,6 +341,24 @@ def test_progress_bars_are_drawn_only_on_a_terminal(agents_home):
     assert rebuilt.returncode == 0 and "memories embedded: " in rebuilt.stdout, rebuilt.stderr
     for result in (compacted, rebuilt):
         assert "indexing:" not in result.stderr and "embedding:" not in result.stderr, result.stderr
+
+
+def test_rebuild_index_bar_shows_its_total_and_unit(agents_home, monkeypatch):
+    """On a terminal, rebuild-index's bar counts memories against their total ("7/7 memories"), not "7memory"."""
+    import core.commands.maintenance as maintenance
+    from tqdm import tqdm
+
+    drawn = io.StringIO()
+    monkeypatch.setattr(maintenance, "tqdm", lambda *a, **kw: tqdm(*a, **{**kw, "disable": False, "file": drawn}))
+    with MemoryManager("finn") as manager:
+        for step in range(3):
+            manager.store_memory(f"Step {step}: read the asyncio documentation")
+    rebuilt = agentos("rebuild-index", "--agent", "finn")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    embedded = int(rebuilt.stdout.split("memories embedded: ")[1].split()[0])
+    final = drawn.getvalue().split("\r")[-1]
+    assert f"{embedded}/{embedded} [" in final and " memories/s" in final and "memory" not in final.replace(
+        "memories", ""), final
 
 
 def test_errors_interrupts_and_a_closed_pipe_end_every_command_alike(capsys):

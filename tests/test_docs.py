@@ -28,6 +28,7 @@ EXPECTED_OUTPUT = {
     "providers.md": ['"source_type": "message"', "137"],
     "integrations.md": ["Ada prefers tea over coffee"],
     "recall.md": ["True False ['report']\nFalse True ['report']\n[]\n[True, False]",
+                  "[('What is my deploy target?', 1)]",
                   "stored 1 of 3 memories; refused item 1: memory content must not be empty; item 2: store_memory "
                   "kind must be one of note, summary, got 'diary'", "{0: 'note:",
                   "Lyon ['Lyon', 'Paris']\n[('home_city: Lyon', None), ('home_city: Paris', 'fact:home_city')]"],
@@ -104,8 +105,8 @@ def _command_lines() -> list[tuple[str, list[str]]]:
                     if token not in ("&&", "&", "||", ";", "|"):
                         command.append(token)
                         continue
-                    if command and command[0].endswith("/python"):
-                        command[0] = "python"  # .venv/bin/python
+                    if command and command[0].endswith(("/python", "/agentos")):
+                        command[0] = command[0].rsplit("/", 1)[1]  # .venv/bin/python, .venv/bin/agentos
                     for prefix, replacement in PREFIXES.items():
                         if tuple(command[: len(prefix)]) == prefix:
                             found.append((f"{_name(page)}: {line.strip()}", replacement + command[len(prefix):]))

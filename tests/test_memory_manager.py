@@ -480,3 +480,27 @@ def test_importing_core_creates_no_files_and_imports_no_torch(tmp_path: Path) ->
     assert int(count) >= 10
     assert torch_loaded == "False"
     assert listing.strip() == "[]"
+
+
+def test_the_seeds_update_now_sets_the_objective_when_none_is_open(manager: MemoryManager):
+    """update_now("Analyzing portfolio data", next_steps) as the seed writes it: on a new agent (or after a
+    finished objective) the text is the objective and the step; while an objective is open it is the step only."""
+    now = manager.update_now("Analyzing portfolio data", next_steps=["Load CSV", "Calculate returns"])
+    assert (now["objective"], now["current_step"], now["status"]) == (
+        "Analyzing portfolio data", "Analyzing portfolio data", "active")
+    assert now["plan"] == [{"text": "Load CSV", "done": False}, {"text": "Calculate returns", "done": False}]
+    during = manager.update_now(new_status="Loading the CSV", done_steps=["Load CSV"])
+    assert (during["objective"], during["current_step"]) == ("Analyzing portfolio data", "Loading the CSV")
+    manager.update_now("done")
+    after = manager.update_now("Writing the report")
+    assert after["objective"] == "Writing the report"
+    told = manager.update_now("Checking figures", objective="Quarterly review")
+    assert (told["objective"], told["current_step"]) == ("Quarterly review", "Checking figures")
+
+
+def test_forget_memories_takes_a_list_of_ids_positionally(manager: MemoryManager):
+    """forget_memories(["note:..."]) forgets those ids, as forget_memories(ids=[...]) does."""
+    first = manager.store_memory("The staging server is in Frankfurt")
+    second = manager.store_memory("The backups run at midnight")
+    assert manager.forget_memories([first]) == [first]
+    assert [h["id"] for h in manager.recall_memory("staging server Frankfurt backups", n_results=5)] == [second]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -108,3 +110,41 @@ def test_editable_install_imports_from_the_source(tmp_path):
     assert script.returncode == 0 and "round trip ok" in script.stdout, script.stderr
     assert subprocess.run([str(bin_dir / "agentos"), "--version"], env=env, capture_output=True, text=True,
                           timeout=120).returncode == 0
+
+
+def _setup(checkout: Path) -> subprocess.CompletedProcess:
+    """Run the checkout's scripts/setup.sh, leaving the Debian packages alone."""
+    env = {**os.environ, "AGENTOS_SETUP_APT": "0"}
+    return subprocess.run(["bash", str(checkout / "scripts" / "setup.sh")], cwd="/", env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_setup_installs_the_agentos_command_into_the_venv(tmp_path):
+    """scripts/setup.sh installs the project into .venv, editable: .venv/bin/agentos, `python -m core` and a
+    script outside the checkout work from any folder; a second run installs nothing, and a changed
+    pyproject.toml is installed again."""
+    checkout = _source_tree(tmp_path)
+    (checkout / "scripts").mkdir()
+    shutil.copy2(ROOT / "scripts" / "setup.sh", checkout / "scripts" / "setup.sh")
+    shutil.copy2(ROOT / "requirements.txt", checkout / "requirements.txt")
+    bin_dir = _venv(checkout / ".venv")  # the test environment's packages stand for the pinned requirements
+    digest = hashlib.sha256((checkout / "requirements.txt").read_bytes()).hexdigest()
+    (checkout / ".venv" / ".agentos-requirements").write_text(digest + "\n", encoding="utf-8")
+
+    first = _setup(checkout)
+    assert first.returncode == 0 and "installing agentos into .venv (editable)" in first.stderr, first.stderr
+    env = {"PATH": "/usr/bin:/bin", "AGENTOS_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
+    for command in ([str(bin_dir / "agentos"), "--version"], [str(bin_dir / "python"), "-m", "core", "--version"]):
+        ran = subprocess.run(command, cwd="/", env=env, capture_output=True, text=True, timeout=120)
+        assert ran.stdout.strip() == f"agentos {core.__version__}", (command, ran.stderr)
+    script = subprocess.run([str(bin_dir / "python"), "-c", ROUND_TRIP, str(checkout)], cwd="/", env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert script.returncode == 0 and "round trip ok" in script.stdout, script.stderr
+
+    again = _setup(checkout)
+    assert again.returncode == 0 and "installing" not in again.stderr, again.stderr
+    with (checkout / "pyproject.toml").open("a", encoding="utf-8") as pyproject:
+        pyproject.write("\n# changed\n")
+    changed = _setup(checkout)
+    assert changed.returncode == 0 and "installing agentos into .venv (editable)" in changed.stderr, changed.stderr

@@ -20,9 +20,14 @@ from core import __version__
 from core.commands.base import REGISTRY
 from core.terminal import exit_codes, run_cli
 
+DESCRIPTION = ("AgentOS: agents whose whole state lives in files. Run an agent, read and search what it\n"
+               "remembers, share memories between agents, and keep its memory in shape.")
+"""What ``agentos --help`` opens with."""
+
 MODULES = (
     "core.commands.agents",
     "core.commands.memory",
+    "core.commands.reflect",
     "core.commands.spaces",
     "core.commands.maintenance",
     "core.commands.transfer",
@@ -35,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
     """The ``agentos`` argument parser with every registered subcommand."""
     for module in MODULES:
         importlib.import_module(module)
-    cli = argparse.ArgumentParser(prog="agentos", description=__doc__.split("\n\n")[0],
+    cli = argparse.ArgumentParser(prog="agentos", description=DESCRIPTION,
                                   formatter_class=argparse.RawDescriptionHelpFormatter,
                                   epilog="Run 'agentos COMMAND --help' for a command's options.")
     cli.add_argument("--version", action="version", version=f"agentos {__version__}")

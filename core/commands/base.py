@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -42,14 +43,22 @@ class Command:
     """Adds the arguments itself (``run`` shares the engine's parser)."""
 
     def add_to(self, subcommands: Any) -> None:
-        doc = inspect.getdoc(self.run) or ""
-        sub = subcommands.add_parser(self.name, help=doc.split("\n")[0], description=doc,
+        doc = plain(inspect.getdoc(self.run) or "")
+        # The list of commands shows the docstring's first paragraph whole (argparse wraps it).
+        sub = subcommands.add_parser(self.name, help=" ".join(doc.split("\n\n")[0].split()), description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
         if self.configure is not None:
             self.configure(sub)
         for argument in self.arguments:
             sub.add_argument(*argument.flags, **argument.options)
 
+
+def plain(doc: str) -> str:
+    """A docstring as a terminal shows it: ``code`` and :role:`target` marks of reStructuredText dropped."""
+    return _ROLE.sub(r"\1", doc).replace("``", "")
+
+
+_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
 
 REGISTRY: dict[str, Command] = {}
 """Every subcommand by name, in registration order."""

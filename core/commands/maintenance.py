@@ -27,7 +27,7 @@ def compact_log(args: argparse.Namespace) -> int:
     after a crash finishes the interrupted compaction.
     """
     # A dry run indexes nothing, so it shows no bar; a bar is only drawn on a terminal (disable=None).
-    with open_memory(args.agent) as manager, tqdm(desc="indexing", unit="memory", leave=False,
+    with open_memory(args.agent) as manager, tqdm(desc="indexing", unit=" memories", leave=False,
                                                   disable=True if args.dry_run else None) as bar:
         report = manager.compaction.compact(args.summary, force=args.force, dry_run=args.dry_run, progress=bar.update)
     print(compaction_text(report, args.dry_run))
@@ -97,9 +97,9 @@ def rebuild_index(args: argparse.Namespace) -> int:
     embedder (forgotten memories stay forgotten). It ends by optimizing the table, which
     builds the approximate vector index once it holds cold.ann_min_rows memories.
     """
-    with open_memory(args.agent) as manager, tqdm(desc="embedding", unit="memory", disable=None) as bar:
+    with open_memory(args.agent) as manager, tqdm(desc="embedding", unit=" memories", disable=None) as bar:
         started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on
-        result = rebuild_all(manager.tiers, progress=bar.update)
+        result = rebuild_all(manager.tiers, progress=bar.update, total=lambda count: _set_total(bar, count))
         elapsed = time.monotonic() - started
     print(f"log_metadata rows: {result.log_rows}")
     print(f"compactions recorded: {result.compactions}")
@@ -113,6 +113,11 @@ def rebuild_index(args: argparse.Namespace) -> int:
     else:
         print(f"vector index: none, vector search is exact (cold.ann_min_rows = {min_rows})")
     return 0
+
+
+def _set_total(bar: tqdm, count: int) -> None:
+    bar.total = count
+    bar.refresh()
 
 
 @command("copy-to-postgres", AGENT)

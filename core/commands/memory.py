@@ -113,29 +113,39 @@ def recall(args: argparse.Namespace) -> int:
          arg("--admin", action="store_true", help="forget space memories (space:NAME:SEQ) whoever published them"),
          arg("--space", metavar="NAME", help="with --purge: the space whose forgotten memories' text to purge"),
          arg("ids", nargs="*", metavar="ID", help="memory ids as recall shows them, e.g. note:3f2a..."),
-         arg("--query", metavar="TEXT", help="forget what recall finds for these words"),
+         arg("--query", metavar="TEXT", help="forget the memories that say every word of TEXT (stop words aside)"),
+         arg("--meaning-above", type=_score, metavar="X",
+             help="with --query: forget instead the memories closer in meaning to TEXT than X (cosine, e.g. 0.6)"),
          arg("--before", metavar="DATE", help="forget what happened before this date, e.g. 2023-05-08"),
          arg("--kind", choices=KINDS, action="append", help="only this kind of memory (repeat for several)"),
-         arg("--min-score", type=_score, metavar="X", help="with --query: only results at least this relevant"),
          arg("--limit", type=int, default=100, metavar="N", help="forget at most N memories (default 100)"),
          arg("--purge", action="store_true",
              help="also take forgotten facts' values out of LOG.md, the archives and the indexes (a space's: "
                   "its forgotten memories' text out of its journal and index)"),
-         arg("-y", "--yes", action="store_true", help="do not ask for confirmation"), JSON)
+         arg("--dry-run", action="store_true", help="list what would be forgotten, and why, and forget nothing"),
+         arg("-y", "--yes", action="store_true", help="do not ask for confirmation (what is forgotten is listed)"),
+         JSON)
 def forget(args: argparse.Namespace) -> int:
-    """Forget memories by id, or what matches --query and/or happened before --before.
+    """Forget memories by id, or those that say every word of --query (or are closer in meaning to it than
+    --meaning-above) and/or happened before --before.
 
-    Shows what would be forgotten and asks first (unless --yes). Forgotten memories leave
-    recall and memory.db; LOG.md gets a FORGET entry naming their ids, never their text,
-    and rebuild-index does not bring them back. Summaries, NOW.md, prompts and recall no
-    longer show a forgotten fact's value; LOG.md and the archives keep it as the record,
-    unless --purge rewrites them without it (alone, --purge does that for earlier forgets).
-    A space's memories (space:NAME:SEQ) are forgotten by their author or --admin; --space NAME
-    --purge takes the text of its forgotten memories out of its journal and index.
+    Lists each memory with why it was taken (the words it says, or its similarity) and asks first (unless
+    --yes; --dry-run only lists). The records of one thing (a request kept in LOG.md and in the conversation)
+    are listed together and forgotten together. Forgotten memories leave recall and memory.db; LOG.md gets a
+    FORGET entry naming their ids, never their text, and rebuild-index does not bring them back. Summaries,
+    NOW.md, prompts and recall no longer show a forgotten fact's value; LOG.md and the archives keep it as the
+    record, unless --purge rewrites them without it (alone, --purge does that for earlier forgets). A space's
+    memories (space:NAME:SEQ) are forgotten by their author or --admin; --space NAME --purge takes the text of
+    its forgotten memories out of its journal and index.
     """
     if args.ids and (args.query or args.before):
         raise ValidationError("give memory ids, or --query and/or --before, not both")
+    if args.meaning_above is not None and not args.query:
+        raise ValidationError("--meaning-above goes with --query TEXT: the memories closer in meaning to TEXT")
     if args.admin or args.space or any(i.startswith("space:") for i in args.ids):
+        if args.dry_run:  # never ignored: a space's forget would go ahead
+            raise ValidationError("--dry-run lists what a forget of an agent's own memories takes; a space's "
+                                  "memories (space:NAME:SEQ) are forgotten by id, without it")
         from core.commands.spaces import forget_shared
 
         return forget_shared(args)
@@ -151,19 +161,28 @@ def forget(args: argparse.Namespace) -> int:
         return 0
     with open_memory(args.agent) as manager:
         chosen = manager.forget_memories(query=args.query, before=args.before, ids=args.ids or None, kind=args.kind,
-                                         min_score=args.min_score, limit=args.limit, dry_run=True)
+                                         meaning_above=args.meaning_above, limit=args.limit, dry_run=True)
         unknown = [i for i in args.ids if i not in chosen]
         if unknown and not chosen:
             raise NotFoundError(f"no memory with id {', '.join(unknown)}: agentos recall shows the ids")
         if unknown:
             print(f"no memory with id {', '.join(unknown)}: left out", file=sys.stderr)
-        if chosen and not args.yes:
-            _confirm(manager, chosen)
-        forgotten = manager.forget_memories(ids=chosen) if chosen else []
+        listed = {"forgotten": [], "count": 0, "matched": chosen.matched, "more": chosen.more}
+        if args.dry_run or not chosen:
+            emit(args, {**listed, **({"dry_run": True} if args.dry_run else {})},
+                 lambda: recall_text.forgotten_text(chosen, "dry run" if chosen else "none"))
+            return 0
+        answer = True if args.yes else _confirmed(chosen)
+        if not answer:  # declining is an answer, not an error
+            emit(args, {**listed, "confirmed": False}, "nothing forgotten" + (
+                "" if answer is False else " (no answer: standard input is closed; add --yes to forget without "
+                                           "asking)"))
+            return 0
+        forgotten = manager.forget_memories(ids=list(chosen))
+        forgotten.matched, forgotten.more = chosen.matched, chosen.more
         report = manager.purge_forgotten() if args.purge else None
-    text = (f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}" if forgotten
-            else "nothing to forget")
-    result = {"forgotten": forgotten, "count": len(forgotten)}
+    result = forgotten.as_dict()
+    text = recall_text.forgotten_text(forgotten, "forgot" if args.yes else "confirmed")
     if report is not None:
         result["purged"] = _purged(report)
         text += "\n" + _purged_text(report)
@@ -187,16 +206,11 @@ def _purged_text(report) -> str:
     return done
 
 
-def _confirm(manager, ids: list[str]) -> None:
-    """Show the memories about to be forgotten and ask; ValidationError if the answer is not yes."""
-    docs = manager.cold.docs.get(ids)
-    print(f"{len(ids)} memor{'y' if len(ids) == 1 else 'ies'} will be forgotten:", file=sys.stderr)
-    for memory_id in ids:
-        doc = docs.get(memory_id)
-        text = " ".join(doc.text.split()) if doc else ""
-        print(f"  {memory_id}  {text[:90] + ('...' if len(text) > 90 else '')}", file=sys.stderr)
+def _confirmed(chosen) -> bool | None:
+    """Show the memories about to be forgotten, and why, and ask: True for a yes, False for another answer, None
+    when no answer can come (standard input is closed)."""
+    print(recall_text.forgotten_text(chosen, "asking"), file=sys.stderr)
     with prompt_shown():
         print("Forget them? [y/N] ", end="", file=sys.stderr, flush=True)
-        answer = sys.stdin.readline().strip().lower()
-    if answer not in ("y", "yes"):
-        raise ValidationError("not confirmed: nothing forgotten (add --yes to forget without asking)")
+        line = sys.stdin.readline()
+    return None if not line else line.strip().lower() in ("y", "yes")

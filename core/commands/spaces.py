@@ -1,15 +1,17 @@
-"""``agentos space``: create, list and show memory spaces, and change their members."""
+"""``agentos space``: create, list and show memory spaces, change their members, and publish to them."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from core.commands.base import JSON, arg, command, emit
 from core.errors import ValidationError
 from core.memory.spaces import Space, list_spaces, memory_id, parse_memory_id
 from core.memory.spaces import READ_ONLY, READ_WRITE
+from core.paths import existing_agent
 
-ACTIONS = ("create", "list", "show", "add-member", "remove-member", "rebuild-index", "move-index")
+ACTIONS = ("create", "list", "show", "publish", "add-member", "remove-member", "rebuild-index", "move-index")
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +26,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     show.add_argument("name")
     show.add_argument("-n", "--last", type=int, default=5, metavar="N", help="how many latest entries (default 5)")
     show.add_argument(*JSON.flags, **JSON.options)
+    publish = actions.add_parser("publish", help="publish a memory to a space as one of its read-write members")
+    publish.add_argument("name", help="the space")
+    publish.add_argument("text", help="what to share (- reads it from standard input)")
+    publish.add_argument("--agent", required=True, metavar="NAME", help="the member publishing it (its author)")
+    publish.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE",
+                         help="metadata kept with the memory, e.g. source=\"field notes\" (repeat)")
+    publish.add_argument(*JSON.flags, **JSON.options)
     add = actions.add_parser("add-member", help="add a member (or change its access)")
     add.add_argument("name")
     add.add_argument("agent")
@@ -46,6 +55,8 @@ def space(args: argparse.Namespace) -> int:
       agentos space create research --member researcher --read-only writer
       agentos space list
       agentos space show research
+      agentos space publish research --agent researcher "Otters hold hands while sleeping"
+      agentos recall --agent writer --space research "why do otters hold hands"
       agentos space add-member research editor [--read-only]
       agentos space remove-member research editor
       agentos space move-index research --to postgres
@@ -83,6 +94,22 @@ def _show(args: argparse.Namespace) -> int:
         f"memories: {shown['memories']} ({shown['journal_bytes']} bytes of journal, last seq {shown['last_seq']})",
         *(f"  {e['id']} {e['ts']} {e['author']}: {e['content']}" for e in shown["latest"]),
     ]))
+    return 0
+
+
+def _publish(args: argparse.Namespace) -> int:
+    existing_agent(args.agent)
+    text = sys.stdin.read() if args.text == "-" else args.text
+    metadata = {}
+    for pair in args.meta:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValidationError(f"--meta {pair!r}: give KEY=VALUE, e.g. --meta source=notes")
+        metadata[key.strip()] = value
+    with Space(args.name) as one:
+        published = one.publish(args.agent, text, metadata or None)
+    emit(args, {"id": published, "space": args.name, "author": args.agent},
+         f"published {published} to the space {args.name} as {args.agent}")
     return 0
 
 
@@ -161,5 +188,5 @@ def _members_text(access) -> str:
     return ", ".join(f"{agent} ({mode})" for agent, mode in access.items())
 
 
-_ACTIONS = {"create": _create, "list": _list, "show": _show, "add-member": _add, "remove-member": _remove,
+_ACTIONS = {"create": _create, "list": _list, "show": _show, "publish": _publish, "add-member": _add, "remove-member": _remove,
             "rebuild-index": _rebuild, "move-index": _move}

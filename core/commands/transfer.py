@@ -58,31 +58,51 @@ def export(args: argparse.Namespace) -> int:
 
 @command("import", arg("file", help="an archive written by agentos export"),
          arg("--as", dest="as_name", metavar="NAME", help="the agent's name here (default: its name in the archive)"),
-         arg("--force", action="store_true", help="replace an existing agent (or space) of that name"),
-         arg("--space", action="store_true", help="the archive is a memory space's (agentos export --space)"))
+         arg("--force", action="store_true", help="replace an existing agent (or space) of that name (an agent: "
+                                                   "refused while a process has it open)"),
+         arg("--space", action="store_true", help="the archive is a memory space's (agentos export --space)"),
+         arg("--trust-skills", action="store_true", help="also install the archive's skills/ (Python code the "
+                                                          "engine runs)"),
+         arg("--trust-config", action="store_true", help="also take its whole config.yaml (model, server, embedder, "
+                                                          "storage) and config/SYSTEM.md"),
+         arg("--trust-vectors", action="store_true", help="keep its vectors instead of embedding every memory here"),
+         arg("--trust-members", action="store_true", help="with --space: let the agents it names here read (and "
+                                                           "publish to) the space"))
 def import_(args: argparse.Namespace) -> int:
     """Restore an agent archive into the agents home (checked first; restored atomically).
 
-    A damaged archive is an error and nothing is written. The cold store is re-embedded
-    when the archive has no vectors or was built with another embedder.
+    An archive is data, never code or configuration you did not choose: NOW.md, LOG.md and its
+    archives, facts, notes and conversations are restored; memory.db is rebuilt with this version's
+    schema; skills, the options of config.yaml that choose a model, a server or where data goes,
+    and the vectors are taken only with the --trust-* flag that names them. A damaged archive, or
+    one over the home's transfer limits, is an error and nothing is written. The memories are
+    embedded here (this home's cold.embedder) unless --trust-vectors keeps fitting vectors.
     With --space: a space archive; the space's index is rebuilt from its journal.
     """
-    from core.transfer import import_agent
+    from core.transfer import Trust, import_agent
 
     if args.space:
         from core.memory.spaces import import_space
 
-        manifest = import_space(args.file, as_name=args.as_name, force=args.force)
+        if args.trust_skills or args.trust_config or args.trust_vectors:
+            raise ValidationError("--trust-skills, --trust-config and --trust-vectors are for an agent's archive: a "
+                                  "space's holds its journal and members")
+        manifest = import_space(args.file, as_name=args.as_name, force=args.force, trust_members=args.trust_members)
         print(f"imported the space {manifest['space']}: {manifest['entries']} journal entries")
         return 0
+    if args.trust_members:
+        raise ValidationError("--trust-members is for a space's archive (agentos import --space)")
 
-    with tqdm(desc="embedding", unit="memory", leave=False, disable=None) as bar:
+    trust = Trust(skills=args.trust_skills, config=args.trust_config, vectors=args.trust_vectors)
+    with tqdm(desc="embedding", unit=" memories", leave=False, disable=None) as bar:
         started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on
-        result = import_agent(args.file, as_name=args.as_name, force=args.force, progress=bar.update)
+        result = import_agent(args.file, as_name=args.as_name, force=args.force, trust=trust, progress=bar.update)
         elapsed = time.monotonic() - started
-    counts = result.manifest["counts"]
+    counts = result.counts
     print(f"imported {result.agent} into {result.root}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "
           f"{counts['messages']} messages"
           + (f"; re-embedded {result.memories} memories in {seconds(elapsed)} ({result.reembedded})" if result.reembedded
              else "; vectors kept"))
+    for line in result.left_out:
+        print(f"not taken from the archive: {line}")
     return 0

@@ -4,6 +4,7 @@
     python -m core.engine --agent finn                 # interactive
     python -m core.engine --agent finn --resume        # continue an interrupted run
     python -m core.engine --agent new --create "..."  # an agent that does not exist yet
+    python -m core.engine --agent finn - < task.md     # the task from standard input (or --task-file task.md)
 
 The same command is ``agentos run``.
 
@@ -18,7 +19,9 @@ import argparse
 import sys
 from typing import Callable
 
-from core.paths import existing_agent
+from core.config import load_config
+from core.engine.task_input import check_task, read_task
+from core.paths import AgentPaths, existing_agent
 from core.terminal import ReplyDisplay, Spinner, exit_codes, progress, run_cli
 
 EXIT_OK, EXIT_FAILED, EXIT_BLOCKED = exit_codes.OK, exit_codes.FAILED, exit_codes.BLOCKED
@@ -36,7 +39,8 @@ def parser(prog: str = "python -m core.engine") -> argparse.ArgumentParser:
 def add_arguments(cli: argparse.ArgumentParser) -> None:
     """The engine's flags."""
     cli.add_argument("--agent", required=True, help="agent name, e.g. finn (its folder is <agents home>/<agent>)")
-    cli.add_argument("task", nargs="?", help="what to do; omit for the interactive mode")
+    cli.add_argument("task", nargs="?", help="what to do (- reads it from standard input); omit for the interactive mode")
+    cli.add_argument("--task-file", metavar="PATH", help="read the task from this file (UTF-8; - for standard input)")
     cli.add_argument("--create", action="store_true", help="create the agent if it does not exist yet")
     cli.add_argument("--backend", choices=("auto", "ollama", "openai", "offline"),
                      help="model server API (default: llm.backend): ollama, openai (llama.cpp's llama-server, "
@@ -60,6 +64,12 @@ def execute(args: argparse.Namespace) -> int:
     """Run the engine with parsed arguments (:func:`core.terminal.run_cli` maps its errors to exit codes)."""
     if not args.create:
         existing_agent(args.agent)  # an unknown agent is an error that lists the agents, not a new one
+    # The task is read and checked before the backend is chosen (which may wait for a server) and before
+    # anything is written: an empty or oversize task is a usage error that changes nothing.
+    limit = load_config(AgentPaths.for_agent(args.agent)).memory.max_entry_bytes
+    task = read_task(args.task, args.task_file, limit)
+    if task is not None and not args.resume:
+        check_task(task, limit)
     # Importing the engine and opening the agent take seconds: the spinner says so, and is gone before the
     # notice and the first prompt are printed.
     with Spinner(f"starting {args.agent}", at_once=True):
@@ -73,16 +83,32 @@ def execute(args: argparse.Namespace) -> int:
             print(f"Found {len(engine.recovered)} interrupted run(s); NOW.md says where it stopped.", file=sys.stderr)
         try:
             if args.resume:
-                return _turn(engine, engine.resume)
-            if args.task is not None:
-                return _turn(engine, lambda: engine.run(args.task))
-            return interactive(engine)
+                code = _turn(engine, engine.resume)
+            elif task is not None:
+                code = _turn(engine, lambda: engine.run(task))
+            else:
+                code = interactive(engine)
+            _finish_reflection(engine)
+            return code
         except KeyboardInterrupt:
             # The run's own advice; run_cli then reports the interruption like any command's.
             print("the run stopped: NOW.md says where; --resume continues it", file=sys.stderr)
             raise
         finally:
             engine.manager.close()  # lets a background LOG.md compaction finish before exit
+
+
+def _finish_reflection(engine) -> None:
+    """After the reply is shown: let reflection read the run before the process ends (Ctrl-C leaves it for the
+    next run or ``agentos reflect``)."""
+    reflection = engine.manager.reflection
+    if not reflection.running():
+        return
+    try:
+        with Spinner("learning from the run (Ctrl-C leaves it for later)"):
+            reflection.finish(engine.config.reflect.timeout_s)
+    except KeyboardInterrupt:
+        print("reflection left for later: the next run or `agentos reflect` reads the rest", file=sys.stderr)
 
 
 def _turn(engine, start: Callable, session=None) -> int:
@@ -117,6 +143,10 @@ def interactive(engine) -> int:
     return Session(engine, _turn, command, Spinner).run()
 
 
+COMMANDS = "commands: /compact /status /now /log /facts /recall QUERY /exit"
+"""The interactive mode's commands, as an unknown one is answered."""
+
+
 def command(engine, line: str) -> str:
     """Run one slash command and return its text."""
     name, _, rest = line.partition(" ")
@@ -130,7 +160,9 @@ def command(engine, line: str) -> str:
         return f"{head}\n\n{report.summary}" if report.summary else head
     if name == "/status":
         now = manager.now_state()
-        return (f"{engine.notice}\nsession {engine.session.id}: {engine.conversation.message_count()} messages, "
+        # The backend in a line: its notice (the offline backend's warning) was given at start-up.
+        backend = f"backend: {engine.backend.name}, model {engine.backend.model}"
+        return (f"{backend}\nsession {engine.session.id}: {engine.conversation.message_count()} messages, "
                 f"~{engine.conversation.tokens()} tokens\n{engine.window_status()}\n"
                 f"NOW: {now.status} - {now.current_step or '(no step)'}")
     if name == "/now":
@@ -147,4 +179,4 @@ def command(engine, line: str) -> str:
         from core.engine.interactive import recall_table
 
         return recall_table(found) + (f"\nwarning: {found.warning}" if found.warning else "")
-    return "commands: /compact /status /now /log /facts /recall QUERY /exit"
+    return f"unknown command {name}; {COMMANDS}"

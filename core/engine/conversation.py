@@ -167,6 +167,10 @@ class Conversation:
         before = self.tokens()
         if isinstance(self.provider, Compactor):
             result = self.provider.compact(self.session, CompactionMode.FULL, fresh_tail=keep_tail)
+            if not result.leaf_summaries_created and not result.condensed_summaries_created:
+                raise ValidationError(f"nothing to compact: beyond the newest {keep_tail} messages, kept as they are, "
+                                      f"too few are left unsummarised ({self.message_count()} messages, ~{before} "
+                                      "tokens); the session was left untouched")
             top = self.provider.top_summary(self.session) if hasattr(self.provider, "top_summary") else ""
             done = (f"{result.messages_compacted} messages into {result.leaf_summaries_created} leaf and "
                     f"{result.condensed_summaries_created} condensed summaries, the newest {keep_tail} kept "

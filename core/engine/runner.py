@@ -39,6 +39,7 @@ from core.memory.storage import open_checkpointer, open_database
 from core.plugins.memory import open_provider
 from core.memory.storage import hold_lease
 from core.engine.session_compaction import auto_compact, compact_session
+from core.engine.task_input import check_task
 from core.memory.shared import shared_manager
 from core.engine.state import AgentState
 from core.engine.toolbox.toolbox import build_toolbox
@@ -210,7 +211,7 @@ class Engine:
         if runs:
             self.manager.update_now(
                 state="interrupted", current_step="Interrupted: the last run stopped before it finished",
-                resume_hint=f"Say 'continue' or run: python -m core.engine --agent {self.paths.name} --resume",
+                resume_hint=f"Say 'continue' or run: agentos run --agent {self.paths.name} --resume",
                 run_id=None,
             )
             log.warning("agent %s: %d interrupted run(s) found: %s", self.paths.name, len(runs), ", ".join(runs))
@@ -226,10 +227,9 @@ class Engine:
 
         Raises:
             BackendUnavailableError, ModelNotFoundError: the model cannot be reached (NOW and LOG say so).
-            ValidationError: ``task`` is empty or not text.
+            ValidationError: ``task`` is empty, not text, or larger than one LOG.md entry; nothing is written.
         """
-        if not isinstance(task, str) or not task.strip():
-            raise EngineError("the task is empty: say what the agent should do")
+        task = check_task(task, self.config.memory.max_entry_bytes, self.manager.facts.redactor(forgotten=False))
         pending = self.pending_turn()
         if pending is not None and is_continue(task):
             return self.resume()
@@ -277,8 +277,11 @@ class Engine:
 
     def _invoke(self, state: AgentState | None, objective: str) -> TurnResult:
         run_id = uuid.uuid4().hex[:12]
-        with self._lease.running(run_id):  # before RUN_START: another engine never takes it for a dead run
-            return self._run(state, objective, run_id)
+        try:
+            with self._lease.running(run_id):  # before RUN_START: another engine never takes it for a dead run
+                return self._run(state, objective, run_id)
+        finally:
+            self.manager.reflect_soon(self.backend)  # learns from the run in the background; never waits
 
     def _run(self, state: AgentState | None, objective: str, run_id: str) -> TurnResult:
         self.manager.start_run(mask_credentials(objective)[:300], run_id=run_id)
@@ -310,14 +313,14 @@ class Engine:
             why = "stopped by the user" if isinstance(exc, KeyboardInterrupt) else "the reader of the reply went away"
             self.manager.end_run(run_id, "interrupted", why)
             self.manager.update_now(state="interrupted", current_step=why[0].upper() + why[1:],
-                                    resume_hint=f"Run: python -m core.engine --agent {self.paths.name} --resume")
+                                    resume_hint=f"Run: agentos run --agent {self.paths.name} --resume")
             return
         line = f"{type(exc).__name__}: {exc}"
         self.manager.append_system("ERROR", line, {"run_id": run_id, "traceback": traceback.format_exc()})
         self.manager.update_now(
             state="error", current_step="Error encountered - recovery needed", blockers=[line[:300]],
             next_steps=["Review LOG.md", "Fix the cause (see the error)", "Run again with --resume"],
-            resume_hint=f"After fixing the cause run: python -m core.engine --agent {self.paths.name} --resume",
+            resume_hint=f"After fixing the cause run: agentos run --agent {self.paths.name} --resume",
         )
         self.manager.end_run(run_id, "error", line[:500])
         if not isinstance(exc, AgentOSError):

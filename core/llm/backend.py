@@ -32,6 +32,12 @@ HANDOFF_OPENING = "You are handing this session over to a fresh assistant"
 that cannot summarise, the offline one, answers such a request with a deterministic summary."""
 
 
+THIS_REQUEST = "(this turn's request: the user's newest message)"
+"""What the engine's memory message shows in place of NOW's objective (or a log entry) that only repeats this
+turn's request: a backend that reads the memory message, the offline one, finds the request itself in the
+conversation."""
+
+
 TextSink = Callable[[str], None]
 """Receives a reply's text piece by piece as the model produces it."""
 

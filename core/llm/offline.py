@@ -6,6 +6,7 @@ It understands a few explicit requests and drives the memory skills for them:
 - "what is my X?"                          → ``get_fact``, then answers with the value
 - "continue"                               → reads NOW from the prompt, marks the run resumed, names the next step
 - "status"                                 → reports NOW from the prompt
+- "publish to space X: TEXT"               → ``publish_memory`` (also "share with space X: TEXT")
 - anything else                            → says what it knows from memory and ends the run ``blocked``
 
 It reads memory the way a model does: from the system prompt and the memory message the engine builds.
@@ -15,14 +16,15 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Any
 
-from core.llm.backend import HANDOFF_OPENING, ChatReply, TextSink, ToolCall
+from core.llm.backend import HANDOFF_OPENING, THIS_REQUEST, ChatReply, TextSink, ToolCall
 
 NOTICE = (
     "WARNING: running with the OFFLINE backend (no model server). It only handles simple explicit "
-    "requests (remember/what is my/continue/status). Start Ollama or pass --model with a reachable host "
-    "for real answers."
+    "requests (remember/what is my/publish to space/continue/status). Start Ollama or pass --model with a "
+    "reachable host for real answers."
 )
 
 BLOCKED_REASON = "the offline backend cannot carry out open-ended tasks: run with a model"
@@ -30,15 +32,22 @@ BLOCKED_REASON = "the offline backend cannot carry out open-ended tasks: run wit
 _REMEMBER = re.compile(r"^(?:please\s+)?(?:remember(?:\s+that)?\s+)?my\s+(?P<key>[\w\s-]{1,60}?)\s+is\s+(?P<value>.+?)\.?$",
                        re.IGNORECASE)
 _QUESTION = re.compile(r"^(?:what(?:'s| is)|tell me)\s+my\s+(?P<key>[\w\s-]{1,60}?)\s*\??$", re.IGNORECASE)
+_PUBLISH = re.compile(r"^(?:please\s+)?(?:publish|share)\s+(?:to|with|in)\s+(?:the\s+)?(?:space\s+)?"
+                      r"(?P<space>[a-z0-9][a-z0-9_-]{0,63})(?:\s+space)?\s*:\s*(?P<content>\S.*)$",
+                      re.IGNORECASE | re.DOTALL)
 _CONTINUE = re.compile(r"^(?:continue|resume|go on|carry on)\b", re.IGNORECASE)
 _STATUS = re.compile(r"^(?:status|what are you doing|where are we)\b", re.IGNORECASE)
 _WRITTEN_PATH = re.compile(r'"name": "write_file", "arguments": \{"path": "([^"]+)"')
+_FINISHED = ("done", "idle")
+"""NOW statuses with nothing left to continue."""
+_OBJECTIVE_CHARS = 300
 _SECRET_WORDS = ("key", "password", "passwd", "token", "secret", "pin", "passphrase", "credential")
 
 
 def fact_key(words: str) -> str:
-    """``API key`` → ``api_key``: the key a phrase is saved under."""
-    return "_".join(re.findall(r"[a-z0-9]+", words.lower())) or "fact"
+    """``API key`` → ``api_key``, ``café`` → ``café``: the key a phrase is saved under (the letters and digits
+    of any script, in Unicode's composed form)."""
+    return "_".join(re.findall(r"[^\W_]+", unicodedata.normalize("NFC", words).lower())) or "fact"
 
 
 def is_secret(key: str) -> bool:
@@ -69,7 +78,7 @@ class OfflineBackend:
             return ChatReply(text=handoff_summary(user))
         if results:
             return ChatReply(text=_conclude(user, results, system))
-        return self._respond(user.strip(), system, offered)
+        return self._respond(unicodedata.normalize("NFC", user.strip()), system, offered)
 
     def _respond(self, text: str, system: str, offered: set[str]) -> ChatReply:
         if match := _QUESTION.match(text):
@@ -82,9 +91,13 @@ class OfflineBackend:
             if "save_fact" in offered:
                 category = "secret" if is_secret(key) else "personal"
                 return _call("save_fact", key=key, value=match["value"].strip(), category=category)
-        now = read_now_section(system)
+        if match := _PUBLISH.match(text):
+            if "publish_memory" in offered:
+                return _call("publish_memory", space=match["space"].lower(), content=match["content"].strip())
+            return ChatReply(text="I cannot publish: the publish_memory skill is not offered here.")
+        now = read_now_section(system, request=text)
         if _CONTINUE.match(text):
-            if "update_status" in offered and now.get("next"):
+            if "update_status" in offered and now.get("next") and _status(now) not in _FINISHED:
                 return _call("update_status", new_status=f"Resumed: {now['next']}")
             return ChatReply(text=_continue_text(now))
         if _STATUS.match(text):
@@ -92,7 +105,8 @@ class OfflineBackend:
         return ChatReply(text=(
             "I am the offline backend and cannot carry out open-ended tasks. "
             + _status_text(now)
-            + " Ask me to remember a fact, ask for a saved fact, or say 'continue' or 'status'."
+            + " Ask me to remember a fact, ask for a saved fact, publish to a space ('publish to space NAME: "
+            "TEXT'), or say 'continue' or 'status'."
         ), blocked=BLOCKED_REASON)
 
 
@@ -132,13 +146,16 @@ def _conclude(user: str, results: list[dict[str, Any]], system: str) -> str:
         return f"I have no fact saved under {data.get('key')}. Known facts: {known}."
     if last.get("tool_name") == "save_fact":
         return f"Saved {data.get('saved')} ({data.get('category')}). I will remember it."
+    if last.get("tool_name") == "publish_memory":
+        return f"Published {data.get('id')}: the space's members can recall it now."
     if last.get("tool_name") == "update_status":
         return _continue_text(read_now_section(system), resumed=True)
     return f"Done: {last.get('tool_name')} returned {json.dumps(data)[:300]}"
 
 
-def read_now_section(system: str) -> dict[str, str]:
-    """Status, objective, current step and next open step from the prompt's NOW section."""
+def read_now_section(system: str, request: str = "") -> dict[str, str]:
+    """Status, objective, current step and next open step from the prompt's NOW section (an objective that
+    points to this turn's request is ``request``)."""
     now: dict[str, str] = {}
     for line in system.splitlines():
         for field in ("status", "objective", "current step"):
@@ -146,7 +163,15 @@ def read_now_section(system: str) -> dict[str, str]:
                 now[field] = line.split(": ", 1)[1].strip()
         if line.startswith("- [ ] ") and "next" not in now:
             now["next"] = line[6:].strip()
+    if now.get("objective") == THIS_REQUEST:
+        text = " ".join(request.split())
+        now["objective"] = text if len(text) <= _OBJECTIVE_CHARS else text[:_OBJECTIVE_CHARS - 1] + "…"
     return now
+
+
+def _status(now: dict[str, str]) -> str:
+    """NOW's lifecycle status alone (the line reads e.g. ``active (version 7, updated 00:24:39)``)."""
+    return now.get("status", "").split(" ", 1)[0]
 
 
 def _status_text(now: dict[str, str]) -> str:
@@ -159,7 +184,10 @@ def _status_text(now: dict[str, str]) -> str:
 def _continue_text(now: dict[str, str], resumed: bool = False) -> str:
     if not now.get("objective") or now.get("objective") == "(none)":
         return "There is nothing to continue: NOW.md has no objective."
-    step = now.get("next") or now.get("current step") or "(no open step)"
+    if _status(now) in _FINISHED and not resumed:
+        return (f"There is nothing to continue: the last request ('{now['objective']}') is finished. "
+                "Say what to do next.")
+    step = now.get("next") or "(no open step in the plan)"
     verb = "Resumed" if resumed else "Continuing"
     return f"{verb} '{now['objective']}'. Next step: {step}. (A model is needed to carry it out.)"
 

@@ -61,6 +61,7 @@ def build_server(agent: str, *, session: str = "main") -> MCPServer:
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
+        manager.reflect_soon()  # a long session: reflection reads what clients record, on its timer
         try:
             yield
         finally:

@@ -1,5 +1,5 @@
-"""What the memory API returns beyond plain data: a batch's stored ids with the items it refused, and a
-recall's results with what its ranking could see.
+"""What the memory API returns beyond plain data: a batch's stored ids with the items it refused, a
+recall's results with what its ranking could see, and what a forget took and why (:class:`Forgotten`).
 
 ``store_memories`` checks a batch item by item before anything is written: the good items are stored
 together (one transaction) and each bad one is named with its reason (:class:`StoredMemories`), so one
@@ -102,3 +102,32 @@ class Recalled(list):
     def like(self, hits: Iterable[dict[str, Any]]) -> "Recalled":
         """Other ``hits`` with this recall's state (the results merged with memory spaces')."""
         return Recalled(hits, self.vectors_pending, mode=self.mode, waited_s=self.waited_s, error=self.error)
+
+
+class Forgotten(list):
+    """What ``forget_memories`` returns: the ids forgotten (a list of str, as before; with ``dry_run``, those
+    that would be), with ``matched`` (why each was taken) and ``more`` (matches left out by the limit).
+
+    Each entry of ``matched`` is one thing, with the other records of it (``also``, forgotten too: a request
+    kept in LOG.md and in the conversation is one thing): ``{id, kind, content, occurred_at, why, also}``;
+    ``why`` is ``{"words": [...]}`` (the query's words it says, as written), ``{"meaning": similarity}``,
+    ``{"id": id}`` (asked by id) or ``{"before": time}``, with ``before`` too when a time bound was given.
+    """
+
+    def __init__(self, ids: Iterable[str], matched: Sequence[dict[str, Any]] = (), *, more: int = 0,
+                 dry_run: bool = False) -> None:
+        super().__init__(ids)
+        self.matched = list(matched)
+        self.more = more
+        self.dry_run = dry_run
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape the command line, the ``forget_memory`` skill and the MCP tool return."""
+        found: dict[str, Any] = {"forgotten": [] if self.dry_run else list(self), "count": 0 if self.dry_run
+                                 else len(self), "matched": self.matched, "more": self.more}
+        if self.dry_run:
+            found["dry_run"] = True
+        return found
+
+    def __repr__(self) -> str:
+        return f"Forgotten({list(self)!r}, more={self.more!r}, dry_run={self.dry_run!r})"

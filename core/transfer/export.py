@@ -83,11 +83,9 @@ def export_agent(agent: str, file: str | Path, *, with_vectors: bool = False, in
             embedder = manager.config.cold.embedder
             vectors = _snapshot(manager, root, with_vectors)
         notice = "" if vectors or not with_vectors else "the agent has no cold store yet: the importer embeds"
-        left_out = 0
-        if not include_secrets:
-            left_out = staged_copy.secret_fact_count(root / "memory" / "memory.db")
-            notice = _remove_secrets(root, vectors) or notice
-            vectors = vectors and (root / "memory" / "lancedb").exists()
+        left_out = 0 if include_secrets else staged_copy.secret_fact_count(root / "memory" / "memory.db")
+        notice = _remove_values(root, vectors, include_secrets) or notice
+        vectors = vectors and (root / "memory" / "lancedb").exists()
         manifest = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "agent": agent, "agentos_version": __version__,
             "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "embedder": embedder,
@@ -146,11 +144,13 @@ def _copy_vectors(source: Path, target: Path) -> bool:
     return True
 
 
-def _remove_secrets(root: Path, vectors: bool) -> str:
-    """Strip the secrets from the staged copy; return a notice if the vectors had to be dropped."""
+def _remove_values(root: Path, vectors: bool, include_secrets: bool) -> str:
+    """Strip the secrets (unless included) and the forgotten values from the staged copy; return a notice if
+    the vectors had to be dropped."""
     db_file = root / "memory" / "memory.db"
-    secrets = scrub.secret_values(db_file)
-    scrub.scrub_database(db_file, secrets)
+    secrets, forgotten = scrub.values_to_remove(db_file, include_secrets)
+    scrub.scrub_database(db_file, secrets, forgotten, delete_secrets=not include_secrets)
+    secrets = sorted({*secrets, *forgotten}, key=len, reverse=True)
     if not secrets:
         return ""
     scrub.scrub_log_files(root / "memory", db_file, secrets)
@@ -160,7 +160,8 @@ def _remove_secrets(root: Path, vectors: bool) -> str:
             scrub.scrub_text_file(path, secrets)
     if vectors and _vectors_hold(root / "memory" / "lancedb", secrets):
         shutil.rmtree(root / "memory" / "lancedb")
-        return "the cold store held a secret's value, so its vectors were left out: the importer re-embeds"
+        return "the cold store held a secret's (or a forgotten) value, so its vectors were left out: the importer " \
+               "re-embeds"
     return ""
 
 
@@ -168,9 +169,9 @@ def _vectors_hold(lancedb_dir: Path, secrets: list[str]) -> bool:
     """True if a text embedded in the copied cold store holds a secret value."""
     import lance
 
-    table = lance.dataset(lancedb_dir / f"{TABLE}.lance").to_table(columns=["text", "memory"])
+    table = lance.dataset(lancedb_dir / f"{TABLE}.lance").to_table(columns=["id", "text", "source", "memory"])
     redactor = redactor_for(secrets)
-    return any(redactor.holds(text) for name in ("text", "memory") for text in table.column(name).to_pylist())
+    return any(redactor.holds(text) for name in table.column_names for text in table.column(name).to_pylist())
 
 
 def counts(root: Path) -> dict[str, int]:

@@ -1,8 +1,9 @@
-"""Removing secrets from a staged copy of an agent before it is archived.
+"""Removing secrets and forgotten values from a staged copy of an agent before it is archived.
 
-The secret facts are deleted from the memory.db snapshot, and their values are
+The secret facts are deleted from the memory.db snapshot (unless the export includes secrets), and
+their values, and those of forgotten facts (which no export carries, purged or not), are
 replaced by ``[REDACTED]`` (matched as :mod:`core.memory.secrets.redaction` matches them) in
-every text column of every table (so tables added later are covered, recall's
+every text column of every table, keys and ids included (so tables added later are covered, recall's
 ``recall_docs`` with its full-text index rebuilt included), in NOW.md,
 in LOG.md and its archives, and in the other text files, with the scrub's own
 functions (:mod:`core.memory.secrets.scrub`): LOG lines are re-encoded with their new CRC,
@@ -16,25 +17,36 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from core.memory.secrets import scrub_tables
+from contextlib import closing
+
+from core.memory.secrets import forgotten_values, redactor_for, rewrite_lines, scrub_tables
 from core.memory.storage import redact, staged_copy
 from core.memory.files import atomic_write
 from core.memory.upkeep import archive_first_seq
-from core.memory.secrets import rewrite_lines
-from core.memory.secrets import redactor_for
 
 TEXT_SUFFIXES = {".md", ".json", ".yaml", ".yml", ".txt"}
 
 
-secret_values = staged_copy.secret_values
+def values_to_remove(db_file: Path, include_secrets: bool) -> tuple[list[str], list[str]]:
+    """The values a copy must not carry: ``(secret values, unless included; forgotten values)``."""
+    with closing(staged_copy.connect(db_file)) as conn:
+        forgotten = forgotten_values(conn)
+    return ([] if include_secrets else staged_copy.secret_values(db_file)), forgotten
 
 
-def scrub_database(db_file: Path, secrets: list[str]) -> None:
-    """Delete the secret facts and redact their values everywhere in the snapshot, then VACUUM it."""
+def scrub_database(db_file: Path, secrets: list[str], forgotten: list[str], delete_secrets: bool) -> None:
+    """Delete the secret facts (if asked) and redact the values everywhere in the snapshot, keys and ids
+    included, then VACUUM it."""
     conn = staged_copy.connect(db_file, autocommit=True)
     try:
-        staged_copy.delete_secret_facts(conn)
-        scrub_tables.scrub_database(conn, redactor_for(secrets))
+        if delete_secrets:
+            staged_copy.delete_secret_facts(conn)
+        redactor = redactor_for(sorted({*secrets, *forgotten}, key=len, reverse=True))
+        if redactor:
+            scrub_tables.scrub_database(conn, redactor)
+            with conn:
+                staged_copy.redact_identifiers(conn, redactor.text)
+                staged_copy.hide_forgotten_values(conn, forgotten)
         conn.execute("VACUUM")  # deleted values must not linger in free pages
     finally:
         conn.close()

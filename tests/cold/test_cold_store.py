@@ -29,7 +29,7 @@ def row(n: int, text: str, kind: str = "note", occurred: str = "2026-01-10T00:00
 
 def open_store(tmp_path: Path, embedder=None) -> ColdStore:
     return ColdStore(tmp_path / "lancedb", embedder or MiniLMEmbedder(), tmp_path / ".cold.lock",
-                     reindex_hint="python scripts/rebuild_index.py --agent finn")
+                     reindex_hint="agentos rebuild-index --agent finn")
 
 
 def nearest_ids(store: ColdStore, text: str, depth: int = 5, where: str | None = None) -> list[str]:
@@ -88,7 +88,7 @@ def test_another_embedder_is_refused_with_the_reindex_command(tmp_path, minilm, 
     first.put([row(1, "hello")])
     first.close()
     other = open_store(tmp_path, OllamaEmbedder("fake-embed", host=ollama_url))
-    with pytest.raises(EmbedderMismatchError, match="scripts/rebuild_index.py --agent finn"):
+    with pytest.raises(EmbedderMismatchError, match="agentos rebuild-index --agent finn"):
         other.count()
 
 

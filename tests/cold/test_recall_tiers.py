@@ -103,7 +103,7 @@ def test_forgetting_removes_everywhere_logs_no_text_and_survives_rebuild(finn):
     keep = finn.store_memory("The report goes to Maria on Fridays")
     finn.cold.catch_up()
     assert finn.forget_memory(note) and not finn.forget_memory(note)
-    assert finn.forget_memories(query="Elm Street address") == [f"log:{seq}"]
+    assert finn.forget_memories(query="Elm Street") == [f"log:{seq}"]
     assert finn.db.conn.execute("SELECT count(*) FROM cold_notes WHERE id = ?", (note[5:],)).fetchone()[0] == 0
     assert note not in finn.cold.store().ids() and f"log:{seq}" not in finn.cold.store().ids()
     forget_lines = [line for line in finn.paths.log_file.read_text().splitlines() if " FORGET " in line]
@@ -190,14 +190,17 @@ def test_forget_skill_and_memory_tool_actions(finn):
     from core.skills.memory.scripts.store_memory import execute as store_memory
 
     note = store_memory(agent_name="finn", content="Parking spot is B12")["id"]
-    assert forget_memory(agent_name="finn", memory_id=note) == {"forgotten": [note], "count": 1}
+    forgot = forget_memory(agent_name="finn", memory_id=note)
+    assert (forgot["forgotten"], forgot["count"], forgot["more"]) == ([note], 1, 0)
+    assert forgot["matched"] == [{"id": note, "kind": "note", "content": "Parking spot is B12", "why": {"id": note},
+                                  "occurred_at": forgot["matched"][0]["occurred_at"], "also": []}]
     provider = open_provider(None, finn.paths.db_file)
     session = Session("finn:cli:main", agent_id="finn", user_id="ada")
     tool = build_tool(provider, memory=finn)
     other = finn.store_memory("The wifi password hint is the cat's name")
     with bind(session=session):
         assert json.loads(tool.call({"action": "recall", "query": "wifi password hint"}))["memories"][0]["id"] == other
-        assert json.loads(tool.call({"action": "forget", "id": other})) == {"forgotten": [other]}
+        assert json.loads(tool.call({"action": "forget", "id": other}))["forgotten"] == [other]
     provider.close()
 
 

@@ -304,3 +304,22 @@ def test_events_report_a_new_entry(demo, serve):
     assert next_change()["newest_seq"] == seq
     assert first["newest_seq"] == seq - 1
     conn.close()
+
+
+def test_a_conversation_is_not_titled_with_a_forgotten_message(agents_home, storage_backend, serve):
+    """The conversation's title is its first request; once that message is forgotten, the title is the next
+    request that is not."""
+    from core.engine.cli import main as engine
+    from tests.inprocess import run_main
+
+    for request in ("remember that my city is Porto", "what is my city"):
+        assert run_main(engine, ["--agent", "finn", "--create", "--offline", request]).returncode == 0
+    url = serve()
+    conv = get_json(url, "/api/agents/finn")["conversations"][0]
+    assert conv["title"] == "remember that my city is Porto"
+    with MemoryManager("finn") as mm:
+        found = mm.recall_memory("remember that my city is Porto", n_results=10, kind="message")
+        assert mm.forget_memory(next(h["id"] for h in found if h["content"] == "remember that my city is Porto"))
+    shown = get_json(url, "/api/agents/finn")["conversations"][0]
+    assert shown["title"] == "what is my city"
+    assert get_json(url, f"/api/agents/finn/conversations/{conv['id']}")["conversation"]["title"] == "what is my city"

@@ -98,7 +98,7 @@ def test_an_explained_recall_says_why_and_what_it_left_out(agents_home, storage_
     with MemoryManager("ada", agents_home) as mm:
         first = mm.store_memory("The weekly report goes to Maria on Fridays", {"key": "report"}, occurred_at="2023-01-01")
         mm.store_memory("The weekly report goes to Ada on Mondays", {"key": "report"}, occurred_at="2023-06-01")
-        mm.store_memory("The weekly report goes to Ada on Mondays!")
+        mm.store_memory("The weekly report goes to Ada on Mondays!", occurred_at="2023-06-01")  # the same day: one memory
         mm.recall_memory("warm up", 1)
     url = serve()
     answer = get_json(url, "/api/agents/ada/recall?q=who+receives+the+weekly+report%3F&explain=1")

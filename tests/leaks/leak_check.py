@@ -134,9 +134,6 @@ def _terms_holding(conn: sqlite3.Connection, value: str) -> list[str]:
 def schema_leaks(root: Path, value: str, *, checkpoints: bool = True,
                  kept: tuple[str, ...] = ()) -> list[str]:
     """Rows and index files of the agent's PostgreSQL schema holding ``value`` ([] for an agent on SQLite)."""
-    import psycopg
-    from psycopg import sql
-
     from core.config import load_config
     from core.memory.storage.backend import schema_name
     from core.paths import AgentPaths
@@ -146,7 +143,15 @@ def schema_leaks(root: Path, value: str, *, checkpoints: bool = True,
     backend, dsn = storage.resolved()
     if backend != "postgres":
         return []
-    schema = schema_name(paths.name, storage)
+    return postgres_schema_leaks(dsn, schema_name(paths.name, storage), value, checkpoints=checkpoints, kept=kept)
+
+
+def postgres_schema_leaks(dsn: str, schema: str, value: str, *, checkpoints: bool = True,
+                          kept: tuple[str, ...] = ()) -> list[str]:
+    """Rows and index files of the PostgreSQL schema ``schema`` (an agent's, a space's) holding ``value``."""
+    import psycopg
+    from psycopg import sql
+
     found = []
     with psycopg.connect(dsn, autocommit=True) as conn:
         tables = [r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s"

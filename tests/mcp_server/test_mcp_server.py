@@ -212,12 +212,37 @@ def test_store_recall_and_forget_a_note(finn):
     assert stored["id"].startswith("note:")
     assert found[0]["content"] == note and found[0]["id"] == stored["id"] and found[0]["occurred_at"].startswith("2026-03-06")
     assert by_tool["memories"][0]["id"] == stored["id"]
-    assert forgot == {"forgotten": [stored["id"]], "count": 1}
+    assert (forgot["forgotten"], forgot["count"], forgot["matched"][0]["why"]) == ([stored["id"]], 1, {"id": stored["id"]})
     assert all(hit["id"] != stored["id"] for hit in gone)
     assert bad.is_error and "memory_id" in text(bad)
     assert by_action["forgotten"] == [other["id"]] and after["memories"] == []
     forget_entries = [e for e in MemoryManager("finn").scan_log().entries if e.type == "FORGET"]
     assert len(forget_entries) == 2 and "Pixel" not in json.dumps([e.metadata for e in forget_entries])
+
+
+@pytest.mark.slow  # the server runs as its own process over stdio
+def test_forget_memory_by_query_takes_only_what_says_every_word_and_says_why(finn):
+    """Through the official client: forget_memory with a query lists (dry_run) and forgets only the memories
+    that say every word of it, each with the words; a query of common words is an error that names the fix."""
+    with MemoryManager("finn") as manager:
+        ids = manager.store_memories(["remember that my deploy target is fly.io", "I like asyncio for concurrency",
+                                      *(f"summarize topic number {n}" for n in range(1, 6))])
+
+    async def main():
+        async with client() as session:
+            listed = data(await session.call_tool("forget_memory", {"query": "asyncio", "dry_run": True}))
+            forgot = data(await session.call_tool("forget_memory", {"query": "topic number 3"}))
+            common = await session.call_tool("forget_memory", {"query": "what is it"})
+            found = data(await session.call_tool("recall_memory", {"query": "summarize topic number", "n_results": 10}))
+        return listed, forgot, common, found
+
+    listed, forgot, common, found = anyio.run(main)
+    assert listed["dry_run"] and listed["forgotten"] == [] and [m["id"] for m in listed["matched"]] == [ids[1]]
+    assert listed["matched"][0]["why"] == {"words": ["asyncio"]}
+    assert forgot["forgotten"] == [ids[4]] and forgot["matched"][0]["why"] == {"words": ["topic", "number", "3"]}
+    assert common.is_error and "only common words" in text(common)
+    assert {hit["id"] for hit in found} == {ids[2], ids[3], ids[5], ids[6]}
+    assert [e.metadata["ids"] for e in MemoryManager("finn").scan_log().entries if e.type == "FORGET"] == [[ids[4]]]
 
 
 @pytest.mark.slow  # the server runs as its own process over stdio

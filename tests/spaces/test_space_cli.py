@@ -61,6 +61,9 @@ def test_forget_a_space_memory_by_its_author_or_admin(agents_home):
     denied = agentos("forget", "--agent", "writer", first)
     assert denied.returncode == exit_codes.DENIED and "only what it published" in denied.stderr
     assert agentos("forget", "--agent", "researcher", first).returncode == 0
+    dry = agentos("forget", "--admin", second, "--dry-run")  # refused, never ignored: a space forget would go ahead
+    assert dry.returncode == exit_codes.USAGE and "--dry-run" in dry.stderr
+    assert json.loads(agentos("space", "show", "research", "--json").stdout)["memories"] == 1
     assert agentos("forget", "--admin", second).returncode == 0
     assert json.loads(agentos("space", "show", "research", "--json").stdout)["memories"] == 0
     assert agentos("forget", "--admin", "--agent", "writer", second).returncode == exit_codes.USAGE
@@ -73,17 +76,21 @@ def test_export_import_round_trip(agents_home, tmp_path):
     Space("research").forget("researcher", [ids[0]])
     archive = tmp_path / "research.agentos.tar.gz"
     assert agentos("export", "--space", "research", str(archive)).returncode == 0
-    done = agentos("import", "--space", str(archive), "--as", "research2")
+    untrusted = agentos("import", "--space", str(archive), "--as", "research2")  # it names agents of this home
+    assert untrusted.returncode == exit_codes.USAGE and "--trust-members" in untrusted.stderr
+    assert not (agents_home / "spaces" / "research2").exists()
+    done = agentos("import", "--space", str(archive), "--as", "research2", "--trust-members")
     assert done.returncode == 0, done.stderr
     assert (agents_home / "spaces" / "research2" / "LOG.md").read_bytes() == \
         (agents_home / "spaces" / "research" / "LOG.md").read_bytes()
     shown = json.loads(agentos("space", "show", "research2", "--json").stdout)
     assert shown["members"] == {"researcher": "read-write", "writer": "read-only"}
     assert sorted(e["content"] for e in shown["latest"]) == ["Finding 1 about otters", "Finding 2 about otters"]
-    assert agentos("import", "--space", str(archive)).returncode == exit_codes.USAGE  # exists already
+    assert agentos("import", "--space", str(archive), "--trust-members").returncode == exit_codes.USAGE  # exists
     damaged = tmp_path / "damaged.tar.gz"
     damaged.write_bytes(archive.read_bytes()[:-40])
-    assert agentos("import", "--space", str(damaged), "--as", "research3").returncode == exit_codes.STORAGE
+    assert agentos("import", "--space", str(damaged), "--as", "research3",
+                   "--trust-members").returncode == exit_codes.STORAGE
     assert not (agents_home / "spaces" / "research3").exists()
 
 
@@ -106,3 +113,42 @@ def test_forget_with_purge_and_a_purge_of_earlier_forgets(agents_home):
     assert b"quokka" not in journal.read_bytes()
     assert agentos("forget", "--space", "research").returncode == exit_codes.USAGE  # say what: ids or --purge
     assert agentos("forget", "--space", "nowhere", "--purge").returncode == exit_codes.NOT_FOUND
+
+
+def test_publish_from_the_command_line_and_recall_it(agents_home):
+    """`agentos space publish` stores a memory as its author (text, standard input, --meta), which another
+    member recalls; a reader, an unknown agent and bad metadata are refused and nothing is stored."""
+    make_agents("researcher", "writer")
+    Space.create("research", {"researcher": "read-write", "writer": "read-only"})
+    published = agentos("space", "publish", "research", "--agent", "researcher",
+                        "Otters hold hands while sleeping", "--meta", "source=field notes")
+    assert published.returncode == 0, published.stderr
+    assert published.stdout.strip() == "published space:research:1 to the space research as researcher"
+    piped = run_main(main, ["space", "publish", "research", "--agent", "researcher", "-", "--json"],
+                     stdin="Otters use rocks as tools\n")
+    assert json.loads(piped.stdout) == {"id": "space:research:2", "space": "research", "author": "researcher"}
+    found = json.loads(agentos("recall", "--agent", "writer", "--space", "research", "--json",
+                               "otters hold hands").stdout)
+    assert found[0]["content"] == "Otters hold hands while sleeping" and found[0]["author"] == "researcher"
+    assert Space("research").latest(None, 5)[-1]["metadata"] == {"source": "field notes"}
+
+    reader = agentos("space", "publish", "research", "--agent", "writer", "My draft")
+    assert reader.returncode == exit_codes.DENIED and "may only read" in reader.stderr
+    assert agentos("space", "publish", "research", "--agent", "ghost", "Boo").returncode == exit_codes.NOT_FOUND
+    bad = agentos("space", "publish", "research", "--agent", "researcher", "Text", "--meta", "novalue")
+    assert bad.returncode == exit_codes.USAGE and "KEY=VALUE" in bad.stderr
+    assert Space("research").show()["memories"] == 2
+
+
+def test_the_offline_backend_publishes_an_explicit_request(agents_home):
+    """Offline, "publish to space NAME: TEXT" calls publish_memory as the agent; a reader's is refused."""
+    from core.engine.cli import main as engine
+
+    make_agents("researcher", "writer")
+    Space.create("research", {"researcher": "read-write", "writer": "read-only"})
+    done = run_main(engine, ["--agent", "researcher", "--offline", "publish to space research: Otters sleep in rafts"])
+    assert done.returncode == 0 and "space:research:1" in done.stdout, done.stderr
+    assert [e["content"] for e in Space("research").latest(None, 5)] == ["Otters sleep in rafts"]
+    refused = run_main(engine, ["--agent", "writer", "--offline", "Share with the research space: my draft"])
+    assert "may only read" in refused.stdout
+    assert Space("research").show()["memories"] == 1

@@ -208,7 +208,7 @@ def test_an_agents_forget_by_query_and_the_memory_tool_leave_spaces_alone(team, 
 
     shared = team["researcher"].publish("research", "Penguins huddle in winter storms")
     own = team["researcher"].store_memory("Penguins huddle to keep warm, my note")
-    forgotten = team["researcher"].forget_memories(query="penguins huddle", min_score=0.0)
+    forgotten = team["researcher"].forget_memories(query="penguins huddle")
     assert own in forgotten and shared not in forgotten
     assert [h["id"] for h in team["writer"].recall_memory("penguins huddle", spaces=["research"])] == [shared]
 

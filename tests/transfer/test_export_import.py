@@ -22,7 +22,7 @@ from core.llm.embedding.embedders import MiniLMEmbedder
 from core.memory.recall.store import ColdStore, VectorRow
 from core.memory_manager import MemoryManager
 from core.plugins.memory import open_provider
-from core.transfer import export_agent, import_agent
+from core.transfer import Trust, export_agent, import_agent
 from tests.inprocess import run_main
 
 # Recall ranks by meaning too: the embedding model is loaded once, before the first recall.
@@ -123,7 +123,8 @@ def assert_same_recall(got: dict, expected: dict) -> None:
 
 
 def test_with_vectors_and_secrets_keeps_everything(agents_home, tmp_path, monkeypatch):
-    """--with-vectors --include-secrets: the vectors are kept (no re-embedding) and the secret comes back."""
+    """--with-vectors --include-secrets, imported --trust-vectors: the vectors are kept (no re-embedding) and the
+    secret comes back."""
     manager = build_agent(agents_home)
     expected = json.loads(json.dumps(snapshot(manager)))
     manager.close()
@@ -131,7 +132,7 @@ def test_with_vectors_and_secrets_keeps_everything(agents_home, tmp_path, monkey
     result = export_agent("finn", archive, with_vectors=True, include_secrets=True)
     assert result.manifest["with_vectors"] and result.manifest["include_secrets"]
     monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "other"))
-    imported = import_agent(archive, as_name="finn2")
+    imported = import_agent(archive, as_name="finn2", trust=Trust(vectors=True))
     assert imported.reembedded == "" and imported.memories == 0
     with MemoryManager("finn2") as copy:
         got = json.loads(json.dumps(snapshot(copy)))
@@ -227,10 +228,12 @@ def test_existing_agent_needs_force_and_unknown_agent_is_refused(agents_home, tm
     manager.close()
     archive = tmp_path / "finn.tar.gz"
     export_agent("finn", archive)
-    MemoryManager("finn").save_fact("added_later", "yes")
+    with MemoryManager("finn") as later:
+        later.save_fact("added_later", "yes")
     with pytest.raises(ValidationError, match="--force"):
         import_agent(archive)
-    assert MemoryManager("finn").get_fact("added_later") == "yes"
+    with MemoryManager("finn") as later:
+        assert later.get_fact("added_later") == "yes"
     import_agent(archive, force=True)
     with MemoryManager("finn") as replaced:
         assert replaced.get_fact("added_later") is None and replaced.get_fact("favourite_colour") == "teal"
@@ -309,7 +312,7 @@ def test_forgotten_memories_do_not_travel_with_the_vectors(agents_home, tmp_path
     assert export_agent("finn", archive, with_vectors=True).manifest["with_vectors"]
     assert b"Elm Street" not in _archive_bytes(archive)
     monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "other"))
-    assert import_agent(archive).reembedded == ""
+    assert import_agent(archive, trust=Trust(vectors=True)).reembedded == ""
     with MemoryManager("finn") as copy:
         assert copy.cold.store().ids() == [kept] and copy.cold.docs.pending_count() == 0
         assert copy.recall_memory("who receives the report?", 1)[0]["id"] == kept

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from tests.ollama_server import Error
 from tests.window.conftest import write_config
 
@@ -43,3 +45,26 @@ def test_a_failing_compaction_warns_and_the_turn_goes_on(make_server, agents_hom
     assert server.summarizer_prompts(), "compaction was attempted"
     assert any("compaction" in r.getMessage() and "failed" in r.getMessage() for r in caplog.records)
     assert [p for p in server.truncated if p.tools] == []
+
+
+@pytest.mark.parametrize("provider", ["lcm", "simple"])
+def test_a_forgotten_message_is_not_taken_for_history_left_out(provider, storage_backend, make_server, agents_home,
+                                                                make_engine, caplog):
+    """After a message is forgotten the conversation is counted as the prompt shows it (the message as
+    "[forgotten]"): a session whose every turn fits the window says nothing about turns left out."""
+    make_server(context_length=16384, default="Noted.")
+    write_config(agents_home, f"llm:\n  backend: ollama\nprovider:\n  name: {provider}\n")
+    engine = make_engine()
+    for turn in range(3):
+        assert engine.run(f"Note {turn}. {NOTE[:400]}").ok
+    first = engine.manager.recall_memory("Note 0 orchard", n_results=10, kind="message")
+    assert engine.manager.forget_memory(next(h["id"] for h in first if h["content"].startswith("Note 0.")))
+    engine.close()
+    caplog.set_level(logging.WARNING, logger="core.engine.prompting.context_builder")
+
+    later = make_engine()
+    assert later.run("What did I note?").ok
+    stats = later.provider.stats(later.session)
+    assert later.conversation.tokens() < stats.token_count  # the forgotten message counts as shown
+    assert [r for r in caplog.records if "fit the model's window" in r.getMessage()] == []
+    assert _overflow_entries(later) == 0

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from core.memory.storage import redact
-from core.engine.nodes.runtime import SCAN_ENTRIES, Runtime, preview
+from core.engine.nodes.runtime import SCAN_ENTRIES, Runtime, is_status, preview
 from core.engine.state import AgentState
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,9 @@ def _turn_messages(state: AgentState, response: str, outcome: str) -> list[dict[
 
 def _update_now(state: AgentState, rt: Runtime, outcome: str) -> None:
     now = rt.manager.now_state()
+    if outcome == "done" and is_status(state.get("task") or ""):
+        rt.manager.update_now(run_id=rt.run_id)  # a question about NOW leaves it as it was
+        return
     if outcome == "done":
         # Re-setting the objective redacts secrets learnt during the turn.
         rt.manager.update_now(state="done", objective=now.objective, current_step="Finished the last request",
@@ -74,7 +77,7 @@ def _update_now(state: AgentState, rt: Runtime, outcome: str) -> None:
         rt.manager.update_now(
             state="blocked", objective=now.objective, current_step="Blocked: the backend cannot do this task",
             blockers=[preview(reason, 300)],
-            resume_hint=f"run with a model: python -m core.engine --agent {rt.manager.agent_name} --resume",
+            resume_hint=f"run with a model: agentos run --agent {rt.manager.agent_name} --resume",
             run_id=rt.run_id,
         )
         return
@@ -85,6 +88,6 @@ def _update_now(state: AgentState, rt: Runtime, outcome: str) -> None:
         current_step="Error encountered - recovery needed",
         blockers=[preview(last, 300)],
         next_steps=list(dict.fromkeys([*RECOVERY_STEPS, *now.next_steps]))[:8],
-        resume_hint=f"After fixing the cause run: python -m core.engine --agent {rt.manager.agent_name} --resume",
+        resume_hint=f"After fixing the cause run: agentos run --agent {rt.manager.agent_name} --resume",
         run_id=rt.run_id,
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 from core.errors import (BackendError, BackendUnavailableError, ContextWindowTooSmallError, ModelNotFoundError,
                          ToolArgumentError)
-from core.engine.nodes.runtime import Runtime, mask_credentials
+from core.engine.nodes.runtime import Runtime, is_status, mask_credentials
 from core.engine.state import AgentState
 from core.engine.prompting.system_prompt import PromptExtras
 
@@ -44,7 +44,7 @@ def planner(state: AgentState, rt: Runtime) -> dict[str, Any]:
         return _failed(state, rt, exc, steps, extra_messages=[note])
     except BackendError as exc:
         return _failed(state, rt, exc, steps)
-    if not reply.blocked:
+    if not reply.blocked and not is_status(state.get("task") or ""):  # a question about NOW leaves it as it was
         _clear_stale_blockers(rt)
     assistant: dict[str, Any] = {"role": "assistant", "content": reply.text}
     pending = []
@@ -110,5 +110,5 @@ def _clear_stale_blockers(rt: Runtime) -> None:
     # The resume hint said how to get past the block; it now says how to go on if this run stops.
     rt.manager.update_now(state="active" if recovered else None,
                           current_step="Working on the request" if recovered else None, blockers=[],
-                          resume_hint=f"If this run stops, run: python -m core.engine --agent "
+                          resume_hint=f"If this run stops, run: agentos run --agent "
                                       f"{rt.manager.agent_name} --resume")

@@ -91,6 +91,11 @@ def is_continue(task: str) -> bool:
     return bool(_CONTINUE.match(task))
 
 
+def is_status(task: str) -> bool:
+    """True if the user only asks where the agent stands: NOW.md is read, not changed."""
+    return bool(_STATUS.match(task))
+
+
 def keeps_objective(task: str) -> bool:
     """True for requests about the current objective ("continue", "status") that must not replace it."""
     return is_continue(task) or bool(_STATUS.match(task))

@@ -1,4 +1,5 @@
-"""The text of the memory message: the facts, NOW.md and the LOG.md entries, read before every planner call.
+"""The text of the memory message: the learned profile, the LOG.md entries, NOW.md and the facts, read before
+every planner call.
 
 It is rebuilt before every planner call and sent right before the turn's request. Within a run it changes
 only where a step changed NOW or the facts: the run's own log entries stay out of it (the prompt's
@@ -15,17 +16,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from core.llm.backend import THIS_REQUEST
 from core.memory.context import ENTRY_PREVIEW_CHARS, fit_lines, fit_newest, more_facts_note, render_fact, render_now
 from core.memory.files import LogEntry
 from core.memory.secrets import visible_entries
 from core.memory.tokens import estimate_tokens
 from core.memory_manager import MemoryManager
 
+PROFILE_TITLE = "## About the user (learned from the facts; [key] names each line's fact)"
+PROFILE_SHARE = 0.15
+"""Share of the memory budget the learned profile may take (its facts are not listed again under Facts)."""
 TAIL_ENTRIES = 12
 """LOG.md entries always shown, besides those written since NOW."""
 SINCE_ENTRIES = 60
 """Most entries shown from those written since NOW."""
-THIS_REQUEST = "(this turn's request: the user's newest message)"
 MIN_REPEAT_CHARS = len(THIS_REQUEST)
 """Shorter texts are shown again: a pointer would be as long."""
 REPEATED_IN = "(the request logged in #{seq})"
@@ -56,16 +60,23 @@ def memory_context(manager: MemoryManager, max_tokens: int, request: str = "",
     title = f"# Memory (times UTC, on {day} unless dated)" if day else "# Memory"
     head = [title, "", "## NOW (NOW.md: current objective and plan)", *now_lines]
     budget = max_tokens - estimate_tokens("\n".join(head))
-    facts = [render_fact(f) for f in manager.facts.list()]
+    learned = manager.reflection.profile()
+    profile_lines = fit_lines([line.text for line in learned], max(0, int(budget * PROFILE_SHARE)))
+    budget -= estimate_tokens("\n".join(profile_lines)) + (10 if profile_lines else 0)
+    shown = {line.key for line in learned[:len(profile_lines)]}
+    facts = [render_fact(f) for f in manager.facts.list() if f.key not in shown]
     fact_lines = fit_lines(facts, max(0, int(budget * 0.3)))
     budget -= estimate_tokens("\n".join(fact_lines)) + 30
     since_lines = fit_newest(rendered[len(tail):], int(budget * 0.75))
     budget -= estimate_tokens("\n".join(since_lines))
     tail_lines = fit_newest(rendered[:len(tail)], budget)
     # From what stays the same through a run to what a step may change, so that a step's prompt shares the
-    # memory with the previous step's up to that change: the log (the run's own entries stay out), NOW
-    # (update_status), the facts (save_fact).
-    parts = [title, "", "## Earlier activity (LOG.md tail)", *(tail_lines or ["(none)"])]
+    # memory with the previous step's up to that change: the learned profile (reflection refreshes it
+    # between runs), the log (the run's own entries stay out), NOW (update_status), the facts (save_fact).
+    parts = [title, ""]
+    if profile_lines:
+        parts += [PROFILE_TITLE, *profile_lines, ""]
+    parts += ["## Earlier activity (LOG.md tail)", *(tail_lines or ["(none)"])]
     parts += ["", f"## Log since NOW was written (LOG.md after #{now.log_seq})", *(since_lines or ["(nothing since)"])]
     parts += ["", *head[2:]]
     parts += ["", "## Facts (secrets hidden: call get_fact)", *(fact_lines or ["(none saved)"])]

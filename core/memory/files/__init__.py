@@ -7,7 +7,10 @@ Import the names below from here; the modules of this package import each other 
 from core.memory.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
+    "ArchiveStream": "archive_reading",
     "ENTRY_TYPES": "log_format",
+    "IN_USE": "in_use",
+    "InUse": "in_use",
     "LogEntry": "log_format",
     "NowState": "now_file",
     "ScanResult": "log_file",
@@ -15,8 +18,11 @@ __all__, __getattr__ = lazy_face(__name__, {
     "check_entry_type": "log_format",
     "check_text": "log_format",
     "check_writer": "log_format",
+    "fsync_dir": "fsutil",
     "parse_or_none": "log_file",
+    "reading": "archive_reading",
     "remove_orphan_temp_files": "fsutil",
+    "replacing": "in_use",
     "scan_bytes": "log_file",
     "storage_error": "fsutil",
     "utc_timestamp": "log_format",

@@ -19,6 +19,10 @@ The points:
   to commit.
 - ``cold.write``: a write to the cold store's Lance table (an upsert, a delete, a step of its
   compaction) is about to start; ``cold.written``: it is committed.
+- ``import.swap``: an imported agent, whole in its staging folder, is about to take its place;
+  ``import.swapped``: it has, the agent it replaced not yet deleted.
+- ``reflect.commit``: reflection has a batch's checked reply and is about to write what it learned
+  (nothing of the batch is written yet).
 """
 
 from __future__ import annotations

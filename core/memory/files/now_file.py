@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -198,7 +199,7 @@ def parse(text: str, agent: str) -> NowState:
 def _count(front: dict, name: str) -> int:
     value = front.get(name) or 0
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEQ:
-        raise CorruptionError(f"NOW.md front matter: {name} must be a whole number, got {value!r}")
+        raise CorruptionError(f"NOW.md front matter: {name} must be a whole number, got {_shown(value)}")
     return value
 
 
@@ -207,8 +208,16 @@ def _text(front: dict, name: str) -> str:
     if value is None:
         return ""
     if isinstance(value, (dict, list, set)):
-        raise CorruptionError(f"NOW.md front matter: {name} must be text, got {value!r}")
+        raise CorruptionError(f"NOW.md front matter: {name} must be text, got {_shown(value)}")
     return str(value)  # YAML may read an unquoted time or number: its text is what was meant
+
+
+def _shown(value: object) -> str:
+    """``value`` for an error message, short whatever NOW.md holds (YAML aliases can nest a list a billion
+    items wide in a few hundred bytes)."""
+    if isinstance(value, (dict, list, set, tuple)):
+        return f"a {'mapping' if isinstance(value, dict) else 'list'}"
+    return reprlib.repr(value)
 
 
 def _status(front: dict) -> str:

@@ -86,7 +86,7 @@ ACTIONS = (
            (ProfileStore, VersionedProfileStore), ("version",), ("target",), writes="rollback"),
     Action("recall", "search everything you remember (log, notes, facts, conversations) by meaning and words",
            (), ("query",), ("limit",), on_memory=True),
-    Action("forget", "forget a memory by id, or what matches a query and/or happened before a date",
+    Action("forget", "forget a memory by id, or what says every word of a query and/or happened before a date",
            (), (), ("id", "query", "before"), on_memory=True),
 )
 
@@ -272,10 +272,10 @@ def _forget(tool: MemoryTool, args: dict) -> Any:
     if "id" in args:
         if set(args) - {"id"}:
             raise ToolArgumentError("memory action 'forget': give an id, or a query and/or before, not both")
-        return {"forgotten": [args["id"]] if tool.memory.forget_memory(args["id"]) else []}
+        return tool.memory.forget_memories(ids=[args["id"]]).as_dict()
     if "query" not in args and "before" not in args:
         raise ToolArgumentError("memory action 'forget' needs an id, or a query and/or before")
-    return {"forgotten": tool.memory.forget_memories(query=args.get("query"), before=args.get("before"))}
+    return tool.memory.forget_memories(query=args.get("query"), before=args.get("before")).as_dict()
 
 
 _HANDLERS: dict[str, Callable[[MemoryTool, dict], Any]] = {

@@ -7,6 +7,7 @@ Import the names below from here; the modules of this package import each other 
 from core.memory.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
+    "COLUMNS": "lance_table",
     "ColdStore": "store",
     "DocIndex": "docs",
     "Filters": "docs",

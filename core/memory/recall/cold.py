@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, Callable, ContextManager, Iterator, Sequence
 
 from core.config import Config
-from core.errors import AgentOSError, ValidationError
+from core.errors import AgentOSError, ColdStoreError, ValidationError
 from core.llm.embedding.embedders import make_embedder
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import utc_timestamp
@@ -29,6 +29,7 @@ from core.memory.recall import query as recall_query
 from core.memory.recall import search as recall_search
 from core.memory.recall.docs import Filters
 from core.memory.recall.index import ColdIndexer, Progress
+from core.memory.recall.lance_table import where_clause
 from core.memory.recall.views.browse import browse, check_window
 from core.memory.recall.views.explain import Trace
 from core.memory.recall.query import check_recall
@@ -148,19 +149,17 @@ class ColdMemory:
     def recall(
         self, query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any,
         secrets: list[str], min_score: float | None = None, recency_days: float | None = None,
-        explain: bool = False, now: Any = None, strict: bool = False,
+        explain: bool = False, now: Any = None,
     ) -> Recalled | dict[str, Any]:
         """Search every tier by meaning and words, or list a time window with no query (see
-        ``MemoryManager.recall_memory``); explained, ``{results, left_out}`` with ``warning`` when partial;
-        ``strict``: the default ``min_score`` is not lowered for the query, as forgetting by query needs."""
+        ``MemoryManager.recall_memory``); explained, ``{results, left_out}`` with ``warning`` when partial."""
         if query is None:
             window = check_window(n_results, kind, since, until, now, min_score=min_score,
                                   recency_days=recency_days, explain=explain)
-            self._read_own_writes()
-            return Recalled(browse(window, self.docs, secrets))
+            self.read_own_writes()
+            return Recalled(browse(window, self.docs, secrets, self.tuning))
         request = check_recall(query, n_results, kind, since, until, min_score=min_score,
-                               recency_days=recency_days, default_min_score=self.config.cold.min_score, now=now,
-                               strict=strict)
+                               recency_days=recency_days, default_min_score=self.config.cold.min_score, now=now)
         trace = Trace() if explain else None
         ranked, seen = self.search(request.text, request.filters, trace=trace)
         if trace is None:
@@ -181,20 +180,41 @@ class ColdMemory:
         ``depth`` (default ``tuning.depth``) is how many word matches and how many nearest vectors are taken;
         ``trace`` records what the searches met (an explained recall).
         """
+        seen = self._caught_up()
+        tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
+        store = None if seen.partial and seen.mode == "words" else self.store()
+        return recall_query.candidates(text, filters, self.docs, store, tuning, trace), seen
+
+    def similar(self, text: str, filters: Filters, depth: int) -> list[tuple[str, float]]:
+        """The ``depth`` memories nearest in meaning to ``text`` that pass ``filters``, as ``(id, cosine
+        similarity)``, best first, once the vectors of what was just written are done.
+
+        Raises:
+            ColdStoreError: some memories still have no vector, so that a choice by meaning would miss them.
+        """
+        seen = self._caught_up()
+        if seen.partial:
+            failed = f"; the embedder failed: {seen.error}" if seen.error else ""
+            raise ColdStoreError(f"{seen.vectors_pending} memories have no vector yet (after waiting "
+                                 f"{seen.waited_s:.1f} s{failed}), so a choice by meaning would miss them: let them "
+                                 "be computed (manager.cold.catch_up()) and try again, or choose by words")
+        where = where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)
+        return recall_query.nearest(text, self.store(), depth, where) or []
+
+    def _caught_up(self) -> Recalled:
+        """Index what was just written and wait up to ``cold.vector_wait_s`` for its vectors; an empty
+        :class:`Recalled` says how many memories are still without one."""
         mode = check_mode(self.config.cold.pending_vectors)
-        self._read_own_writes()
+        self.read_own_writes()
         pending, waited = self.docs.pending_count(), 0.0
         if pending and self.background.embeds:
             began = time.monotonic()
             with self._hurrying():
                 self.background.wait_idle(self.config.cold.vector_wait_s)
             pending, waited = self.docs.pending_count(), time.monotonic() - began
-        seen = Recalled((), pending, mode=mode, waited_s=waited, error=self.background.last_error)
-        tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
-        store = None if pending and mode == "words" else self.store()
-        return recall_query.candidates(text, filters, self.docs, store, tuning, trace), seen
+        return Recalled((), pending, mode=mode, waited_s=waited, error=self.background.last_error)
 
-    def _read_own_writes(self) -> None:
+    def read_own_writes(self) -> None:
         """Index what was just stored or logged, so that a recall finds it."""
         if self.indexer.pending():
             self.sync()
@@ -305,7 +325,7 @@ def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,
     """
     return ColdStore(
         paths.lancedb_dir, make_embedder(config), paths.memory_dir / ".cold.lock",
-        reindex_hint=f"python scripts/rebuild_index.py --agent {paths.name}",
+        reindex_hint=f"agentos rebuild-index --agent {paths.name}",
         optimize_every=config.cold.optimize_every, ann_min_rows=config.cold.ann_min_rows,
         read_only=read_only, redactor=redactor,
     )

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from core.memory.storage import Database
+from core.memory.storage.extracted import keys_of
 from core.memory.files.log_format import utc_timestamp
 from core.memory.storage.words import idf
 
-KINDS = ("note", "summary", "fact", "log", "log_archive", "message", "item")
+KINDS = ("note", "summary", "fact", "log", "log_archive", "message", "item", "event")
 """What a memory can be: a stored note or summary, a fact, a LOG.md entry (``log`` while in
 LOG.md, ``log_archive`` once compacted), a conversation message, a passage of a LangGraph store
-item (``AgentOSStore``)."""
+item (``AgentOSStore``), an event reflection learned (:mod:`core.memory.reflection`)."""
+LEARNED = " ;; learned: "
+"""Separates a doc's own context from what reflection learned from it (:func:`with_keys`)."""
 TIERS = ("warm", "cold", "conversation")
 COMMON_SHARE = 0.25
 """Query words found in more than this share of memories are left out of the word search: they
@@ -98,11 +101,15 @@ class DocIndex:
     # -- writing (inside the caller's transaction) ---------------------------------------------
 
     def upsert(self, conn: sqlite3.Connection, docs: Iterable[Doc]) -> int:
-        """Insert or update ``docs`` (forgotten ids are skipped); a changed text needs a new vector."""
+        """Insert or update ``docs`` (forgotten ids are skipped); a changed text needs a new vector.
+
+        What reflection learned from a doc's source is indexed beside it, in its context (:func:`with_keys`).
+        """
         written = 0
         for doc in docs:
             if conn.execute("SELECT 1 FROM recall_forgotten WHERE id = ?", (doc.id,)).fetchone():
                 continue
+            doc = with_keys(conn, doc)
             conn.execute(
                 """INSERT INTO recall_docs (id, kind, tier, source, text, context, metadata, speaker, thread,
                        occurred_at, created_at, expires_at, subject, vector_state)
@@ -124,6 +131,20 @@ class DocIndex:
             )
             written += 1
         return written
+
+    @staticmethod
+    def refresh_keys(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
+        """Index again beside each of ``ids`` (the entries reflection just learned from, or forgot) what was learned
+        from it; return how many docs changed. An id with no doc yet gets its keys when it is indexed."""
+        changed = 0
+        for doc_id in dict.fromkeys(ids):
+            row = conn.execute("SELECT context FROM recall_docs WHERE id = ?", (doc_id,)).fetchone()
+            if row is None:
+                continue
+            context = _keyed(row[0].split(LEARNED)[0], keys_of(conn, doc_id))
+            if context != row[0]:
+                changed += conn.execute("UPDATE recall_docs SET context = ? WHERE id = ?", (context, doc_id)).rowcount
+        return changed
 
     @classmethod
     def delete(cls, conn: sqlite3.Connection, ids: Sequence[str]) -> int:
@@ -260,6 +281,25 @@ class DocIndex:
     def terms(self, text: str) -> list[str]:
         """``text``'s words as the index stores them (lower case, stemmed), stop words left out."""
         return [t for t in self._words.terms(self.db.conn, text) if t not in STOP_WORDS]
+
+
+def with_keys(conn: Any, doc: Doc) -> Doc:
+    """``doc`` with what reflection learned from its source in its context: a question about a fact said in
+    passing then finds the entry where it was said (see :mod:`core.memory.storage.extracted`)."""
+    keys = keys_of(conn, doc.id)
+    base = doc.context.split(LEARNED)[0]
+    context = _keyed(base, keys)
+    return doc if context == doc.context else replace(doc, context=context)
+
+
+def learned_keys(context: str) -> list[str]:
+    """What a doc's context holds of what reflection learned from it."""
+    _, found, keys = context.partition(LEARNED)
+    return [k for k in keys.split(" ; ") if k] if found else []
+
+
+def _keyed(base: str, keys: list[str]) -> str:
+    return f"{base}{LEARNED}{' ; '.join(keys)}" if keys else base
 
 
 def _doc(row: sqlite3.Row) -> Doc:

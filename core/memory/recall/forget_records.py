@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Iterable
 from core.memory.files.log_file import scan_bytes
 from core.memory.files.log_format import LogEntry
 from core.memory.recall.docs import DocIndex
+from core.memory.storage import extracted, facts
 
 if TYPE_CHECKING:
     from core.memory.storage.sqlite import Database
@@ -63,10 +64,30 @@ def apply_entry(conn: sqlite3.Connection, entry: LogEntry) -> int:
                                     (value, entry.ts)).rowcount
             if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (value,)).fetchone():
                 continue
+        elif source in ("event", "contradiction"):  # learned from entries: forgotten alone, its entries stay
+            extracted.delete_memory(conn, memory_id)
+        if source == "fact" and not conn.execute("SELECT 1 FROM user_facts WHERE key = ?", (key,)).fetchone():
+            extracted.clear(conn, memory_id)
         if _rewritable(source, key) is None:
             conn.execute("INSERT OR IGNORE INTO recall_forgotten (id, forgotten_at) VALUES (?, ?)",
                          (memory_id, entry.ts))
         removed += DocIndex.delete(conn, [memory_id])
+    return removed + _forget_learned(conn, ids)
+
+
+def _forget_learned(conn: sqlite3.Connection, ids: list[str]) -> int:
+    """Forget what reflection learned only from the entries ``ids`` names (see
+    :func:`core.memory.storage.extracted.forget_sources`); return how many learned memories went."""
+    removed = 0
+    for memory_id in extracted.forget_sources(conn, ids):
+        kind, _, key = memory_id.partition(":")
+        if kind == "fact":
+            removed += facts.delete(conn, key)  # its versions' docs follow through the queue
+        elif kind == "fact_version":
+            removed += DocIndex.delete(conn, [memory_id])
+        else:
+            extracted.delete_memory(conn, memory_id)
+            removed += 1
     return removed
 
 

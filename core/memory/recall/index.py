@@ -26,13 +26,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 from core.errors import ColdStoreError
-from core.memory.storage import Database
+from core.memory.storage import Database, extracted
 from core.memory.storage.facts import redact
 from core.memory.files.log_file import LogFile, scan_bytes
 from core.memory.files.log_format import utc_timestamp
@@ -40,6 +41,7 @@ from core.memory.recall.docs import Doc, DocIndex
 from core.memory.recall.sources import (
     archive_summary_doc,
     conversation_summary_doc,
+    event_doc,
     fact_doc,
     fact_version_docs,
     log_doc,
@@ -57,6 +59,8 @@ _BATCH = 256
 _WRITE_CHUNK = 32
 """Docs written in one transaction: an append indexes its entry in memory.db too, and waits for the write
 transaction in progress (~1 ms for this many docs with their full-text index)."""
+_ARCHIVE_ID = re.compile(r"LOG-\d{1,19}-\d{1,19}")
+"""How compaction names an archive (``memory/archive/<id>.md``)."""
 
 
 class ColdIndexer:
@@ -183,11 +187,15 @@ class ColdIndexer:
             "SELECT * FROM compaction_history WHERE archive_id = ?", (archive_id,)
         ).fetchone()
         path = self.archive_dir / f"{archive_id}.md"
-        problem = None
+        # The id comes from memory.db (an imported one too): only an archive's own name names a file to read.
+        problem = None if _ARCHIVE_ID.fullmatch(archive_id) else \
+            f"{archive_id[:100]!r} is not the name of an archive (LOG-<first>-<last>)"
+        data = b""
         try:
-            data = path.read_bytes()
+            if problem is None:
+                data = path.read_bytes()
         except FileNotFoundError:
-            data, problem = b"", f"{path} is missing"
+            problem = f"{path} is missing"
         except OSError as exc:
             raise ColdStoreError(f"cannot read archive {path}: {exc}") from exc
         if problem is None and row["archive_sha256"] and hashlib.sha256(data).hexdigest() != row["archive_sha256"]:
@@ -211,8 +219,9 @@ class ColdIndexer:
                                  (utc_timestamp(), problem, archive_id))
         if problem:
             log.error("archive %s (entries %s-%s) cannot be indexed: %s; its summary is searchable, its entries "
-                      "are not: put the original back (sha256 %s) and run scripts/rebuild_index.py", archive_id,
-                      row["first_seq"], row["last_seq"], problem, row["archive_sha256"])
+                      "are not: put the original back (sha256 %s) and run agentos rebuild-index --agent %s",
+                      archive_id, row["first_seq"], row["last_seq"], problem, row["archive_sha256"],
+                      self.archive_dir.parent.parent.name)
         else:
             log.info("indexed archive %s: %d docs", archive_id, written)
         return written
@@ -255,7 +264,11 @@ class ColdIndexer:
             if fact is None:
                 return []
             versions = conn.execute("SELECT * FROM fact_versions WHERE key = ? ORDER BY id", (key,)).fetchall()
-            return fact_version_docs(fact, versions, secrets) + _listed(fact_doc(fact))
+            learned = extracted.of(conn, [item]).get(item)
+            return fact_version_docs(fact, versions, secrets) + _listed(fact_doc(fact, learned))
+        if kind == "event":
+            row = extracted.event_row(conn, item)
+            return [] if row is None else [event_doc(row, extracted.of(conn, [item]).get(item), secrets)]
         if kind == "note":
             note = conn.execute("SELECT * FROM cold_notes WHERE id = ?", (key,)).fetchone()
             return _listed(note_doc(note, secrets) if note is not None else None)
@@ -296,7 +309,7 @@ class ColdIndexer:
             conn.execute("UPDATE compaction_history SET indexed_at = NULL")
             for item, table in (("'fact:' || key", "user_facts"), ("'note:' || id", "cold_notes"),
                                 ("'msg:' || id", "ctx_messages"), ("'sum:' || id", "ctx_summaries"),
-                                ("'item:' || id", "store_items")):
+                                ("'item:' || id", "store_items"), ("'event:' || id", "extracted_events")):
                 conn.execute(f"INSERT INTO cold_pending (item, queued_at) SELECT {item}, ? FROM {table} {_REQUEUE}", (now,))
 
 

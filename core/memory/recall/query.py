@@ -49,10 +49,9 @@ class RecallRequest:
 def check_recall(
     query: Any, n_results: Any, kind: str | list[str] | None = None, since: Any = None, until: Any = None, *,
     min_score: Any = None, recency_days: Any = None, default_min_score: float, now: Any = None,
-    strict: bool = False,
 ) -> RecallRequest:
     """Validate the arguments of a recall (``min_score`` None: ``default_min_score``, lowered for a query
-    whose best result passes it unless ``strict``); raise ValidationError."""
+    whose best result passes it); raise ValidationError."""
     text = check_text(query, "query").strip()
     if not text:
         raise ValidationError("query must not be empty")
@@ -66,7 +65,7 @@ def check_recall(
     moment = parse_time(now, "now") if now is not None else None
     filters = Filters(kinds, *time_bounds(since, until, moment))
     return RecallRequest(text, n_results, filters, float(threshold), recency_days, moment,
-                         relative=min_score is None and not strict)
+                         relative=min_score is None)
 
 
 def check_scope(n_results: Any, kind: Any) -> tuple[str, ...] | None:
@@ -184,8 +183,16 @@ def explained(
     left.superseded(ranked, chosen)
     left.unfound(docs.db.conn, trace.unfound)
     words, weighed = query_words(request.text, docs.terms), docs.weights(request.text)[0]
-    return {"results": [{**hit(c, secrets), "why": why(c, trace, words, docs.terms, tuning, weighed)} for c in chosen],
+    dates = source_dates(docs, chosen)
+    return {"results": [{**hit(c, secrets), "why": why(c, trace, words, docs.terms, tuning, weighed, dates)}
+                        for c in chosen],
             "left_out": left.as_dict()}
+
+
+def source_dates(docs: DocIndex, chosen: list[Candidate]) -> dict[str, str]:
+    """When each entry that a chosen memory was learned from happened (those still indexed)."""
+    sources = [s for c in chosen for s in (c.doc.metadata.get("extracted") or {}).get("sources", [])]
+    return {doc_id: doc.occurred_at for doc_id, doc in docs.get(sources).items()} if sources else {}
 
 
 def recall(

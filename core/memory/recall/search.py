@@ -23,8 +23,10 @@ is set per query (:func:`threshold`): the rest of a query's evidence often
 scores far below its best on real chats.
 
 Facts get a bonus (a fact is the curated, current value: it outranks an older
-note that contradicts it), near-duplicates are collapsed (same words, same
-speaker and session), and an optional recency half-life favours newer memories.
+note that contradicts it), the records of one thing are folded into one result
+(the same words kept in several tiers, and near-duplicates: see
+:mod:`core.memory.recall.views.folding`), and an optional recency half-life
+favours newer memories.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
 from core.memory.recall.docs import STOP_WORDS, Doc
+from core.memory.recall.views.folding import fold
 from core.memory.recall.when import query_windows, time_fit
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -76,6 +79,9 @@ class Tuning:
     less the further outside it (see :func:`rescore_time`)."""
     collapse_jaccard: float = 0.9
     """Two results of the same speaker and session with this share of words in common are one."""
+    fold_within_s: float = 3600.0
+    """Records of the same words (or near-duplicates) fold into one result when they happened within this
+    many seconds of each other (a request's records span its run)."""
 
 
 @dataclass
@@ -91,6 +97,8 @@ class Candidate:
     """What multiplied the score after the evidence was weighed (``recency``, ``superseded``), for explanations."""
     superseded_by: tuple[str, str] | None = None
     """``(id, occurred_at)`` of the later version of this memory, if one supersedes it."""
+    also: list[str] = field(default_factory=list)
+    """The ids of the other records of the same thing, folded into this result."""
 
 
 Dropped = Callable[[str, Candidate, "Candidate | None"], None]
@@ -179,39 +187,34 @@ def select(
     recency_days: float | None = None, now: datetime | None = None, relative: bool = False,
     dropped: Dropped | None = None,
 ) -> list[Candidate]:
-    """The best ``n_results`` candidates scoring at least ``min_score``, near-duplicates collapsed.
+    """The best ``n_results`` candidates scoring at least ``min_score``, each with the other records of the
+    same thing folded into it (``also``: see :mod:`core.memory.recall.views.folding`).
 
     ``relative``: ``min_score`` is the default, lowered for this query (see :func:`threshold`).
     With ``recency_days`` a score is halved for every ``recency_days`` of the memory's age.
     """
     floor = threshold(cands, min_score, tuning) if relative else min_score
-    kept = [c for c in cands if c.score >= floor]
-    if dropped is not None:
-        for cand in cands:
-            if cand.score < floor:
-                dropped("below_min_score", cand, None)
+    passed = {id(c) for c in cands if c.score >= floor}
     if recency_days:
         moment = now or datetime.now(timezone.utc)
-        for cand in kept:
+        for cand in cands:
             age = (moment - _time(cand.doc.occurred_at)).total_seconds() / 86400
             cand.factors["recency"] = 0.5 ** (max(0.0, age) / recency_days)
             cand.score *= cand.factors["recency"]
-        kept.sort(key=lambda c: c.score, reverse=True)
+        cands = sorted(cands, key=lambda c: c.score, reverse=True)
     chosen: list[Candidate] = []
-    seen: list[tuple[tuple[str, str], set[str], Candidate]] = []
-    for cand in kept:
-        words = set(_WORD.findall(cand.doc.text.lower()))
-        who = (cand.doc.speaker, cand.doc.thread)
-        twin = next((c for w, other, c in seen if w == who and _jaccard(words, other) >= tuning.collapse_jaccard),
-                    None)
-        if twin is not None:
-            if dropped is not None:
-                dropped("duplicate", cand, twin)
-            continue
-        seen.append((who, words, cand))
-        chosen.append(cand)
-        if len(chosen) == n_results:
-            break
+    folded: dict[int, Candidate] = {}
+    for group in fold([c.doc for c in cands], tuning.fold_within_s, tuning.collapse_jaccard, n_results):
+        head, *rest = (cands[i] for i in group)
+        if id(head) in passed and len(chosen) < n_results:
+            head.also = [c.doc.id for c in rest]
+            chosen.append(head)
+            folded.update((id(c), head) for c in rest)
+    for cand in cands if dropped is not None else ():  # best first, as the examples are shown
+        if id(cand) in folded:
+            dropped("duplicate", cand, folded[id(cand)])
+        elif id(cand) not in passed:
+            dropped("below_min_score", cand, None)
     return chosen
 
 
@@ -220,12 +223,6 @@ def threshold(cands: list[Candidate], min_score: float, tuning: Tuning) -> float
     (``Tuning.relative_floor``) if that is lower and the best result passes ``min_score``."""
     best = max((c.score for c in cands), default=0.0)
     return min(min_score, best * tuning.relative_floor) if best >= min_score else min_score
-
-
-def _jaccard(a: set[str], b: set[str]) -> float:
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)
 
 
 def _time(text: str) -> datetime:
@@ -238,7 +235,7 @@ def as_result(cand: Candidate) -> dict[str, Any]:
     return {
         "content": doc.text, "metadata": doc.metadata, "score": round(cand.score, 4), "source": doc.source,
         "created_at": doc.created_at, "occurred_at": doc.occurred_at, "kind": doc.kind, "tier": doc.tier,
-        "where": where_of(doc), "id": doc.id,
+        "where": where_of(doc), "id": doc.id, **({"also": list(cand.also)} if cand.also else {}),
     }
 
 
@@ -260,4 +257,6 @@ def where_of(doc: Doc) -> dict[str, Any]:
         return {"fact": meta.get("key")}
     if doc.kind == "item":
         return {"namespace": meta.get("namespace"), "key": meta.get("key"), "path": meta.get("path")}
+    if doc.kind == "event":  # learned from entries: where it came from is its provenance (``extracted``)
+        return {"event": doc.id.partition(":")[2], "sources": (meta.get("extracted") or {}).get("sources", [])}
     return {"note": doc.id.partition(":")[2]}

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any, Callable, Sequence
 
 from core.errors import ValidationError
+from core.memory.storage.extracted import Provenance
 from core.memory.storage.facts import redact
 from core.memory.files.log_format import LogEntry, check_text, utc_timestamp
 from core.memory.results import Refused
@@ -118,17 +119,30 @@ def note_doc(row: Any, secrets: list[str]) -> Doc:
                thread=thread_of(metadata), expires_at=row["expires_at"], subject=subject_of(row["kind"], metadata))
 
 
-def fact_doc(row: Any) -> Doc | None:
-    """The doc of a ``user_facts`` row; None for a secret."""
+def fact_doc(row: Any, learned: Provenance | None = None) -> Doc | None:
+    """The doc of a ``user_facts`` row (``learned``: where reflection learned it); None for a secret."""
     if row["category"] == "secret":
         return None
     key = row["key"]
     text = f"{key}: {row['value']}"
+    metadata = {"key": key, "category": row["category"], "updated_at": row["updated_at"]}
+    if learned is not None:
+        metadata["extracted"] = learned.as_dict()
     return Doc(id=f"fact:{key}", kind="fact", tier="cold", source=f"fact:{key}", text=text,
                occurred_at=row["updated_at"], created_at=row["updated_at"],
-               context=context_words("", row["updated_at"], ""), speaker="",
-               metadata={"key": key, "category": row["category"], "updated_at": row["updated_at"]},
+               context=context_words("", row["updated_at"], ""), speaker="", metadata=metadata,
                subject=f"fact:{key}")
+
+
+def event_doc(row: Any, learned: Provenance | None, secrets: list[str]) -> Doc:
+    """The doc of an event reflection learned (``extracted_events``): dated when it happened, not when it was said."""
+    text = redact(row["what"], secrets)
+    metadata: dict[str, Any] = {"date_basis": row["basis"]}
+    if learned is not None:
+        metadata["extracted"] = learned.as_dict()
+    return Doc(id=f"event:{row['id']}", kind="event", tier="cold", source=f"event:{row['id']}", text=text,
+               occurred_at=row["occurred_at"], created_at=learned.extracted_at if learned else row["occurred_at"],
+               context=context_words("", row["occurred_at"], ""), metadata=metadata)
 
 
 def fact_version_docs(fact: Any, versions: Sequence[Any], secrets: list[str]) -> list[Doc]:

@@ -13,8 +13,9 @@ __all__, __getattr__ = lazy_face(__name__, {
     "SecretScrubber": "scrub",
     "forgotten_ids": "forgotten",
     "forgotten_of": "forgotten",
+    "forgotten_values": "redaction",
     "redactor_for": "redaction",
     "redactor_of": "redaction",
-    "rewrite_lines": "scrub",
+    "rewrite_lines": "redaction",
     "visible_entries": "forgotten",
 })

@@ -31,9 +31,11 @@ import re
 import unicodedata
 from dataclasses import replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from core.memory.files.log_format import LogEntry
+from core.errors import CorruptionError
+from core.memory.files.log_format import LogEntry, decode_line, encode_entry, is_header
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 3
@@ -112,6 +114,36 @@ class Redactor:
         if self._pattern is None:
             return list(entries)
         return [replace(e, content=self.text(e.content), metadata=self(e.metadata)) for e in entries]
+
+
+def rewrite_lines(data: bytes, redactor: Redactor,
+                  archive_shas: dict[str, str] | None = None) -> tuple[bytes, list[LogEntry]]:
+    """LOG.md-format bytes with the secrets redacted in every line; return them and the entries rewritten.
+
+    A SUMMARY entry pointing at an archive in ``archive_shas`` gets that archive's sha256 from there (an
+    agent's LOG.md and archives; a space's journal has none).
+    A damaged line is redacted as text (it stays damaged). Unchanged lines keep their bytes.
+    """
+    archive_shas = archive_shas or {}
+    lines = data.split(b"\n")
+    rewritten: list[LogEntry] = []
+    for number, raw in enumerate(lines):
+        if not raw or (number == 0 and is_header(raw)):
+            continue
+        try:
+            entry = decode_line(raw)
+        except CorruptionError:
+            lines[number] = redactor.text(raw.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+            continue
+        meta = redactor(entry.metadata)
+        archive = Path(str(meta.get("archive", ""))).stem
+        if entry.type == "SUMMARY" and archive in archive_shas:
+            meta = {**meta, "sha256": archive_shas[archive]}
+        content = redactor.text(entry.content)
+        if content != entry.content or meta != entry.metadata:
+            lines[number] = encode_entry(entry.seq, entry.ts, entry.type, content, meta or None)[:-1]
+            rewritten.append(LogEntry(entry.seq, entry.ts, entry.type, content, meta))
+    return b"\n".join(lines), rewritten
 
 
 NO_SECRETS = Redactor(())

@@ -27,7 +27,9 @@ compaction, and deletes the row once the value is gone from:
   freed pages zeroed, the WAL truncated; on PostgreSQL, the agent's schema the same
   way, its changed tables vacuumed and their GIN indexes rebuilt
   (:mod:`core.memory.storage.postgres.scrub`);
-- **the cold store**: its rows rewritten and re-embedded, old versions deleted.
+- **the cold store**: its rows rewritten and re-embedded, old versions deleted;
+- **the memory spaces** the agent is a member of or has published to (a secret's scrub only, not a purge):
+  their journals and indexes, with the steps of :mod:`core.memory.spaces.scrub`.
 
 A **purge** (``MemoryManager.purge_forgotten``) takes the values of forgotten
 facts out of the same places with the same steps; ``forget_purges`` queues it
@@ -52,12 +54,14 @@ from core.errors import AgentOSError, BackendError, ColdStoreError, CorruptionEr
 from core.memory.recall.store import TABLE
 from core.memory.storage.sqlite import Database
 from core.memory.files.fsutil import atomic_write, fsync_dir, write_all
-from core.memory.files.log_format import LogEntry, decode_line, encode_entry, is_header, utc_timestamp
+from core.memory.files.log_format import LogEntry, utc_timestamp
 from core.memory.upkeep import now
 from core.memory.upkeep.archives import archive_first_seq
 from core.memory.upkeep.tiers import Tiers
 from core.memory.secrets.scrub_tables import scrub_cold_store, scrub_database
-from core.memory.secrets.redaction import Redactor, forgotten_values, redactor_for
+from core.memory.spaces import Space
+from core.memory.spaces.scrub import spaces_of_author
+from core.memory.secrets.redaction import Redactor, forgotten_values, redactor_for, rewrite_lines
 from core.memory.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -82,40 +86,15 @@ class ScrubReport:
     """memory.db rows changed per ``table.column``."""
     cold_rows: int = 0
     """Cold store rows that held a secret."""
+    spaces: dict[str, list[int]] = field(default_factory=dict)
+    """Memory spaces whose journal held a secret: name → the seqs of the entries rewritten."""
     deferred: str = ""
     """Why the scrub is not complete yet (its queue rows stay; it runs again), or ""."""
 
     @property
     def changed(self) -> bool:
         return bool(self.log_lines or self.archives or self.now_rewritten or self.files or self.rows
-                    or self.cold_rows)
-
-
-def rewrite_lines(data: bytes, redactor: Redactor, archive_shas: dict[str, str]) -> tuple[bytes, list[LogEntry]]:
-    """LOG.md-format bytes with the secrets redacted in every line; return them and the entries rewritten.
-
-    A SUMMARY entry pointing at an archive in ``archive_shas`` gets that archive's sha256 from there.
-    A damaged line is redacted as text (it stays damaged). Unchanged lines keep their bytes.
-    """
-    lines = data.split(b"\n")
-    rewritten: list[LogEntry] = []
-    for number, raw in enumerate(lines):
-        if not raw or (number == 0 and is_header(raw)):
-            continue
-        try:
-            entry = decode_line(raw)
-        except CorruptionError:
-            lines[number] = redactor.text(raw.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-            continue
-        meta = redactor(entry.metadata)
-        archive = Path(str(meta.get("archive", ""))).stem
-        if entry.type == "SUMMARY" and archive in archive_shas:
-            meta = {**meta, "sha256": archive_shas[archive]}
-        content = redactor.text(entry.content)
-        if content != entry.content or meta != entry.metadata:
-            lines[number] = encode_entry(entry.seq, entry.ts, entry.type, content, meta or None)[:-1]
-            rewritten.append(LogEntry(entry.seq, entry.ts, entry.type, content, meta))
-    return b"\n".join(lines), rewritten
+                    or self.cold_rows or self.spaces)
 
 
 def forgotten_keys(db) -> set[str]:
@@ -168,7 +147,7 @@ class SecretScrubber:
             return None
         report = ScrubReport(keys=sorted({key for key, _ in queued}))
         self._scrub(self.tiers.facts.redactor(forgotten=False), report,
-                    "DELETE FROM secret_scrubs WHERE key = ? AND queued_at = ?", queued)
+                    "DELETE FROM secret_scrubs WHERE key = ? AND queued_at = ?", queued, spaces=True)
         if report.changed:
             self._record(report, "secret_scrub", "secret values scrubbed from ")
         if report.deferred:
@@ -196,8 +175,10 @@ class SecretScrubber:
             log.warning("purge of forgotten values not complete yet (it runs again): %s", report.deferred)
         return report
 
-    def _scrub(self, redactor: Redactor, report: ScrubReport, dequeue: str, queued: list[tuple]) -> None:
-        """Take ``redactor``'s values out of every file and index; dequeue ``queued`` unless deferred."""
+    def _scrub(self, redactor: Redactor, report: ScrubReport, dequeue: str, queued: list[tuple],
+               spaces: bool = False) -> None:
+        """Take ``redactor``'s values out of every file and index (and the agent's ``spaces``); dequeue ``queued``
+        unless deferred."""
         tiers = self.tiers
         with tiers.compactor.exclusive(wait=False) as acquired:
             if acquired:
@@ -211,6 +192,8 @@ class SecretScrubber:
             if not truncated:
                 report.deferred = report.deferred or "memory.db's WAL could not be truncated"
             self._cold(redactor, report)
+            if spaces and redactor:
+                self._spaces(redactor, report)
             if not report.deferred and queued:
                 with tiers.db.transaction() as conn:
                     conn.executemany(dequeue, queued)
@@ -341,6 +324,24 @@ class SecretScrubber:
         except (ColdStoreError, BackendError) as exc:
             report.deferred = report.deferred or f"the cold store could not be scrubbed: {exc}"
 
+    def _spaces(self, redactor: Redactor, report: ScrubReport) -> None:
+        """The journals and indexes of the spaces the agent is a member of or published to."""
+        home = self.paths.root.parent
+        try:
+            names = spaces_of_author(self.tiers.agent_name, home)
+        except AgentOSError as exc:
+            report.deferred = report.deferred or f"the memory spaces could not be listed: {exc}"
+            return
+        for name in names:
+            try:
+                with Space(name, home) as space:
+                    scrubbed = space.scrub_secrets(redactor, self.tiers.agent_name)
+            except AgentOSError as exc:  # this space waits for the next run; the others are scrubbed now
+                report.deferred = report.deferred or f"the memory space {name} could not be scrubbed: {exc}"
+                continue
+            if scrubbed:
+                report.spaces[name] = scrubbed
+
     def _record(self, report: ScrubReport, kind: str, title: str) -> None:
         """The scrub's own LOG.md entry: what was rewritten, never a value."""
         parts = [f"{report.log_lines} LOG.md lines"] if report.log_lines else []
@@ -349,9 +350,11 @@ class SecretScrubber:
         parts += report.files
         parts += [f"{sum(report.rows.values())} memory.db rows"] if report.rows else []
         parts += [f"{report.cold_rows} cold store rows"] if report.cold_rows else []
+        parts += [f"space {name} ({len(seqs)} entries)" for name, seqs in report.spaces.items()]
         meta = {"kind": kind, "keys": report.keys, "log_lines": report.log_lines,
                 "archives": {a: {"sha256_before": b, "sha256_after": c} for a, (b, c) in report.archives.items()},
-                "rows": report.rows, "cold_rows": report.cold_rows, "files": report.files}
+                "rows": report.rows, "cold_rows": report.cold_rows, "files": report.files,
+                **({"spaces": report.spaces} if report.spaces else {})}
         self.tiers.append("SYSTEM", title + ", ".join(parts), meta)
 
 

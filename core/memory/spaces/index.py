@@ -156,6 +156,20 @@ class SpaceIndex:
                 conn.execute(_SET_STATE, ("indexed_seq", str(fresh[-1].seq)))
         return len(fresh)
 
+    def refresh(self) -> int:
+        """Index again every indexed memory whose text or metadata differs from its journal line (a line a scrub
+        rewrote; its vector is computed anew); return how many. Call it after :meth:`sync`, under the space's lock."""
+        published = {e.seq: e for e in self.journal.scan().entries if e.type == "PUBLISH"}
+        with self._writing() as conn:
+            self._serialize(conn)
+            stale = [published[seq] for seq, content, metadata in conn.execute(
+                "SELECT seq, content, metadata FROM entries").fetchall()
+                if seq in published and (content != published[seq].content
+                                         or json.loads(metadata) != (published[seq].metadata.get("metadata") or {}))]
+            for entry in stale:
+                self._apply(conn, entry)
+        return len(stale)
+
     def _writing(self):
         return _Transaction(self.conn, self.path)
 

@@ -20,7 +20,7 @@ from core.memory.spaces import members as members_file
 from core.memory.spaces.paths import SpacePaths
 from core.memory.spaces.opened import opened
 from core.memory.spaces.space import spaces_of
-from core.memory.storage.facts import redact
+from core.memory.secrets.redaction import Redactor
 
 def spaces_to_search(agent: str, home: Path, spaces: Any) -> list[str]:
     """The spaces a recall with ``spaces`` searches, each checked readable by ``agent``.
@@ -65,24 +65,26 @@ def _merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: s
     if not spaces or (request.filters.kinds and "note" not in request.filters.kinds):
         return own
     tuning = manager.cold.tuning
-    hidden = manager.facts.hidden_values()  # a secret the reader saved after it was published
+    hidden = manager.facts.hidden_values()  # the reader's own secrets and forgotten values
     found = list(own)
     words = query_words(request.text, manager.cold.docs.terms) if explain else []
     for name in spaces:
         with opened(name, manager.paths.root.parent) as space:  # kept open between recalls
             ranked = space.candidates(manager.agent_name, request.text, tuning, request.filters.since,
                                       request.filters.until)
+            mask = space.redactor(hidden)  # and every member's secrets (one saved after it was published)
         ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
         for cand in recall_search.select(ranked, n_results, request.min_score, tuning, request.recency_days,
                                          request.now, request.relative):
-            found.append(_result(name, cand, hidden))
+            found.append(_result(name, cand, mask))
             if explain:
-                found[-1]["why"] = why(cand, None, words, manager.cold.docs.terms, tuning)
+                found[-1]["why"] = mask(why(cand, None, words, manager.cold.docs.terms, tuning))
     found.sort(key=lambda hit: hit["score"], reverse=True)
     return found[:n_results]
 
-def _result(space: str, cand: recall_search.Candidate, hidden: list[str]) -> dict[str, Any]:
+
+def _result(space: str, cand: recall_search.Candidate, mask: Redactor) -> dict[str, Any]:
     hit = recall_search.as_result(cand)
     seq = int(hit["id"].rsplit(":", 1)[1])
-    return {**hit, "content": redact(hit["content"], hidden), "metadata": redact(hit["metadata"], hidden),
+    return {**hit, "content": mask(hit["content"]), "metadata": mask(hit["metadata"]),
             "where": {"space": space, "seq": seq}, "space": space, "author": cand.doc.speaker}

@@ -6,7 +6,7 @@ import logging
 import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from core.config import Config, load_home_config
 from core.errors import BackendError, CorruptionError, NotFoundError, PermissionDeniedError, ValidationError
@@ -14,13 +14,15 @@ from core.memory.files.locking import AgentLock
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import check_metadata, check_text
 from core.memory.recall import search as recall_search
+from core.memory.secrets.redaction import Redactor
 from core.memory.spaces import members as members_file
 from core.memory.spaces import purge as purging
 from core.memory.spaces import residence
+from core.memory.spaces import scrub as scrubbing
 from core.memory.spaces.index import SpaceIndex
 from core.memory.spaces.members import READ_WRITE, Members
 from core.memory.spaces.paths import SpacePaths, list_spaces, validate_space_name
-from core.memory.spaces.secrets import member_secrets, refuse_secrets
+from core.memory.spaces.secrets import members_redactor, refuse_secrets
 from core.paths import existing_agent
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,8 @@ class Space:
         self._index: SpaceIndex | None = None
         if purging.pending(self):  # a purge that was killed: its text must not outlive it
             purging.purge(self)
+        if scrubbing.pending(self):  # a member's secret whose scrub was killed
+            scrubbing.finish(self)
 
     @classmethod
     def create(cls, name: str, members: dict[str, str], home: Path | None = None) -> "Space":
@@ -99,11 +103,15 @@ class Space:
         return members_file.read(self.paths)
 
     def add_member(self, agent: str, access: str = READ_WRITE) -> Members:
-        """Add ``agent`` (or change its access); return the members."""
+        """Add ``agent`` (or change its access); return the members. The agent's secrets, which the space may hold
+        from before it joined, are scrubbed out of it (see :mod:`core.memory.spaces.scrub`)."""
         existing_agent(agent, self.paths.home)
         with self.lock.hold():
             changed = self.members().with_member(agent, access)
             members_file.write(self.paths, changed)
+            joined = members_redactor(self.paths.home, [agent], config=self.config)
+            if joined:
+                scrubbing.scrub(self, joined, agent)
         return changed
 
     def remove_member(self, agent: str) -> Members:
@@ -132,7 +140,8 @@ class Space:
         with self.lock.hold():  # a member removed or a secret saved before this point is seen
             members = self.members()
             members.require_writer(agent)
-            refuse_secrets(self.name, text, metadata, member_secrets(self.paths.home, members.access))
+            refuse_secrets(self.name, text, metadata, members_redactor(self.paths.home, members.access,
+                                                                        config=self.config))
             entry = self.journal.append("PUBLISH", text, {"author": agent, "metadata": metadata or {}})
         return memory_id(self.name, entry.seq)
 
@@ -177,7 +186,16 @@ class Space:
         :mod:`core.memory.spaces.purge`); a purge killed midway is finished by the next open."""
         return purging.purge(self)
 
+    def scrub_secrets(self, redactor: Redactor, by: str | None = None) -> list[int]:
+        """Take every value ``redactor`` hides (the secrets of ``by``, a member or former author) out of the
+        journal and the index (see :mod:`core.memory.spaces.scrub`); return the seqs of the entries rewritten."""
+        return scrubbing.scrub(self, redactor, by)
+
     # -- reading ----------------------------------------------------------------------
+
+    def redactor(self, also: Iterable[str] = ()) -> Redactor:
+        """What masks the space's answers: the secret values of every member (and ``also``)."""
+        return members_redactor(self.paths.home, self.members().access, also, self.config)
 
     def index(self) -> SpaceIndex:
         """The space's index where it lives: ``index.db``, or its schema when the home is on PostgreSQL."""
@@ -218,21 +236,22 @@ class Space:
             return None
 
     def latest(self, agent: str | None, n: int = 10) -> list[dict[str, Any]]:
-        """The newest ``n`` memories, newest first (``agent`` None: as an administrator)."""
+        """The newest ``n`` memories, newest first (``agent`` None: as an administrator), every member's secrets
+        masked."""
         if agent is not None:
             self.members().require_reader(agent)
         index = self.index()
         index.sync()
-        return index.latest(n)
+        return self.redactor()(index.latest(n))
 
     def show(self) -> dict[str, Any]:
-        """Members, size and the latest entries (for ``agentos space show``)."""
+        """Members, size and the latest entries (for ``agentos space show``), every member's secrets masked."""
         index = self.index()
         index.sync()
         size = self.paths.journal.stat().st_size if self.paths.journal.exists() else 0
         return {"space": self.name, "path": str(self.paths.root), "members": dict(self.members().access),
                 "memories": index.count(), "journal_bytes": size, "last_seq": self.journal.last_seq(),
-                "latest": index.latest(5)}
+                "latest": self.redactor()(index.latest(5))}
 
     def rebuild_index(self) -> int:
         """Rebuild ``index.db`` from the journal; return the journal entries indexed."""

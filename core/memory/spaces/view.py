@@ -1,7 +1,9 @@
 """What a reader that writes nothing (the inspector) sees of a space: members and the journal's timeline.
 
 Read straight from the journal and the members file, never through ``index.db`` (whose catch-up
-writes): a memory that a FORGET entry names is left out, a damaged line is skipped.
+writes): a memory that a FORGET entry names is left out, a damaged line is skipped. Every string of a
+timeline is masked with the secret values of every member (read from their memories, read-only), so a
+value published before its owner saved it as a secret is not shown even before the scrub took it out.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from core.memory.files.log_file import scan_bytes
 from core.memory.spaces import members as members_file
 from core.memory.spaces.paths import SpacePaths, list_spaces
+from core.memory.spaces.secrets import members_redactor
 from core.memory.spaces.space import memory_id
 
 MAX_TIMELINE = 500
@@ -19,7 +22,7 @@ MAX_TIMELINE = 500
 
 def card(name: str, home: Path) -> dict[str, Any]:
     """A space's summary for a listing: its members, live memories and the time of its last entry."""
-    timeline = read_timeline(name, home)
+    timeline = _timeline(name, home, MAX_TIMELINE)
     return {"name": name, "members": timeline["members"], "memories": timeline["memories"],
             "updated_at": timeline["entries"][0]["ts"] if timeline["entries"] else None}
 
@@ -29,7 +32,13 @@ def cards(home: Path) -> list[dict[str, Any]]:
 
 
 def read_timeline(name: str, home: Path, limit: int = MAX_TIMELINE) -> dict[str, Any]:
-    """The space's members and its live memories, newest first (``limit`` at most)."""
+    """The space's members and its live memories, newest first (``limit`` at most), every member's secrets
+    masked."""
+    timeline = _timeline(name, home, limit)
+    return members_redactor(home, timeline["members"])(timeline)
+
+
+def _timeline(name: str, home: Path, limit: int) -> dict[str, Any]:
     paths = SpacePaths.for_space(name, home).require()
     members = dict(members_file.read(paths).access)
     try:

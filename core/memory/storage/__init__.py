@@ -11,17 +11,20 @@ migrations, recorded in each database's ``_migrations`` table.
 from core.memory.faces import lazy_face
 from core.memory.storage.backend import Checkpoints, open_checkpointer, open_database, require_sqlite, schema_name
 from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
+from core.memory.storage import extracted
 from core.memory.storage.engine_lease import AgentLease, hold_lease
+from core.memory.storage.extracted import Provenance
 from core.memory.storage.facts import CATEGORIES, MIN_REDACTED_CHARS, REDACTED, Fact, FactStore, redact
 from core.memory.storage.protocol import Connection, Cursor, Database
 from core.memory.storage.read_only import Reader, reading
+from core.memory.storage.titles import title_of
 from core.memory.storage.sqlite import SqliteDatabase, damage_marker
 
 __all__ = [
     "CATEGORIES", "MIN_REDACTED_CHARS", "POSTGRES", "REDACTED", "SQLITE", "AgentLease", "Checkpoints",
-    "Connection", "Cursor", "Database", "Dialect", "Fact", "FactStore", "Reader", "SqliteDatabase",
-    "damage_marker", "hold_lease", "open_checkpointer", "open_database", "reading", "redact",
-    "require_sqlite", "schema_name",
+    "Connection", "Cursor", "Database", "Dialect", "Fact", "FactStore", "Provenance", "Reader", "SqliteDatabase",
+    "damage_marker", "extracted", "hold_lease", "open_checkpointer", "open_database", "reading", "redact",
+    "require_sqlite", "schema_name", "title_of",
 ]
 
 # The copies between the databases and the inspector's snapshot need psycopg: loaded on first use.

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import ValidationError
+from core.memory.storage import extracted
+from core.memory.storage.extracted import Provenance
 from core.memory.storage.protocol import Database
 from core.memory.files.log_format import check_text, utc_timestamp
 from core.memory.secrets.redaction import (MIN_SECRET_CHARS, REDACTED, Redactor, forgotten_values, redactor_for,
@@ -79,13 +81,18 @@ def check_category(category: object) -> str:
     return category  # type: ignore[return-value]
 
 
-def fact_record(key: str, value: str | None, category: str | None) -> dict[str, Any]:
-    """The metadata of the FACT entry recording a save (``value`` None: a delete). A secret's value is left out."""
+def fact_record(key: str, value: str | None, category: str | None,
+                learned: Provenance | None = None) -> dict[str, Any]:
+    """The metadata of the FACT entry recording a save (``value`` None: a delete), with the provenance of a
+    learned value (``extracted``: its sources, model, prompt version and time). A secret's value is left out."""
     if value is None:
         return {"fact": {"key": key, "deleted": True}}
-    if category == "secret":
-        return {"fact": {"key": key, "category": category}}
-    return {"fact": {"key": key, "category": category, "value": value}}
+    record: dict[str, Any] = {"key": key, "category": category}
+    if category != "secret":
+        record["value"] = value
+    if learned is not None:
+        record["extracted"] = learned.as_dict()
+    return {"fact": record}
 
 
 def record_text(key: str, value: str | None, category: str | None) -> str:
@@ -97,18 +104,40 @@ def record_text(key: str, value: str | None, category: str | None) -> str:
     return f"fact {key} = {value} ({category})"
 
 
-def upsert(conn: sqlite3.Connection, key: str, value: str, category: str, now: str) -> Fact:
+def prepare(db: Database, key: object, value: object, category: object) -> tuple[str, str, str]:
+    """``(key, value, category)`` checked as ``save_fact`` takes them, a non-secret value with the secrets it
+    holds redacted (a secret's value is kept under its own key only; a forgotten value saved again is live).
+
+    Raises:
+        ValidationError: non-string key, unknown category, invalid text.
+    """
+    key, text, category = check_key(key), check_value(value), check_category(category)
+    if category != "secret":
+        text = redactor_of(db, excluding=key, forgotten=False)(text)
+    return key, text, category
+
+
+def upsert(conn: sqlite3.Connection, key: str, value: str, category: str, now: str,
+           learned: Provenance | None = None) -> Fact:
     """Insert or update a fact in the caller's transaction; an update keeps ``created_at``.
 
-    A new value keeps the one it replaces as a version (``fact_versions``), in the same transaction; a
-    secret's earlier value is never kept, only when it was saved and replaced.
+    A new value keeps the one it replaces as a version (``fact_versions``, with its provenance if it was
+    learned), in the same transaction; a secret's earlier value is never kept, only when it was saved and
+    replaced. ``learned``: the value was learned by reflection (see :mod:`core.memory.storage.extracted`);
+    None: saved explicitly, which makes a learned fact an explicit one.
     """
     old = conn.execute("SELECT value, category, updated_at FROM user_facts WHERE key = ?", (key,)).fetchone()
     if old is not None and old["value"] != value:
         now = _after(old["updated_at"], now)
-        conn.execute("INSERT INTO fact_versions (key, value, category, saved_at, replaced_at) VALUES (?, ?, ?, ?, ?)",
+        was = extracted.of(conn, [f"fact:{key}"]).get(f"fact:{key}")
+        conn.execute("INSERT INTO fact_versions (key, value, category, saved_at, replaced_at, sources)"
+                     " VALUES (?, ?, ?, ?, ?, ?)",
                      (key, None if old["category"] == "secret" else old["value"], old["category"],
-                      old["updated_at"], now))
+                      old["updated_at"], now, extracted.provenance_json(was)))
+    if learned is None:
+        extracted.clear(conn, f"fact:{key}")
+    else:
+        extracted.record(conn, f"fact:{key}", learned)
     conn.execute(
         """INSERT INTO user_facts (key, value, category, created_at, updated_at)
            VALUES (?, ?, ?, ?, ?)
@@ -140,18 +169,25 @@ def apply_entry(conn: sqlite3.Connection, entry) -> None:
     if record.get("deleted"):
         delete(conn, key)
     elif isinstance(record.get("value"), str) and record.get("category") in CATEGORIES:
-        upsert(conn, key, record["value"], record["category"], entry.ts)
+        upsert(conn, key, record["value"], record["category"], entry.ts, Provenance.from_dict(record.get("extracted")))
     else:  # a secret: its value is only ever in memory.db
         row = conn.execute("SELECT category FROM user_facts WHERE key = ?", (key,)).fetchone()
-        if row is None or row["category"] != "secret":
+        if row is not None and row["category"] == "secret":
+            learned = Provenance.from_dict(record.get("extracted"))
+            if learned is not None:
+                extracted.record(conn, f"fact:{key}", learned)
+        else:
             delete(conn, key)
             log.warning("the secret fact %r (LOG.md entry %d) is not in memory.db and its value is never "
                         "logged: save it again", key, entry.seq)
 
 
 def delete(conn: sqlite3.Connection, key: str) -> bool:
-    """Delete a fact and its earlier versions in the caller's transaction; return True if it existed."""
+    """Delete a fact, its earlier versions, its provenance and the statements kept beside it in the caller's
+    transaction; return True if it existed."""
     conn.execute("DELETE FROM fact_versions WHERE key = ?", (key,))
+    extracted.clear(conn, f"fact:{key}")
+    extracted.delete_contradictions(conn, key)
     return conn.execute("DELETE FROM user_facts WHERE key = ?", (key,)).rowcount > 0
 
 
@@ -236,6 +272,28 @@ class FactStore:
         """What hides the current secret values and, with ``forgotten``, the values of forgotten facts
         (see :mod:`core.memory.secrets.redaction`)."""
         return redactor_of(self.db, forgotten=forgotten)
+
+    def learned(self, keys: list[str]) -> dict[str, Provenance]:
+        """Where each of ``keys`` that reflection learned came from (an explicit fact has none)."""
+        found = extracted.of(self.db.conn, [f"fact:{key}" for key in keys])
+        return {memory_id[5:]: provenance for memory_id, provenance in found.items()}
+
+    def listed(self, category: object = None) -> list[dict[str, Any]]:
+        """:meth:`list` as plain data (secret values not redacted yet), each fact with ``sources`` (the entries
+        reflection learned it from; [] for a fact saved explicitly), ``extracted`` (model, prompt version and
+        time; None for an explicit fact) and, when statements contradict it, ``contradicted_by``."""
+        found = self.list(category)
+        learned = self.learned([f.key for f in found])
+        beside = extracted.contradictions_of(self.db.conn, [f.key for f in found])
+        out = []
+        for fact in found:
+            how = learned.get(fact.key)
+            item = {**fact.as_dict(), "sources": list(how.sources) if how else [],
+                    "extracted": {k: v for k, v in how.as_dict().items() if k != "sources"} if how else None}
+            if fact.key in beside:
+                item["contradicted_by"] = beside[fact.key]
+            out.append(item)
+        return out
 
     def hidden_values(self) -> list[str]:
         """Secret values and forgotten facts' values: what recall must not show."""

@@ -20,10 +20,12 @@ from core.errors import StorageError, ValidationError
 from core.memory.storage import residence
 from core.memory.storage.backend import schema_name
 from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
+from core.memory.storage.titles import shown_title
 from core.memory.storage.facts import MIN_REDACTED_CHARS, REDACTED, Fact, check_key, versions_of
 from core.paths import AgentPaths
 
 BUSY_TIMEOUT_S = 5.0
+
 MAX_FACTS = 2000
 MAX_FACT_VERSIONS = 500
 
@@ -70,6 +72,7 @@ _CONVERSATIONS = """SELECT c.id, c.session_id, c.user_id, c.channel, c.title, c.
                            (SELECT coalesce(sum(token_count), 0) FROM ctx_items i
                             WHERE i.conversation_id = c.id) AS context_tokens
                     FROM ctx_conversations c ORDER BY c.last_active DESC, c.id DESC"""
+_FORGOTTEN_MESSAGES = "SELECT id FROM recall_forgotten WHERE id LIKE 'msg:%'"
 _MESSAGE_COLUMNS = """m.id, m.seq, m.role, m.content, m.tool_calls, m.tool_name, m.token_count, m.created_at,
                       sm.summary_id"""
 _MESSAGES = f"""SELECT {_MESSAGE_COLUMNS} FROM ctx_messages m
@@ -300,8 +303,13 @@ class Reader:
     # -- conversations ----------------------------------------------------------------
 
     def conversations(self) -> list[dict[str, Any]]:
-        """Every conversation with its counts, most recently active first."""
-        return self._rows("ctx_conversations", _CONVERSATIONS)
+        """Every conversation with its counts, most recently active first. A title taken from a message that
+        was forgotten since is the next user message's that was not (or empty), as the prompt shows it."""
+        rows = self._rows("ctx_conversations", _CONVERSATIONS)
+        forgotten = {r["id"] for r in self._rows("recall_forgotten", _FORGOTTEN_MESSAGES)}
+        for row in rows if forgotten else []:
+            row["title"] = shown_title(self.conn, row["id"], row["title"] or "", forgotten)
+        return rows
 
     def conversation(self, conv: int) -> dict[str, Any] | None:
         return next((c for c in self.conversations() if c["id"] == conv), None)

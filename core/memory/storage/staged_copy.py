@@ -9,6 +9,9 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from typing import Callable
+
+from core.memory.storage.facts import REDACTED
 
 TABLES = {"facts": "user_facts", "notes": "cold_notes", "conversations": "ctx_conversations",
           "messages": "ctx_messages", "summaries": "ctx_summaries", "store_items": "store_items"}
@@ -41,9 +44,43 @@ def secret_fact_count(db_file: Path) -> int:
 
 
 def delete_secret_facts(conn: sqlite3.Connection) -> None:
-    """Delete the secret facts and their earlier values (never shown while the fact is secret)."""
+    """Delete the secret facts, their earlier values (never shown while the fact is secret) and, for one
+    reflection learned, its provenance."""
     conn.execute("DELETE FROM fact_versions WHERE key IN (SELECT key FROM user_facts WHERE category = 'secret')")
+    for table in ("extracted_sources", "extracted"):
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():  # an older copy has none
+            conn.execute(f"DELETE FROM {table} WHERE memory_id IN "
+                         "(SELECT 'fact:' || key FROM user_facts WHERE category = 'secret')")
     conn.execute("DELETE FROM user_facts WHERE category = 'secret'")
+
+
+def redact_identifiers(conn: sqlite3.Connection, redact: Callable[[str], str]) -> int:
+    """Redact the text of every column, keys and ids included (a fact's key, a memory's id, a conversation's),
+    in every table but the full-text indexes' own and ``_migrations``; return the rows changed.
+
+    The agent's own scrub leaves identifiers alone (they name what the user asked for); a copy that leaves
+    may not keep a secret in them. The same redaction of the same key gives the same text in every table
+    (``fact:<key>`` in recall's docs follows ``user_facts.key``); a row whose redacted key collides with
+    another's is deleted.
+    """
+    conn.create_function("agentos_redact_id", 1, lambda v: redact(v) if isinstance(v, str) else v,
+                         deterministic=True)
+    changed = 0
+    for table, columns in _columns(conn).items():
+        if table == "_migrations":
+            continue
+        for column in sorted(columns):
+            held = f'typeof("{column}") = \'text\' AND agentos_redact_id("{column}") IS NOT "{column}"'
+            changed += conn.execute(f'UPDATE OR IGNORE "{table}" SET "{column}" = agentos_redact_id("{column}") '
+                                    f"WHERE {held}").rowcount
+            changed += conn.execute(f'DELETE FROM "{table}" WHERE {held}').rowcount
+    return changed
+
+
+def hide_forgotten_values(conn: sqlite3.Connection, values: list[str]) -> None:
+    """Replace what the forgotten facts held (``forgotten_values.value``) by the redaction mark: the rows stay,
+    so the copy still hides those facts' records, and the values do not leave."""
+    conn.executemany("UPDATE forgotten_values SET value = ? WHERE value = ?", [(REDACTED, v) for v in values])
 
 
 def set_archive_sha256(db_file: Path, digests: list[tuple[str, str]]) -> None:
@@ -76,7 +113,10 @@ def rename_agent(db_file: Path, old: str, new: str) -> None:
 
 
 def _columns(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """The columns of each ordinary table (neither a virtual table nor one a full-text index keeps itself)."""
+    virtual = [row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'")]
     tables = [row[0] for row in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' "
-        "AND name NOT LIKE 'sqlite_%'")]
+        "AND name NOT LIKE 'sqlite_%'") if not row[0].startswith(tuple(f"{v}_" for v in virtual))]
     return {table: {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')} for table in tables}

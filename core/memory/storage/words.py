@@ -91,6 +91,17 @@ class Fts5Words:
         return [(row[0], row[1]) for row in rows]
 
 
+    @staticmethod
+    def holding_all(conn: Any, terms: Sequence[str], where: str, params: list[Any]) -> list[str]:
+        """The ids of the memories whose own text (not its context) holds every one of ``terms`` and that pass
+        ``where`` (on ``d``), newest first."""
+        match = "text : (" + " AND ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
+        return [row[0] for row in conn.execute(
+            f"""SELECT d.id FROM recall_fts JOIN recall_docs d ON d.rowid = recall_fts.rowid
+                WHERE recall_fts MATCH ? AND {where} ORDER BY d.occurred_at DESC, d.rowid DESC""",
+            [match, *params])]
+
+
 _PG_COUNTS = """SELECT q.term, (SELECT count(*) FROM (SELECT 1 FROM recall_docs WHERE search @@ q.query LIMIT ?) s)
 FROM unnest(?::text[], ?::tsquery[]) AS q(term, query)"""
 
@@ -149,3 +160,13 @@ class TsvectorWords:
         rows = conn.execute(_PG_RANKED.format(where=where),
                             [list(weights), list(weights.values()), sample, query, *params, depth]).fetchall()
         return [(row[0], float(row[1])) for row in rows]
+
+
+    @staticmethod
+    def holding_all(conn: Any, terms: Sequence[str], where: str, params: list[Any]) -> list[str]:
+        """The ids of the memories whose own text (weight A, not its context) holds every one of ``terms`` and
+        that pass ``where`` (on ``d``), newest first."""
+        query = " & ".join(_lexeme(t) + ":A" for t in terms)
+        return [row[0] for row in conn.execute(
+            f"""SELECT d.id FROM recall_docs d WHERE d.search @@ ?::tsquery AND {where}
+                ORDER BY d.occurred_at DESC, d.rowid DESC""", [query, *params])]

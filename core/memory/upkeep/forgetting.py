@@ -26,9 +26,14 @@ import logging
 from typing import TYPE_CHECKING, Any, Iterable
 
 from core.errors import ValidationError
-from core.memory.files.log_format import utc_timestamp
+from core.memory.files.log_format import check_text, utc_timestamp
 from core.memory.recall import forget_records
-from core.memory.recall.docs import KINDS
+from core.memory.recall.docs import KINDS, Doc, Filters
+from core.memory.recall.views import matching
+from core.memory.recall.views.folding import fold
+from core.memory.recall.views.matching import Match, Matches
+from core.memory.results import Forgotten
+from core.memory.storage.facts import redact
 from core.memory.recall.when import parse_time
 from core.memory.secrets.redaction import forgotten_values, redactor_for
 from core.memory.upkeep import now
@@ -44,14 +49,17 @@ MAX_IDS_PER_ENTRY = 500
 
 
 def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | None,
-           kind: Any, min_score: float | None, limit: int, reason: str | None = None,
-           dry_run: bool = False) -> list[str]:
+           kind: Any, meaning_above: float | None = None, limit: int, reason: str | None = None,
+           dry_run: bool = False) -> Forgotten:
     """Forget what ``ids`` name, or what matches ``query`` and/or happened before ``before``.
 
-    With ``dry_run`` nothing is forgotten: the ids that would be are returned.
+    A query takes the memories whose text says every one of its words, or with ``meaning_above`` those
+    whose meaning is closer to it than that (see :mod:`core.memory.recall.views.matching`). With ``dry_run``
+    nothing is forgotten: what would be is returned, with why.
 
     Raises:
-        ValidationError: nothing to select by, a bad time, kind or id list; nothing is forgotten.
+        ValidationError: nothing to select by, a bad time, kind, threshold or id list; nothing is forgotten.
+        ColdStoreError: by meaning, while some memories have no vector yet.
     """
     if ids is None and query is None and before is None:
         raise ValidationError("forget_memories needs a query, a before time or ids")
@@ -60,30 +68,18 @@ def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | Non
     kinds = [kind] if isinstance(kind, str) else kind
     if kinds is not None and (not kinds or any(k not in KINDS for k in kinds)):
         raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {kind!r}")
+    threshold = matching.check_threshold(meaning_above)
+    if threshold is not None and query is None:
+        raise ValidationError("meaning_above goes with a query: the memories closer in meaning to it are forgotten")
     bound = utc_timestamp(parse_time(before, "before")) if before is not None else None
-    if ids is not None:
-        if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) and i for i in ids):
-            raise ValidationError("ids must be a list of memory ids as recall returns them")
-        known = tiers.cold.docs.get(ids)
-        notes = _existing_notes(tiers.db, ids) | _existing_facts(tiers.db, ids)  # docs may lag behind
-        targets = [i for i in dict.fromkeys(ids) if i in known or i in notes]
-    elif query is not None:
-        found = tiers.cold.recall(query, min(limit, 100), kinds, None, bound, tiers.facts.hidden_values(),
-                                  min_score=min_score, strict=True)
-        targets = [r["id"] for r in found if bound is None or r["occurred_at"] < bound]
-    else:
-        where = ["occurred_at < ?"]
-        params: list[Any] = [bound]
-        if kinds:
-            where.append(f"kind IN ({', '.join('?' * len(kinds))})")
-            params.extend(kinds)
-        rows = tiers.db.conn.execute(
-            f"SELECT id FROM recall_docs WHERE {' AND '.join(where)} ORDER BY rowid LIMIT ?", [*params, limit]
-        ).fetchall()
-        targets = [r[0] for r in rows]
+    found = _by_ids(tiers, ids) if ids is not None else _by_query(tiers, query, bound, kinds, threshold, limit)
+    targets = list(dict.fromkeys(d.id for m in found.found for d in (m.doc, *m.records)))
+    chosen = Forgotten(targets, _matched(tiers, found.found, bound), more=found.total - len(found.found),
+                       dry_run=dry_run)
     if dry_run or not targets:
-        return targets
-    how = reason or ("ids" if ids is not None else "query" if query is not None else "before")
+        return chosen
+    how = reason or ("ids" if ids is not None else "before" if query is None
+                     else "query" if threshold is None else "meaning")
     for start in range(0, len(targets), MAX_IDS_PER_ENTRY):
         part = targets[start : start + MAX_IDS_PER_ENTRY]
         meta = {"ids": part, "by": how, **({"before": bound} if bound else {})}
@@ -92,7 +88,71 @@ def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | Non
     tiers.cold.sync()  # a forgotten store item's other passages go too; vectors are purged
     _hide_in_now(tiers)
     log.info("forgot %d memories (%s)", len(targets), how)
-    return targets
+    return chosen
+
+
+def _by_query(tiers: Tiers, query: Any, bound: str | None, kinds: list[str] | None, threshold: float | None,
+              limit: int) -> Matches:
+    """What ``query`` names (by words, or closer in meaning than ``threshold``) before ``bound``, with the other
+    records of each, or with no query, what happened before ``bound``."""
+    tiers.cold.read_own_writes()  # what was just written can be forgotten by its words at once
+    if query is None:
+        return _before(tiers, bound, kinds, limit)
+    text = check_text(query, "query").strip()
+    if not text:
+        raise ValidationError("query must not be empty: give words the memories to forget say")
+    filters = Filters(tuple(kinds) if kinds else None)
+    if threshold is None:
+        found = matching.by_words(tiers.cold.docs, text, filters, bound, limit)
+    else:
+        nearest = tiers.cold.similar(text, filters, limit + 1)
+        found = matching.by_meaning(tiers.cold.docs, nearest, threshold, filters, bound, limit)
+    return matching.with_other_records(tiers.cold.docs, found, filters, bound, tiers.cold.tuning.fold_within_s)
+
+
+def _by_ids(tiers: Tiers, ids: Any) -> Matches:
+    """The memories ``ids`` name that exist (a note or fact whose doc lags behind counts)."""
+    if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) and i for i in ids):
+        raise ValidationError("ids must be a list of memory ids as recall returns them")
+    tiers.cold.indexer.sync()  # an entry just written may have no doc yet: it is forgotten all the same
+    known = tiers.cold.docs.get(ids)
+    notes = _existing_notes(tiers.db, ids) | _existing_facts(tiers.db, ids)  # docs may lag behind
+    found = [Match(known.get(i) or _unindexed(i), {"id": i}) for i in dict.fromkeys(ids) if i in known or i in notes]
+    return Matches(found, len(found))
+
+
+def _before(tiers: Tiers, bound: str, kinds: list[str] | None, limit: int) -> Matches:
+    """The oldest memories (``limit`` at most) that happened before ``bound``."""
+    where = ["occurred_at < ?"]
+    params: list[Any] = [bound]
+    if kinds:
+        where.append(f"kind IN ({', '.join('?' * len(kinds))})")
+        params.extend(kinds)
+    conn = tiers.db.conn
+    total = conn.execute(f"SELECT count(*) FROM recall_docs WHERE {' AND '.join(where)}", params).fetchone()[0]
+    rows = conn.execute(f"SELECT id FROM recall_docs WHERE {' AND '.join(where)} ORDER BY rowid LIMIT ?",
+                        [*params, limit]).fetchall()
+    docs = tiers.cold.docs.get(r[0] for r in rows)
+    return Matches([Match(docs[r[0]], {}) for r in rows if r[0] in docs], total)
+
+
+def _unindexed(memory_id: str) -> Doc:
+    """A stand-in doc for a note or fact whose doc is not written yet (its id is all that is shown)."""
+    return Doc(id=memory_id, kind=memory_id.partition(":")[0], tier="cold", source=memory_id, text="",
+               occurred_at=utc_timestamp(), created_at=utc_timestamp())
+
+
+def _matched(tiers: Tiers, found: list[Match], bound: str | None) -> list[dict[str, Any]]:
+    """What ``found`` holds, as people read it: one entry a thing, the other records of it in ``also``."""
+    hidden = tiers.facts.hidden_values()
+    entries = []
+    for head, *rest in fold([m.doc for m in found], tiers.cold.tuning.fold_within_s, None):
+        match = found[head]
+        also = [d.id for i in (head, *rest) for d in ((found[i].doc,) if i != head else ()) + found[i].records]
+        entries.append({"id": match.doc.id, "kind": match.doc.kind, "content": redact(match.doc.text, hidden),
+                        "occurred_at": match.doc.occurred_at,
+                        "why": {**match.why, **({"before": bound} if bound else {})}, "also": also})
+    return entries
 
 
 def _hide_in_now(tiers: Tiers) -> None:

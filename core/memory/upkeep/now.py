@@ -27,11 +27,16 @@ from core.memory.upkeep.tiers import Tiers
 
 log = logging.getLogger(__name__)
 
+OPENABLE = ("done", "idle")
+"""NOW statuses whose objective is finished (or that have none): a new status text opens the next one."""
 
-def update(tiers: Tiers, status: str | None = None, run_id: Any = ..., **fields: Any) -> tuple[NowState, str]:
+
+def update(tiers: Tiers, status: str | None = None, run_id: Any = ..., *, opens: str | None = None,
+           **fields: Any) -> tuple[NowState, str]:
     """Rewrite NOW.md atomically (every field redacted) after logging its NOW_UPDATE entry; return the
     new state and text. ``status`` is a lifecycle state or None; ``run_id`` and ``fields`` are as
-    :func:`core.memory.files.now_file.advance` takes them (``...``: the run is kept).
+    :func:`core.memory.files.now_file.advance` takes them (``...``: the run is kept); ``opens`` becomes the
+    objective too when NOW has none open (none, or a finished one) and ``fields`` sets none.
 
     Raises:
         ValidationError: bad input; NOW.md and LOG.md are unchanged.
@@ -39,6 +44,8 @@ def update(tiers: Tiers, status: str | None = None, run_id: Any = ..., **fields:
     with tiers.lock.hold():
         redactor = tiers.facts.redactor()  # under the lock: a secret saved meanwhile is known
         before = current_now(tiers)
+        if opens is not None and fields.get("objective") is None and (not before.objective or before.status in OPENABLE):
+            fields["objective"] = opens
         # Every field is redacted, those carried over from before too (a plan written before its secret was saved).
         after = redacted(now_file.advance(before, status=status, run_id=run_id, **fields), redactor)
         version = before.version + 1
@@ -65,12 +72,15 @@ def update(tiers: Tiers, status: str | None = None, run_id: Any = ..., **fields:
 
 def lifecycle(
     status: str | None, state: str | None, current_step: str | None, next_steps: list[str] | None
-) -> tuple[str | None, str | None]:
-    """Split ``update_now``'s status into (lifecycle state, current step): free text is the step."""
+) -> tuple[str | None, str | None, str | None]:
+    """Split ``update_now``'s status into (lifecycle state, current step, free text): free text (what the
+    agent is doing, as the seed writes it) is the step, and opens an objective (see :func:`update`)."""
+    free = None
     if status is not None and status not in STATUSES:
-        current_step = current_step if current_step is not None else check_text(status, "status")
+        free = check_text(status, "status")
+        current_step = current_step if current_step is not None else free
         status = None
-    return state or status or ("active" if current_step or next_steps else None), current_step
+    return state or status or ("active" if current_step or next_steps else None), current_step, free
 
 
 def redacted(state: NowState, redactor: Redactor) -> NowState:

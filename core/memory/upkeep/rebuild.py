@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from core.memory.files.log_file import scan_bytes
 from core.memory.files.log_format import is_compaction_summary
@@ -35,8 +36,10 @@ class RebuildResult:
     """``ColdStore.vector_index()`` after the rebuild: None means exact vector search."""
 
 
-def rebuild_all(tiers: Tiers, progress: Progress | None = None) -> RebuildResult:
-    """Rebuild ``log_metadata``, ``compaction_history`` and the cold store of an agent (``MemoryManager.tiers``)."""
+def rebuild_all(tiers: Tiers, progress: Progress | None = None,
+                total: Callable[[int], None] | None = None) -> RebuildResult:
+    """Rebuild ``log_metadata``, ``compaction_history`` and the cold store of an agent (``MemoryManager.tiers``);
+    ``total`` is told how many memories are to be embedded, ``progress`` how many were, batch by batch."""
     cold = tiers.cold
     tiers.compaction.wait()
     with tiers.compactor.exclusive(wait=True):
@@ -48,6 +51,8 @@ def rebuild_all(tiers: Tiers, progress: Progress | None = None) -> RebuildResult
         store = cold.store()
         store.drop()
         cold.indexer.sync()
+        if total is not None:
+            total(cold.docs.pending_count())
         cold.catch_up(progress)  # the background thread may compute some of them meanwhile
         cold.purge_vectors()
         store.optimize()

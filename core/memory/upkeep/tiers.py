@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from core.config import Config
 from core.errors import StorageError
@@ -25,12 +25,27 @@ from core.memory.recall import log_index
 from core.memory.recall.cold import ColdMemory
 from core.memory.storage import facts as fact_records
 from core.memory.storage.backend import open_database
+from core.memory.storage.extracted import Provenance
 from core.memory.storage.facts import FactStore
 from core.memory.storage.sqlite import Database
 from core.memory.upkeep import archives
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FactChange:
+    """One change of a fact and the FACT entry that records it (see :meth:`Tiers.record_facts`)."""
+
+    key: str
+    value: str | None
+    """The value saved (None: a delete)."""
+    category: str | None
+    change: Callable[[Any], Any]
+    """Changes memory.db in the transaction it is given; False: nothing changed, no entry is logged."""
+    learned: Provenance | None = None
+    """Where a learned value came from (recorded in its FACT entry); None: an explicit save."""
 
 
 @dataclass(frozen=True)
@@ -79,26 +94,44 @@ class Tiers:
                     change: Callable[[Any], Any]) -> Any:
         """Change memory.db with ``change(conn)`` and log the FACT entry in one transaction: both land, or
         neither does (``change`` returning False changes nothing: no entry is logged); return its outcome."""
-        entry = None
+        return self.record_facts([FactChange(key, value, category, change)])[0]
+
+    def record_facts(self, changes: Sequence[FactChange], then: Callable[[Any], object] | None = None) -> list[Any]:
+        """Several fact changes, each with its FACT entry, and ``then(conn)`` after them, in one transaction
+        under the agent's lock; return each change's outcome.
+
+        A crash or a failed commit after some entries are on disk leaves those entries to be applied when
+        the index catches up (with the provenance they record); ``then``'s writes are redone by its caller.
+        """
+        entries: list[LogEntry] = []
+        outcomes: list[Any] = []
         try:
             with self.lock.hold():
                 with self.db.transaction() as conn:
                     log_index.catch_up(conn, self.log)  # a FACT entry never applied goes first
-                    outcome = change(conn)
-                    if outcome is not False:
-                        entry = self.log.append("FACT", fact_records.record_text(key, value, category),
-                                                fact_records.fact_record(key, value, category))
-                        log_index.insert(conn, [entry], apply=False)  # applied just above
+                    for fact in changes:
+                        outcome = fact.change(conn)
+                        outcomes.append(outcome)
+                        if outcome is not False:
+                            entry = self.log.append("FACT", fact_records.record_text(fact.key, fact.value, fact.category),
+                                                    fact_records.fact_record(fact.key, fact.value, fact.category,
+                                                                             fact.learned))
+                            log_index.insert(conn, [entry], apply=False)  # applied just above
+                            entries.append(entry)
+                    if then is not None:
+                        then(conn)
         except StorageError as exc:
-            if entry is None:
+            if not entries:
                 raise
-            # The line is on disk but memory.db did not commit: the entry is applied when the index
-            # catches up (a secret's value is not in it: that one must be saved again).
-            raise type(exc)(f"{exc}; LOG.md entry {entry.seq} records the change and memory.db applies it at its "
-                            "next write or open (a secret's value must be saved again)") from exc
-        if entry is not None:
+            # The lines are on disk but memory.db did not commit: the entries are applied when the index
+            # catches up (a secret's value is not in them: that one must be saved again).
+            seqs = ", ".join(str(e.seq) for e in entries)
+            which = f"entry {seqs} records the change" if len(entries) == 1 else f"entries {seqs} record the changes"
+            raise type(exc)(f"{exc}; LOG.md {which} and memory.db applies it at its next write or open "
+                            "(a secret's value must be saved again)") from exc
+        if entries:
             self.appended()
-        return outcome
+        return outcomes
 
     def catch_up(self) -> None:
         """Index (and apply) the LOG.md entries memory.db lacks; if it cannot be written now, later."""

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Iterable, Iterator
 
 from core.errors import SessionNotFoundError, ValidationError
-from core.memory.storage import Database
+from core.memory.storage import Database, title_of
 from core.memory.secrets import FORGOTTEN, forgotten_of
 from core.memory.files import utc_timestamp
 from core.memory.provider import (
@@ -25,8 +25,11 @@ from core.memory.provider import (
 )
 from core.memory.provider import ListOptions, Session, SessionInfo, SessionStats
 from core.memory.secrets import Redactor, redactor_of
+from core.memory.tokens import estimate_tokens
 
-TITLE_CHARS = 60
+FORGOTTEN_TOKENS = estimate_tokens(FORGOTTEN)
+"""What a forgotten message or summary costs in a prompt, which shows only its mark."""
+_ID_BATCH = 500
 MESSAGE_COLUMNS = "m.id, m.role, m.content, m.tool_calls, m.tool_name, m.created_at"
 
 
@@ -37,6 +40,11 @@ def shown_message(row: sqlite3.Row, forgotten: set[str]) -> Message:
     if f"msg:{row['id']}" in forgotten:
         return replace(message, content=FORGOTTEN, tool_calls=())
     return message
+
+
+def shown_tokens(row: sqlite3.Row, forgotten: set[str]) -> int:
+    """The tokens of a stored message (``row`` has its ``token_count``) as a prompt shows it."""
+    return FORGOTTEN_TOKENS if f"msg:{row['id']}" in forgotten else row["token_count"]
 
 
 def message_from_row(row: sqlite3.Row) -> Message:
@@ -197,11 +205,22 @@ class ConversationStore:
         )
 
     def context_tokens(self, conv: int) -> int:
-        """Tokens of the conversation's current context items."""
-        row = self.db.conn.execute(
+        """Tokens of the conversation's current context items as a prompt shows them: a forgotten message or
+        summary counts as its ``[forgotten]`` mark, not as the text it keeps for the record."""
+        conn = self.db.conn
+        total = conn.execute(
             "SELECT COALESCE(SUM(token_count), 0) FROM ctx_items WHERE conversation_id = ?", (conv,)
-        ).fetchone()
-        return row[0]
+        ).fetchone()[0]
+        forgotten = forgotten_of(self.db, "msg:", "sum:")
+        messages = [int(i[4:]) for i in forgotten if i.startswith("msg:") and i[4:].isdigit()]
+        summaries = [i[4:] for i in forgotten if i.startswith("sum:")]
+        for column, ids in (("message_id", messages), ("summary_id", summaries)):
+            for start in range(0, len(ids), _ID_BATCH):
+                part = ids[start:start + _ID_BATCH]
+                rows = conn.execute(f"SELECT token_count FROM ctx_items WHERE conversation_id = ? AND {column}"
+                                    f" IN ({', '.join('?' * len(part))})", (conv, *part))
+                total -= sum(max(0, r[0] - FORGOTTEN_TOKENS) for r in rows)
+        return total
 
     def load_history(self, session_id: str) -> list[Message]:
         """Every message of the session, oldest first (a forgotten one says only that)."""
@@ -268,11 +287,7 @@ class ConversationStore:
 
 
 def _title(batch: list[Message]) -> str:
-    for message in batch:
-        if message.role == "user" and message.content.strip():
-            text = " ".join(message.content.split())
-            return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
-    return ""
+    return next((title_of(m.content) for m in batch if m.role == "user" and m.content.strip()), "")
 
 
 def _info(row: sqlite3.Row) -> SessionInfo:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Sequence
 
 from core.memory.files.log_format import utc_timestamp
+from core.memory.recall.docs import learned_keys
 from core.memory.recall.search import Candidate, Dropped, Tuning
 from core.memory.storage.facts import redact
 
@@ -115,8 +116,21 @@ def query_words(text: str, terms_of: Callable[[str], list[str]]) -> list[tuple[s
     return list(found.values())
 
 
+def source_label(source_id: str) -> str:
+    """How an explanation names an entry: ``#123`` (LOG.md), ``message 40``, ``note 3f2a9c1e``."""
+    kind, _, key = source_id.partition(":")
+    return {"log": f"#{key}", "msg": f"message {key}", "note": f"note {key[:8]}"}.get(kind, source_id)
+
+
+def learned_from(extracted: dict[str, Any], dates: dict[str, str]) -> str:
+    """``extracted from #123 (2026-11-20) by qwen2.5:7b``: where reflection learned a memory (``dates``: each
+    source's day, when it is still there)."""
+    named = [source_label(s) + (f" ({dates[s][:10]})" if s in dates else "") for s in extracted.get("sources", [])]
+    return f"extracted from {', '.join(named) or 'entries since forgotten'} by {extracted.get('model', '?')}"
+
+
 def why(cand: Candidate, trace: Trace | None, words: Sequence[tuple[str, str]], terms_of: Callable[[str], list[str]],
-        tuning: Tuning, weighed: Collection[str] | None = None) -> dict[str, Any]:
+        tuning: Tuning, weighed: Collection[str] | None = None, dates: dict[str, str] | None = None) -> dict[str, Any]:
     """Why ``cand`` ranked where it did: the evidence its score was computed from, and what changed it after.
 
     ``vector`` is None for a memory the vector search did not return (or when none could run: see
@@ -124,7 +138,8 @@ def why(cand: Candidate, trace: Trace | None, words: Sequence[tuple[str, str]], 
     (a memory space's hit), ``vector`` is the similarity ranking used. ``words`` are the query's words
     (:func:`query_words`) that the memory or its context (speaker, dates) holds, stemmed as the index
     stems them ("Fridays" matches "Friday"); ``common_words`` those the word search left out, being in
-    too many memories (``weighed``: the terms it kept).
+    too many memories (``weighed``: the terms it kept). A memory reflection learned says where from
+    (``extracted``, see :func:`learned_from`), an entry it learned from what it learned (``learned``).
     """
     doc = cand.doc
     own = set(terms_of(f"{doc.text} {doc.context}"))
@@ -148,4 +163,7 @@ def why(cand: Candidate, trace: Trace | None, words: Sequence[tuple[str, str]], 
         "superseded_by": ({"id": cand.superseded_by[0], "occurred_at": cand.superseded_by[1]}
                           if cand.superseded_by else None),
         "score": round(cand.score, 4),
+        **({"extracted": learned_from(doc.metadata["extracted"], dates or {})}
+           if isinstance(doc.metadata.get("extracted"), dict) else {}),
+        **({"learned": learned_keys(doc.context)} if learned_keys(doc.context) else {}),
     }

@@ -20,7 +20,7 @@ from core.memory.provider import (
 )
 from core.plugins.memory.lcm import relevance
 from core.plugins.memory.lcm.render import render_message_line, render_summary_line, summary_message
-from core.plugins.memory.store import MESSAGE_COLUMNS, shown_message
+from core.plugins.memory.store import FORGOTTEN_TOKENS, MESSAGE_COLUMNS, shown_message, shown_tokens
 from core.plugins.memory.window import WindowItem
 
 SNIPPET_TOKENS = 32
@@ -41,13 +41,15 @@ def context_newest_first(db, conv: int) -> Iterator[WindowItem]:
     forgotten = forgotten_of(db, "msg:", "sum:")  # forgotten items stay in the DAG (lossless), not in prompts
     for row in db.iterate(_CONTEXT_SQL, (conv,)):
         if row["summary_id"] is None:
-            yield WindowItem(shown_message(row, forgotten), row["token_count"])
+            yield WindowItem(shown_message(row, forgotten), shown_tokens(row, forgotten))
         else:
-            content = FORGOTTEN if f"sum:{row['sid']}" in forgotten else row["s_content"]
+            hidden = f"sum:{row['sid']}" in forgotten
+            content = FORGOTTEN if hidden else row["s_content"]
             summary = {"id": row["sid"], "kind": row["kind"], "depth": row["depth"], "content": content,
                        "descendant_count": row["descendant_count"], "earliest_at": row["earliest_at"],
                        "latest_at": row["latest_at"]}
-            yield WindowItem(summary_message(summary), row["token_count"], is_summary=True)
+            yield WindowItem(summary_message(summary), FORGOTTEN_TOKENS if hidden else row["token_count"],
+                             is_summary=True)
 
 
 def query_words(text: object) -> list[str]:

@@ -13,7 +13,7 @@ from core.config import ProviderConfig
 from core.memory.secrets import forgotten_of
 from core.plugins.memory import window
 from core.plugins.memory.base import StoredConversations
-from core.plugins.memory.store import shown_message
+from core.plugins.memory.store import shown_message, shown_tokens
 
 
 class SimpleProvider(StoredConversations):
@@ -30,6 +30,6 @@ class SimpleProvider(StoredConversations):
         """Every stored message, newest first: no summaries stand in for older ones."""
         forgotten = forgotten_of(self.db, "msg:")
         return (
-            window.WindowItem(shown_message(row, forgotten), row["token_count"])
+            window.WindowItem(shown_message(row, forgotten), shown_tokens(row, forgotten))
             for row in self.store.messages_newest_first(conv)
         )

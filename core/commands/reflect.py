@@ -1,0 +1,98 @@
+"""``agentos reflect``: learn now from what an agent recorded, show how far reflection is, or learn it all again."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from tqdm import tqdm
+
+from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
+from core.errors import ValidationError
+
+
+@command("reflect", AGENT,
+         arg("--status", action="store_true",
+             help="show the lag, the failure rate per model and what is quarantined"),
+         arg("--rebuild", action="store_true", help="forget everything learned (explicit facts stay) and learn it "
+                                                    "again from the files, e.g. after switching to a better model"),
+         arg("--retry", action="store_true", help="try every quarantined entry again now, not only those due"),
+         arg("--model", help="the model to read with (default: llm.model)"),
+         arg("--host", help="the model server's address (default: llm.host)"),
+         arg("--offline", action="store_true",
+             help="read with the offline backend's rules (explicit statements only)"),
+         JSON)
+def reflect(args: argparse.Namespace) -> int:
+    """Learn facts, events and contradictions from what the agent recorded since the last pass.
+
+    Reads LOG.md (and its archives), conversation messages and stored notes after reflection's marks,
+    asks the model for what is worth keeping and keeps what the entries really say, each memory with its
+    sources (agentos facts --json shows them). A reply that cannot be used is asked again, then split, and
+    an entry that still fails is quarantined and tried again later. The background does the same after
+    each run; this command does it now and waits. With no model server, the offline backend's rules read
+    explicit statements ("my X is Y", "I moved to Y"), and the output says so.
+    """
+    if args.status and (args.rebuild or args.retry):
+        raise ValidationError("--status only shows how far reflection is: leave out --rebuild and --retry")
+    with open_memory(args.agent) as manager:
+        if args.status:
+            found = manager.reflection.status()
+            emit(args, found, lambda: status_text(args.agent, found))
+            return 0
+        from core.llm.select import choose_backend  # a model client only when one is needed
+
+        choice = choose_backend(manager.config.llm, offline=args.offline, model=args.model, host=args.host)
+        print(choice.notice, file=sys.stderr)
+        with tqdm(desc="reflecting", unit="entry", leave=False, disable=None) as bar:
+            if args.rebuild:
+                report = manager.reflection.rebuild(choice.backend, progress=bar.update)
+            else:
+                report = manager.reflection.run(choice.backend, retry_all=args.retry, progress=bar.update)
+        lag = manager.reflection.status()["lag"]["total"]
+    found = {**report.as_dict(), "lag": lag}
+    emit(args, found, lambda: report_text(found, args.rebuild))
+    return 0
+
+
+def report_text(report: dict[str, Any], rebuilt: bool) -> str:
+    """What a pass did, in two or three lines."""
+    reader = ("the offline backend's rules (the fallback: no model server; explicit statements only)"
+              if report["fallback"] else report["reader"])
+    head = "learned again from the files" if rebuilt else "reflected"
+    lines = [f"{head}: {report['entries']} entries in {report['batches']} batches, read by {reader}",
+             f"learned: {report['facts']} facts, {report['events']} events, {report['contradictions']} "
+             f"contradictions" + (f" ({report['agreed']} already saved explicitly)" if report["agreed"] else "")]
+    if not report["fallback"]:
+        lines.append(f"model calls: {report['calls']}, replies unusable: {report['failed']}, repaired: "
+                     f"{report['repaired']}, batches split: {report['split']}, entries quarantined: "
+                     f"{report['quarantined']}, values rejected (not in their entries): {report['rejected']}")
+    if report["released"]:
+        lines.append(f"quarantined entries read after all: {report['released']}")
+    if report["stopped"]:
+        lines.append(f"stopped early: {report['stopped']}")
+    lines.append(f"left to read: {report['lag']}")
+    return "\n".join(lines)
+
+
+def status_text(agent: str, status: dict[str, Any]) -> str:
+    """How far reflection is, for a person."""
+    lag, learned = status["lag"], status["learned"]
+    lines = [f"reflection of {agent}: enabled {status['enabled']}, backend {status['backend']}"
+             + (", running" if status["running"] else ""),
+             f"to read: {lag['log']} LOG.md entries (read up to #{status['log_mark']} of #{status['last_seq']}), "
+             f"{lag['messages']} messages, {lag['notes']} notes",
+             f"learned: {learned['facts']} facts, {learned['events']} events, "
+             f"{learned['contradictions']} contradictions"]
+    for model, counts in status["models"].items():
+        lines.append(f"{model}: {counts['calls']} calls, {counts['failed']} unusable replies "
+                     f"({counts['failure_rate']:.1%}), {counts['split']} splits, "
+                     f"{counts['quarantined']} quarantined, {counts['rejected']} values rejected, "
+                     f"{counts['entries']} entries read, last {counts['last_at']}")
+    if status["last_error"]:
+        lines.append(f"last error: {status['last_error']}")
+    if status["quarantined"]:
+        lines.append(f"quarantined ({len(status['quarantined'])}):")
+        lines += [f"  {q['item']}  {q['attempts']} attempts, next try {q['next_try'][:16].replace('T', ' ')}: "
+                  f"{q['reason'][:160]}" for q in status["quarantined"]]
+    return "\n".join(lines)

@@ -1,0 +1,32 @@
+"""Reflection: memory that learns from what it keeps.
+
+In the background, a model reads what an agent recorded since its last pass (LOG.md and its archives,
+conversation messages, stored notes) and writes down what is worth keeping: facts as (subject,
+attribute) slots with a value, events with the date they happened, statements that contradict a
+known fact. Every learned memory names the entries it came from, the model and the prompt version
+that extracted it, and when (:mod:`core.memory.storage.extracted`); a value whose words are not in
+the entries it cites is rejected (:mod:`~core.memory.reflection.check`); a reply that cannot be used
+is asked again, split, and at last quarantined, never lost (:mod:`~core.memory.reflection.extract`);
+the marks move only with what was learned, in one transaction (:mod:`~core.memory.reflection.commit`).
+What was learned is derived data: forgetting an entry forgets what came only from it, and a rebuild
+learns it all again from the files. The package uses storage, recall, the files and a backend it is
+handed; never the engine.
+
+    reflection = manager.reflection
+    reflection.wake(backend)          # soon, in the background (after a run, a compaction, on a timer)
+    report = reflection.run()         # now, in this thread (``agentos reflect``)
+    reflection.status()               # lag, quarantine, failure rate per model
+
+Import the names below from here; the modules of this package import each other directly.
+"""
+
+from core.memory.faces import lazy_face
+
+__all__, __getattr__ = lazy_face(__name__, {
+    "PassReport": "passes",
+    "ProfileLine": "profile",
+    "Reflection": "worker",
+    "ReflectReply": "reply",
+    "RuleReader": "rules",
+    "profile": "profile",
+})
