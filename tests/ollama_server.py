@@ -234,7 +234,7 @@ class ScriptedOllama:
                  context_length: int = 131072, modelfile_num_ctx: int | None = None,
                  architecture: str = "llama", n_ctx: int | None = None, flavour: str = "llamacpp",
                  overflow: str = "refuse", apis: tuple[str, ...] = ("ollama", "openai"),
-                 response_format: bool = True) -> None:
+                 response_format: bool = True, api_key: str = "") -> None:
         self.models = set(models)
         self.apis = apis
         """The APIs it answers: ``ollama`` (``/api/*``) and ``openai`` (``/v1/*``, ``/props``); llama-server's is
@@ -255,6 +255,9 @@ class ScriptedOllama:
         """What the OpenAI face does with a prompt over its window: ``refuse`` (llama-server) or ``truncate``."""
         self.response_format = response_format
         """Whether the OpenAI face takes ``response_format`` (else: HTTP 400, as a server without schemas)."""
+        self.api_key = api_key
+        """The key the OpenAI face wants as ``Authorization: Bearer <key>`` (as ``llama-server --api-key``:
+        HTTP 401 without it, except for ``/v1/models`` and ``/health``); empty: none."""
         self.refused: list[Prompt] = []
         """Prompts the OpenAI face refused as too long for its window."""
         self.summarizer: Callable[[str], str] | None = None
@@ -413,6 +416,8 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             if not self._answers():
                 self._json(404, openai_api.error(404, f"File Not Found: {self.path}"))
+            elif not self._authorized():
+                self._json(401, openai_api.error(401, "Invalid API Key", "authentication_error"))
             elif self.path == "/v1/models":
                 self._json(200, openai_api.models(server))
             elif self.path == "/props" and openai_api.props(server) is not None:
@@ -435,6 +440,9 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
             if not self._answers():
                 server.record(self.path, body)
                 self._json(404, openai_api.error(404, f"File Not Found: {self.path}"))
+            elif not self._authorized():
+                server.record(self.path, body)
+                self._json(401, openai_api.error(401, "Invalid API Key", "authentication_error"))
             elif self.path == "/api/chat":
                 self._chat(body)
             elif self.path == OPENAI_CHAT:
@@ -454,6 +462,13 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
         def _answers(self) -> bool:
             """Whether the path belongs to an API the server answers."""
             return ("openai" if self.path.startswith(("/v1/", "/props", "/api/v0/")) else "ollama") in server.apis
+
+        def _authorized(self) -> bool:
+            """Whether the request may pass ``--api-key``: it carries the key, or needs none."""
+            if not server.api_key or not self.path.startswith(("/v1/", "/props", "/api/v0/")) \
+                    or self.path in ("/v1/models", "/v1/health"):
+                return True
+            return self.headers.get("Authorization") == f"Bearer {server.api_key}"
 
         def _known_model(self, body: dict[str, Any], build: Callable[[], dict[str, Any]]) -> None:
             name = str(body.get("model") or body.get("name") or "")
