@@ -258,6 +258,8 @@ class ScriptedOllama:
         self.api_key = api_key
         """The key the OpenAI face wants as ``Authorization: Bearer <key>`` (as ``llama-server --api-key``:
         HTTP 401 without it, except for ``/v1/models`` and ``/health``); empty: none."""
+        self.generated: list[int] = []
+        """The tokens of each reply sent (a reply cut at ``max_tokens`` / ``num_predict`` counts as cut)."""
         self.refused: list[Prompt] = []
         """Prompts the OpenAI face refused as too long for its window."""
         self.summarizer: Callable[[str], str] | None = None
@@ -491,8 +493,9 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
             elif isinstance(reply, Error):
                 self._json(reply.status, {"error": reply.message})
             else:
-                message = _message(reply)
+                message = capped(_message(reply), (body.get("options") or {}).get("num_predict"))
                 counts = {"prompt_eval_count": prompt.evaluated, "eval_count": _reply_tokens(message)}
+                server.generated.append(counts["eval_count"])
                 if body.get("stream", True):
                     self._stream(model, message, counts)
                 else:
@@ -537,10 +540,12 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
             elif isinstance(reply, Error):
                 self._json(reply.status, openai_api.error(reply.status, reply.message))
             elif not wire.get("stream"):
-                message = _message(reply)
+                message = capped(_message(reply), wire.get("max_tokens"))
+                server.generated.append(_reply_tokens(message))
                 self._json(200, openai_api.completion(model, message, prompt, _reply_tokens(message)))
             else:
-                message = _message(reply)
+                message = capped(_message(reply), wire.get("max_tokens"))
+                server.generated.append(_reply_tokens(message))
                 include = bool((wire.get("stream_options") or {}).get("include_usage"))
                 parts = openai_api.chunks(model, message, prompt, _reply_tokens(message), include, STREAM_CHUNK_CHARS)
                 data = b"".join(b"data: " + json.dumps(p).encode() + b"\n\n" for p in parts) + b"data: [DONE]\n\n"
@@ -557,7 +562,8 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
             rest = {k: v for k, v in message.items() if k != "content"}
             if rest.get("tool_calls"):  # Ollama sends the calls in a chunk of their own, before the final one
                 parts.append(_response(model, dict(rest, content=""), done=False))
-            parts.append(_response(model, {"role": "assistant", "content": ""}, done=True, counts=counts))
+            parts.append(_response(model, {"role": "assistant", "content": ""}, done=True, counts=counts,
+                                   reason="length" if message.get("cut") else "stop"))
             data = b"".join(json.dumps(p).encode() + b"\n" for p in parts)
             self.send_response(200)
             self.send_header("Content-Type", "application/x-ndjson")
@@ -588,12 +594,23 @@ def _message(reply: Any) -> dict[str, Any]:
 
 
 def _response(model: str, message: dict[str, Any], done: bool,
-              counts: dict[str, int] | None = None) -> dict[str, Any]:
+              counts: dict[str, int] | None = None, reason: str = "stop") -> dict[str, Any]:
     payload: dict[str, Any] = {"model": model, "created_at": CREATED_AT, "message": message, "done": done}
     if done:
-        payload.update(done_reason="stop", total_duration=1000, eval_duration=500,
+        payload.update(done_reason=reason, total_duration=1000, eval_duration=500,
                        **(counts or {"prompt_eval_count": 10, "eval_count": 5}))
     return payload
+
+
+def capped(message: dict[str, Any], limit: Any) -> dict[str, Any]:
+    """``message`` as a server that stops after ``limit`` generated tokens sends it (Ollama's ``num_predict``,
+    the OpenAI API's ``max_tokens``): its text cut there, marked ``cut`` (finish reason ``length``)."""
+    if not isinstance(limit, int) or limit <= 0 or message.get("tool_calls"):
+        return message
+    tokens = tokenize(str(message.get("content") or ""))
+    if len(tokens) < limit:
+        return message
+    return dict(message, content="".join(tokens[:limit - 1]), cut=True)  # the end-of-reply token counts too
 
 
 def _content_text(message: dict[str, Any]) -> str:

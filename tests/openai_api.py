@@ -168,4 +168,6 @@ def _wire_message(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def _finish(message: dict[str, Any]) -> str:
+    if message.get("cut"):
+        return "length"
     return "tool_calls" if message.get("tool_calls") else "stop"

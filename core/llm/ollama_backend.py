@@ -66,10 +66,12 @@ class OllamaBackend(ServedBackend):
         return True
 
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-             on_text: TextSink | None = None, *, format: dict[str, Any] | str | None = None) -> ChatReply:
+             on_text: TextSink | None = None, *, format: dict[str, Any] | str | None = None,
+             max_tokens: int | None = None) -> ChatReply:
         """One streamed chat call; see :meth:`core.llm.backend.Backend.chat`.
 
-        ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON.
+        ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON. ``max_tokens`` stops
+        the reply there (``num_predict``; by default Ollama lets a model write until the window is full).
 
         Raises:
             PromptTooLongError: the prompt's estimate is over the window (nothing is sent).
@@ -79,6 +81,8 @@ class OllamaBackend(ServedBackend):
         extra = self.options()
         if format is not None:
             extra["format"] = format
+        if max_tokens is not None:
+            extra["options"] = {**extra["options"], "num_predict": max_tokens}
         reply = ReplyParts()
         with ollama_errors(self.host, self.model, self.timeout_s):
             try:

@@ -99,10 +99,12 @@ class OpenAIBackend(ServedBackend):
         return True
 
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-             on_text: TextSink | None = None, *, format: dict[str, Any] | str | None = None) -> ChatReply:
+             on_text: TextSink | None = None, *, format: dict[str, Any] | str | None = None,
+             max_tokens: int | None = None) -> ChatReply:
         """One streamed chat call; see :meth:`core.llm.backend.Backend.chat`.
 
-        ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON object.
+        ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON object. ``max_tokens``
+        stops the reply there (llama-server by default lets a model write until the window is full).
 
         Raises:
             PromptTooLongError: the prompt's estimate is over the window (nothing is sent), or the server said so.
@@ -117,6 +119,8 @@ class OpenAIBackend(ServedBackend):
             request["extra_body"] = {"cache_prompt": True}
         if format is not None and self.constrained:
             request["response_format"] = response_format(format)
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
         try:
             reply = self._send(request, on_text)
         except PromptTooLongError as exc:  # the estimate was low: the next prompts are sized smaller
