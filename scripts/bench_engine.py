@@ -24,7 +24,7 @@ the 42-turn conversation at the server's window, the model's own replies, beside
 reports for the same prompts (each request replayed to it in order).
 
     .venv/bin/python scripts/bench_engine.py [--turns 20] [--messages 1000] [--runs 200] [--window-turns 20]
-                                             [--no-reuse] [--backend openai --host URL --model NAME]
+                                             [--no-reuse] [--backend openai --host URL --model NAME] [--timeout-s 600]
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def reuse_figures(context_length: int, model: str) -> dict[str, float]:
             "summaries": len(server.summarizer_prompts())}
 
 
-def served_reuse_figures(host: str, model: str, turns: int) -> dict[str, float]:
+def served_reuse_figures(host: str, model: str, turns: int, timeout_s: float) -> dict[str, float]:
     """The conversation of ``turns`` turns on a real OpenAI-compatible server, its replies the model's own: the
     share of each planner prompt the server took from its cache (its own counts), and the test server's
     reckoning of the same prompts."""
@@ -169,6 +169,7 @@ def served_reuse_figures(host: str, model: str, turns: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as home:
         os.environ["AGENTOS_HOME"] = home
         Path(home, "config.yaml").write_text(f"llm:\n  backend: openai\n  host: {host}\n  model: {model}\n"
+                                             f"  timeout_s: {timeout_s}\n"
                                              "memory:\n  compact_summarizer: deterministic\n")
         with Engine("bench") as engine, tqdm(total=turns, desc="conversation", file=sys.stderr) as bar:
             requests = record_requests(engine.backend)
@@ -194,9 +195,9 @@ def _share(usage: dict[str, int]) -> float:
     return usage.get("cached_tokens", 0) / usage["prompt_tokens"] if usage.get("prompt_tokens") else 0.0
 
 
-def served_reuse_rows(host: str, model: str, turns: int) -> tuple[list[tuple[str, str, str]], bool]:
+def served_reuse_rows(host: str, model: str, turns: int, timeout_s: float) -> tuple[list[tuple[str, str, str]], bool]:
     """The rows of :func:`served_reuse_figures`, and whether the steps of a run met the target."""
-    f = served_reuse_figures(host, model, turns)
+    f = served_reuse_figures(host, model, turns, timeout_s)
     label = f"{model} (window {f['num_ctx']})"
     steps = "none" if f["step_count"] == 0 else f"{f['steps']:.1%}"
     rows = [
@@ -244,6 +245,9 @@ def main() -> int:
     parser.add_argument("--no-reuse", action="store_true", help="skip the prompt-cache reuse runs")
     parser.add_argument("--conversation-turns", type=int, default=42,
                         help="turns of the conversation told to a real OpenAI-compatible server (default 42)")
+    parser.add_argument("--timeout-s", type=float, default=600.0,
+                        help="llm.timeout_s for a real server: seconds a reply may take (default 600: a small "
+                             "machine evaluates a long prompt slowly)")
     args = parser.parse_args()
     rng = random.Random(7)
     print(f"{'measure':28} {'measured':>10} {'target':>10}  note")
@@ -264,7 +268,8 @@ def main() -> int:
             os.environ["OLLAMA_HOST"] = server.host
         backend = args.backend if args.host else "ollama"
         Path(home, "config.yaml").write_text(
-            f"llm:\n  backend: {backend}\n  model: {args.model}\nmemory:\n  compact_summarizer: deterministic\n")
+            f"llm:\n  backend: {backend}\n  model: {args.model}\n  timeout_s: {args.timeout_s}\n"
+            "memory:\n  compact_summarizer: deterministic\n")
         from core.engine import Engine
 
         try:
@@ -301,7 +306,7 @@ def main() -> int:
         more, reused = reuse_rows(args.model)
         rows += more
     elif not args.no_reuse and args.backend == "openai":  # Ollama's API does not count the cached tokens
-        more, reused = served_reuse_rows(args.host, args.model, args.conversation_turns)
+        more, reused = served_reuse_rows(args.host, args.model, args.conversation_turns, args.timeout_s)
         rows += more
     width = max(len(r[0]) for r in rows)
     for name, value, target in rows:
