@@ -11,7 +11,7 @@ from core.terminal import exit_codes
 from tests.engine.conftest import run_cli
 from tests.real_model.conftest import configure
 
-pytestmark = pytest.mark.timeout(1800)  # a real model on 2 cores: minutes, not seconds
+pytestmark = pytest.mark.timeout(3600)  # a real model on 2 cores: minutes, not seconds
 
 TASK = "Research Python asyncio and create a summary"
 EXIT = {"done": exit_codes.OK, "blocked": exit_codes.BLOCKED, "error": exit_codes.FAILED,

@@ -10,16 +10,16 @@ import re
 import pytest
 
 from core.memory.provider import Message, Session
-from tests.real_model.conftest import configure
+from tests.real_model.conftest import MODEL_TIMEOUT_S, configure
 
-pytestmark = pytest.mark.timeout(1800)  # a real model on 2 cores: minutes, not seconds
+pytestmark = pytest.mark.timeout(3600)  # a real model on 2 cores: minutes, not seconds
 
 SAID = ["My deploy target is fly.io and the staging app is called harbour-staging.",
         "I moved to Porto last Tuesday.",
         "Remember that my dog is called Biscuit.",
         "The billing service timed out again this morning; we added a retry."]
 TOLD = ["My favourite editor is Helix.", "Our team standup is at 9:30 every weekday."]
-REFLECT = {"enabled": "true", "timeout_s": 600.0, "interval_s": 3600.0}
+REFLECT = {"enabled": "true", "timeout_s": MODEL_TIMEOUT_S, "interval_s": 3600.0}
 TOO_SHORT = 8
 """Reply tokens that cannot hold the smallest reply of the schema (``{"facts": [], "events": [], ...}``)."""
 

@@ -7,9 +7,9 @@ import pytest
 from core.llm.backend import generate_with
 from core.llm.openai_backend import OpenAIBackend
 from core.memory.provider import CompactionMode, Message, Session
-from tests.real_model.conftest import configure
+from tests.real_model.conftest import MODEL_TIMEOUT_S, configure
 
-pytestmark = pytest.mark.timeout(1800)  # a real model on 2 cores: minutes, not seconds
+pytestmark = pytest.mark.timeout(3600)  # a real model on 2 cores: minutes, not seconds
 
 STEPS = ["Read the asyncio documentation: the event loop runs coroutines and callbacks.",
          "Wrote notes on async and await: a coroutine pauses at await until the awaited task is done.",
@@ -26,7 +26,7 @@ def test_a_log_md_compaction_is_summarised_by_the_model(llama_server, agents_hom
     from core.memory_manager import MemoryManager
 
     memory = MemoryManager("finn")
-    backend = OpenAIBackend(server.model, server.url)
+    backend = OpenAIBackend(server.model, server.url, timeout_s=MODEL_TIMEOUT_S)
     memory.compaction.summary_llm = generate_with(backend)
     for step in STEPS * 4:
         memory.append_log("THOUGHT", step)
@@ -43,6 +43,7 @@ def test_a_log_md_compaction_is_summarised_by_the_model(llama_server, agents_hom
 def test_an_lcm_compaction_is_summarised_by_the_model(llama_server, agents_home):
     """The LCM provider compacts a conversation with the real model: each summary is the model's text, every
     message stays reachable from the summaries, and the compaction's outcome says what it did."""
+    from core.config import load_config
     from core.memory.storage import open_database
     from core.paths import AgentPaths
     from core.plugins.memory import open_provider
@@ -50,10 +51,11 @@ def test_an_lcm_compaction_is_summarised_by_the_model(llama_server, agents_home)
 
     server = llama_server(8192)
     configure(agents_home, server)
-    backend = OpenAIBackend(server.model, server.url)
+    backend = OpenAIBackend(server.model, server.url, timeout_s=MODEL_TIMEOUT_S)
     paths = AgentPaths.for_agent("finn")
     paths.memory_dir.mkdir(parents=True, exist_ok=True)
-    provider = open_provider("lcm", open_database(paths), summarizer=LLMSummarizer(generate_with(backend)))
+    provider = open_provider("lcm", open_database(paths), summarizer=LLMSummarizer(generate_with(backend)),
+                             config=load_config(paths).provider)
     session = Session(id="finn:main", agent_id="finn", user_id="local", channel="cli")
     try:
         provider.bootstrap(session)

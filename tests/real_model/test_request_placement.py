@@ -11,7 +11,7 @@ from core.engine.prompting.system_prompt import PromptExtras
 from core.llm.openai_backend import openai_messages
 from tests.real_model.conftest import configure
 
-pytestmark = pytest.mark.timeout(900)  # a real model on 2 cores: minutes, not seconds
+pytestmark = pytest.mark.timeout(1800)  # a real model on 2 cores: minutes, not seconds
 
 REQUEST = "What is the capital of France? Answer in one word."
 
