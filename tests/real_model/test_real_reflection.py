@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from core.llm.openai_backend import OpenAIBackend
 from core.memory.provider import Message, Session
 from tests.real_model.conftest import MODEL_TIMEOUT_S, configure
 
@@ -20,8 +21,19 @@ SAID = ["My deploy target is fly.io and the staging app is called harbour-stagin
         "The billing service timed out again this morning; we added a retry."]
 TOLD = ["My favourite editor is Helix.", "Our team standup is at 9:30 every weekday."]
 REFLECT = {"enabled": "true", "timeout_s": MODEL_TIMEOUT_S, "interval_s": 3600.0}
+WINDOW = 2048
+"""The server's window: reflection bounds a reply to a quarter of it (512 tokens), which SmolLM2, looping inside
+the schema, reaches in most calls (at 8,192 tokens a reply could take 2,048, minutes each on a busy machine)."""
 TOO_SHORT = 8
 """Reply tokens that cannot hold the smallest reply of the schema (``{"facts": [], "events": [], ...}``)."""
+
+
+class ShortReplies(OpenAIBackend):
+    """The OpenAI-compatible backend asking the server for replies of :data:`TOO_SHORT` tokens: the server cuts
+    every one (finish reason ``length``), as it cuts a reply at its own limit."""
+
+    def chat(self, messages, tools, on_text=None, *, format=None, max_tokens=None):
+        return super().chat(messages, tools, on_text, format=format, max_tokens=TOO_SHORT)
 
 
 def write_entries(manager) -> dict[str, str]:
@@ -63,7 +75,7 @@ def test_a_pass_on_the_real_server_completes_and_each_learned_memory_cites_its_e
     whose words hold its value; the model's counts are kept under its name."""
     from core.memory_manager import MemoryManager
 
-    server = llama_server(8192)
+    server = llama_server(WINDOW)
     configure(agents_home, server, memory={"auto_compact": False}, reflect=REFLECT)
     with MemoryManager("finn") as finn:
         texts = write_entries(finn)
@@ -87,16 +99,16 @@ def test_a_pass_on_the_real_server_completes_and_each_learned_memory_cites_its_e
 
 
 def test_replies_that_cannot_be_used_leave_every_entry_queued_with_the_reason(llama_server, agents_home):
-    """A server that cuts every reply short of the schema (``--n-predict 8``): every entry ends in the quarantine
-    with the reason, nothing is learned, the marks move past nothing unrecorded; a later pass on a server that
-    answers whole reads each quarantined entry again (learned from, or set aside again: never dropped)."""
+    """Replies the server cuts short of the schema (8 tokens asked): every entry ends in the quarantine with the
+    reason, nothing is learned, the marks move past nothing unrecorded; a later pass with whole replies reads each
+    quarantined entry again (learned from, or set aside again: never dropped)."""
     from core.memory_manager import MemoryManager
 
-    short = llama_server(8192, max_reply=TOO_SHORT)
-    configure(agents_home, short, memory={"auto_compact": False}, reflect=REFLECT)
+    server = llama_server(WINDOW)
+    configure(agents_home, server, memory={"auto_compact": False}, reflect=REFLECT)
     with MemoryManager("finn") as finn:
         texts = write_entries(finn)
-        report = finn.reflection.run()
+        report = finn.reflection.run(ShortReplies(server.model, server.url, timeout_s=MODEL_TIMEOUT_S))
         status = finn.reflection.status()
         memories = learned(finn)
 
@@ -105,13 +117,11 @@ def test_replies_that_cannot_be_used_leave_every_entry_queued_with_the_reason(ll
     assert status["lag"]["total"] == 0
     quarantined = {q["item"]: q for q in status["quarantined"]}
     assert set(quarantined) == set(texts)
-    assert all(q["reason"] and q["model"] == short.model and q["attempts"] == 1 for q in quarantined.values())
+    assert all(q["reason"] and q["model"] == server.model and q["attempts"] == 1 for q in quarantined.values())
     assert all("JSON" in q["reason"] or "unusable replies" in q["reason"] for q in quarantined.values()), quarantined
 
-    whole = llama_server(8192)
-    configure(agents_home, whole, memory={"auto_compact": False}, reflect=REFLECT)
     with MemoryManager("finn") as finn:
-        again = finn.reflection.run(retry_all=True)
+        again = finn.reflection.run(retry_all=True)  # the configured backend: whole replies
         status = finn.reflection.status()
         memories = learned(finn)
     still = {q["item"] for q in status["quarantined"]}
