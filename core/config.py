@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from core.errors import ConfigError, shown
-from core.memory.files import load_yaml, os_error_number, storage_error
+from core.memory.files import load_yaml, os_error_number, storage_error, yaml_error_line
 from core.paths import AgentPaths, agents_home
 
 log = logging.getLogger(__name__)
@@ -110,11 +110,13 @@ class LLMConfig:
     """LLM backend."""
 
     backend: str = "auto"
-    """``auto`` (Ollama, else offline with a warning), ``ollama`` or ``offline``."""
+    """``auto`` (Ollama, else an OpenAI-compatible server, else offline with a warning), ``ollama``, ``openai``
+    (llama.cpp's llama-server, LM Studio, vLLM, ...) or ``offline``."""
     model: str = "llama3.1"
-    """Ollama chat model."""
+    """The chat model, as the server names it."""
     host: str = ""
-    """Ollama address; empty means ``$OLLAMA_HOST`` or ``http://127.0.0.1:11434``."""
+    """The server's address; empty means ``$OLLAMA_HOST`` or ``http://127.0.0.1:11434`` for Ollama,
+    ``$OPENAI_BASE_URL`` or ``http://127.0.0.1:8080/v1`` for an OpenAI-compatible server."""
     timeout_s: float = 120.0
     """Seconds to wait for one model reply."""
     num_ctx: int = 16384
@@ -378,7 +380,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
                               "fix it or remove it")
         data = load_yaml(raw.decode("utf-8"))
     except yaml.MarkedYAMLError as exc:
-        raise ConfigError(_yaml_error(path, exc)) from exc
+        raise ConfigError(yaml_error_line(path, exc)) from exc
     except OSError as exc:
         if os_error_number(exc) in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):  # the process's lack, not the file's
             raise storage_error(exc, f"cannot read config {path}") from exc
@@ -390,11 +392,3 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of sections")
     return data
-
-
-def _yaml_error(path: Path, exc: yaml.MarkedYAMLError) -> str:
-    """One line: ``<file>:<line>:<column>: invalid YAML: <problem>`` (line and column from 1)."""
-    mark = exc.problem_mark or exc.context_mark
-    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-    problem = " ".join(str(exc.problem or exc.context or "syntax error").split())
-    return f"{where}: invalid YAML: {problem}; fix the file or remove it"

@@ -33,7 +33,8 @@ say what to do next.
     │   └── SummarizerError         a summary could not be produced
     ├── BackendError                an LLM or embedding backend failed
     │   ├── BackendUnavailableError the model server does not answer
-    │   └── ModelNotFoundError      the server does not have the model
+    │   ├── ModelNotFoundError      the server does not have the model
+    │   └── PromptTooLongError      a prompt does not fit the model's window
     └── EngineError                 a run could not complete
 """
 
@@ -184,6 +185,10 @@ class BackendUnavailableError(BackendError):
 
 class ModelNotFoundError(BackendError):
     """The model server does not have the requested model."""
+
+
+class PromptTooLongError(BackendError):
+    """A prompt does not fit the model's window: refused before it was sent, or by the server."""
 
 
 class EngineError(AgentOSError):

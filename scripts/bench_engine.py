@@ -16,11 +16,15 @@
   turn (``prompt_eval_count`` of every call, summaries included) beside those of the whole prompts.
 
 The model is the project's Ollama-compatible test server (``tests/ollama_server.py``:
-real HTTP, the real ``ollama`` client, a word-piece tokenizer), or a real Ollama
-with ``--host URL --model NAME``.
+real HTTP, the real ``ollama`` client, a word-piece tokenizer), or a real server with ``--host URL --model
+NAME``: Ollama (``--backend ollama``), or any OpenAI-compatible one (``--backend openai``: llama.cpp's
+llama-server, LM Studio, vLLM, ...). On an OpenAI-compatible server the prompt-cache figures are the
+server's own counts (``usage.prompt_tokens_details.cached_tokens``, llama.cpp's ``timings.cache_n``) for
+the 42-turn conversation at the server's window, the model's own replies, beside what the test server
+reports for the same prompts (each request replayed to it in order).
 
     .venv/bin/python scripts/bench_engine.py [--turns 20] [--messages 1000] [--runs 200] [--window-turns 20]
-                                             [--no-reuse]
+                                             [--no-reuse] [--backend openai --host URL --model NAME] [--timeout-s 600]
 """
 
 from __future__ import annotations
@@ -153,6 +157,63 @@ def reuse_figures(context_length: int, model: str) -> dict[str, float]:
             "summaries": len(server.summarizer_prompts())}
 
 
+def served_reuse_figures(host: str, model: str, turns: int, timeout_s: float) -> dict[str, float]:
+    """The conversation of ``turns`` turns on a real OpenAI-compatible server, its replies the model's own: the
+    share of each planner prompt the server took from its cache (its own counts), and the test server's
+    reckoning of the same prompts."""
+    from tqdm import tqdm
+
+    from core.engine import Engine
+    from tests.window.conversation import record_requests, replay, tell_notes
+
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["AGENTOS_HOME"] = home
+        Path(home, "config.yaml").write_text(f"llm:\n  backend: openai\n  host: {host}\n  model: {model}\n"
+                                             f"  timeout_s: {timeout_s}\n"
+                                             "memory:\n  compact_summarizer: deterministic\n")
+        with Engine("bench") as engine, tqdm(total=turns, desc="conversation", file=sys.stderr) as bar:
+            requests = record_requests(engine.backend)
+            results = tell_notes(engine, turns, check=False, progress=lambda _turn: bar.update())
+            calls = list(engine.backend.calls)[-len(requests):]
+            num_ctx = engine.backend.window.num_ctx
+            engine.manager.close()
+    scripted = replay(requests, num_ctx)
+    real = [_share(call.usage) for call in calls]
+    pairs = [i for i in range(1, len(calls)) if calls[i].tools and calls[i - 1].tools]
+    steps = [real[i] for i in pairs if calls[i].continues]
+    return {"num_ctx": num_ctx, "pairs": len(pairs), "min": min(real[i] for i in pairs) if pairs else 0.0,
+            "median": statistics.median(real[i] for i in pairs) if pairs else 0.0,
+            "steps": min(steps) if steps else float("nan"), "step_count": len(steps),
+            "scripted_median": statistics.median(scripted[i].cached_share for i in pairs) if pairs else 0.0,
+            "evaluated": sum(c.usage.get("evaluated_tokens", 0) for c in calls) / turns,
+            "whole": sum(c.usage.get("prompt_tokens", 0) for c in calls) / turns,
+            "scripted_evaluated": sum(p.evaluated for p in scripted) / turns,
+            "summaries": sum(not c.tools for c in calls), "done": sum(r.ok for r in results)}
+
+
+def _share(usage: dict[str, int]) -> float:
+    return usage.get("cached_tokens", 0) / usage["prompt_tokens"] if usage.get("prompt_tokens") else 0.0
+
+
+def served_reuse_rows(host: str, model: str, turns: int, timeout_s: float) -> tuple[list[tuple[str, str, str]], bool]:
+    """The rows of :func:`served_reuse_figures`, and whether the steps of a run met the target."""
+    f = served_reuse_figures(host, model, turns, timeout_s)
+    label = f"{model} (window {f['num_ctx']})"
+    steps = "none" if f["step_count"] == 0 else f"{f['steps']:.1%}"
+    rows = [
+        (f"prompt cache share, {label}: steps of a run, min", steps,
+         f">= {REUSE_TARGET:.0%} ({f['step_count']} steps: the model's own tool calls)"),
+        (f"prompt cache share, {label}: every pair, min", f"{f['min']:.1%}", f"(reported; {f['pairs']} pairs)"),
+        (f"prompt cache share, {label}: every pair, median", f"{f['median']:.1%}",
+         f">= {REUSE_TARGET:.0%} (test server, same prompts: {f['scripted_median']:.1%})"),
+        (f"tokens evaluated per turn, {label}", f"{f['evaluated']:.0f}",
+         f"(of {f['whole']:.0f} sent; test server: {f['scripted_evaluated']:.0f}; {f['summaries']} summary calls, "
+         f"{f['done']} of {turns} runs done)"),
+    ]
+    met = (f["step_count"] == 0 or f["steps"] >= REUSE_TARGET) and f["median"] >= REUSE_TARGET
+    return rows, met
+
+
 def reuse_rows(model: str) -> tuple[list[tuple[str, str, str]], bool]:
     """The rows of :func:`reuse_figures` for each window, and whether every share met the target."""
     rows, ok = [], True
@@ -177,9 +238,16 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--turns", type=int, default=20, help="offline turns to time (default 20)")
     parser.add_argument("--window-turns", type=int, default=20, help="turns measured against prompt_eval_count")
-    parser.add_argument("--host", default="", help="a real Ollama (default: the test server)")
+    parser.add_argument("--backend", choices=("ollama", "openai"), default="ollama",
+                        help="the API of the server at --host (default ollama)")
+    parser.add_argument("--host", default="", help="a real server (default: the test server)")
     parser.add_argument("--model", default="llama3.1")
-    parser.add_argument("--no-reuse", action="store_true", help="skip the prompt-cache reuse runs (test server only)")
+    parser.add_argument("--no-reuse", action="store_true", help="skip the prompt-cache reuse runs")
+    parser.add_argument("--conversation-turns", type=int, default=42,
+                        help="turns of the conversation told to a real OpenAI-compatible server (default 42)")
+    parser.add_argument("--timeout-s", type=float, default=600.0,
+                        help="llm.timeout_s for a real server: seconds a reply may take (default 600: a small "
+                             "machine evaluates a long prompt slowly)")
     args = parser.parse_args()
     rng = random.Random(7)
     print(f"{'measure':28} {'measured':>10} {'target':>10}  note")
@@ -191,15 +259,17 @@ def main() -> int:
         os.environ["AGENTOS_HOME"] = home
         server = None
         if args.host:
-            os.environ["OLLAMA_HOST"] = args.host
+            os.environ["OLLAMA_HOST" if args.backend == "ollama" else "OPENAI_BASE_URL"] = args.host
         else:
             from tests.ollama_server import ScriptedOllama
 
             server = ScriptedOllama(models=(args.model,), default="Noted.", context_length=32768).start()
             server.summarizer = lambda prompt: "- " + prompt.strip().splitlines()[-3][:200]
             os.environ["OLLAMA_HOST"] = server.host
+        backend = args.backend if args.host else "ollama"
         Path(home, "config.yaml").write_text(
-            f"llm:\n  backend: ollama\n  model: {args.model}\nmemory:\n  compact_summarizer: deterministic\n")
+            f"llm:\n  backend: {backend}\n  model: {args.model}\n  timeout_s: {args.timeout_s}\n"
+            "memory:\n  compact_summarizer: deterministic\n")
         from core.engine import Engine
 
         try:
@@ -232,8 +302,11 @@ def main() -> int:
         ("learned characters per token", f"{window.chars_per_token:.2f}", f"(window {window.num_ctx} tokens)"),
     ]
     reused = True
-    if not args.host and not args.no_reuse:  # the cache is seen only on the test server
+    if not args.no_reuse and not args.host:
         more, reused = reuse_rows(args.model)
+        rows += more
+    elif not args.no_reuse and args.backend == "openai":  # Ollama's API does not count the cached tokens
+        more, reused = served_reuse_rows(args.host, args.model, args.conversation_turns, args.timeout_s)
         rows += more
     width = max(len(r[0]) for r in rows)
     for name, value, target in rows:

@@ -38,7 +38,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the slow tests (besides those marked in their modules: the folders of SLOW_FOLDERS, the browser
-    and PostgreSQL tests, and the tests of the real model, which use the ``minilm`` fixture); a plain
+    and PostgreSQL tests, the tests of the real embedding model, which use the ``minilm`` fixture, and those
+    of the real chat model on llama.cpp's server, which use ``llama_server``); a plain
     ``pytest`` (no --full, no -m, no paths named) leaves them out."""
     for item in items:
         if _is_slow(item):
@@ -63,6 +64,7 @@ def _is_slow(item: pytest.Item) -> bool:
     params = getattr(item, "callspec", None)
     return (parts[0] in SLOW_FOLDERS or item.get_closest_marker("browser") is not None
             or bool(POSTGRES_FIXTURES & set(item.fixturenames)) or "minilm" in item.fixturenames
+            or "llama_server" in item.fixturenames
             or (params is not None and "postgres" in params.params.values()))
 
 
@@ -99,7 +101,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
 
 @pytest.fixture(autouse=True)
 def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Path]:
-    """Point ``AGENTOS_HOME`` at a fresh folder and keep Ollama unreachable unless a test says so.
+    """Point ``AGENTOS_HOME`` at a fresh folder and keep model servers unreachable unless a test says so.
 
     Its ``config.yaml`` sets ``cold.embedder: fake`` (hashed words, :mod:`core.llm.embedding.hashed_embedder`) and
     ``reflect.enabled: false``, except
@@ -109,6 +111,9 @@ def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest
     home = tmp_path / "agents"
     monkeypatch.setenv("AGENTOS_HOME", str(home))
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nor an OpenAI-compatible server
+    for name in ("AGENTOS_LLM_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("AGENTOS_DSN", raising=False)  # a developer's server is never a test's
     if "minilm" not in request.fixturenames and request.node.get_closest_marker("bare_home") is None:
         home.mkdir()
@@ -178,6 +183,32 @@ def postgres_db(postgres_server):
     close_pools(schema)
     with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """``start(ctx_size=8192, cache_ram=0, max_reply=512)``: llama.cpp's llama-server running SmolLM2-135M-Instruct
+    on 127.0.0.1 (:class:`tests.llama_server.LlamaServer`), one per window and options for the session. Without
+    one (``scripts/setup.sh --model-server`` installs it) the test skips and says why;
+    ``AGENTOS_TEST_MODEL_SERVER=require`` (set by .ci/run) makes that a failure instead."""
+    from tests.llama_server import LlamaServer, ServerUnavailable
+
+    started: dict[tuple, LlamaServer] = {}
+
+    def start(ctx_size: int = 8192, cache_ram: int = 0, max_reply: int = 512) -> LlamaServer:
+        key = (ctx_size, cache_ram, max_reply)
+        if key not in started:
+            try:
+                started[key] = LlamaServer.start(ctx_size, cache_ram=cache_ram, max_reply=max_reply)
+            except ServerUnavailable as exc:
+                if os.environ.get("AGENTOS_TEST_MODEL_SERVER") == "require":
+                    pytest.fail(str(exc))
+                pytest.skip(str(exc))
+        return started[key]
+
+    yield start
+    for server in started.values():
+        server.stop()
 
 
 @pytest.fixture(scope="session")

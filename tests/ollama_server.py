@@ -63,6 +63,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from tests import openai_api
+
 CREATED_AT = "2026-01-31T12:00:00.000000Z"
 EMBED_DIM = 64
 OLLAMA_DEFAULT_NUM_CTX = 4096
@@ -72,6 +74,8 @@ MESSAGE_OVERHEAD_TOKENS = 5
 PROMPT_OVERHEAD_TOKENS = 5
 """Tokens the template adds once (begin-of-text and the assistant header that starts the reply)."""
 STREAM_CHUNK_CHARS = 8
+OPENAI_CHAT = "/v1/chat/completions"
+CHAT_PATHS = ("/api/chat", OPENAI_CHAT)
 
 _TOKEN = re.compile(r"\s*<\|im_(?:start|end)\|>|\s*\w{1,4}|\s*[^\w\s]|\s+")
 """Word pieces and punctuation; the chat template's markers are one token each, as in a real vocabulary."""
@@ -228,8 +232,13 @@ class ScriptedOllama:
 
     def __init__(self, models: tuple[str, ...] = ("llama3.1",), default: Any = None, *,
                  context_length: int = 131072, modelfile_num_ctx: int | None = None,
-                 architecture: str = "llama") -> None:
+                 architecture: str = "llama", n_ctx: int | None = None, flavour: str = "llamacpp",
+                 overflow: str = "refuse", apis: tuple[str, ...] = ("ollama", "openai"),
+                 response_format: bool = True, api_key: str = "") -> None:
         self.models = set(models)
+        self.apis = apis
+        """The APIs it answers: ``ollama`` (``/api/*``) and ``openai`` (``/v1/*``, ``/props``); llama-server's is
+        ``("openai",)``."""
         self.default = default
         """Reply when the queue is empty; ``None`` answers HTTP 500 'script exhausted'."""
         self.context_length = context_length
@@ -237,6 +246,22 @@ class ScriptedOllama:
         self.modelfile_num_ctx = modelfile_num_ctx
         """A ``PARAMETER num_ctx`` of the Modelfile, if any: the window when a request sends none."""
         self.architecture = architecture
+        self.n_ctx = n_ctx or context_length
+        """The window of the OpenAI face (a server's ``--ctx-size``), whatever a request says."""
+        self.flavour = flavour
+        """How the OpenAI face tells its window: ``llamacpp`` (``/props``), ``vllm`` (``max_model_len``),
+        ``lmstudio`` (``/api/v0/models``) or ``plain`` (it does not)."""
+        self.overflow = overflow
+        """What the OpenAI face does with a prompt over its window: ``refuse`` (llama-server) or ``truncate``."""
+        self.response_format = response_format
+        """Whether the OpenAI face takes ``response_format`` (else: HTTP 400, as a server without schemas)."""
+        self.api_key = api_key
+        """The key the OpenAI face wants as ``Authorization: Bearer <key>`` (as ``llama-server --api-key``:
+        HTTP 401 without it, except for ``/v1/models`` and ``/health``); empty: none."""
+        self.generated: list[int] = []
+        """The tokens of each reply sent (a reply cut at ``max_tokens`` / ``num_predict`` counts as cut)."""
+        self.refused: list[Prompt] = []
+        """Prompts the OpenAI face refused as too long for its window."""
         self.summarizer: Callable[[str], str] | None = None
         """If set, answers every chat request that offers no tools (summarizer calls) from the text the
         model kept, without taking a reply from the queue."""
@@ -269,7 +294,7 @@ class ScriptedOllama:
     def chat_requests(self) -> list[dict[str, Any]]:
         """The bodies of every ``/api/chat`` request, in arrival order."""
         with self._lock:
-            return [body for path, body in self.requests if path == "/api/chat"]
+            return [body for path, body in self.requests if path in CHAT_PATHS]
 
     @property
     def truncated(self) -> list[Prompt]:
@@ -391,7 +416,17 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
-            if self.path == "/api/tags":
+            if not self._answers():
+                self._json(404, openai_api.error(404, f"File Not Found: {self.path}"))
+            elif not self._authorized():
+                self._json(401, openai_api.error(401, "Invalid API Key", "authentication_error"))
+            elif self.path == "/v1/models":
+                self._json(200, openai_api.models(server))
+            elif self.path == "/props" and openai_api.props(server) is not None:
+                self._json(200, openai_api.props(server))
+            elif self.path.startswith("/api/v0/models/") and openai_api.studio_model(server, self.path[15:]):
+                self._json(200, openai_api.studio_model(server, self.path[15:]))
+            elif self.path == "/api/tags":
                 self._json(200, {"models": [_model_entry(m) for m in sorted(server.models)]})
             elif self.path == "/api/version":
                 self._json(200, {"version": "0.0.0-test"})
@@ -404,8 +439,16 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
-            if self.path == "/api/chat":
+            if not self._answers():
+                server.record(self.path, body)
+                self._json(404, openai_api.error(404, f"File Not Found: {self.path}"))
+            elif not self._authorized():
+                server.record(self.path, body)
+                self._json(401, openai_api.error(401, "Invalid API Key", "authentication_error"))
+            elif self.path == "/api/chat":
                 self._chat(body)
+            elif self.path == OPENAI_CHAT:
+                self._openai_chat(body)
             elif self.path == "/api/show":
                 server.record(self.path, body)
                 self._known_model(body, server.show)
@@ -417,6 +460,17 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                                                  "embeddings": [embed_text(t) for t in texts]})
             else:
                 self._json(404, {"error": f"unknown endpoint {self.path}"})
+
+        def _answers(self) -> bool:
+            """Whether the path belongs to an API the server answers."""
+            return ("openai" if self.path.startswith(("/v1/", "/props", "/api/v0/")) else "ollama") in server.apis
+
+        def _authorized(self) -> bool:
+            """Whether the request may pass ``--api-key``: it carries the key, or needs none."""
+            if not server.api_key or not self.path.startswith(("/v1/", "/props", "/api/v0/")) \
+                    or self.path in ("/v1/models", "/v1/health"):
+                return True
+            return self.headers.get("Authorization") == f"Bearer {server.api_key}"
 
         def _known_model(self, body: dict[str, Any], build: Callable[[], dict[str, Any]]) -> None:
             name = str(body.get("model") or body.get("name") or "")
@@ -433,26 +487,73 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                 return
             prompt = fit_window(body, server.window_of(body))
             server.reuse(model, prompt)
-            reply = server.next_reply("/api/chat", body, prompt)
-            while isinstance(reply, Block):
-                reply = server.wait_released(reply)
-            if callable(reply):
-                reply = reply(body)
-            if isinstance(reply, Verbatim):
-                reply = reply.text
-            elif isinstance(reply, str) and body.get("format"):
-                reply = shaped(reply, body["format"])
+            reply = self._resolve(server.next_reply("/api/chat", body, prompt), body)
             if reply is None:
                 self._json(500, {"error": "script exhausted: the test enqueued no reply for this request"})
             elif isinstance(reply, Error):
                 self._json(reply.status, {"error": reply.message})
             else:
-                message = _message(reply)
+                message = capped(_message(reply), (body.get("options") or {}).get("num_predict"))
                 counts = {"prompt_eval_count": prompt.evaluated, "eval_count": _reply_tokens(message)}
+                server.generated.append(counts["eval_count"])
                 if body.get("stream", True):
                     self._stream(model, message, counts)
                 else:
                     self._json(200, _response(model, message, done=True, counts=counts))
+
+        def _resolve(self, reply: Any, body: dict[str, Any]) -> Any:
+            """The queued ``reply`` as it is sent: a Block waited for, a callable called, a text shaped."""
+            while isinstance(reply, Block):
+                reply = server.wait_released(reply)
+            if callable(reply):
+                reply = reply(body)
+            if isinstance(reply, Verbatim):
+                return reply.text
+            if isinstance(reply, str) and body.get("format"):
+                return shaped(reply, body["format"])
+            return reply
+
+        def _openai_chat(self, wire: dict[str, Any]) -> None:
+            body = openai_api.internal(wire)
+            model = str(body.get("model") or "")
+            if model.split(":")[0] not in server.models:
+                server.record(OPENAI_CHAT, body)
+                self._json(404, openai_api.error(404, f"model '{model}' not found"))
+                return
+            if wire.get("response_format") and not server.response_format:
+                server.record(OPENAI_CHAT, body)
+                self._json(400, openai_api.error(400, "Unrecognized request argument supplied: response_format"))
+                return
+            prompt = fit_window(body, server.n_ctx)
+            if prompt.truncated and server.overflow == "refuse":
+                server.record(OPENAI_CHAT, body)
+                with server._lock:
+                    server.refused.append(prompt)
+                self._json(400, openai_api.error(400, f"request ({prompt.full_tokens} tokens) exceeds the available "
+                                                      f"context size ({server.n_ctx} tokens), try increasing it",
+                                                 "exceed_context_size_error"))
+                return
+            server.reuse(model, prompt)
+            reply = self._resolve(server.next_reply(OPENAI_CHAT, body, prompt), body)
+            if reply is None:
+                self._json(500, openai_api.error(500, "script exhausted: the test enqueued no reply for this request"))
+            elif isinstance(reply, Error):
+                self._json(reply.status, openai_api.error(reply.status, reply.message))
+            elif not wire.get("stream"):
+                message = capped(_message(reply), wire.get("max_tokens"))
+                server.generated.append(_reply_tokens(message))
+                self._json(200, openai_api.completion(model, message, prompt, _reply_tokens(message)))
+            else:
+                message = capped(_message(reply), wire.get("max_tokens"))
+                server.generated.append(_reply_tokens(message))
+                include = bool((wire.get("stream_options") or {}).get("include_usage"))
+                parts = openai_api.chunks(model, message, prompt, _reply_tokens(message), include, STREAM_CHUNK_CHARS)
+                data = b"".join(b"data: " + json.dumps(p).encode() + b"\n\n" for p in parts) + b"data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
         def _stream(self, model: str, message: dict[str, Any], counts: dict[str, int]) -> None:
             text = message.get("content") or ""
@@ -461,7 +562,8 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
             rest = {k: v for k, v in message.items() if k != "content"}
             if rest.get("tool_calls"):  # Ollama sends the calls in a chunk of their own, before the final one
                 parts.append(_response(model, dict(rest, content=""), done=False))
-            parts.append(_response(model, {"role": "assistant", "content": ""}, done=True, counts=counts))
+            parts.append(_response(model, {"role": "assistant", "content": ""}, done=True, counts=counts,
+                                   reason="length" if message.get("cut") else "stop"))
             data = b"".join(json.dumps(p).encode() + b"\n" for p in parts)
             self.send_response(200)
             self.send_header("Content-Type", "application/x-ndjson")
@@ -492,12 +594,23 @@ def _message(reply: Any) -> dict[str, Any]:
 
 
 def _response(model: str, message: dict[str, Any], done: bool,
-              counts: dict[str, int] | None = None) -> dict[str, Any]:
+              counts: dict[str, int] | None = None, reason: str = "stop") -> dict[str, Any]:
     payload: dict[str, Any] = {"model": model, "created_at": CREATED_AT, "message": message, "done": done}
     if done:
-        payload.update(done_reason="stop", total_duration=1000, eval_duration=500,
+        payload.update(done_reason=reason, total_duration=1000, eval_duration=500,
                        **(counts or {"prompt_eval_count": 10, "eval_count": 5}))
     return payload
+
+
+def capped(message: dict[str, Any], limit: Any) -> dict[str, Any]:
+    """``message`` as a server that stops after ``limit`` generated tokens sends it (Ollama's ``num_predict``,
+    the OpenAI API's ``max_tokens``): its text cut there, marked ``cut`` (finish reason ``length``)."""
+    if not isinstance(limit, int) or limit <= 0 or message.get("tool_calls"):
+        return message
+    tokens = tokenize(str(message.get("content") or ""))
+    if len(tokens) < limit:
+        return message
+    return dict(message, content="".join(tokens[:limit - 1]), cut=True)  # the end-of-reply token counts too
 
 
 def _content_text(message: dict[str, Any]) -> str:

@@ -42,8 +42,12 @@ def add_arguments(cli: argparse.ArgumentParser) -> None:
     cli.add_argument("task", nargs="?", help="what to do (- reads it from standard input); omit for the interactive mode")
     cli.add_argument("--task-file", metavar="PATH", help="read the task from this file (UTF-8; - for standard input)")
     cli.add_argument("--create", action="store_true", help="create the agent if it does not exist yet")
-    cli.add_argument("--model", help="Ollama model (default: llm.model in the config)")
-    cli.add_argument("--host", help="Ollama address (default: llm.host, $OLLAMA_HOST, http://127.0.0.1:11434)")
+    cli.add_argument("--backend", choices=("auto", "ollama", "openai", "offline"),
+                     help="model server API (default: llm.backend): ollama, openai (llama.cpp's llama-server, "
+                          "LM Studio, vLLM, ...), offline, or auto (Ollama, else an OpenAI-compatible server, else offline)")
+    cli.add_argument("--model", help="the model, as the server names it (default: llm.model in the config)")
+    cli.add_argument("--host", help="the server's address (default: llm.host; for Ollama $OLLAMA_HOST or "
+                                    "http://127.0.0.1:11434, for openai $OPENAI_BASE_URL or http://127.0.0.1:8080/v1)")
     cli.add_argument("--session", default="main", help="conversation session name (default: main)")
     cli.add_argument("--resume", action="store_true", help="continue the interrupted run from its checkpoint")
     cli.add_argument("--offline", action="store_true", help="use the offline backend (no model server)")
@@ -71,7 +75,8 @@ def execute(args: argparse.Namespace) -> int:
     with Spinner(f"starting {args.agent}", at_once=True):
         from core.engine.runner import Engine  # imported here so --help stays instant
 
-        engine = Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host)
+        engine = Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host,
+                        backend_name=args.backend)
     with engine:
         print(engine.notice, file=sys.stderr)
         if engine.recovered:

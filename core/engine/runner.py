@@ -25,6 +25,7 @@ from core.engine.prompting.budgets import window_of
 from core.engine.prompting.context_builder import ContextBuilder
 from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError
 from core.llm.backend import Backend, generate_with
+from core.llm.served import PromptCounts
 from core.llm.select import choose_backend
 from core.memory.provider import Session, Summarizer
 from core.engine.toolbox.memory_tool import memory_tools
@@ -60,6 +61,9 @@ class TurnResult:
     run_id: str
     steps: int = 0
     tool_calls: int = 0
+    usage: PromptCounts | None = None
+    """The prompt tokens of the run's model calls as the server counted them (from its cache, evaluated),
+    for a backend of a model server."""
 
     @property
     def ok(self) -> bool:
@@ -110,8 +114,12 @@ class Engine:
         host: str | None = None,
         backend: Backend | None = None,
         config: Config | None = None,
+        backend_name: str | None = None,
     ) -> None:
         """Open the agent (creating its memory on first use) and recover interrupted runs.
+
+        ``backend_name`` (``--backend``: auto, ollama, openai, offline) overrides ``llm.backend``; ``backend``
+        is a backend object to use instead of choosing one.
 
         Raises:
             InvalidAgentNameError, ConfigError: bad agent name or config; nothing is created.
@@ -122,17 +130,17 @@ class Engine:
         self.manager = shared_manager(agent_name)
         self._lease = hold_lease(self.paths, self.config.storage, f"{self.paths.name}:{session}")
         try:
-            self._open(session, offline, model, host, backend)
+            self._open(session, offline, model, host, backend, backend_name)
         except BaseException:
             self._lease.release()
             raise
         self.recovered = self.recover()
 
     def _open(self, session: str, offline: bool, model: str | None, host: str | None,
-              backend: Backend | None) -> None:
+              backend: Backend | None, backend_name: str | None) -> None:
         """Choose the backend, open the provider, the tools and the checkpointed graph."""
         if backend is None:
-            choice = choose_backend(self.config.llm, offline=offline, model=model, host=host)
+            choice = choose_backend(self.config.llm, offline=offline, model=model, host=host, kind=backend_name)
             backend, self.notice = choice.backend, choice.notice
         else:
             self.notice = f"backend: {backend.name}, model {backend.model}"
@@ -172,6 +180,9 @@ class Engine:
             log.info("model window not checked at start-up: %s", exc)
             return
         log.info("budgets of %s: %s", self.backend.model, budgets)
+        source = getattr(self.backend, "window_source", "")
+        if source:
+            self.notice += f"\nwindow: {budgets.num_ctx} tokens ({source})"
         if self.runtime.context.tools_note:
             self.notice += f"\n{self.runtime.context.tools_note}"
 
@@ -277,11 +288,16 @@ class Engine:
         self.runtime.run_id = run_id
         # What an earlier run was blocked by is checked again by this one: its blockers go once the model answers.
         self.runtime.stale_blockers = list(self.manager.now_state().blockers)
+        counts = getattr(self.backend, "counts", None)
+        before = counts.copy() if isinstance(counts, PromptCounts) else None
         try:
             final = self.graph.invoke(state, self.thread, durability="sync")
         except BaseException as exc:
             self._fail(run_id, exc)
             raise
+        usage = counts.since(before) if before is not None else None
+        if usage is not None:
+            log.info("run %s: %s", run_id, usage.describe())
         outcome = final.get("outcome") or "error"
         response = final.get("final_response") or ""
         detail = response[:500] if outcome == "done" else (final.get("errors") or [""])[-1]
@@ -289,7 +305,7 @@ class Engine:
         # The finished turn is in the provider (secrets redacted): its checkpoints, which hold the
         # raw messages, are no longer needed to resume anything.
         self._checkpoints.forget(self.session.id)
-        return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0))
+        return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0), usage)
 
     def _fail(self, run_id: str, exc: BaseException) -> None:
         """Self-annealing for an error that stops the run: log it, NOW says what to do, RUN_END error."""

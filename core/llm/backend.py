@@ -67,7 +67,8 @@ class ChatReply:
     tool_calls: tuple[ToolCall, ...] = ()
     """Tools the model wants run before it answers."""
     usage: dict[str, int] = field(default_factory=dict)
-    """Token counts reported by the backend (``prompt_tokens``, ``completion_tokens``) if any."""
+    """Token counts the server reported, those it gives: ``prompt_tokens`` (the whole prompt; Ollama does not
+    say it), ``cached_tokens`` (taken from its prompt cache), ``evaluated_tokens``, ``completion_tokens``."""
     blocked: str = ""
     """Why the backend cannot carry out the request (the offline backend's open-ended tasks); empty otherwise."""
 
@@ -76,7 +77,7 @@ class Backend(Protocol):
     """An LLM that can chat with tool calling."""
 
     name: str
-    """``ollama`` or ``offline``."""
+    """``ollama``, ``openai`` or ``offline``."""
     model: str
     """The model used, for messages to the user."""
 
@@ -100,9 +101,10 @@ class BackendGenerate:
     """``generate(prompt) -> text``: one chat call through a backend without tools (for summarizers).
 
     It keeps its backend, so a summarizer can size its pieces to the backend's window. A backend that
-    takes a reply shape (``structured``: Ollama's ``format``) is asked for a :class:`SummaryReply`; a
-    reply that does not fit is asked again once, then the prompt is sent as plain text, as a backend
-    without shapes is asked. ``<think>`` blocks never reach the summary.
+    takes a reply shape (``structured``: Ollama's ``format``, the OpenAI API's ``response_format``) is asked
+    for a :class:`SummaryReply`, in the prompt too; a reply that does not fit is asked again once, then the
+    prompt is sent as plain text, as a backend without shapes is asked. ``<think>`` blocks never reach the
+    summary.
     """
 
     def __init__(self, backend: Backend) -> None:

@@ -186,6 +186,19 @@ class WindowMeter:
         self.last = report
         return report
 
+    def refused(self, chars: int, tokens: int | None) -> PromptReport:
+        """The server refused a prompt of ``chars`` characters as too long for the window (``tokens``: its
+        count, if it said): the ratio is lowered as for a cut prompt, so the next prompts are smaller."""
+        num_ctx = self.window.num_ctx
+        estimated = max(1, int(chars / self.window.chars_per_token))
+        report = PromptReport(chars=chars, estimated=estimated, reported=tokens or 0, truncated=True)
+        log.warning("the server refused a prompt of %s tokens estimated at %d (window %d) as too long: budgets are "
+                    "lowered for the next calls", tokens or "more than the window's", estimated, num_ctx)
+        self._set_ratio(min(self.window.chars_per_token, chars / max(num_ctx, tokens or 0) * 0.95,
+                            UNLEARNED_CHARS_PER_TOKEN))
+        self.last = report
+        return report
+
     def _set_ratio(self, ratio: float) -> None:
         ratio = min(MAX_RATIO, max(MIN_RATIO, ratio))
         # Against the last saved value, so that many small steps are saved once they add up.

@@ -16,18 +16,16 @@ import ollama
 import pydantic
 
 from core.errors import BackendError, BackendUnavailableError, ModelNotFoundError, ToolArgumentError
-from core.llm import text_tool_calls
 from core.llm.backend import DEFAULT_HOST, ChatReply, TextSink, ToolCall
-from core.llm.structured import ThinkFilter, strip_think
-from core.llm.model_window import RatioStore, WindowMeter, choose_num_ctx, initial_ratio, model_limits
-from core.llm.window import ContextWindow
+from core.llm.model_window import RatioStore, choose_num_ctx, model_limits
+from core.llm.served import ReplyParts, ServedBackend, WindowSource, tool_names
 
 log = logging.getLogger(__name__)
 
 PING_TIMEOUT_S = 2.0
 
 
-class OllamaBackend:
+class OllamaBackend(ServedBackend):
     """Chat with tool calling against an Ollama server."""
 
     name = "ollama"
@@ -36,44 +34,20 @@ class OllamaBackend:
 
     def __init__(self, model: str, host: str = DEFAULT_HOST, timeout_s: float = 120.0, *,
                  num_ctx: int = 16384, keep_alive: str = "5m", ratios: RatioStore | None = None) -> None:
-        self.model = model
-        self.host = host
-        self.timeout_s = timeout_s
-        self.num_ctx = num_ctx
-        """The configured window (``llm.num_ctx``); the model's own limits may lower it."""
+        super().__init__(model, host, timeout_s, num_ctx=num_ctx, ratios=ratios)
         self.keep_alive = keep_alive
-        self.ratios = ratios
         self.client = ollama.Client(host=host, timeout=timeout_s)
-        self._meter: WindowMeter | None = None
 
-    @property
-    def window(self) -> ContextWindow:
-        """The model's window, asked from ``/api/show`` on first use.
-
-        Raises:
-            BackendUnavailableError, ModelNotFoundError, BackendError: the server cannot tell.
-        """
-        return self.meter.window
-
-    @property
-    def meter(self) -> WindowMeter:
-        """The window and the comparison of estimates with the server's counts."""
-        if self._meter is None:
-            with ollama_errors(self.host, self.model, self.timeout_s):
-                show = self.client.show(self.model)
-            length, modelfile = model_limits(show)
-            num_ctx = choose_num_ctx(self.num_ctx, length, modelfile)
-            log.info("window of %s: %d tokens (model %s, Modelfile num_ctx %s, llm.num_ctx %d)",
-                     self.model, num_ctx, length, modelfile, self.num_ctx)
-            window = ContextWindow(num_ctx, initial_ratio(self.ratios, self.model))
-            self._meter = WindowMeter(window, self.model, self.ratios)
-        return self._meter
-
-    def describe_window(self) -> str:
-        """The window, the last prompt's size and the estimate's error, for ``/status``."""
-        if self._meter is None:
-            return f"window: not asked yet (llm.num_ctx {self.num_ctx})"
-        return self._meter.describe()
+    def ask_window(self) -> WindowSource:
+        """The smallest of the model's trained length and its Modelfile's ``num_ctx`` (``/api/show``) and
+        ``llm.num_ctx``: the window sent with every call."""
+        with ollama_errors(self.host, self.model, self.timeout_s):
+            show = self.client.show(self.model)
+        length, modelfile = model_limits(show)
+        num_ctx = choose_num_ctx(self.num_ctx, length, modelfile)
+        source = next(name for value, name in ((self.num_ctx, "llm.num_ctx"), (length, "the model's context length"),
+                                               (modelfile, "the Modelfile's num_ctx")) if value == num_ctx)
+        return WindowSource(num_ctx, f"{source}; Ollama /api/show: model {length}, Modelfile num_ctx {modelfile}")
 
     def options(self) -> dict[str, Any]:
         """What every chat call sends besides the messages: the window and how long the model stays loaded."""
@@ -92,21 +66,29 @@ class OllamaBackend:
         return True
 
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-             on_text: TextSink | None = None, *, format: dict[str, Any] | str | None = None) -> ChatReply:
+             on_text: TextSink | None = None, *, format: dict[str, Any] | str | None = None,
+             max_tokens: int | None = None) -> ChatReply:
         """One streamed chat call; see :meth:`core.llm.backend.Backend.chat`.
 
-        ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON.
+        ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON. ``max_tokens`` stops
+        the reply there (``num_predict``; by default Ollama lets a model write until the window is full).
+
+        Raises:
+            PromptTooLongError: the prompt's estimate is over the window (nothing is sent).
         """
         log.info("LLM call: ollama %s at %s, %d messages, %d tools", self.model, self.host, len(messages), len(tools))
+        self.refuse_overflow(messages, tools)
         extra = self.options()
         if format is not None:
             extra["format"] = format
-        reply = StreamedReply()
+        if max_tokens is not None:
+            extra["options"] = {**extra["options"], "num_predict": max_tokens}
+        reply = ReplyParts()
         with ollama_errors(self.host, self.model, self.timeout_s):
             try:
                 for chunk in self.client.chat(model=self.model, messages=messages, tools=tools or None,
                                               stream=True, **extra):
-                    piece = reply.add(chunk)
+                    piece = add_chunk(reply, chunk)
                     if piece and on_text is not None:
                         on_text(piece)
                 if on_text is not None and (rest := reply.thinking.flush()):
@@ -116,8 +98,10 @@ class OllamaBackend:
                     f"the model's reply could not be read (tool call arguments must be a JSON object): "
                     f"{_first_error(exc)}"
                 ) from exc
-        self.meter.observe_prompt(messages, tools, reply.prompt_eval_count)
-        return reply.finish(tool_names(tools))
+        self.meter.observe_prompt(messages, tools, reply.usage.get("evaluated_tokens"))
+        answer = reply.finish(tool_names(tools))
+        self.observe(answer, messages, tools)
+        return answer
 
 
 @contextmanager
@@ -160,46 +144,17 @@ def _first_error(exc: pydantic.ValidationError) -> str:
     return f"{'.'.join(map(str, first.get('loc', ())))}: {first.get('msg', '')}"
 
 
-class StreamedReply:
-    """A reply put together from the chunks of a streamed chat call."""
+def add_chunk(reply: ReplyParts, chunk: ollama.ChatResponse) -> str:
+    """Take one chunk of Ollama's stream into ``reply``; return its new text to show (thinking left out).
 
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.calls: list[ToolCall] = []
-        self.prompt_eval_count: int | None = None
-        self.eval_count: int | None = None
-        self.thinking = ThinkFilter()
-        """Keeps ``<think>`` blocks out of the text shown as it streams."""
-
-    def add(self, chunk: ollama.ChatResponse) -> str:
-        """Take one chunk; return its new text to show (thinking left out)."""
-        message = chunk.message
-        self.calls.extend(ToolCall(name=call.function.name, arguments=dict(call.function.arguments or {}))
-                          for call in (message.tool_calls or ()))
-        if chunk.done:
-            self.prompt_eval_count = chunk.prompt_eval_count
-            self.eval_count = chunk.eval_count
-        piece = message.content or ""
-        if piece:
-            self.parts.append(piece)
-        return self.thinking.feed(piece) if piece else ""
-
-    def finish(self, offered: list[str]) -> ChatReply:
-        """The whole reply; a tool call the model wrote as text becomes a tool call."""
-        text = strip_think("".join(self.parts))
-        calls = tuple(self.calls)
-        if not calls:
-            text, calls = text_tool_calls.parse(text, offered)
-            if calls:
-                log.info("the model wrote %d tool call(s) as text: %s", len(calls), ", ".join(c.name for c in calls))
-        usage = {}
-        if self.prompt_eval_count is not None:
-            usage["prompt_tokens"] = self.prompt_eval_count
-        if self.eval_count is not None:
-            usage["completion_tokens"] = self.eval_count
-        return ChatReply(text=text, tool_calls=calls, usage=usage)
-
-
-def tool_names(tools: list[dict[str, Any]]) -> list[str]:
-    """The names of the offered tool definitions."""
-    return [tool.get("function", {}).get("name", "") for tool in tools]
+    Ollama counts in ``prompt_eval_count`` only the prompt's tokens after the prefix its cache held.
+    """
+    message = chunk.message
+    reply.calls.extend(ToolCall(name=call.function.name, arguments=dict(call.function.arguments or {}))
+                       for call in (message.tool_calls or ()))
+    if chunk.done:
+        if chunk.prompt_eval_count is not None:
+            reply.usage["evaluated_tokens"] = chunk.prompt_eval_count
+        if chunk.eval_count is not None:
+            reply.usage["completion_tokens"] = chunk.eval_count
+    return reply.text(message.content or "")

@@ -20,10 +20,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch):
-    """A started scripted server; ``OLLAMA_HOST`` points at it."""
+    """A started scripted server; ``OLLAMA_HOST`` and ``OPENAI_BASE_URL`` (its OpenAI API) point at it."""
     with ScriptedOllama() as scripted:
         monkeypatch.setenv("OLLAMA_HOST", scripted.host)
+        monkeypatch.setenv("OPENAI_BASE_URL", scripted.host + "/v1")
         yield scripted
+
+
+APIS = ("ollama", "openai")
+"""The model-server APIs the engine speaks (``llm.backend``), both answered by the scripted server."""
+
+
+@pytest.fixture(params=APIS)
+def api(request: pytest.FixtureRequest) -> str:
+    """Each API in turn, for the tests that hold for both backends: write ``llm: {backend: <api>}``, or pass
+    ``backend_name=api`` to the engine."""
+    return request.param
 
 
 @pytest.fixture

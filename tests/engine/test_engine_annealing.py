@@ -31,9 +31,9 @@ def _install_broken_skill(home: Path) -> None:
     (skills / "fetch_page.py").write_text(BROKEN_SKILL, encoding="utf-8")
 
 
-def test_failing_tool_is_logged_and_the_model_recovers(server, agents_home, make_engine):
+def test_failing_tool_is_logged_and_the_model_recovers(server, api, agents_home, make_engine):
     """A tool that raises: ERROR with traceback in LOG.md, NOW goes to error, and the model is re-prompted to recover."""
-    write_config(agents_home, "llm:\n  backend: ollama\n")
+    write_config(agents_home, f"llm:\n  backend: {api}\n")
     _install_broken_skill(agents_home)
     seen_now = []
     server.enqueue(tool_call("fetch_page", url="https://example.org"),
@@ -50,8 +50,9 @@ def test_failing_tool_is_logged_and_the_model_recovers(server, agents_home, make
     retry_prompt = server.chat_requests[1]["messages"]
     memory = [m["content"] for m in retry_prompt if m["role"] == "user" and m["content"].startswith("# Memory")]
     assert len(memory) == 1 and "## Recovery" in memory[0] and "network unreachable" in memory[0]
-    assert retry_prompt[-1]["content"] == memory[0], "the memory message comes last"
-    assert "network unreachable" in retry_prompt[-2]["content"] and retry_prompt[-2]["role"] == "tool"
+    assert retry_prompt[-4]["content"] == memory[0], "the memory message comes before the turn"
+    assert retry_prompt[-3]["content"] == "Summarise https://example.org"
+    assert "network unreachable" in retry_prompt[-1]["content"] and retry_prompt[-1]["role"] == "tool"
 
 
 def test_run_that_keeps_failing_exits_non_zero_with_recovery_steps(server, agents_home):
@@ -71,9 +72,9 @@ def test_run_that_keeps_failing_exits_non_zero_with_recovery_steps(server, agent
     assert run_end.metadata["outcome"] == "error"
 
 
-def test_malformed_tool_calls_are_fed_back_to_the_model(server, agents_home, make_engine):
+def test_malformed_tool_calls_are_fed_back_to_the_model(server, api, agents_home, make_engine):
     """Unparseable tool arguments and arguments that miss the schema both reach the model as errors it can fix."""
-    write_config(agents_home, "llm:\n  backend: ollama\n")
+    write_config(agents_home, f"llm:\n  backend: {api}\n")
     server.enqueue(
         raw({"content": "", "tool_calls": [{"function": {"name": "save_fact", "arguments": "{key: broken"}}]}),
         tool_call("save_fact", key="city"),
@@ -84,21 +85,25 @@ def test_malformed_tool_calls_are_fed_back_to_the_model(server, agents_home, mak
 
     assert result.ok
     second = server.chat_requests[1]["messages"]
-    assert second[-1]["content"].startswith("# Memory"), "the memory message comes last"
-    assert second[-2]["role"] == "user" and "malformed tool call" in second[-2]["content"]
+    assert second[-3]["content"].startswith("# Memory"), "the memory message comes before the turn"
+    assert second[-1]["role"] == "user" and "malformed tool call" in second[-1]["content"]
     third = server.chat_requests[2]["messages"]
-    assert third[-2]["role"] == "tool" and "missing required argument" in third[-2]["content"]
+    assert third[-1]["role"] == "tool" and "missing required argument" in third[-1]["content"]
     assert MemoryManager("finn").get_fact("city") == "Lisbon"
 
 
-def test_ollama_down_is_one_line_error_and_recorded(agents_home, monkeypatch):
-    """With llm.backend ollama and no server: one-line error, exit 6 (backend), ERROR and RUN_END error in LOG, NOW error."""
-    write_config(agents_home, "llm:\n  backend: ollama\n")
-    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+DOWN = {"ollama": "error: no Ollama server answers at http://127.0.0.1:9",
+        "openai": "error: no OpenAI-compatible server answers at http://127.0.0.1:9/v1"}
+
+
+def test_server_down_is_one_line_error_and_recorded(api, agents_home):
+    """With llm.backend ollama or openai and no server: one-line error, exit 6 (backend), ERROR and RUN_END error in
+    LOG, NOW error."""
+    write_config(agents_home, f"llm:\n  backend: {api}\n")
     result = run_cli("--agent", "finn", "Do something")
 
     assert result.returncode == 6  # core.terminal.exit_codes.BACKEND
-    assert result.stderr.strip().splitlines()[-1].startswith("error: no Ollama server answers at http://127.0.0.1:9")
+    assert result.stderr.strip().splitlines()[-1].startswith(DOWN[api])
     assert "Traceback" not in result.stderr
     memory = MemoryManager("finn")
     types = [e.type for e in memory.scan_log().entries]
@@ -113,7 +118,25 @@ def test_auto_backend_falls_back_to_offline_and_says_so(agents_home, monkeypatch
 
     assert result.returncode == 0, result.stderr
     assert "No Ollama answers at http://127.0.0.1:9" in result.stderr and "OFFLINE" in result.stderr
+    assert "nor an OpenAI-compatible server at http://127.0.0.1:9/v1" in result.stderr
     assert MemoryManager("finn").get_fact("favourite_colour") == "teal"
+
+
+def test_auto_backend_takes_an_openai_server_when_no_ollama_answers(agents_home, monkeypatch):
+    """llm.backend auto, no Ollama, a llama-server (the OpenAI API only) at llm.host: the run uses it and says so,
+    with the window the server gave."""
+    from tests.ollama_server import ScriptedOllama
+
+    with ScriptedOllama(apis=("openai",), context_length=8192) as server:
+        server.enqueue("Hello from llama.cpp.")
+        write_config(agents_home, f"llm:\n  host: {server.host}\n")
+        result = run_cli("--agent", "finn", "hello")
+        assert [body["openai"]["model"] for body in server.chat_requests] == ["llama3.1"]
+
+    assert result.returncode == 0, result.stderr
+    assert f"backend: openai (no Ollama answers at {server.host}), model llama3.1 at {server.host}/v1" in result.stderr
+    assert "window: 8192 tokens (llama.cpp /props n_ctx)" in result.stderr
+    assert "Hello from llama.cpp." in result.stdout
 
 
 def test_second_engine_on_a_running_agent_is_refused(agents_home, make_engine):
@@ -129,15 +152,16 @@ def test_second_engine_on_a_running_agent_is_refused(agents_home, make_engine):
     assert make_engine(offline=True).run("status").ok
 
 
-def test_missing_model_and_server_errors(server, agents_home, make_engine):
-    """A model the server lacks is ModelNotFoundError; an HTTP 500 is retried as a recoverable error."""
+def test_missing_model_and_server_errors(server, api, agents_home, make_engine):
+    """A model the server lacks is ModelNotFoundError naming the fix; an HTTP 500 is retried as a recoverable error."""
     import pytest
 
     from core.errors import ModelNotFoundError
 
-    write_config(agents_home, "llm:\n  backend: ollama\n")
+    write_config(agents_home, f"llm:\n  backend: {api}\n")
     missing = make_engine(model="no-such-model")
-    with pytest.raises(ModelNotFoundError, match="ollama pull"):
+    fix = {"ollama": "ollama pull", "openai": "serves 'llama3.1': pass --model"}[api]
+    with pytest.raises(ModelNotFoundError, match=fix):
         missing.run("hello")
     missing.close()  # one engine an agent at a time
     server.enqueue(Error(500, "out of memory"), "Hello again.")

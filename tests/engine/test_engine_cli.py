@@ -67,7 +67,8 @@ def test_bad_agent_name_is_one_line_error(agents_home):
 
 
 def test_system_prompt_order_and_freshness(server, agents_home, make_engine):
-    """Each LLM call gets SYSTEM → AGENT.md → directives → NOW → log since NOW → facts, rebuilt after every tool call."""
+    """Each LLM call gets SYSTEM → AGENT.md → directives, then the memory (log since NOW → NOW → facts), rebuilt
+    after every tool call."""
     write_config(agents_home, "llm:\n  backend: ollama\n")
     config = agents_home / "finn" / "config"
     config.mkdir(parents=True)
@@ -80,7 +81,7 @@ def test_system_prompt_order_and_freshness(server, agents_home, make_engine):
     make_engine().run("Will it rain?")
 
     first, second = server.rendered_prompts()
-    order = ["# AgentOS", "You are Finn.", "British English", "## Facts", "## NOW", "## Log since NOW"]
+    order = ["# AgentOS", "You are Finn.", "British English", "## Log since NOW", "## NOW", "## Facts"]
     positions = [second.index(marker) for marker in order]
     assert positions == sorted(positions)
     assert "Checking the weather" not in first and "Checking the weather" in second

@@ -120,25 +120,25 @@ def test_a_hand_written_schema_is_checked_with_jsonschema():
         Arguments.of_schema("broken", {"type": "no-such-type"})
 
 
-def test_a_tool_call_written_as_text_is_run_by_the_engine(server, make_engine):
+def test_a_tool_call_written_as_text_is_run_by_the_engine(server, api, make_engine):
     """The server's model writes the call as text in <tool_call> tags (qwen2.5): the fact is saved."""
     server.enqueue({"content": '<tool_call>{"name": "save_fact", "arguments": {"key": "city", "value": "Lisbon", '
                                '"category": "personal"}}</tool_call>'},
                    "Saved: your city is Lisbon.")
-    engine = make_engine()
+    engine = make_engine(backend_name=api)
     result = engine.run("Remember that I live in Lisbon")
     assert result.ok and result.tool_calls == 1
     assert engine.manager.facts.get("city").value == "Lisbon"
 
 
-def test_an_invalid_call_is_answered_with_the_error_and_corrected(server, make_engine):
+def test_an_invalid_call_is_answered_with_the_error_and_corrected(server, api, make_engine):
     """Bad arguments go back to the model as a tool result naming the field; its corrected call runs."""
     server.enqueue({"content": '{"name": "save_fact", "parameters": {"key": "city", "value": "Porto", '
                                '"category": "weird"}}'},
                    {"content": '{"name": "save_fact", "parameters": {"key": "city", "value": "Porto", '
                                '"category": "personal"}}'},
                    "Saved.")
-    engine = make_engine()
+    engine = make_engine(backend_name=api)
     result = engine.run("Remember that I live in Porto")
     assert result.ok and result.tool_calls == 2
     tool_results = [m for m in server.chat_requests[-1]["messages"] if m["role"] == "tool"]
@@ -146,11 +146,11 @@ def test_an_invalid_call_is_answered_with_the_error_and_corrected(server, make_e
     assert engine.manager.facts.get("city").value == "Porto"
 
 
-def test_the_reply_streams_and_the_spinner_stops_at_the_first_token(server, make_engine):
+def test_the_reply_streams_and_the_spinner_stops_at_the_first_token(server, api, make_engine):
     """The backend asks for a stream; the display gets the text in pieces, a text tool call is held back."""
     server.enqueue({"content": '{"name": "get_fact", "arguments": {"key": "city"}}'},
                    "Your city is not saved yet, " + "and here is a long answer. " * 20)
-    engine = make_engine()
+    engine = make_engine(backend_name=api)
     out = io.StringIO()
     pieces: list[str] = []
     display = ReplyDisplay(out)

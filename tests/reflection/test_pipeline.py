@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from tests.conftest import write_home_config
 from tests.ollama_server import verbatim
-from tests.reflection.conftest import reflect_config
+from tests.reflection.conftest import MODEL, reflect_config
 from tests.reflection.corpus import conversation
 from tests.reflection.model import HARSH, MODES, answer
 
@@ -222,3 +224,28 @@ def test_a_model_that_never_answers_well_is_not_asked_four_times_an_entry(agents
         finn.reflection.run(backend, retry_all=True)
         assert {s.key: s.value for s in stated} == {k: f["value"] for k, f in learned(finn).items()}
         assert finn.reflection.status()["quarantined"] == []
+
+
+@pytest.mark.parametrize("api", ["ollama", "openai"])
+def test_a_reply_that_runs_on_is_stopped_at_the_room_the_batch_left_and_the_entry_is_quarantined(finn, server, api):
+    """A small model looping inside the schema (a list of facts that never closes) is stopped by the server at the
+    tokens the batch left for the reply (Ollama's num_predict, the OpenAI API's max_tokens), not at the end of the
+    window: each reply is that long at most, and the entry is quarantined, not lost."""
+    from core.llm.ollama_backend import OllamaBackend
+    from core.llm.openai_backend import OpenAIBackend
+    from core.memory.reflection.inputs import reply_tokens
+
+    seq = finn.append_log("USER_FEEDBACK", "my editor is Helix")
+    item = '{"subject": "user", "attribute": "editor", "value": "Helix", "sources": [1], "credential": false}, '
+    runaway = verbatim('{"facts": [' + item * 400)  # about 14,000 tokens, never closed
+    server.enqueue(runaway, runaway)
+    backend = (OllamaBackend(MODEL, server.host, timeout_s=10.0, num_ctx=4096) if api == "ollama"
+               else OpenAIBackend(MODEL, server.host, timeout_s=10.0, num_ctx=4096))
+    report = finn.reflection.run(backend)
+
+    bound = reply_tokens(backend.window)
+    assert len(server.generated) == report.calls == 2
+    assert all(tokens <= bound for tokens in server.generated), (server.generated, bound)
+    [held] = finn.reflection.status()["quarantined"]
+    assert held["item"] == f"log:{seq}" and "ReflectReply" in held["reason"]
+    assert learned(finn) == {}

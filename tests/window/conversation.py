@@ -76,12 +76,49 @@ def replies() -> tuple:
     return tuple(script)
 
 
-def tell_notes(engine: Any, turns: int = TURNS) -> None:
-    """Tell ``engine`` the notes of turns 1 to ``turns``, the first one opening with ``FACT``."""
+def tell_notes(engine: Any, turns: int = TURNS, check: bool = True, progress: Any = None) -> list[Any]:
+    """Tell ``engine`` the notes of turns 1 to ``turns``, the first one opening with ``FACT``; return the runs'
+    results. ``check``: every run must end ``done`` (a scripted model's do; a real one may not);
+    ``progress(turn)`` is called after each turn."""
     rng = random.Random(9)
-    assert engine.run(f"{FACT} " + note(1, rng)).ok
-    for turn in range(2, turns + 1):
-        assert engine.run(note(turn, rng)).ok
+    results = []
+    for turn in range(1, turns + 1):
+        result = engine.run((f"{FACT} " if turn == 1 else "") + note(turn, rng))
+        assert result.ok or not check, result
+        results.append(result)
+        if progress is not None:
+            progress(turn)
+    return results
+
+
+def record_requests(backend: Any) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """Keep every request ``backend`` is sent from now on, the planner's and the summarizers', as
+    ``(messages, tools)`` in order (the list returned fills as the calls are made)."""
+    recorded: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+    chat = backend.chat
+
+    def recording(messages, tools, on_text=None, **options):
+        recorded.append(([dict(m) for m in messages], list(tools)))
+        return chat(messages, tools, on_text, **options)
+
+    backend.chat = recording
+    return recorded
+
+
+def replay(requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], num_ctx: int) -> list[Any]:
+    """Send the same requests, in the same order, to the scripted Ollama-like server (a model of ``num_ctx``
+    tokens) and return what it saw of each (:class:`tests.ollama_server.Prompt`: its cached and evaluated
+    tokens by its own reckoning)."""
+    import ollama
+
+    from tests.ollama_server import ScriptedOllama
+
+    with ScriptedOllama(default="ok", context_length=num_ctx) as server:
+        client = ollama.Client(host=server.host)
+        for messages, tools in requests:
+            client.chat(model="llama3.1", messages=messages, tools=tools or None, options={"num_ctx": num_ctx})
+        client.close()
+        return list(server.prompts)
 
 
 def consecutive_pairs(server: Any) -> list[tuple[Any, Any]]:

@@ -1,4 +1,4 @@
-"""The memory message: sent last, read fresh at every call, and saying each thing once."""
+"""The memory message: right before the turn's request, read fresh at every call, and saying each thing once."""
 
 from __future__ import annotations
 
@@ -9,23 +9,23 @@ REQUEST = ("Please plan the orchard harvest: the north rows ripen first, the pic
 FOLLOW_UP = "Also book the van for Friday morning, the big one with the ramp, and tell the pickers."
 
 
-def test_the_request_is_sent_once_and_the_memory_comes_last(make_server, agents_home, make_engine):
+def test_the_request_is_sent_once_and_comes_after_the_memory(make_server, agents_home, make_engine, api):
     """NOW's objective and the RUN_START and USER_FEEDBACK entries repeat the user's request: the memory
-    message points to it instead (this turn's and the earlier ones the conversation shows), and it is the
-    prompt's last message, after the request; NOW.md and LOG.md themselves keep the text."""
+    message points to it instead (this turn's and the earlier ones the conversation shows), and it comes
+    right before the request, the prompt's last message; NOW.md and LOG.md themselves keep the text."""
     server = make_server(context_length=8192, default="Noted.")
-    write_config(agents_home, "llm:\n  backend: ollama\n")
+    write_config(agents_home, f"llm:\n  backend: {api}\n")
     engine = make_engine()
     assert engine.run(REQUEST).ok
     assert engine.run(FOLLOW_UP).ok
 
     for body, request in zip(server.chat_requests, (REQUEST, FOLLOW_UP)):
         messages = body["messages"]
-        assert messages[-1]["content"].startswith("# Memory") and messages[-2]["content"] == request
+        assert messages[-2]["content"].startswith("# Memory") and messages[-1]["content"] == request
         rendered = "\n".join(str(m["content"]) for m in messages)
         assert rendered.count(REQUEST[:60]) == 1, rendered
-        assert "objective: (this turn's request: the user's newest message)" in messages[-1]["content"]
-    memory = server.chat_requests[1]["messages"][-1]["content"]
+        assert "objective: (this turn's request: the user's newest message)" in messages[-2]["content"]
+    memory = server.chat_requests[1]["messages"][-2]["content"]
     assert "USER_FEEDBACK: (this turn's request: the user's newest message)" in memory
     assert "USER_FEEDBACK: (that turn's request: the user's message in the conversation)" in memory
     assert "RUN_START: (the request logged in #" in memory
@@ -34,11 +34,11 @@ def test_the_request_is_sent_once_and_the_memory_comes_last(make_server, agents_
     assert logged == [REQUEST, FOLLOW_UP]
 
 
-def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server, agents_home, make_engine):
-    """A request that alone could take half the window goes last, so that a server that must drop a
-    message to fit (Ollama always keeps the last one) drops the memory, not the request."""
+def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server, agents_home, make_engine, api):
+    """A request that alone could take half the window goes last too, as every request: a server that must drop
+    a message to fit (Ollama always keeps the last one) drops the memory, not the request."""
     server = make_server(context_length=131072, default="Noted.")  # a 16,384-token window (llm.num_ctx)
-    write_config(agents_home, "llm:\n  backend: ollama\n")
+    write_config(agents_home, f"llm:\n  backend: {api}\n")
     engine = make_engine()
     document = "The orchard has forty rows of apple trees. " * 600  # ~26,000 characters: fits, whole
     assert engine.run("Read this. " + document + " What is it about?").ok
@@ -49,4 +49,24 @@ def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server
     assert messages[-2]["content"].startswith("# Memory")
     assert messages[-1]["content"].startswith("Read this.")
     later = server.chat_requests[1]["messages"]
-    assert later[-1]["content"].startswith("# Memory"), "an ordinary request is followed by the memory again"
+    assert later[-2]["content"].startswith("# Memory") and later[-1]["content"].startswith("Thanks")
+
+
+def test_a_steps_memory_changes_only_where_the_step_did(make_server, agents_home, make_engine, api):
+    """At a run's second step the memory leaves out the run's own log entries (the conversation shows its tool
+    call and result) and is the first step's up to the facts, where the fact the step saved appears."""
+    from tests.ollama_server import tool_call
+
+    server = make_server(context_length=8192, default="Noted.")
+    write_config(agents_home, f"llm:\n  backend: {api}\n")
+    server.enqueue(tool_call("save_fact", key="van", value="the big one", category="general"), "Saved.")
+    engine = make_engine()
+    assert engine.run(FOLLOW_UP).ok
+
+    first, second = (body["messages"] for body in server.chat_requests)
+    assert first[-2]["content"].startswith("# Memory") and second[-4]["content"].startswith("# Memory")
+    assert [m["role"] for m in second[-3:]] == ["user", "assistant", "tool"]
+    before, after = first[-2]["content"], second[-4]["content"]
+    assert "TOOL_USE" not in after and "FACT: fact van" not in after
+    assert after.split("## Facts")[0] == before.split("## Facts")[0]
+    assert "van (general): the big one" in after.split("## Facts")[1]

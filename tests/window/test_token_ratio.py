@@ -21,11 +21,12 @@ PROSE = ("The harbour lantern glowed over the gravel path while the copper kettl
          "nobody knew why the meadow smelled of pepper and thistle that evening. ")
 
 
-def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_server, agents_home, make_engine):
-    """After a few calls the estimate matches the server's count within 5%, the ratio is saved, and a new
-    engine starts from it."""
+def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_server, agents_home, make_engine, api):
+    """After a few calls the estimate matches the server's count within 5% (Ollama's prompt_eval_count, of the
+    part after the cached prefix; the OpenAI API's usage.prompt_tokens, of the whole prompt), the ratio is
+    saved, and a new engine starts from it."""
     server = make_server(default="Noted.")
-    write_config(agents_home, "llm:\n  backend: ollama\n")
+    write_config(agents_home, f"llm:\n  backend: {api}\n")
     engine = make_engine()
     assert engine.backend.window.chars_per_token == 3.0, "an unmeasured model starts on the safe side"
     for turn in range(4):
@@ -35,7 +36,8 @@ def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_ser
     last = engine.backend.meter.last
     # The server counted only what its cache did not hold; the engine sizes that part from the prefix the
     # prompt shares with the previous one, a little less exactly than a whole prompt.
-    assert last.reported == server.prompts[-1].evaluated and abs(last.error) < 0.08
+    counted = server.prompts[-1].evaluated if api == "ollama" else server.prompts[-1].rendered_tokens
+    assert last.reported == counted and abs(last.error) < 0.08
     from core.engine.cli import command
 
     status = command(engine, "/status")
@@ -49,11 +51,13 @@ def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_ser
     assert abs(again.backend.window.chars_per_token - learned) < 0.01
 
 
-def test_a_prompt_cut_by_the_server_is_a_warning_with_both_numbers(make_server, agents_home, make_engine, caplog):
+@pytest.mark.parametrize("api", ["ollama", "openai"])
+def test_a_prompt_cut_by_the_server_is_a_warning_with_both_numbers(make_server, agents_home, make_engine, caplog, api):
     """A wrong learned ratio (8 chars/token) makes the engine overfill the window with a long request: the
-    server cuts the prompt, the engine logs both counts and lowers the ratio, and the next request fits."""
-    server = make_server(context_length=8192, default="Noted.")
-    write_config(agents_home, "llm:\n  backend: ollama\n")
+    server cuts the prompt (Ollama; of the OpenAI-compatible servers, LM Studio and Ollama's /v1), the engine
+    logs both counts and lowers the ratio, and the next request fits."""
+    server = make_server(context_length=8192, default="Noted.", overflow="truncate")
+    write_config(agents_home, f"llm:\n  backend: {api}\n")
     (agents_home / "token_ratios.json").write_text(json.dumps({"llama3.1": 8.0}))
     engine = make_engine()
     caplog.set_level(logging.WARNING, logger="core.llm.model_window")

@@ -11,7 +11,8 @@ of the prompt, a WARNING and a LOG.md entry say so.
 
 The model server keeps the previous prompt's KV cache and evaluates only what follows the prefix a
 prompt shares with it, so the prompt keeps its prefix from call to call: the memory message, the one
-part rebuilt at every step, comes last; a compaction (whose summary calls take the server's cache)
+part rebuilt at every step, comes after the older turns, right before this turn's request (which must be
+the last thing the model reads before it answers, see :func:`ordered`); a compaction (whose summary calls take the server's cache)
 runs at a run's first call unless the history no longer fits, and goes deep, keeping verbatim only the
 newest messages that fill a quarter of the budget, so that several turns pass before the next one.
 """
@@ -41,10 +42,6 @@ configured fresh tail): with the summaries the history is then well under the th
 MIN_LEAF = 2
 """Fewest messages of a leaf summary made because the window is full."""
 MIDDLE_NOTE = "\n[... {cut} characters of this message left out to fit the model's window ...]\n"
-LARGE_TURN_SHARE = 0.5
-LARGE_TURN_CHARS_PER_TOKEN = 3.0
-"""A turn whose characters, at this safe ratio, fill more than ``LARGE_TURN_SHARE`` of the window is
-sent after the memory message, last (see :func:`ordered`)."""
 LOSS_TOLERANCE = 0.05
 """Share of the conversation that may differ between the stored and the assembled estimate (wrappers)."""
 
@@ -68,6 +65,9 @@ class ContextBuilder:
         self.loss_reported = False
         self.last: Prompt | None = None
         self.tools_chosen = False
+        self.turn_log: tuple[Any, int] = (None, 0)
+        """The turn whose first planner call was built, and the newest LOG.md entry then: its later calls'
+        memory shows the log up to it (the run's own steps are in the conversation)."""
         self.tools_note = ""
         """One line saying the core tool set is offered and why ("" when every tool is)."""
 
@@ -89,6 +89,10 @@ class ContextBuilder:
         """
         rt = self.rt
         window = sizing.window_of(rt.backend, rt.config)
+        if not state.get("steps"):
+            self.turn_log = (state.get("turn_id"), rt.manager.log.last_seq())
+        elif self.turn_log[0] == state.get("turn_id"):
+            extras = replace(extras, log_until=self.turn_log[1])
         parts = self._parts(extras, window)
         if not self.tools_chosen:
             self._choose_tools(window, parts)
@@ -115,8 +119,7 @@ class ContextBuilder:
         redactor = rt.manager.facts.redactor()
         current = [m if _may_hold_secret(m, n) else redactor(m) for n, m in enumerate(current)]
         stable = [{"role": "system", "content": parts.system}, *redactor(history)]
-        prompt = Prompt(ordered(stable, current, parts.memory_message, budgets.num_ctx), tools, parts.memory,
-                        budgets, compaction)
+        prompt = Prompt(ordered(stable, current, parts.memory_message), tools, parts.memory, budgets, compaction)
         self.last = prompt
         return prompt
 
@@ -213,19 +216,16 @@ class ContextBuilder:
                                                        "sent_tokens": sent})
 
 
-def ordered(stable: list[dict[str, Any]], current: list[dict[str, Any]], memory: str,
-            num_ctx: int) -> list[dict[str, Any]]:
-    """The prompt's messages from the most stable to the most volatile: the system message and older turns,
-    this turn's request and tool results (they stay for every later step and turn), then the memory message
-    that changes at every step, so that the server's prompt cache covers everything before it.
+def ordered(stable: list[dict[str, Any]], current: list[dict[str, Any]], memory: str) -> list[dict[str, Any]]:
+    """The prompt's messages: the system message and older turns (the same from call to call, so the server's
+    prompt cache covers them), the memory message, rebuilt at every step, then this turn's request and its
+    tool calls and results.
 
-    Ollama keeps a prompt's last message whatever its size and drops older ones: a turn big enough to
-    overflow the window if the estimate is off goes after the memory instead, so that the server would
-    drop the memory, not the request.
+    The request comes after the memory, never before it: the last user text of a prompt is what a model
+    answers, and a real one asked with the memory block after the request answers the block. Ollama keeps
+    the last message whatever its size when it must drop some to fit, so the request is the one it keeps.
     """
-    message = {"role": "user", "content": memory}
-    large = sum(len(_text(m)) for m in current) > num_ctx * LARGE_TURN_CHARS_PER_TOKEN * LARGE_TURN_SHARE
-    return [*stable, message, *current] if large else [*stable, *current, message]
+    return [*stable, {"role": "user", "content": memory}, *current]
 
 
 def fit_current(messages: list[dict[str, Any]], window: Any, budget: int) -> list[dict[str, Any]]:

@@ -1,8 +1,11 @@
-"""The text of the memory message: the learned profile, the facts, NOW.md and the LOG.md entries, read before
+"""The text of the memory message: the learned profile, the LOG.md entries, NOW.md and the facts, read before
 every planner call.
 
-It is the one part of a planner prompt that changes at every step, and the last one, so all of it is
-evaluated again each time: it says each thing once. The user's request of the turn is in the
+It is rebuilt before every planner call and sent right before the turn's request. Within a run it changes
+only where a step changed NOW or the facts: the run's own log entries stay out of it (the prompt's
+conversation shows the run's tool calls and results), and its sections go from the log to NOW to the
+facts, so that a step's prompt shares the memory with the previous step's up to that change. It says
+each thing once. The user's request of the turn is in the
 conversation; NOW's objective and the log entries that only repeat it point to it, so do the entries
 that repeat an earlier request the prompt's conversation shows, a RUN_START points to the
 USER_FEEDBACK entry that logs the same request, and times show the time of day (the date once, in the
@@ -34,14 +37,19 @@ IN_CONVERSATION = "(that turn's request: the user's message in the conversation)
 
 
 def memory_context(manager: MemoryManager, max_tokens: int, request: str = "",
-                   earlier: tuple[str, ...] = ()) -> str:
-    """The facts, NOW.md, and the LOG.md entries since NOW was written plus the tail, within ``max_tokens``
-    (the caller redacts the secrets and forgotten values; the entries a FORGET named are left out here).
+                   earlier: tuple[str, ...] = (), until: int = 0) -> str:
+    """The LOG.md entries (the tail, and those since NOW was written), NOW.md and the facts, within
+    ``max_tokens`` (the caller redacts the secrets and forgotten values; the entries a FORGET named are left
+    out here).
 
-    ``request`` is this turn's request and ``earlier`` the earlier ones the prompt's conversation shows.
+    ``request`` is this turn's request and ``earlier`` the earlier ones the prompt's conversation shows;
+    ``until`` (when set) is the last entry shown: those written after it are the run's own steps, which
+    the prompt's conversation shows.
     """
     now = manager.now_state()
     entries = visible_entries(manager.db, manager.log.tail(TAIL_ENTRIES + SINCE_ENTRIES))
+    if until:
+        entries = [e for e in entries if e.seq <= until]
     since = [e for e in entries if e.seq > now.log_seq][-SINCE_ENTRIES:]
     tail = [e for e in entries if e.seq <= now.log_seq][-TAIL_ENTRIES:]
     day = (entries[-1].ts if entries else now.updated_at or "")[:10]
@@ -62,18 +70,18 @@ def memory_context(manager: MemoryManager, max_tokens: int, request: str = "",
     since_lines = fit_newest(rendered[len(tail):], int(budget * 0.75))
     budget -= estimate_tokens("\n".join(since_lines))
     tail_lines = fit_newest(rendered[:len(tail)], budget)
-    # The facts change least often, the log every step: in this order a prompt shares more of its
-    # beginning with the previous one.
+    # From what stays the same through a run to what a step may change, so that a step's prompt shares the
+    # memory with the previous step's up to that change: the learned profile (reflection refreshes it
+    # between runs), the log (the run's own entries stay out), NOW (update_status), the facts (save_fact).
     parts = [title, ""]
     if profile_lines:
         parts += [PROFILE_TITLE, *profile_lines, ""]
-    parts += ["## Facts (secrets hidden: call get_fact)", *(fact_lines or ["(none saved)"])]
+    parts += ["## Earlier activity (LOG.md tail)", *(tail_lines or ["(none)"])]
+    parts += ["", f"## Log since NOW was written (LOG.md after #{now.log_seq})", *(since_lines or ["(nothing since)"])]
+    parts += ["", *head[2:]]
+    parts += ["", "## Facts (secrets hidden: call get_fact)", *(fact_lines or ["(none saved)"])]
     if len(fact_lines) < len(facts):
         parts.append(more_facts_note(len(facts) - len(fact_lines)))
-    parts += ["", *head[2:]]
-    parts += ["", f"## Log since NOW was written (LOG.md after #{now.log_seq})"]
-    parts += since_lines or ["(nothing since)"]
-    parts += ["", "## Earlier activity (LOG.md tail)", *(tail_lines or ["(none)"])]
     return "\n".join(parts)
 
 

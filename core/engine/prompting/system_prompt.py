@@ -52,6 +52,9 @@ class PromptExtras:
     earlier_requests: tuple[str, ...] = ()
     """User messages of earlier turns that the prompt's conversation shows: the log entries that repeat
     one point to it."""
+    log_until: int = 0
+    """The last LOG.md entry the memory shows (0: the newest): at a run's later steps, the one that was newest
+    at its first; the conversation shows the run's own steps."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,8 @@ def build_system_prompt(
     paths = manager.paths
     redactor = manager.facts.redactor()
     system = [base_instructions(paths), *_identity_sections(paths, identity)]
-    memory = redactor(memory_context(manager, memory_tokens, extras.request, extras.earlier_requests))
+    memory = redactor(memory_context(manager, memory_tokens, extras.request, extras.earlier_requests,
+                                     extras.log_until))
     volatile = [memory]
     if extras.resumed:
         volatile.append(prompts.load("RESUME"))

@@ -22,6 +22,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "converting_os_errors": "fsutil",
     "fsync_dir": "fsutil",
     "load_yaml": "plain_yaml",
+    "yaml_error_line": "plain_yaml",
     "os_error_number": "fsutil",
     "parse_or_none": "log_file",
     "public_methods_converting_os_errors": "fsutil",

@@ -9,6 +9,7 @@ column of the first, before any value is built.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -56,3 +57,11 @@ def _check(root: yaml.Node) -> None:
             stack.extend((part, depth + 1) for pair in node.value for part in pair)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend((item, depth + 1) for item in node.value)
+
+
+def yaml_error_line(path: Path, exc: yaml.MarkedYAMLError) -> str:
+    """One line: ``<file>:<line>:<column>: invalid YAML: <problem>; fix the file or remove it`` (from 1)."""
+    mark = exc.problem_mark or exc.context_mark
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+    problem = " ".join(str(exc.problem or exc.context or "syntax error").split())
+    return f"{where}: invalid YAML: {problem}; fix the file or remove it"

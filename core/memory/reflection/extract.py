@@ -2,7 +2,9 @@
 
 :class:`ModelReader` sends one batch in one chat call, with the reply's JSON schema where the backend
 takes one (``structured``: Ollama's ``format``; an OpenAI-compatible backend maps it to
-``response_format``). :func:`resolve` turns a batch into what may be kept:
+``response_format``), and the reply bounded to the tokens the batch left for it (a small model can loop
+inside a schema until the window is full, holding the server's slot). :func:`resolve` turns a batch into
+what may be kept:
 
 1. the reply is read (prose, a fence, a ``<think>`` block around the object are fine,
    :func:`core.llm.structured.parse_reply`) and checked (:mod:`core.memory.reflection.check`);
@@ -31,7 +33,7 @@ from core.llm.templates import fill, load_prompt
 from core.llm.window import ContextWindow
 from core.memory.foreground import background_thread
 from core.memory.reflection.check import Checked, check
-from core.memory.reflection.inputs import Item
+from core.memory.reflection.inputs import Item, reply_tokens
 from core.memory.reflection.reply import ReflectReply, schema
 
 log = logging.getLogger(__name__)
@@ -134,8 +136,9 @@ class ModelReader:
             Stopped: the memory is closing.
             BackendError: the call failed or took longer than ``timeout_s``.
         """
-        if getattr(self.backend, "structured", False):
-            call: Callable[[], Any] = lambda: self.backend.chat(messages, [], format=schema())
+        if getattr(self.backend, "structured", False):  # a model server's backend: the shape and a length bound
+            limit = reply_tokens(self.window)
+            call: Callable[[], Any] = lambda: self.backend.chat(messages, [], format=schema(), max_tokens=limit)
         else:
             call = lambda: self.backend.chat(messages, [])
         return str(_bounded(call, self.timeout_s, self.cancel).text or "")

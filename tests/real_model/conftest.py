@@ -1,0 +1,46 @@
+"""Fixtures of the tests on a real model: llama.cpp's llama-server running SmolLM2-135M-Instruct (the
+``llama_server`` fixture of tests/conftest.py), agents configured for it, and engines on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_home_config
+
+
+MODEL_TIMEOUT_S = 1500.0
+"""Seconds a model call may take: a bound for a hung server, not a speed target. With the machine's cores busy
+(the other test worker, other processes) llama-server on one thread evaluated 5 to 25 prompt tokens a second,
+so a cold prompt of a few thousand tokens took minutes, past the configured defaults (120 s)."""
+
+
+def configure(home: Path, server, **sections) -> None:
+    """``llm`` of the agents home for ``server`` (backend openai, its URL, its model, :data:`MODEL_TIMEOUT_S`),
+    the summaries' timeouts as long, plus ``sections``."""
+    memory = {"compact_timeout_s": MODEL_TIMEOUT_S, "compact_deadline_s": 2 * MODEL_TIMEOUT_S,
+              **sections.pop("memory", {})}
+    provider = {"summarizer_timeout_s": MODEL_TIMEOUT_S, "deadline_s": 2 * MODEL_TIMEOUT_S,
+                **sections.pop("provider", {})}
+    write_home_config(home, {"llm": {"backend": "openai", "host": server.url, "model": server.model,
+                                     "timeout_s": MODEL_TIMEOUT_S},
+                             "memory": memory, "provider": provider, **sections})
+
+
+@pytest.fixture
+def make_engine():
+    """Open engines for agent finn; closed after the test."""
+    from core.engine import Engine
+
+    opened = []
+
+    def make(**kwargs):
+        engine = Engine("finn", **kwargs)
+        opened.append(engine)
+        return engine
+
+    yield make
+    for engine in opened:
+        engine.close()
+        engine.manager.close()
