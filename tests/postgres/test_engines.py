@@ -88,3 +88,22 @@ def test_an_engine_whose_lock_connection_dropped_takes_its_session_again(server,
         assert engine.run("say hello").ok
         with pytest.raises(LockTimeoutError, match="already served"):
             Engine("finn", session="a")
+
+
+
+def test_a_session_let_go_is_free_for_the_next_engine_at_once(ollama_home, postgres_server):
+    """An engine's lease unlocks its session before its connection closes: the server drops a closed
+    connection's locks only once its own process has exited, which may come after the next engine asks
+    (here that process is kept alive: the lease's connection is closed only after the next lease is taken)."""
+    from core.config import load_home_config
+    from core.memory.storage.postgres.lease import SessionLease
+
+    storage = load_home_config(ollama_home).storage
+    first = SessionLease(postgres_server.dsn, "agent_lease", "finn:a", storage)
+    real_close, first._conn.close = first._conn.close, lambda: None  # its server process outlives the release
+    first.release()
+    second = SessionLease(postgres_server.dsn, "agent_lease", "finn:a", storage)
+    with pytest.raises(LockTimeoutError, match="already served"):
+        SessionLease(postgres_server.dsn, "agent_lease", "finn:a", storage)
+    second.release()
+    real_close()

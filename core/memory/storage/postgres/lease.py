@@ -84,4 +84,11 @@ class SessionLease:
             raise converted(exc, self.dsn, self.config) from exc
 
     def release(self) -> None:
-        self._conn.close()
+        """Let the session go. Its locks are unlocked first: a closed connection's locks go only when its server
+        process has exited, which may be after the next engine asked for them."""
+        try:
+            self._conn.execute("SELECT pg_advisory_unlock_all()")
+        except psycopg.Error as exc:  # the connection is gone: so are its locks
+            log.debug("the session's connection was already gone: %s", exc)
+        finally:
+            self._conn.close()
