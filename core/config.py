@@ -20,8 +20,16 @@ from typing import Any
 import yaml
 
 from core.errors import ConfigError, shown
-from core.memory.files import load_yaml, os_error_number, storage_error, yaml_error_line
+from core.durable import load_yaml, os_error_number, storage_error
+from core.memory.files import yaml_error_line
 from core.paths import AgentPaths, agents_home
+
+__all__ = [
+    "ABOVE_LOWEST", "DAY_S", "DSN_VARIABLE", "MAX_CONFIG_BYTES", "MAY_BE_NEGATIVE", "RANGES",
+    "REFLECT_ENABLED", "RETIRED", "STORAGE_BACKENDS", "ZERO_MEANS_DEFAULT", "ColdConfig", "Config",
+    "EngineConfig", "LLMConfig", "MemoryConfig", "ProviderConfig", "ReflectConfig", "SessionCompactionConfig",
+    "StorageConfig", "TransferConfig", "config_files", "load_config", "load_home_config", "merge",
+]
 
 log = logging.getLogger(__name__)
 

@@ -42,6 +42,17 @@ from __future__ import annotations
 
 import reprlib
 
+__all__ = [
+    "MAX_MESSAGE_CHARS", "SHOWN_CHARS", "AgentInUseError", "AgentOSError", "ArchiveTooLargeError",
+    "BackendError", "BackendUnavailableError", "ColdStoreError", "ColdStoreFilesError", "ConfigError",
+    "ContextWindowTooSmallError", "CorruptionError", "DatabaseUnavailableError", "DiskFullError",
+    "EmbedderMismatchError", "EngineError", "InvalidAgentNameError", "LockTimeoutError", "ModelNotFoundError",
+    "NotFoundError", "PermissionDeniedError", "PromptTooLongError", "ProviderError", "ReadOnlyError",
+    "SecretContentError", "SessionNotFoundError", "StorageError", "SummarizerError", "SummaryNotFoundError",
+    "ToolArgumentError", "UnknownAgentError", "UnknownSkillError", "UnknownSpaceError", "ValidationError",
+    "shown",
+]
+
 MAX_MESSAGE_CHARS = 10_000
 """The longest message an error keeps; the rest is cut (a message is one line a person reads)."""
 SHOWN_CHARS = 200

@@ -17,7 +17,12 @@ from pathlib import Path
 import platformdirs
 
 from core.errors import InvalidAgentNameError, StorageError, UnknownAgentError
-from core.memory.files import storage_error
+from core.durable import storage_error
+
+__all__ = [
+    "AGENT_NAME_PATTERN", "HOME_VARIABLE", "LOCAL_HOME", "RESERVED_NAMES", "AgentPaths", "agents_home",
+    "existing_agent", "home_and_source", "list_agents", "validate_agent_name",
+]
 
 AGENT_NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 HOME_VARIABLE = "AGENTOS_HOME"

@@ -68,7 +68,7 @@ class Target:
 
     def database(self):
         if self.kind == "sqlite":
-            from core.memory.storage.sqlite import Database
+            from core.memory.storage.sqlite import SqliteDatabase as Database
 
             return Database(self.path)
         from core.memory.storage.postgres.database import PostgresDatabase

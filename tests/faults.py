@@ -9,7 +9,7 @@ falls back to the closest imitation: ``os.write`` refusing with ENOSPC and SQLit
 A crash test kills its child at a known step, never after a sleep (which lands elsewhere, or
 nowhere, on a busy machine). Two ways: :func:`kill_at` turns one step that is a function of its
 own into a SIGKILL at its first call; the product's fault points
-(:mod:`core.memory.files.fault_points`: ``AGENTOS_FAULT_POINT=NAME[@N]`` in the child's environment,
+(:mod:`core.durable.fault_points`: ``AGENTOS_FAULT_POINT=NAME[@N]`` in the child's environment,
 or ``fault_points.arm``) kill at the N-th LOG.md append, file replace, commit or LanceDB write,
 of any thread or of one, which is how a trial draws a step at random.
 """
@@ -140,7 +140,7 @@ def flip_byte(path: Path, offset: int) -> None:
 
 
 def kill_at(point: str) -> None:
-    """Make this process SIGKILL itself when the function ``point`` (``"core.memory.secrets.scrub._install"``) is
+    """Make this process SIGKILL itself when the function ``point`` (``"core.memory.upkeep.scrub._install"``) is
     first called: a named fault point, for a child process of a crash test. The module's global is replaced,
     so the point must be called through its module's namespace (a module-level function, not a method)."""
     module_name, _, name = point.rpartition(".")

@@ -127,7 +127,7 @@ def test_concurrent_now_updates_keep_versions_strictly_increasing(agents_home: P
 def test_writers_of_one_process_queue_for_memory_db(tmp_path: Path) -> None:
     """Threads of one process wait for each other's memory.db transactions in a queue, woken when the one
     before commits, not in SQLite's sleep-and-retry (which, with no busy timeout, fails at once)."""
-    from core.memory.storage.sqlite import Database
+    from core.memory.storage.sqlite import SqliteDatabase as Database
 
     db = Database(tmp_path / "memory.db")
     db.conn.execute("PRAGMA busy_timeout = 0")

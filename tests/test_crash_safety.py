@@ -19,7 +19,7 @@ TRIALS = 40
 
 WRITER = """
 import os, random, sys
-from core.memory.files import fault_points
+from core.durable import fault_points
 from core.memory_manager import MemoryManager
 
 manager = MemoryManager("finn")  # opening repairs whatever the last kill left
@@ -94,7 +94,7 @@ def check_after_kill(home: Path) -> dict:
 
 WRITE_POINTS = ("log.append", "log.appended", "file.replace", "file.replaced", "db.commit")
 """The steps of an append (the line written, then flushed, then indexed) and of a NOW update (NOW.md's
-temp file replacing it): see core.memory.files.fault_points."""
+temp file replacing it): see core.durable.fault_points."""
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.memory.files import fault_points
+from core.durable import fault_points
 from core.memory_manager import MemoryManager
 from memory_format_checks import parse_log_file
 

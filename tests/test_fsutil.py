@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import StorageError
-from core.memory.files.fsutil import StagedFile, atomic_write
+from core.durable.fsutil import StagedFile, atomic_write
 
 pytestmark = pytest.mark.bare_home  # the tests list tmp_path: no agents home in it
 

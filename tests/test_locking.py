@@ -15,7 +15,7 @@ import pytest
 from filelock import FileLock
 
 from core.errors import LockTimeoutError
-from core.memory.files.locking import AgentLock
+from core.durable.locking import AgentLock
 from tests.lifetime.held import open_under
 
 HOLDER = """
@@ -165,7 +165,7 @@ def test_a_lock_that_does_not_keep_its_file_open_closes_it_after_each_hold(tmp_p
 FORKING_HOLDER = """
 import os, sys, time
 from pathlib import Path
-from core.memory.files.locking import AgentLock
+from core.durable.locking import AgentLock
 
 lock = AgentLock(Path(sys.argv[1]))
 with lock.hold():  # the lock file is open from here on
@@ -257,7 +257,7 @@ def test_a_lock_closed_while_its_thread_holds_it_closes_the_file_when_the_hold_e
 TAKING_TURNS = """
 import sys, time
 from pathlib import Path
-from core.memory.files.locking import AgentLock
+from core.durable.locking import AgentLock
 
 lock = AgentLock(Path(sys.argv[1]))
 with lock.hold():

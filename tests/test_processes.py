@@ -111,7 +111,7 @@ def test_a_process_with_four_agents_indexing_exits_cleanly_every_time(agents_hom
 
 KILLED_BEFORE_THE_REPLACE = """
 import os, signal
-from core.memory.files import fsutil
+from core.durable import fsutil
 from core.memory_manager import MemoryManager
 
 manager = MemoryManager("finn")

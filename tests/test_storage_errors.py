@@ -228,7 +228,7 @@ def test_out_of_descriptors_every_call_fails_with_a_storage_error_that_names_the
 
 def test_an_os_error_of_lancedb_names_its_fix() -> None:
     """LanceDB's OSError carries its number in its message only ("(os error 24)")."""
-    from core.memory.files import storage_error
+    from core.durable.fsutil import storage_error
 
     error = storage_error(OSError("LanceError(IO): Too many open files (os error 24), rust/lance-io/src/x.rs"),
                           "cannot read the cold store")

@@ -23,8 +23,8 @@ from typing import Any, Callable
 
 from core.engine import prompts
 from core.errors import CorruptionError, SummarizerError, ValidationError
-from core.memory.compaction import pack, room_chars, window_of_generate
-from core.memory.files import atomic_write, storage_error
+from core.llm.fitting import pack, room_chars, window_of_generate
+from core.durable import atomic_write, storage_error
 from core.memory.files import utc_timestamp
 from core.memory.provider import (
     CompactionMode,
@@ -36,7 +36,7 @@ from core.memory.provider import (
     SessionManager,
 )
 from core.memory.secrets import Redactor
-from core.memory.tokens import estimate_tokens
+from core.llm.tokens import estimate_tokens
 from core.paths import AgentPaths
 from core.engine.prompting.system_prompt import Identity
 

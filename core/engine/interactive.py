@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.errors import AgentOSError, StorageError
-from core.memory.files import atomic_write
+from core.durable import atomic_write
 from core.terminal import closed_output, ctrl_c, one_line, prompt_shown
 
 log = logging.getLogger(__name__)

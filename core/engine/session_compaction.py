@@ -16,7 +16,7 @@ from core.config import SessionCompactionConfig
 from core.engine.conversation import CompactionReport, Conversation
 from core.errors import AgentOSError, BackendError, SummarizerError
 from core.llm.backend import Backend, generate_with
-from core.memory_manager import MemoryManager
+from core.memory.manager import MemoryManager
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from typing import Any, Mapping
 
 from core.errors import StorageError
 from core.llm.window import ContextWindow, tools_text
-from core.memory.files import atomic_write
+from core.durable import atomic_write
 from core.paths import agents_home
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.memory_manager import MemoryManager
+from core.memory.manager import MemoryManager
 from core.paths import AgentPaths
 
 AGENT_TEMPLATE = """# {name}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from core.memory_manager import MemoryManager
+from core.memory.manager import MemoryManager
 from core.paths import agents_home
 
 __all__ = ["close_shared_managers", "shared_manager"]

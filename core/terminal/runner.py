@@ -15,7 +15,7 @@ import sys
 from typing import Callable
 
 from core.errors import AgentOSError
-from core.memory.files import storage_error
+from core.durable import storage_error
 from core.terminal import closed_output, exit_codes
 
 log = logging.getLogger(__name__)

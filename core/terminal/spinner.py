@@ -21,7 +21,7 @@ import time
 from contextlib import contextmanager
 from typing import Iterator, TextIO
 
-from core.memory.foreground import background_thread
+from core.durable import background_thread
 
 FRAMES = "|/-\\"
 ERASE_LINE = "\r\033[K"

@@ -26,10 +26,11 @@ from typing import Any, Callable, Iterator
 
 from core.config import Config, load_home_config, merge
 from core.errors import AgentInUseError, CorruptionError, NotFoundError, StorageError, ValidationError
-from core.memory.files import IN_USE, fault_points, fsync_dir, now_file, reading, replacing
+from core.durable import IN_USE, fault_points, fsync_dir, replacing
+from core.memory.files import now_file, reading
 from core.memory.storage import archived_db, require_sqlite, staged_copy
 from core.memory.upkeep import rebuild_all
-from core.memory_manager import MemoryManager
+from core.memory.manager import MemoryManager
 from core.paths import agents_home, validate_agent_name
 from core.transfer.export import counts
 from core.transfer.manifest import MANIFEST, Manifest, check_member_name, verify

@@ -6,7 +6,7 @@ replaced by ``[REDACTED]`` (matched as :mod:`core.memory.secrets.redaction` matc
 every text column of every table, keys and ids included (so tables added later are covered, recall's
 ``recall_docs`` with its full-text index rebuilt included), in NOW.md,
 in LOG.md and its archives, and in the other text files, with the scrub's own
-functions (:mod:`core.memory.secrets.scrub`): LOG lines are re-encoded with their new CRC,
+functions (:mod:`core.memory.upkeep.scrub`): LOG lines are re-encoded with their new CRC,
 and each archive's new sha256 is written where it is recorded (the SUMMARY entry
 that points to it and ``compaction_history``), in seq order, so the copy stays
 self-consistent.
@@ -19,10 +19,10 @@ from pathlib import Path
 
 from contextlib import closing
 
-from core.memory.secrets import forgotten_values, redactor_for, rewrite_lines, scrub_tables
+from core.memory.secrets import forgotten_values, redactor_for, rewrite_lines
+from core.memory.upkeep import archive_first_seq, scrub_tables
 from core.memory.storage import redact, staged_copy
-from core.memory.files import atomic_write
-from core.memory.upkeep import archive_first_seq
+from core.durable import atomic_write
 
 TEXT_SUFFIXES = {".md", ".json", ".yaml", ".yml", ".txt"}
 

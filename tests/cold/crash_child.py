@@ -3,7 +3,7 @@
     python crash_child.py POINT N
 
 Once the agent is open the child arms the fault point ``POINT`` for its ``N``-th time (see
-:mod:`core.memory.files.fault_points`), says "ready", and appends and compacts until it is reached.
+:mod:`core.durable.fault_points`), says "ready", and appends and compacts until it is reached.
 """
 
 import sys
@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from core.memory.files import fault_points  # noqa: E402
+from core.durable import fault_points  # noqa: E402
 from core.memory_manager import MemoryManager  # noqa: E402
 
 manager = MemoryManager("finn")

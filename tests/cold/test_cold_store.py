@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from core.errors import EmbedderMismatchError, LockTimeoutError
-from core.memory.files.locking import AgentLock
-from core.memory.secrets.scrub_tables import scrub_cold_store
+from core.durable.locking import AgentLock
+from core.memory.upkeep.scrub_tables import scrub_cold_store
 from core.memory.secrets.redaction import REDACTED, redactor_for
 from core.memory.recall.lance_table import where_clause
 from core.memory.recall.store import ColdStore, VectorRow

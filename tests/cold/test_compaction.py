@@ -10,8 +10,8 @@ import pytest
 
 from core.errors import ColdStoreError, LockTimeoutError, ValidationError
 from core.memory.compaction.auto import Compaction
-from core.memory.files.fsutil import StagedFile
-from core.memory.files.locking import AgentLock
+from core.durable.fsutil import StagedFile
+from core.durable.locking import AgentLock
 from core.memory.compaction.log_compaction import LogCompactor
 from core.memory.compaction.plan import compacted_header
 from core.memory.files.log_file import LogFile

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from core.errors import BackendUnavailableError
-from core.memory.compaction.fitting import BoundedModel, pack, reduce, room_chars
+from core.llm.fitting import BoundedModel, pack, reduce, room_chars
 from core.memory.files.log_format import LogEntry
 from core.memory.compaction.summarizer import LogSummarizer
 from core.llm.window import ContextWindow

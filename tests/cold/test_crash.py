@@ -21,7 +21,7 @@ from tests.cold.helpers import assert_each_seq_once
 CHILD = Path(__file__).with_name("crash_child.py")
 TRIALS = 14
 POINTS = ("log.append", "log.appended", "file.replace", "file.replaced", "db.commit", "cold.write", "cold.written")
-"""The steps a compaction loop reaches (see core.memory.files.fault_points): a LOG.md line, a staged archive or
+"""The steps a compaction loop reaches (see core.durable.fault_points): a LOG.md line, a staged archive or
 LOG.md taking its place, a memory.db commit (reservation, history, index), a vector written to LanceDB."""
 
 

@@ -73,7 +73,7 @@ def test_history_lists_every_value_newest_first_and_deleting_the_fact_drops_it(a
 
 CHILD = """
 import sys
-from core.memory.files import fault_points
+from core.durable import fault_points
 from core.memory_manager import MemoryManager
 
 manager = MemoryManager("ada")

@@ -8,9 +8,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from core.memory import foreground
+from core.durable import foreground
 from core.memory.storage import sqlite as sqlite_storage
-from core.memory.storage.sqlite import AUTOCHECKPOINT_PAGES, Database
+from core.memory.storage.sqlite import AUTOCHECKPOINT_PAGES, SqliteDatabase as Database
 from core.memory.compaction.log_compaction import LogCompactor
 from core.memory_manager import MemoryManager
 from tests.cold.conftest import write_config

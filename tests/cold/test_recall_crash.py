@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHILD = """
 import sys
 sys.path.insert(0, {root!r})
-from core.memory.files import fault_points
+from core.durable import fault_points
 from core.memory_manager import MemoryManager
 manager = MemoryManager("finn")
 manager.cold.store().table

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.errors import ValidationError
-from core.memory.results import Refused, StoredMemories
+from core.memory.recall.views.results import Refused, StoredMemories
 
 TURNS = [f"turn {n}: the user talks about their trip to Lisbon, day {n}" for n in range(6)]
 

@@ -117,7 +117,7 @@ def test_a_forgotten_memory_whose_vector_is_still_stored_is_reported_by_id(agent
     """A process killed after a forget committed but before its vector was deleted leaves the vector behind:
     an explained recall that meets it counts it as forgotten and shows its id, never its text."""
     script = (
-        "from core.memory.files import fault_points\n"
+        "from core.durable import fault_points\n"
         "from core.memory_manager import MemoryManager\n"
         "with MemoryManager('ada') as mm:\n"
         "    note = mm.store_memory('The alarm code for the garage is kept by Maria')\n"

@@ -1,6 +1,6 @@
 """Child process of the purge crash test: purge the forgotten values, SIGKILLed at a named fault point.
 
-    python purge_child.py core.memory.secrets.scrub._install
+    python purge_child.py core.memory.upkeep.scrub._install
 """
 
 import sys

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import core.memory.storage.sqlite as db_module  # noqa: E402
-from core.memory.files import fault_points  # noqa: E402
-import core.memory.secrets.scrub_tables as scrub_tables  # noqa: E402
+from core.durable import fault_points  # noqa: E402
+import core.memory.upkeep.scrub_tables as scrub_tables  # noqa: E402
 from core.memory_manager import MemoryManager  # noqa: E402
 
 kill_at, value = int(sys.argv[1]), sys.argv[2]

@@ -175,9 +175,9 @@ def test_purge_takes_the_value_out_of_log_md_archives_and_indexes(finn):
 
 
 FAULT_POINTS = (
-    "core.memory.secrets.scrub._write_durably",  # the archives' side files not all written: nothing committed
-    "core.memory.secrets.scrub._install",  # their sha256 committed, the archives not replaced yet
-    "core.memory.secrets.scrub._scrub_tables",  # LOG.md and the archives done, memory.db not yet
+    "core.memory.upkeep.scrub._write_durably",  # the archives' side files not all written: nothing committed
+    "core.memory.upkeep.scrub._install",  # their sha256 committed, the archives not replaced yet
+    "core.memory.upkeep.scrub._scrub_tables",  # LOG.md and the archives done, memory.db not yet
 )
 
 

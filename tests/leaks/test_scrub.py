@@ -136,7 +136,7 @@ def test_a_scrub_waits_for_another_connections_checkpoint_to_truncate_the_wal(tm
     import sqlite3
 
     from core.memory.secrets.redaction import redactor_for
-    from core.memory.secrets.scrub_tables import scrub_database
+    from core.memory.upkeep.scrub_tables import scrub_database
 
     path = tmp_path / "memory.db"
 

@@ -25,7 +25,7 @@ TURNS = 40
 
 class Child:
     """A worker process whose printed lines are collected as they come, started again each time it dies at one of
-    its ``fault_points`` (one a start, see core.memory.files.fault_points; the start after the last is not armed)."""
+    its ``fault_points`` (one a start, see core.durable.fault_points; the start after the last is not armed)."""
 
     def __init__(self, args: list[str], fault_points: list[str]) -> None:
         self.args = args

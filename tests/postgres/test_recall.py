@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.memory.storage.sqlite import Database
+from core.memory.storage.sqlite import SqliteDatabase as Database
 from core.memory.recall.docs import Doc, DocIndex, Filters
 
 WHEN = "2024-05-01T10:00:00.000Z"

@@ -20,7 +20,7 @@ CHILD = """
 import sys
 sys.path.insert(0, {root!r})
 from core.llm.ollama_backend import OllamaBackend
-from core.memory.files import fault_points
+from core.durable import fault_points
 from core.memory_manager import MemoryManager
 manager = MemoryManager("finn")
 backend = OllamaBackend({model!r}, {host!r}, timeout_s=10.0, num_ctx=4096)

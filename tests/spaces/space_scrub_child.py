@@ -3,7 +3,7 @@ SIGKILLs itself at the N-th fault point its main thread reaches from the start o
 
     python space_scrub_child.py N VALUE
 
-The points are the product's (:mod:`core.memory.files.fault_points`: every file replace, LOG.md append and
+The points are the product's (:mod:`core.durable.fault_points`: every file replace, LOG.md append and
 commit), counted from the space scrub's first step to the end of the save (the owner's own bookkeeping after it
 included: its queue and its LOG.md record), not in the agent's close. N past the last one lets the save finish; the
 number of points reached is printed then.
@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import core.memory.spaces.scrub as space_scrub  # noqa: E402
-from core.memory.files import fault_points  # noqa: E402
+from core.durable import fault_points  # noqa: E402
 from core.memory_manager import MemoryManager  # noqa: E402
 
 kill_at, value = int(sys.argv[1]), sys.argv[2]

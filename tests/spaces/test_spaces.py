@@ -11,7 +11,7 @@ from core.errors import (
     ValidationError,
 )
 from core.memory.files.log_file import LogFile, scan_bytes
-from core.memory.files.locking import AgentLock
+from core.durable.locking import AgentLock
 from core.memory.spaces import Space, list_spaces
 from core.memory.spaces.opened import close_all
 from core.memory_manager import MemoryManager

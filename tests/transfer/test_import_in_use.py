@@ -14,7 +14,7 @@ import pytest
 
 from core.commands import main
 from core.errors import AgentInUseError
-from core.memory.files import IN_USE, replacing
+from core.durable.in_use import IN_USE, replacing
 from core.memory_manager import MemoryManager
 from core.transfer import import_agent
 from core.transfer.importer import _exchange

@@ -11,7 +11,7 @@ from core.config import Config
 from core.engine.conversation import Conversation
 from core.llm.backend import Backend
 from core.memory.storage import REDACTED
-from core.memory_manager import MemoryManager
+from core.memory.manager import MemoryManager
 from core.engine.prompting.system_prompt import Identity
 from core.engine.toolbox.toolbox import Toolbox
 
@@ -75,7 +75,7 @@ def mask_credentials(text: str) -> str:
 
     The user's request is logged before the model saves its secret, so this masks the obvious
     phrasings at once. It is not the only defence: a secret saved later is scrubbed from
-    everything that holds it (:mod:`core.memory.secrets.scrub`), however it was phrased.
+    everything that holds it (:mod:`core.memory.upkeep.scrub`), however it was phrased.
     """
     return _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 

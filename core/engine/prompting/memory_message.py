@@ -20,8 +20,8 @@ from core.llm.backend import THIS_REQUEST
 from core.memory.context import ENTRY_PREVIEW_CHARS, fit_lines, fit_newest, more_facts_note, render_fact, render_now
 from core.memory.files import LogEntry
 from core.memory.secrets import visible_entries
-from core.memory.tokens import estimate_tokens
-from core.memory_manager import MemoryManager
+from core.llm.tokens import estimate_tokens
+from core.memory.manager import MemoryManager
 
 PROFILE_TITLE = "## About the user (learned from the facts; [key] names each line's fact)"
 PROFILE_SHARE = 0.15

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from core.errors import NotFoundError, ToolArgumentError
-from core.memory.files import atomic_write, remove_orphan_temp_files, storage_error
+from core.durable import atomic_write, remove_orphan_temp_files, storage_error
 from core.memory.files import check_text
 
 log = logging.getLogger(__name__)

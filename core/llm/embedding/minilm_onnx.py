@@ -197,7 +197,7 @@ def build(int8: bool = True) -> OnnxMiniLM:
     cache it (when the cache folder is writable) and return its runner; raise BackendError when it cannot
     be built or fails."""
     from core.llm.embedding.minilm_graph import build_model_bytes
-    from core.memory.files import atomic_write
+    from core.durable import atomic_write
 
     started = time.perf_counter()
     try:

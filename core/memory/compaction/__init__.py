@@ -8,9 +8,5 @@ from core.memory.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
     "CompactionReport": "log_compaction",
-    "map_reduce": "fitting",
-    "pack": "fitting",
-    "room_chars": "fitting",
     "summarize_escalating": "escalation",
-    "window_of_generate": "fitting",
 })

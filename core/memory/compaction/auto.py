@@ -17,11 +17,11 @@ from typing import Callable
 from core.config import Config
 from core.errors import AgentOSError, ConfigError, shown
 from core.llm.window import ContextWindow
-from core.memory.compaction.fitting import window_of_generate
+from core.llm.fitting import window_of_generate
 from core.memory.compaction.log_compaction import CompactionReport, LogCompactor
 from core.memory.compaction.summarizer import Generate, LogSummarizer
 from core.memory.files.log_format import is_compaction_summary
-from core.memory import foreground
+from core.durable import foreground
 from core.memory.recall import process_hooks
 from core.memory.recall.index import Progress
 

@@ -48,10 +48,9 @@ from core.errors import (
 )
 from core.memory.recall import log_index
 from core.memory.recall.index import ColdIndexer, Progress
-from core.memory.storage.sqlite import Database
+from core.memory.storage.protocol import Database
 from core.memory.secrets.forgotten import derivable
-from core.memory.files.fsutil import StagedFile, atomic_write, remove_stale_temp_files, storage_error
-from core.memory.files.locking import AgentLock
+from core.durable import AgentLock, StagedFile, atomic_write, remove_stale_temp_files, storage_error
 from core.memory.files.log_file import LogFile, parse_or_none, scan_bytes
 from core.memory.files.log_format import LogEntry, check_text, is_compaction_summary
 from core.memory.secrets.redaction import redactor_of

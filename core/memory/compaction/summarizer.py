@@ -28,9 +28,9 @@ from core.llm.templates import load_prompt as load_template
 from core.llm.window import ContextWindow
 from core.memory.compaction.escalation import METHODS, OVERSIZE_RATIO, Summary, summarize_escalating
 from core.memory.compaction.extractive import extractive_summary
-from core.memory.compaction.fitting import BoundedModel, pack, reduce, room_chars
+from core.llm.fitting import BoundedModel, pack, reduce, room_chars
 from core.memory.files.log_format import LogEntry
-from core.memory.tokens import estimate_tokens
+from core.llm.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from core.errors import CorruptionError, StorageError, ValidationError
-from core.memory.files import fault_points
-from core.memory.files.fsutil import atomic_write, datasync, fsync_dir, storage_error, write_all
-from core.memory.files.locking import AgentLock
+from core.durable import AgentLock, atomic_write, datasync, fault_points, fsync_dir, storage_error, write_all
 from core.memory.files.log_format import (
     HEADER,
     LogEntry,

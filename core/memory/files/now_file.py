@@ -28,9 +28,8 @@ from typing import Any
 import yaml
 
 from core.errors import CorruptionError, ValidationError, shown
-from core.memory.files.fsutil import StagedFile, storage_error
+from core.durable import StagedFile, load_yaml, storage_error
 from core.memory.files.log_format import check_text
-from core.memory.files.plain_yaml import load_yaml
 
 SCHEMA = "agentos.now/1"
 STATUSES = ("idle", "active", "blocked", "error", "interrupted", "done")

@@ -59,7 +59,7 @@ from core.memory.provider.types import (
     SessionSnapshot,
     SessionStats,
 )
-from core.memory.tokens import estimate_tokens
+from core.llm.tokens import estimate_tokens
 
 __all__ = [
     "CAPABILITIES", "ChangeEntry", "ChangeSource", "ChangelogReader", "ChangelogWriter", "CompactionMode",

@@ -23,10 +23,8 @@ from core.errors import AgentOSError, ColdStoreError, ValidationError
 from core.llm.embedding.embedders import make_embedder
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import utc_timestamp
-from core.memory import foreground
-from core.memory.recall import log_index, process_hooks
-from core.memory.recall import query as recall_query
-from core.memory.recall import search as recall_search
+from core.durable import foreground
+from core.memory.recall import log_index, process_hooks, query as recall_query, search as recall_search
 from core.memory.recall.docs import Filters
 from core.memory.recall.index import ColdIndexer, Progress
 from core.memory.recall.lance_table import where_clause
@@ -37,10 +35,10 @@ from core.memory.recall.search import Tuning
 from core.memory.recall.sources import LISTED, check_batch, check_note, note_doc
 from core.memory.recall.store import ColdStore
 from core.memory.recall.vector_indexer import BackgroundIndexer
-from core.memory.results import Recalled, StoredMemories, check_mode
+from core.memory.recall.views.results import Recalled, StoredMemories, check_mode
 from core.memory.secrets.redaction import Redactor, redactor_of
 from core.memory.storage.facts import FactStore
-from core.memory.storage.sqlite import Database
+from core.memory.storage.protocol import Database
 from core.paths import AgentPaths
 
 log = logging.getLogger(__name__)
@@ -220,7 +218,7 @@ class ColdMemory:
             self.sync()
 
     def _step(self, stop: threading.Event) -> ContextManager[None]:
-        """The context of each step of the recall indexer (see :func:`core.memory.foreground.step`)."""
+        """The context of each step of the recall indexer (see :func:`core.durable.foreground.step`)."""
         return foreground.step(stop, self._hurry)
 
     @contextmanager

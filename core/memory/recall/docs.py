@@ -11,7 +11,6 @@ in LanceDB yet.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -19,6 +18,7 @@ from core.memory.storage import Database
 from core.memory.storage.extracted import keys_of
 from core.memory.files.log_format import utc_timestamp
 from core.memory.storage.words import idf
+from core.memory.storage.protocol import Connection
 
 KINDS = ("note", "summary", "fact", "log", "log_archive", "message", "item", "event")
 """What a memory can be: a stored note or summary, a fact, a LOG.md entry (``log`` while in
@@ -100,7 +100,7 @@ class DocIndex:
 
     # -- writing (inside the caller's transaction) ---------------------------------------------
 
-    def upsert(self, conn: sqlite3.Connection, docs: Iterable[Doc]) -> int:
+    def upsert(self, conn: Connection, docs: Iterable[Doc]) -> int:
         """Insert or update ``docs`` (forgotten ids are skipped); a changed text needs a new vector.
 
         What reflection learned from a doc's source is indexed beside it, in its context (:func:`with_keys`).
@@ -133,7 +133,7 @@ class DocIndex:
         return written
 
     @staticmethod
-    def refresh_keys(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
+    def refresh_keys(conn: Connection, ids: Sequence[str]) -> int:
         """Index again beside each of ``ids`` (the entries reflection just learned from, or forgot) what was learned
         from it; return how many docs changed. An id with no doc yet gets its keys when it is indexed."""
         changed = 0
@@ -147,7 +147,7 @@ class DocIndex:
         return changed
 
     @classmethod
-    def delete(cls, conn: sqlite3.Connection, ids: Sequence[str]) -> int:
+    def delete(cls, conn: Connection, ids: Sequence[str]) -> int:
         """Remove ``ids`` and queue their vectors for deletion (``recall_purge``); return how many existed.
 
         The memory that followed each one in its thread gets a new vector: its old one may have quoted it.
@@ -160,7 +160,7 @@ class DocIndex:
         return removed
 
     @staticmethod
-    def reembed_next(conn: sqlite3.Connection, ids: Sequence[str]) -> None:
+    def reembed_next(conn: Connection, ids: Sequence[str]) -> None:
         """Queue for a new vector the memory that follows each of ``ids`` in its thread (a short one's vector
         is computed with the start of the memory before it, see
         :func:`core.memory.recall.vector_indexer.embedding_text`)."""
@@ -302,7 +302,7 @@ def _keyed(base: str, keys: list[str]) -> str:
     return f"{base}{LEARNED}{' ; '.join(keys)}" if keys else base
 
 
-def _doc(row: sqlite3.Row) -> Doc:
+def _doc(row: Any) -> Doc:
     return Doc(id=row["id"], kind=row["kind"], tier=row["tier"], source=row["source"], text=row["text"],
                occurred_at=row["occurred_at"], created_at=row["created_at"], context=row["context"],
                metadata=json.loads(row["metadata"] or "{}"), speaker=row["speaker"], thread=row["thread"],

@@ -7,16 +7,16 @@ log index catches up, and a memory.db rebuilt from LOG.md replays it in seq orde
 
 from __future__ import annotations
 
-import sqlite3
 from typing import TYPE_CHECKING, Iterable
 
 from core.memory.files.log_file import scan_bytes
 from core.memory.files.log_format import LogEntry
 from core.memory.recall.docs import DocIndex
 from core.memory.storage import extracted, facts
+from core.memory.storage.protocol import Connection
 
 if TYPE_CHECKING:
-    from core.memory.storage.sqlite import Database
+    from core.memory.storage.protocol import Database
 
 
 def _rewritable(source: str, key: str) -> tuple[str, str, str] | None:
@@ -42,7 +42,7 @@ def apply(db: "Database", entry: LogEntry) -> int:
         return apply_entry(conn, entry)
 
 
-def apply_entry(conn: sqlite3.Connection, entry: LogEntry) -> int:
+def apply_entry(conn: Connection, entry: LogEntry) -> int:
     """Carry out one FORGET entry in the caller's transaction (idempotent; how the log index replays it,
     in seq order with the FACT entries); return how many memories it removed now."""
     ids = [i for i in entry.metadata.get("ids", ()) if isinstance(i, str)]
@@ -75,7 +75,7 @@ def apply_entry(conn: sqlite3.Connection, entry: LogEntry) -> int:
     return removed + _forget_learned(conn, ids)
 
 
-def _forget_learned(conn: sqlite3.Connection, ids: list[str]) -> int:
+def _forget_learned(conn: Connection, ids: list[str]) -> int:
     """Forget what reflection learned only from the entries ``ids`` names (see
     :func:`core.memory.storage.extracted.forget_sources`); return how many learned memories went."""
     removed = 0
@@ -91,7 +91,7 @@ def _forget_learned(conn: sqlite3.Connection, ids: list[str]) -> int:
     return removed
 
 
-def _keep_value(conn: sqlite3.Connection, memory_id: str, key: str, entry: LogEntry) -> None:
+def _keep_value(conn: Connection, memory_id: str, key: str, entry: LogEntry) -> None:
     """Record what a fact forgotten by ``entry`` held, so that nothing derived later shows it (a secret's
     value goes with its row: it was never shown)."""
     row = conn.execute("SELECT value FROM user_facts WHERE key = ? AND updated_at <= ?"
@@ -103,7 +103,7 @@ def _keep_value(conn: sqlite3.Connection, memory_id: str, key: str, entry: LogEn
                      " VALUES (?, ?, ?, ?)", (memory_id, entry.seq, row[0], entry.ts))
 
 
-def _forget_versions(conn: sqlite3.Connection, where: str, value: str | int, entry: LogEntry) -> int:
+def _forget_versions(conn: Connection, where: str, value: str | int, entry: LogEntry) -> int:
     """Delete the earlier values of a fact (``where``: ``key = ?`` all of them, ``id = ?`` one) saved before
     ``entry`` with their docs, recording what they held as :func:`_keep_value` does; return how many."""
     rows = conn.execute(f"SELECT id, key, value FROM fact_versions WHERE {where} AND saved_at <= ?",

@@ -14,8 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from core.errors import ColdStoreError, ColdStoreFilesError
 from core.llm.embedding.embedders import Embedder
-from core.memory.files import fault_points
-from core.memory.files import os_error_number, storage_error
+from core.durable import fault_points, os_error_number, storage_error
 
 TABLE = "memories"
 LEGACY_TABLES = ("chunks",)

@@ -14,22 +14,21 @@ but never applied is applied when the index catches up.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from pathlib import Path
 from typing import Callable, Iterable
 
 from core.memory.storage import facts
 from core.memory.recall import forget_records
-from core.memory.storage.sqlite import Database
+from core.memory.storage.protocol import Connection, Database
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import LogEntry
-from core.memory.tokens import estimate_tokens
+from core.llm.tokens import estimate_tokens
 
 _INSERT = """INSERT OR IGNORE INTO log_metadata
     (id, timestamp, entry_type, content_hash, compacted, token_count, run_id, archive_id)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
 
-APPLY: dict[str, Callable[[sqlite3.Connection, LogEntry], object]] = {
+APPLY: dict[str, Callable[[Connection, LogEntry], object]] = {
     "FACT": facts.apply_entry, "FORGET": forget_records.apply_entry,
 }
 """System records that change memory.db, by entry type: applied when first indexed."""
@@ -49,7 +48,7 @@ def _row(entry: LogEntry, archive_id: str | None = None) -> tuple:
     )
 
 
-def insert(conn: sqlite3.Connection, entries: Iterable[LogEntry], archive_id: str | None = None,
+def insert(conn: Connection, entries: Iterable[LogEntry], archive_id: str | None = None,
            apply: bool = True) -> int:
     """Index ``entries`` in the caller's transaction, applying the system records not indexed before.
 
@@ -71,7 +70,7 @@ def insert(conn: sqlite3.Connection, entries: Iterable[LogEntry], archive_id: st
     return added + _insert_rows(conn, batch)
 
 
-def _insert_rows(conn: sqlite3.Connection, rows: list[tuple]) -> int:
+def _insert_rows(conn: Connection, rows: list[tuple]) -> int:
     return conn.executemany(_INSERT, rows).rowcount if rows else 0
 
 
@@ -87,7 +86,7 @@ def last_indexed_seq(db: Database) -> int:
     return db.conn.execute("SELECT coalesce(max(id), 0) FROM log_metadata").fetchone()[0]
 
 
-def catch_up(conn: sqlite3.Connection, log_file: LogFile, before: int | None = None) -> int:
+def catch_up(conn: Connection, log_file: LogFile, before: int | None = None) -> int:
     """In the caller's transaction, index (and apply) the LOG.md entries after the index's newest, those
     before seq ``before`` only if given; cheap when it lacks none (one query), and reading LOG.md from its
     end as far as the index's newest entry otherwise. Return how many were added."""

@@ -24,7 +24,7 @@ from core.memory.recall.views import supersession
 from core.memory.recall.views.explain import LeftOut, Trace, query_words, why
 from core.memory.recall.search import Candidate, Tuning
 from core.memory.recall.when import parse_time, time_window
-from core.memory.foreground import leave_ctrl_c_to_the_main_thread
+from core.durable import leave_ctrl_c_to_the_main_thread
 
 log = logging.getLogger(__name__)
 

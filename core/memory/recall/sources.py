@@ -21,7 +21,7 @@ from core.errors import ValidationError, shown
 from core.memory.storage.extracted import Provenance
 from core.memory.storage.facts import redact
 from core.memory.files.log_format import LogEntry, check_depth, check_text, utc_timestamp
-from core.memory.results import Refused
+from core.memory.recall.views.results import Refused
 from core.memory.recall.docs import Doc
 from core.memory.recall.when import day_words, parse_time, relative_dates
 

@@ -45,10 +45,8 @@ from core.memory.recall.lance_table import (
     CLEANUP_AFTER, COLUMNS, LEGACY_TABLES, META_DIMENSION, META_EMBEDDER, SEARCHED, TABLE, VectorRow,
     cold_store_error, compaction_steps, sql_string, upsert,
 )
-from core.memory.files import fault_points
-from core.memory.files.locking import AgentLock
+from core.durable import AgentLock, fault_points, leave_ctrl_c_to_the_main_thread
 from core.memory.secrets.redaction import Redactor
-from core.memory.foreground import leave_ctrl_c_to_the_main_thread
 
 log = logging.getLogger(__name__)
 

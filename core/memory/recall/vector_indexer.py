@@ -29,7 +29,7 @@ from core.llm.embedding.token_batches import MAX_WORKERS, workers
 from core.memory.recall.lance_table import LONG_CHARS, chunk_rows, may_have_chunks
 from core.memory.recall.store import ColdStore, VectorRow
 from core.memory.recall.docs import Doc, DocIndex
-from core.memory.foreground import background_thread
+from core.durable import background_thread
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ class BackgroundIndexer:
                  name: str, *, embeds: bool = True,
                  step: Callable[[threading.Event], ContextManager[object]] = lambda stop: nullcontext()) -> None:
         """``embeds=False``: only ``index_docs`` runs; the vectors are left to another process.
-        ``step(stop)`` is the context of each step (see :mod:`core.memory.foreground`)."""
+        ``step(stop)`` is the context of each step (see :mod:`core.durable.foreground`)."""
         self.docs = docs
         self.embeds = embeds
         self._store = store
@@ -221,7 +221,7 @@ class BackgroundIndexer:
         """Compute and store the vectors of up to ``BATCH`` pending docs (``BATCH_CHARS`` of text), and of the
         chunks of the long ones (see :mod:`core.memory.recall.lance_table`); return how many docs.
 
-        The thread runs it as a background step (:func:`core.memory.foreground.step`): one at a time in a
+        The thread runs it as a background step (:func:`core.durable.foreground.step`): one at a time in a
         process, whichever agent it is for, so a process exits once the batch in progress is written.
         """
         pending = self.docs.pending_vectors(BATCH)

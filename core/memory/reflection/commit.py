@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from core.errors import ValidationError
-from core.memory.files import fault_points
+from core.durable import fault_points
 from core.memory.files.log_format import utc_timestamp
 from core.memory.recall.docs import DocIndex
 from core.memory.reflection import state

@@ -31,7 +31,7 @@ from core.errors import AgentOSError, BackendError, BackendUnavailableError, Mod
 from core.llm.structured import StructuredReplyError, parse_reply
 from core.llm.templates import fill, load_prompt
 from core.llm.window import ContextWindow
-from core.memory.foreground import background_thread
+from core.durable import background_thread
 from core.memory.reflection.check import Checked, check
 from core.memory.reflection.inputs import Item, reply_tokens
 from core.memory.reflection.reply import ReflectReply, schema

@@ -1,6 +1,6 @@
 """One pass of reflection: the quarantined entries that are due, then everything recorded since the last pass.
 
-Reading and committing are background steps (:func:`core.memory.foreground.step`: after the writers
+Reading and committing are background steps (:func:`core.durable.foreground.step`: after the writers
 pause, one at a time in a process); the model calls between them hold no lock and no step, so the agent's
 writes and turns never wait for a model. A pass stops early, keeping what it committed, when the memory
 closes (:class:`~core.memory.reflection.extract.Stopped`) or the model server stops answering (raised).

@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from core.errors import AgentOSError, BackendUnavailableError, ModelNotFoundError
-from core.memory import foreground
+from core.durable import foreground
 from core.memory.recall import process_hooks
 from core.memory.recall.docs import DocIndex
 from core.memory.reflection import passes, state
@@ -32,8 +32,7 @@ from core.memory.reflection.extract import ModelReader
 from core.memory.reflection.passes import PassReport, Progress
 from core.memory.reflection.profile import ProfileLine, profile
 from core.memory.reflection.rules import RuleReader
-from core.memory.storage import extracted
-from core.memory.storage import facts
+from core.memory.storage import extracted, facts
 from core.memory.upkeep.tiers import FactChange, Tiers
 
 log = logging.getLogger(__name__)

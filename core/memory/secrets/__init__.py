@@ -9,8 +9,6 @@ from core.memory.faces import lazy_face
 __all__, __getattr__ = lazy_face(__name__, {
     "FORGOTTEN": "forgotten",
     "Redactor": "redaction",
-    "ScrubReport": "scrub",
-    "SecretScrubber": "scrub",
     "forgotten_ids": "forgotten",
     "forgotten_of": "forgotten",
     "forgotten_values": "redaction",

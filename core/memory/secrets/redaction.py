@@ -6,7 +6,7 @@ after the forget (:func:`forgotten_values`, see :mod:`core.memory.upkeep.forgett
 A fact in category ``secret`` is stored only in ``user_facts``. Every text that
 leaves for something derived from it (a LOG.md line, NOW.md, a summary and the
 prompt that asks for it, the cold store, the provider's tables, a system
-prompt) goes through a :class:`Redactor` first, and :mod:`core.memory.secrets.scrub`
+prompt) goes through a :class:`Redactor` first, and :mod:`core.memory.upkeep.scrub`
 removes a value that was written before its fact was saved.
 
 Matching is normalised, so a value is found however it was typed or re-encoded:

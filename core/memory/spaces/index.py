@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from core.errors import BackendError, StorageError
-from core.memory.files import fault_points
-from core.memory.files.fsutil import fsync_dir
+from core.durable import fault_points, fsync_dir
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import LogEntry, utc_timestamp
 from core.memory.recall.docs import STOP_WORDS, Doc

@@ -20,8 +20,7 @@ from typing import Mapping
 import yaml
 
 from core.errors import CorruptionError, PermissionDeniedError, StorageError, ValidationError, shown
-from core.memory.files import load_yaml
-from core.memory.files.fsutil import atomic_write
+from core.durable import atomic_write, load_yaml
 from core.memory.spaces.paths import SpacePaths
 from core.paths import validate_agent_name
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import CorruptionError
-from core.memory.files.fsutil import atomic_write, fsync_dir, remove_stale_temp_files
+from core.durable import atomic_write, fsync_dir, remove_stale_temp_files
 from core.memory.files.log_format import decode_line, encode_entry, is_header, utc_timestamp
 
 log = logging.getLogger(__name__)

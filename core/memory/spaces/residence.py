@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError, StorageError, ValidationError
-from core.memory.files.fsutil import atomic_write, fsync_dir
+from core.durable import atomic_write, fsync_dir
 from core.memory.spaces.index import SpaceIndex
 from core.memory.spaces.paths import SpacePaths
 from core.memory.storage.residence import (POSTGRES, SQLITE, TO_POSTGRES, TO_SQLITE, read_marker,

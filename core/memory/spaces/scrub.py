@@ -2,7 +2,7 @@
 
 A publish that holds a member's secret is refused (:mod:`core.memory.spaces.secrets`), but a value published
 before its owner saved it as a secret is in the space already. The owner's scrub
-(:mod:`core.memory.secrets.scrub`: when the secret is saved, and at every open while it is queued) scrubs
+(:mod:`core.memory.upkeep.scrub`: when the secret is saved, and at every open while it is queued) scrubs
 every space the agent is a member of or has published to, with the steps of a purge
 (:mod:`core.memory.spaces.purge`):
 
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import CorruptionError, InvalidAgentNameError, StorageError
-from core.memory.files.fsutil import atomic_write, fsync_dir, remove_stale_temp_files
+from core.durable import atomic_write, fsync_dir, remove_stale_temp_files
 from core.memory.files.log_file import scan_bytes
 from core.memory.files.log_format import utc_timestamp
 from core.memory.secrets.redaction import Redactor, rewrite_lines

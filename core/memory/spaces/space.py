@@ -10,16 +10,12 @@ from typing import Any, Iterable
 
 from core.config import Config, load_home_config
 from core.errors import BackendError, CorruptionError, NotFoundError, PermissionDeniedError, ValidationError
-from core.memory.files.in_use import IN_USE, InUse
-from core.memory.files.locking import AgentLock
+from core.durable import AgentLock, IN_USE, InUse
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import check_metadata, check_text
 from core.memory.recall import search as recall_search
 from core.memory.secrets.redaction import Redactor
-from core.memory.spaces import members as members_file
-from core.memory.spaces import purge as purging
-from core.memory.spaces import residence
-from core.memory.spaces import scrub as scrubbing
+from core.memory.spaces import members as members_file, purge as purging, residence, scrub as scrubbing
 from core.memory.spaces.index import SpaceIndex
 from core.memory.spaces.members import READ_WRITE, Members
 from core.memory.spaces.paths import SpacePaths, list_spaces, validate_space_name

@@ -28,8 +28,7 @@ import yaml
 from core.config import TransferConfig, load_home_config
 from core.errors import CorruptionError, NotFoundError, StorageError, ValidationError
 from core.memory.files.archive_reading import reading
-from core.memory.files.fsutil import atomic_write, fsync_dir
-from core.memory.files.in_use import IN_USE, replacing
+from core.durable import IN_USE, atomic_write, fsync_dir, replacing
 from core.memory.files.log_file import scan_bytes
 from core.memory.secrets.redaction import rewrite_lines
 from core.memory.spaces.members import ACCESS

@@ -22,8 +22,9 @@ from typing import Any
 from core.config import StorageConfig
 from core.errors import ConfigError, StorageError
 from core.memory.storage import residence
-from core.memory.storage.sqlite import Database
-from core.memory.files.fsutil import atomic_write, storage_error
+from core.memory.storage.protocol import Database
+from core.memory.storage.sqlite import SqliteDatabase
+from core.durable import atomic_write, storage_error
 from core.memory.files.log_format import utc_timestamp
 from core.paths import AgentPaths
 
@@ -53,7 +54,7 @@ def open_database(paths: AgentPaths, config: StorageConfig | None = None):
     backend, dsn = config.resolved()
     if backend == "sqlite":
         residence.check_sqlite(paths)
-        return Database(paths.db_file)
+        return SqliteDatabase(paths.db_file)
     residence.check_postgres(paths)  # before anything is created: the memory may live in memory.db
     db = postgres_database(dsn, schema_name(paths.name, config), config, paths.db_file)
     claim_schema(db, paths)

@@ -8,7 +8,6 @@ memory.db is lost (:func:`apply_entry` replays one record).
 from __future__ import annotations
 
 import logging
-import sqlite3
 from datetime import datetime, timedelta
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from core.errors import ValidationError
 from core.memory.storage import extracted
 from core.memory.storage.extracted import Provenance
-from core.memory.storage.protocol import Database
+from core.memory.storage.protocol import Connection, Database
 from core.memory.files.log_format import check_text, utc_timestamp
 from core.memory.secrets.redaction import (MIN_SECRET_CHARS, REDACTED, Redactor, forgotten_values, redactor_for,
                                  redactor_of)
@@ -117,7 +116,7 @@ def prepare(db: Database, key: object, value: object, category: object) -> tuple
     return key, text, category
 
 
-def upsert(conn: sqlite3.Connection, key: str, value: str, category: str, now: str,
+def upsert(conn: Connection, key: str, value: str, category: str, now: str,
            learned: Provenance | None = None) -> Fact:
     """Insert or update a fact in the caller's transaction; an update keeps ``created_at``.
 
@@ -159,7 +158,7 @@ def _after(earlier: str, now: str) -> str:
     return max(now, utc_timestamp(moment + timedelta(milliseconds=1)))
 
 
-def apply_entry(conn: sqlite3.Connection, entry) -> None:
+def apply_entry(conn: Connection, entry) -> None:
     """Replay a FACT entry that memory.db never applied (a failed write, or a rebuilt database)."""
     record = entry.metadata.get("fact")
     if not isinstance(record, dict) or not isinstance(record.get("key"), str):
@@ -182,7 +181,7 @@ def apply_entry(conn: sqlite3.Connection, entry) -> None:
                         "logged: save it again", key, entry.seq)
 
 
-def delete(conn: sqlite3.Connection, key: str) -> bool:
+def delete(conn: Connection, key: str) -> bool:
     """Delete a fact, its earlier versions, its provenance and the statements kept beside it in the caller's
     transaction; return True if it existed."""
     conn.execute("DELETE FROM fact_versions WHERE key = ?", (key,))

@@ -17,7 +17,7 @@ import sqlite3
 from pathlib import Path
 
 from core.errors import StorageError
-from core.memory.files.fsutil import atomic_write, storage_error
+from core.durable import atomic_write, storage_error
 from core.paths import AgentPaths
 
 SQLITE, POSTGRES = "sqlite", "postgres"

@@ -23,11 +23,10 @@ from typing import Callable, Iterator, Literal
 
 from core import __version__
 from core.errors import CorruptionError, DiskFullError, LockTimeoutError, ReadOnlyError, StorageError
-from core.memory.files import fault_points
+from core.durable import AgentLock, fault_points
 from core.memory.storage.migrations import all_migrations
 from core.memory.storage.dialect import SQLITE
-from core.memory.files.locking import AgentLock
-from core.memory.files.fsutil import TOO_MANY_FILES_FIX, storage_error
+from core.durable.fsutil import TOO_MANY_FILES_FIX, storage_error
 
 log = logging.getLogger(__name__)
 

@@ -7,6 +7,8 @@ Import the names below from here; the modules of this package import each other 
 from core.memory.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
+    "SecretScrubber": "scrub",
+    "ScrubReport": "scrub",
     "archive_first_seq": "archives",
     "open_tiers": "tiers",
     "rebuild_all": "rebuild",

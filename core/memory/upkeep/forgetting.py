@@ -32,7 +32,7 @@ from core.memory.recall.docs import KINDS, Doc, Filters
 from core.memory.recall.views import matching
 from core.memory.recall.views.folding import fold
 from core.memory.recall.views.matching import Match, Matches
-from core.memory.results import Forgotten
+from core.memory.recall.views.results import Forgotten
 from core.memory.storage.facts import redact
 from core.memory.recall.when import parse_time
 from core.memory.secrets.redaction import forgotten_values, redactor_for
@@ -40,7 +40,7 @@ from core.memory.upkeep import now
 from core.memory.upkeep.tiers import Tiers
 
 if TYPE_CHECKING:
-    from core.memory.storage.sqlite import Database
+    from core.memory.storage.protocol import Database
 
 log = logging.getLogger(__name__)
 

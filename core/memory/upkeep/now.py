@@ -16,9 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 from core.errors import CorruptionError, StorageError
-from core.memory import foreground
+from core.durable import atomic_write, foreground, storage_error
 from core.memory.files import now_file, now_record
-from core.memory.files.fsutil import atomic_write, storage_error
 from core.memory.files.log_file import scan_bytes
 from core.memory.files.log_format import LogEntry, check_text, utc_timestamp
 from core.memory.files.now_file import STATUSES, NowState, PlanStep

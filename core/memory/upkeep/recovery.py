@@ -23,14 +23,15 @@ from typing import Iterator
 
 from core.errors import AgentOSError, CorruptionError
 from core.memory.files import now_file
-from core.memory.files.fsutil import remove_stale_temp_files, storage_error
+from core.durable import remove_stale_temp_files, storage_error
 from core.memory.files.log_file import scan_bytes
 from core.memory.files.log_format import LogEntry, utc_timestamp
 from core.memory.files.now_file import NowState
 from core.memory.recall import log_index
 from core.memory.recall.sources import content_key
 from core.memory.recall.store import TABLE
-from core.memory.storage.sqlite import Database, damage_marker
+from core.memory.storage.protocol import Database
+from core.memory.storage.sqlite import damage_marker
 from core.memory.upkeep import now
 from core.memory.upkeep.rebuild import rebuild_history
 from core.memory.upkeep.tiers import Tiers

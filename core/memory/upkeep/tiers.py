@@ -16,11 +16,9 @@ from typing import Any, Callable, Sequence
 
 from core.config import Config
 from core.errors import LockTimeoutError, StorageError
-from core.memory import foreground
+from core.durable import AgentLock, IN_USE, InUse, foreground
 from core.memory.compaction.auto import Compaction
 from core.memory.compaction.log_compaction import LogCompactor
-from core.memory.files.in_use import IN_USE, InUse
-from core.memory.files.locking import AgentLock
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import LogEntry
 from core.memory.recall import log_index
@@ -29,7 +27,7 @@ from core.memory.storage import facts as fact_records
 from core.memory.storage.backend import open_database
 from core.memory.storage.extracted import Provenance
 from core.memory.storage.facts import FactStore
-from core.memory.storage.sqlite import Database
+from core.memory.storage.protocol import Database
 from core.memory.upkeep import archives
 from core.paths import AgentPaths
 

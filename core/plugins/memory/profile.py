@@ -8,12 +8,12 @@ back to) from the changelog.
 from __future__ import annotations
 
 import json
-import sqlite3
 import uuid
+from typing import Any
 
 from core.errors import ValidationError
 from core.memory.provider import check_id
-from core.memory.storage import Database
+from core.memory.storage import Connection, Database
 from core.memory.provider import ChangeEntry, ConstraintEntry, SessionSnapshot, context
 from core.memory.files import utc_timestamp
 from core.memory.secrets import redactor_of
@@ -127,7 +127,7 @@ class ProfileRepository:
             _log(conn, entry.user_id, entry.agent_id, entry.scope, entry.action, entry.version_before,
                  entry.version_after, entry.before_text, entry.after_text, entry.source, entry.session_id)
 
-    def _write(self, conn: sqlite3.Connection, scope: str, user_id: str, agent_id: str, change, action: str) -> int:
+    def _write(self, conn: Connection, scope: str, user_id: str, agent_id: str, change, action: str) -> int:
         check_id(user_id, "user id")
         check_id(agent_id, "agent id")
         now = utc_timestamp()
@@ -151,7 +151,7 @@ class ProfileRepository:
         return version
 
     @staticmethod
-    def _row(conn: sqlite3.Connection, user_id: str, agent_id: str) -> sqlite3.Row | None:
+    def _row(conn: Connection, user_id: str, agent_id: str) -> Any:
         return conn.execute(
             "SELECT * FROM ctx_agent_memory WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)
         ).fetchone()
@@ -179,7 +179,7 @@ class ProfileRepository:
                 (session_id, user_id, agent_id, self._version_in(conn, user_id, agent_id), utc_timestamp()),
             )
 
-    def _version_in(self, conn: sqlite3.Connection, user_id: str, agent_id: str) -> int:
+    def _version_in(self, conn: Connection, user_id: str, agent_id: str) -> int:
         row = self._row(conn, user_id, agent_id)
         return 0 if row is None else row["version"]
 
@@ -205,7 +205,7 @@ def _constraints(text: str) -> list[ConstraintEntry]:
     return [ConstraintEntry(item["id"], item["text"], item["created_at"]) for item in json.loads(text)]
 
 
-def _entry(row: sqlite3.Row) -> ChangeEntry:
+def _entry(row: Any) -> ChangeEntry:
     return ChangeEntry(
         id=row["id"], user_id=row["user_id"], agent_id=row["agent_id"], session_id=row["session_id"],
         scope=row["scope"], action=row["action"], source=row["source"], version_before=row["version_before"],

@@ -6,13 +6,12 @@ between them and keep its history.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from dataclasses import replace
 from typing import Any, Iterable, Iterator
 
 from core.errors import SessionNotFoundError, ValidationError
-from core.memory.storage import Database, shown_title, title_of
+from core.memory.storage import Connection, Database, shown_title, title_of
 from core.memory.secrets import FORGOTTEN, forgotten_of
 from core.memory.files import utc_timestamp
 from core.memory.provider import (
@@ -25,7 +24,7 @@ from core.memory.provider import (
 )
 from core.memory.provider import ListOptions, Session, SessionInfo, SessionStats
 from core.memory.secrets import Redactor, redactor_of
-from core.memory.tokens import estimate_tokens
+from core.llm.tokens import estimate_tokens
 
 FORGOTTEN_TOKENS = estimate_tokens(FORGOTTEN)
 """What a forgotten message or summary costs in a prompt, which shows only its mark."""
@@ -33,7 +32,7 @@ _ID_BATCH = 500
 MESSAGE_COLUMNS = "m.id, m.role, m.content, m.tool_calls, m.tool_name, m.created_at"
 
 
-def shown_message(row: sqlite3.Row, forgotten: set[str]) -> Message:
+def shown_message(row: Any, forgotten: set[str]) -> Message:
     """A stored message as a prompt shows it: one that was forgotten only says so (it stays stored, the
     conversation's record; ``forgotten`` holds the forgotten ``msg:<id>`` ids)."""
     message = message_from_row(row)
@@ -42,12 +41,12 @@ def shown_message(row: sqlite3.Row, forgotten: set[str]) -> Message:
     return message
 
 
-def shown_tokens(row: sqlite3.Row, forgotten: set[str]) -> int:
+def shown_tokens(row: Any, forgotten: set[str]) -> int:
     """The tokens of a stored message (``row`` has its ``token_count``) as a prompt shows it."""
     return FORGOTTEN_TOKENS if f"msg:{row['id']}" in forgotten else row["token_count"]
 
 
-def message_from_row(row: sqlite3.Row) -> Message:
+def message_from_row(row: Any) -> Message:
     """A stored message (selected with ``MESSAGE_COLUMNS``)."""
     return Message(
         role=row["role"],
@@ -116,7 +115,7 @@ class ConversationStore:
             self._insert_conversation(conn, session)
         return self.conversation_id(session.id)  # type: ignore[return-value]
 
-    def _insert_conversation(self, conn: sqlite3.Connection, session: Session) -> None:
+    def _insert_conversation(self, conn: Connection, session: Session) -> None:
         now = utc_timestamp()
         conn.execute(
             "INSERT OR IGNORE INTO ctx_conversations"
@@ -144,7 +143,7 @@ class ConversationStore:
             return self._insert_messages(conn, session, batch, now)
 
     def _insert_messages(
-        self, conn: sqlite3.Connection, session: Session, batch: list[Message], now: str
+        self, conn: Connection, session: Session, batch: list[Message], now: str
     ) -> list[int]:
         # Read inside the write transaction: concurrent appends of a conversation serialise
         # (SQLite: on BEGIN IMMEDIATE; PostgreSQL: on the conversation's advisory lock).
@@ -234,7 +233,7 @@ class ConversationStore:
         forgotten = forgotten_of(self.db, "msg:")
         return [redacted(shown_message(row, forgotten), redactor) for row in rows]
 
-    def messages_newest_first(self, conv: int) -> Iterator[sqlite3.Row]:
+    def messages_newest_first(self, conv: int) -> Iterator[Any]:
         """A lazy cursor over the conversation's messages, newest first."""
         return self.db.iterate(
             f"SELECT {MESSAGE_COLUMNS}, m.token_count FROM ctx_messages m"
@@ -300,7 +299,7 @@ def _title(batch: list[Message]) -> str:
     return next((title_of(m.content) for m in batch if m.role == "user" and m.content.strip()), "")
 
 
-def _info(row: sqlite3.Row) -> SessionInfo:
+def _info(row: Any) -> SessionInfo:
     return SessionInfo(
         id=row["session_id"], agent_id=row["agent_id"], user_id=row["user_id"], channel=row["channel"],
         title=row["title"], created_at=row["created_at"], last_active=row["last_active"],

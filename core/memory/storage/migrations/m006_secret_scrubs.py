@@ -2,7 +2,7 @@
 
 A trigger queues a fact's key in the same transaction that makes it a secret (or
 changes a secret's value), whichever code path saved it, so a scrub is never
-forgotten: :mod:`core.memory.secrets.scrub` deletes the row once the value is gone from
+forgotten: :mod:`core.memory.upkeep.scrub` deletes the row once the value is gone from
 every file and index. Only keys are queued, never values. Secrets already saved
 when this migration runs are queued too: the first open after the upgrade scrubs
 them.

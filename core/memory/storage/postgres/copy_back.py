@@ -20,7 +20,7 @@ import psycopg
 from psycopg import sql
 
 from core.errors import StorageError
-from core.memory.files import storage_error
+from core.durable import storage_error
 from core.memory.storage.sqlite import migrate, open_connection
 from core.memory.storage.postgres.copy import FIRST, LAST, schema_tables
 from core.memory.storage.postgres.database import PostgresDatabase, snapshot

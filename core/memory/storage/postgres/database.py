@@ -22,7 +22,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from core.config import StorageConfig
 from core.errors import DatabaseUnavailableError, LockTimeoutError, StorageError
-from core.memory.files import fault_points
+from core.durable import fault_points
 from core.memory.storage.dialect import POSTGRES
 from core.memory.storage.postgres import migrate
 from core.memory.storage.postgres.pool import advisory_key, claim_pool, converted, probe, release_pool

@@ -24,7 +24,7 @@ import psycopg
 from core.config import StorageConfig
 from core.errors import ConfigError, LockTimeoutError, NotFoundError, StorageError, ValidationError
 from core.memory.storage import residence
-from core.memory.files.fsutil import fsync_dir, storage_error
+from core.durable import fsync_dir, storage_error
 from core.memory.storage.postgres.copy import copy_memory_db, schema_rows
 from core.memory.storage.postgres.copy_back import copy_schema_to_file
 from core.memory.storage.postgres.database import PostgresDatabase

@@ -1,6 +1,6 @@
 """Scrubbing secret values from an agent's PostgreSQL schema: every text column of every table.
 
-The PostgreSQL form of :func:`core.memory.secrets.scrub_tables.scrub_database`, just as
+The PostgreSQL form of :func:`core.memory.upkeep.scrub_tables.scrub_database`, just as
 generic: it finds the schema's tables and columns in the catalog, so a table a
 later feature adds is covered without being named here. Identifiers (columns in
 a primary key or a plain index) are left alone; a column only an expression

@@ -23,7 +23,7 @@ from core.memory.secrets import forgotten_ids
 from core.memory.files import utc_timestamp
 from core.memory.provider import CompactionMode, CompactionResult, SummarizeOptions
 from core.memory.secrets import redactor_of
-from core.memory.tokens import estimate_tokens
+from core.llm.tokens import estimate_tokens
 from core.plugins.memory.lcm import plan
 from core.plugins.memory.lcm.render import (FORGOTTEN_LINE, render_message_line, render_summary,
                                             render_summary_line)

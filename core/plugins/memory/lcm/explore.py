@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-import sqlite3
-from typing import Iterator
+from typing import Any, Iterator
 
 from core.errors import SummaryNotFoundError, ValidationError, shown
-from core.memory.storage import SQLITE, Dialect
+from core.memory.storage import SQLITE, Connection, Dialect
 from core.memory.secrets import FORGOTTEN, forgotten_of
 from core.memory.provider import (
     DescribeResult,
@@ -67,7 +66,7 @@ def fts_query(text: object) -> str:
     return SQLITE.match(query_words(text))
 
 
-def search(conn: sqlite3.Connection, conv: int, query: SearchQuery, dialect: Dialect = SQLITE) -> list[SearchResult]:
+def search(conn: Connection, conv: int, query: SearchQuery, dialect: Dialect = SQLITE) -> list[SearchResult]:
     """Best matches first, with snippets (matches marked ``[...]``) and a score in [0, 1] (:mod:`.relevance`).
 
     The database finds and orders the candidates (BM25 in SQLite, ts_rank_cd in PostgreSQL).
@@ -89,7 +88,7 @@ def search(conn: sqlite3.Connection, conv: int, query: SearchQuery, dialect: Dia
     return hits[: query.limit]
 
 
-def summary_row(conn: sqlite3.Connection, summary_id: object, conv: int | None) -> sqlite3.Row:
+def summary_row(conn: Connection, summary_id: object, conv: int | None) -> Any:
     """The summary ``summary_id`` (of conversation ``conv`` when given), else SummaryNotFoundError."""
     if not isinstance(summary_id, str):
         raise ValidationError(f"a summary id is a string like 'sum_0123abcd', got {shown(summary_id)}")
@@ -101,7 +100,7 @@ def summary_row(conn: sqlite3.Connection, summary_id: object, conv: int | None) 
     return row
 
 
-def describe(conn: sqlite3.Connection, summary_id: str, conv: int | None) -> DescribeResult:
+def describe(conn: Connection, summary_id: str, conv: int | None) -> DescribeResult:
     """Metadata and lineage of one summary."""
     row = summary_row(conn, summary_id, conv)
     parents = conn.execute("SELECT parent_id FROM ctx_summary_parents WHERE child_id = ?", (summary_id,))
@@ -120,7 +119,7 @@ def describe(conn: sqlite3.Connection, summary_id: str, conv: int | None) -> Des
     )
 
 
-def expand(conn: sqlite3.Connection, summary_id: str, token_cap: int, conv: int | None) -> ExpandResult:
+def expand(conn: Connection, summary_id: str, token_cap: int, conv: int | None) -> ExpandResult:
     """The children of a summary, in order, until ``token_cap`` (at least one is always returned)."""
     if not isinstance(token_cap, int) or token_cap <= 0:
         raise ValidationError(f"token_cap must be a positive integer, got {shown(token_cap)}")
@@ -154,7 +153,7 @@ def _within(rows, token_cap: int) -> tuple[list, bool]:
     return kept, False
 
 
-def review_context(conn: sqlite3.Connection, conv: int, since: str) -> str:
+def review_context(conn: Connection, conv: int, since: str) -> str:
     """Summaries in context as background, then the messages (since ``since`` when given)."""
     summaries = conn.execute(
         "SELECT s.* FROM ctx_items i JOIN ctx_summaries s ON s.id = i.summary_id"

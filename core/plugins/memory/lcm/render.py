@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
+from typing import Any
 
 from core.memory.secrets import FORGOTTEN
 from core.memory.provider import Message
@@ -29,13 +29,13 @@ FORGOTTEN_LINE = FORGOTTEN
 """What a summarizer reads in place of a message or summary the user had forgotten."""
 
 
-def render_message_line(row: sqlite3.Row) -> str:
+def render_message_line(row: Any) -> str:
     """A ``ctx_messages`` row as one block of summarizer input."""
     message = message_from_row(row)
     who = f"tool {message.tool_name}" if message.role == "tool" and message.tool_name else message.role
     return f"[{row['created_at']} {who}] {message.text()}"
 
 
-def render_summary_line(row: sqlite3.Row) -> str:
+def render_summary_line(row: Any) -> str:
     """A ``ctx_summaries`` row as one block of condensed-summary input."""
     return f"[{row['earliest_at']} to {row['latest_at']}, {row['descendant_count']} messages] {row['content']}"

@@ -18,10 +18,10 @@ from core.errors import AgentOSError, SummarizerError
 from core.llm.templates import load_prompt as load_template
 from core.llm.window import ContextWindow
 from core.memory.compaction import summarize_escalating
-from core.memory.compaction import map_reduce, room_chars, window_of_generate
+from core.llm.fitting import map_reduce, room_chars, window_of_generate
 from core.memory.provider import SummarizeOptions
-from core.memory.tokens import estimate_tokens
-from core.memory.foreground import background_thread
+from core.llm.tokens import estimate_tokens
+from core.durable import background_thread
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class LLMSummarizer:
     """Summaries from a language model, escalating normal -> aggressive -> deterministic.
 
     A text whose prompt would not fit the model's window is summarised in pieces that do, and the
-    pieces' summaries are then summarised together (:mod:`core.memory.compaction.fitting`).
+    pieces' summaries are then summarised together (:mod:`core.llm.fitting`).
     """
 
     def __init__(self, generate: Callable[[str], str], fallback: DeterministicSummarizer | None = None,

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from core.errors import AgentOSError, SummarizerError
 from core.llm.window import ContextWindow
-from core.memory.foreground import background_thread
+from core.durable import background_thread
 
 log = logging.getLogger(__name__)
 

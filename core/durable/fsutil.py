@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from core.errors import DiskFullError, ReadOnlyError, StorageError
-from core.memory.files import fault_points
+from core.durable import fault_points
 
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 _READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}

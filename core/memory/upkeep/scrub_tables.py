@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from core.errors import ColdStoreError
-from core.memory.files import fault_points
+from core.durable import fault_points
 from core.memory.recall.lance_table import compact, upsert
 from core.memory.storage.sqlite import transaction, truncate_wal
 from core.memory.secrets.redaction import Redactor

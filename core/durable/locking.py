@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Iterator
 
 from core.errors import LockTimeoutError
-from core.memory.files.fsutil import storage_error
+from core.durable.fsutil import storage_error
 
 _registry_guard = threading.RLock()
 """Re-entrant: a lock collected by the garbage collector releases its file under it, at any allocation."""

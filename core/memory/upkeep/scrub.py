@@ -23,7 +23,7 @@ compaction, and deletes the row once the value is gone from:
 - **NOW.md**: rewritten through :func:`core.memory.upkeep.now.update` (version + 1, a NOW_UPDATE line);
 - **quarantined LOG tails** (``quarantine/*.md``) and **session handoff summaries**;
 - **memory.db**: every text column of every table but a secret's own value
-  (:func:`core.memory.secrets.scrub_tables.scrub_database`), the full-text indexes rebuilt,
+  (:func:`core.memory.upkeep.scrub_tables.scrub_database`), the full-text indexes rebuilt,
   freed pages zeroed, the WAL truncated; on PostgreSQL, the agent's schema the same
   way, its changed tables vacuumed and their GIN indexes rebuilt
   (:mod:`core.memory.storage.postgres.scrub`);
@@ -52,17 +52,17 @@ from pathlib import Path
 
 from core.errors import AgentOSError, BackendError, ColdStoreError, CorruptionError, ValidationError
 from core.memory.recall.store import TABLE
-from core.memory.storage.sqlite import Database
-from core.memory.files.fsutil import atomic_write, fsync_dir, write_all
+from core.memory.storage.protocol import Database
+from core.durable import atomic_write, fsync_dir, write_all
 from core.memory.files.log_format import LogEntry, utc_timestamp
 from core.memory.upkeep import now
 from core.memory.upkeep.archives import archive_first_seq
 from core.memory.upkeep.tiers import Tiers
-from core.memory.secrets.scrub_tables import scrub_cold_store, scrub_database
+from core.memory.upkeep.scrub_tables import scrub_cold_store, scrub_database
 from core.memory.spaces import Space
 from core.memory.spaces.scrub import spaces_of_author
 from core.memory.secrets.redaction import Redactor, forgotten_values, redactor_for, rewrite_lines
-from core.memory.tokens import estimate_tokens
+from core.llm.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 
