@@ -1,12 +1,16 @@
-"""LOG.md compaction into immutable archives, the summarizers (one contract, one escalation:
-normal, aggressive, deterministic) and fitting text to a model's window.
+"""LOG.md compaction into immutable archives and the summarizers (one contract, one escalation:
+normal, aggressive, deterministic).
 
 Import the names below from here; the modules of this package import each other directly.
 """
 
-from core.memory.faces import lazy_face
+from core.memory.compaction.auto import Compaction
+from core.memory.compaction.escalation import SummarizeOptions, Summarizer, Summary, summarize_escalating
+from core.memory.compaction.log_compaction import LogCompactor
+from core.memory.compaction.plan import CompactionReport
+from core.memory.compaction.summarizer import LogSummarizer
 
-__all__, __getattr__ = lazy_face(__name__, {
-    "CompactionReport": "log_compaction",
-    "summarize_escalating": "escalation",
-})
+__all__ = [
+    "Compaction", "CompactionReport", "LogCompactor", "LogSummarizer", "SummarizeOptions", "Summarizer",
+    "Summary", "summarize_escalating",
+]

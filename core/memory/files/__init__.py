@@ -1,24 +1,25 @@
-"""An agent's files: NOW.md and LOG.md (formats, reading, crash-safe writes), atomic replaces,
-the agent's lock and the named fault points of the write paths.
+"""An agent's files: NOW.md and LOG.md (formats, reading, crash-safe writes) and the archives' reading
+(atomic replaces, the agent's lock and the fault points are :mod:`core.durable`'s).
 
 Import the names below from here; the modules of this package import each other directly.
 """
 
-from core.memory.faces import lazy_face
+from core.memory.files import now_file
+from core.memory.files.archive_reading import ArchiveStream, reading
+from core.memory.files.log_file import LogFile, ScanResult, scan_bytes
+from core.memory.files.log_format import (
+    ENTRY_TYPES,
+    LogEntry,
+    check_entry_type,
+    check_text,
+    check_writer,
+    parse_or_none,
+    utc_timestamp,
+)
+from core.memory.files.now_file import NowState, PlanStep
 
-__all__, __getattr__ = lazy_face(__name__, {
-    "ArchiveStream": "archive_reading",
-    "ENTRY_TYPES": "log_format",
-    "LogEntry": "log_format",
-    "NowState": "now_file",
-    "ScanResult": "log_file",
-    "check_depth": "log_format",
-    "check_entry_type": "log_format",
-    "check_text": "log_format",
-    "check_writer": "log_format",
-    "yaml_error_line": "plain_yaml",
-    "parse_or_none": "log_file",
-    "reading": "archive_reading",
-    "scan_bytes": "log_file",
-    "utc_timestamp": "log_format",
-})
+__all__ = [
+    "ENTRY_TYPES", "ArchiveStream", "LogEntry", "LogFile", "NowState", "PlanStep", "ScanResult",
+    "check_entry_type", "check_text", "check_writer", "now_file", "parse_or_none", "reading", "scan_bytes",
+    "utc_timestamp",
+]

@@ -59,15 +59,16 @@ from core.memory.provider.types import (
     SessionSnapshot,
     SessionStats,
 )
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 
 __all__ = [
     "CAPABILITIES", "ChangeEntry", "ChangeSource", "ChangelogReader", "ChangelogWriter", "CompactionMode",
     "CompactionResult", "Compactor", "ConstraintEntry", "ConstraintStore", "DescribeResult", "ExpandChild",
     "ExpandMessage", "ExpandResult", "Explorer", "ListOptions", "MemoryTool", "Message", "ProfileStore",
-    "Provider", "Reviewer", "SearchQuery", "SearchResult", "SearchScope", "Searcher", "Session", "SessionInfo",
-    "SessionManager", "SessionSnapshot", "SessionSnapshotStore", "SessionStats", "SummarizeOptions",
-    "Summarizer", "ToolCall", "TraceEvent", "VersionedConstraintStore", "VersionedProfileStore", "bind",
-    "check_id", "check_message", "tool_calls_from_json", "tool_calls_to_json",
-    "build_tool", "capabilities", "current_session", "estimate_tokens", "unwrap", "with_tracing",
+    "Provider", "Reviewer", "SearchQuery", "SearchResult", "SearchScope", "Searcher", "Session",
+    "SessionInfo", "SessionManager", "SessionSnapshot", "SessionSnapshotStore", "SessionStats",
+    "SummarizeOptions", "Summarizer", "ToolCall", "TraceEvent", "VersionedConstraintStore",
+    "VersionedProfileStore", "bind", "build_tool", "capabilities", "check_id", "check_message",
+    "current_session", "estimate_tokens", "tool_calls_from_json", "tool_calls_to_json", "unwrap",
+    "with_tracing",
 ]

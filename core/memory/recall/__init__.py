@@ -4,17 +4,16 @@ LanceDB store of vectors, and the one ranked search over all of it.
 Import the names below from here; the modules of this package import each other directly.
 """
 
-from core.memory.faces import lazy_face
+from core.memory.recall.cold import ColdMemory, open_store
+from core.memory.recall.docs import KINDS, Doc, DocIndex, Filters
+from core.memory.recall.query import RecallRequest, check_recall
+from core.memory.recall.search import Candidate, Tuning
+from core.memory.recall.lance_table import COLUMNS, TABLE
+from core.memory.recall.store import ColdStore
+from core.memory.recall.views.results import Forgotten, Recalled, Refused, StoredMemories
 
-__all__, __getattr__ = lazy_face(__name__, {
-    "COLUMNS": "lance_table",
-    "ColdStore": "store",
-    "DocIndex": "docs",
-    "Filters": "docs",
-    "KINDS": "docs",
-    "MAX_RECENCY_DAYS": "query",
-    "TABLE": "store",
-    "Tuning": "search",
-    "check_recall": "query",
-    "open_store": "cold",
-})
+__all__ = [
+    "COLUMNS", "KINDS", "TABLE", "Candidate", "ColdMemory", "ColdStore", "Doc", "DocIndex", "Filters",
+    "Forgotten", "RecallRequest", "Recalled", "Refused", "StoredMemories", "Tuning", "check_recall",
+    "open_store",
+]

@@ -21,16 +21,14 @@ handed; never the engine.
 Import the names below from here; the modules of this package import each other directly.
 """
 
-from core.memory.faces import lazy_face
+from core.memory.reflection.passes import PassReport
+from core.memory.reflection.profile import ProfileLine, profile
+from core.memory.reflection.reply import ReflectReply
+from core.memory.reflection.rules import RuleReader
+from core.memory.reflection.view import LearnedFact, ReflectionView, read_view
+from core.memory.reflection.worker import Reflection
 
-__all__, __getattr__ = lazy_face(__name__, {
-    "LearnedFact": "view",
-    "PassReport": "passes",
-    "ProfileLine": "profile",
-    "Reflection": "worker",
-    "ReflectReply": "reply",
-    "ReflectionView": "view",
-    "RuleReader": "rules",
-    "profile": "profile",
-    "read_view": "view",
-})
+__all__ = [
+    "LearnedFact", "PassReport", "ProfileLine", "ReflectReply", "Reflection", "ReflectionView", "RuleReader",
+    "profile", "read_view",
+]
