@@ -3,17 +3,21 @@
     python -m core.engine --agent finn "Research Python asyncio and create a summary"
 
 Its public names load the graph's modules (LangGraph) on first use, so that
-``python -m core.engine --help`` and the CLI's start stay quick.
+``python -m core.engine --help`` and the CLI's start stay quick; a type checker sees them as usual.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import typing
 
-__all__ = ["Engine", "LOCAL_USER", "main"]
+if typing.TYPE_CHECKING:
+    from core.engine.cli import main
+    from core.engine.runner import LOCAL_USER, Engine
+
+__all__ = ["LOCAL_USER", "Engine", "main"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     if name in ("Engine", "LOCAL_USER"):
         from core.engine import runner
 

@@ -3,4 +3,4 @@
 from core.plugins.memory.lcm.provider import LCMProvider
 from core.plugins.memory.lcm.summarizer import DeterministicSummarizer, LLMSummarizer
 
-__all__ = ["LCMProvider", "LLMSummarizer", "DeterministicSummarizer"]
+__all__ = ["DeterministicSummarizer", "LCMProvider", "LLMSummarizer"]
