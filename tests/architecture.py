@@ -19,21 +19,24 @@ CORE = ROOT / "core"
 
 # Who may import whom: the units of core in layers, lowest first. A module may import its own
 # unit and the units of lower layers, never a higher one; units of one layer do not import each other.
-# A unit is a package or a module; the longest unit that contains a module is its unit.
+# A unit is a folder: a module belongs to the nearest folder holding it that is listed here (so a
+# sub-package belongs to its package unless listed itself), and a module directly in core/ is a unit
+# of its own. A module is never listed alone: where one belongs elsewhere, it moves.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("core", "core.errors", "core.memory", "core.memory.tokens", "core.memory.foreground", "core.memory.faces"),
-    ("core.memory.files", "core.memory.results"),
-    ("core.paths", "core.memory.secrets.redaction"),
-    ("core.config", "core.memory.secrets.forgotten"),
+    ("core", "core.errors"),
+    ("core.durable",),
+    ("core.paths",),
+    ("core.config",),
     ("core.llm",),
+    ("core.memory.files",),
+    ("core.memory.secrets",),
     ("core.memory.storage",),
-    ("core.memory.recall", "core.memory.context"),
+    ("core.memory.recall",),
     ("core.memory.compaction", "core.memory.spaces"),
     ("core.memory.upkeep", "core.memory.provider"),
     ("core.memory.reflection",),
-    ("core.memory.secrets",),
-    ("core.memory_manager",),
-    ("core.memory.shared", "core.memory.agent_folder", "core.plugins"),
+    ("core.memory",),
+    ("core.memory_manager", "core.plugins"),
     ("core.skills", "core.langgraph_store", "core.transfer"),
     ("core.terminal",),
     ("core.engine",),
@@ -41,9 +44,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core.commands",),
     ("core.memory_initializer", "core.__main__"),
 )
-EXACT = ("core", "core.memory")
-"""Packages whose unit is their ``__init__`` alone: their modules belong to the units listed for them."""
-LIBRARY = ("core.errors", "core.paths", "core.config", "core.llm", "core.memory", "core.memory_manager",
+UNITS = {unit for layer in LAYERS for unit in layer}
+LIBRARY = ("core.errors", "core.durable", "core.paths", "core.config", "core.llm", "core.memory", "core.memory_manager",
            "core.plugins", "core.skills", "core.langgraph_store", "core.transfer")
 APPLICATIONS = ("core.engine", "core.commands", "core.mcp_server", "core.inspector", "core.terminal",
                 "core.memory_initializer", "core.__main__")
@@ -141,15 +143,32 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def unit_of(name: str) -> str:
-    """The unit of :data:`LAYERS` a module belongs to: the longest that contains it ("" if none)."""
-    best = ""
-    for layer in LAYERS:
-        for unit in layer:
-            inside = name == unit or (unit not in EXACT and name.startswith(unit + "."))
-            if inside and len(unit) > len(best):
-                best = unit
-    return best
+def folder_of(name: str, mods: dict[str, Module] | None = None) -> str:
+    """The folder (package) that holds a module, by dotted name; a module directly in core/ is its own."""
+    module = (mods or _modules())[name]
+    if module.is_package:
+        return name
+    parent = name.rpartition(".")[0]
+    return name if parent == "core" else parent
+
+
+def unit_of(name: str, mods: dict[str, Module] | None = None) -> str:
+    """The unit of :data:`LAYERS` a module belongs to: the nearest listed folder that holds it ("" if none)."""
+    folder = folder_of(name, mods)
+    while folder and folder not in UNITS:
+        folder = folder.rpartition(".")[0]
+        if folder == "core":
+            return ""
+    return folder
+
+
+_cache: dict[str, Module] = {}
+
+
+def _modules() -> dict[str, Module]:
+    if not _cache:
+        _cache.update(modules())
+    return _cache
 
 
 def layer_of(unit: str) -> int:
@@ -159,10 +178,11 @@ def layer_of(unit: str) -> int:
 def broken_layers(graph: dict[str, set[str]]) -> list[str]:
     """Each import that goes up the layers or sideways within one (from one unit to another)."""
     broken = []
+    mods = modules()
     for source, targets in sorted(graph.items()):
-        here = unit_of(source)
+        here = unit_of(source, mods)
         for target in sorted(targets):
-            there = unit_of(target)
+            there = unit_of(target, mods)
             if here and there and there != here and layer_of(there) >= layer_of(here):
                 broken.append(f"{source} imports {target} ({here} is not above {there})")
     return broken

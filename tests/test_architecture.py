@@ -42,21 +42,42 @@ def test_layers_list_each_unit_once():
     assert len(units) == len(set(units))
 
 
-FACED = ("core.memory.files", "core.memory.recall", "core.memory.compaction", "core.memory.upkeep",
-         "core.memory.secrets", "core.memory.storage", "core.memory.provider", "core.memory.spaces")
-"""The memory's packages with a face (``__all__``): the names code outside them imports."""
+def test_each_unit_is_a_folder():
+    """A layer lists folders (and the modules directly in core/, each a unit of its own), never a module inside
+    a package: a module whose place differs from its folder's moves to a folder of that place."""
+    mods = modules()
+    assert [unit for layer in LAYERS for unit in layer
+            if unit not in mods or not (mods[unit].is_package or unit.count(".") == 1)] == []
 
 
-def test_code_outside_a_memory_package_imports_its_face():
-    """The applications and the other library packages name ``core.memory.recall``, not ``...recall.docs``."""
+FACED = ("core.durable", "core.llm")
+"""Packages whose face (``__all__``) is what every module outside them imports."""
+MEMORY_FACED = ("core.memory.files", "core.memory.recall", "core.memory.compaction", "core.memory.upkeep",
+                "core.memory.secrets", "core.memory.storage", "core.memory.provider", "core.memory.spaces",
+                "core.memory.reflection")
+"""The memory's packages: code outside the memory imports their faces (the memory's own packages import
+each other's modules)."""
+
+
+def _reaching(packages: tuple[str, ...], exempt) -> list[str]:
     import ast
 
     reaching = []
     for name, module in modules().items():
         for node in ast.walk(ast.parse(module.path.read_text(encoding="utf-8"))):
             target = node.module if isinstance(node, ast.ImportFrom) and not node.level else None
-            for package in FACED:
+            for package in packages:
                 inside = name == package or name.startswith(package + ".")
-                if target and target.startswith(package + ".") and not inside and not name.startswith("core.memory."):
+                if target and target.startswith(package + ".") and not inside and not exempt(name):
                     reaching.append(f"{name}: from {target} import ...")
-    assert reaching == []
+    return reaching
+
+
+def test_code_outside_a_faced_package_imports_its_face():
+    """Everything outside core.durable and core.llm names ``core.llm``, not ``core.llm.window``."""
+    assert _reaching(FACED, lambda name: False) == []
+
+
+def test_code_outside_a_memory_package_imports_its_face():
+    """The applications and the other library packages name ``core.memory.recall``, not ``...recall.docs``."""
+    assert _reaching(MEMORY_FACED, lambda name: name.startswith("core.memory.")) == []

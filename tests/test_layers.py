@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from tests.architecture import APPLICATIONS, LIBRARY, ROOT, imports
 
-LLM_MAY_IMPORT = ("core.llm", "core.errors", "core.paths", "core.config", "core.memory.files")
+LLM_MAY_IMPORT = ("core.llm", "core.errors", "core.paths", "core.config", "core.durable")
 
 
 def _within(name: str, units: tuple[str, ...]) -> bool:
     return any(name == unit or name.startswith(unit + ".") for unit in units)
 
 
-def test_the_llm_package_imports_only_errors_paths_config_and_memory_files():
+def test_the_llm_package_imports_only_errors_paths_config_and_durable_writes():
     """core.llm (backends, embedders) stands below the memory and the engine: it imports none of them."""
     found = [f"{source} imports {target}" for source, targets in sorted(imports().items())
              if _within(source, ("core.llm",)) for target in sorted(targets) if not _within(target, LLM_MAY_IMPORT)]
