@@ -27,13 +27,11 @@ from core.memory.context import format_context
 from core.memory.files import NowState, ScanResult, check_entry_type, check_text, check_writer
 from core.durable import public_methods_converting_os_errors
 from core.memory.files import now_file, utc_timestamp
-from core.memory.recall import log_index
+from core.memory.recall import Forgotten, Recalled, StoredMemories, log_index
 from core.memory.reflection import Reflection
-from core.memory.recall.views.results import Forgotten, Recalled, StoredMemories
 from core.memory.secrets import redactor_of, visible_entries
-from core.memory.upkeep.scrub import ScrubReport, SecretScrubber
 from core.memory.storage import facts
-from core.memory.upkeep import forgetting, now, open_tiers, rebuild, recovery
+from core.memory.upkeep import ScrubReport, SecretScrubber, forgetting, now, open_tiers, rebuild, recovery
 from core.memory.spaces import Space, recall as space_recall
 from core.paths import AgentPaths
 
