@@ -1,5 +1,5 @@
 """The import path the seeds document: ``from core.memory_manager import MemoryManager``."""
 
-from core.memory.manager import MemoryManager
+from core.memory import MemoryManager
 
 __all__ = ["MemoryManager"]

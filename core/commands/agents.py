@@ -9,7 +9,7 @@ from core.engine import cli as engine_cli
 from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
 from core.memory.files import now_file
 from core.memory.agent_folder import initialize_agent_memory, report
-from core.memory.manager import MemoryManager
+from core.memory import MemoryManager
 from core.paths import AgentPaths, home_and_source, list_agents
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from core.errors import ValidationError
-from core.memory.manager import MemoryManager
+from core.memory import MemoryManager
 from core.paths import existing_agent
 
 Run = Callable[[argparse.Namespace], "int | None"]

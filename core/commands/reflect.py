@@ -40,7 +40,7 @@ def reflect(args: argparse.Namespace) -> int:
             found = manager.reflection.status()
             emit(args, found, lambda: status_text(args.agent, found))
             return 0
-        from core.llm.select import choose_backend  # a model client only when one is needed
+        from core.llm import choose_backend  # a model client only when one is needed
 
         choice = choose_backend(manager.config.llm, offline=args.offline, model=args.model, host=args.host)
         print(choice.notice, file=sys.stderr)

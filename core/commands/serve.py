@@ -30,7 +30,7 @@ def mcp(args: argparse.Namespace) -> int:
     running engine on the same agent. Ctrl-C stops it.
     """
     from core.paths import existing_agent
-    from core.memory.shared import shared_manager
+    from core.memory import shared_manager
 
     existing_agent(args.agent)
     if args.allow_host and not args.http:

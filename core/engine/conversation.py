@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from core.engine import prompts
 from core.errors import CorruptionError, SummarizerError, ValidationError
-from core.llm.fitting import pack, room_chars, window_of_generate
+from core.llm import estimate_tokens, pack, room_chars, window_of_generate
 from core.durable import atomic_write, storage_error
 from core.memory.files import utc_timestamp
 from core.memory.provider import (
@@ -35,8 +35,7 @@ from core.memory.provider import (
     Session,
     SessionManager,
 )
-from core.memory.secrets import Redactor
-from core.llm.tokens import estimate_tokens
+from core.memory import Redactor
 from core.paths import AgentPaths
 from core.engine.prompting.system_prompt import Identity
 

@@ -24,9 +24,7 @@ from core.engine.conversation import CompactionReport, Conversation
 from core.engine.prompting.budgets import window_of
 from core.engine.prompting.context_builder import ContextBuilder
 from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError
-from core.llm.backend import Backend, generate_with
-from core.llm.served import PromptCounts
-from core.llm.select import choose_backend
+from core.llm import Backend, PromptCounts, choose_backend, generate_with
 from core.memory.provider import Session, Summarizer
 from core.engine.toolbox.memory_tool import memory_tools
 from core.engine.nodes.finalize import finalize
@@ -35,12 +33,11 @@ from core.engine.nodes.planner import planner
 from core.engine.nodes.runtime import Runtime, is_continue, mask_credentials
 from core.engine.nodes.tools import tools
 from core.paths import AgentPaths
-from core.memory.storage import open_checkpointer, open_database
+from core.memory.storage import hold_lease, open_checkpointer, open_database
 from core.plugins.memory import open_provider
-from core.memory.storage import hold_lease
 from core.engine.session_compaction import auto_compact, compact_session
 from core.engine.task_input import check_task
-from core.memory.shared import shared_manager
+from core.memory import shared_manager
 from core.engine.state import AgentState
 from core.engine.toolbox.toolbox import build_toolbox
 

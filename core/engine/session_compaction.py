@@ -15,8 +15,8 @@ import logging
 from core.config import SessionCompactionConfig
 from core.engine.conversation import CompactionReport, Conversation
 from core.errors import AgentOSError, BackendError, SummarizerError
-from core.llm.backend import Backend, generate_with
-from core.memory.manager import MemoryManager
+from core.llm import Backend, generate_with
+from core.memory import MemoryManager
 
 log = logging.getLogger(__name__)
 

@@ -47,8 +47,7 @@ from core.langgraph_store.filters import matches
 from core.langgraph_store.items import ItemTable, namespace_matches, namespace_text, to_item
 from core.memory.storage import redact
 from core.memory.recall import Filters
-from core.memory.manager import MemoryManager
-from core.memory.shared import shared_manager
+from core.memory import MemoryManager, shared_manager
 
 log = logging.getLogger(__name__)
 

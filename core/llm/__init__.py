@@ -47,14 +47,16 @@ from core.llm.window import ContextWindow, tools_text
 if typing.TYPE_CHECKING:
     from core.llm.ollama_backend import OllamaBackend, ollama_errors
 
+from core.llm.served import PromptCounts
+
 __all__ = [
     "DEFAULT_HOST", "HANDOFF_OPENING", "MAX_WORKERS", "THIS_REQUEST", "Backend", "BackendGenerate",
     "BoundedModel", "ChatReply", "Choice", "ContextWindow", "Embedder", "MiniLMEmbedder", "OfflineBackend",
-    "OllamaBackend", "OllamaEmbedder", "RatioStore", "StructuredReplyError", "SummaryReply", "TextSink",
-    "ThinkFilter", "ToolCall", "WindowMeter", "checked_vectors", "choose_backend", "choose_num_ctx",
-    "embed_texts", "estimate_tokens", "fill", "generate_with", "initial_ratio", "load_prompt",
-    "make_embedder", "map_reduce", "model_limits", "ollama_errors", "pack", "parse_reply", "reduce",
-    "resolve_host", "room_chars", "strip_think", "tools_text", "window_of_generate", "workers",
+    "OllamaBackend", "OllamaEmbedder", "PromptCounts", "RatioStore", "StructuredReplyError", "SummaryReply",
+    "TextSink", "ThinkFilter", "ToolCall", "WindowMeter", "checked_vectors", "choose_backend",
+    "choose_num_ctx", "embed_texts", "estimate_tokens", "fill", "generate_with", "initial_ratio",
+    "load_prompt", "make_embedder", "map_reduce", "model_limits", "ollama_errors", "pack", "parse_reply",
+    "reduce", "resolve_host", "room_chars", "strip_think", "tools_text", "window_of_generate", "workers",
 ]
 
 _ON_FIRST_USE = {"OllamaBackend": "core.llm.ollama_backend", "ollama_errors": "core.llm.ollama_backend"}

@@ -29,12 +29,11 @@ from core.terminal import is_loopback
 from core.errors import ValidationError, shown
 from core.mcp_server.stdio import interruptible_stdin
 from core.mcp_server.tools import memory_tools
-from core.memory.storage import redact
+from core.memory.storage import open_database, redact
 from core.memory.provider import Session
 from core.paths import existing_agent
-from core.memory.storage import open_database
 from core.plugins.memory import open_provider
-from core.memory.shared import shared_manager
+from core.memory import shared_manager
 
 log = logging.getLogger(__name__)
 

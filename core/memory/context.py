@@ -5,7 +5,7 @@ from __future__ import annotations
 from core.memory.storage.facts import REDACTED, Fact
 from core.memory.files.log_format import LogEntry
 from core.memory.files.now_file import NowState
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 
 ENTRY_PREVIEW_CHARS = 400
 FACTS_SHARE = 0.4

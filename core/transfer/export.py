@@ -28,7 +28,7 @@ from core.memory.recall import TABLE
 from core.memory.files import scan_bytes
 from core.memory.secrets import redactor_for
 from core.memory.storage import require_sqlite, staged_copy
-from core.memory.manager import MemoryManager
+from core.memory import MemoryManager
 from core.paths import AgentPaths, existing_agent
 from core.transfer import scrub
 from core.transfer.manifest import FORMAT, FORMAT_VERSION, MANIFEST, ROOT, sha256_of

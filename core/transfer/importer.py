@@ -30,7 +30,7 @@ from core.durable import IN_USE, fault_points, fsync_dir, replacing
 from core.memory.files import now_file, reading
 from core.memory.storage import archived_db, require_sqlite, staged_copy
 from core.memory.upkeep import rebuild_all
-from core.memory.manager import MemoryManager
+from core.memory import MemoryManager
 from core.paths import agents_home, validate_agent_name
 from core.transfer.export import counts
 from core.transfer.manifest import MANIFEST, Manifest, check_member_name, verify

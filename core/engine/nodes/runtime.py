@@ -9,9 +9,8 @@ from typing import Any, Callable
 
 from core.config import Config
 from core.engine.conversation import Conversation
-from core.llm.backend import Backend
-from core.memory.storage import REDACTED
-from core.memory.manager import MemoryManager
+from core.llm import Backend
+from core.memory import MemoryManager, REDACTED
 from core.engine.prompting.system_prompt import Identity
 from core.engine.toolbox.toolbox import Toolbox
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from core.config import Config, LLMConfig
 from core.errors import ContextWindowTooSmallError
-from core.llm.window import ContextWindow, tools_text
+from core.llm import ContextWindow, tools_text
 
 MIN_HISTORY_TOKENS = 512
 """Fewest tokens left for the conversation (the user's request and a tool result or two)."""

@@ -27,7 +27,7 @@ from core.engine.prompting import budgets as sizing
 from core.engine.prompting.budgets import Budgets
 from core.errors import AgentOSError, ContextWindowTooSmallError
 from core.memory.provider import CompactionMode, CompactionResult, Compactor
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 from core.plugins.memory.lcm import LCMProvider
 from core.engine.prompting.system_prompt import PromptExtras, PromptParts, build_system_prompt
 

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core.llm.backend import THIS_REQUEST
+from core.llm import THIS_REQUEST, estimate_tokens
 from core.memory.context import ENTRY_PREVIEW_CHARS, fit_lines, fit_newest, more_facts_note, render_fact, render_now
-from core.memory.files import LogEntry
+from core.memory import LogEntry, MemoryManager
 from core.memory.secrets import visible_entries
-from core.llm.tokens import estimate_tokens
-from core.memory.manager import MemoryManager
 
 PROFILE_TITLE = "## About the user (learned from the facts; [key] names each line's fact)"
 PROFILE_SHARE = 0.15

@@ -22,7 +22,7 @@ from pathlib import Path
 from core.engine import prompts
 from core.errors import StorageError
 from core.engine.prompting.memory_message import memory_context
-from core.memory.manager import MemoryManager
+from core.memory import MemoryManager
 from core.paths import AgentPaths
 
 MAX_FILE_CHARS = 12_000

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.llm.templates import load_prompt
+from core.llm import load_prompt
 
 
 def load(name: str) -> str:

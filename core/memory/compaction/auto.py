@@ -16,8 +16,7 @@ from typing import Callable
 
 from core.config import Config
 from core.errors import AgentOSError, ConfigError, shown
-from core.llm.window import ContextWindow
-from core.llm.fitting import window_of_generate
+from core.llm import ContextWindow, window_of_generate
 from core.memory.compaction.log_compaction import CompactionReport, LogCompactor
 from core.memory.compaction.summarizer import Generate, LogSummarizer
 from core.memory.files.log_format import is_compaction_summary
@@ -81,8 +80,8 @@ class Compaction:
             raise ConfigError(f"memory.compact_summarizer must be llm or deterministic, got {shown(choice)}")
         if choice == "deterministic" or self.config.llm.backend == "offline":
             return None
-        from core.llm.backend import generate_with
-        from core.llm.select import choose_backend
+        from core.llm import generate_with
+        from core.llm import choose_backend
 
         backend = choose_backend(self.config.llm).backend
         return None if backend.name == "offline" else generate_with(backend)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
 from core.errors import SummarizerError
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 
 __all__ = ["METHODS", "OVERSIZE_RATIO", "SummarizeOptions", "Summarizer", "Summary", "escalate",
            "summarize_escalating"]

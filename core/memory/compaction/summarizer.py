@@ -23,14 +23,14 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from core.errors import SummarizerError
-from core.llm.templates import fill
-from core.llm.templates import load_prompt as load_template
-from core.llm.window import ContextWindow
+from core.llm import fill
+from core.llm import load_prompt as load_template
+from core.llm import ContextWindow
 from core.memory.compaction.escalation import METHODS, OVERSIZE_RATIO, Summary, summarize_escalating
 from core.memory.compaction.extractive import extractive_summary
-from core.llm.fitting import BoundedModel, pack, reduce, room_chars
+from core.llm import BoundedModel, pack, reduce, room_chars
 from core.memory.files.log_format import LogEntry
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 
 log = logging.getLogger(__name__)
 

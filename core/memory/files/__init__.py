@@ -18,8 +18,10 @@ from core.memory.files.log_format import (
 )
 from core.memory.files.now_file import NowState, PlanStep
 
+from core.memory.files.log_format import check_depth
+
 __all__ = [
     "ENTRY_TYPES", "ArchiveStream", "LogEntry", "LogFile", "NowState", "PlanStep", "ScanResult",
-    "check_entry_type", "check_text", "check_writer", "now_file", "parse_or_none", "reading", "scan_bytes",
-    "utc_timestamp",
+    "check_depth", "check_entry_type", "check_text", "check_writer", "now_file", "parse_or_none", "reading",
+    "scan_bytes", "utc_timestamp",
 ]

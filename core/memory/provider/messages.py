@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from core.errors import ValidationError, shown
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 
 ROLES = ("system", "user", "assistant", "tool")
 MAX_MESSAGE_BYTES = 1024 * 1024

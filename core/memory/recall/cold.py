@@ -20,7 +20,7 @@ from typing import Any, Callable, ContextManager, Iterator, Sequence
 
 from core.config import Config
 from core.errors import AgentOSError, ColdStoreError, ValidationError
-from core.llm.embedding.embedders import make_embedder
+from core.llm import make_embedder
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import utc_timestamp
 from core.durable import foreground

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from core.errors import ColdStoreError, ColdStoreFilesError
-from core.llm.embedding.embedders import Embedder
+from core.llm import Embedder
 from core.durable import fault_points, os_error_number, storage_error
 
 TABLE = "memories"

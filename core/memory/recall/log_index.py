@@ -22,7 +22,7 @@ from core.memory.recall import forget_records
 from core.memory.storage.protocol import Connection, Database
 from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import LogEntry
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 
 _INSERT = """INSERT OR IGNORE INTO log_metadata
     (id, timestamp, entry_type, content_hash, compacted, token_count, run_id, archive_id)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from core.errors import ColdStoreError, EmbedderMismatchError, LockTimeoutError
-from core.llm.embedding.embedders import Embedder
+from core.llm import Embedder
 from core.memory.recall import ann_index, lance_table
 from core.memory.recall.lance_table import (
     CLEANUP_AFTER, COLUMNS, LEGACY_TABLES, META_DIMENSION, META_EMBEDDER, SEARCHED, TABLE, VectorRow,

@@ -25,7 +25,7 @@ from contextlib import nullcontext
 from typing import Callable, ContextManager
 
 from core.errors import AgentOSError, EmbedderMismatchError
-from core.llm.embedding.token_batches import MAX_WORKERS, workers
+from core.llm import MAX_WORKERS, workers
 from core.memory.recall.lance_table import LONG_CHARS, chunk_rows, may_have_chunks
 from core.memory.recall.store import ColdStore, VectorRow
 from core.memory.recall.docs import Doc, DocIndex

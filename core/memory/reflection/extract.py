@@ -28,9 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
 from core.errors import AgentOSError, BackendError, BackendUnavailableError, ModelNotFoundError
-from core.llm.structured import StructuredReplyError, parse_reply
-from core.llm.templates import fill, load_prompt
-from core.llm.window import ContextWindow
+from core.llm import ContextWindow, StructuredReplyError, fill, load_prompt, parse_reply
 from core.durable import background_thread
 from core.memory.reflection.check import Checked, check
 from core.memory.reflection.inputs import Item, reply_tokens

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import StorageError
-from core.llm.window import ContextWindow
+from core.llm import ContextWindow
 from core.memory.files.log_file import LogFile, scan_bytes
 from core.memory.files.log_format import LogEntry
 from core.memory.recall.sources import SPEAKER_KEYS

@@ -18,7 +18,7 @@ from core.config import ReflectConfig
 from core.memory.reflection import inputs, state
 from core.memory.reflection.check import check
 from core.memory.reflection.commit import Kept, commit
-from core.llm.window import ContextWindow
+from core.llm import ContextWindow
 from core.memory.reflection.extract import (DEFAULT_WINDOW, RETRY_CHARS, Done, ModelReader, Stopped, Tally,
                                             prompt_template, prompt_text, resolve)
 from core.memory.reflection.inputs import Item

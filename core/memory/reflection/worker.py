@@ -157,7 +157,7 @@ class Reflection:
         found = self._configured
         if (found is None or found.name == "offline") and \
                 time.monotonic() - self._unavailable_at >= UNAVAILABLE_RETRY_S:
-            from core.llm.select import choose_backend  # the backends' clients only when one is needed
+            from core.llm import choose_backend  # the backends' clients only when one is needed
 
             llm = self.tiers.config.llm
             found = self._configured = choose_backend(replace(llm, model=self.config.model or llm.model)).backend

@@ -44,7 +44,7 @@ def parse_memory_id(value: object) -> tuple[str, int]:
 
 def embedder_of(config: Config) -> Any:
     """The embedder ``cold.embedder`` names, made once a process (loading a model is slow)."""
-    from core.llm.embedding.embedders import make_embedder
+    from core.llm import make_embedder
 
     with _embedders_guard:
         if config.cold.embedder not in _embedders:

@@ -24,12 +24,14 @@ from core.memory.storage.read_only import Reader, reading
 from core.memory.storage.titles import title_of
 from core.memory.storage.sqlite import SqliteDatabase, damage_marker
 
+from core.memory.storage.titles import shown_title
+
 __all__ = [
     "CATEGORIES", "MIN_REDACTED_CHARS", "POSTGRES", "REDACTED", "SQLITE", "AgentLease", "Checkpoints",
     "Connection", "Cursor", "Database", "Dialect", "Fact", "FactStore", "Provenance", "Reader",
     "SqliteDatabase", "archived_db", "damage_marker", "extracted", "hold_lease", "open_checkpointer",
-    "open_database", "reading", "redact", "require_sqlite", "schema_name", "snapshot", "staged_copy",
-    "title_of", "to_postgres", "to_sqlite",
+    "open_database", "reading", "redact", "require_sqlite", "schema_name", "shown_title", "snapshot",
+    "staged_copy", "title_of", "to_postgres", "to_sqlite",
 ]
 
 if typing.TYPE_CHECKING:

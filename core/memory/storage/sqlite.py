@@ -23,10 +23,9 @@ from typing import Callable, Iterator, Literal
 
 from core import __version__
 from core.errors import CorruptionError, DiskFullError, LockTimeoutError, ReadOnlyError, StorageError
-from core.durable import AgentLock, fault_points
+from core.durable import AgentLock, TOO_MANY_FILES_FIX, fault_points, storage_error
 from core.memory.storage.migrations import all_migrations
 from core.memory.storage.dialect import SQLITE
-from core.durable.fsutil import TOO_MANY_FILES_FIX, storage_error
 
 log = logging.getLogger(__name__)
 

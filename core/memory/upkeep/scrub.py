@@ -62,7 +62,7 @@ from core.memory.upkeep.scrub_tables import scrub_cold_store, scrub_database
 from core.memory.spaces import Space
 from core.memory.spaces.scrub import spaces_of_author
 from core.memory.secrets.redaction import Redactor, forgotten_values, redactor_for, rewrite_lines
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Iterator
 
 from core.errors import SessionNotFoundError, ValidationError
 from core.memory.storage import Connection, Database, shown_title, title_of
-from core.memory.secrets import FORGOTTEN, forgotten_of
+from core.memory.secrets import FORGOTTEN, Redactor, forgotten_of, redactor_of
 from core.memory.files import utc_timestamp
 from core.memory.provider import (
     Message,
@@ -23,8 +23,7 @@ from core.memory.provider import (
     tool_calls_to_json,
 )
 from core.memory.provider import ListOptions, Session, SessionInfo, SessionStats
-from core.memory.secrets import Redactor, redactor_of
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 
 FORGOTTEN_TOKENS = estimate_tokens(FORGOTTEN)
 """What a forgotten message or summary costs in a prompt, which shows only its mark."""

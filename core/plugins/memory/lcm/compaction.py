@@ -19,11 +19,10 @@ from dataclasses import dataclass, field, replace
 
 from core.config import ProviderConfig
 from core.memory.storage import Database
-from core.memory.secrets import forgotten_ids
+from core.memory.secrets import forgotten_ids, redactor_of
 from core.memory.files import utc_timestamp
 from core.memory.provider import CompactionMode, CompactionResult, SummarizeOptions
-from core.memory.secrets import redactor_of
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 from core.plugins.memory.lcm import plan
 from core.plugins.memory.lcm.render import (FORGOTTEN_LINE, render_message_line, render_summary,
                                             render_summary_line)

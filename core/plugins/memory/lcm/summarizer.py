@@ -15,12 +15,12 @@ from dataclasses import replace
 from typing import Callable
 
 from core.errors import AgentOSError, SummarizerError
-from core.llm.templates import load_prompt as load_template
-from core.llm.window import ContextWindow
+from core.llm import load_prompt as load_template
+from core.llm import ContextWindow
 from core.memory.compaction import summarize_escalating
-from core.llm.fitting import map_reduce, room_chars, window_of_generate
+from core.llm import map_reduce, room_chars, window_of_generate
 from core.memory.provider import SummarizeOptions
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 from core.durable import background_thread
 
 log = logging.getLogger(__name__)

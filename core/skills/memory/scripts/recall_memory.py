@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal, Optional
 
 from core.errors import ToolArgumentError
-from core.memory.shared import shared_manager
+from core.memory import shared_manager
 from core.skills.base import skill_metadata
 
 MAX_RESULTS = 20

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from core.memory.shared import shared_manager
+from core.memory import shared_manager
 from core.skills.base import skill_metadata
 
 
