@@ -17,7 +17,7 @@ import socket
 import sqlite3
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from core.config import StorageConfig
 from core.errors import ConfigError, StorageError
@@ -41,8 +41,8 @@ def schema_name(agent: str, config: StorageConfig) -> str:
     return name.encode("utf-8")[: MAX_SCHEMA_CHARS - 11].decode("utf-8", "ignore") + "_" + digest
 
 
-def open_database(paths: AgentPaths, config: StorageConfig | None = None):
-    """The database of the agent at ``paths``: ``Database`` (SQLite) or ``PostgresDatabase``.
+def open_database(paths: AgentPaths, config: StorageConfig | None = None) -> Database:
+    """The database of the agent at ``paths``: ``SqliteDatabase`` or ``PostgresDatabase``.
 
     Raises:
         ConfigError: an unknown backend, postgres without a DSN, or psycopg missing.
@@ -71,8 +71,10 @@ def require_sqlite(config: StorageConfig, what: str) -> None:
 class Checkpoints:
     """LangGraph's checkpointer of one agent (``saver``), in ``memory/checkpoints.db`` or the agent's schema."""
 
-    def __init__(self, saver: Any, closable: Any) -> None:
+    def __init__(self, saver: Any, closable: Any, kind: Literal["sqlite", "postgres"]) -> None:
         self.saver = saver
+        self.kind = kind
+        """Which database holds the checkpoints."""
         self._closable = closable
 
     def forget(self, thread_id: str) -> None:
@@ -83,7 +85,7 @@ class Checkpoints:
         until autovacuum frees the space and later writes reuse it (docs/scaling.md, "Secrets").
         """
         self.saver.delete_thread(thread_id)
-        if isinstance(self._closable, sqlite3.Connection):
+        if self.kind == "sqlite":
             self._closable.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
@@ -102,11 +104,11 @@ def open_checkpointer(paths: AgentPaths, config: StorageConfig | None = None) ->
         # A turn's checkpoints hold its raw messages (what the user typed, get_fact's replies): deleted with
         # the turn, their pages are zeroed and the WAL that still holds them is truncated.
         conn.execute("PRAGMA secure_delete = ON")
-        return Checkpoints(SqliteSaver(conn), conn)
+        return Checkpoints(SqliteSaver(conn), conn, "sqlite")
     from core.memory.storage.postgres.checkpoints import open_saver
 
     pool, saver = open_saver(dsn, schema_name(paths.name, config), config)
-    return Checkpoints(saver, pool)
+    return Checkpoints(saver, pool, "postgres")
 
 
 def postgres_database(dsn: str, schema: str, config: StorageConfig, path: Path | None = None):

@@ -393,6 +393,3 @@ class SqliteDatabase:
         lock_dir.mkdir(parents=True, exist_ok=True)
         return AgentLock(lock_dir / f"conversation-{conv}.lock", timeout=timeout, keep_open=False).hold()
 
-
-Database = SqliteDatabase
-"""The SQLite database's earlier name; :class:`core.memory.storage.Database` is what both databases answer."""

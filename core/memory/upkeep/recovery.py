@@ -30,7 +30,6 @@ from core.memory.files.now_file import NowState
 from core.memory.recall import log_index
 from core.memory.recall.sources import content_key
 from core.memory.recall.store import TABLE
-from core.memory.storage.protocol import Database
 from core.memory.storage.sqlite import damage_marker
 from core.memory.upkeep import now
 from core.memory.upkeep.rebuild import rebuild_history
@@ -70,7 +69,7 @@ def open_files(tiers: Tiers) -> tuple[list[Path], list[str]]:
         created.append(paths.log_file)
     else:
         tiers.log.repair()  # CRLF line ends, a stripped final newline, a torn tail
-    fresh = isinstance(tiers.db, Database) and not paths.db_file.exists()
+    fresh = tiers.db.kind == "sqlite" and not paths.db_file.exists()
     repairs = open_database(tiers)  # creates memory.db, or rebuilds a lost one
     if fresh:
         created.append(paths.db_file)
@@ -102,7 +101,7 @@ def open_database(tiers: Tiers) -> list[str]:
 def _open_database(tiers: Tiers) -> list[str]:
     path = tiers.paths.db_file
     history = tiers.has_history()
-    if not isinstance(tiers.db, Database):  # a PostgreSQL schema: no file of ours to find damaged
+    if tiers.db.kind != "sqlite":  # a PostgreSQL schema: no file of ours to find damaged
         if not (history and _recreated(tiers)):
             return []
         return rebuild_database(tiers, f"the PostgreSQL schema {tiers.db.schema} is new and empty although "
@@ -167,7 +166,7 @@ def rebuild_database(tiers: Tiers, reason: str, moved: list[Path]) -> list[str]:
         f"{reason}{where}",
         f"rebuilt from LOG.md and {len(sources)} archive(s): {rows} log index rows, {compactions} compaction(s), "
         f"{facts} fact(s), {notes} note(s)",
-        "not rebuilt: " + (NOT_REBUILT if isinstance(tiers.db, Database) else NOT_REBUILT_POSTGRES)
+        "not rebuilt: " + (NOT_REBUILT if tiers.db.kind == "sqlite" else NOT_REBUILT_POSTGRES)
         + (f"; the values of the secret fact(s) {', '.join(lost)}: save them again" if lost else ""),
     ]
     for line in lines:

@@ -358,9 +358,9 @@ class SecretScrubber:
         self.tiers.append("SYSTEM", title + ", ".join(parts), meta)
 
 
-def _scrub_tables(db, redactor: Redactor) -> tuple[dict[str, int], bool]:
+def _scrub_tables(db: Database, redactor: Redactor) -> tuple[dict[str, int], bool]:
     """memory.db's tables scrubbed, in its SQLite file or its PostgreSQL schema."""
-    if isinstance(db, Database):
+    if db.kind == "sqlite":
         return scrub_database(db.conn, redactor)
     from core.memory.storage.postgres.scrub import scrub_schema
 

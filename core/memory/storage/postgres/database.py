@@ -1,4 +1,4 @@
-"""PostgresDatabase: memory.db's tables in one PostgreSQL schema, used exactly like :class:`core.memory.storage.sqlite.Database`.
+"""PostgresDatabase: memory.db's tables in one PostgreSQL schema, used exactly like :class:`core.memory.storage.sqlite.SqliteDatabase`.
 
 ``db.conn.execute(sql, params)`` runs one statement on a pooled connection
 (autocommit) and returns its rows; ``with db.transaction() as conn`` holds one
