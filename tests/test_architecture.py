@@ -81,3 +81,12 @@ def test_code_outside_a_faced_package_imports_its_face():
 def test_code_outside_a_memory_package_imports_its_face():
     """The applications and the other library packages name ``core.memory.recall``, not ``...recall.docs``."""
     assert _reaching(MEMORY_FACED, lambda name: name.startswith("core.memory.")) == []
+
+
+def test_the_documented_module_count_is_the_trees():
+    """docs/architecture.md's figures table says how many modules core has: the count of the tree, not a memory."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    documented = int(re.search(r"^\| modules \| (\d+) \|", text, re.M)[1])
+    assert documented == len(modules()), f"write {len(modules())} in docs/architecture.md's '| modules |' row"
