@@ -1,9 +1,8 @@
 """Configuration: frozen dataclasses with documented defaults, read from YAML.
 
-Two files are merged over the defaults, later ones winning key by key:
-``$AGENTOS_HOME/config.yaml`` (every agent) and ``<agent>/config/config.yaml``
-(one agent). Unknown sections or keys are errors that list the valid ones; a
-retired key is ignored with a warning that says why.
+Two files are merged over the defaults, later ones winning key by key: ``$AGENTOS_HOME/config.yaml`` (every
+agent) and ``<agent>/config/config.yaml`` (one agent). Unknown sections or keys are errors that list the valid
+ones; a retired key is ignored with a warning that says why.
 """
 
 from __future__ import annotations
@@ -20,15 +19,14 @@ from typing import Any
 import yaml
 
 from core.errors import ConfigError, shown
-from core.durable import load_yaml, os_error_number, storage_error
-from core.memory.files import yaml_error_line
+from core.durable import load_yaml, os_error_number, storage_error, yaml_error_line
 from core.paths import AgentPaths, agents_home
 
 __all__ = [
-    "ABOVE_LOWEST", "DAY_S", "DSN_VARIABLE", "MAX_CONFIG_BYTES", "MAY_BE_NEGATIVE", "RANGES",
-    "REFLECT_ENABLED", "RETIRED", "STORAGE_BACKENDS", "ZERO_MEANS_DEFAULT", "ColdConfig", "Config",
-    "EngineConfig", "LLMConfig", "MemoryConfig", "ProviderConfig", "ReflectConfig", "SessionCompactionConfig",
-    "StorageConfig", "TransferConfig", "config_files", "load_config", "load_home_config", "merge",
+    "DSN_VARIABLE", "MAX_CONFIG_BYTES", "RANGES", "REFLECT_ENABLED", "RETIRED", "STORAGE_BACKENDS",
+    "ColdConfig", "Config", "EngineConfig", "LLMConfig", "MemoryConfig", "ProviderConfig", "ReflectConfig",
+    "SessionCompactionConfig", "StorageConfig", "TransferConfig", "config_files", "load_config",
+    "load_home_config", "merge",
 ]
 
 log = logging.getLogger(__name__)
@@ -253,31 +251,31 @@ class Config:
     reflect: ReflectConfig = field(default_factory=ReflectConfig)
 
 
-DAY_S = 86_400.0
+_DAY_S = 86_400.0
 RANGES: dict[str, tuple[float, float]] = {
-    "memory.max_entry_bytes": (64, 16 * 1024 * 1024), "memory.lock_timeout_s": (0, DAY_S),
+    "memory.max_entry_bytes": (64, 16 * 1024 * 1024), "memory.lock_timeout_s": (0, _DAY_S),
     "memory.compact_log_bytes": (1024, 2**30), "memory.compact_log_entries": (2, 10_000_000),
-    "memory.compact_summary_tokens": (16, 100_000), "memory.compact_timeout_s": (0, DAY_S),
-    "memory.compact_deadline_s": (0, 7 * DAY_S), "memory.context_tokens": (16, 10_000_000),
+    "memory.compact_summary_tokens": (16, 100_000), "memory.compact_timeout_s": (0, _DAY_S),
+    "memory.compact_deadline_s": (0, 7 * _DAY_S), "memory.context_tokens": (16, 10_000_000),
     "cold.optimize_every": (1, 1_000_000), "cold.min_score": (0, 1), "cold.vector_wait_s": (0, 3600),
     "cold.max_memory_bytes": (64, 256 * 1024 * 1024), "cold.ann_min_rows": (0, 10**9),
     "provider.fresh_tail": (0, 100_000), "provider.context_threshold": (0, 1),
     "provider.leaf_chunk_size": (1, 100_000), "provider.leaf_chunk_max_tokens": (16, 10_000_000),
-    "provider.max_rounds": (1, 10_000), "provider.deadline_s": (0, 7 * DAY_S),
-    "provider.summarizer_timeout_s": (0, DAY_S), "provider.leaf_target_tokens": (16, 1_000_000),
-    "provider.condensed_target_tokens": (16, 1_000_000), "llm.timeout_s": (0, DAY_S), "llm.num_ctx": (512, 2**24),
+    "provider.max_rounds": (1, 10_000), "provider.deadline_s": (0, 7 * _DAY_S),
+    "provider.summarizer_timeout_s": (0, _DAY_S), "provider.leaf_target_tokens": (16, 1_000_000),
+    "provider.condensed_target_tokens": (16, 1_000_000), "llm.timeout_s": (0, _DAY_S), "llm.num_ctx": (512, 2**24),
     "engine.max_steps": (1, 10_000), "engine.max_retries": (0, 1000), "engine.context_budget": (0, 10**8),
     "engine.memory_tokens": (0, 10**8), "compaction.max_tokens": (1, 10**8), "compaction.keep_tail": (0, 100_000),
     "storage.pool_max": (1, 1000), "storage.pool_timeout_s": (0, 3600), "storage.connect_timeout_s": (0, 3600),
-    "storage.statement_timeout_s": (0, DAY_S), "transfer.max_unpacked_bytes": (1, 10**15),
-    "transfer.max_members": (1, 10**9), "transfer.max_ratio": (1, 10**6), "reflect.interval_s": (0, 7 * DAY_S),
-    "reflect.batch_entries": (1, 10_000), "reflect.timeout_s": (0, DAY_S), "reflect.retry_after_s": (0, DAY_S),
+    "storage.statement_timeout_s": (0, _DAY_S), "transfer.max_unpacked_bytes": (1, 10**15),
+    "transfer.max_members": (1, 10**9), "transfer.max_ratio": (1, 10**6), "reflect.interval_s": (0, 7 * _DAY_S),
+    "reflect.batch_entries": (1, 10_000), "reflect.timeout_s": (0, _DAY_S), "reflect.retry_after_s": (0, _DAY_S),
     "reflect.profile_lines": (0, 1000),
 }
 """Every numeric option's allowed values, lowest to highest: an int from the lowest, a float above it (a
 time of 0 s or a share of 0 would stop everything); both ends are generous bounds of what makes sense."""
-MAY_BE_NEGATIVE = {"compaction.max_tokens"}  # -1 has a documented meaning (disables)
-ZERO_MEANS_DEFAULT = {"compaction.max_tokens"}  # 0 stands for the default (seed 002)
+_MAY_BE_NEGATIVE = {"compaction.max_tokens"}  # -1 has a documented meaning (disables)
+_ZERO_MEANS_DEFAULT = {"compaction.max_tokens"}  # 0 stands for the default (seed 002)
 RETIRED = {"cold.chunk_tokens": "recall indexes every memory whole, not archive chunks"}
 """Options of earlier versions that are ignored (with a warning), so old config files still load."""
 
@@ -342,8 +340,8 @@ def _merge_section(current: Any, values: dict[str, Any], source: str, section: s
             value = float(value)
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise ConfigError(f"{where}.{key} must be {expected.__name__}, got {shown(value)}")
-        if expected in (int, float) and not (name in MAY_BE_NEGATIVE and value == -1):
-            if value == 0 and name in ZERO_MEANS_DEFAULT:
+        if expected in (int, float) and not (name in _MAY_BE_NEGATIVE and value == -1):
+            if value == 0 and name in _ZERO_MEANS_DEFAULT:
                 value = getattr(type(current)(), key)
             _check_range(f"{where}.{key}", name, value)
         updates[key] = value
@@ -355,16 +353,16 @@ def _check_range(where: str, name: str, value: float) -> None:
     low, high = RANGES[name]
     if isinstance(value, int):
         if not low <= value <= high:
-            special = " (or 0 for the default, -1 to disable)" if name in MAY_BE_NEGATIVE else ""
+            special = " (or 0 for the default, -1 to disable)" if name in _MAY_BE_NEGATIVE else ""
             raise ConfigError(f"{where} must be a whole number from {low:,} to {high:,}{special}, got {shown(value)}")
         return
-    above = name in ABOVE_LOWEST
+    above = name in _ABOVE_LOWEST
     if not (math.isfinite(value) and (low < value if above else low <= value) and value <= high):
         bounds = f"above {low:g} and at most {high:g}" if above else f"from {low:g} to {high:g}"
         raise ConfigError(f"{where} must be a number {bounds}, got {shown(value)}")
 
 
-ABOVE_LOWEST = {n for n in RANGES if n.endswith(("timeout_s", "deadline_s"))} | {"provider.context_threshold", "reflect.interval_s"}
+_ABOVE_LOWEST = {n for n in RANGES if n.endswith(("timeout_s", "deadline_s"))} | {"provider.context_threshold", "reflect.interval_s"}
 """Float options whose lowest value is excluded: a timeout of 0 s or a threshold of 0 would stop everything."""
 
 MAX_CONFIG_BYTES = 1024 * 1024  # the largest config file read (AgentOS's own are a few hundred bytes)
