@@ -17,9 +17,10 @@ import pytest
 from core.llm.backend import generate_with
 from core.llm.ollama_backend import OllamaBackend
 from core.memory.files.log_file import scan_bytes
-from core.memory.provider import Message, Session
+from core.memory.provider import ListOptions, Message, Session
 from core.memory.provider.types import CompactionMode
 from core.memory.secrets.redaction import REDACTED
+from core.memory.storage import title_of
 from core.memory_manager import MemoryManager
 from core.memory.secrets.forgotten import FORGOTTEN
 from core.plugins.memory.lcm import DeterministicSummarizer, LCMProvider, LLMSummarizer
@@ -226,7 +227,8 @@ def test_forgotten_values_come_back_with_a_memory_db_rebuilt_from_log_md(home, m
 @pytest.mark.parametrize("provider_class", [LCMProvider, SimpleProvider], ids=["lcm", "simple"])
 def test_a_forgotten_message_is_not_shown_in_context_history_or_expand(finn, provider_class):
     """A conversation message forgotten by id stays stored (the record; LCM's DAG stays lossless) but what
-    assemble, load_history (the handoff's input) and expand give the model only says it was forgotten."""
+    assemble, load_history (the handoff's input) and expand give the model only says it was forgotten; the
+    session is no longer titled with it."""
     provider = provider_class(database_of(finn), **({"summarizer": DeterministicSummarizer()}
                                                     if provider_class is LCMProvider else {}))
     try:
@@ -237,7 +239,10 @@ def test_a_forgotten_message_is_not_shown_in_context_history_or_expand(finn, pro
         rows = finn.db.conn.execute("SELECT id, content FROM ctx_messages ORDER BY id").fetchall()
         code = next(r[0] for r in rows if "4471" in r[1])
         finn.recall_memory("shed alarm")  # indexes the messages, so they can be forgotten by id
+        assert provider.load_info(SESSION.id).title.startswith("the alarm code of the shed is 4471")
         assert finn.forget_memory(f"msg:{code}")
+        titles = [provider.load_info(SESSION.id).title] + [i.title for i in provider.list_info(ListOptions())]
+        assert titles == [title_of(f"turn 1: {GARDEN}")] * 2
 
         shown = provider.assemble(SESSION, 100_000, 2) + provider.load_history(SESSION.id)
         if provider_class is LCMProvider:

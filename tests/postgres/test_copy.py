@@ -23,7 +23,8 @@ SESSION = Session("finn:main", agent_id="finn", user_id="ada", channel="cli")
 
 def test_copy_moves_every_table_and_new_rows_follow(pg_home, monkeypatch):
     """After copy-to-postgres the agent reads the same facts, history, summaries and profile; new rows get new ids;
-    a secret whose scrub was still queued is copied with its queue row and scrubbed at the first open."""
+    a secret whose scrub was still queued is copied with its queue row and scrubbed at the first open; the
+    reflection queue is memory.db's (a message already reflected is not queued again by the copy)."""
     dsn = os.environ["AGENTOS_DSN"]
     monkeypatch.delenv("AGENTOS_DSN")
     with MemoryManager("finn") as manager:  # an agent kept in SQLite so far
@@ -38,6 +39,9 @@ def test_copy_moves_every_table_and_new_rows_follow(pg_home, monkeypatch):
         sqlite_lcm.set_profile("ada", "finn", "likes trains")
         history, context = sqlite_lcm.load_history(SESSION.id), sqlite_lcm.assemble(SESSION, 10**6, 4)
         sqlite_lcm.close()
+        manager.db.conn.execute("DELETE FROM reflect_pending WHERE item = 'msg:1'")  # reflected already
+        queued = sorted(row[0] for row in manager.db.conn.execute("SELECT item FROM reflect_pending"))
+        assert queued and "msg:1" not in queued
 
     monkeypatch.setenv("AGENTOS_DSN", dsn)
     result = subprocess.run([sys.executable, "-m", "core", "copy-to-postgres", "--agent", "finn"], cwd=ROOT,
@@ -54,6 +58,7 @@ def test_copy_moves_every_table_and_new_rows_follow(pg_home, monkeypatch):
         assert lcm.load_history(SESSION.id) == history and lcm.assemble(SESSION, 10**6, 4) == context
         assert lcm.get_profile("ada", "finn") == "likes trains" and lcm.get_profile_at("ada", "finn", 1) == "likes trains"
         assert lcm.search(SESSION, SearchQuery("module m3"))
+        assert sorted(row[0] for row in manager.db.conn.execute("SELECT item FROM reflect_pending")) == queued
         lcm.append(SESSION, [Message("user", "after the move")])
         assert lcm.load_history(SESSION.id)[-1].content == "after the move"
         manager.save_fact("country", "Portugal")

@@ -122,7 +122,7 @@ def _check_acks(entries: list[dict], acks: list[list], result: Result) -> None:
             entry = by_seq.get(seq)
             if entry is None or marker not in entry["text"] + str(entry.get("meta")):
                 result.fail(f"acknowledged append {seq} ({marker}) is lost")
-        elif record[0] == "refused" and record[1] != "open" and "records the change" not in record[-1]:
+        elif record[0] == "refused" and record[1] != "open" and "memory.db applies it" not in record[-1]:
             op, marker = record[1], record[2]
             probe = {"append": f"full {marker} ", "now": f"objective {marker}'", "save": f"value {marker} "}[op]
             if probe in texts:

@@ -28,6 +28,9 @@ import sys
 from core.memory_manager import MemoryManager
 
 manager = MemoryManager("finn")
+manager.cold.catch_up()  # the background indexer's work at open is done before the files are compared
+assert manager.cold.background.wait_idle(60)
+manager.db.checkpoint()
 print("open", flush=True)
 sys.stdin.readline()
 manager.save_fact("api_key", "sk-live-4411-abcd", category="secret")

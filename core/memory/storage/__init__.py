@@ -17,14 +17,14 @@ from core.memory.storage.extracted import Provenance
 from core.memory.storage.facts import CATEGORIES, MIN_REDACTED_CHARS, REDACTED, Fact, FactStore, redact
 from core.memory.storage.protocol import Connection, Cursor, Database
 from core.memory.storage.read_only import Reader, reading
-from core.memory.storage.titles import title_of
+from core.memory.storage.titles import shown_title, title_of
 from core.memory.storage.sqlite import SqliteDatabase, damage_marker
 
 __all__ = [
     "CATEGORIES", "MIN_REDACTED_CHARS", "POSTGRES", "REDACTED", "SQLITE", "AgentLease", "Checkpoints",
     "Connection", "Cursor", "Database", "Dialect", "Fact", "FactStore", "Provenance", "Reader", "SqliteDatabase",
     "damage_marker", "extracted", "hold_lease", "open_checkpointer", "open_database", "reading", "redact",
-    "require_sqlite", "schema_name", "title_of",
+    "require_sqlite", "schema_name", "shown_title", "title_of",
 ]
 
 # The copies between the databases and the inspector's snapshot need psycopg: loaded on first use.

@@ -126,8 +126,9 @@ class Tiers:
             # The lines are on disk but memory.db did not commit: the entries are applied when the index
             # catches up (a secret's value is not in them: that one must be saved again).
             seqs = ", ".join(str(e.seq) for e in entries)
-            raise type(exc)(f"{exc}; LOG.md entries {seqs} record the change and memory.db applies them at its "
-                            "next write or open (a secret's value must be saved again)") from exc
+            which = f"entry {seqs} records the change" if len(entries) == 1 else f"entries {seqs} record the changes"
+            raise type(exc)(f"{exc}; LOG.md {which} and memory.db applies it at its next write or open "
+                            "(a secret's value must be saved again)") from exc
         if entries:
             self.appended()
         return outcomes

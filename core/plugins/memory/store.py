@@ -9,10 +9,10 @@ from __future__ import annotations
 import sqlite3
 import threading
 from dataclasses import replace
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from core.errors import SessionNotFoundError, ValidationError
-from core.memory.storage import Database, title_of
+from core.memory.storage import Database, shown_title, title_of
 from core.memory.secrets import FORGOTTEN, forgotten_of
 from core.memory.files import utc_timestamp
 from core.memory.provider import (
@@ -267,7 +267,7 @@ class ConversationStore:
         row = self.db.conn.execute("SELECT * FROM ctx_conversations WHERE session_id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(f"no conversation is stored for session {session_id!r}")
-        return _info(row)
+        return self._shown([row])[0]
 
     def list_info(self, options: ListOptions) -> list[SessionInfo]:
         """Sessions matching ``options``, most recently active first."""
@@ -283,7 +283,17 @@ class ConversationStore:
         sql = f"SELECT * FROM ctx_conversations WHERE {' AND '.join(where)} ORDER BY last_active DESC, id DESC"
         sql += " LIMIT ? OFFSET ?"
         args += [options.limit if options.limit > 0 else -1, max(0, options.offset)]
-        return [_info(row) for row in self.db.conn.execute(sql, args)]
+        return self._shown(self.db.conn.execute(sql, args).fetchall())
+
+    def _shown(self, rows: list[Any]) -> list[SessionInfo]:
+        """Each row's session metadata; a title taken from a request that was forgotten since is the next
+        request's that was not (as the prompt shows the conversation)."""
+        forgotten = {r[0] for r in self.db.conn.execute("SELECT id FROM recall_forgotten WHERE id LIKE 'msg:%'")}
+        infos = [_info(row) for row in rows]
+        if not forgotten:
+            return infos
+        return [replace(info, title=shown_title(self.db.conn, row["id"], info.title, forgotten))
+                for info, row in zip(infos, rows)]
 
 
 def _title(batch: list[Message]) -> str:

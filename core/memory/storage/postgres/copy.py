@@ -24,6 +24,10 @@ from core.memory.storage.residence import data_tables
 FIRST = ("cold_pending", "secret_scrubs")
 """Copied before the rest: the facts' triggers then update their rows instead of colliding with them."""
 
+LAST = ("reflect_pending",)
+"""Copied after the rest, over what the messages' and notes' triggers queued meanwhile: the queue is then the
+source's, and what was already reflected is not queued again."""
+
 
 def copy_memory_db(db_file: Path, db: PostgresDatabase, progress: Callable[[str, int], None] | None = None,
                    replace: bool = False) -> dict[str, int]:
@@ -53,6 +57,8 @@ def copy_memory_db(db_file: Path, db: PostgresDatabase, progress: Callable[[str,
                 if replace:
                     _empty(raw, target)
                 for name in _in_order(raw, db.schema, tables):
+                    if name in LAST:
+                        raw.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(name)))
                     counts[name] = _copy(source, raw, name, target[name])
                     if progress:
                         progress(name, counts[name])
@@ -107,7 +113,7 @@ def _source_tables(source: sqlite3.Connection, target: dict[str, list[str]]) -> 
 
 
 def _in_order(raw: psycopg.Connection, schema: str, tables: list[str]) -> list[str]:
-    """``tables`` with every referenced table before the tables that reference it (and FIRST first)."""
+    """``tables`` with every referenced table before the tables that reference it (FIRST first, LAST last)."""
     parents: dict[str, set[str]] = {name: set() for name in tables}
     for child, parent in raw.execute(
             "SELECT c.conrelid::regclass::text, c.confrelid::regclass::text FROM pg_constraint c"
@@ -116,10 +122,11 @@ def _in_order(raw: psycopg.Connection, schema: str, tables: list[str]) -> list[s
         if child in parents and parent != child:
             parents[child].add(parent)
     ordered = [name for name in FIRST if name in parents]
-    while len(ordered) < len(tables):
-        ready = sorted(n for n in tables if n not in ordered and parents[n] <= set(ordered))
-        ordered += ready[:1] or sorted(n for n in tables if n not in ordered)[:1]
-    return ordered
+    middle = [name for name in tables if name not in LAST]
+    while len(ordered) < len(middle):
+        ready = sorted(n for n in middle if n not in ordered and parents[n] <= set(ordered))
+        ordered += ready[:1] or sorted(n for n in middle if n not in ordered)[:1]
+    return ordered + [name for name in LAST if name in parents]
 
 
 def _copy(source: sqlite3.Connection, raw: psycopg.Connection, name: str, columns: list[str]) -> int:

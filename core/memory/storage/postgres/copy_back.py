@@ -21,7 +21,7 @@ from psycopg import sql
 
 from core.errors import StorageError
 from core.memory.storage.sqlite import migrate, open_connection
-from core.memory.storage.postgres.copy import FIRST, schema_tables
+from core.memory.storage.postgres.copy import FIRST, LAST, schema_tables
 from core.memory.storage.postgres.database import PostgresDatabase, snapshot
 from core.memory.storage.residence import data_tables
 
@@ -52,7 +52,10 @@ def copy_schema_to_file(db: PostgresDatabase, target: Path,
                 raise StorageError(f"schema {db.schema} lacks the tables {', '.join(missing)} of memory.db: open the "
                                    "agent once on PostgreSQL with this version of AgentOS (it migrates the schema)")
             conn.execute("BEGIN IMMEDIATE")
-            for name in [t for t in FIRST if t in tables] + [t for t in tables if t not in FIRST]:
+            middle = [t for t in tables if t not in FIRST and t not in LAST]
+            for name in [t for t in FIRST if t in tables] + middle + [t for t in LAST if t in tables]:
+                if name in LAST:
+                    conn.execute(f'DELETE FROM "{name}"')
                 counts[name] = _copy(pg.raw, conn, name, source[name])
                 if progress:
                     progress(name, counts[name])
