@@ -13,7 +13,11 @@ Metrics, per question type and overall (abstention questions, ids ending ``_abs`
 - turn recall@5/10/20: the share of the question's evidence turns (user turns with ``has_answer``)
   among the top k; questions whose evidence is only in assistant turns have none and are left out here;
 - session recall@5/10: the share of ``answer_session_ids`` among the sessions of the top k hits;
-- NDCG@10 over the evidence turns (binary relevance).
+- NDCG@10 over the evidence turns (binary relevance);
+- recall_all@5/10/20, turn and session level: the share of questions whose *every* evidence turn (every
+  answer session) is in the top k, the LongMemEval paper's Recall: what a question whose answer is spread
+  over several turns ("how many weddings did I attend") needs;
+- short@5/10/20: how many questions got fewer than k results (``min_score`` stopped the list early).
 
 The baselines rank the same user turns: plain Okapi BM25 (k1 1.2, b 0.75, lower-cased alphanumeric
 words) and plain cosine of all-MiniLM-L6-v2 embeddings of the bare turn texts. Every turn is stored whole
@@ -179,9 +183,9 @@ def build(question: dict, turns: list[dict], home: Path) -> dict:
     return built
 
 
-def ours(question: dict, turns: list[dict], timing: dict, cache: Path | None) -> list[tuple]:
+def ours(question: dict, turns: list[dict], timing: dict, cache: Path | None) -> tuple[list[tuple], int]:
     """Store the turns in an agents home (kept in ``cache`` if given, keyed by question and store code) and
-    recall the question; the keys of the hits, best first."""
+    recall the question; the keys of the hits, best first, and how many results the recall returned."""
     from core.memory_manager import MemoryManager
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -204,7 +208,7 @@ def ours(question: dict, turns: list[dict], timing: dict, cache: Path | None) ->
         sources = (hit["metadata"].get("extracted") or {}).get("sources") if hit["kind"] in ("fact", "event") else None
         found = [k for s in sources for k in keys.get(s, [])] if sources else keys.get(hit["id"], [])
         ranked += [k for k in found if k not in ranked] or [("other", hit["id"])]
-    return ranked[:DEPTH]
+    return ranked[:DEPTH], len(hits)
 
 
 def recall_args(question: dict) -> dict:
@@ -246,13 +250,21 @@ def minilm(question: dict, turns: list[dict], embedder, cache: Path | None) -> l
 
 # -- metrics ---------------------------------------------------------------------------------------------
 
-def scores(question: dict, turns: list[dict], ranked: list[tuple]) -> dict[str, float | None]:
-    """One question's metrics for one ranking (turn metrics None when no user turn is evidence)."""
+def scores(question: dict, turns: list[dict], ranked: list[tuple], results: int | None = None,
+           ) -> dict[str, float | None]:
+    """One question's metrics for one ranking (turn metrics None when no user turn is evidence); ``results``:
+    how many results the recall returned (default: as many as ``ranked`` holds)."""
     evidence = {t["key"] for t in turns if t["evidence"]}
     answer_sessions = set(question["answer_session_ids"])
+    returned = len(ranked) if results is None else results
     row: dict[str, float | None] = {}
     for k in TURN_KS:
-        row[f"turn@{k}"] = 100 * len(evidence & set(ranked[:k])) / len(evidence) if evidence else None
+        top = set(ranked[:k])
+        row[f"turn@{k}"] = 100 * len(evidence & top) / len(evidence) if evidence else None
+        row[f"turn_all@{k}"] = (100.0 if evidence <= top else 0.0) if evidence else None
+        sessions = {key[0] for key in ranked[:k]}
+        row[f"session_all@{k}"] = 100.0 if answer_sessions <= sessions else 0.0
+        row[f"short@{k}"] = float(returned < k)
     for k in SESSION_KS:
         sessions = {key[0] for key in ranked[:k]}
         row[f"session@{k}"] = 100 * len(answer_sessions & sessions) / len(answer_sessions)
@@ -266,25 +278,34 @@ def scores(question: dict, turns: list[dict], ranked: list[tuple]) -> dict[str, 
 
 
 COLUMNS = [*(f"turn@{k}" for k in TURN_KS), *(f"session@{k}" for k in SESSION_KS), "ndcg@10"]
+ALL_COLUMNS = [*(f"turn_all@{k}" for k in TURN_KS), *(f"session_all@{k}" for k in TURN_KS)]
+SHORT_COLUMNS = [f"short@{k}" for k in TURN_KS]
+"""Counted, not averaged: the questions that got fewer than k results."""
 
 
 def table(rows: list[tuple[str, dict]]) -> dict[str, dict[str, float]]:
-    """Mean of each metric per question type and overall (``n``: questions, ``n_turn``: with user evidence)."""
+    """Mean of each metric per question type and overall (``n``: questions, ``n_turn``: with user evidence;
+    ``short@k``: how many questions got fewer than k results)."""
     out = {}
     for kind in sorted({t for t, _ in rows}) + ["overall"]:
         chosen = [r for t, r in rows if kind in ("overall", t)]
         means = {c: statistics.mean(v) if (v := [r[c] for r in chosen if r[c] is not None]) else None
-                 for c in COLUMNS}  # None: no question of the type has user evidence turns
-        out[kind] = {"n": len(chosen), "n_turn": sum(r["turn@5"] is not None for r in chosen), **means}
+                 for c in COLUMNS + ALL_COLUMNS}  # None: no question of the type has user evidence turns
+        counts = {c: int(sum(r[c] for r in chosen)) for c in SHORT_COLUMNS}
+        out[kind] = {"n": len(chosen), "n_turn": sum(r["turn@5"] is not None for r in chosen), **means, **counts}
     return out
 
 
 def print_table(name: str, figures: dict) -> None:
-    print(f"\n{name}")
-    print(f"{'type':<27} {'n':>3} {'n_t':>3} " + " ".join(f"{c:>10}" for c in COLUMNS))
-    for kind, row in figures.items():
-        print(f"{kind:<27} {row['n']:>3} {row['n_turn']:>3} " + " ".join(
-            f"{row[c]:>10.1f}" if row[c] is not None else f"{'-':>10}" for c in COLUMNS))
+    for title, columns in ((name, COLUMNS), (f"{name}: recall_all (every evidence turn or answer session in the "
+                                             "top k) and questions with fewer than k results",
+                                             ALL_COLUMNS + SHORT_COLUMNS)):
+        print(f"\n{title}")
+        print(f"{'type':<27} {'n':>3} {'n_t':>3} " + " ".join(f"{c:>14}" for c in columns))
+        for kind, row in figures.items():
+            print(f"{kind:<27} {row['n']:>3} {row['n_turn']:>3} " + " ".join(
+                f"{row[c]:>14}" if c in SHORT_COLUMNS else f"{row[c]:>14.1f}" if row[c] is not None
+                else f"{'-':>14}" for c in columns))
 
 
 # -- run -------------------------------------------------------------------------------------------------
@@ -308,9 +329,10 @@ def run(questions: list[dict], cache: Path | None = None, build_only: bool = Fal
             minilm(question, turns, embedder, cache)
             continue
         row = {"id": question["question_id"], "type": kind}
-        for name, ranked in (("agentos", ours(question, turns, timing, cache)), ("bm25", bm25(question, turns)),
-                             ("minilm", minilm(question, turns, embedder, cache))):
-            row[name] = scores(question, turns, ranked)
+        for name, (ranked, returned) in (("agentos", ours(question, turns, timing, cache)),
+                                         ("bm25", (found := bm25(question, turns), len(found))),
+                                         ("minilm", (found := minilm(question, turns, embedder, cache), len(found)))):
+            row[name] = scores(question, turns, ranked, returned)
             rows[name].append((kind, row[name]))
         per_question.append(row)
     if build_only:

@@ -171,6 +171,8 @@ def test_recall_explains_and_lists_a_time_window(agents_home, capsys):
     code, out, _ = run("who gets the report?", "--explain", "--json")
     explained = json.loads(out)
     assert set(explained) == {"results", "left_out"} and "why" in explained["results"][0]
+    code, out, _ = run("how many reports did Ada get?", "--explain")  # a question that counts: its search widened
+    assert code == 0 and 'widened: a question that counts, adds up, compares or orders ("how many")' in out
     code, out, _ = run("--since", "2023-01-01", "--until", "2023-12-31", "--kind", "note", "-n", "2")
     lines = out.splitlines()  # the same words twice that day are one memory, which knows its other record
     assert code == 0 and lines[0].startswith("2023-06-01 00:00 note ") and len(lines) == 6

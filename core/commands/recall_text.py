@@ -20,7 +20,15 @@ def window_text(found: list[dict[str, Any]]) -> str:
 
 def explained_text(found: dict[str, Any]) -> str:
     """Explained results, then what was left out and why."""
-    return hits_text(found["results"]) + "\n" + left_out_text(found["left_out"])
+    return hits_text(found["results"]) + "\n" + left_out_text(found["left_out"]) + widened_text(found.get("spread"))
+
+
+def widened_text(spread: dict[str, Any] | None) -> str:
+    """How the search of a question whose answer is spread out was widened ('' for any other question)."""
+    if not spread:
+        return ""
+    return ("\nwidened: a question that counts, adds up, compares or orders (\"" + spread["cue"] + "\"): every result "
+            f"its best one brings along is kept (relative floor {spread['relative_floor']:g})")
 
 
 def left_out_text(left_out: dict[str, Any]) -> str:

@@ -69,3 +69,33 @@ def test_a_smaller_subset_is_the_start_of_a_larger_one_and_the_question_date_is_
     assert bench.choose(pool, None, 7) == bench.choose(pool, None, 14)[:7]
     assert bench.recall_args(question()) == {"now": "2023/06/01 (Thu) 10:00"}
     assert len(bench.store_version()) == 12 and all((bench.ROOT / name).exists() for name in bench.STORE_PATH)
+
+
+def spread_question() -> dict:
+    """Evidence in two turns of two sessions, as an aggregation question's."""
+    q = question("m1", "multi-session")
+    q["question"] = "How many bicycles did I buy?"
+    q["answer_session_ids"] = ["s1", "s2"]
+    q["haystack_sessions"][0][0]["has_answer"] = True
+    return q
+
+
+def test_recall_all_needs_every_evidence_turn_and_answer_session_in_the_top_k(bench):
+    q = spread_question()
+    turns = bench.user_turns(q)
+    both = bench.scores(q, turns, [("s2", 2)] * 4 + [("s2", 1), ("s1", 0)])
+    assert both["turn@5"] == 50.0 and both["turn_all@5"] == 0.0 and both["session_all@5"] == 0.0
+    assert both["turn@10"] == 100.0 and both["turn_all@10"] == both["session_all@10"] == 100.0
+    one = bench.scores(q, turns, [("s2", 1)])
+    assert one["turn_all@20"] == one["session_all@20"] == 0.0 and one["turn@20"] == 50.0
+
+
+def test_questions_with_fewer_than_k_results_are_counted_per_type(bench):
+    q, other = spread_question(), question()
+    rows = [("multi-session", bench.scores(q, bench.user_turns(q), [("s2", 1)] * 7, results=7)),
+            ("single-session-user", bench.scores(other, bench.user_turns(other), [("s2", 1)] * 20))]
+    figures = bench.table(rows)
+    assert (figures["multi-session"]["short@5"], figures["multi-session"]["short@10"],
+            figures["multi-session"]["short@20"]) == (0, 1, 1)
+    assert figures["single-session-user"]["short@20"] == 0 and figures["overall"]["short@20"] == 1
+    assert figures["overall"]["turn_all@5"] == 50.0

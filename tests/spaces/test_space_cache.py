@@ -92,3 +92,19 @@ def test_members_are_read_again_only_when_the_file_is_replaced(team, agents_home
     assert members_file.read(paths) is members_file.read(paths)
     Space("research").add_member("writer")  # an atomic replace: a new file
     assert members_file.read(paths).of("writer") == "read-write"
+
+
+def test_a_question_that_counts_keeps_the_weaker_space_memories_too(team):
+    """Space memories follow the rule of the agent's own: a question that counts is not cut at a share of its
+    best result, a question about one thing is."""
+    for text in ("I counted three sea otters in the kelp forest this morning", "kelp", "otters",
+                 "The boat needs new paint", "Tides were low on Tuesday"):
+        team["researcher"].publish("research", text)
+    writer = team["writer"]
+    every = shared(writer.recall_memory("how many sea otters in the kelp forest this morning", spaces=["research"],
+                                        min_score=0.0))
+    assert shared(writer.recall_memory("how many sea otters in the kelp forest this morning",
+                                       spaces=["research"])) == every
+    plain = "sea otters in the kelp forest this morning"
+    assert len(shared(writer.recall_memory(plain, spaces=["research"]))) < len(
+        shared(writer.recall_memory(plain, spaces=["research"], min_score=0.0)))

@@ -1,5 +1,13 @@
 """One recall, from its arguments to its results: validation, both searches, ranking, redaction.
 
+A question whose answer is spread out ("how many weddings did I attend this year", "which trip did I take
+first", "how many days passed between the workshop and the planting") needs several memories, usually from
+several sessions, and the rest of its answer often scores far below its best piece (a remark in passing
+inside a turn about something else). A question that asks to count, add up, compare or order
+(:func:`spread_of`) keeps, with the default ``min_score``, every result its best one brings along
+(``Tuning.spread_floor``) instead of stopping at a share of the best (``Tuning.relative_floor``): widened,
+never filtered; an explained recall says so (``spread``).
+
 Used by an agent's cold tier (which first catches up with what was just written) and by
 readers that write nothing, such as the inspector (a read-only cold store and a read-only
 memory.db): the same request gives both the same ranking.
@@ -8,8 +16,9 @@ memory.db): the same request gives both the same ranking.
 from __future__ import annotations
 
 import logging
+import re
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -33,6 +42,34 @@ MAX_RECENCY_DAYS = 1_000_000
 """The longest half-life of a score, in days (some 2,700 years: any a person means, and finite)."""
 
 
+_CUES = re.compile(
+    r"\b(how many|how much|how long|how old|in total|total|altogether|combined|sum of|average|"
+    r"all the|all of my|each of|every time|"
+    r"first|most recent(?:ly)?|earliest|latest|the order|order of|before|after|between|since|"
+    r"compared? to|compared with|difference|more than|less than|longer|shorter|older|younger|"
+    r"increase|decrease|change[sd]?|still)\b",
+    re.IGNORECASE)
+"""Words that ask to count, add up, compare or order what was said at several times."""
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A question whose answer is spread out, and the words that marked it."""
+
+    cue: str
+    """The words that marked it ("how many", "first", "between"), lower case."""
+
+    def as_dict(self, relative_floor: float) -> dict[str, Any]:
+        """What an explained recall says of the widened search."""
+        return {"cue": self.cue, "relative_floor": relative_floor}
+
+
+def spread_of(query: str) -> Spread | None:
+    """Whether ``query`` asks to count, add up, compare or order (None: it does not)."""
+    cue = _CUES.search(query)
+    return None if cue is None else Spread(cue.group(1).lower())
+
+
 @dataclass(frozen=True)
 class RecallRequest:
     """A validated recall."""
@@ -46,6 +83,9 @@ class RecallRequest:
     """The moment the query speaks from ("last week", ``recency_days``); None: the time of the call."""
     relative: bool = False
     """``min_score`` is the default, lowered for a query whose best result passes it (``search.threshold``)."""
+    spread: Spread | None = None
+    """Set for a question whose answer is spread out ("how many", "which first"): the default ``min_score``
+    keeps every result its best one brings along (:func:`spread_of`)."""
 
 
 def check_recall(
@@ -68,7 +108,7 @@ def check_recall(
     moment = parse_time(now, "now") if now is not None else None
     filters = Filters(kinds, *time_bounds(since, until, moment))
     return RecallRequest(text, n_results, filters, float(threshold), recency_days, moment,
-                         relative=min_score is None)
+                         relative=min_score is None, spread=spread_of(text))
 
 
 def check_scope(n_results: Any, kind: Any) -> tuple[str, ...] | None:
@@ -162,9 +202,15 @@ def results(
 ) -> list[dict[str, Any]]:
     """The best of ``ranked`` for ``request`` as ``recall_memory`` returns them, secrets redacted."""
     ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
-    chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days,
-                                  request.now, request.relative)
+    chosen = recall_search.select(ranked, request.n_results, request.min_score, widened(request, tuning),
+                                  request.recency_days, request.now, request.relative)
     return [hit(c, secrets) for c in chosen]
+
+
+def widened(request: RecallRequest, tuning: Tuning) -> Tuning:
+    """The tuning that selects the results of ``request``: for a question whose answer is spread out, the default
+    ``min_score`` keeps what its best result brings along down to ``Tuning.spread_floor`` of it."""
+    return tuning if request.spread is None else replace(tuning, relative_floor=tuning.spread_floor)
 
 
 def hit(cand: Candidate, secrets: list[str]) -> dict[str, Any]:
@@ -178,18 +224,20 @@ def explained(
     secrets: list[str],
 ) -> dict[str, Any]:
     """``{results, left_out}``: the results of :func:`results`, each with ``why`` it ranked, and what the
-    searches met that is not among them (see :mod:`core.memory.recall.views.explain`)."""
+    searches met that is not among them (see :mod:`core.memory.recall.views.explain`); for a question whose
+    answer is spread out also ``spread``: the words that marked it and how its search was widened."""
     left = LeftOut(secrets)
     ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
-    chosen = recall_search.select(ranked, request.n_results, request.min_score, tuning, request.recency_days,
-                                  request.now, request.relative, dropped=left.dropped())
+    chosen = recall_search.select(ranked, request.n_results, request.min_score, widened(request, tuning),
+                                  request.recency_days, request.now, request.relative, dropped=left.dropped())
     left.superseded(ranked, chosen)
     left.unfound(docs.db.conn, trace.unfound)
     words, weighed = query_words(request.text, docs.terms), docs.weights(request.text)[0]
     dates = source_dates(docs, chosen)
     return {"results": [{**hit(c, secrets), "why": why(c, trace, words, docs.terms, tuning, weighed, dates)}
                         for c in chosen],
-            "left_out": left.as_dict()}
+            "left_out": left.as_dict(),
+            **({"spread": request.spread.as_dict(tuning.spread_floor)} if request.spread is not None else {})}
 
 
 def source_dates(docs: DocIndex, chosen: list[Candidate]) -> dict[str, str]:

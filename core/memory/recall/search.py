@@ -79,6 +79,10 @@ class Tuning:
     less the further outside it (see :func:`rescore_time`)."""
     collapse_jaccard: float = 0.9
     """Two results of the same speaker and session with this share of words in common are one."""
+    spread_floor: float = 0.0
+    """For a question whose answer is spread out ("how many", "which first": ``query.spread_of``),
+    the share of its best result that the default ``min_score`` keeps instead of ``relative_floor``: 0,
+    nothing its best result brings along is cut."""
     fold_within_s: float = 3600.0
     """Records of the same words (or near-duplicates) fold into one result when they happened within this
     many seconds of each other (a request's records span its run)."""

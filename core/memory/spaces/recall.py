@@ -15,7 +15,7 @@ from typing import Any
 from core.errors import ValidationError, shown
 from core.memory.recall import search as recall_search
 from core.memory.recall.views.explain import query_words, why
-from core.memory.recall.query import check_recall
+from core.memory.recall.query import check_recall, widened
 from core.memory.spaces import members as members_file
 from core.memory.spaces.paths import SpacePaths
 from core.memory.spaces.opened import opened
@@ -74,8 +74,8 @@ def _merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: s
                                       request.filters.until)
             mask = space.redactor(hidden)  # and every member's secrets (one saved after it was published)
         ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
-        for cand in recall_search.select(ranked, n_results, request.min_score, tuning, request.recency_days,
-                                         request.now, request.relative):
+        for cand in recall_search.select(ranked, n_results, request.min_score, widened(request, tuning),
+                                         request.recency_days, request.now, request.relative):
             found.append(_result(name, cand, mask))
             if explain:
                 found[-1]["why"] = mask(why(cand, None, words, manager.cold.docs.terms, tuning))
