@@ -156,9 +156,11 @@ class WindowMeter:
         chars = prompt_chars(messages, tools)
         return self.observe(chars, reported, cached_chars=int(chars * shared / len(text)) if text else 0)
 
-    def observe(self, chars: int, reported: int | None, cached_chars: int = 0) -> PromptReport | None:
+    def observe(self, chars: int, reported: int | None, cached_chars: int = 0,
+                cuts: bool = True) -> PromptReport | None:
         """Take the server's count for a prompt of ``chars`` characters, of which the first ``cached_chars``
-        the server may have kept in its cache; return the comparison."""
+        the server may have kept in its cache; return the comparison. ``cuts``: the server cuts a prompt over
+        its window (Ollama) rather than refuse it, so a count well below a near-window estimate is a cut."""
         if not reported or chars <= 0:
             return None
         fresh = chars - cached_chars
@@ -170,7 +172,7 @@ class WindowMeter:
         report = PromptReport(chars=chars, estimated=estimated, reported=reported)
         near = estimated >= NEAR_WINDOW * num_ctx or reported >= NEAR_WINDOW * num_ctx
         full = reported >= FULL_WINDOW * num_ctx
-        if full or (near and reported < TRUNCATION_SHARE * estimated):
+        if cuts and (full or (near and reported < TRUNCATION_SHARE * estimated)):
             report.truncated = True
             log.warning("the model saw %d tokens of a prompt estimated at %d (window %d): the server cut it; "
                         "budgets are lowered for the next calls", reported, estimated, num_ctx)

@@ -126,7 +126,8 @@ class OpenAIBackend(ServedBackend):
         except PromptTooLongError as exc:  # the estimate was low: the next prompts are sized smaller
             self.meter.refused(prompt_chars(messages, tools), told_tokens(str(exc)))
             raise
-        self.meter.observe(prompt_chars(messages, tools), reply.usage.get("prompt_tokens"))
+        self.meter.observe(prompt_chars(messages, tools), reply.usage.get("prompt_tokens"),
+                           cuts=not self.info().refuses_overflow)
         answer = reply.finish(tool_names(tools))
         self.observe(answer, messages, tools)
         return answer

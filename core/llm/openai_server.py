@@ -50,6 +50,12 @@ class ServerInfo:
         """The server's name for the user (``llama.cpp``)."""
         return FLAVOURS[self.flavour]
 
+    @property
+    def refuses_overflow(self) -> bool:
+        """True for a server that refuses a prompt over its window (llama.cpp, vLLM) rather than cut it (LM
+        Studio, Ollama's ``/v1``): a count below the estimate then says the estimate was high, not a cut."""
+        return self.flavour in ("llamacpp", "vllm")
+
 
 def api_root(host: str) -> str:
     """The server's root URL: ``host`` without its ``/v1`` (``/props`` and LM Studio's API live there)."""

@@ -56,7 +56,7 @@ def test_a_prompt_cut_by_the_server_is_a_warning_with_both_numbers(make_server, 
     """A wrong learned ratio (8 chars/token) makes the engine overfill the window with a long request: the
     server cuts the prompt (Ollama; of the OpenAI-compatible servers, LM Studio and Ollama's /v1), the engine
     logs both counts and lowers the ratio, and the next request fits."""
-    server = make_server(context_length=8192, default="Noted.", overflow="truncate")
+    server = make_server(context_length=8192, default="Noted.", overflow="truncate", flavour="lmstudio")
     write_config(agents_home, f"llm:\n  backend: {api}\n")
     (agents_home / "token_ratios.json").write_text(json.dumps({"llama3.1": 8.0}))
     engine = make_engine()
