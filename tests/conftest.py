@@ -264,3 +264,21 @@ def pg_home(agents_home: Path, postgres_server, monkeypatch: pytest.MonkeyPatch)
     with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
         for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (prefix + "%",)):
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture
+def make_engine():
+    """Open engines for agent finn on the backend the test's home configures; closed after the test."""
+    from core.engine import Engine
+
+    opened = []
+
+    def make(**kwargs):
+        engine = Engine("finn", **kwargs)
+        opened.append(engine)
+        return engine
+
+    yield make
+    for engine in opened:
+        engine.close()
+        engine.manager.close()  # waits for a background LOG.md compaction before the test's home goes

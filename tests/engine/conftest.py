@@ -38,23 +38,6 @@ def api(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-@pytest.fixture
-def make_engine():
-    """Open engines for agent finn on the real Ollama backend (through ``OLLAMA_HOST``); closed after the test."""
-    from core.engine import Engine
-
-    opened = []
-
-    def make(**kwargs):
-        engine = Engine("finn", **kwargs)
-        opened.append(engine)
-        return engine
-
-    yield make
-    for engine in opened:
-        engine.close()
-        engine.manager.close()  # waits for a background LOG.md compaction before the test's home goes
-
 
 def run_cli(*args: str, stdin: str = "") -> Ran:
     """Run ``python -m core.engine --create ARGS`` in this process (``core.engine.cli.main``), ``stdin`` its input."""

@@ -1,11 +1,9 @@
 """Fixtures of the tests on a real model: llama.cpp's llama-server running SmolLM2-135M-Instruct (the
-``llama_server`` fixture of tests/conftest.py), agents configured for it, and engines on it."""
+``llama_server`` fixture of tests/conftest.py) and agents configured for it (``make_engine`` opens engines)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import write_home_config
 
@@ -27,20 +25,3 @@ def configure(home: Path, server, **sections) -> None:
                                      "timeout_s": MODEL_TIMEOUT_S},
                              "memory": memory, "provider": provider, **sections})
 
-
-@pytest.fixture
-def make_engine():
-    """Open engines for agent finn; closed after the test."""
-    from core.engine import Engine
-
-    opened = []
-
-    def make(**kwargs):
-        engine = Engine("finn", **kwargs)
-        opened.append(engine)
-        return engine
-
-    yield make
-    for engine in opened:
-        engine.close()
-        engine.manager.close()

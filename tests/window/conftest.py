@@ -27,23 +27,6 @@ def make_server(monkeypatch: pytest.MonkeyPatch):
         server.stop()
 
 
-@pytest.fixture
-def make_engine():
-    """Open engines for agent finn on the Ollama backend; closed after the test."""
-    from core.engine import Engine
-
-    opened = []
-
-    def make(**kwargs):
-        engine = Engine("finn", **kwargs)
-        opened.append(engine)
-        return engine
-
-    yield make
-    for engine in opened:
-        engine.close()
-        engine.manager.close()
-
 
 @pytest.fixture
 def long_conversation(make_server, agents_home, make_engine):
