@@ -123,7 +123,7 @@ def test_a_forgotten_memory_whose_vector_is_still_stored_is_reported_by_id(agent
         "    note = mm.store_memory('The alarm code for the garage is kept by Maria')\n"
         "    mm.cold.catch_up()\n"
         "    print(note, flush=True)\n"
-        "    fault_points.arm('cold.write')\n"
+        "    fault_points.arm('cold.write', thread='main')\n"
         "    mm.forget_memory(note)\n"
     )
     child = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
