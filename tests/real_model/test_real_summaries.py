@@ -20,7 +20,9 @@ STEPS = ["Read the asyncio documentation: the event loop runs coroutines and cal
 
 def test_a_log_md_compaction_is_summarised_by_the_model(llama_server, agents_home):
     """LOG.md compacted with the run's model: the SUMMARY entry holds the model's own text (asked with
-    response_format and the summary's schema, which llama-server enforces), the method recorded is ``llm``."""
+    response_format and the summary's schema, which llama-server enforces), the method recorded is ``llm`` (or
+    ``llm-aggressive`` when its first answer was empty or past 150% of the target length: the prompt holds the
+    entries' times, so the model's text differs from run to run)."""
     server = llama_server(8192)
     configure(agents_home, server, memory={"auto_compact": False})
     from core.memory_manager import MemoryManager
@@ -33,7 +35,7 @@ def test_a_log_md_compaction_is_summarised_by_the_model(llama_server, agents_hom
     report = memory.compact_log()
     memory.close()
 
-    assert report.done and report.summary_method == "llm"
+    assert report.done and report.summary_method in ("llm", "llm-aggressive")
     summary = MemoryManager("finn").read_log(5)[0]
     assert summary["type"] == "SUMMARY" and summary["content"].strip()
     assert backend.constrained, "llama-server took response_format"
