@@ -30,7 +30,8 @@ from core.engine.toolbox.memory_tool import memory_tools
 from core.engine.nodes.finalize import finalize
 from core.engine.nodes.load_memory import load_memory
 from core.engine.nodes.planner import planner
-from core.engine.nodes.runtime import Runtime, is_continue, mask_credentials
+from core.engine.nodes.runtime import Runtime, is_continue
+from core.engine.task_input import mask_credentials
 from core.engine.nodes.tools import tools
 from core.paths import AgentPaths
 from core.memory.storage import hold_lease, open_checkpointer, open_database
