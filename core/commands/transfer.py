@@ -6,8 +6,6 @@ import argparse
 import sys
 import time
 
-from tqdm import tqdm
-
 from core.commands.base import arg, command
 from core.errors import ValidationError
 from core.terminal import seconds
@@ -40,6 +38,8 @@ def export(args: argparse.Namespace) -> int:
         manifest = export_space(args.space, args.file)
         print(f"exported the space {args.space} to {args.file}: {manifest['entries']} journal entries")
         return 0
+
+    from tqdm import tqdm  # here: the other commands do not pay for its import
 
     with tqdm(desc="writing archive", unit="B", unit_scale=True, leave=False, disable=None) as bar:
         result = export_agent(args.agent, args.file, with_vectors=args.with_vectors,
@@ -94,6 +94,8 @@ def import_(args: argparse.Namespace) -> int:
         raise ValidationError("--trust-members is for a space's archive (agentos import --space)")
 
     trust = Trust(skills=args.trust_skills, config=args.trust_config, vectors=args.trust_vectors)
+    from tqdm import tqdm  # here: the other commands do not pay for its import
+
     with tqdm(desc="embedding", unit=" memories", leave=False, disable=None) as bar:
         started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on
         result = import_agent(args.file, as_name=args.as_name, force=args.force, trust=trust, progress=bar.update)
