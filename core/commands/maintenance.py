@@ -6,16 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import Any
 
 from core.commands.base import AGENT, arg, command, open_memory
 from core.memory.compaction import CompactionReport
 from core.memory.upkeep import rebuild_all
 from core.paths import existing_agent
-from core.terminal import Spinner, seconds
-
-if TYPE_CHECKING:
-    from tqdm import tqdm
+from core.terminal import Spinner, seconds, tqdm
 
 
 @command("compact-log", AGENT, arg("--dry-run", action="store_true", help="show what would be archived; change nothing"),
@@ -29,8 +26,6 @@ def compact_log(args: argparse.Namespace) -> int:
     after a crash finishes the interrupted compaction.
     """
     # A dry run indexes nothing, so it shows no bar; a bar is only drawn on a terminal (disable=None).
-    from tqdm import tqdm  # here: the other commands do not pay for its import
-
     with open_memory(args.agent) as manager, tqdm(desc="indexing", unit=" memories", leave=False,
                                                   disable=True if args.dry_run else None) as bar:
         report = manager.compaction.compact(args.summary, force=args.force, dry_run=args.dry_run, progress=bar.update)
@@ -101,8 +96,6 @@ def rebuild_index(args: argparse.Namespace) -> int:
     embedder (forgotten memories stay forgotten). It ends by optimizing the table, which
     builds the approximate vector index once it holds cold.ann_min_rows memories.
     """
-    from tqdm import tqdm  # here: the other commands do not pay for its import
-
     with open_memory(args.agent) as manager, tqdm(desc="embedding", unit=" memories", disable=None) as bar:
         started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on
         result = rebuild_all(manager.tiers, progress=bar.update, total=lambda count: _set_total(bar, count))
@@ -121,7 +114,7 @@ def rebuild_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _set_total(bar: tqdm, count: int) -> None:
+def _set_total(bar: Any, count: int) -> None:
     bar.total = count
     bar.refresh()
 

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
+from core.terminal import tqdm
 from core.errors import ValidationError
 
 
@@ -42,8 +43,6 @@ def reflect(args: argparse.Namespace) -> int:
 
         choice = choose_backend(manager.config.llm, offline=args.offline, model=args.model, host=args.host)
         print(choice.notice, file=sys.stderr)
-        from tqdm import tqdm  # here: the other commands do not pay for its import
-
         with tqdm(desc="reflecting", unit="entry", leave=False, disable=None) as bar:
             if args.rebuild:
                 report = manager.reflection.rebuild(choice.backend, progress=bar.update)

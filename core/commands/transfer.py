@@ -8,7 +8,7 @@ import time
 
 from core.commands.base import arg, command
 from core.errors import ValidationError
-from core.terminal import seconds
+from core.terminal import seconds, tqdm
 
 
 @command("export", arg("--agent", metavar="NAME", help="the agent to export, e.g. finn"),
@@ -38,9 +38,6 @@ def export(args: argparse.Namespace) -> int:
         manifest = export_space(args.space, args.file)
         print(f"exported the space {args.space} to {args.file}: {manifest['entries']} journal entries")
         return 0
-
-    from tqdm import tqdm  # here: the other commands do not pay for its import
-
     with tqdm(desc="writing archive", unit="B", unit_scale=True, leave=False, disable=None) as bar:
         result = export_agent(args.agent, args.file, with_vectors=args.with_vectors,
                               include_secrets=args.include_secrets, progress=bar.update)
@@ -94,8 +91,6 @@ def import_(args: argparse.Namespace) -> int:
         raise ValidationError("--trust-members is for a space's archive (agentos import --space)")
 
     trust = Trust(skills=args.trust_skills, config=args.trust_config, vectors=args.trust_vectors)
-    from tqdm import tqdm  # here: the other commands do not pay for its import
-
     with tqdm(desc="embedding", unit=" memories", leave=False, disable=None) as bar:
         started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on
         result = import_agent(args.file, as_name=args.as_name, force=args.force, trust=trust, progress=bar.update)
