@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from core.errors import ValidationError
-from core.memory import MemoryManager
+from core.memory import MemoryManager, MemoryReader, open_reader
 from core.paths import existing_agent
 
 Run = Callable[[argparse.Namespace], "int | None"]
@@ -74,9 +74,15 @@ def command(name: str, *arguments: Arg, configure: Callable[[argparse.ArgumentPa
 
 
 def open_memory(name: str) -> MemoryManager:
-    """The memory of an agent that exists (UnknownAgentError lists the agents; nothing is created)."""
+    """The memory of an agent that exists, to write (UnknownAgentError lists the agents; nothing is created)."""
     existing_agent(name)
     return MemoryManager(name)
+
+
+def read_memory(name: str) -> MemoryReader:
+    """The memory of an agent that exists, to read: nothing is written, unless a writer must first repair or
+    index what a killed process left (see :func:`core.memory.open_reader`)."""
+    return open_reader(name)
 
 
 def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
