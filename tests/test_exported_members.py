@@ -23,8 +23,8 @@ FACES = (
 MEMORY = [
     "CATEGORIES", "READ_ONLY", "READ_WRITE", "REDACTED", "CompactionReport", "Fact", "Forgotten", "LogEntry",
     "MemoryManager", "MemoryReader", "NowState", "PassReport", "ProfileLine", "Recalled", "Redactor", "Refused",
-    "ScanResult", "ScrubReport", "Space", "StoredMemories", "initialize_agent_memory", "list_spaces", "open_reader",
-    "shared_manager", "shared_reader",
+    "ScanResult", "ScrubReport", "Space", "StoredMemories", "close_shared", "initialize_agent_memory", "list_spaces",
+    "open_reader", "shared_manager", "shared_reader",
 ]
 """The memory's face: what a user of ``core.memory`` imports (a change here is a change of the public API)."""
 

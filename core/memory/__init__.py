@@ -24,7 +24,7 @@ from core.memory.reader import MemoryReader, open_reader
 from core.memory.recall import Forgotten, Recalled, Refused, StoredMemories
 from core.memory.reflection import PassReport, ProfileLine
 from core.memory.secrets import Redactor
-from core.memory.shared import shared_manager, shared_reader
+from core.memory.shared import close_shared, shared_manager, shared_reader
 from core.memory.spaces import READ_ONLY, READ_WRITE, Space, list_spaces
 from core.memory.storage import CATEGORIES, REDACTED, Fact
 from core.memory.upkeep import ScrubReport
@@ -32,6 +32,6 @@ from core.memory.upkeep import ScrubReport
 __all__ = [
     "CATEGORIES", "READ_ONLY", "READ_WRITE", "REDACTED", "CompactionReport", "Fact", "Forgotten", "LogEntry",
     "MemoryManager", "MemoryReader", "NowState", "PassReport", "ProfileLine", "Recalled", "Redactor", "Refused",
-    "ScanResult", "ScrubReport", "Space", "StoredMemories", "initialize_agent_memory", "list_spaces", "open_reader",
-    "shared_manager", "shared_reader",
+    "ScanResult", "ScrubReport", "Space", "StoredMemories", "close_shared", "initialize_agent_memory", "list_spaces",
+    "open_reader", "shared_manager", "shared_reader",
 ]

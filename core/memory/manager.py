@@ -351,6 +351,10 @@ class MemoryManager(Reads):
             format_context(self.agent_name, self.now_state(),
                            visible_entries(self.db, self.log.tail(log_entries)), self.facts.list(), budget))
 
+    def warm_up(self) -> None:
+        """Open the cold store and load its embedding model in a thread now (see ``ColdMemory.warm_up``)."""
+        self.cold.warm_up()
+
     def reflect_soon(self, backend: Any = None) -> None:
         """Learn in the background from what was recorded since the last pass; never waits (``backend``: the
         model to read with, e.g. the engine's own; see :mod:`core.memory.reflection`)."""

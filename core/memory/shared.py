@@ -17,7 +17,7 @@ from core.memory.manager import MemoryManager
 from core.memory.reader import MemoryReader, open_reader
 from core.paths import agents_home
 
-__all__ = ["close_shared_managers", "shared_manager", "shared_reader"]
+__all__ = ["close_shared", "close_shared_managers", "shared_manager", "shared_reader"]
 
 _managers: dict[tuple[str, str], MemoryManager] = {}
 _readers: dict[tuple[str, str], MemoryReader] = {}
@@ -59,6 +59,18 @@ def _forget(key: tuple[str, str], manager: MemoryManager) -> None:
     with _managers_guard:
         if _managers.get(key) is manager:
             del _managers[key]
+
+
+def close_shared(agent_name: str) -> None:
+    """Close this process's shared reader and manager of ``agent_name`` in the current agents home, if open
+    (the manager waits for its background work)."""
+    key = (str(agents_home()), agent_name)
+    with _managers_guard:
+        reader, manager = _readers.pop(key, None), _managers.get(key)
+    if reader is not None:
+        reader.close()
+    if manager is not None:
+        manager.close()  # which forgets it (on_close)
 
 
 def close_shared_managers(home: Path | None = None) -> int:
