@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.errors import ValidationError
-from core.memory.files import check_text
-from core.memory import REDACTED
+from core.memory import REDACTED, check_text
 
 STDIN = "-"
 """The task (or ``--task-file``) that means: read it from standard input."""

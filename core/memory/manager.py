@@ -25,7 +25,7 @@ from core.errors import CorruptionError, ValidationError
 from core.memory.compaction import CompactionReport
 from core.memory.context import format_context
 from core.durable import public_methods_converting_os_errors
-from core.memory.files import NowState, check_entry_type, check_text, check_writer, now_file, utc_timestamp
+from core.memory.files import LogEntry, NowState, check_entry_type, check_text, check_writer, now_file, utc_timestamp
 from core.memory.reads import Reads
 from core.memory.recall import Forgotten, Recalled, StoredMemories, log_index
 from core.memory.reflection import Reflection
@@ -348,8 +348,11 @@ class MemoryManager(Reads):
         if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise ValidationError("max_tokens must be a positive integer")
         return self.facts.redactor()(
-            format_context(self.agent_name, self.now_state(),
-                           visible_entries(self.db, self.log.tail(log_entries)), self.facts.list(), budget))
+            format_context(self.agent_name, self.now_state(), self.visible_log(log_entries), self.facts.list(), budget))
+
+    def visible_log(self, last_n: int) -> list[LogEntry]:
+        """The last ``last_n`` LOG.md entries, oldest first, but for those a FORGET entry named (for a prompt)."""
+        return visible_entries(self.db, self.log.tail(last_n))
 
     def warm_up(self) -> None:
         """Open the cold store and load its embedding model in a thread now (see ``ColdMemory.warm_up``)."""
