@@ -26,7 +26,7 @@ MEMORY = [
     "ProfileLine", "Recalled", "Redactor", "Refused", "ScanResult", "ScrubReport", "SessionHandoff", "Space",
     "StoredMemories", "check_text", "close_shared", "fit_lines", "fit_newest", "hold_lease",
     "initialize_agent_memory", "list_spaces", "more_facts_note", "open_checkpointer", "open_database",
-    "open_reader", "render_fact", "render_now", "shared_manager", "shared_reader",
+    "open_for_reading", "render_fact", "render_now", "shared_manager", "shared_reader",
 ]
 """The memory's face: what a user of ``core.memory`` imports (a change here is a change of the public API)."""
 

@@ -15,7 +15,7 @@ import pytest
 
 from core.commands import main
 from core.errors import WriterNeededError
-from core.memory import MemoryManager, MemoryReader, open_reader
+from core.memory import MemoryManager, MemoryReader, open_for_reading
 from core.memory.files import utc_timestamp
 from core.memory.files.log_format import encode_entry
 from tests.inprocess import run_main
@@ -115,15 +115,23 @@ def test_a_reader_never_repairs_what_only_a_writer_can(agents_home: Path) -> Non
     assert tree(agents_home) == before
 
 
-def test_open_reader_lets_a_writer_catch_up_first(agents_home: Path) -> None:
-    """An agent a killed process left behind is repaired and indexed by a writer, then read: the reader sees
-    what a writer's own read would."""
+def test_open_for_reading_gives_a_writer_where_one_is_needed(agents_home: Path) -> None:
+    """An agent a killed process left behind is read through a writer, which indexes what it left (as every
+    read did before readers); once caught up, through a reader; now, log and facts need no recall index."""
     agent_with_history(agents_home)
     with MemoryManager("finn") as finn:
-        late = finn.log.append("THOUGHT", "the compost bin is by the fence")
-    with open_reader("finn") as reader:
-        assert reader.behind() == []
-        assert any(hit["where"].get("seq") == late.seq for hit in reader.recall_memory("compost bin fence"))
+        late = finn.read_log(1)[0]["seq"] + 1
+    with open(agents_home / "finn" / "memory" / "LOG.md", "ab") as log:  # a writer killed before indexing it
+        log.write(encode_entry(late, utc_timestamp(), "THOUGHT", "the compost bin is by the fence", None))
+    with open_for_reading("finn") as memory:
+        assert isinstance(memory, MemoryManager)
+        assert any(hit["where"].get("seq") == late for hit in memory.recall_memory("compost bin fence"))
+    with open_for_reading("finn") as memory:
+        assert isinstance(memory, MemoryReader)
+    with sqlite3.connect(agents_home / "finn" / "memory" / "memory.db") as db:  # a vector to compute
+        db.execute("UPDATE recall_docs SET vector_state = 0 WHERE text LIKE '%compost%'")
+    with open_for_reading("finn", recall=False) as memory:
+        assert isinstance(memory, MemoryReader) and memory.read_log(1)[0]["seq"] == late
 
 
 def test_read_commands_write_nothing_and_leave_expiry_to_a_writer(agents_home: Path) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from core.errors import ValidationError
-from core.memory import MemoryManager, MemoryReader, open_reader
+from core.memory import MemoryManager, MemoryReader, open_for_reading
 from core.paths import existing_agent
 
 Run = Callable[[argparse.Namespace], "int | None"]
@@ -79,10 +79,11 @@ def open_memory(name: str) -> MemoryManager:
     return MemoryManager(name)
 
 
-def read_memory(name: str) -> MemoryReader:
-    """The memory of an agent that exists, to read: nothing is written, unless a writer must first repair or
-    index what a killed process left (see :func:`core.memory.open_reader`)."""
-    return open_reader(name)
+def read_memory(name: str, recall: bool = False) -> MemoryReader | MemoryManager:
+    """The memory of an agent that exists, to read: a reader, which writes nothing, or a writer when a killed
+    process left work that a writer does first (see :func:`core.memory.open_for_reading`; ``recall``: the
+    command recalls, so recall's index and vectors count too)."""
+    return open_for_reading(name, recall=recall)
 
 
 def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:

@@ -99,7 +99,7 @@ def recall(args: argparse.Namespace) -> int:
     result's evidence (words matched, vector similarity, features, kind, recency, supersession)
     and what was left out (below --min-score, duplicates, superseded, forgotten, expired).
     """
-    with read_memory(args.agent) as memory, progress("searching memory"):
+    with read_memory(args.agent, recall=True) as memory, progress("searching memory"):
         if args.query is not None:
             memory.warm_up()  # the model loads while the query's words are searched
         default = 5 if args.query is not None else 20

@@ -27,7 +27,7 @@ from core.memory.context import ENTRY_PREVIEW_CHARS, fit_lines, fit_newest, more
 from core.memory.files import LogEntry, NowState, ScanResult, check_text
 from core.memory.handoffs import Handoff, SessionHandoff
 from core.memory.manager import MemoryManager
-from core.memory.reader import MemoryReader, open_reader
+from core.memory.reader import MemoryReader, open_for_reading
 from core.memory.recall import Forgotten, Recalled, Refused, StoredMemories
 from core.memory.reflection import PassReport, ProfileLine
 from core.memory.secrets import Redactor
@@ -42,5 +42,5 @@ __all__ = [
     "ProfileLine", "Recalled", "Redactor", "Refused", "ScanResult", "ScrubReport", "SessionHandoff", "Space",
     "StoredMemories", "check_text", "close_shared", "fit_lines", "fit_newest", "hold_lease",
     "initialize_agent_memory", "list_spaces", "more_facts_note", "open_checkpointer", "open_database",
-    "open_reader", "render_fact", "render_now", "shared_manager", "shared_reader",
+    "open_for_reading", "render_fact", "render_now", "shared_manager", "shared_reader",
 ]

@@ -18,9 +18,9 @@ entries not yet indexed, memories without their vector, an unfinished compaction
 memory.db, a NOW.md behind LOG.md. The reader reads what is safe around them (a torn line is skipped, what is
 not indexed is not found, expired memories are left out as always); where it cannot (NOW.md unreadable,
 memory.db missing, damaged or of an older version) it raises :class:`~core.errors.WriterNeededError`, which names
-the command that opens the agent to write. :func:`open_reader` gives a reader that sees what a writer would:
-when the agent is behind, a writer opens it, does that work and closes, then the reader reads (what the
-``agentos now``, ``log``, ``facts`` and ``recall`` commands use).
+the command that opens the agent to write. :func:`open_for_reading` gives a reader when the agent needs
+nothing of a writer, and a writer (which does that work as it opens) when it does: what the ``agentos now``,
+``log``, ``facts`` and ``recall`` commands and the MCP server's reads use.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import logging
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
 from core.config import Config, load_config
 from core.durable import foreground
@@ -50,6 +50,9 @@ from core.memory.storage.migrations import all_migrations
 from core.memory.storage.sqlite import damage_marker
 from core.memory.upkeep.recovery import database_damage
 from core.paths import AgentPaths
+
+if TYPE_CHECKING:
+    from core.memory.manager import MemoryManager
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +85,10 @@ class MemoryReader(Reads):
 
     # -- what a writer would do first ------------------------------------------------------
 
-    def behind(self) -> list[str]:
+    def behind(self, recall: bool = True) -> list[str]:
         """What a writer would do first when it opens the agent, one sentence each ([] when nothing: the
-        reader then sees all that a writer would show)."""
+        reader then sees all that a writer would show); without ``recall``, what only a recall would miss
+        (sources not indexed for recall, memories without their vector) is left out."""
         if not self.paths.memory_dir.is_dir() or not self.paths.log_file.is_file():
             return ["the agent's memory is not created yet"]
         found = [] if self.log.tail_is_sound() else ["LOG.md has a torn or unconverted tail to repair"]
@@ -92,10 +96,10 @@ class MemoryReader(Reads):
         if damage:
             return [*found, damage]
         with self._reading() as reader:
-            found += self._behind(reader)
+            found += self._behind(reader, recall)
         return found
 
-    def _behind(self, reader: Reader) -> list[str]:
+    def _behind(self, reader: Reader, recall: bool) -> list[str]:
         conn, found = reader.conn, []
         last = self.log.last_seq()
         indexed = log_index.last_indexed_seq(reader)
@@ -105,9 +109,9 @@ class MemoryReader(Reads):
                                "compaction_history WHERE indexed_at IS NULL)").fetchone()[0]
         row = conn.execute("SELECT value FROM recall_state WHERE key = 'log_seq'").fetchone()
         waiting += max(0, last - (int(row[0]) if row else 0))
-        if waiting:
+        if waiting and recall:
             found.append(f"{waiting} sources (LOG.md entries, archives, items) are not indexed for recall yet")
-        pending = DocIndex(reader).pending_count()
+        pending = DocIndex(reader).pending_count() if recall else 0
         if pending:
             found.append(f"{pending} memories have no vector yet")
         first = self.log.first_entry()
@@ -315,10 +319,11 @@ class _NoLock:
         raise StorageError("a MemoryReader never writes LOG.md: open a MemoryManager to write")
 
 
-def open_reader(agent_name: str, home: Path | None = None) -> MemoryReader:
-    """A reader of ``agent_name`` that sees what a writer would show: when :meth:`MemoryReader.behind` names work
-    (a repair, entries to index, vectors to compute), a writer opens the agent first, does it (waiting up to
-    ``cold.vector_wait_s`` for the vectors, as its own recall would) and closes again.
+def open_for_reading(agent_name: str, home: Path | None = None, *, recall: bool = True) -> MemoryReader | MemoryManager:
+    """What reads ``agent_name`` as a writer would show it: a :class:`MemoryReader`, unless
+    :meth:`MemoryReader.behind` names work that a writer does first (a repair, entries to index; with ``recall``,
+    also sources to index for recall and vectors to compute), and then a ``MemoryManager``, which does it as it
+    opens (and catches up before it recalls), as every command did before readers.
 
     Raises:
         UnknownAgentError: no such agent (nothing is created).
@@ -329,12 +334,12 @@ def open_reader(agent_name: str, home: Path | None = None) -> MemoryReader:
     existing_agent(agent_name, home)
     reader = MemoryReader(agent_name, home)
     try:
-        work = reader.behind()
-        if work:
-            log.info("opening %s to write first: %s", agent_name, "; ".join(work))
-            with MemoryManager(agent_name, home, reader.config) as writer:
-                writer.cold.caught_up()
+        work = reader.behind(recall=recall)
     except BaseException:
         reader.close()
         raise
-    return reader
+    if not work:
+        return reader
+    reader.close()
+    log.info("opening %s to write: %s", agent_name, "; ".join(work))
+    return MemoryManager(agent_name, home, reader.config)

@@ -14,8 +14,8 @@ import threading
 from pathlib import Path
 
 from core.memory.manager import MemoryManager
-from core.memory.reader import MemoryReader, open_reader
-from core.paths import agents_home
+from core.memory.reader import MemoryReader
+from core.paths import agents_home, existing_agent
 
 __all__ = ["close_shared", "close_shared_managers", "shared_manager", "shared_reader"]
 
@@ -40,9 +40,10 @@ def shared_manager(agent_name: str) -> MemoryManager:
 
 
 def shared_reader(agent_name: str) -> MemoryManager | MemoryReader:
-    """What reads ``agent_name``'s memory in this process: its shared MemoryManager while one is open, else the
-    process's MemoryReader of it (opened once by :func:`~core.memory.reader.open_reader`: a writer brings the
-    agent up to date first when it is behind).
+    """What reads ``agent_name``'s memory in this process: its shared MemoryManager while one is open; else the
+    process's MemoryReader of it, opened once, when it needs nothing of a writer (see
+    :meth:`MemoryReader.behind <core.memory.reader.MemoryReader.behind>`); else the shared MemoryManager, opened
+    now (it repairs and indexes as it opens).
 
     Raises:
         UnknownAgentError: no such agent (nothing is created).
@@ -50,9 +51,23 @@ def shared_reader(agent_name: str) -> MemoryManager | MemoryReader:
     key = (str(agents_home()), agent_name)
     with _managers_guard:
         found = _managers.get(key) or _readers.get(key)
-        if found is None:
-            found = _readers[key] = open_reader(agent_name)
+    if found is not None:
         return found
+    existing_agent(agent_name)
+    reader = MemoryReader(agent_name)
+    try:
+        work = reader.behind()
+    except BaseException:
+        reader.close()
+        raise
+    if work:
+        reader.close()
+        return shared_manager(agent_name)
+    with _managers_guard:
+        found = _managers.get(key) or _readers.setdefault(key, reader)
+    if found is not reader:
+        reader.close()  # another thread opened one meanwhile
+    return found
 
 
 def _forget(key: tuple[str, str], manager: MemoryManager) -> None:

@@ -169,7 +169,7 @@ class ColdMemory:
         ``depth`` (default ``tuning.depth``) is how many word matches and how many nearest vectors are taken;
         ``trace`` records what the searches met (an explained recall).
         """
-        seen = self.caught_up()
+        seen = self._caught_up()
         tuning = self.tuning if depth is None else replace(self.tuning, depth=depth)
         store = None if seen.partial and seen.mode == "words" else self.store()
         return recall_query.candidates(text, filters, self.docs, store, tuning, trace), seen
@@ -181,7 +181,7 @@ class ColdMemory:
         Raises:
             ColdStoreError: some memories still have no vector, so that a choice by meaning would miss them.
         """
-        seen = self.caught_up()
+        seen = self._caught_up()
         if seen.partial:
             failed = f"; the embedder failed: {seen.error}" if seen.error else ""
             raise ColdStoreError(f"{seen.vectors_pending} memories have no vector yet (after waiting "
@@ -190,7 +190,7 @@ class ColdMemory:
         where = where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)
         return recall_query.nearest(text, self.store(), depth, where) or []
 
-    def caught_up(self) -> Recalled:
+    def _caught_up(self) -> Recalled:
         """Index what was just written and wait up to ``cold.vector_wait_s`` for its vectors; an empty
         :class:`Recalled` says how many memories are still without one."""
         mode = check_mode(self.config.cold.pending_vectors)
