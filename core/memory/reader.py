@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
@@ -153,7 +154,7 @@ class MemoryReader(Reads):
             if reader.conn is None or "_migrations" not in reader.tables:
                 raise self._writer_needed("memory.db does not exist yet")
             applied = {row[0] for row in reader.conn.execute("SELECT name FROM _migrations")}
-            missing = [m.name for m in all_migrations() if m.name not in applied]
+            missing = [name for name in _migration_names() if name not in applied]
             if missing:
                 raise self._writer_needed(f"memory.db was written by an earlier version (it lacks {missing[0]})")
             yield reader
@@ -273,6 +274,12 @@ class MemoryReader(Reads):
 
     def __repr__(self) -> str:
         return f"MemoryReader({self.agent_name!r}, root={str(self.paths.root)!r})"
+
+
+@cache
+def _migration_names() -> tuple[str, ...]:
+    """The migrations this version of AgentOS applies (read once: a reader checks them at every call)."""
+    return tuple(m.name for m in all_migrations())
 
 
 class ReadFacts:
