@@ -202,3 +202,20 @@ def test_a_closed_reader_holds_nothing(agents_home: Path) -> None:
     assert [t.name for t in threading.enumerate() if t.name.startswith("agentos-read")] == []
     with pytest.raises(Exception, match="closed"):
         reader.list_facts()
+
+
+def test_a_reader_reads_each_database_and_changes_no_row(agents_home: Path, storage_backend: str) -> None:
+    """On memory.db and on a PostgreSQL schema alike: the reader sees what the writer wrote (NOW, the log, the
+    facts, recall) and leaves every file and every row as it was."""
+    from tests.inspector.test_api import schema_digest
+
+    agent_with_history(agents_home)
+    before, rows = tree(agents_home), schema_digest()
+    with MemoryReader("finn") as reader:
+        assert reader.behind() == []
+        assert reader.read_now()["current_step"] == "Planning the garden"
+        assert reader.read_log(1)[0]["type"] == "FACT"
+        assert reader.get_fact("favourite_drink") == "green tea"
+        assert reader.facts.secret_values() == ["4711-9"]
+        assert "shed key" in reader.recall_memory("where is the shed key?", n_results=1)[0]["content"]
+    assert changed(before, tree(agents_home)) == {} and schema_digest() == rows
