@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from core.errors import ConfigError, shown
 from core.durable import load_yaml, os_error_number, storage_error, yaml_error_line
 from core.paths import AgentPaths, agents_home
@@ -378,6 +376,8 @@ def _reflect_enabled(value: Any, where: str) -> str:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml  # here: a process without a config.yaml does not pay for PyYAML's import
+
     try:
         with path.open("rb") as file:
             raw = file.read(MAX_CONFIG_BYTES + 1)

@@ -25,7 +25,8 @@ say what to do next.
     │   ├── DatabaseUnavailableError the PostgreSQL server cannot be reached
     │   ├── DiskFullError           no space left on the device (or over quota)
     │   ├── ReadOnlyError           a memory file, its folder or the file system is read-only
-    │   └── CorruptionError         a file on disk does not match its checksum
+    │   ├── CorruptionError         a file on disk does not match its checksum
+    │   └── WriterNeededError       a reader met what only a writer repairs (MemoryReader)
     ├── ColdStoreError              LanceDB or the embedder failed
     │   ├── EmbedderMismatchError   the store was built by another embedder
     │   └── ColdStoreFilesError     LanceDB's files could not be read or written (also a StorageError)
@@ -50,7 +51,7 @@ __all__ = [
     "NotFoundError", "PermissionDeniedError", "PromptTooLongError", "ProviderError", "ReadOnlyError",
     "SecretContentError", "SessionNotFoundError", "StorageError", "SummarizerError", "SummaryNotFoundError",
     "ToolArgumentError", "UnknownAgentError", "UnknownSkillError", "UnknownSpaceError", "ValidationError",
-    "shown",
+    "WriterNeededError", "shown",
 ]
 
 MAX_MESSAGE_CHARS = 10_000
@@ -163,6 +164,11 @@ class ReadOnlyError(StorageError):
 
 class CorruptionError(StorageError):
     """Data on disk failed its checksum or could not be parsed."""
+
+
+class WriterNeededError(StorageError):
+    """A reader met what only a writer repairs (NOW.md unreadable, memory.db missing, damaged or older): the
+    message names the command that opens the agent to write."""
 
 
 class ColdStoreError(AgentOSError):

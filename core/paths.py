@@ -14,8 +14,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from core.errors import InvalidAgentNameError, StorageError, UnknownAgentError
 from core.durable import storage_error
 
@@ -45,6 +43,8 @@ def home_and_source() -> tuple[Path, str]:
     local = Path(LOCAL_HOME)
     if local.is_dir():
         return local.absolute(), f"./{LOCAL_HOME} in the working folder"
+    import platformdirs  # here: a home set by $AGENTOS_HOME or found in the working folder does not pay for it
+
     user_data = Path(platformdirs.user_data_dir("agentos", appauthor=False)) / LOCAL_HOME
     return user_data, "the per-user data folder"
 

@@ -83,6 +83,23 @@ def test_code_outside_a_memory_package_imports_its_face():
     assert _reaching(MEMORY_FACED, lambda name: name.startswith("core.memory.")) == []
 
 
+ENGINE_MEMORY_FACES = ("core.memory", "core.memory.provider")
+"""What the engine may import of the memory: the memory's face (the manager, the reader and what their methods
+take and return) and the conversation providers' contract, which the engine hosts (the manager does not stand
+between the engine and a provider)."""
+
+
+def test_the_engine_imports_only_the_memorys_faces():
+    """core.engine (and core/engine.py) name ``core.memory`` and ``core.memory.provider``, never one of the
+    memory's other packages or modules: what the engine needs of the memory goes through its face."""
+    engine = {name: module for name, module in modules().items()
+              if name == "core.engine" or name.startswith("core.engine.")}
+    reaching = sorted(f"{name}: {target}" for name in engine for target in imports()[name]
+                      if (target == "core.memory" or target.startswith("core.memory."))
+                      and target not in ENGINE_MEMORY_FACES)
+    assert reaching == []
+
+
 def test_the_documented_module_count_is_the_trees():
     """docs/architecture.md's figures table says how many modules core has: the count of the tree, not a memory."""
     import re

@@ -21,9 +21,12 @@ FACES = (
 """The packages (and the library's top-level modules) whose names code outside them imports."""
 
 MEMORY = [
-    "CATEGORIES", "READ_ONLY", "READ_WRITE", "REDACTED", "CompactionReport", "Fact", "Forgotten", "LogEntry",
-    "MemoryManager", "NowState", "PassReport", "ProfileLine", "Recalled", "Redactor", "Refused", "ScanResult",
-    "ScrubReport", "Space", "StoredMemories", "initialize_agent_memory", "list_spaces", "shared_manager",
+    "CATEGORIES", "ENTRY_PREVIEW_CHARS", "READ_ONLY", "READ_WRITE", "REDACTED", "CompactionReport", "Fact",
+    "Forgotten", "Handoff", "LogEntry", "MemoryManager", "MemoryReader", "NowState", "PassReport",
+    "ProfileLine", "Recalled", "Redactor", "Refused", "ScanResult", "ScrubReport", "SessionHandoff", "Space",
+    "StoredMemories", "check_text", "close_shared", "fit_lines", "fit_newest", "hold_lease",
+    "initialize_agent_memory", "list_spaces", "more_facts_note", "open_checkpointer", "open_database",
+    "open_for_reading", "render_fact", "render_now", "shared_manager", "shared_reader",
 ]
 """The memory's face: what a user of ``core.memory`` imports (a change here is a change of the public API)."""
 

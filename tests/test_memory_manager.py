@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from core.config import load_config
 from core.errors import ConfigError, InvalidAgentNameError, StorageError, ValidationError
 from core.memory.files.log_format import ENTRY_TYPES
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 from core.memory_manager import MemoryManager
 from memory_format_checks import UTC_MS, parse_log_file, parse_now_file
 

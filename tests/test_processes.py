@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.engine.conversation import Conversation, handoff_file
+from core.engine.conversation import Conversation
+from core.memory.handoffs import handoff_file
 from core.memory.provider import Session
 from core.memory_manager import MemoryManager
 from core.memory.secrets.redaction import redactor_for

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from core.errors import ValidationError
-from core.memory import MemoryManager
+from core.memory import MemoryManager, MemoryReader, open_for_reading
 from core.paths import existing_agent
 
 Run = Callable[[argparse.Namespace], "int | None"]
@@ -74,9 +74,16 @@ def command(name: str, *arguments: Arg, configure: Callable[[argparse.ArgumentPa
 
 
 def open_memory(name: str) -> MemoryManager:
-    """The memory of an agent that exists (UnknownAgentError lists the agents; nothing is created)."""
+    """The memory of an agent that exists, to write (UnknownAgentError lists the agents; nothing is created)."""
     existing_agent(name)
     return MemoryManager(name)
+
+
+def read_memory(name: str, recall: bool = False) -> MemoryReader | MemoryManager:
+    """The memory of an agent that exists, to read: a reader, which writes nothing, or a writer when a killed
+    process left work that a writer does first (see :func:`core.memory.open_for_reading`; ``recall``: the
+    command recalls, so recall's index and vectors count too)."""
+    return open_for_reading(name, recall=recall)
 
 
 def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:

@@ -6,14 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-
-from tqdm import tqdm
+from typing import Any
 
 from core.commands.base import AGENT, arg, command, open_memory
 from core.memory.compaction import CompactionReport
 from core.memory.upkeep import rebuild_all
 from core.paths import existing_agent
-from core.terminal import Spinner, seconds
+from core.terminal import Spinner, seconds, tqdm
 
 
 @command("compact-log", AGENT, arg("--dry-run", action="store_true", help="show what would be archived; change nothing"),
@@ -115,7 +114,7 @@ def rebuild_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _set_total(bar: tqdm, count: int) -> None:
+def _set_total(bar: Any, count: int) -> None:
     bar.total = count
     bar.refresh()
 

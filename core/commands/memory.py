@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from core.commands import recall_text
-from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
+from core.commands.base import AGENT, JSON, arg, command, emit, open_memory, read_memory
 from core.errors import NotFoundError, ValidationError
 from core.memory.storage import CATEGORIES
 from core.memory.recall import KINDS, MAX_RECENCY_DAYS
@@ -16,8 +16,8 @@ from core.terminal import progress, prompt_shown
 @command("now", AGENT, JSON)
 def now(args: argparse.Namespace) -> int:
     """Print NOW.md: what the agent is doing and its plan (--json: the parsed fields)."""
-    with open_memory(args.agent) as manager:
-        emit(args, manager.read_now(), lambda: manager.paths.now_file.read_text(encoding="utf-8").rstrip())
+    with read_memory(args.agent) as memory:
+        emit(args, memory.read_now(), lambda: memory.paths.now_file.read_text(encoding="utf-8").rstrip())
     return 0
 
 
@@ -25,8 +25,8 @@ def now(args: argparse.Namespace) -> int:
          JSON)
 def log(args: argparse.Namespace) -> int:
     """Print the last LOG.md entries, oldest first."""
-    with open_memory(args.agent) as manager:
-        entries = manager.read_log(args.last)
+    with read_memory(args.agent) as memory:
+        entries = memory.read_log(args.last)
     emit(args, entries, lambda: "\n".join(f"#{e['seq']} {e['ts']} {e['type']}: {e['content']}" for e in entries)
          or "(no entries)")
     return 0
@@ -41,15 +41,16 @@ def facts(args: argparse.Namespace) -> int:
         if args.category is not None:
             raise ValidationError("--history lists one fact's values: leave out --category")
         return _fact_history(args)
-    with open_memory(args.agent) as manager:
-        found = manager.list_facts(args.category)
+    with read_memory(args.agent) as memory:
+        found = memory.list_facts(args.category)
     emit(args, found, lambda: "\n".join(f"{f['key']} ({f['category']}): {f['value']}" for f in found) or "(no facts)")
     return 0
 
 
 def _fact_history(args: argparse.Namespace) -> int:
-    with open_memory(args.agent) as manager:
-        found = [manager.facts.redactor()(v.as_dict()) for v in manager.facts.history(args.history)]
+    with read_memory(args.agent) as memory:
+        hide = memory.facts.redactor()
+        found = [hide(v.as_dict()) for v in memory.facts.history(args.history)]
     if not found:
         raise NotFoundError(f"no fact is stored under {args.history!r}: agentos facts --agent {args.agent} lists them")
     emit(args, found, lambda: "\n".join(
@@ -98,11 +99,11 @@ def recall(args: argparse.Namespace) -> int:
     result's evidence (words matched, vector similarity, features, kind, recency, supersession)
     and what was left out (below --min-score, duplicates, superseded, forgotten, expired).
     """
-    with open_memory(args.agent) as manager, progress("searching memory"):
+    with read_memory(args.agent, recall=True) as memory, progress("searching memory"):
         if args.query is not None:
-            manager.cold.warm_up()  # the model loads while the query's words are searched
+            memory.warm_up()  # the model loads while the query's words are searched
         default = 5 if args.query is not None else 20
-        found = manager.recall_memory(args.query, n_results=default if args.results is None else args.results,
+        found = memory.recall_memory(args.query, n_results=default if args.results is None else args.results,
                                       kind=args.kind, since=args.since, until=args.until, min_score=args.min_score,
                                       recency_days=args.recency_days, spaces=[] if args.no_spaces else args.space,
                                       explain=args.explain)

@@ -6,9 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from tqdm import tqdm
-
 from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
+from core.terminal import tqdm
 from core.errors import ValidationError
 
 

@@ -30,14 +30,14 @@ def mcp(args: argparse.Namespace) -> int:
     running engine on the same agent. Ctrl-C stops it.
     """
     from core.paths import existing_agent
-    from core.memory import shared_manager
+    from core.memory import shared_reader
 
     existing_agent(args.agent)
     if args.allow_host and not args.http:
         raise ValidationError("--allow-host names the hosts the HTTP server answers: use it with --http")
     if args.print_config:
         return _print_config(args)
-    shared_manager(args.agent).cold.warm_up()  # the model loads while the MCP SDK is imported
+    shared_reader(args.agent).warm_up()  # the model loads while the MCP SDK is imported (the server reads first)
     from core.mcp_server import serve  # the SDK is loaded only by this command
 
     if args.http:

@@ -6,11 +6,9 @@ import argparse
 import sys
 import time
 
-from tqdm import tqdm
-
 from core.commands.base import arg, command
 from core.errors import ValidationError
-from core.terminal import seconds
+from core.terminal import seconds, tqdm
 
 
 @command("export", arg("--agent", metavar="NAME", help="the agent to export, e.g. finn"),
@@ -40,7 +38,6 @@ def export(args: argparse.Namespace) -> int:
         manifest = export_space(args.space, args.file)
         print(f"exported the space {args.space} to {args.file}: {manifest['entries']} journal entries")
         return 0
-
     with tqdm(desc="writing archive", unit="B", unit_scale=True, leave=False, disable=None) as bar:
         result = export_agent(args.agent, args.file, with_vectors=args.with_vectors,
                               include_secrets=args.include_secrets, progress=bar.update)

@@ -9,15 +9,25 @@ column of the first, before any value is built.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
+if TYPE_CHECKING:
+    import yaml
 
 MAX_DEPTH = 50
 """Deepest nesting of mappings and lists accepted (AgentOS's own files nest three deep)."""
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's C loader is ~10x faster than pure Python
+
+
+@cache
+def _loader() -> Any:
+    """libyaml's C loader, ~10x faster than pure Python's. PyYAML is imported here, on first use: a process that
+    reads no YAML file (a recall, with no config.yaml) does not pay for its import."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_yaml(text: str) -> Any:
@@ -27,7 +37,7 @@ def load_yaml(text: str) -> Any:
         yaml.YAMLError: invalid YAML; a ``MarkedYAMLError`` (with the line and column) for an alias or a
             nesting deeper than ``MAX_DEPTH``.
     """
-    loader = _LOADER(text)
+    loader = _loader()(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -40,6 +50,8 @@ def load_yaml(text: str) -> Any:
 
 def _check(root: yaml.Node) -> None:
     """Refuse a node met twice (an alias refers to its anchor's node) or nested deeper than ``MAX_DEPTH``."""
+    import yaml
+
     seen: set[int] = set()
     stack = [(root, 1)]
     while stack:

@@ -4,28 +4,20 @@ The engine reads the conversation through :meth:`Conversation.history` (the
 provider's ``assemble``) and stores each finished turn with
 :meth:`Conversation.append_turn`. A provider without its own compaction gets
 seed 002's handoff compaction: a structured summary replaces all but the last
-``keep_tail`` messages in what the model sees. The summary lives in
-``memory/sessions/<session>-<hash>.handoff.json`` (atomic replace; the hash of the
-session id keeps two sessions whose ids differ only in punctuation apart); the
-messages stay stored, so nothing is lost.
+``keep_tail`` messages in what the model sees. The memory keeps the summary
+(:class:`core.memory.SessionHandoff`, ``memory/sessions/<session>-<hash>.handoff.json``);
+the messages stay stored, so nothing is lost.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
-import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from core.engine import prompts
-from core.errors import CorruptionError, SummarizerError, ValidationError
+from core.errors import SummarizerError, ValidationError
 from core.llm import estimate_tokens, pack, room_chars, window_of_generate
-from core.durable import atomic_write, storage_error
-from core.memory.files import utc_timestamp
 from core.memory.provider import (
     CompactionMode,
     Compactor,
@@ -35,7 +27,7 @@ from core.memory.provider import (
     Session,
     SessionManager,
 )
-from core.memory import Redactor
+from core.memory import Handoff, Redactor, SessionHandoff
 from core.paths import AgentPaths
 from core.engine.prompting.system_prompt import Identity
 
@@ -43,15 +35,6 @@ log = logging.getLogger(__name__)
 
 EVERYTHING = 10**12
 """A budget and fresh tail larger than any session: "give me all of it"."""
-
-
-@dataclass(frozen=True)
-class Handoff:
-    """A handoff summary standing in for the first ``covered`` messages of the session."""
-
-    summary: str
-    covered: int
-    created_at: str
 
 
 @dataclass(frozen=True)
@@ -78,7 +61,8 @@ class Conversation:
         self.redactor = redactor
         self.session = session
         self.fresh_tail = fresh_tail
-        self.handoff_file = handoff_file(paths, session.id)
+        self.handoffs = SessionHandoff(paths, session.id)
+        self.handoff_file = self.handoffs.file
         self.warned: set[str] = set()
         """Warnings already given in this session (each is given once)."""
         provider.bootstrap(session)
@@ -111,16 +95,7 @@ class Conversation:
 
     def handoff(self) -> Handoff | None:
         """The current handoff summary, if the session was compacted that way."""
-        try:
-            data = json.loads(self.handoff_file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            raise CorruptionError(f"cannot read {self.handoff_file}: {exc}; delete it to drop the summary") from exc
-        if data.get("session", self.session.id) != self.session.id:
-            raise CorruptionError(f"{self.handoff_file} belongs to session {data.get('session')!r}, not "
-                                  f"{self.session.id!r}; delete it to drop the summary")
-        return Handoff(str(data["summary"]), int(data["covered"]), str(data.get("created_at", "")))
+        return self.handoffs.read()
 
     def identity(self) -> Identity:
         """Soul, constraints and user profile from the provider's profile store (when it has one)."""
@@ -193,11 +168,8 @@ class Conversation:
         if estimate_tokens(summary.strip()) >= replaced:
             raise SummarizerError(f"the summary ({estimate_tokens(summary.strip())} tokens) is not smaller than "
                                   f"what it would replace ({replaced} tokens): the session was left untouched")
-        record = {"summary": redactor.text(summary.strip()), "covered": covered, "created_at": utc_timestamp(),
-                  "session": self.session.id}
-        self.handoff_file.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.handoff_file, json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8"))
-        return CompactionReport("handoff", before, self.tokens(), record["summary"])
+        written = self.handoffs.write(redactor.text(summary.strip()), covered)
+        return CompactionReport("handoff", before, self.tokens(), written.summary)
 
     def _all_messages(self) -> list[Message]:
         if isinstance(self.provider, SessionManager):
@@ -266,24 +238,3 @@ def _tokens(messages: list[dict[str, Any]]) -> int:
 
 def _key(message: Message) -> tuple[str, str, str]:
     return message.role, message.content, message.tool_name
-
-
-def handoff_file(paths: AgentPaths, session_id: str) -> Path:
-    """The handoff file of a session: a readable part of its id plus a hash of all of it (injective)."""
-    folder = paths.memory_dir / "sessions"
-    readable = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)[:64]
-    path = folder / f"{readable}-{hashlib.sha256(session_id.encode('utf-8')).hexdigest()[:20]}.handoff.json"
-    legacy = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', session_id)}.handoff.json"
-    if not path.exists() and _written_for(legacy, session_id):
-        try:
-            os.replace(legacy, path)  # a summary written under the earlier, ambiguous name
-        except OSError as exc:
-            raise storage_error(exc, f"cannot rename {legacy} to {path}") from exc
-    return path
-
-
-def _written_for(path: Path, session_id: str) -> bool:
-    try:
-        return json.loads(path.read_text(encoding="utf-8")).get("session") == session_id
-    except (OSError, ValueError, AttributeError):
-        return False

@@ -30,14 +30,14 @@ from core.engine.toolbox.memory_tool import memory_tools
 from core.engine.nodes.finalize import finalize
 from core.engine.nodes.load_memory import load_memory
 from core.engine.nodes.planner import planner
-from core.engine.nodes.runtime import Runtime, is_continue, mask_credentials
+from core.engine.nodes.runtime import Runtime, is_continue
+from core.engine.task_input import mask_credentials
 from core.engine.nodes.tools import tools
 from core.paths import AgentPaths
-from core.memory.storage import hold_lease, open_checkpointer, open_database
 from core.plugins.memory import open_provider
 from core.engine.session_compaction import auto_compact, compact_session
 from core.engine.task_input import check_task
-from core.memory import shared_manager
+from core.memory import hold_lease, open_checkpointer, open_database, shared_manager
 from core.engine.state import AgentState
 from core.engine.toolbox.toolbox import build_toolbox
 

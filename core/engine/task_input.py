@@ -8,18 +8,39 @@ larger one is refused before the run starts, never half-run.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Callable
 
-from core.engine.nodes.runtime import mask_credentials
 from core.errors import ValidationError
-from core.memory.files import check_text
+from core.memory import REDACTED, check_text
 
 STDIN = "-"
 """The task (or ``--task-file``) that means: read it from standard input."""
 READ_FACTOR = 4
 """A task is read up to this many times ``memory.max_entry_bytes`` (masking can only shorten it so much)."""
+
+_SECRET_WORDS = (
+    r"(?:(?:api|access|secret|private|ssh|license|encryption)[ _-]?)?keys?|credentials?|passwords?|passwd"
+    r"|pass[ _-]?phrases?|pass[ _-]?codes?|pins?(?:[ _-]?(?:codes?|numbers?))?|tokens?|secrets?"
+    r"|(?:security|access|auth|authentication|verification|recovery)[ _-]?codes?|otp|cvv|cvc"
+)
+# "<word> is X", "<word>: X", "<word>=X", "<word> for <something> is X"; a quoted value is taken whole.
+_CREDENTIAL = re.compile(
+    rf"(?i)\b({_SECRET_WORDS})((?:\s+(?:for|of|to|on|at)\s+[\w.@:/-]+)?\s*(?:\b(?:is|are|was)\b|=|:)\s*)"
+    r"(\"[^\"]*\"|'[^']*'|\S+)"
+)
+
+
+def mask_credentials(text: str) -> str:
+    """Hide values that follow words like "API key is" or "pin code:" before they reach NOW.md or the log.
+
+    The user's request is logged before the model saves its secret, so this masks the obvious
+    phrasings at once. It is not the only defence: a secret saved later is scrubbed from
+    everything that holds it (:mod:`core.memory.upkeep.scrub`), however it was phrased.
+    """
+    return _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 
 
 def check_task(task: object, max_bytes: int, redact: Callable[[str], str] = lambda text: text) -> str:

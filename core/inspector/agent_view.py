@@ -23,13 +23,9 @@ from core.inspector.log_files import LogFiles
 from core.inspector.masking import mask, searchable
 from core.memory.storage import Reader
 from core.memory.files import now_file
-from core.memory.recall import query as recall_query
-from core.memory.recall import open_store
-from core.memory.recall import TABLE, ColdStore
+from core.memory import MemoryReader
 from core.memory.files import ENTRY_TYPES
-from core.memory.recall import DocIndex
 from core.memory.recall import check_recall
-from core.memory.recall import Tuning
 from core.memory.reflection import read_view
 from core.memory.storage import schema_name
 from core.paths import AgentPaths
@@ -47,7 +43,7 @@ class AgentView:
     def __init__(self, paths: AgentPaths) -> None:
         self.paths = paths
         self.files = LogFiles(paths)
-        self._store: ColdStore | None = None
+        self._reader: MemoryReader | None = None
         self._store_guard = threading.Lock()
         self._config: Config | None = None
         self._log_counts = activity.LogCounts()
@@ -277,10 +273,10 @@ class AgentView:
     # -- recall -------------------------------------------------------------------------
 
     def recall(self, text: str, n_results: int, kind: str | None, explain: bool = False) -> dict[str, Any]:
-        """The agent's recall of ``text``, ranked as the agent ranks it (read-only: nothing is indexed first,
-        so what waits to be indexed is counted instead); ``explain``: each result says why it ranked, and
-        ``left_out`` what was met but not returned."""
-        request = check_recall(text, n_results, kind, default_min_score=self.config.cold.min_score)
+        """The agent's recall of ``text``, ranked as the agent ranks it, through a
+        :class:`~core.memory.MemoryReader` (nothing is indexed first, so what waits to be indexed is counted
+        instead); ``explain``: each result says why it ranked, and ``left_out`` what was met but not returned."""
+        check_recall(text, n_results, kind, default_min_score=self.config.cold.min_score)
 
         def build(reader: Reader, secrets: list[str]) -> dict[str, Any]:
             waiting = {"unindexed_archives": reader.unindexed_archives(),
@@ -291,26 +287,26 @@ class AgentView:
                     "SELECT 1 FROM _migrations WHERE name = 'm010_recall_subjects'").fetchone():
                 return {"results": [], "note": "an earlier version wrote this memory: open the agent once (any "
                                                "agentos command on it) to upgrade its recall index", **waiting}
-            store = self._cold_store()
-            note = {} if store else {"note": "there is no cold store yet: results are matched by words only"}
-            # The reader's connection serves the word search (DocIndex only reads through ``.conn``).
-            found = recall_query.recall(request, DocIndex(reader), store, Tuning(), secrets, explain=explain)
-            results = found if isinstance(found, dict) else {"results": found}
+            memory = self._memory()
+            found = memory.recall_memory(text, n_results, kind, spaces=[], explain=explain)
+            note = {} if memory.cold_store() else {"note": "there is no cold store yet: results are matched by "
+                                                           "words only"}
+            results = found if isinstance(found, dict) else {"results": list(found)}
             return {**results, **note, **waiting}
         return self._answer(build)
 
-    def _cold_store(self) -> ColdStore | None:
-        """The agent's cold store opened read-only, or None while it has none."""
+    def _memory(self) -> MemoryReader:
+        """The agent's memory opened to read (once; its cold store and model are kept until :meth:`close`)."""
         with self._store_guard:
-            if self._store is None and (self.paths.lancedb_dir / f"{TABLE}.lance").is_dir():
-                self._store = open_store(self.paths, self.config, read_only=True)
-            return self._store
+            if self._reader is None:
+                self._reader = MemoryReader(self.paths.name, self.paths.root.parent, self.config)
+            return self._reader
 
     def close(self) -> None:
         with self._store_guard:
-            if self._store is not None:
-                self._store.close()
-                self._store = None
+            reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()
 
     # -- sizes and change detection --------------------------------------------------------
 

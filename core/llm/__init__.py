@@ -10,9 +10,10 @@ pieces that fit (:func:`pack`, :func:`map_reduce`), and the embedders turn text 
 (:func:`make_embedder`). Import the names below from here; the modules of this package import each
 other directly.
 
-:class:`OllamaBackend` and :func:`ollama_errors` import the ``ollama`` client and httpx, which every
-process that imports the memory would otherwise pay for at start-up although most never ask Ollama:
-they load on first use (a type checker sees them as usual).
+:class:`OllamaBackend` and :func:`ollama_errors` import the ``ollama`` client and httpx, and
+:class:`SummaryReply` pydantic, which every process that imports the memory would otherwise pay for at
+start-up although most never ask a model (a recall, an MCP server's reads): they load on first use (a type
+checker sees them as usual).
 """
 
 from __future__ import annotations
@@ -39,13 +40,13 @@ from core.llm.fitting import BoundedModel, map_reduce, pack, reduce, room_chars,
 from core.llm.model_window import RatioStore, WindowMeter, choose_num_ctx, initial_ratio, model_limits
 from core.llm.offline import OfflineBackend
 from core.llm.select import Choice, choose_backend
-from core.llm.structured import StructuredReplyError, SummaryReply, ThinkFilter, parse_reply, strip_think
+from core.llm.structured import StructuredReplyError, ThinkFilter, parse_reply, strip_think
 from core.llm.templates import fill, load_prompt
-from core.llm.tokens import estimate_tokens
-from core.llm.window import ContextWindow, tools_text
+from core.llm.window import ContextWindow, estimate_tokens, tools_text
 
 if typing.TYPE_CHECKING:
     from core.llm.ollama_backend import OllamaBackend, ollama_errors
+    from core.llm.shapes import SummaryReply
 
 from core.llm.served import PromptCounts
 
@@ -59,7 +60,8 @@ __all__ = [
     "reduce", "resolve_host", "room_chars", "strip_think", "tools_text", "window_of_generate", "workers",
 ]
 
-_ON_FIRST_USE = {"OllamaBackend": "core.llm.ollama_backend", "ollama_errors": "core.llm.ollama_backend"}
+_ON_FIRST_USE = {"OllamaBackend": "core.llm.ollama_backend", "ollama_errors": "core.llm.ollama_backend",
+                 "SummaryReply": "core.llm.shapes"}
 
 
 def __getattr__(name: str) -> typing.Any:

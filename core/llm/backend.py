@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from core.llm.structured import StructuredReplyError, SummaryReply, parse_reply, strip_think
+from core.llm.structured import StructuredReplyError, parse_reply, strip_think
 from core.llm.templates import load_prompt
 
 log = logging.getLogger(__name__)
@@ -119,6 +119,8 @@ class BackendGenerate:
 
     def _structured(self, prompt: str) -> str | None:
         """The summary from a reply of the shape, asked at most twice; None when neither reply fits."""
+        from core.llm.shapes import SummaryReply  # pydantic: only a process that summarises imports it
+
         messages = [{"role": "user", "content": f"{prompt}\n\n{load_prompt('core.llm', 'STRUCTURED_SUMMARY')}"}]
         schema = SummaryReply.model_json_schema()
         for attempt in (1, 2):

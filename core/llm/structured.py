@@ -1,7 +1,7 @@
-"""Shapes a model must answer in, and reading them from what small local models really write.
+"""Reading the shapes a model must answer in from what small local models really write.
 
 A summarizer call asks Ollama for a JSON object of a known shape (``format`` set to the shape's
-JSON schema), so a model constrained by the server answers exactly that. Without the constraint
+JSON schema, :mod:`core.llm.shapes`), so a model constrained by the server answers exactly that. Without the constraint
 (an older server, a model that ignores it) small models wrap the object in a Markdown fence, put
 prose around it, open with a ``<think>`` block or echo the schema back; :func:`parse_reply` reads
 the first of those that fits the shape and refuses the rest.
@@ -11,33 +11,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, TypeVar
-
-import pydantic
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.errors import BackendError
+
+if TYPE_CHECKING:
+    import pydantic
 
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _STRAY_CLOSE = re.compile(r"^.*?</think>", re.DOTALL | re.IGNORECASE)
 _SCHEMA_KEYS = {"properties", "required", "title", "$defs"}
 
-Shape = TypeVar("Shape", bound=pydantic.BaseModel)
-
-
-class SummaryReply(pydantic.BaseModel):
-    """A summary: the one shape every summarizer (LOG.md, LCM, the session handoff) asks for."""
-
-    model_config = pydantic.ConfigDict(extra="ignore")
-
-    summary: str = pydantic.Field(min_length=1, description="The summary, as Markdown text.")
-
-    @pydantic.field_validator("summary")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        value = strip_think(value).strip()
-        if not value:
-            raise ValueError("the summary is blank")
-        return value
+Shape = TypeVar("Shape", bound="pydantic.BaseModel")
 
 
 class StructuredReplyError(BackendError):
@@ -62,6 +47,8 @@ def parse_reply(text: str, shape: type[Shape]) -> Shape:
     Raises:
         StructuredReplyError: no object in the reply fits the shape.
     """
+    import pydantic  # here: a process that never reads a model's reply does not pay for pydantic's import
+
     body = strip_think(text)
     problems: list[str] = []
     for found in _objects(body):

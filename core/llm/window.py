@@ -1,4 +1,5 @@
-"""A model's context window: how many tokens one request may hold, and how text is counted.
+"""A model's context window: how many tokens one request may hold, and how text is counted (the rough
+estimate shared by every tier and provider, :func:`estimate_tokens`, and a window's learned ratio).
 
 The window is chosen per model (see :mod:`core.llm.served`: each server is asked its own way); every budget of the
 engine and of the summarizers is derived from it. ``chars_per_token`` starts at four and is
@@ -37,3 +38,10 @@ class ContextWindow:
 def tools_text(tools: list[dict[str, Any]]) -> str:
     """Tool definitions as Ollama's chat templates render them: compact JSON (Go's ``json.Marshal``)."""
     return json.dumps(tools, ensure_ascii=False, separators=(",", ":")) if tools else ""
+
+
+def estimate_tokens(text: str) -> int:
+    """Return a rough token count: about four characters a token, at least one for non-empty text."""
+    if not text:
+        return 0
+    return (len(text) + 3) // 4

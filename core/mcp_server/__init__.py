@@ -8,10 +8,13 @@ Tools: every memory skill (``update_status``, ``log_activity``, ``save_fact``,
 ``forget_memory``, ``publish_memory``) and the
 provider's ``memory`` tool with its ``recall`` and ``forget`` actions (see
 :mod:`core.mcp_server.tools`); resources: NOW.md, the LOG.md tail and the
-facts, secrets redacted. The agent is fixed when the server starts. The
-server writes through the same ``MemoryManager`` as the engine, so each write
-takes the agent's lock and it runs safely beside an engine on the same agent; it
-never takes the engine's run lock.
+facts, secrets redacted. The agent is fixed when the server starts. Until a
+client writes, the server only reads (a ``MemoryReader``: starting it repairs,
+indexes and expires nothing, unless a killed process left work that a writer
+does first); the first write opens the same ``MemoryManager`` as the engine's,
+so each write takes the agent's lock and it runs safely beside an engine on the
+same agent, and starts reflection on what clients record. It never takes the
+engine's run lock.
 """
 
 from __future__ import annotations
@@ -28,12 +31,11 @@ from core import __version__
 from core.terminal import is_loopback
 from core.errors import ValidationError, shown
 from core.mcp_server.stdio import interruptible_stdin
-from core.mcp_server.tools import memory_tools
+from core.mcp_server.tools import AgentMemory, memory_tools
 from core.memory.storage import open_database, redact
 from core.memory.provider import Session
 from core.paths import existing_agent
 from core.plugins.memory import open_provider
-from core.memory import shared_manager
 
 log = logging.getLogger(__name__)
 
@@ -54,23 +56,23 @@ def build_server(agent: str, *, session: str = "main") -> MCPServer:
         UnknownAgentError, InvalidAgentNameError: no such agent; nothing is created.
     """
     paths = existing_agent(agent)
-    manager = shared_manager(agent)
-    manager.cold.warm_up()  # while the client connects: its first recall_memory then finds the model loaded
-    provider = open_provider(None, open_database(paths, manager.config.storage), config=manager.config.provider)
+    memory = AgentMemory(agent)
+    memory.reading().warm_up()  # while the client connects: its first recall_memory then finds the model loaded
+    config = memory.reading().config
+    provider = open_provider(None, open_database(paths, config.storage), config=config.provider)
     bound = Session(id=f"{agent}:{session}", agent_id=agent, user_id=MCP_USER, channel="mcp")
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
-        manager.reflect_soon()  # a long session: reflection reads what clients record, on its timer
         try:
             yield
         finally:
             provider.close()
-            manager.close()  # waits for a background LOG.md compaction
+            memory.close()  # waits for a background LOG.md compaction
 
     server = MCPServer(
         f"agentos-{agent}", version=__version__, log_level="WARNING", lifespan=lifespan,
-        tools=memory_tools(agent, provider, bound, manager),
+        tools=memory_tools(agent, provider, bound, memory),
         instructions=(f"The long-term memory of AgentOS agent {agent}: NOW.md (update_status), LOG.md "
                       "(log_activity), facts (save_fact, get_fact), recall over all of it (store_memory, "
                       "recall_memory, forget_memory) and the conversation memory (memory)."),
@@ -79,19 +81,20 @@ def build_server(agent: str, *, session: str = "main") -> MCPServer:
     @server.resource(f"agentos://{agent}/now", name="NOW.md", mime_type="text/markdown",
                      description=f"What {agent} is doing now: status, objective, plan, blockers")
     def now() -> str:
-        return redact(paths.now_file.read_text(encoding="utf-8"), manager.facts.secret_values())
+        return redact(paths.now_file.read_text(encoding="utf-8"), memory.reading().facts.secret_values())
 
     @server.resource(f"agentos://{agent}/log", name="LOG.md tail", mime_type="text/plain",
                      description=f"The last {LOG_TAIL} entries of {agent}'s activity log, oldest first")
     def log_tail() -> str:
-        secrets = manager.facts.secret_values()
+        reading = memory.reading()
+        secrets = reading.facts.secret_values()
         return "\n".join(redact(f"#{e['seq']} {e['ts']} {e['type']}: {e['content']}", secrets)
-                         for e in manager.read_log(LOG_TAIL))
+                         for e in reading.read_log(LOG_TAIL))
 
     @server.resource(f"agentos://{agent}/facts", name="facts", mime_type="application/json",
                      description=f"{agent}'s saved facts; a secret's value is [REDACTED] (get_fact returns it)")
     def facts() -> str:
-        return json.dumps(manager.list_facts(), ensure_ascii=False, indent=1, allow_nan=False)
+        return json.dumps(memory.reading().list_facts(), ensure_ascii=False, indent=1, allow_nan=False)
 
     return server
 

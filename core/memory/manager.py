@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.config import Config, load_config
-from core.errors import CorruptionError, ValidationError, shown
+from core.errors import CorruptionError, ValidationError
 from core.memory.compaction import CompactionReport
 from core.memory.context import format_context
-from core.memory.files import NowState, ScanResult, check_entry_type, check_text, check_writer
 from core.durable import public_methods_converting_os_errors
-from core.memory.files import now_file, utc_timestamp
+from core.memory.files import LogEntry, NowState, check_entry_type, check_text, check_writer, now_file, utc_timestamp
+from core.memory.reads import Reads
 from core.memory.recall import Forgotten, Recalled, StoredMemories, log_index
 from core.memory.reflection import Reflection
-from core.memory.secrets import redactor_of, visible_entries
+from core.memory.secrets import visible_entries
 from core.memory.storage import facts
 from core.memory.upkeep import ScrubReport, SecretScrubber, forgetting, now, open_tiers, rebuild, recovery
 from core.memory.spaces import Space, recall as space_recall
@@ -39,8 +39,9 @@ log = logging.getLogger(__name__)
 
 
 @public_methods_converting_os_errors("the agent's memory")  # a raw OSError never leaves: a StorageError naming the fix
-class MemoryManager:
-    """The memory of one agent: NOW.md, LOG.md, facts and (with the cold tier) recall."""
+class MemoryManager(Reads):
+    """The memory of one agent: NOW.md, LOG.md, facts and (with the cold tier) recall (``read_log``,
+    ``log_since``, ``scan_log`` and ``get_fact``: see :class:`~core.memory.reads.Reads`)."""
 
     def __init__(self, agent_name: str, home: Path | None = None, config: Config | None = None) -> None:
         """Open (creating on first use) the memory of ``agent_name``.
@@ -162,20 +163,6 @@ class MemoryManager:
             content = check_text(content, "LOG entry content")
         return self.tiers.append(entry_type, content, metadata).seq  # the log redacts every line
 
-    def read_log(self, last_n: int = 20) -> list[dict[str, Any]]:
-        """The last ``last_n`` LOG.md entries, oldest first, as dicts (seq, ts, type, content, metadata)."""
-        if not isinstance(last_n, int) or isinstance(last_n, bool) or last_n < 0:
-            raise ValidationError(f"last_n must be a non-negative integer, got {shown(last_n)}")
-        return [entry.as_dict() for entry in self.log.tail(last_n)]
-
-    def log_since(self, seq: int) -> list[dict[str, Any]]:
-        """Every LOG.md entry after ``seq``, oldest first."""
-        return [e.as_dict() for e in self.log.scan().entries if e.seq > seq]
-
-    def scan_log(self) -> ScanResult:
-        """Parse all of LOG.md, reporting damaged lines."""
-        return self.log.scan()
-
     # -- runs -----------------------------------------------------------------
 
     def start_run(self, objective: str, run_id: str | None = None) -> str:
@@ -219,11 +206,6 @@ class MemoryManager:
                                                                                 utc_timestamp()))
         self.scrubber.catch_up()
         return fact.as_dict()
-
-    def get_fact(self, key: str, history: bool = False) -> Any:
-        """The value stored under ``key`` (secrets included), or None; with ``history``, the values it has held as
-        :meth:`FactStore.history <core.memory.storage.facts.FactStore.history>` lists them."""
-        return self.facts.history(key, as_dicts=True) if history else getattr(self.facts.get(key), "value", None)
 
     def list_facts(self, category: str | None = None) -> list[dict[str, Any]]:
         """All facts (or one category's), secret values redacted (in other facts too), each with the ``sources``
@@ -302,9 +284,12 @@ class MemoryManager:
             :class:`~core.memory.recall.views.results.Recalled`: ``warning`` says when some vectors were not done yet).
         """
         chosen = space_recall.spaces_to_search(self.agent_name, self.paths.root.parent, spaces)
-        own = self.cold.recall(query, n_results, kind, since, until, self.facts.hidden_values(),
+        hidden = self.facts.hidden_values()  # the secrets' and forgotten facts' values, in spaces' hits too
+        own = self.cold.recall(query, n_results, kind, since, until, hidden,
                                min_score=min_score, recency_days=recency_days, explain=explain, now=now)
-        found = space_recall.merged(self, own, chosen, query, n_results, kind, since, until, min_score,
+        asker = space_recall.Asker(self.agent_name, self.paths.root.parent, self.cold.tuning,
+                                   self.config.cold.min_score, hidden, self.cold.docs.terms)
+        found = space_recall.merged(asker, own, chosen, query, n_results, kind, since, until, min_score,
                                     recency_days, now)
         return own.like(found) if isinstance(own, Recalled) else found
 
@@ -363,8 +348,15 @@ class MemoryManager:
         if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise ValidationError("max_tokens must be a positive integer")
         return self.facts.redactor()(
-            format_context(self.agent_name, self.now_state(),
-                           visible_entries(self.db, self.log.tail(log_entries)), self.facts.list(), budget))
+            format_context(self.agent_name, self.now_state(), self.visible_log(log_entries), self.facts.list(), budget))
+
+    def visible_log(self, last_n: int) -> list[LogEntry]:
+        """The last ``last_n`` LOG.md entries, oldest first, but for those a FORGET entry named (for a prompt)."""
+        return visible_entries(self.db, self.log.tail(last_n))
+
+    def warm_up(self) -> None:
+        """Open the cold store and load its embedding model in a thread now (see ``ColdMemory.warm_up``)."""
+        self.cold.warm_up()
 
     def reflect_soon(self, backend: Any = None) -> None:
         """Learn in the background from what was recorded since the last pass; never waits (``backend``: the

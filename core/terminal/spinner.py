@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator, TextIO
+from typing import Any, Iterator, TextIO
 
 from core.durable import background_thread
 
@@ -147,3 +147,11 @@ def prompt_shown() -> Iterator[None]:
 def seconds(elapsed: float) -> str:
     """A duration for a person: tenths of a second, or milliseconds when it took less than that."""
     return f"{elapsed:.1f} s" if elapsed >= 0.1 else f"{elapsed:.3f} s"
+
+
+def tqdm(*args: Any, **kwargs: Any) -> Any:
+    """A ``tqdm`` progress bar (same arguments), the module imported on first use: every ``agentos`` command
+    imports the modules of all of them to build its parser, and only a few draw a bar."""
+    from tqdm import tqdm as bar
+
+    return bar(*args, **kwargs)

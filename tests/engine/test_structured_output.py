@@ -12,7 +12,8 @@ from core.engine.conversation import handoff_summary
 from core.llm.backend import generate_with
 from core.llm.ollama_backend import OllamaBackend
 from core.llm.openai_backend import OpenAIBackend
-from core.llm.structured import StructuredReplyError, SummaryReply, ThinkFilter, parse_reply, strip_think
+from core.llm.shapes import SummaryReply
+from core.llm.structured import StructuredReplyError, ThinkFilter, parse_reply, strip_think
 from core.memory.compaction.summarizer import LogSummarizer
 from core.memory.files.log_format import LogEntry
 from core.memory.provider import SummarizeOptions

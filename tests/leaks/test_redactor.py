@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from core.memory.secrets.redaction import REDACTED, Redactor, redactor_for
-from core.engine.nodes.runtime import mask_credentials
+from core.engine.task_input import mask_credentials
 
 
 def test_text_without_a_secret_comes_back_unchanged():

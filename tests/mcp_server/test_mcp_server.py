@@ -437,3 +437,33 @@ def test_streamable_http_serving_session_after_session_holds_no_more_than_after_
         server.terminate()
         server.wait(timeout=60)
         server.stderr.close()
+
+
+@pytest.mark.slow  # the server runs as its own process over stdio
+def test_a_session_that_only_reads_writes_nothing(finn, agents_home):
+    """recall_memory, get_fact, the memory tool's recall and the three resources read the agent through a
+    MemoryReader: no byte of its files changes (starting a writer would forget the expired memory, writing
+    LOG.md and memory.db), and the expired memory is never shown."""
+    from tests.test_reader import changed, tree
+
+    with MemoryManager("finn") as manager:
+        manager.save_fact("door_code", "4711-9", category="secret")
+        manager.store_memory("The shed key hangs behind the kitchen door")
+        manager.store_memory("The gate code changes weekly", expires_at="2020-01-01")
+        manager.cold.catch_up()
+    before = tree(agents_home)
+
+    async def main():
+        async with client() as session:
+            found = [data(await session.call_tool("recall_memory", {"query": "shed key", "n_results": 3})),
+                     data(await session.call_tool("recall_memory", {"query": "gate code weekly"})),
+                     data(await session.call_tool("get_fact", {"key": "door_code"})),
+                     data(await session.call_tool("memory", {"action": "recall", "query": "gate code"}))]
+            for uri in ("agentos://finn/now", "agentos://finn/log", "agentos://finn/facts"):
+                found.append((await session.read_resource(uri)).contents[0].text)
+        return found
+
+    shed, gate, fact, tool, *resources = anyio.run(main)
+    assert "shed key" in shed[0]["content"] and fact["value"] == "4711-9"
+    assert "gate code" not in json.dumps([gate, tool, resources]) and "4711-9" not in "".join(resources)
+    assert changed(before, tree(agents_home)) == {}

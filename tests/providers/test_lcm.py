@@ -16,7 +16,7 @@ from core.memory.provider import (
     SummarizeOptions,
 )
 from core.errors import SummaryNotFoundError, ValidationError
-from core.llm.tokens import estimate_tokens
+from core.llm import estimate_tokens
 from core.plugins.memory import open_provider
 from core.plugins.memory.lcm import DeterministicSummarizer, LCMProvider, LLMSummarizer
 from core.plugins.memory.lcm.summarizer import build_prompt

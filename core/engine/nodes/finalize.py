@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from core.memory.storage import redact
 from core.engine.nodes.runtime import SCAN_ENTRIES, Runtime, is_status, preview
 from core.engine.state import AgentState
 
@@ -27,8 +26,8 @@ def finalize(state: AgentState, rt: Runtime) -> dict[str, Any]:
         maybe_stored = "STEP_START" in steps
         if not maybe_stored:
             rt.log("STEP_START", f"saving turn {turn_id}", turn_id=turn_id)
-        secrets = rt.manager.facts.secret_values()  # a secret told in this turn is saved by now
-        rt.conversation.append_turn(turn_id, redact(_turn_messages(state, response, outcome), secrets), maybe_stored)
+        hide = rt.manager.facts.redactor(forgotten=False)  # a secret told in this turn is saved by now
+        rt.conversation.append_turn(turn_id, hide(_turn_messages(state, response, outcome)), maybe_stored)
         if state.get("auto_log_enabled", True):
             rt.log("THOUGHT", f"response: {preview(response)}", turn_id=turn_id, kind="response",
                    outcome=outcome, steps=state.get("steps", 0), tool_calls=state.get("tool_calls_done", 0))

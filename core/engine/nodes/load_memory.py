@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from core.engine.nodes.runtime import Runtime, is_status, keeps_objective, mask_credentials, preview
+from core.engine.nodes.runtime import Runtime, is_status, keeps_objective, preview
+from core.engine.task_input import mask_credentials
 from core.engine.state import AgentState
 
 log = logging.getLogger(__name__)

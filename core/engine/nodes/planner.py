@@ -9,7 +9,8 @@ from typing import Any
 
 from core.errors import (BackendError, BackendUnavailableError, ContextWindowTooSmallError, ModelNotFoundError,
                          ToolArgumentError)
-from core.engine.nodes.runtime import Runtime, is_status, mask_credentials
+from core.engine.nodes.runtime import Runtime, is_status
+from core.engine.task_input import mask_credentials
 from core.engine.state import AgentState
 from core.engine.prompting.system_prompt import PromptExtras
 

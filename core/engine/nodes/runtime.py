@@ -10,7 +10,7 @@ from typing import Any, Callable
 from core.config import Config
 from core.engine.conversation import Conversation
 from core.llm import Backend
-from core.memory import MemoryManager, REDACTED
+from core.memory import MemoryManager
 from core.engine.prompting.system_prompt import Identity
 from core.engine.toolbox.toolbox import Toolbox
 
@@ -18,16 +18,6 @@ SCAN_ENTRIES = 400
 """How far back in LOG.md a node looks for what it already did."""
 RESULT_PREVIEW_CHARS = 2000
 
-_SECRET_WORDS = (
-    r"(?:(?:api|access|secret|private|ssh|license|encryption)[ _-]?)?keys?|credentials?|passwords?|passwd"
-    r"|pass[ _-]?phrases?|pass[ _-]?codes?|pins?(?:[ _-]?(?:codes?|numbers?))?|tokens?|secrets?"
-    r"|(?:security|access|auth|authentication|verification|recovery)[ _-]?codes?|otp|cvv|cvc"
-)
-# "<word> is X", "<word>: X", "<word>=X", "<word> for <something> is X"; a quoted value is taken whole.
-_CREDENTIAL = re.compile(
-    rf"(?i)\b({_SECRET_WORDS})((?:\s+(?:for|of|to|on|at)\s+[\w.@:/-]+)?\s*(?:\b(?:is|are|was)\b|=|:)\s*)"
-    r"(\"[^\"]*\"|'[^']*'|\S+)"
-)
 
 
 @dataclass
@@ -67,16 +57,6 @@ class Runtime:
     def find_logged(self, entry_type: str, key: str, value: str) -> dict[str, Any] | None:
         """The newest recent LOG entry of ``entry_type`` whose metadata ``key`` equals ``value``."""
         return self.logged(entry_type, key).get(value)
-
-
-def mask_credentials(text: str) -> str:
-    """Hide values that follow words like "API key is" or "pin code:" before they reach NOW.md or the log.
-
-    The user's request is logged before the model saves its secret, so this masks the obvious
-    phrasings at once. It is not the only defence: a secret saved later is scrubbed from
-    everything that holds it (:mod:`core.memory.upkeep.scrub`), however it was phrased.
-    """
-    return _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 
 
 _CONTINUE = re.compile(r"^\s*(continue|resume|go on|carry on|keep going)\b[\s.!]*$", re.IGNORECASE)

@@ -33,7 +33,7 @@ FULL_TOOLS_HISTORY_SHARE = 0.25
 """Share of the window the conversation must keep beside the full tool set; with less, the engine offers
 the core set (:data:`core.engine.toolbox.toolbox.CORE_TOOLS`)."""
 ESTIMATE_CHARS_PER_UNIT = 4
-"""Characters per unit of the engine's stored estimates (``core.llm.tokens.estimate_tokens``)."""
+"""Characters per unit of the engine's stored estimates (``core.llm.window.estimate_tokens``)."""
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from core.llm import THIS_REQUEST, estimate_tokens
-from core.memory.context import ENTRY_PREVIEW_CHARS, fit_lines, fit_newest, more_facts_note, render_fact, render_now
-from core.memory import LogEntry, MemoryManager
-from core.memory.secrets import visible_entries
+from core.memory import (
+    ENTRY_PREVIEW_CHARS,
+    LogEntry,
+    MemoryManager,
+    fit_lines,
+    fit_newest,
+    more_facts_note,
+    render_fact,
+    render_now,
+)
 
 PROFILE_TITLE = "## About the user (learned from the facts; [key] names each line's fact)"
 PROFILE_SHARE = 0.15
@@ -45,7 +52,7 @@ def memory_context(manager: MemoryManager, max_tokens: int, request: str = "",
     the prompt's conversation shows.
     """
     now = manager.now_state()
-    entries = visible_entries(manager.db, manager.log.tail(TAIL_ENTRIES + SINCE_ENTRIES))
+    entries = manager.visible_log(TAIL_ENTRIES + SINCE_ENTRIES)
     if until:
         entries = [e for e in entries if e.seq <= until]
     since = [e for e in entries if e.seq > now.log_seq][-SINCE_ENTRIES:]

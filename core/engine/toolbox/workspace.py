@@ -16,7 +16,7 @@ from typing import Any
 
 from core.errors import NotFoundError, ToolArgumentError
 from core.durable import atomic_write, remove_orphan_temp_files, storage_error
-from core.memory.files import check_text
+from core.memory import check_text
 
 log = logging.getLogger(__name__)
 

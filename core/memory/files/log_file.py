@@ -293,9 +293,9 @@ class LogFile:
         """Convert CRLF line ends, restore a stripped final newline, and move a torn or corrupt
         tail to the quarantine folder; return the quarantine file, if any."""
         with self.lock.hold():
-            return None if self._tail_is_sound() else self._repair_locked()
+            return None if self.tail_is_sound() else self._repair_locked()
 
-    def _tail_is_sound(self) -> bool:
+    def tail_is_sound(self) -> bool:
         """True when the file ends with a newline, has LF line ends and its last line is a valid entry or the header."""
         try:
             with open(self.path, "rb") as handle:

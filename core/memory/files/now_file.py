@@ -25,8 +25,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from core.errors import CorruptionError, ValidationError, shown
 from core.durable import StagedFile, load_yaml, storage_error
 from core.memory.files.log_format import check_text
@@ -162,6 +160,8 @@ def parse(text: str, agent: str) -> NowState:
     """Parse NOW.md text; raise CorruptionError if the front matter is unreadable."""
     if not text.startswith("---\n"):
         raise CorruptionError("NOW.md has no YAML front matter")
+    import yaml  # its errors only; a process that reads no NOW.md does not import PyYAML
+
     try:
         front_text, body = text[4:].split("\n---\n", 1)
         front = load_yaml(front_text) or {}

@@ -25,7 +25,7 @@ from core.memory.files.log_file import LogFile
 from core.memory.files.log_format import utc_timestamp
 from core.durable import foreground
 from core.memory.recall import log_index, process_hooks, query as recall_query, search as recall_search
-from core.memory.recall.docs import Filters
+from core.memory.recall.docs import DocIndex, Filters
 from core.memory.recall.index import ColdIndexer, Progress
 from core.memory.recall.lance_table import where_clause
 from core.memory.recall.views.browse import browse, check_window
@@ -151,19 +151,10 @@ class ColdMemory:
     ) -> Recalled | dict[str, Any]:
         """Search every tier by meaning and words, or list a time window with no query (see
         ``MemoryManager.recall_memory``); explained, ``{results, left_out}`` with ``warning`` when partial."""
-        if query is None:
-            window = check_window(n_results, kind, since, until, now, min_score=min_score,
-                                  recency_days=recency_days, explain=explain)
-            self.read_own_writes()
-            return Recalled(browse(window, self.docs, secrets, self.tuning))
-        request = check_recall(query, n_results, kind, since, until, min_score=min_score,
-                               recency_days=recency_days, default_min_score=self.config.cold.min_score, now=now)
-        trace = Trace() if explain else None
-        ranked, seen = self.search(request.text, request.filters, trace=trace)
-        if trace is None:
-            return seen.like(recall_query.results(request, ranked, self.tuning, secrets))
-        found = recall_query.explained(request, ranked, trace, self.docs, self.tuning, secrets)
-        return {**found, "warning": seen.warning} if seen.warning else found
+        return answer(query, n_results, kind, since, until, secrets, self.docs, self.tuning,
+                      self.config.cold.min_score, indexed=self.read_own_writes,
+                      search=lambda text, filters, trace: self.search(text, filters, trace=trace),
+                      min_score=min_score, recency_days=recency_days, explain=explain, now=now)
 
     def candidates(self, text: str, filters: Filters, depth: int | None = None,
                    trace: Trace | None = None) -> list[recall_search.Candidate]:
@@ -329,3 +320,33 @@ def open_store(paths: AgentPaths, config: Config, *, read_only: bool = False,
         optimize_every=config.cold.optimize_every, ann_min_rows=config.cold.ann_min_rows,
         read_only=read_only, redactor=redactor,
     )
+
+
+Search = Callable[[str, Filters, "Trace | None"], "tuple[list[recall_search.Candidate], Recalled]"]
+"""``search(text, filters, trace)``: every candidate scored, best first, and what the ranking could see."""
+
+
+def answer(
+    query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any, secrets: list[str],
+    docs: DocIndex, tuning: Tuning, default_min_score: float, *, indexed: Callable[[], object], search: Search,
+    min_score: float | None = None, recency_days: float | None = None, explain: bool = False, now: Any = None,
+) -> Recalled | dict[str, Any]:
+    """The answer to a recall: ``query`` searched with ``search``, or with no query the time window listed from
+    ``docs`` once ``indexed()`` has run; explained, ``{results, left_out}`` with ``warning`` when partial.
+
+    The one path of a writer's recall (which indexes and waits for vectors first) and a reader's (which
+    searches what is indexed), so that both answer alike.
+    """
+    if query is None:
+        window = check_window(n_results, kind, since, until, now, min_score=min_score,
+                              recency_days=recency_days, explain=explain)
+        indexed()
+        return Recalled(browse(window, docs, secrets, tuning))
+    request = check_recall(query, n_results, kind, since, until, min_score=min_score,
+                           recency_days=recency_days, default_min_score=default_min_score, now=now)
+    trace = Trace() if explain else None
+    ranked, seen = search(request.text, request.filters, trace)
+    if trace is None:
+        return seen.like(recall_query.results(request, ranked, tuning, secrets))
+    found = recall_query.explained(request, ranked, trace, docs, tuning, secrets)
+    return {**found, "warning": seen.warning} if seen.warning else found

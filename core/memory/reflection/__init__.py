@@ -18,17 +18,18 @@ handed; never the engine.
     reflection.status()               # lag, quarantine, failure rate per model
     read_view(reader, last_seq)       # the same and the learned facts with their sources, read-only
 
-Import the names below from here; the modules of this package import each other directly.
+Import the names below from here; the modules of this package import each other directly. The reply's
+pydantic models (:mod:`~core.memory.reflection.reply`) are imported by the pass that reads a reply, not
+here: pydantic's import would cost every process that opens a memory about 0.1 s.
 """
 
 from core.memory.reflection.passes import PassReport
 from core.memory.reflection.profile import ProfileLine, profile
-from core.memory.reflection.reply import ReflectReply
 from core.memory.reflection.rules import RuleReader
 from core.memory.reflection.view import LearnedFact, ReflectionView, read_view
 from core.memory.reflection.worker import Reflection
 
 __all__ = [
-    "LearnedFact", "PassReport", "ProfileLine", "ReflectReply", "Reflection", "ReflectionView", "RuleReader",
+    "LearnedFact", "PassReport", "ProfileLine", "Reflection", "ReflectionView", "RuleReader",
     "profile", "read_view",
 ]

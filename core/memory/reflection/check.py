@@ -21,16 +21,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
-from typing import Sequence
-
-from dateutil import parser as date_parser
+from typing import TYPE_CHECKING, Sequence
 
 from core.errors import ValidationError
 from core.memory.recall.docs import STOP_WORDS
 from core.memory.recall.when import parse_time, relative_dates, time_window
 from core.memory.reflection.inputs import Item
-from core.memory.reflection.reply import ReflectReply
 from core.memory.storage.facts import REDACTED, MAX_KEY_CHARS
+
+if TYPE_CHECKING:
+    from core.memory.reflection.reply import ReflectReply
 
 _WORD = re.compile(r"[^\W_]+")
 _POSSESSIVE = re.compile(r"['’]s\b")
@@ -200,6 +200,8 @@ def event_day(when: str, given: str, said: Sequence[Item], today: date) -> tuple
             return _iso(day), "model"
     days = {d for text in texts for d in relative_dates(text, at) if _DAY.match(d)}
     if len(days) == 1:
+        from dateutil import parser as date_parser  # here: dateutil's import is paid by a pass, not at start-up
+
         return _iso(date_parser.parse(days.pop()).date()), "stated"
     return _iso(at.date()), "entry"
 
@@ -210,6 +212,8 @@ def _read_when(when: str, at: datetime) -> date | None:
         return time_window(when, "when", "start", now=at).date()
     except ValidationError:
         pass
+    from dateutil import parser as date_parser
+
     try:
         day = date_parser.parse(when, default=at.replace(tzinfo=None), fuzzy=True).date()
     except (ValueError, OverflowError):

@@ -32,7 +32,6 @@ from core.llm import ContextWindow, StructuredReplyError, fill, load_prompt, par
 from core.durable import background_thread
 from core.memory.reflection.check import Checked, check
 from core.memory.reflection.inputs import Item, reply_tokens
-from core.memory.reflection.reply import ReflectReply, schema
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +135,8 @@ class ModelReader:
         """
         if getattr(self.backend, "structured", False):  # a model server's backend: the shape and a length bound
             limit = reply_tokens(self.window)
+            from core.memory.reflection.reply import schema  # pydantic: imported by the first pass that asks a model
+
             call: Callable[[], Any] = lambda: self.backend.chat(messages, [], format=schema(), max_tokens=limit)
         else:
             call = lambda: self.backend.chat(messages, [])
@@ -230,6 +231,8 @@ def _read(text: str, items: list[Item], tally: Tally, today: Any) -> Checked:
     Raises:
         StructuredReplyError: no object of the shape in it, or a value it holds is not in its entries.
     """
+    from core.memory.reflection.reply import ReflectReply
+
     reply = parse_reply(text, ReflectReply)
     checked = check(reply, items, today)
     tally.rejected += len(checked.rejected)

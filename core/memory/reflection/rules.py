@@ -8,10 +8,12 @@ the fallback it is (``offline-rules``).
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from core.memory.reflection.inputs import Item
-from core.memory.reflection.reply import ContradictionItem, EventItem, FactItem, ReflectReply
+
+if TYPE_CHECKING:
+    from core.memory.reflection.reply import ReflectReply
 
 MODEL = "offline-rules"
 
@@ -34,6 +36,9 @@ class RuleReader:
 
     def read(self, items: Sequence[Item]) -> ReflectReply:
         """The facts and events ``items`` state plainly (numbered from 1, as a model is shown them)."""
+        # pydantic's models: imported by the pass that needs them, not by every process that opens the memory
+        from core.memory.reflection.reply import ContradictionItem, EventItem, FactItem, ReflectReply
+
         facts: list[FactItem] = []
         events: list[EventItem] = []
         for number, item in enumerate(items, 1):

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-import yaml
-
 from core.errors import CorruptionError, PermissionDeniedError, StorageError, ValidationError, shown
 from core.durable import atomic_write, load_yaml
 from core.memory.spaces.paths import SpacePaths
@@ -99,6 +97,8 @@ def read(paths: SpacePaths) -> Members:
 
 
 def _parse(paths: SpacePaths) -> Members:
+    import yaml  # here: a process that reads no space does not import PyYAML
+
     try:
         data = load_yaml(paths.members_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -114,5 +114,7 @@ def _parse(paths: SpacePaths) -> Members:
 
 def write(paths: SpacePaths, members: Members) -> None:
     """Replace the members file atomically (the caller holds the space's lock)."""
+    import yaml  # here: a process that reads no space does not import PyYAML
+
     text = yaml.safe_dump({"space": paths.name, "members": dict(members.access)}, sort_keys=False)
     atomic_write(paths.members_file, text.encode("utf-8"))

@@ -9,18 +9,39 @@ says where it came from: ``space`` (None for the agent's own memory) and ``autho
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from core.errors import ValidationError, shown
 from core.memory.recall import search as recall_search
 from core.memory.recall.views.explain import query_words, why
 from core.memory.recall.query import check_recall, widened
+from core.memory.recall.search import Tuning
 from core.memory.spaces import members as members_file
 from core.memory.spaces.paths import SpacePaths
 from core.memory.spaces.opened import opened
 from core.memory.spaces.space import spaces_of
 from core.memory.secrets.redaction import Redactor
+
+
+@dataclass(frozen=True)
+class Asker:
+    """The agent whose recall searches the spaces, and what of its own memory the merge needs (a
+    ``MemoryManager`` or a ``MemoryReader`` hands it over; the spaces never see the agent's memory itself)."""
+
+    agent: str
+    home: Path
+    """The agents home, where the spaces are."""
+    tuning: Tuning
+    """The ranking of the agent's own recall: space memories are scored by it too."""
+    default_min_score: float
+    """``cold.min_score`` of the agent's config."""
+    hidden: list[str]
+    """The values of the agent's secrets and forgotten facts, never shown in a space's hit."""
+    terms_of: Callable[[str], list[str]]
+    """The terms the agent's word index stores for a word (an explained recall's words)."""
+
 
 def spaces_to_search(agent: str, home: Path, spaces: Any) -> list[str]:
     """The spaces a recall with ``spaces`` searches, each checked readable by ``agent``.
@@ -40,8 +61,7 @@ def spaces_to_search(agent: str, home: Path, spaces: Any) -> list[str]:
     return list(dict.fromkeys(spaces))
 
 
-
-def merged(manager: Any, own: list[dict[str, Any]] | dict[str, Any], spaces: list[str], query: str | None,
+def merged(asker: Asker, own: list[dict[str, Any]] | dict[str, Any], spaces: list[str], query: str | None,
            n_results: int, kind: Any, since: Any, until: Any, min_score: float | None,
            recency_days: float | None, now: Any = None) -> list[dict[str, Any]] | dict[str, Any]:
     """``own`` (the agent's recall) and the best hits of ``spaces``, best first, ``n_results`` at most; an
@@ -50,35 +70,34 @@ def merged(manager: Any, own: list[dict[str, Any]] | dict[str, Any], spaces: lis
     if query is None:
         return own
     if isinstance(own, dict):
-        return {**own, "results": _merged(manager, own["results"], spaces, query, n_results, kind, since, until,
+        return {**own, "results": _merged(asker, own["results"], spaces, query, n_results, kind, since, until,
                                           min_score, recency_days, now, explain=True)}
-    return _merged(manager, own, spaces, query, n_results, kind, since, until, min_score, recency_days, now)
+    return _merged(asker, own, spaces, query, n_results, kind, since, until, min_score, recency_days, now)
 
 
-def _merged(manager: Any, own: list[dict[str, Any]], spaces: list[str], query: str, n_results: int,
+def _merged(asker: Asker, own: list[dict[str, Any]], spaces: list[str], query: str, n_results: int,
             kind: Any, since: Any, until: Any, min_score: float | None,
             recency_days: float | None, now: Any = None, explain: bool = False) -> list[dict[str, Any]]:
     for hit in own:
-        hit["space"], hit["author"] = None, manager.agent_name
+        hit["space"], hit["author"] = None, asker.agent
     request = check_recall(query, n_results, kind, since, until, min_score=min_score, recency_days=recency_days,
-                           default_min_score=manager.config.cold.min_score, now=now)
+                           default_min_score=asker.default_min_score, now=now)
     if not spaces or (request.filters.kinds and "note" not in request.filters.kinds):
         return own
-    tuning = manager.cold.tuning
-    hidden = manager.facts.hidden_values()  # the reader's own secrets and forgotten values
+    tuning = asker.tuning
     found = list(own)
-    words = query_words(request.text, manager.cold.docs.terms) if explain else []
+    words = query_words(request.text, asker.terms_of) if explain else []
     for name in spaces:
-        with opened(name, manager.paths.root.parent) as space:  # kept open between recalls
-            ranked = space.candidates(manager.agent_name, request.text, tuning, request.filters.since,
+        with opened(name, asker.home) as space:  # kept open between recalls
+            ranked = space.candidates(asker.agent, request.text, tuning, request.filters.since,
                                       request.filters.until)
-            mask = space.redactor(hidden)  # and every member's secrets (one saved after it was published)
+            mask = space.redactor(asker.hidden)  # and every member's secrets (one saved after it was published)
         ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
         for cand in recall_search.select(ranked, n_results, request.min_score, widened(request, tuning),
                                          request.recency_days, request.now, request.relative):
             found.append(_result(name, cand, mask))
             if explain:
-                found[-1]["why"] = mask(why(cand, None, words, manager.cold.docs.terms, tuning))
+                found[-1]["why"] = mask(why(cand, None, words, asker.terms_of, tuning))
     found.sort(key=lambda hit: hit["score"], reverse=True)
     return found[:n_results]
 

@@ -23,8 +23,6 @@ import shutil
 import tarfile
 from pathlib import Path
 
-import yaml
-
 from core.config import TransferConfig, load_home_config
 from core.errors import CorruptionError, NotFoundError, StorageError, ValidationError
 from core.memory.files.archive_reading import reading
@@ -145,6 +143,8 @@ def _read(file: Path, limits: TransferConfig) -> tuple[dict, dict[str, bytes]]:
 def _members(raw: bytes, name: str, home: Path, trust: bool, file: Path) -> bytes:
     """The members file of the imported space (renamed ``name``), once checked; refused when it names agents
     of this home and ``trust`` is not given."""
+    import yaml  # here: a process that reads no space does not import PyYAML
+
     if len(raw) > _MAX_MEMBERS_BYTES:
         raise CorruptionError(f"members.yaml in {file} holds {len(raw)} bytes: the archive is damaged")
     try:

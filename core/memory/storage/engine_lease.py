@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
-from filelock import FileLock, Timeout
-
 from core.config import StorageConfig
 from core.errors import LockTimeoutError
 from core.paths import AgentPaths
@@ -25,6 +23,8 @@ class AgentLease:
 
     def __init__(self, paths: AgentPaths) -> None:
         """Raises LockTimeoutError when another engine runs the agent."""
+        from filelock import FileLock, Timeout  # here: only an engine pays filelock's import, not every reader
+
         self._lock = FileLock(str(paths.memory_dir / ".engine.lock"), thread_local=False)
         try:
             self._lock.acquire(timeout=0)

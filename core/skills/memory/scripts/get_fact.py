@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.memory import shared_manager
+from core.memory import shared_reader
 from core.skills.base import skill_metadata
 
 
 def execute(agent_name: str, key: str, history: bool = False) -> dict[str, Any]:
     """Read a saved fact (history: with its earlier values)."""
-    manager = shared_manager(agent_name)
+    manager = shared_reader(agent_name)
     if history:
         return _with_history(manager, key)
     fact = manager.facts.get(key)

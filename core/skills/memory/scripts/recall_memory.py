@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal, Optional
 
 from core.errors import ToolArgumentError
-from core.memory import shared_manager
+from core.memory import shared_reader
 from core.skills.base import skill_metadata
 
 MAX_RESULTS = 20
@@ -36,7 +36,7 @@ def execute(
                                 "to list a time window)")
     if not isinstance(explain, bool):
         raise ToolArgumentError("recall_memory: explain must be true or false")
-    found = shared_manager(agent_name).recall_memory(query, n_results=n_results, kind=kind, since=since,
+    found = shared_reader(agent_name).recall_memory(query, n_results=n_results, kind=kind, since=since,
                                                      until=until, spaces=spaces, explain=explain)
     if not explain and found.warning:  # the ranking did not see every memory's meaning: say so with the results
         return {"results": list(found), "warning": found.warning}

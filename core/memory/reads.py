@@ -1,0 +1,42 @@
+"""The reads that a :class:`~core.memory.manager.MemoryManager` and a :class:`~core.memory.reader.MemoryReader`
+answer alike, from LOG.md (``log``) and the facts (``facts``): each class keeps one definition of them."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from core.errors import ValidationError, shown
+from core.memory.files import ScanResult
+from core.memory.files.log_file import LogFile
+
+
+class _FactReads(Protocol):
+    def get(self, key: object) -> Any: ...
+
+    def history(self, key: object, as_dicts: bool = False) -> list[Any]: ...
+
+
+class Reads:
+    """LOG.md's and the facts' reads of one agent's memory (see the module)."""
+
+    log: LogFile
+    facts: _FactReads
+
+    def read_log(self, last_n: int = 20) -> list[dict[str, Any]]:
+        """The last ``last_n`` LOG.md entries, oldest first, as dicts (seq, ts, type, content, metadata)."""
+        if not isinstance(last_n, int) or isinstance(last_n, bool) or last_n < 0:
+            raise ValidationError(f"last_n must be a non-negative integer, got {shown(last_n)}")
+        return [entry.as_dict() for entry in self.log.tail(last_n)]
+
+    def log_since(self, seq: int) -> list[dict[str, Any]]:
+        """Every LOG.md entry after ``seq``, oldest first."""
+        return [e.as_dict() for e in self.log.scan().entries if e.seq > seq]
+
+    def scan_log(self) -> ScanResult:
+        """Parse all of LOG.md, reporting damaged lines (a line being written is one of them)."""
+        return self.log.scan()
+
+    def get_fact(self, key: str, history: bool = False) -> Any:
+        """The value stored under ``key`` (secrets included), or None; with ``history``, the values it has held as
+        :meth:`FactStore.history <core.memory.storage.facts.FactStore.history>` lists them."""
+        return self.facts.history(key, as_dicts=True) if history else getattr(self.facts.get(key), "value", None)
