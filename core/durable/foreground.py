@@ -32,6 +32,10 @@ calls, which under a busy background cost an update of NOW.md a handover for nea
 that holds what writers take (the agent's lock, memory.db's write transaction: :func:`holding`) never
 waits there, and no wait lasts more than :data:`GIVE_WAY_MAX_S`.
 
+The background's native work (a model computing vectors, two cores' worth on this machine) runs in
+threads of a lower CPU priority (:func:`lower_priority`, unless someone waits for it: :func:`behind`):
+a writer woken from its flush then gets a core at once instead of after the model's time slice.
+
 Background threads are started with :func:`background_thread`, which keeps Ctrl-C for the main
 thread (see :func:`leave_ctrl_c_to_the_main_thread`) and marks them as background threads.
 """
@@ -61,12 +65,16 @@ GIVE_WAY_MAX_S = 0.1
 """The longest a background thread waits in :func:`give_way` for a foreground write to end (s): a write
 that meets a slow disk does not stop the background for long."""
 
+BACKGROUND_NICE = 10
+"""How much lower the CPU priority (nice) of the background's native work is than its process's."""
+
 _POLL_S = 0.01
 """How often a waiting step looks at its ``cancel`` events."""
 
 _thread = threading.local()
 """Per thread: ``background`` (started by :func:`background_thread`), ``holding`` (locks that writers take,
-see :func:`holding`) and ``writing`` (foreground writes in progress in this thread)."""
+see :func:`holding`), ``writing`` (foreground writes in progress in this thread) and ``hurried`` (in a
+step that someone waits for)."""
 _quiet = threading.Event()
 """Set while no foreground write of this process runs (what :func:`give_way` waits for)."""
 _quiet.set()
@@ -182,11 +190,33 @@ def step(stop: threading.Event, hurry: threading.Event | None = None) -> Iterato
     taken = turn.acquire(timeout=_POLL_S)
     while not taken and not stop.is_set():
         taken = turn.acquire(timeout=_POLL_S)
+    hurried, _thread.hurried = getattr(_thread, "hurried", False), hurry is not None and hurry.is_set()
     try:
         yield
     finally:
+        _thread.hurried = hurried
         if taken:
             turn.release()
+
+
+def behind() -> bool:
+    """True in a background thread whose result nobody waits for (not in a step someone hurries): its
+    native work may run at a lower CPU priority (see :func:`lower_priority`)."""
+    return getattr(_thread, "background", False) and not getattr(_thread, "hurried", False)
+
+
+def lower_priority() -> None:
+    """Lower the calling thread's CPU priority by :data:`BACKGROUND_NICE` (Linux, where a nice value is
+    a thread's; elsewhere nothing), so that a foreground thread woken from a flush or a lock gets a core at
+    once instead of waiting for the background's slice to end. Only for a thread that runs native code (a
+    model's): one running Python would keep the GIL from the foreground while it waited for a core."""
+    if not sys.platform.startswith("linux"):
+        return
+    thread = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + BACKGROUND_NICE))
+    except OSError:  # a hint to the scheduler: refused (a sandbox), the work runs at the priority it has
+        pass
 
 
 def _register_fork_hook() -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 
+import numpy as np
 import pytest
 
 from core.durable import AgentLock, foreground
+from core.llm.embedding import token_batches
 from core.memory.compaction import plan
 from core.memory.files import log_file, now_file
 from core.memory.recall import index
@@ -184,3 +188,54 @@ def test_the_recall_indexer_builds_no_doc_while_an_append_writes(ollama_home, mo
         assert manager.cold.background.wait_idle(60)
         assert manager.cold.docs.count() >= 11
     assert built == [], f"the indexer built {len(built)} docs while the append was writing"
+
+
+class CountingModel:
+    """A token model double: a text's ids are its words' lengths, a row's vector the unit vector of its sums
+    (the shape and contract of :class:`~core.llm.embedding.token_batches.TokenModel`); it records the CPU
+    priority (nice) of the thread each run is made in."""
+
+    window = 16
+    rows_per_run = 64
+
+    def __init__(self) -> None:
+        self.nice: set[int] = set()
+
+    def tokenize(self, texts):
+        return [[101, *(len(word) for word in text.split()), 102] for text in texts]
+
+    def run(self, rows):
+        self.nice.add(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        vectors = np.array([[sum(row), len(row), 1.0] for row in rows], dtype=np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value is a thread's on Linux only")
+def test_background_embedding_runs_at_a_lower_cpu_priority_unless_someone_waits_for_it():
+    """Vectors computed by background work nobody waits for run in workers niced by BACKGROUND_NICE, so a
+    writer woken from its flush gets a core first; a foreground call, and a background step someone hurries
+    (a recall waiting for the vectors), compute at the process's priority. The calling thread is never niced."""
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    texts = [f"note {n} about the deploy " + "of the service " * (n % 5) for n in range(40)]
+    results: dict[str, set[int]] = {}
+
+    def embed(name: str, hurry: threading.Event | None = None) -> None:
+        model = CountingModel()
+        if hurry is None:
+            token_batches.embed_texts(model, texts, budget=64)
+        else:
+            with foreground.step(threading.Event(), hurry):
+                token_batches.embed_texts(model, texts, budget=64)
+        results[name] = model.nice
+        results[name + " caller"] = {os.getpriority(os.PRIO_PROCESS, threading.get_native_id())}
+
+    hurried = threading.Event()
+    hurried.set()
+    for name, hurry in (("behind", None), ("hurried", hurried)):
+        thread = foreground.background_thread(lambda name=name, hurry=hurry: embed(name, hurry))
+        thread.start()
+        thread.join(60)
+    embed("foreground")
+    assert results["behind"] == {min(19, own + getattr(foreground, "BACKGROUND_NICE", 10))}
+    assert results["hurried"] == results["foreground"] == {own}
+    assert results["behind caller"] == results["hurried caller"] == results["foreground caller"] == {own}
