@@ -6,6 +6,8 @@ import os
 import select
 import signal
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -48,6 +50,58 @@ def test_a_ctrl_c_the_main_thread_takes_is_handled_once():
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGINT)
         threading.Event().wait(ctrl_c.GRACE_S * 3)  # a second, forwarded signal would raise here
+
+
+
+def _reading(thread_id: int, fd: int) -> bool:
+    """True while the thread (its native id) is in a system call on ``fd`` (Linux: /proc/.../syscall)."""
+    fields = Path(f"/proc/self/task/{thread_id}/syscall").read_text().split()
+    return len(fields) > 1 and fields[1] == hex(fd)
+
+
+def test_a_ctrl_c_handled_before_the_watcher_wakes_the_main_thread_is_not_a_second_one(monkeypatch):
+    """The watcher gives up waiting for the handler and wakes the main thread just as that thread handles the
+    SIGINT on its own (a busy machine): one KeyboardInterrupt, never two (two leave the interactive session)."""
+    main = threading.get_native_id()
+    if not Path(f"/proc/self/task/{main}/syscall").is_file():
+        pytest.skip("needs /proc/<pid>/task/<tid>/syscall to see the main thread wait")
+    read_end, write_end = os.pipe()
+    handled, woken = threading.Event(), threading.Event()
+    real_kill = signal.pthread_kill
+
+    def late_wake(thread_id: int, signum: int) -> None:  # the watcher waking the main thread
+        os.write(write_end, b"x")  # the main thread's read returns: it handles the Ctrl-C itself...
+        handled.wait(60)
+        real_kill(thread_id, signum)  # ...before the wake lands
+        woken.set()
+
+    def ctrl_c_taken_here() -> None:  # a thread that does not block SIGINT, like a pool thread of a library's
+        deadline = time.monotonic() + 60
+        while not _reading(main, read_end) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        real_kill(threading.get_ident(), signal.SIGINT)  # the main thread cannot handle it while it reads
+
+    monkeypatch.setattr(signal, "pthread_kill", late_wake)
+    guard = threading.Timer(60, os.write, (write_end, b"x"))  # a hang guard: the read ends at the latest then
+    guard.start()
+    second = False
+    try:
+        with ctrl_c.forwarded():
+            with pytest.raises(KeyboardInterrupt):
+                threading.Thread(target=ctrl_c_taken_here, daemon=True).start()
+                os.read(read_end, 1)
+            try:
+                handled.set()
+                assert woken.wait(60)
+                for _ in range(3):  # Python code runs: a second KeyboardInterrupt would be raised here
+                    threading.Event().wait(0.01)
+            except KeyboardInterrupt:
+                second = True
+    finally:
+        guard.cancel()
+        os.close(read_end)
+        os.close(write_end)
+    assert not second, "one Ctrl-C raised a second KeyboardInterrupt"
 
 
 @pytest.fixture

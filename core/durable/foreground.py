@@ -25,8 +25,19 @@ statements), and each one that blocks a while (a flush above all) hands the GIL 
 thread running Python, which keeps it until the writer has waited a switch interval: at 5 ms a
 handover, one update met by a background step took tens of milliseconds instead of about one.
 
+Within a step, the long stretches of Python (parsing LOG.md, summarising it, building recall's docs)
+call :func:`give_way` between items (:func:`paced` does it for a loop): while a foreground write runs,
+the background thread waits there for it to end instead of taking the GIL at each of the write's system
+calls, which under a busy background cost an update of NOW.md a handover for nearly every one. A thread
+that holds what writers take (the agent's lock, memory.db's write transaction: :func:`holding`) never
+waits there, and no wait lasts more than :data:`GIVE_WAY_MAX_S`.
+
+The background's native work (a model computing vectors, two cores' worth on this machine) runs in
+threads of a lower CPU priority (:func:`lower_priority`, unless someone waits for it: :func:`behind`):
+a writer woken from its flush then gets a core at once instead of after the model's time slice.
+
 Background threads are started with :func:`background_thread`, which keeps Ctrl-C for the main
-thread (see :func:`leave_ctrl_c_to_the_main_thread`).
+thread (see :func:`leave_ctrl_c_to_the_main_thread`) and marks them as background threads.
 """
 
 from __future__ import annotations
@@ -37,7 +48,9 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
+
+T = TypeVar("T")
 
 PAUSE_S = 0.05
 """How long the writers must have been quiet for a background step to start (s)."""
@@ -48,8 +61,23 @@ WRITE_SWITCH_INTERVAL_S = 0.0001
 """The interpreter's switch interval (see :func:`sys.setswitchinterval`) while a foreground write runs (s):
 how long a thread waiting for the GIL lets the holder keep it before asking for it back."""
 
+GIVE_WAY_MAX_S = 0.1
+"""The longest a background thread waits in :func:`give_way` for a foreground write to end (s): a write
+that meets a slow disk does not stop the background for long."""
+
+BACKGROUND_NICE = 10
+"""How much lower the CPU priority (nice) of the background's native work is than its process's."""
+
 _POLL_S = 0.01
 """How often a waiting step looks at its ``cancel`` events."""
+
+_thread = threading.local()
+"""Per thread: ``background`` (started by :func:`background_thread`), ``holding`` (locks that writers take,
+see :func:`holding`), ``writing`` (foreground writes in progress in this thread) and ``hurried`` (in a
+step that someone waits for)."""
+_quiet = threading.Event()
+"""Set while no foreground write of this process runs (what :func:`give_way` waits for)."""
+_quiet.set()
 
 _last_write = float("-inf")
 _turn = threading.Lock()
@@ -83,14 +111,50 @@ def writing() -> Iterator[None]:
             _saved_interval = sys.getswitchinterval()
             if _saved_interval > WRITE_SWITCH_INTERVAL_S:
                 sys.setswitchinterval(WRITE_SWITCH_INTERVAL_S)
+            _quiet.clear()
         _writers += 1
+    _thread.writing = getattr(_thread, "writing", 0) + 1
     try:
         yield
     finally:
+        _thread.writing -= 1
         with _writers_guard:
             _writers -= 1
             if _writers == 0:
+                _quiet.set()
                 _give_back_interval()
+
+
+def give_way() -> None:
+    """In a background thread's long Python work, between two items: while a foreground write of this
+    process runs, wait until it ends (at most :data:`GIVE_WAY_MAX_S`). Returns at once in any other
+    thread, in one that holds what writers take (:func:`holding`) or writes itself, and when no write runs.
+    """
+    if _writers and getattr(_thread, "background", False) and not getattr(_thread, "holding", 0) \
+            and not getattr(_thread, "writing", 0):
+        _quiet.wait(GIVE_WAY_MAX_S)
+
+
+def paced(items: Iterable[T]) -> Iterator[T]:
+    """``items``, with :func:`give_way` before each: a loop of background work that leaves the GIL to the
+    writers while they write (in a foreground thread, ``items`` as they are)."""
+    if not getattr(_thread, "background", False):
+        yield from items
+        return
+    for item in items:
+        give_way()
+        yield item
+
+
+@contextmanager
+def holding() -> Iterator[None]:
+    """Mark the block as holding a lock that foreground writes take (the agent's lock, memory.db's write
+    transaction): the thread does not :func:`give_way` meanwhile, since the writer would be waiting for it."""
+    _thread.holding = getattr(_thread, "holding", 0) + 1
+    try:
+        yield
+    finally:
+        _thread.holding -= 1
 
 
 def _give_back_interval() -> None:
@@ -126,11 +190,33 @@ def step(stop: threading.Event, hurry: threading.Event | None = None) -> Iterato
     taken = turn.acquire(timeout=_POLL_S)
     while not taken and not stop.is_set():
         taken = turn.acquire(timeout=_POLL_S)
+    hurried, _thread.hurried = getattr(_thread, "hurried", False), hurry is not None and hurry.is_set()
     try:
         yield
     finally:
+        _thread.hurried = hurried
         if taken:
             turn.release()
+
+
+def behind() -> bool:
+    """True in a background thread whose result nobody waits for (not in a step someone hurries): its
+    native work may run at a lower CPU priority (see :func:`lower_priority`)."""
+    return getattr(_thread, "background", False) and not getattr(_thread, "hurried", False)
+
+
+def lower_priority() -> None:
+    """Lower the calling thread's CPU priority by :data:`BACKGROUND_NICE` (Linux, where a nice value is
+    a thread's; elsewhere nothing), so that a foreground thread woken from a flush or a lock gets a core at
+    once instead of waiting for the background's slice to end. Only for a thread that runs native code (a
+    model's): one running Python would keep the GIL from the foreground while it waited for a core."""
+    if not sys.platform.startswith("linux"):
+        return
+    thread = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + BACKGROUND_NICE))
+    except OSError:  # a hint to the scheduler: refused (a sandbox), the work runs at the priority it has
+        pass
 
 
 def _register_fork_hook() -> None:
@@ -148,6 +234,7 @@ def _forget_turn_after_fork() -> None:
     if _writers:
         _writers = 0
         _give_back_interval()
+    _quiet.set()
 
 
 def leave_ctrl_c_to_the_main_thread() -> None:
@@ -162,10 +249,12 @@ def leave_ctrl_c_to_the_main_thread() -> None:
 
 
 def background_thread(target: Callable[[], object], *, name: str | None = None, daemon: bool = True) -> threading.Thread:
-    """A thread (not started) that runs ``target`` with Ctrl-C left to the main thread."""
+    """A thread (not started) that runs ``target`` as background work: with Ctrl-C left to the main thread,
+    and giving way to the writers in :func:`give_way`."""
 
     def run() -> None:
         leave_ctrl_c_to_the_main_thread()
+        _thread.background = True
         target()
 
     return threading.Thread(target=run, name=name, daemon=daemon)

@@ -29,11 +29,12 @@ import struct
 import threading
 import time
 import weakref
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Iterator
 
 from core.errors import LockTimeoutError
+from core.durable import foreground
 from core.durable.fsutil import storage_error
 
 _registry_guard = threading.RLock()
@@ -199,13 +200,17 @@ def _forget_inherited_locks() -> None:
 class AgentLock:
     """A re-entrant lock shared by all threads and processes that write one agent's memory."""
 
-    def __init__(self, lock_file: Path, timeout: float = 30.0, *, keep_open: bool = True) -> None:
+    def __init__(self, lock_file: Path, timeout: float = 30.0, *, keep_open: bool = True,
+                 writers_take_it: bool = True) -> None:
         """``keep_open=False`` closes the lock file after each hold: for locks taken rarely but
         on many files (one per conversation), which would otherwise each keep a descriptor.
-        With ``keep_open``, the file stays open until :meth:`close` (or until this object is collected)."""
+        With ``keep_open``, the file stays open until :meth:`close` (or until this object is collected).
+        ``writers_take_it=False``: no foreground write takes this lock (a compaction's own), so a background
+        thread holding it still gives way to the writers (see :func:`core.durable.foreground.give_way`)."""
         self.lock_file = lock_file
         self.timeout = timeout
         self.keep_open = keep_open
+        self.writers_take_it = writers_take_it
         self._use = _Use(_shared_for(lock_file, keep_open))
         self._closer = self._finalizer(self._use)
 
@@ -252,7 +257,8 @@ class AgentLock:
                 raise LockTimeoutError(self._busy_message("another process", timeout))
             shared.depth += 1
             try:
-                yield
+                with foreground.holding() if self.writers_take_it else nullcontext():
+                    yield
             finally:
                 shared.depth -= 1
                 if shared.depth == 0:

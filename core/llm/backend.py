@@ -11,6 +11,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
+from urllib.parse import urlsplit
 
 from core.llm.structured import StructuredReplyError, parse_reply, strip_think
 from core.llm.templates import load_prompt
@@ -20,11 +21,31 @@ log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 """Where Ollama listens unless told otherwise."""
+DEFAULT_OPENAI_HOST = "http://127.0.0.1:8080/v1"
+"""Where llama.cpp's ``llama-server`` listens unless told otherwise."""
 
 
 def resolve_host(flag: str | None = None, configured: str = "") -> str:
     """The Ollama address: a ``--host`` flag, else the config's ``llm.host``, else ``$OLLAMA_HOST``, else the default."""
     return flag or configured or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+
+
+def resolve_openai_host(flag: str | None = None, configured: str = "") -> str:
+    """The OpenAI-compatible server's base URL: ``--host``, else ``llm.host``, else ``$OPENAI_BASE_URL``, else
+    llama-server's.
+
+    Raises:
+        ValueError: the address is not a URL.
+    """
+    return base_url(flag or configured or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_HOST)
+
+
+def base_url(host: str) -> str:
+    """The OpenAI base URL of ``host``: as given, with ``/v1`` added to a bare ``http://host:port``."""
+    parts = urlsplit(host)
+    if not parts.scheme or not parts.netloc:
+        raise ValueError(f"llm.host {host!r} is not a URL: give one such as http://127.0.0.1:8080/v1")
+    return host.rstrip("/") + ("/v1" if parts.path.strip("/") == "" else "")
 
 
 HANDOFF_OPENING = "You are handing this session over to a fresh assistant"

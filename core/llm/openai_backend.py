@@ -34,23 +34,17 @@ import openai
 from core.errors import PromptTooLongError, ToolArgumentError
 from core.llm.backend import ChatReply, TextSink, ToolCall
 from core.llm.model_window import RatioStore, prompt_chars
-from core.llm.openai_server import ServerInfo, base_url, describe, openai_errors, status_error
+from core.llm.backend import DEFAULT_OPENAI_HOST, base_url
+from core.llm.openai_server import ServerInfo, describe, openai_errors, status_error
 from core.llm.served import ReplyParts, ServedBackend, WindowSource, tool_names
 
 log = logging.getLogger(__name__)
 
-DEFAULT_OPENAI_HOST = "http://127.0.0.1:8080/v1"
-"""Where llama.cpp's ``llama-server`` listens unless told otherwise."""
 KEY_VARIABLES = ("AGENTOS_LLM_API_KEY", "OPENAI_API_KEY")
 NO_KEY = "not-needed"
 """Sent as the key to a server that wants none (the client insists on one)."""
 PING_TIMEOUT_S = 2.0
 _TOLD = re.compile(r"\((\d+) tokens\) exceeds|(?:has|requested) (\d+) (?:input )?tokens")
-
-
-def resolve_openai_host(flag: str | None = None, configured: str = "") -> str:
-    """The server's base URL: ``--host``, else ``llm.host``, else ``$OPENAI_BASE_URL``, else llama-server's."""
-    return base_url(flag or configured or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_HOST)
 
 
 def api_key() -> str:

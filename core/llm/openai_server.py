@@ -66,14 +66,6 @@ def api_root(host: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def base_url(host: str) -> str:
-    """The OpenAI base URL of ``host``: as given, with ``/v1`` added to a bare ``http://host:port``."""
-    parts = urlsplit(host)
-    if not parts.scheme or not parts.netloc:
-        raise ValueError(f"llm.host {host!r} is not a URL: give one such as http://127.0.0.1:8080/v1")
-    return host.rstrip("/") + ("/v1" if parts.path.strip("/") == "" else "")
-
-
 def describe(client: openai.OpenAI, host: str, model: str) -> ServerInfo:
     """Ask the server what it is, whether it serves ``model`` and with which window.
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from core.config import LLMConfig
 from core.errors import ConfigError, shown
-from core.llm.backend import Backend, resolve_host
+from core.llm.backend import Backend, resolve_host, resolve_openai_host
 from core.llm.model_window import RatioStore
 from core.llm.window import ContextWindow
 from core.llm.offline import NOTICE, OfflineBackend
@@ -15,6 +18,11 @@ from core.llm.offline import NOTICE, OfflineBackend
 log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "ollama", "openai", "offline")
+OLLAMA_PORT = 11434
+"""Ollama's port, for an address that names none (``OLLAMA_HOST=1.2.3.4``)."""
+PROBE_TIMEOUT_S = 2.0
+"""How long ``auto`` waits for a server's port to accept a connection (the clients' pings wait as long)."""
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
 @dataclass(frozen=True)
@@ -48,31 +56,62 @@ def choose_backend(
     if kind == "openai":
         backend = _openai(config, model, host)
         return Choice(backend, f"backend: openai, model {backend.model} at {backend.host}")
-    from core.llm.ollama_backend import OllamaBackend  # the ollama client only when Ollama may be used
+    ollama_host = resolve_host(host, config.host)
+    # A client library is imported only for a server that may answer: the two take about a second of CPU,
+    # which an agent's first automatic compaction would otherwise spend holding the GIL its writers need.
+    if kind == "ollama" or _listening(ollama_host, OLLAMA_PORT):
+        from core.llm.ollama_backend import OllamaBackend  # the ollama client only when Ollama may be used
 
-    ollama = OllamaBackend(model, resolve_host(host, config.host), config.timeout_s,
-                           num_ctx=config.num_ctx, keep_alive=config.keep_alive, ratios=RatioStore())
-    if kind == "ollama" or ollama.ping():
-        return Choice(ollama, f"backend: ollama, model {ollama.model} at {ollama.host}")
-    served = _openai(config, model, host)
-    if served.ping():
-        log.info("no Ollama at %s; an OpenAI-compatible server answers at %s", ollama.host, served.host)
-        return Choice(served, f"backend: openai (no Ollama answers at {ollama.host}), model {served.model} "
-                              f"at {served.host}")
-    log.info("no Ollama at %s nor OpenAI-compatible server at %s; using the offline backend", ollama.host, served.host)
-    return Choice(_offline(config), f"No Ollama answers at {ollama.host}, nor an OpenAI-compatible server at "
-                                    f"{served.host}. {NOTICE}")
+        ollama = OllamaBackend(model, ollama_host, config.timeout_s,
+                               num_ctx=config.num_ctx, keep_alive=config.keep_alive, ratios=RatioStore())
+        if kind == "ollama" or ollama.ping():
+            return Choice(ollama, f"backend: ollama, model {ollama.model} at {ollama.host}")
+    served_host = _openai_host(config, host)
+    if _listening(served_host, 80):
+        served = _openai(config, model, host)
+        if served.ping():
+            log.info("no Ollama at %s; an OpenAI-compatible server answers at %s", ollama_host, served.host)
+            return Choice(served, f"backend: openai (no Ollama answers at {ollama_host}), model {served.model} "
+                                  f"at {served.host}")
+    log.info("no Ollama at %s nor OpenAI-compatible server at %s; using the offline backend", ollama_host, served_host)
+    return Choice(_offline(config), f"No Ollama answers at {ollama_host}, nor an OpenAI-compatible server at "
+                                    f"{served_host}. {NOTICE}")
+
+
+def _listening(address: str, default_port: int) -> bool:
+    """False when nothing accepts a connection at ``address``'s host and port (refused, unreachable, or silent
+    for ``PROBE_TIMEOUT_S``): no client need be imported to ask it. True when something does, when a proxy
+    is configured (the clients go through it), or when the address cannot be read here (the client says why)."""
+    if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+        return True
+    parts = urlsplit(address if "://" in address else f"//{address}")
+    try:
+        port = parts.port
+    except ValueError:
+        return True
+    if port is None:  # as Ollama reads an address: a scheme's own port, else the default one
+        port = {"http": 80, "https": 443}.get(parts.scheme, default_port)
+    try:
+        socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=PROBE_TIMEOUT_S).close()
+    except OSError:
+        return False
+    return True
+
+
+def _openai_host(config: LLMConfig, host: str | None) -> str:
+    """The OpenAI-compatible server's base URL (see :func:`core.llm.backend.resolve_openai_host`)."""
+    try:
+        return resolve_openai_host(host, config.host)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def _openai(config: LLMConfig, model: str, host: str | None):
     """The OpenAI-compatible backend at ``--host``, ``llm.host``, ``$OPENAI_BASE_URL`` or llama-server's address."""
-    from core.llm.openai_backend import OpenAIBackend, resolve_openai_host  # the openai client only when used
+    from core.llm.openai_backend import OpenAIBackend  # the openai client only when used
 
-    try:
-        url = resolve_openai_host(host, config.host)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
-    return OpenAIBackend(model, url, config.timeout_s, num_ctx=config.num_ctx, ratios=RatioStore())
+    return OpenAIBackend(model, _openai_host(config, host), config.timeout_s, num_ctx=config.num_ctx,
+                         ratios=RatioStore())
 
 
 def _offline(config: LLMConfig) -> OfflineBackend:

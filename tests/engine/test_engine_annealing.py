@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from core.memory_manager import MemoryManager
@@ -120,6 +121,29 @@ def test_auto_backend_falls_back_to_offline_and_says_so(agents_home, monkeypatch
     assert "No Ollama answers at http://127.0.0.1:9" in result.stderr and "OFFLINE" in result.stderr
     assert "nor an OpenAI-compatible server at http://127.0.0.1:9/v1" in result.stderr
     assert MemoryManager("finn").get_fact("favourite_colour") == "teal"
+
+
+def test_auto_backend_imports_no_client_for_a_server_that_is_not_there():
+    """With nothing listening at Ollama's nor at the OpenAI-compatible server's address, ``auto`` chooses the
+    offline backend without importing the ollama or openai client (about a second of CPU that an agent's
+    first automatic compaction would spend holding the GIL its writers need)."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as closed:  # a port that was free a moment ago: nothing listens there
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    script = ("import sys; from core.config import LLMConfig; from core.llm import choose_backend; "
+              "choice = choose_backend(LLMConfig()); "
+              "print(choice.backend.name, 'ollama' in sys.modules, 'openai' in sys.modules)")
+    env = {**os.environ, "OLLAMA_HOST": f"http://127.0.0.1:{port}", "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"}
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                          cwd=Path(__file__).resolve().parents[2], timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["offline", "False", "False"]
 
 
 def test_auto_backend_takes_an_openai_server_when_no_ollama_answers(agents_home, monkeypatch):

@@ -25,9 +25,10 @@ one thread. A single text (a recall's query) runs in the caller's thread.
 from __future__ import annotations
 
 import os
-import signal
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol, Sequence
+
+from core.durable import foreground
 
 if TYPE_CHECKING:
     import numpy as np
@@ -129,18 +130,23 @@ def shared_batches(lengths: Sequence[int], budget: int = BATCH_TOKENS,
 
 
 def _run_all(model: TokenModel, shares: list[list[list[list[int]]]]) -> "list[list[np.ndarray]]":
-    """``model.run`` of each batch of rows of each share, in order; one thread a share."""
+    """``model.run`` of each batch of rows of each share, in order; one thread a share.
+
+    For background work nobody waits for, every share runs in a worker at a lower CPU priority
+    (:func:`core.durable.foreground.lower_priority`): the agent's own writes, woken from a flush, then get
+    a core at once instead of after the model's time slice.
+    """
     run_share = lambda share: [model.run(group) for group in share]
-    if len(shares) == 1:
+    behind = foreground.behind()
+    if len(shares) == 1 and not behind:
         return [run_share(shares[0])]
     # The pool is joined before this returns: no model call outlives the embed call that made it.
     with ThreadPoolExecutor(len(shares), thread_name_prefix="embed",
-                            initializer=_leave_ctrl_c_to_the_main_thread) as pool:
+                            initializer=_work_behind if behind else foreground.leave_ctrl_c_to_the_main_thread) as pool:
         return list(pool.map(run_share, shares))
 
 
-def _leave_ctrl_c_to_the_main_thread() -> None:
-    """Block SIGINT in a worker, as every background thread of AgentOS does, so that a Ctrl-C reaches the
-    main thread (an interactive prompt waiting in readline) whichever thread the kernel would give it to."""
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+def _work_behind() -> None:
+    """A worker of background work: Ctrl-C left to the main thread, a lower CPU priority."""
+    foreground.leave_ctrl_c_to_the_main_thread()
+    foreground.lower_priority()

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from typing import Callable, Sequence
 
+from core.durable import foreground
 from core.memory.files.log_format import LogEntry
 
 _DECISION = re.compile(
@@ -55,7 +56,7 @@ def extractive_summary(entries: Sequence[LogEntry], target_tokens: int) -> str:
     taken: set[int] = set()
     for index, (title, selector, most) in enumerate(SECTIONS):
         share = (budget - used) // (len(SECTIONS) - index)
-        items = _pick([e for e in entries if selector(e) and e.seq not in taken], share, most)
+        items = _pick([e for e in foreground.paced(entries) if selector(e) and e.seq not in taken], share, most)
         if not items:
             continue
         block = [f"\n{title}:"] + [_item(e) for e in items[1]]

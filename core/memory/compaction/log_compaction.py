@@ -84,7 +84,9 @@ class LogCompactor:
         self.config = config
         self._head_cache: tuple[int, int] | None = None  # (inode, seq before the entries counted)
         self.after_run = after_run
-        self._exclusive = AgentLock(paths.memory_dir / ".compact.lock", config.memory.lock_timeout_s)
+        # Held for the whole run, summary included: appends never take it, so the run still gives way to them.
+        self._exclusive = AgentLock(paths.memory_dir / ".compact.lock", config.memory.lock_timeout_s,
+                                    writers_take_it=False)
 
     def close(self) -> None:
         """Close the compaction lock's file (a later compaction opens it again for its run)."""

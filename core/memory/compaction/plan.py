@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
+from core.durable import foreground
 from core.memory.files.log_file import parse_or_none
 from core.memory.files.log_format import HEADER, LogEntry
 
@@ -72,6 +73,7 @@ def compacted_header(seq: int) -> bytes:
 def lines_of(data: bytes, start: int = 0) -> Iterator[tuple[int, int, LogEntry | None]]:
     """``(start, end, entry or None)`` for every complete line from offset ``start``; end includes the newline."""
     while start < len(data):
+        foreground.give_way()  # a compaction's parse of a long LOG.md leaves the GIL to the writers
         end = data.find(b"\n", start)
         if end < 0:
             return

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from core.errors import CorruptionError, StorageError, ValidationError
-from core.durable import AgentLock, atomic_write, datasync, fault_points, fsync_dir, storage_error, write_all
+from core.durable import (
+    AgentLock, atomic_write, datasync, fault_points, foreground, fsync_dir, storage_error, write_all,
+)
 from core.memory.files.log_format import (
     HEADER,
     LogEntry,
@@ -274,6 +276,7 @@ class LogFile:
                 lines = block.split(b"\n")
                 carry = lines[0] if start > 0 else b""
                 for raw in reversed(lines[1:] if start > 0 else lines):
+                    foreground.give_way()  # a background reader's long parse leaves the GIL to the writers
                     entry = parse_or_none(raw)
                     if entry is not None:
                         yield entry
@@ -368,7 +371,7 @@ def scan_bytes(data: bytes, where: object) -> ScanResult:
     """Parse LOG.md-format bytes (a log or an archive); damaged lines are reported and skipped."""
     result = ScanResult()
     offset = 0
-    for line_no, raw in enumerate(data.split(b"\n"), start=1):
+    for line_no, raw in enumerate(foreground.paced(data.split(b"\n")), start=1):
         complete = offset + len(raw) < len(data)
         start, offset = offset, offset + len(raw) + 1
         if not raw or (line_no == 1 and is_header(raw)):

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.errors import ColdStoreError
+from core.durable import foreground
 from core.memory.storage import Database, extracted
 from core.memory.storage.facts import redact
 from core.memory.files.log_file import LogFile, scan_bytes
@@ -151,7 +152,7 @@ class ColdIndexer:
         written = 0
         for start in range(0, len(entries), _WRITE_CHUNK):
             chunk = entries[start : start + _WRITE_CHUNK]
-            docs = [d for d in (log_doc(e, secrets) for e in chunk) if d is not None]
+            docs = [d for d in (log_doc(e, secrets) for e in foreground.paced(chunk)) if d is not None]
             with self.db.transaction() as conn:
                 # An entry already archived keeps its archived doc.
                 archived = {r[0] for r in conn.execute(
@@ -202,7 +203,7 @@ class ColdIndexer:
             problem = self._quarantine(path)
         entries = [] if problem else scan_bytes(data, path).entries
         secrets = self._secrets()
-        docs = [d for d in (log_doc(e, secrets, archive_id) for e in entries) if d is not None]
+        docs = [d for d in (log_doc(e, secrets, archive_id) for e in foreground.paced(entries)) if d is not None]
         if row["summary"].strip():
             created = entries[-1].ts if entries else row["compacted_at"]
             docs.append(archive_summary_doc(archive_id, row["summary"], row["first_seq"], row["last_seq"],
@@ -240,7 +241,7 @@ class ColdIndexer:
 
     def _sync_items(self, batch: list[tuple[str, str]]) -> int:
         secrets = self._secrets()
-        fresh = {item: self._item_docs(item, secrets) for item, _ in batch}
+        fresh = {item: self._item_docs(item, secrets) for item, _ in foreground.paced(batch)}
         with self.db.transaction() as conn:
             # The docs were read before this transaction. An item whose queue row is no longer the one read
             # changed since (or another thread indexed it): what was read may be older than what is indexed

@@ -29,7 +29,7 @@ from core.llm import MAX_WORKERS, workers
 from core.memory.recall.lance_table import LONG_CHARS, chunk_rows, may_have_chunks
 from core.memory.recall.store import ColdStore, VectorRow
 from core.memory.recall.docs import Doc, DocIndex
-from core.durable import background_thread
+from core.durable import background_thread, foreground
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ class BackgroundIndexer:
         pending = self.docs.pending_vectors(BATCH)
         if not pending:
             return 0
-        rows = [vector_row(d, self.docs.previous(d)) for d in pending]
+        rows = [vector_row(d, self.docs.previous(d)) for d in foreground.paced(pending)]
         chunks = [chunk_rows(row, doc.text, doc.speaker) for doc, row in zip(pending, rows)]
         count = within_budget(rows, chunks)
         pending, rows = pending[:count], rows[:count]

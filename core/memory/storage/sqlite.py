@@ -23,7 +23,7 @@ from typing import Callable, Iterator, Literal
 
 from core import __version__
 from core.errors import CorruptionError, DiskFullError, LockTimeoutError, ReadOnlyError, StorageError
-from core.durable import AgentLock, TOO_MANY_FILES_FIX, fault_points, storage_error
+from core.durable import AgentLock, TOO_MANY_FILES_FIX, fault_points, foreground, storage_error
 from core.memory.storage.migrations import all_migrations
 from core.memory.storage.dialect import SQLITE
 
@@ -260,7 +260,8 @@ def transaction(conn: sqlite3.Connection, wait: bool = True) -> Iterator[sqlite3
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            yield conn
+            with foreground.holding():  # a background thread in here does not give way to the writers
+                yield conn
         except BaseException:
             if conn.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
                 with suppress(StorageError):  # the error that stopped the block is the one to report

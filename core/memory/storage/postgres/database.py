@@ -22,7 +22,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from core.config import StorageConfig
 from core.errors import DatabaseUnavailableError, LockTimeoutError, StorageError
-from core.durable import fault_points
+from core.durable import fault_points, foreground
 from core.memory.storage.dialect import POSTGRES
 from core.memory.storage.postgres import migrate
 from core.memory.storage.postgres.pool import advisory_key, claim_pool, converted, probe, release_pool
@@ -290,7 +290,8 @@ class PostgresDatabase:
                 yield bound
             return
         # Pipeline mode: statements whose results nobody reads go out without waiting for the server.
-        with self.connection() as raw, self.converting(), raw.pipeline() as pipeline, raw.transaction():
+        with self.connection() as raw, self.converting(), raw.pipeline() as pipeline, raw.transaction(), \
+                foreground.holding():  # a background thread in here does not give way to the writers
             self._local.bound = bound = BoundConnection(raw, pipeline, self)
             try:
                 yield bound
