@@ -74,7 +74,9 @@ def memory_view(manager: MemoryManager, max_tokens: int, request: str = "",
     day = (entries[-1].ts if entries else now.updated_at or "")[:10]
     rendered = entry_lines([*tail, *since], request, earlier, day)
     shown = replace(now, updated_at=_stamp(now.updated_at, day)) if now.updated_at else now
-    now_lines = [f"objective: {THIS_REQUEST}" if line.startswith("objective: ") and repeats(now.objective, request)
+    # The objective points to this turn's request however short it is: it then reads the same at every turn
+    # that takes up a new request, and the memory message, sent again as it was, stays true.
+    now_lines = [f"objective: {THIS_REQUEST}" if line.startswith("objective: ") and repeats(now.objective, request, 1)
                  else line for line in render_now(shown)]
     title = f"# Memory (times UTC, on {day} unless dated)" if day else "# Memory"
     head = [title, "", "## NOW (NOW.md: current objective and plan)", *now_lines]
@@ -136,8 +138,8 @@ def _stamp(ts: str, day: str) -> str:
     return ts[11:19] if ts[:10] == day and len(ts) >= 19 else ts
 
 
-def repeats(text: str, original: str) -> bool:
-    """True when ``text`` is ``original``, or a shortened preview of it (whitespace aside), and long
-    enough for a pointer to save room."""
+def repeats(text: str, original: str, min_chars: int = MIN_REPEAT_CHARS) -> bool:
+    """True when ``text`` is ``original``, or a shortened preview of it (whitespace aside), at least ``min_chars``
+    long (by default: long enough for a pointer to save room)."""
     short = " ".join(text.split()).rstrip("…").rstrip()
-    return len(short) >= MIN_REPEAT_CHARS and " ".join(original.split()).startswith(short)
+    return len(short) >= min_chars and " ".join(original.split()).startswith(short)
