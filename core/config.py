@@ -94,8 +94,7 @@ class ProviderConfig:
     fresh_tail: int = 20
     """Most recent messages always sent verbatim."""
     context_threshold: float = 1.0
-    """Fraction of the context budget that triggers incremental compaction at a run's first call (1: only when
-    the history no longer fits, so that as many turns as possible reuse the prompt's start)."""
+    """Fraction of the history budget that triggers compaction at a run's first call (1: when it no longer fits)."""
     leaf_chunk_size: int = 10
     """Fewest messages summarised into one leaf summary."""
     leaf_chunk_max_tokens: int = 20_000
