@@ -91,8 +91,8 @@ class ProviderConfig:
     """``lcm`` (lossless summary DAG) or ``simple`` (sliding window)."""
     fresh_tail: int = 20
     """Most recent messages always sent verbatim."""
-    context_threshold: float = 0.75
-    """Fraction of the context budget that triggers incremental compaction."""
+    context_threshold: float = 1.0
+    """Fraction of the history budget that triggers compaction at a run's first call (1: when it no longer fits)."""
     leaf_chunk_size: int = 10
     """Fewest messages summarised into one leaf summary."""
     leaf_chunk_max_tokens: int = 20_000

@@ -124,7 +124,7 @@ def _last_request(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, A
     for message in reversed(messages):
         if message["role"] == "tool":
             results.insert(0, message)
-        elif message["role"] == "user" and not _is_memory(message):  # the memory message comes last
+        elif message["role"] == "user" and not _is_memory(message):
             return str(message.get("content") or ""), results
     return "", results
 

@@ -50,7 +50,7 @@ class CallUsage:
     tools: bool
     """The call offered tools (a planner call; summaries offer none)."""
     continues: bool
-    """The call continues a run: a tool result is among its last two messages (the memory message may follow it)."""
+    """The call continues a run: a tool result is among its last two messages (a note may follow it)."""
 
 
 @dataclass

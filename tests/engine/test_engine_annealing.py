@@ -50,8 +50,9 @@ def test_failing_tool_is_logged_and_the_model_recovers(server, api, agents_home,
     assert "Traceback" in errors[0].metadata["traceback"]
     retry_prompt = server.chat_requests[1]["messages"]
     memory = [m["content"] for m in retry_prompt if m["role"] == "user" and m["content"].startswith("# Memory")]
-    assert len(memory) == 1 and "## Recovery" in memory[0] and "network unreachable" in memory[0]
-    assert retry_prompt[-4]["content"] == memory[0], "the memory message comes before the turn"
+    assert len(memory) == 1 and retry_prompt[-5]["content"] == memory[0], "the memory message comes before the turn"
+    note = retry_prompt[-4]["content"]
+    assert note.startswith("## Recovery") and "network unreachable" in note, "this call's note comes before the turn"
     assert retry_prompt[-3]["content"] == "Summarise https://example.org"
     assert "network unreachable" in retry_prompt[-1]["content"] and retry_prompt[-1]["role"] == "tool"
 
@@ -86,7 +87,8 @@ def test_malformed_tool_calls_are_fed_back_to_the_model(server, api, agents_home
 
     assert result.ok
     second = server.chat_requests[1]["messages"]
-    assert second[-3]["content"].startswith("# Memory"), "the memory message comes before the turn"
+    assert second[-4]["content"].startswith("# Memory"), "the memory message comes before the turn"
+    assert second[-3]["content"].startswith("## Recovery"), "this call's note on the failed call comes before it"
     assert second[-1]["role"] == "user" and "malformed tool call" in second[-1]["content"]
     third = server.chat_requests[2]["messages"]
     assert third[-1]["role"] == "tool" and "missing required argument" in third[-1]["content"]

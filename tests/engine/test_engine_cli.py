@@ -67,8 +67,9 @@ def test_bad_agent_name_is_one_line_error(agents_home):
 
 
 def test_system_prompt_order_and_freshness(server, agents_home, make_engine):
-    """Each LLM call gets SYSTEM → AGENT.md → directives, then the memory (log since NOW → NOW → facts), rebuilt
-    after every tool call."""
+    """Each LLM call gets SYSTEM → AGENT.md → directives, then the memory (log since NOW → NOW → facts); a run's
+    later call repeats it and adds the step (the update_status call and its result, the new plan), and the next
+    turn's memory, read again since NOW changed, shows the plan."""
     write_config(agents_home, "llm:\n  backend: ollama\n")
     config = agents_home / "finn" / "config"
     config.mkdir(parents=True)
@@ -77,15 +78,18 @@ def test_system_prompt_order_and_freshness(server, agents_home, make_engine):
     directives.mkdir()
     (directives / "style.md").write_text("Answer in British English.", encoding="utf-8")
     server.enqueue(tool_call("update_status", new_status="Checking the weather", next_steps=["Read forecast"]),
-                   "It will rain.")
-    make_engine().run("Will it rain?")
+                   "It will rain.", "Yes, take one.")
+    engine = make_engine()
+    engine.run("Will it rain?")
+    engine.run("Should I take an umbrella?")
 
-    first, second = server.rendered_prompts()
+    first, second, third = server.rendered_prompts()
     order = ["# AgentOS", "You are Finn.", "British English", "## Log since NOW", "## NOW", "## Facts"]
-    positions = [second.index(marker) for marker in order]
+    positions = [first.index(marker) for marker in order]
     assert positions == sorted(positions)
-    assert "Checking the weather" not in first and "Checking the weather" in second
-    assert "- [ ] Read forecast" in second
+    assert "Checking the weather" not in first and second.startswith(first) and "Checking the weather" in second
+    memory = third[third.rindex("# Memory"):]
+    assert "- [ ] Read forecast" in memory and memory.endswith("Should I take an umbrella?<|im_end|>\n<|im_start|>assistant\n")
 
 
 def test_workspace_confines_paths(tmp_path):

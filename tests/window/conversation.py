@@ -129,6 +129,5 @@ def consecutive_pairs(server: Any) -> list[tuple[Any, Any]]:
 
 
 def in_run(pair: tuple[Any, Any]) -> bool:
-    """True for a pair whose later prompt continues the same run (a tool result is among its last two messages,
-    with the memory message)."""
+    """True for a pair whose later prompt continues the same run (a tool result is among its last two messages)."""
     return any(m.get("role") == "tool" for m in pair[1].messages[-2:])

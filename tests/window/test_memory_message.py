@@ -1,4 +1,4 @@
-"""The memory message: right before the turn's request, read fresh at every call, and saying each thing once."""
+"""The memory message: before the turn's request, read at every call, and saying each thing once."""
 
 from __future__ import annotations
 
@@ -7,17 +7,21 @@ from tests.window.conftest import write_config
 REQUEST = ("Please plan the orchard harvest: the north rows ripen first, the pickers arrive on Monday, "
            "and the cider press needs a new belt before Thursday.")
 FOLLOW_UP = "Also book the van for Friday morning, the big one with the ramp, and tell the pickers."
+THIRD = "And order lunch for the pickers on Monday: sandwiches, apples from the north rows, and cider."
 
 
 def test_the_request_is_sent_once_and_comes_after_the_memory(make_server, agents_home, make_engine, api):
     """NOW's objective and the RUN_START and USER_FEEDBACK entries repeat the user's request: the memory
-    message points to it instead (this turn's and the earlier ones the conversation shows), and it comes
-    right before the request, the prompt's last message; NOW.md and LOG.md themselves keep the text."""
+    message points to it instead (NOW's objective to this turn's request, the entries to the conversation, where
+    the requests stay after the memory in the prompts of later turns), and it comes right before the request, the
+    prompt's last message; NOW.md and LOG.md themselves keep the text. A third turn's prompt keeps that memory
+    message and the requests after it."""
     server = make_server(context_length=8192, default="Noted.")
     write_config(agents_home, f"llm:\n  backend: {api}\n")
     engine = make_engine()
     assert engine.run(REQUEST).ok
     assert engine.run(FOLLOW_UP).ok
+    assert engine.run(THIRD).ok
 
     for body, request in zip(server.chat_requests, (REQUEST, FOLLOW_UP)):
         messages = body["messages"]
@@ -26,12 +30,15 @@ def test_the_request_is_sent_once_and_comes_after_the_memory(make_server, agents
         assert rendered.count(REQUEST[:60]) == 1, rendered
         assert "objective: (this turn's request: the user's newest message)" in messages[-2]["content"]
     memory = server.chat_requests[1]["messages"][-2]["content"]
-    assert "USER_FEEDBACK: (this turn's request: the user's newest message)" in memory
-    assert "USER_FEEDBACK: (that turn's request: the user's message in the conversation)" in memory
+    assert memory.count("USER_FEEDBACK: (that turn's request: the user's message in the conversation)") == 2
+    assert "USER_FEEDBACK: (this turn's request" not in memory
     assert "RUN_START: (the request logged in #" in memory
-    assert engine.manager.now_state().objective.startswith(FOLLOW_UP[:60])
+    third = server.chat_requests[2]["messages"]
+    assert third[-4:] == [{"role": "user", "content": memory}, {"role": "user", "content": FOLLOW_UP},
+                          {"role": "assistant", "content": "Noted."}, {"role": "user", "content": THIRD}]
+    assert engine.manager.now_state().objective.startswith(THIRD[:60])
     logged = [e.content for e in engine.manager.scan_log().entries if e.type == "USER_FEEDBACK"]
-    assert logged == [REQUEST, FOLLOW_UP]
+    assert logged == [REQUEST, FOLLOW_UP, THIRD]
 
 
 def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server, agents_home, make_engine, api):
@@ -52,9 +59,10 @@ def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server
     assert later[-2]["content"].startswith("# Memory") and later[-1]["content"].startswith("Thanks")
 
 
-def test_a_steps_memory_changes_only_where_the_step_did(make_server, agents_home, make_engine, api):
-    """At a run's second step the memory leaves out the run's own log entries (the conversation shows its tool
-    call and result) and is the first step's up to the facts, where the fact the step saved appears."""
+def test_a_runs_later_step_is_the_first_steps_prompt_and_the_step(make_server, agents_home, make_engine, api):
+    """At a run's second step the prompt is the first step's with the step's tool call and result added: the memory
+    message stays as it was (the conversation shows the fact the step saved), so the server's cache holds all of
+    the first step's prompt. The fact is in the memory when it is next read (the next turn: NOW changed)."""
     from tests.ollama_server import tool_call
 
     server = make_server(context_length=8192, default="Noted.")
@@ -62,11 +70,11 @@ def test_a_steps_memory_changes_only_where_the_step_did(make_server, agents_home
     server.enqueue(tool_call("save_fact", key="van", value="the big one", category="general"), "Saved.")
     engine = make_engine()
     assert engine.run(FOLLOW_UP).ok
+    assert engine.run(THIRD).ok
 
-    first, second = (body["messages"] for body in server.chat_requests)
-    assert first[-2]["content"].startswith("# Memory") and second[-4]["content"].startswith("# Memory")
-    assert [m["role"] for m in second[-3:]] == ["user", "assistant", "tool"]
-    before, after = first[-2]["content"], second[-4]["content"]
-    assert "TOOL_USE" not in after and "FACT: fact van" not in after
-    assert after.split("## Facts")[0] == before.split("## Facts")[0]
-    assert "van (general): the big one" in after.split("## Facts")[1]
+    first, second, third = (body["messages"] for body in server.chat_requests)
+    assert second[:len(first)] == first and [m["role"] for m in second[len(first):]] == ["assistant", "tool"]
+    assert first[-2]["content"].startswith("# Memory") and "van (general)" not in first[-2]["content"]
+    assert server.prompts[1].cached_tokens >= server.prompts[0].rendered_tokens - 1
+    assert third[-2]["content"].startswith("# Memory") and third[-1]["content"] == THIRD
+    assert "van (general): the big one" in third[-2]["content"].split("## Facts")[1]

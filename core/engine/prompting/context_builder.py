@@ -10,11 +10,15 @@ not fit is never lost silently: the first time in a session that part of the con
 of the prompt, a WARNING and a LOG.md entry say so.
 
 The model server keeps the previous prompt's KV cache and evaluates only what follows the prefix a
-prompt shares with it, so the prompt keeps its prefix from call to call: the memory message, the one
-part rebuilt at every step, comes after the older turns, right before this turn's request (which must be
-the last thing the model reads before it answers, see :func:`ordered`); a compaction (whose summary calls take the server's cache)
-runs at a run's first call unless the history no longer fits, and goes deep, keeping verbatim only the
-newest messages that fill a quarter of the budget, so that several turns pass before the next one.
+prompt shares with it, so a prompt repeats the previous one and adds to its end (see
+:mod:`core.engine.prompting.anchor`): the system message, the earlier turns up to the memory message and the
+memory message stay as they were (the memory is read at every call and sent again as it was while it says
+nothing the prompt does not show), then come the turns stored since, this call's notes and this turn, whose
+request is the last thing the model reads before it answers (see :func:`ordered`). A compaction (whose
+summary calls take the server's cache) runs only when the history no longer fits (``provider.context_threshold``
+at a run's first call) and goes deep, keeping verbatim only the newest messages that fill a quarter of the
+budget, so that several turns pass before the next one; without compactions, older turns leave the prompt in
+a block, half the history budget at once.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from core.errors import AgentOSError, ContextWindowTooSmallError
 from core.memory.provider import CompactionMode, CompactionResult, Compactor
 from core.llm import estimate_tokens
 from core.plugins.memory.lcm import LCMProvider
+from core.engine.prompting.anchor import Anchor
+from core.engine.prompting.memory_message import MemoryView
 from core.engine.prompting.system_prompt import PromptExtras, PromptParts, build_system_prompt
 
 log = logging.getLogger(__name__)
@@ -42,6 +48,9 @@ configured fresh tail): with the summaries the history is then well under the th
 MIN_LEAF = 2
 """Fewest messages of a leaf summary made because the window is full."""
 MIDDLE_NOTE = "\n[... {cut} characters of this message left out to fit the model's window ...]\n"
+KEEP_SHARE = 0.5
+"""Share of the history budget that the turns kept fill when older ones must leave a prompt that no compaction
+makes room in: a block leaves at once, and the next turns are added after the same start."""
 LOSS_TOLERANCE = 0.05
 """Share of the conversation that may differ between the stored and the assembled estimate (wrappers)."""
 
@@ -53,8 +62,11 @@ class Prompt:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     memory: str
+    """The memory message sent."""
     budgets: Budgets
     compaction: CompactionResult | None = None
+    renewed: str = ""
+    """Why the prompt's start (the earlier turns and the memory message) was laid again ("" when it was kept)."""
 
 
 class ContextBuilder:
@@ -70,6 +82,8 @@ class ContextBuilder:
         memory shows the log up to it (the run's own steps are in the conversation)."""
         self.tools_note = ""
         """One line saying the core tool set is offered and why ("" when every tool is)."""
+        self.anchor: Anchor | None = None
+        """The earlier turns and the memory message that the session's prompts start with."""
 
     def check(self) -> Budgets:
         """Size the fixed parts now (at start-up).
@@ -89,7 +103,8 @@ class ContextBuilder:
         """
         rt = self.rt
         window = sizing.window_of(rt.backend, rt.config)
-        if not state.get("steps"):
+        first_step = not state.get("steps")
+        if first_step:
             self.turn_log = (state.get("turn_id"), rt.manager.log.last_seq())
         elif self.turn_log[0] == state.get("turn_id"):
             extras = replace(extras, log_until=self.turn_log[1])
@@ -98,30 +113,69 @@ class ContextBuilder:
             self._choose_tools(window, parts)
         tools = rt.toolbox.definitions()
         budgets = self._plan(window, parts, tools)
-        # The memory budget caps the memory message; what it leaves unused goes to the conversation.
-        left = (budgets.num_ctx - budgets.reply - budgets.margin - budgets.tools - window.tokens(parts.system)
-                - window.tokens(parts.memory_message))
-        left = min(left, rt.config.engine.context_budget or left)
-        current = fit_current(state["messages"], window, left)
-        left -= sum(window.tokens(_text(m)) for m in current)
-        units = sizing.estimate_units(window, max(0, left))
+        redactor = rt.manager.facts.redactor()
+        anchor, renewed = self._kept_anchor(parts.view, first_step)
+        memory = redactor(anchor.memory) if anchor is not None else parts.memory
+        current, units = self._fit(window, budgets, parts, memory, state["messages"])
         tail = self._fresh_tail(units)
-        compaction = self._compact_if_needed(units, tail, first_step=not state.get("steps"))
-        history = rt.conversation.history(units, fresh_tail=tail)
-        if _estimate(history) > units:  # the protected fresh tail alone is too long: newest first within the budget
-            history = rt.conversation.history(units, fresh_tail=0)
-        self._report_loss(history)
-        earlier = tuple(str(m.get("content") or "") for m in history if m.get("role") == "user")
-        if earlier:  # the memory points to the requests the conversation shows (it only gets shorter)
-            parts = self._parts(replace(extras, earlier_requests=earlier), window)
+        compaction = self._compact_if_needed(units, tail, first_step=first_step)
+        history = redactor(self._history(units, tail))
+        start = anchor.start_in(history) if anchor is not None else None
+        if anchor is None or start is None:
+            renewed = renewed or "the conversation's start changed"
+            evict = anchor is not None and self._evicts()
+            if evict or memory != parts.memory:  # a block of older turns leaves at once; or sized for another memory
+                current, units = self._fit(window, budgets, parts, parts.memory, state["messages"])
+                history = redactor(self._history(int(units * KEEP_SHARE) if evict else units, tail))
+            # The memory points to the requests the prompt shows (it only gets shorter), this turn's among them:
+            # it stays in the prompts of later turns, before this one.
+            requests = tuple(str(m.get("content") or "") for m in history if m.get("role") == "user")
+            parts = self._parts(replace(extras, earlier_requests=(*requests, extras.request)), window)
+            anchor = Anchor(rt.conversation.session.id, history, parts.memory, parts.view)
+            self.anchor, memory, start = anchor, parts.memory, 0
+            log.debug("the prompt's start is laid again: %s", renewed)
+        self._report_loss(history[start:])
+        settled_end = start + len(anchor.settled)
+        anchor.saw(parts.view, rt.manager.log.last_seq(), rt.run_id)
         # Earlier turns never carry a secret back into a prompt. In this turn only the user's request and
         # get_fact's replies may: the model's own calls and other tools' results are redacted too.
-        redactor = rt.manager.facts.redactor()
         current = [m if _may_hold_secret(m, n) else redactor(m) for n, m in enumerate(current)]
-        stable = [{"role": "system", "content": parts.system}, *redactor(history)]
-        prompt = Prompt(ordered(stable, current, parts.memory_message), tools, parts.memory, budgets, compaction)
+        messages = ordered(parts.system, anchor.settled, memory, history[settled_end:], parts.note, current)
+        prompt = Prompt(messages, tools, memory, budgets, compaction, renewed)
         self.last = prompt
         return prompt
+
+    def _kept_anchor(self, view: MemoryView, first_step: bool) -> tuple[Anchor | None, str]:
+        """The session's anchor when its memory still says it all, else None and why not."""
+        anchor = self.anchor
+        if anchor is None or anchor.session != self.rt.conversation.session.id:
+            return None, "a new session"
+        why = anchor.outdated(view, self.rt.run_id) if first_step else ""
+        return (None, why) if why else (anchor, "")
+
+    def _fit(self, window: Any, budgets: Budgets, parts: PromptParts, memory: str,
+             messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+        """This turn's messages fitted beside the fixed parts and ``memory``, and the units left for the history."""
+        # The memory budget caps the memory message; what it leaves unused goes to the conversation.
+        left = (budgets.num_ctx - budgets.reply - budgets.margin - budgets.tools - window.tokens(parts.system)
+                - window.tokens(parts.note) - window.tokens(memory))
+        left = min(left, self.rt.config.engine.context_budget or left)
+        current = fit_current(messages, window, left)
+        left -= sum(window.tokens(_text(m)) for m in current)
+        return current, sizing.estimate_units(window, max(0, left))
+
+    def _history(self, units: int, tail: int) -> list[dict[str, Any]]:
+        history = self.rt.conversation.history(units, fresh_tail=tail)
+        if _estimate(history) > units:  # the protected fresh tail alone is too long: newest first within the budget
+            history = self.rt.conversation.history(units, fresh_tail=0)
+        return history
+
+    def _evicts(self) -> bool:
+        """True when older turns leave the prompt by the budget alone (no compaction makes room)."""
+        conversation = self.rt.conversation
+        provider = conversation.provider
+        return (not isinstance(provider, Compactor) or conversation.handoff() is not None
+                or getattr(getattr(provider, "engine", None), "summarizer", True) is None)
 
     def _choose_tools(self, window: Any, parts: PromptParts) -> Budgets:
         """Keep every tool when the conversation keeps a quarter of the window beside them, else offer the
@@ -154,8 +208,8 @@ class ContextBuilder:
         return build_system_prompt(self.rt.manager, self.rt.identity(), extras, memory_units)
 
     def _plan(self, window: Any, parts: PromptParts, tools: list[dict[str, Any]], tool_set: str = "") -> Budgets:
-        # The budget's "system" is everything rebuilt each call except the memory context it sizes itself.
-        base = max(0, window.tokens(parts.system) + window.tokens(parts.memory_message) - window.tokens(parts.memory))
+        # The budget's "system" is everything rebuilt each call but the memory, which it sizes itself.
+        base = window.tokens(parts.system) + window.tokens(parts.note)
         model = f"model {getattr(self.rt.backend, 'model', '?')!r}"
         return sizing.plan(window, self.rt.config, sizing.tools_tokens(window, tools), base, model, tool_set)
 
@@ -216,16 +270,19 @@ class ContextBuilder:
                                                        "sent_tokens": sent})
 
 
-def ordered(stable: list[dict[str, Any]], current: list[dict[str, Any]], memory: str) -> list[dict[str, Any]]:
-    """The prompt's messages: the system message and older turns (the same from call to call, so the server's
-    prompt cache covers them), the memory message, rebuilt at every step, then this turn's request and its
-    tool calls and results.
+def ordered(system: str, settled: list[dict[str, Any]], memory: str, recent: list[dict[str, Any]], note: str,
+            current: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The prompt's messages: the system message, the settled earlier turns and the memory message (the same from
+    call to call, see :mod:`core.engine.prompting.anchor`), the turns stored since, this call's notes, then this
+    turn's request and its tool calls and results.
 
     The request comes after the memory, never before it: the last user text of a prompt is what a model
     answers, and a real one asked with the memory block after the request answers the block. Ollama keeps
     the last message whatever its size when it must drop some to fit, so the request is the one it keeps.
     """
-    return [*stable, {"role": "user", "content": memory}, *current]
+    notes = [{"role": "user", "content": note}] if note else []
+    return [{"role": "system", "content": system}, *settled, {"role": "user", "content": memory}, *recent, *notes,
+            *current]
 
 
 def fit_current(messages: list[dict[str, Any]], window: Any, budget: int) -> list[dict[str, Any]]:

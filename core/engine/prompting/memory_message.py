@@ -1,20 +1,18 @@
 """The text of the memory message: the learned profile, the LOG.md entries, NOW.md and the facts, read before
 every planner call.
 
-It is rebuilt before every planner call and sent right before the turn's request. Within a run it changes
-only where a step changed NOW or the facts: the run's own log entries stay out of it (the prompt's
-conversation shows the run's tool calls and results), and its sections go from the log to NOW to the
-facts, so that a step's prompt shares the memory with the previous step's up to that change. It says
-each thing once. The user's request of the turn is in the
-conversation; NOW's objective and the log entries that only repeat it point to it, so do the entries
-that repeat an earlier request the prompt's conversation shows, a RUN_START points to the
-USER_FEEDBACK entry that logs the same request, and times show the time of day (the date once, in the
-title, unless a time is on another day).
+It stands after the earlier turns of the prompt, before the newest ones and the turn's request, and stays there
+as it was while it says nothing new (see :mod:`core.engine.prompting.anchor`): the run's own log entries stay
+out of it (the prompt's conversation shows the run's tool calls and results), and :class:`MemoryView` keeps what
+it says apart from what changes at every run (NOW's version and time). It says each thing once. The user's
+requests are in the conversation: NOW's objective points to this turn's request, the log entries that repeat
+a request the prompt shows point to the conversation, a RUN_START points to the USER_FEEDBACK entry that logs the
+same request, and times show the time of day (the date once, in the title, unless a time is on another day).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from core.llm import THIS_REQUEST, estimate_tokens
 from core.memory import (
@@ -41,26 +39,51 @@ REPEATED_IN = "(the request logged in #{seq})"
 IN_CONVERSATION = "(that turn's request: the user's message in the conversation)"
 
 
+@dataclass(frozen=True)
+class MemoryView:
+    """The memory message and what it says, for telling whether a later one says something else."""
+
+    text: str
+    """The memory message (secrets not yet redacted)."""
+    now: tuple[str, ...]
+    """NOW's lines without its version and time (what the engine's own bookkeeping changes every run)."""
+    facts: dict[str, str]
+    """Every fact's line by its key (also those the budget left out of :attr:`text`)."""
+    profile: tuple[str, ...]
+    """The learned profile's lines."""
+    entries: tuple[LogEntry, ...]
+    """The newest LOG.md entries read (the memory shows some of them)."""
+
+
 def memory_context(manager: MemoryManager, max_tokens: int, request: str = "",
                    earlier: tuple[str, ...] = (), until: int = 0) -> str:
+    """The text of :func:`memory_view`."""
+    return memory_view(manager, max_tokens, request, earlier, until).text
+
+
+def memory_view(manager: MemoryManager, max_tokens: int, request: str = "",
+                earlier: tuple[str, ...] = (), until: int = 0) -> MemoryView:
     """The LOG.md entries (the tail, and those since NOW was written), NOW.md and the facts, within
     ``max_tokens`` (the caller redacts the secrets and forgotten values; the entries a FORGET named are left
     out here).
 
-    ``request`` is this turn's request and ``earlier`` the earlier ones the prompt's conversation shows;
-    ``until`` (when set) is the last entry shown: those written after it are the run's own steps, which
-    the prompt's conversation shows.
+    ``request`` is this turn's request and ``earlier`` the requests the prompt's conversation shows (this
+    turn's among them when the memory stays in the prompts of later turns: its entries then point to the
+    conversation, NOW's objective to "this turn's request" whichever turn that is); ``until`` (when set) is
+    the last entry shown: those written after it are the run's own steps, which the prompt's conversation
+    shows.
     """
     now = manager.now_state()
-    entries = manager.visible_log(TAIL_ENTRIES + SINCE_ENTRIES)
-    if until:
-        entries = [e for e in entries if e.seq <= until]
+    read = manager.visible_log(TAIL_ENTRIES + SINCE_ENTRIES)
+    entries = [e for e in read if e.seq <= until] if until else read
     since = [e for e in entries if e.seq > now.log_seq][-SINCE_ENTRIES:]
     tail = [e for e in entries if e.seq <= now.log_seq][-TAIL_ENTRIES:]
     day = (entries[-1].ts if entries else now.updated_at or "")[:10]
     rendered = entry_lines([*tail, *since], request, earlier, day)
     shown = replace(now, updated_at=_stamp(now.updated_at, day)) if now.updated_at else now
-    now_lines = [f"objective: {THIS_REQUEST}" if line.startswith("objective: ") and repeats(now.objective, request)
+    # The objective points to this turn's request however short it is: it then reads the same at every turn
+    # that takes up a new request, and the memory message, sent again as it was, stays true.
+    now_lines = [f"objective: {THIS_REQUEST}" if line.startswith("objective: ") and repeats(now.objective, request, 1)
                  else line for line in render_now(shown)]
     title = f"# Memory (times UTC, on {day} unless dated)" if day else "# Memory"
     head = [title, "", "## NOW (NOW.md: current objective and plan)", *now_lines]
@@ -69,7 +92,8 @@ def memory_context(manager: MemoryManager, max_tokens: int, request: str = "",
     profile_lines = fit_lines([line.text for line in learned], max(0, int(budget * PROFILE_SHARE)))
     budget -= estimate_tokens("\n".join(profile_lines)) + (10 if profile_lines else 0)
     shown = {line.key for line in learned[:len(profile_lines)]}
-    facts = [render_fact(f) for f in manager.facts.list() if f.key not in shown]
+    every_fact = {f.key: render_fact(f) for f in manager.facts.list()}
+    facts = [line for key, line in every_fact.items() if key not in shown]
     fact_lines = fit_lines(facts, max(0, int(budget * 0.3)))
     budget -= estimate_tokens("\n".join(fact_lines)) + 30
     since_lines = fit_newest(rendered[len(tail):], int(budget * 0.75))
@@ -87,16 +111,18 @@ def memory_context(manager: MemoryManager, max_tokens: int, request: str = "",
     parts += ["", "## Facts (secrets hidden: call get_fact)", *(fact_lines or ["(none saved)"])]
     if len(fact_lines) < len(facts):
         parts.append(more_facts_note(len(facts) - len(fact_lines)))
-    return "\n".join(parts)
+    bookkept = [line.split(" (version ")[0] if line.startswith("status: ") else line for line in now_lines]
+    return MemoryView("\n".join(parts), tuple(bookkept), every_fact, tuple(line.text for line in learned),
+                      tuple(read))
 
 
 def entry_lines(entries: list[LogEntry], request: str, earlier: tuple[str, ...], day: str) -> list[str]:
-    """The entries as prompt lines, oldest first; one that repeats this turn's request, an ``earlier``
-    request, or the request the next entry logs, points to it instead."""
+    """The entries as prompt lines, oldest first; one that repeats this turn's request (unless it is among
+    the ``earlier`` ones), the request the next entry logs, or an ``earlier`` request, points to it instead."""
     lines = []
     for n, entry in enumerate(entries):
         following = entries[n + 1] if n + 1 < len(entries) else None
-        if repeats(entry.content, request):
+        if repeats(entry.content, request) and request not in earlier:
             entry = replace(entry, content=THIS_REQUEST)
         elif following is not None and repeats(entry.content, following.content):
             entry = replace(entry, content=REPEATED_IN.format(seq=following.seq))
@@ -119,8 +145,8 @@ def _stamp(ts: str, day: str) -> str:
     return ts[11:19] if ts[:10] == day and len(ts) >= 19 else ts
 
 
-def repeats(text: str, original: str) -> bool:
-    """True when ``text`` is ``original``, or a shortened preview of it (whitespace aside), and long
-    enough for a pointer to save room."""
+def repeats(text: str, original: str, min_chars: int = MIN_REPEAT_CHARS) -> bool:
+    """True when ``text`` is ``original``, or a shortened preview of it (whitespace aside), at least ``min_chars``
+    long (by default: long enough for a pointer to save room)."""
     short = " ".join(text.split()).rstrip("…").rstrip()
-    return len(short) >= MIN_REPEAT_CHARS and " ".join(original.split()).startswith(short)
+    return len(short) >= min_chars and " ".join(original.split()).startswith(short)

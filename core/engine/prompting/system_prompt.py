@@ -1,17 +1,16 @@
-"""The two rebuilt parts of every planner prompt, read before every LLM call from the files that hold the
+"""The rebuilt parts of every planner prompt, read before every LLM call from the files that hold the
 agent's state, ordered from the most stable to the most volatile so that the model server's prompt cache
-(Ollama keeps the previous prompt's KV cache and re-evaluates only from the first token that differs)
-covers most of each prompt:
+(it keeps the previous prompt's KV cache and evaluates only from the first token that differs) covers most
+of each prompt:
 
 - the **system prompt**: SYSTEM.md (the agent's ``config/SYSTEM.md`` replaces the built-in one) →
   AGENT.md / soul → standing directives → constraints → user profile. It changes only when those
   files or the provider's profile change.
-- the **memory message**: facts (secrets redacted) → NOW.md → LOG.md since NOW's ``log_seq`` and its
-  tail → the turn's notes (resuming, recovering from errors). It changes every step, so the engine
-  sends it as the last message, a user-side one after the conversation and this turn's messages:
-  Ollama gathers every system message, wherever it stands, at the top of the rendered prompt, where a
-  changing one would void the cache for everything after it. The user's request of the turn is in the
-  conversation; NOW's objective and the log entries that only repeat it point to it instead.
+- the **memory message**: the learned profile → LOG.md's tail and the entries since NOW's ``log_seq`` →
+  NOW.md → the facts (secrets redacted). A user-side message after the earlier turns: Ollama gathers every
+  system message, wherever it stands, at the top of the rendered prompt, where a changing one would void
+  the cache for everything after it.
+- the **notes** of this call (resuming, recovering from errors), right before the turn.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from core.engine import prompts
 from core.errors import StorageError
-from core.engine.prompting.memory_message import memory_context
+from core.engine.prompting.memory_message import MemoryView, memory_view
 from core.memory import MemoryManager
 from core.paths import AgentPaths
 
@@ -63,30 +62,31 @@ class PromptParts:
 
     system: str
     """Instructions and identity: the stable system message."""
-    memory_message: str
-    """The memory context and the turn's notes: the volatile message sent last."""
     memory: str
-    """The memory context alone (NOW.md, the LOG.md entries, the facts)."""
+    """The memory message: NOW.md, the LOG.md entries, the facts."""
+    note: str
+    """This call's notes (resuming, recovering from errors; "" when none), sent right before the turn."""
+    view: MemoryView
+    """What the memory says (unredacted), to tell whether a later memory says something else."""
 
 
 def build_system_prompt(
     manager: MemoryManager, identity: Identity, extras: PromptExtras, memory_tokens: int
 ) -> PromptParts:
-    """The system prompt and the memory message; the memory context fits ``memory_tokens``."""
+    """The system prompt, the memory message (its memory context fits ``memory_tokens``) and the turn's notes."""
     paths = manager.paths
     redactor = manager.facts.redactor()
     system = [base_instructions(paths), *_identity_sections(paths, identity)]
-    memory = redactor(memory_context(manager, memory_tokens, extras.request, extras.earlier_requests,
-                                     extras.log_until))
-    volatile = [memory]
+    view = memory_view(manager, memory_tokens, extras.request, extras.earlier_requests, extras.log_until)
+    notes = []
     if extras.resumed:
-        volatile.append(prompts.load("RESUME"))
+        notes.append(prompts.load("RESUME"))
     if extras.errors:
         errors = "\n".join(f"- {line}" for line in extras.errors[-5:])
-        volatile.append(prompts.load("RECOVERY") + "\n\nErrors so far:\n" + errors)
-    volatile += list(extras.notes)
-    return PromptParts(redactor("\n\n".join(p for p in system if p)),
-                       redactor("\n\n".join(p for p in volatile if p)), memory)
+        notes.append(prompts.load("RECOVERY") + "\n\nErrors so far:\n" + errors)
+    notes += list(extras.notes)
+    return PromptParts(redactor("\n\n".join(p for p in system if p)), redactor(view.text),
+                       redactor("\n\n".join(p for p in notes if p)), view)
 
 
 def base_instructions(paths: AgentPaths) -> str:
