@@ -47,11 +47,14 @@ class MemoryConfig:
     compact_summary_tokens: int = 500
     """Target length of the SUMMARY entry that replaces compacted entries."""
     compact_summarizer: str = "llm"
-    """``llm`` (the configured LLM backend; the deterministic summary when none answers) or ``deterministic``."""
+    """``llm`` (the configured LLM backend; the deterministic summary when none answers) or
+    ``deterministic``."""
     compact_timeout_s: float = 120.0
-    """Longest wait for one summarizer call of LOG.md compaction; then that piece is summarised deterministically."""
+    """Longest wait for one summarizer call of LOG.md compaction; then that piece is summarised
+    deterministically."""
     compact_deadline_s: float = 900.0
-    """Longest time one LOG.md compaction spends asking the model; what is left is summarised deterministically."""
+    """Longest time one LOG.md compaction spends asking the model; what is left is summarised
+    deterministically."""
     context_tokens: int = 2000
     """Default token budget of ``format_context_for_prompt``."""
 
@@ -70,7 +73,8 @@ class ColdConfig:
     """Default ``min_score`` of ``recall_memory``: results less likely than this to be relevant are left out,
     except those scoring at least a share of a best result that passes it (``Tuning.relative_floor``)."""
     vector_wait_s: float = 10.0
-    """How long a recall waits for memories stored just before it to get their vectors (words find them at once)."""
+    """How long a recall waits for memories stored just before it to get their vectors (words find them at
+    once)."""
     pending_vectors: str = "flag"
     """What a recall does with the memories still without a vector after ``vector_wait_s``: ``flag`` ranks
     by what there is (meaning where a vector exists, words elsewhere) and says so in its result; ``words``
@@ -78,9 +82,11 @@ class ColdConfig:
     max_memory_bytes: int = 1024 * 1024
     """The largest memory ``store_memory`` keeps (UTF-8 bytes); kept whole, its vectors cover it in chunks."""
     ann_min_rows: int = 5000
-    """Memories from which the table gets an approximate vector index (IVF_FLAT, cosine), built (and retrained)
-    by the background optimize step, ``agentos rebuild-index`` and ``ColdStore.optimize()``, never during a search;
-    rows added since are searched exactly until the next optimize. Smaller tables, a failed build: exact. 0: off."""
+    """Memories from which the table gets an approximate vector index (IVF_FLAT, cosine), built (and
+    retrained) by the background optimize step, ``agentos rebuild-index`` and ``ColdStore.optimize()``, never
+    during a search; rows added since are searched exactly until the next optimize. Smaller tables, a failed
+    build: exact. 0:
+    off."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,8 @@ class ProviderConfig:
     fresh_tail: int = 20
     """Most recent messages always sent verbatim."""
     context_threshold: float = 1.0
-    """Fraction of the history budget that triggers compaction at a run's first call (1: when it no longer fits)."""
+    """Fraction of the history budget that triggers compaction at a run's first call (1: when it no longer
+    fits)."""
     leaf_chunk_size: int = 10
     """Fewest messages summarised into one leaf summary."""
     leaf_chunk_max_tokens: int = 20_000
@@ -114,8 +121,8 @@ class LLMConfig:
     """LLM backend."""
 
     backend: str = "auto"
-    """``auto`` (Ollama, else an OpenAI-compatible server, else offline with a warning), ``ollama``, ``openai``
-    (llama.cpp's llama-server, LM Studio, vLLM, ...) or ``offline``."""
+    """``auto`` (Ollama, else an OpenAI-compatible server, else offline with a warning), ``ollama``,
+    ``openai`` (llama.cpp's llama-server, LM Studio, vLLM, ...) or ``offline``."""
     model: str = "llama3.1"
     """The chat model, as the server names it."""
     host: str = ""
@@ -140,7 +147,8 @@ class EngineConfig:
     context_budget: int = 0
     """Token budget of the conversation assembled for each LLM call; 0 derives it from the model's window."""
     memory_tokens: int = 0
-    """Token budget of the memory context (NOW, LOG, facts) in the system prompt; 0 derives it from the window."""
+    """Token budget of the memory context (NOW, LOG, facts) in the system prompt; 0 derives it from the
+    window."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +156,8 @@ class SessionCompactionConfig:
     """Session compaction (``/compact`` and automatic)."""
 
     max_tokens: int = 80_000
-    """Compact a session before a turn once it holds more tokens than this; 0 means this default, -1 disables."""
+    """Compact a session before a turn once it holds more tokens than this; 0 means this default, -1
+    disables."""
     keep_tail: int = 20
     """Recent messages kept verbatim by a handoff compaction."""
 
@@ -158,7 +167,8 @@ class StorageConfig:
     """Where memory.db's tables live: the agent's SQLite file, or a shared PostgreSQL server."""
 
     backend: str = "sqlite"
-    """``sqlite`` (``memory/memory.db`` in the agent's folder) or ``postgres``; ``$AGENTOS_DSN`` selects postgres."""
+    """``sqlite`` (``memory/memory.db`` in the agent's folder) or ``postgres``; ``$AGENTOS_DSN`` selects
+    postgres."""
     dsn: str = ""
     """PostgreSQL connection string (``postgresql://user@host/db``); empty means ``$AGENTOS_DSN``."""
     schema_prefix: str = "agentos_"
@@ -180,12 +190,15 @@ class StorageConfig:
         """
         from_env = os.environ.get(DSN_VARIABLE, "").strip()
         if self.backend not in STORAGE_BACKENDS:
-            raise ConfigError(f"unknown storage.backend {self.backend!r}; use one of: {', '.join(STORAGE_BACKENDS)}")
+            raise ConfigError(
+                f"unknown storage.backend {self.backend!r}; use one of: {', '.join(STORAGE_BACKENDS)}"
+            )
         if self.backend == "sqlite" and not from_env:
             return "sqlite", ""
         dsn = self.dsn.strip() or from_env
         if not dsn:
-            raise ConfigError(f"storage.backend is postgres but no DSN is set: set storage.dsn or ${DSN_VARIABLE}")
+            raise ConfigError(f"storage.backend is postgres but no DSN is set: set storage.dsn or "
+                              f"${DSN_VARIABLE}")
         return "postgres", dsn
 
 
@@ -222,7 +235,8 @@ class ReflectConfig:
     timeout_s: float = 120.0
     """Longest wait for one model reply; a longer one counts as a failed reply (asked again, then split)."""
     retry_after_s: float = 300.0
-    """A quarantined entry is tried again after this long, then twice as long after each failure (a day at most)."""
+    """A quarantined entry is tried again after this long, then twice as long after each failure (a day at
+    most)."""
     profile_lines: int = 12
     """Most lines of the learned profile the engine shows the model."""
 
@@ -261,13 +275,18 @@ RANGES: dict[str, tuple[float, float]] = {
     "provider.leaf_chunk_size": (1, 100_000), "provider.leaf_chunk_max_tokens": (16, 10_000_000),
     "provider.max_rounds": (1, 10_000), "provider.deadline_s": (0, 7 * _DAY_S),
     "provider.summarizer_timeout_s": (0, _DAY_S), "provider.leaf_target_tokens": (16, 1_000_000),
-    "provider.condensed_target_tokens": (16, 1_000_000), "llm.timeout_s": (0, _DAY_S), "llm.num_ctx": (512, 2**24),
+    "provider.condensed_target_tokens": (16, 1_000_000), "llm.timeout_s": (0, _DAY_S),
+    "llm.num_ctx": (512, 2**24),
     "engine.max_steps": (1, 10_000), "engine.max_retries": (0, 1000), "engine.context_budget": (0, 10**8),
-    "engine.memory_tokens": (0, 10**8), "compaction.max_tokens": (1, 10**8), "compaction.keep_tail": (0, 100_000),
-    "storage.pool_max": (1, 1000), "storage.pool_timeout_s": (0, 3600), "storage.connect_timeout_s": (0, 3600),
+    "engine.memory_tokens": (0, 10**8), "compaction.max_tokens": (1, 10**8),
+    "compaction.keep_tail": (0, 100_000),
+    "storage.pool_max": (1, 1000), "storage.pool_timeout_s": (0, 3600),
+    "storage.connect_timeout_s": (0, 3600),
     "storage.statement_timeout_s": (0, _DAY_S), "transfer.max_unpacked_bytes": (1, 10**15),
-    "transfer.max_members": (1, 10**9), "transfer.max_ratio": (1, 10**6), "reflect.interval_s": (0, 7 * _DAY_S),
-    "reflect.batch_entries": (1, 10_000), "reflect.timeout_s": (0, _DAY_S), "reflect.retry_after_s": (0, _DAY_S),
+    "transfer.max_members": (1, 10**9), "transfer.max_ratio": (1, 10**6),
+    "reflect.interval_s": (0, 7 * _DAY_S),
+    "reflect.batch_entries": (1, 10_000), "reflect.timeout_s": (0, _DAY_S),
+    "reflect.retry_after_s": (0, _DAY_S),
     "reflect.profile_lines": (0, 1000),
 }
 """Every numeric option's allowed values, lowest to highest: an int from the lowest, a float above it (a
@@ -352,7 +371,8 @@ def _check_range(where: str, name: str, value: float) -> None:
     if isinstance(value, int):
         if not low <= value <= high:
             special = " (or 0 for the default, -1 to disable)" if name in _MAY_BE_NEGATIVE else ""
-            raise ConfigError(f"{where} must be a whole number from {low:,} to {high:,}{special}, got {shown(value)}")
+            raise ConfigError(f"{where} must be a whole number from {low:,} to {high:,}{special}, got "
+                              f"{shown(value)}")
         return
     above = name in _ABOVE_LOWEST
     if not (math.isfinite(value) and (low < value if above else low <= value) and value <= high):
@@ -360,8 +380,12 @@ def _check_range(where: str, name: str, value: float) -> None:
         raise ConfigError(f"{where} must be a number {bounds}, got {shown(value)}")
 
 
-_ABOVE_LOWEST = {n for n in RANGES if n.endswith(("timeout_s", "deadline_s"))} | {"provider.context_threshold", "reflect.interval_s"}
-"""Float options whose lowest value is excluded: a timeout of 0 s or a threshold of 0 would stop everything."""
+_ABOVE_LOWEST = {n for n in RANGES if n.endswith(("timeout_s", "deadline_s"))} | {
+    "provider.context_threshold",
+    "reflect.interval_s",
+}
+"""Float options whose lowest value is excluded: a timeout of 0 s or a threshold of 0 would stop
+everything."""
 
 MAX_CONFIG_BYTES = 1024 * 1024  # the largest config file read (AgentOS's own are a few hundred bytes)
 
@@ -382,13 +406,15 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         with path.open("rb") as file:
             raw = file.read(MAX_CONFIG_BYTES + 1)
         if len(raw) > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB: not a config file of AgentOS's; "
+            raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB: not a config file of "
+                              f"AgentOS's; "
                               "fix it or remove it")
         data = load_yaml(raw.decode("utf-8"))
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(yaml_error_line(path, exc)) from exc
     except OSError as exc:
-        if os_error_number(exc) in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):  # the process's lack, not the file's
+        # the process's lack, not the file's
+        if os_error_number(exc) in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
             raise storage_error(exc, f"cannot read config {path}") from exc
         raise ConfigError(f"cannot read config {path}: {' '.join(str(exc).split())}") from exc
     except (yaml.YAMLError, UnicodeDecodeError) as exc:

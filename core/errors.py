@@ -177,7 +177,8 @@ class ColdStoreError(AgentOSError):
 
 class ColdStoreFilesError(ColdStoreError, StorageError):
     """LanceDB met an OS error on the cold store's files (a full disk, too many open files): a storage error
-    of the cold store, which what degrades on a ColdStoreError (recall by words, indexing later) still does."""
+    of the cold store, which what degrades on a ColdStoreError (recall by words, indexing later) still
+    does."""
 
 
 class EmbedderMismatchError(ColdStoreError):

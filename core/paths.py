@@ -43,7 +43,8 @@ def home_and_source() -> tuple[Path, str]:
     local = Path(LOCAL_HOME)
     if local.is_dir():
         return local.absolute(), f"./{LOCAL_HOME} in the working folder"
-    import platformdirs  # here: a home set by $AGENTOS_HOME or found in the working folder does not pay for it
+    # here: a home set by $AGENTOS_HOME or found in the working folder does not pay for it
+    import platformdirs
 
     user_data = Path(platformdirs.user_data_dir("agentos", appauthor=False)) / LOCAL_HOME
     return user_data, "the per-user data folder"
@@ -70,7 +71,8 @@ def existing_agent(name: str, home: Path | None = None) -> "AgentPaths":
         found = list_agents(paths.root.parent)
         known = f"agents there: {', '.join(found)}" if found else "there are no agents there yet"
         raise UnknownAgentError(
-            f"no agent named {name!r} in {paths.root.parent} ({known}); create it with: agentos init --agent {name}"
+            f"no agent named {name!r} in {paths.root.parent} ({known}); create it with: agentos init --agent "
+            f"{name}"
         )
     return paths
 

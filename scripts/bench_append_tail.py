@@ -1,4 +1,5 @@
-"""Measure the tail latency of ``append_log`` and ``update_now`` while background work runs in the same process.
+"""Measure the tail latency of ``append_log`` and ``update_now`` while background work runs in the same
+process.
 
 Creates an agent in a temporary AGENTOS_HOME and appends ``--appends`` THOUGHT entries of
 ``--chars`` characters, timing each call, then calls ``update_now`` ``--updates`` times back
@@ -97,7 +98,8 @@ def one_run(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix="agentos-tail-") as tmp:
         appended, updated, busy = measure(
             Path(tmp), args.appends, args.chars, compact=not args.no_compact, index=not args.no_index,
-            switch_interval=args.switch_interval, warm=args.warm, interval=args.interval, updates=args.updates)
+            switch_interval=args.switch_interval, warm=args.warm, interval=args.interval,
+            updates=args.updates)
     result = {"append": _figures(appended), "update_now": _figures(updated), "background_at_end": busy,
               "load_before": load, "load_after": _loadavg()}
     if args.slowest:
@@ -127,7 +129,8 @@ def _argv_without_runs(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--appends", type=int, default=2000)
     parser.add_argument("--updates", type=int, default=300, help="update_now calls after the appends")
     parser.add_argument("--chars", type=int, default=200)
@@ -139,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=0.0,
                         help="sleep this long (s) before each append (default: back to back)")
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval for the run (s)")
-    parser.add_argument("--slowest", type=int, default=0, help="also print the indexes of the N slowest updates")
+    parser.add_argument("--slowest", type=int, default=0,
+                        help="also print the indexes of the N slowest updates")
     parser.add_argument("--json", action="store_true", help="print one JSON object a run")
     args = parser.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
@@ -147,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         child = [sys.executable, str(Path(__file__).resolve()), *_argv_without_runs(argv)]
         if "--json" not in child:
             child.append("--json")
-        results = [json.loads(subprocess.run(child, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
+        results = [json.loads(subprocess.run(child, check=True, capture_output=True,
+                                             text=True).stdout.splitlines()[-1])
                    for _ in range(args.runs)]
     else:
         results = [one_run(args)]
@@ -155,12 +160,16 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(results[0] if len(results) == 1 else results))
         return 0
     print(f"{args.appends} appends of {args.chars} chars, then {args.updates} update_now, back to back "
-          f"(compact={not args.no_compact}, index={not args.no_index}, warm={args.warm}, interval={args.interval}, "
+          f"(compact={not args.no_compact}, index={not args.no_index}, warm={args.warm}, "
+          f"interval={args.interval}, "
           f"switchinterval={args.switch_interval or sys.getswitchinterval()}); {len(results)} run(s)"
           + (", each in a fresh process" if len(results) > 1 else ""))
     for number, result in enumerate(results, 1):
-        print(f"run {number}: load {' '.join(result['load_before'])} -> {' '.join(result['load_after'])}; "
-              f"background work still running after the updates: {'yes' if result['background_at_end'] else 'no'}")
+        print(
+            f"run {number}: load {' '.join(result['load_before'])} -> {' '.join(result['load_after'])}; "
+            "background work still running after the updates: "
+            f"{'yes' if result['background_at_end'] else 'no'}"
+        )
         print("  " + _line("append_log", result["append"], APPEND_P99_MS))
         print("  " + _line("update_now", result["update_now"], UPDATE_P99_MS))
         if result.get("slowest_updates"):

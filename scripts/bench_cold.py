@@ -57,18 +57,28 @@ CORPUS_VERSION = 2
 """Bump when the corpus or the way it is built changes: a cached agent of another version is rebuilt."""
 CONFIG = "llm: {backend: offline}\nmemory: {auto_compact: false}\n"
 
-PEOPLE = ["Ada", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jamal", "Kofi", "Lena",
-          "Mateo", "Nadia", "Oskar", "Paula", "Quentin", "Rosa", "Sven", "Tamsin", "Umar", "Vera", "Wen", "Yusuf"]
-PLACES = ["Lisbon", "Osaka", "Nairobi", "Montreal", "Krakow", "Lima", "Hanoi", "Dublin", "Marseille", "Tbilisi",
-          "Bergen", "Cordoba", "Adelaide", "Zanzibar", "Reykjavik", "Porto", "Seville", "Kyoto", "Accra", "Tallinn"]
-TOOLS = ["the billing service", "the nightly backup", "the staging cluster", "the search API", "the payroll export",
-         "the mobile app", "the data warehouse", "the invoice parser", "the CI pipeline", "the customer portal",
-         "the email digest", "the recommendation model", "the inventory sync", "the auth gateway", "the map tiles"]
+PEOPLE = ["Ada", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jamal", "Kofi",
+          "Lena",
+          "Mateo", "Nadia", "Oskar", "Paula", "Quentin", "Rosa", "Sven", "Tamsin", "Umar", "Vera", "Wen",
+          "Yusuf"]
+PLACES = ["Lisbon", "Osaka", "Nairobi", "Montreal", "Krakow", "Lima", "Hanoi", "Dublin", "Marseille",
+          "Tbilisi",
+          "Bergen", "Cordoba", "Adelaide", "Zanzibar", "Reykjavik", "Porto", "Seville", "Kyoto", "Accra",
+          "Tallinn"]
+TOOLS = ["the billing service", "the nightly backup", "the staging cluster", "the search API",
+         "the payroll export",
+         "the mobile app", "the data warehouse", "the invoice parser", "the CI pipeline",
+         "the customer portal",
+         "the email digest", "the recommendation model", "the inventory sync", "the auth gateway",
+         "the map tiles"]
 PROBLEMS = ["timed out after {n} seconds", "returned {n} duplicate rows", "ran out of memory at {n} MB",
-            "dropped {n} requests during the deploy", "was {n}% slower than last week", "failed {n} health checks",
+            "dropped {n} requests during the deploy", "was {n}% slower than last week",
+            "failed {n} health checks",
             "logged {n} permission errors", "skipped {n} records with bad dates"]
-DECISIONS = ["moved to a weekly schedule", "switched to the cheaper storage tier", "added a retry with backoff",
-             "rolled back to the previous release", "split the job into {n} shards", "raised the limit to {n}",
+DECISIONS = ["moved to a weekly schedule", "switched to the cheaper storage tier",
+             "added a retry with backoff",
+             "rolled back to the previous release", "split the job into {n} shards",
+             "raised the limit to {n}",
              "asked {person} to review it", "paused it until {weekday}"]
 TOPICS = ["sourdough baking", "marathon training", "learning Portuguese", "restoring an old bicycle",
           "birdwatching", "growing tomatoes", "chess openings", "jazz piano", "pottery", "rock climbing",
@@ -104,7 +114,8 @@ def note(rng: random.Random) -> dict:
               "feeling": rng.choice(FEELINGS), "weekday": rng.choice(WEEKDAYS), "day": rng.randint(1, 28),
               "n": rng.choice([2, 3, 5, 8, 12, 20, 45, 90, 150, 400, 1200]),
               "street": rng.choice(["Rua Augusta", "Elm", "Harbour", "Mill", "Station", "Orchard", "Canal"]),
-              "tool_name": rng.choice(["Acme", "Northwind", "Globex", "Initech", "Umbrella", "Hooli", "Vandelay"])}
+              "tool_name": rng.choice(["Acme", "Northwind", "Globex", "Initech", "Umbrella", "Hooli",
+                                       "Vandelay"])}
     values["problem"] = rng.choice(PROBLEMS).format(**values)
     values["decision"] = rng.choice(DECISIONS).format(**values)
     values["item"] = rng.choice(ITEMS).format(**values)
@@ -125,7 +136,8 @@ def corpus(size: int, seed: int = 31) -> tuple[list[dict], list[str]]:
         conv = recall_dialogues.generate_conversation(conv_rng, 24)
         for turn in conv.turns:
             items.append({"content": turn.text, "metadata": {
-                "speaker": turn.speaker, "date": turn.date, "session": f"c{n}-s{turn.session}", "dia_id": turn.dia_id}})
+                "speaker": turn.speaker, "date": turn.date, "session": f"c{n}-s{turn.session}",
+                "dia_id": turn.dia_id}})
         questions += [q.text for q in conv.questions]
         n += 1
     items = items[: size // 2]
@@ -234,7 +246,8 @@ class PartTimer:
         yield self.parts
 
 
-def bench_recall(manager, queries: list[str], warmup: list[str]) -> tuple[list[float], dict[str, list[float]]]:
+def bench_recall(manager, queries: list[str], warmup: list[str]) -> tuple[list[float],
+                                                                          dict[str, list[float]]]:
     """Each query's ``recall_memory`` time (ms) and the time of its parts."""
     from core.memory.recall import search as recall_search
 
@@ -334,8 +347,10 @@ def bench_compaction(home: Path) -> tuple[float, float, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", type=int, default=100_000, help="memories in the recall agent (default 100,000)")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=100_000,
+                        help="memories in the recall agent (default 100,000)")
     parser.add_argument("--runs", type=int, default=200, help="distinct recall queries timed")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "agentos-bench-cold",
                         help="where the built agent is kept between runs")
@@ -366,17 +381,20 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
     p50, p95 = percentiles(totals)
-    print(f"\nrecall_memory at {args.size:,} memories ({len(queries)} distinct queries, top 10; all-MiniLM-L6-v2 in "
+    print(f"\nrecall_memory at {args.size:,} memories ({len(queries)} distinct queries, top 10; "
+          f"all-MiniLM-L6-v2 in "
           f"{load_minilm().runtime} on CPU, 1 thread; vector index: {describe(index)})")
     print(f"  total              p50 {p50:6.1f} ms   p95 {p95:6.1f} ms   (target p50 <= 25 ms at 100,000)")
-    print("  its parts (embedding and vector search run beside the word search and the reading of its matches):")
+    print("  its parts (embedding and vector search run beside the word search and the reading of its "
+          "matches):")
     for part, samples in parts.items():
         q50, q95 = percentiles(samples)
         print(f"  {part:<18} p50 {q50:6.1f} ms   p95 {q95:6.1f} ms")
     s50, s95 = percentiles(single)
     print(f"store_memories: {rate:,.0f} memories/s in batches of 100 (target >= 500; vectors computed "
           f"in the background meanwhile)")
-    print(f"store_memory in the {args.size:,}-memory agent: p50 {s50:.2f} ms, p95 {s95:.2f} ms (target <= 10 ms)")
+    print(f"store_memory in the {args.size:,}-memory agent: p50 {s50:.2f} ms, p95 {s95:.2f} ms (target <= 10 "
+          f"ms)")
     print(f"found by meaning after a store_memory (query sharing none of its words, since the measurement "
           f"began): median {statistics.median(found_after):.2f} s, worst {max(found_after):.2f} s "
           f"(target: about a second; by words at once)")

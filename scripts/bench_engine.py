@@ -22,13 +22,13 @@ llama-server, LM Studio, vLLM, ...). On an OpenAI-compatible server the prompt-c
 server's own counts (``usage.prompt_tokens_details.cached_tokens``, llama.cpp's ``timings.cache_n``) for
 the 42-turn conversation at the server's window, the model's own replies, beside what the test server
 reports for the same prompts (each request replayed to it in order). Against a real server the model's replies
-are capped (``--reply-tokens``, the requests' ``max_tokens``): the figures are about prompts, and a small model
-may otherwise write until its window is full; each turn's progress is printed. Reflection is off (its calls
-would take the server's cache between the measured prompts).
+are capped (``--reply-tokens``, the requests' ``max_tokens``): the figures are about prompts, and a small
+model may otherwise write until its window is full; each turn's progress is printed. Reflection is off (its
+calls would take the server's cache between the measured prompts).
 
     .venv/bin/python scripts/bench_engine.py [--turns 20] [--messages 1000] [--runs 200] [--window-turns 20]
-                                             [--no-reuse] [--backend openai --host URL --model NAME] [--timeout-s 600]
-                                             [--reply-tokens 64] [--conversation-turns 42]
+                                             [--no-reuse] [--backend openai --host URL --model NAME]
+                                             [--timeout-s 600] [--reply-tokens 64] [--conversation-turns 42]
 """
 
 from __future__ import annotations
@@ -53,16 +53,22 @@ REUSE_TARGET = 0.85
 REUSE_WINDOWS = ((4096, "4k"), (8192, "8k"), (131072, "131k"))
 NO_REFLECTION = "reflect:\n  enabled: false\n"
 """Reflection's model calls would take the server's prompt cache between the prompts measured."""
-WORDS = ("harbour", "lantern", "orchard", "gravel", "copper", "meadow", "ribbon", "thistle", "canvas", "pepper",
-         "deploy", "service", "error", "warning", "/var/log/app.log", "retry", "timeout", "42", "2026-01-31", "ok")
+WORDS = ("harbour", "lantern", "orchard", "gravel", "copper", "meadow", "ribbon", "thistle", "canvas",
+         "pepper",
+         "deploy", "service", "error", "warning", "/var/log/app.log", "retry", "timeout", "42", "2026-01-31",
+         "ok")
 
 
 def startup_rows(turns: int) -> list[tuple[str, float, int, str]]:
     """Start-up and offline-turn timings: ``(measure, ms, target ms, note)``."""
     from tqdm import tqdm
 
-    code = "import time, sys; t=time.perf_counter(); import core.engine; print(time.perf_counter()-t, 'torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    code = (
+        "import time, sys; t=time.perf_counter(); import core.engine; print(time.perf_counter()-t, 'torch' "
+        "in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.split()
     rows = [("import core.engine", float(out[0]) * 1000, 2500, f"torch loaded: {out[1]}")]
     with tempfile.TemporaryDirectory() as home:
         os.environ["AGENTOS_HOME"] = home
@@ -74,7 +80,11 @@ def startup_rows(turns: int) -> list[tuple[str, float, int, str]]:
         rows.append(("open agent (Engine)", (time.perf_counter() - started) * 1000, 1000, ""))
         timings = []
         for turn in tqdm(range(turns), desc="offline turns", file=sys.stderr):
-            task = f"remember that my item {turn} is value {turn}" if turn % 2 == 0 else f"what is my item {turn - 1}"
+            task = (
+                f"remember that my item {turn} is value {turn}"
+                if turn % 2 == 0
+                else f"what is my item {turn - 1}"
+            )
             started = time.perf_counter()
             engine.run(task)
             timings.append((time.perf_counter() - started) * 1000)
@@ -95,7 +105,8 @@ def sentence(rng: random.Random, words: int) -> str:
 
 
 def fill_session(engine, messages: int, rng: random.Random) -> None:
-    """Store ``messages`` messages in the engine's session, then compact it fully (deterministic summaries)."""
+    """Store ``messages`` messages in the engine's session, then compact it fully (deterministic
+    summaries)."""
     from core.memory.provider import CompactionMode, Message
     from core.plugins.memory.lcm import DeterministicSummarizer
 
@@ -114,7 +125,8 @@ def overhead(engine, runs: int) -> list[float]:
     """Milliseconds to build one planner prompt, ``runs`` times."""
     from core.engine.prompting.system_prompt import PromptExtras
 
-    state = {"messages": [{"role": "user", "content": "What happened to service s7 yesterday?"}], "turn_id": "bench"}
+    state = {"messages": [{"role": "user", "content": "What happened to service s7 yesterday?"}],
+             "turn_id": "bench"}
     engine.runtime.context.build(state, PromptExtras())  # the window is asked once, outside the timing
     times = []
     for _ in range(runs):
@@ -129,12 +141,14 @@ def estimate_reports(engine, turns: int, rng: random.Random) -> list:
     from tqdm import tqdm
 
     for turn in tqdm(range(turns), desc="estimate turns", file=sys.stderr):
-        engine.run(f"Note {turn}. " + " ".join(sentence(rng, rng.randint(8, 20)) for _ in range(rng.randint(3, 12))))
+        engine.run(f"Note {turn}. "
+                   + " ".join(sentence(rng, rng.randint(8, 20)) for _ in range(rng.randint(3, 12))))
     return list(engine.backend.meter.reports)
 
 
 def cap_replies(backend, tokens: int) -> None:
-    """Ask ``backend``'s server for replies of at most ``tokens`` tokens (``max_tokens``) unless a call sets its own."""
+    """Ask ``backend``'s server for replies of at most ``tokens`` tokens (``max_tokens``) unless a call sets
+    its own."""
     chat = backend.chat
 
     def capped(messages, tools, on_text=None, **options):
@@ -149,7 +163,14 @@ def reuse_figures(context_length: int, model: str) -> dict[str, float]:
     of consecutive planner prompts and tokens evaluated per turn."""
     from core.engine import Engine
     from tests.ollama_server import ScriptedOllama
-    from tests.window.conversation import TURNS, consecutive_pairs, in_run, replies, summarising_model, tell_notes
+    from tests.window.conversation import (
+        TURNS,
+        consecutive_pairs,
+        in_run,
+        replies,
+        summarising_model,
+        tell_notes,
+    )
 
     server = ScriptedOllama(models=(model,), default="Noted.", context_length=context_length).start()
     server.summarizer = summarising_model
@@ -172,16 +193,18 @@ def reuse_figures(context_length: int, model: str) -> dict[str, float]:
     planner = server.planner_prompts()
     prompts = list(server.prompts)
     return {"num_ctx": num_ctx, "min": min(shares), "median": statistics.median(shares),
-            "steps": min(steps) if steps else 0.0, "every": statistics.median(p.cached_share for p in planner[1:]),
+            "steps": min(steps) if steps else 0.0,
+            "every": statistics.median(p.cached_share for p in planner[1:]),
             "evaluated": sum(p.evaluated for p in prompts) / TURNS,
             "whole": sum(p.rendered_tokens for p in prompts) / TURNS,
             "summaries": len(server.summarizer_prompts())}
 
 
-def served_reuse_figures(host: str, model: str, turns: int, timeout_s: float, reply_tokens: int) -> dict[str, float]:
-    """The conversation of ``turns`` turns on a real OpenAI-compatible server, its replies the model's own (at most
-    ``reply_tokens`` tokens): the share of each planner prompt the server took from its cache (its own counts),
-    and the test server's reckoning of the same prompts."""
+def served_reuse_figures(host: str, model: str, turns: int, timeout_s: float,
+                         reply_tokens: int) -> dict[str, float]:
+    """The conversation of ``turns`` turns on a real OpenAI-compatible server, its replies the model's own (at
+    most ``reply_tokens`` tokens): the share of each planner prompt the server took from its cache (its own
+    counts), and the test server's reckoning of the same prompts."""
     from tqdm import tqdm
 
     from core.engine import Engine
@@ -212,7 +235,8 @@ def served_reuse_figures(host: str, model: str, turns: int, timeout_s: float, re
     return {"num_ctx": num_ctx, "pairs": len(pairs), "min": min(real[i] for i in pairs) if pairs else 0.0,
             "median": statistics.median(real[i] for i in pairs) if pairs else 0.0,
             "every": statistics.median(real[i] for i in planner) if planner else 0.0,
-            "scripted_every": statistics.median(scripted[i].cached_share for i in planner) if planner else 0.0,
+            "scripted_every": statistics.median(scripted[i].cached_share for i in planner) if planner
+            else 0.0,
             "steps": min(steps) if steps else float("nan"), "step_count": len(steps),
             "scripted_median": statistics.median(scripted[i].cached_share for i in pairs) if pairs else 0.0,
             "evaluated": sum(c.usage.get("evaluated_tokens", 0) for c in calls) / turns,
@@ -229,14 +253,16 @@ def _share(usage: dict[str, int]) -> float:
 
 def served_reuse_rows(host: str, model: str, turns: int, timeout_s: float,
                       reply_tokens: int) -> tuple[list[tuple[str, str, str]], bool]:
-    """The rows of :func:`served_reuse_figures`, and whether the steps of a run and the pairs met the target."""
+    """The rows of :func:`served_reuse_figures`, and whether the steps of a run and the pairs met the
+    target."""
     f = served_reuse_figures(host, model, turns, timeout_s, reply_tokens)
     label = f"{model} (window {f['num_ctx']})"
     steps = "none" if f["step_count"] == 0 else f"{f['steps']:.1%}"
     rows = [
         (f"prompt cache share, {label}: steps of a run, min", steps,
          f">= {REUSE_TARGET:.0%} ({f['step_count']} steps: the model's own tool calls)"),
-        (f"prompt cache share, {label}: every pair, min", f"{f['min']:.1%}", f"(reported; {f['pairs']} pairs)"),
+        (f"prompt cache share, {label}: every pair, min", f"{f['min']:.1%}",
+         f"(reported; {f['pairs']} pairs)"),
         (f"prompt cache share, {label}: every pair, median", f"{f['median']:.1%}",
          f">= {REUSE_TARGET:.0%} (test server, same prompts: {f['scripted_median']:.1%})"),
         (f"prompt cache share, {label}: every planner prompt, median", f"{f['every']:.1%}",
@@ -244,7 +270,8 @@ def served_reuse_rows(host: str, model: str, turns: int, timeout_s: float,
         (f"tokens from the cache per turn, {label}", f"{f['cached']:.0f}",
          f"(server's count; test server: {f['scripted_cached']:.0f})"),
         (f"tokens evaluated per turn, {label}", f"{f['evaluated']:.0f}",
-         f"(of {f['whole']:.0f} sent; test server: {f['scripted_evaluated']:.0f}; {f['summaries']} summary calls, "
+         f"(of {f['whole']:.0f} sent; test server: {f['scripted_evaluated']:.0f}; {f['summaries']} summary "
+         f"calls, "
          f"{f['done']} of {turns} runs done, replies <= {reply_tokens} tokens)"),
     ]
     met = (f["step_count"] == 0 or f["steps"] >= REUSE_TARGET) and f["median"] >= REUSE_TARGET
@@ -262,7 +289,8 @@ def reuse_rows(model: str) -> tuple[list[tuple[str, str, str]], bool]:
             (f"prompt cache share, {label}: steps of a run, min", f"{figures['steps']:.1%}",
              f">= {REUSE_TARGET:.0%}"),
             (f"prompt cache share, {label}: every pair, min", f"{figures['min']:.1%}", "(reported)"),
-            (f"prompt cache share, {label}: every pair, median", f"{figures['median']:.1%}", f">= {REUSE_TARGET:.0%}"),
+            (f"prompt cache share, {label}: every pair, median", f"{figures['median']:.1%}",
+             f">= {REUSE_TARGET:.0%}"),
             (f"prompt cache share, {label}: every planner prompt, median", f"{figures['every']:.1%}",
              "(reported: a summary call between takes the one slot)"),
             (f"tokens evaluated per turn, {label}", f"{figures['evaluated']:.0f}",
@@ -272,11 +300,13 @@ def reuse_rows(model: str) -> tuple[list[tuple[str, str, str]], bool]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--turns", type=int, default=20, help="offline turns to time (default 20)")
-    parser.add_argument("--window-turns", type=int, default=20, help="turns measured against prompt_eval_count")
+    parser.add_argument("--window-turns", type=int, default=20,
+                        help="turns measured against prompt_eval_count")
     parser.add_argument("--backend", choices=("ollama", "openai"), default="ollama",
                         help="the API of the server at --host (default ollama)")
     parser.add_argument("--host", default="", help="a real server (default: the test server)")
@@ -285,10 +315,12 @@ def main() -> int:
     parser.add_argument("--conversation-turns", type=int, default=42,
                         help="turns of the conversation told to a real OpenAI-compatible server (default 42)")
     parser.add_argument("--reply-tokens", type=int, default=64,
-                        help="most tokens of a reply from a real server (max_tokens; default 64): the figures are "
+                        help="most tokens of a reply from a real server (max_tokens; default 64): the "
+                             "figures are "
                              "about prompts, and a small model may write until its window is full")
     parser.add_argument("--timeout-s", type=float, default=600.0,
-                        help="llm.timeout_s for a real server: seconds a reply may take (default 600: a small "
+                        help="llm.timeout_s for a real server: seconds a reply may take (default 600: a "
+                             "small "
                              "machine evaluates a long prompt slowly)")
     args = parser.parse_args()
     rng = random.Random(7)
@@ -338,12 +370,14 @@ def main() -> int:
     learned = statistics.mean(abs(r.error) for r in reports[len(reports) // 2:])
     model = "test server tokenizer" if not args.host else f"{args.model} at {args.host}"
     rows = [
-        (f"planner prompt build p50, {args.messages}-message session", f"{p50:.2f} ms", f"<= {OVERHEAD_TARGET_MS} ms"),
+        (f"planner prompt build p50, {args.messages}-message session", f"{p50:.2f} ms",
+         f"<= {OVERHEAD_TARGET_MS} ms"),
         ("planner prompt build p95", f"{p95:.2f} ms", "(reported)"),
         (f"estimate error of chars/4 ({model})", f"{quarter:.1%}", "(mean |err| over every prompt)"),
         ("estimate error, first prompt", f"{first:.1%}", "(3 chars/token before learning)"),
         ("estimate error after learning (mean |err|, 2nd half)", f"{learned:.1%}", "<= 10%"),
-        ("learned characters per token", f"{window.chars_per_token:.2f}", f"(window {window.num_ctx} tokens)"),
+        ("learned characters per token", f"{window.chars_per_token:.2f}",
+         f"(window {window.num_ctx} tokens)"),
     ]
     reused = True
     if not args.no_reuse and not args.host:

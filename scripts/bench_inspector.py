@@ -3,7 +3,8 @@
 Builds (or reuses, with --home) an agent through the public memory API: 100,000 LOG.md
 entries in runs of about 50 (tool calls, thoughts, steps, some errors and interrupted
 runs), compacted automatically at the default thresholds (about 1,000 archives,
-deterministic summaries), and one LCM conversation of 10,000 messages compacted as it grew. Then it measures, server side and over HTTP on 127.0.0.1:
+deterministic summaries), and one LCM conversation of 10,000 messages compacted as it grew. Then it measures,
+server side and over HTTP on 127.0.0.1:
 
 - the first view of the agent (``/api/agents/<name>``: NOW, sizes, facts, runs, newest
   timeline page, notes, conversations, compactions), from a fresh server and warm, and the
@@ -69,16 +70,31 @@ def build_log(home: Path, entries: int) -> None:
 
 def _run(run_no: int, rng: random.Random):
     run_id = f"run{run_no:05d}"
-    yield "RUN_START", f"Task {run_no}: analyse the portfolio data set {run_no % 37} and report", {"run_id": run_id}
+    yield (
+        "RUN_START",
+        f"Task {run_no}: analyse the portfolio data set {run_no % 37} and report",
+        {"run_id": run_id},
+    )
     for step in range(rng.randint(4, 8)):
         tool = rng.choice(TOOLS)
         yield "STEP_START", f"Step {step}: {tool}", {"run_id": run_id}
-        yield "TOOL_USE", f"{tool}(path='data/set{run_no % 37}/part{step}.csv') -> {rng.randint(1, 900)} rows read; " \
-            "columns date, ticker, close, volume", {"run_id": run_id, "tool": tool, "args": {"step": step}}
-        yield "THOUGHT", f"Part {step} of set {run_no % 37} looks consistent; the mean close is {rng.random() * 100:.2f}", \
-            {"run_id": run_id}
+        yield (
+            "TOOL_USE",
+            f"{tool}(path='data/set{run_no % 37}/part{step}.csv') -> {rng.randint(1, 900)} rows read; "
+            "columns date, ticker, close, volume",
+            {"run_id": run_id, "tool": tool, "args": {"step": step}},
+        )
+        yield (
+            "THOUGHT",
+            f"Part {step} of set {run_no % 37} looks consistent; the mean close is {rng.random() * 100:.2f}",
+            {"run_id": run_id},
+        )
         if rng.random() < 0.03:
-            yield "ERROR", f"{tool} failed: FileNotFoundError data/set{run_no % 37}/part{step}.csv", {"run_id": run_id}
+            yield (
+                "ERROR",
+                f"{tool} failed: FileNotFoundError data/set{run_no % 37}/part{step}.csv",
+                {"run_id": run_id},
+            )
         yield "STEP_END", f"Step {step} done", {"run_id": run_id}
     if run_no % 50 != 0:  # every 50th run is killed: RUN_START without RUN_END
         yield "RUN_END", "done", {"run_id": run_id, "outcome": "error" if rng.random() < 0.05 else "done"}
@@ -86,7 +102,8 @@ def _run(run_no: int, rng: random.Random):
 
 def build_conversation(home: Path, messages: int) -> None:
     """One LCM conversation of ``messages`` messages, compacted as it grew."""
-    provider = open_provider("lcm", home / AGENT / "memory" / "memory.db", summarizer=DeterministicSummarizer())
+    provider = open_provider("lcm", home / AGENT / "memory" / "memory.db",
+                             summarizer=DeterministicSummarizer())
     try:
         session = Session(f"{AGENT}:cli:main", agent_id=AGENT, user_id="ada", channel="cli")
         provider.bootstrap(session)
@@ -106,7 +123,8 @@ def uncompacted_copy(home: Path, target: Path) -> None:
     shutil.copytree(home / AGENT, target / AGENT)
     memory = target / AGENT / "memory"
     archives = sorted(memory.glob("archive/LOG-*.md"), key=lambda p: int(p.stem.split("-")[1]))
-    lines = [line for path in [*archives, memory / "LOG.md"] for line in path.read_bytes().splitlines(keepends=True)
+    lines = [line for path in [*archives,
+                               memory / "LOG.md"] for line in path.read_bytes().splitlines(keepends=True)
              if line.startswith(b"- ")]
     (memory / "LOG.md").write_bytes(lines_header() + b"".join(lines))
     shutil.rmtree(memory / "archive")
@@ -135,7 +153,8 @@ class Client:
         elapsed = (time.perf_counter() - started) * 1000
         if response.status != 200:
             raise RuntimeError(f"{path}: {response.status} {body[:200]!r}")
-        data = json.loads(body) if response.getheader("Content-Type", "").startswith("application/json") else {}
+        data = json.loads(body) if response.getheader("Content-Type",
+                                                      "").startswith("application/json") else {}
         return data.get("server_ms", 0.0), elapsed, data
 
 
@@ -166,10 +185,12 @@ def measure(home: Path, label: str, samples: int) -> list[tuple[str, str, str]]:
     api = f"/api/agents/{AGENT}"
     first_server, first_trip, overview = client.get(api)
     page_trip = sum(client.get(path)[1] for path in ("/", "/static/app.css", "/static/app.js", "/api/agents"))
-    rows.append((f"{label}: first view, fresh server", f"{first_server:.1f} ms server ({first_trip:.1f} ms HTTP;"
+    rows.append((f"{label}: first view, fresh server",
+                 f"{first_server:.1f} ms server ({first_trip:.1f} ms HTTP;"
                  f" page, assets and agent list +{page_trip:.1f} ms)", "<= 300 ms server"))
     warm_server, warm_trip = timed(client, [api] * 20)
-    rows.append((f"{label}: first view, warm p50 / p95", f"{p(warm_server, .5):.1f} / {p(warm_server, .95):.1f} ms"
+    rows.append((f"{label}: first view, warm p50 / p95",
+                 f"{p(warm_server, .5):.1f} / {p(warm_server, .95):.1f} ms"
                  f" server ({p(warm_trip, .5):.1f} ms HTTP)", "<= 300 ms server"))
     newest = overview["timeline"]["newest_seq"]
     rng = random.Random(11)
@@ -192,14 +213,17 @@ def measure(home: Path, label: str, samples: int) -> list[tuple[str, str, str]]:
     s, t = timed(client, [f"{api}/now/versions"] * 20)
     rows.append((f"{label}: NOW.md's versions (first page) p50", f"{p(s, .5):.1f} ms server", "<= 50 ms"))
     s, t = timed(client, [f"{api}/log?after={newest - 3}"] * samples)
-    rows.append((f"{label}: live update (entries after the newest shown) p50", f"{p(s, .5):.1f} ms server", "-"))
-    for name, word in (("search, frequent word", "consistent"), ("search, word in one old entry", "Task%201:")):
+    rows.append((f"{label}: live update (entries after the newest shown) p50", f"{p(s, .5):.1f} ms server",
+                 "-"))
+    for name, word in (("search, frequent word", "consistent"),
+                       ("search, word in one old entry", "Task%201:")):
         s, t = timed(client, [f"{api}/log?q={word}"] * 5)
         rows.append((f"{label}: {name} p50", f"{p(s, .5):.1f} ms server", "-"))
     if overview["conversations"]:
         conv = overview["conversations"][0]
         s, t, detail = client.get(f"{api}/conversations/{conv['id']}")
-        rows.append((f"{label}: conversation of {conv['messages']:,} msgs (DAG tops + 50 msgs)", f"{s:.1f} ms server",
+        rows.append((f"{label}: conversation of {conv['messages']:,} msgs (DAG tops + 50 msgs)",
+                     f"{s:.1f} ms server",
                      "-"))
         s, _, _ = client.get(f"{api}/summaries/{detail['roots'][0]['id']}")
         rows.append((f"{label}: expand a summary", f"{s:.1f} ms server", "-"))
@@ -209,11 +233,14 @@ def measure(home: Path, label: str, samples: int) -> list[tuple[str, str, str]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entries", type=int, default=100_000, help="LOG.md entries (default 100,000)")
     parser.add_argument("--messages", type=int, default=10_000, help="conversation messages (default 10,000)")
-    parser.add_argument("--samples", type=int, default=200, help="timeline pages measured per kind (default 200)")
-    parser.add_argument("--home", type=Path, help="agents home to build in and reuse (default: a temporary one)")
+    parser.add_argument("--samples", type=int, default=200,
+                        help="timeline pages measured per kind (default 200)")
+    parser.add_argument("--home", type=Path,
+                        help="agents home to build in and reuse (default: a temporary one)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     os.environ["OLLAMA_HOST"] = "http://127.0.0.1:9"  # nothing listens: see CONFIG

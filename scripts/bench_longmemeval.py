@@ -27,8 +27,8 @@ words) and plain cosine of all-MiniLM-L6-v2 embeddings of the bare turn texts. E
     python scripts/bench_longmemeval.py --json out.json       # the whole dev half: the decision set
     python scripts/bench_longmemeval.py --types temporal-reasoning,multi-session --data other.json.xz
     python scripts/bench_longmemeval.py --limit 72 --cache-dir /tmp/lme --build-only --shard 0/2 &  # and 1/2
-    python scripts/bench_longmemeval.py --limit 72 --cache-dir /tmp/lme    # then each ranking change: recalls only
-    python scripts/bench_longmemeval.py --backend ollama --host http://127.0.0.1:11434 --model qwen2.5:7b
+    python scripts/bench_longmemeval.py --limit 72 --cache-dir /tmp/lme    # then each ranking change: recalls
+    only python scripts/bench_longmemeval.py --backend ollama --host http://127.0.0.1:11434 --model qwen2.5:7b
 
 With ``--backend/--host/--model`` each haystack is also reflected on (docs/memory.md, "Memory that learns")
 before its question is asked: a learned fact or event that recall returns stands for the turns it was
@@ -63,7 +63,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-DATA = next((p / "shared" / "data" / "longmemeval_s_dev.json.xz" for p in Path(__file__).resolve().parents[2:4]
+DATA = next((p / "shared" / "data" / "longmemeval_s_dev.json.xz"
+             for p in Path(__file__).resolve().parents[2:4]
              if (p / "shared" / "data" / "longmemeval_s_dev.json.xz").exists()),
             Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval_s_dev.json.xz")
 TURN_KS = (5, 10, 20)
@@ -101,7 +102,8 @@ def choose(questions: list[dict], types: list[str] | None, limit: int | None) ->
 
 
 def user_turns(question: dict) -> list[dict]:
-    """The haystack's user turns: ``{key, text, session, date, evidence}`` (key: session id and turn index)."""
+    """The haystack's user turns: ``{key, text, session, date, evidence}`` (key: session id and turn
+    index)."""
     turns = []
     for session, date, turns_of in zip(question["haystack_session_ids"], question["haystack_dates"],
                                        question["haystack_sessions"]):
@@ -117,7 +119,8 @@ def user_turns(question: dict) -> list[dict]:
 # -- the three systems -----------------------------------------------------------------------------------
 
 STORE_PATH = ("core/memory/recall/sources.py", "core/memory/recall/docs.py", "core/memory/recall/index.py",
-              "core/memory/recall/store.py", "core/memory/recall/vector_indexer.py", "core/memory/recall/when.py",
+              "core/memory/recall/store.py", "core/memory/recall/vector_indexer.py",
+              "core/memory/recall/when.py",
               "core/memory/recall/lance_table.py", "core/llm/embedding/embedders.py",
               "core/llm/embedding/minilm_onnx.py", "core/llm/embedding/minilm_graph.py",
               "core/llm/embedding/token_batches.py")
@@ -191,7 +194,9 @@ def ours(question: dict, turns: list[dict], timing: dict, cache: Path | None) ->
     with tempfile.TemporaryDirectory() as scratch:
         home = (cache / store_version() if cache else Path(scratch)) / question["question_id"]
         if REFLECT:
-            home = home.with_name(f"{home.name}.reflect-{re.sub(r'[^a-z0-9.]+', '-', REFLECT['model'].lower())}")
+            home = home.with_name(
+                f"{home.name}.reflect-{re.sub(r'[^a-z0-9.]+', '-', REFLECT['model'].lower())}"
+            )
         built = build(question, turns, home)
         timing["store_ms"].append(built["store_ms"])
         timing["vectors_ms"].append(built["vectors_ms"])
@@ -205,7 +210,8 @@ def ours(question: dict, turns: list[dict], timing: dict, cache: Path | None) ->
         keys[memory_id].append(turn["key"])
     ranked: list[tuple] = []
     for hit in hits:  # a learned fact or event stands for the turns it was learned from
-        sources = (hit["metadata"].get("extracted") or {}).get("sources") if hit["kind"] in ("fact", "event") else None
+        sources = (hit["metadata"].get("extracted")
+                   or {}).get("sources") if hit["kind"] in ("fact", "event") else None
         found = [k for s in sources for k in keys.get(s, [])] if sources else keys.get(hit["id"], [])
         ranked += [k for k in found if k not in ranked] or [("other", hit["id"])]
     return ranked[:DEPTH], len(hits)
@@ -292,12 +298,14 @@ def table(rows: list[tuple[str, dict]]) -> dict[str, dict[str, float]]:
         means = {c: statistics.mean(v) if (v := [r[c] for r in chosen if r[c] is not None]) else None
                  for c in COLUMNS + ALL_COLUMNS}  # None: no question of the type has user evidence turns
         counts = {c: int(sum(r[c] for r in chosen)) for c in SHORT_COLUMNS}
-        out[kind] = {"n": len(chosen), "n_turn": sum(r["turn@5"] is not None for r in chosen), **means, **counts}
+        out[kind] = {"n": len(chosen), "n_turn": sum(r["turn@5"] is not None for r in chosen), **means,
+                     **counts}
     return out
 
 
 def print_table(name: str, figures: dict) -> None:
-    for title, columns in ((name, COLUMNS), (f"{name}: recall_all (every evidence turn or answer session in the "
+    for title, columns in ((name, COLUMNS),
+                           (f"{name}: recall_all (every evidence turn or answer session in the "
                                              "top k) and questions with fewer than k results",
                                              ALL_COLUMNS + SHORT_COLUMNS)):
         print(f"\n{title}")
@@ -331,7 +339,8 @@ def run(questions: list[dict], cache: Path | None = None, build_only: bool = Fal
         row = {"id": question["question_id"], "type": kind}
         for name, (ranked, returned) in (("agentos", ours(question, turns, timing, cache)),
                                          ("bm25", (found := bm25(question, turns), len(found))),
-                                         ("minilm", (found := minilm(question, turns, embedder, cache), len(found)))):
+                                         ("minilm",
+                                          (found := minilm(question, turns, embedder, cache), len(found)))):
             row[name] = scores(question, turns, ranked, returned)
             rows[name].append((kind, row[name]))
         per_question.append(row)
@@ -357,7 +366,8 @@ def main(argv: list[str] | None = None) -> int:
                              "only the recalls")
     parser.add_argument("--build-only", action="store_true", help="fill --cache-dir and stop")
     parser.add_argument("--shard", help="I/N: run every Nth of the chosen questions from the Ith (0-based)")
-    parser.add_argument("--backend", help="reflect on each haystack with this backend (e.g. ollama), so that what "
+    parser.add_argument("--backend",
+                        help="reflect on each haystack with this backend (e.g. ollama), so that what "
                                           "the model learns is recalled too (needs a model server)")
     parser.add_argument("--host", help="the model server's address (with --backend)")
     parser.add_argument("--model", help="the model to reflect with (with --backend)")

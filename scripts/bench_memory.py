@@ -122,7 +122,8 @@ def print_table(results, entries: int, runs: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entries", type=int, default=10_000, help="LOG.md entries before measuring")
     parser.add_argument("--runs", type=int, default=500, help="calls per operation")
     parser.add_argument("--home", type=Path, help="agents home to use (default: a temporary folder)")

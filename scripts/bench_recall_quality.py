@@ -65,7 +65,9 @@ def run_system(conversations, tuning=None, min_score: float = 0.0, collect=None,
     ranked, latencies, store_rates, single_ms = [], [], [], []
     with tempfile.TemporaryDirectory() as home, _storage() as storage:
         os.environ["AGENTOS_HOME"] = home
-        Path(home, "config.yaml").write_text(f"llm: {{backend: offline}}\nmemory: {{auto_compact: false}}\n{storage}")
+        Path(home, "config.yaml").write_text(
+            f"llm: {{backend: offline}}\nmemory: {{auto_compact: false}}\n{storage}"
+        )
         for n, conv in enumerate(conversations):
             manager = MemoryManager(f"conv{n}")
             if tuning is not None:
@@ -163,7 +165,8 @@ def metrics(conversations, ranked):
         chosen = [(q, r) for q, r in zip(questions, ranked) if kind in ("overall", q.kind)]
         row = {}
         for k in KS:
-            row[f"R@{k}"] = 100 * statistics.mean(len(set(q.evidence) & set(r[:k])) / len(q.evidence) for q, r in chosen)
+            row[f"R@{k}"] = 100 * statistics.mean(len(set(q.evidence) & set(r[:k])) / len(q.evidence) for q,
+                                                  r in chosen)
         row["MRR"] = statistics.mean(next((1 / (i + 1) for i, d in enumerate(r) if d in q.evidence), 0.0)
                                      for q, r in chosen)
         row["n"] = len(chosen)
@@ -175,7 +178,8 @@ def print_table(name, table):
     print(f"\n{name}")
     print(f"{'kind':<12} {'n':>4} {'R@5':>6} {'R@10':>6} {'R@20':>6} {'MRR':>6}")
     for kind, row in table.items():
-        print(f"{kind:<12} {row['n']:>4} {row['R@5']:>6.1f} {row['R@10']:>6.1f} {row['R@20']:>6.1f} {row['MRR']:>6.3f}")
+        print(f"{kind:<12} {row['n']:>4} {row['R@5']:>6.1f} {row['R@10']:>6.1f} {row['R@20']:>6.1f} "
+              f"{row['MRR']:>6.3f}")
 
 
 # -- fitting the ranking's weights -------------------------------------------------------------------------

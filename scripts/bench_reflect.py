@@ -53,9 +53,11 @@ def home_with(config: str) -> str:
 
 
 def config(num_ctx: int, timeout_s: float = 2.0, batch: int = 40) -> str:
-    return (f"cold: {{embedder: fake}}\nmemory: {{auto_compact: false}}\n"
-            f"llm: {{backend: ollama, model: {MODEL}, num_ctx: {num_ctx}}}\n"
-            f"reflect: {{enabled: 'true', timeout_s: {timeout_s}, interval_s: 3600, batch_entries: {batch}}}\n")
+    return (
+        f"cold: {{embedder: fake}}\nmemory: {{auto_compact: false}}\n"
+        f"llm: {{backend: ollama, model: {MODEL}, num_ctx: {num_ctx}}}\n"
+        f"reflect: {{enabled: 'true', timeout_s: {timeout_s}, interval_s: 3600, batch_entries: {batch}}}\n"
+    )
 
 
 def reflect_corpus(server: ScriptedOllama, model: ReflectingModel, entries: int, num_ctx: int, seed: int,
@@ -153,13 +155,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'  replies unusable (asked again, split or quarantined)':<58} "
               f"{100 * figures['failed'] / figures['calls']:>9.1f}%")
         print(f"{'  values rejected (not in their entries)':<58} {figures['rejected']:>10}")
-        print(f"{'  stated facts lost (neither learned nor quarantined)':<58} {figures['lost']:>10} {'0':>10}")
+        print(f"{'  stated facts lost (neither learned nor quarantined)':<58} {figures['lost']:>10} "
+              f"{'0':>10}")
         print(f"{'  learned after one retry with a model that answers well':<58} "
               f"{100 * figures['after_retry'] / stated:>9.1f}% {'100%':>10}")
     ratio = cost["held"] / cost["idle"]
     print(f"\nthe cost a turn pays (append_log + update_now, {args.turns} each)")
     print(f"{'  p50 / p99 with reflection idle (ms)':<58} {cost['idle']:>5.2f} / {cost['idle_p99']:.2f}")
-    print(f"{'  p50 / p99 while a reflection call hangs (ms)':<58} {cost['held']:>5.2f} / {cost['held_p99']:.2f}")
+    print(f"{'  p50 / p99 while a reflection call hangs (ms)':<58} {cost['held']:>5.2f} / "
+          f"{cost['held_p99']:.2f}")
     print(f"{'  ratio of the p50s':<58} {ratio:>10.2f} {'<= ' + str(TURN_COST_TARGET):>10}")
     print(f"{'  reflect_soon() itself (ms)':<58} {cost['reflect_soon_ms']:>10.3f}")
     ok = (rate >= THROUGHPUT_TARGET and calls <= CALLS_TARGET and ratio <= TURN_COST_TARGET

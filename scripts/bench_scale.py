@@ -49,8 +49,10 @@ ASSEMBLE_TARGET_MS = 5.0
 
 def make_turn(n: int, tag: str = "") -> list[Message]:
     return [
-        Message("user", f"{tag}Turn {n}: please check the deployment of service s{n % 97} and report the errors."),
-        Message("assistant", f"Service s{n % 97} deployed at step {n}. Two warnings, no errors. Logs in /var/log/s{n}."),
+        Message("user",
+                f"{tag}Turn {n}: please check the deployment of service s{n % 97} and report the errors."),
+        Message("assistant",
+                f"Service s{n % 97} deployed at step {n}. Two warnings, no errors. Logs in /var/log/s{n}."),
     ]
 
 
@@ -111,7 +113,8 @@ def append_rate(target: Target, processes: int, seconds: float) -> float:
     target.provider().close()  # the database created and migrated before the processes race to open it
     context = multiprocessing.get_context("spawn")
     start, results = context.Event(), context.Queue()
-    workers = [context.Process(target=_appender, args=(target, n, start, seconds, results)) for n in range(processes)]
+    workers = [context.Process(target=_appender,
+                               args=(target, n, start, seconds, results)) for n in range(processes)]
     for worker in workers:
         worker.start()
     time.sleep(2.0 + 0.5 * processes)  # every worker imported and connected
@@ -148,7 +151,8 @@ def _bulk_sqlite(target: Target, first_conv: int, conversations: int, now: str) 
     for conv, messages in tqdm(_rows(first_conv, conversations, now), total=conversations, desc="SQLite load",
                                unit="conv", leave=False):
         with db.transaction():
-            conn.execute("INSERT INTO ctx_conversations (id, session_id, created_at, last_active) VALUES (?, ?, ?, ?)",
+            conn.execute("INSERT INTO ctx_conversations (id, session_id, created_at, last_active) VALUES (?, "
+                         "?, ?, ?)",
                          (conv, f"bulk:{conv}", now, now))
             conn.executemany("INSERT INTO ctx_messages (id, conversation_id, seq, role, content, token_count,"
                              " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", messages)
@@ -161,7 +165,8 @@ def _bulk_postgres(target: Target, first_conv: int, conversations: int, now: str
     db = target.database()
     with db.connection() as raw:
         with raw.transaction(), raw.cursor() as cursor:
-            with cursor.copy("COPY ctx_conversations (id, session_id, created_at, last_active) FROM STDIN") as copy:
+            with cursor.copy("COPY ctx_conversations (id, session_id, created_at, last_active) FROM "
+                             "STDIN") as copy:
                 for conv in range(first_conv, first_conv + conversations):
                     copy.write_row((-conv, f"bulk:{conv}", now, now))
         for conv, rows in tqdm(_rows(first_conv, conversations, now), total=conversations,
@@ -199,7 +204,8 @@ def measured_conversation(target: Target) -> tuple[LCMProvider, Session]:
     return provider, session
 
 
-def growth(target: Target, sizes: list[int], seconds: float, runs: int) -> list[tuple[int, float, float, float]]:
+def growth(target: Target, sizes: list[int], seconds: float,
+           runs: int) -> list[tuple[int, float, float, float]]:
     """At each stored size: (messages, load seconds, one process's turns/s, assemble p50 ms)."""
     provider, session = measured_conversation(target)
     stored, rows = 0, []
@@ -251,7 +257,8 @@ def main() -> int:
 
 
 def report(folder: Path, dsn: str, sizes: list[int], seconds: float, runs: int) -> None:
-    print(f"append throughput ({seconds:g} s each, turns of 2 messages, one conversation a process)", file=sys.stderr)
+    print(f"append throughput ({seconds:g} s each, turns of 2 messages, one conversation a process)",
+          file=sys.stderr)
     rates: dict[tuple[str, int], float] = {}
     for kind in ("sqlite", "postgres"):
         for processes in (1, 4, 8):
@@ -261,7 +268,8 @@ def report(folder: Path, dsn: str, sizes: list[int], seconds: float, runs: int) 
                 rates[kind, processes] = append_rate(target, processes, seconds)
             finally:
                 target.drop()
-            print(f"  {kind:10} {processes} process(es): {rates[kind, processes]:,.0f} turns/s", file=sys.stderr)
+            print(f"  {kind:10} {processes} process(es): {rates[kind, processes]:,.0f} turns/s",
+                  file=sys.stderr)
     print("growth of the stored messages", file=sys.stderr)
     grown = {}
     for kind in ("sqlite", "postgres"):
@@ -277,12 +285,15 @@ def report(folder: Path, dsn: str, sizes: list[int], seconds: float, runs: int) 
     for processes in (1, 4, 8):
         print(f"| {processes} | {rates['sqlite', processes]:,.0f} | {rates['postgres', processes]:,.0f} |")
     print("\n| stored messages | SQLite load s | SQLite turns/s | SQLite assemble p50 ms "
-          "| PostgreSQL load s | PostgreSQL turns/s | PostgreSQL assemble p50 ms |\n|---|---|---|---|---|---|---|")
+          "| PostgreSQL load s | PostgreSQL turns/s | PostgreSQL assemble p50 ms "
+          "|\n|---|---|---|---|---|---|---|")
     for (size, s_load, s_rate, s_p50), (_, p_load, p_rate, p_p50) in zip(grown["sqlite"], grown["postgres"]):
-        print(f"| {size:,} | {s_load:.0f} | {s_rate:,.0f} | {s_p50:.2f} | {p_load:.0f} | {p_rate:,.0f} | {p_p50:.2f} |")
+        print(f"| {size:,} | {s_load:.0f} | {s_rate:,.0f} | {s_p50:.2f} | {p_load:.0f} | {p_rate:,.0f} | "
+              f"{p_p50:.2f} |")
     print(f"\nPostgreSQL 8 processes / SQLite 1 process: {ratio:.2f}x (target >= {APPEND_TARGET:g}x) "
           f"{'MET' if ratio >= APPEND_TARGET else 'NOT MET'}")
-    print(f"PostgreSQL assemble p50 at {largest[0]:,} messages: {largest[3]:.2f} ms (target <= {ASSEMBLE_TARGET_MS:g} ms) "
+    print(f"PostgreSQL assemble p50 at {largest[0]:,} messages: {largest[3]:.2f} ms (target <= "
+          f"{ASSEMBLE_TARGET_MS:g} ms) "
           f"{'MET' if largest[3] <= ASSEMBLE_TARGET_MS else 'NOT MET'}")
 
 

@@ -41,7 +41,8 @@ def build(archives: int, per_archive: int, notes: int, messages: int) -> None:
                 manager.append_log("TOOL_USE", f"{text} {VALUE}" if n == 0 else text)
             manager.compact_log()
         for n in tqdm(range(notes), desc="notes", file=sys.stderr):
-            manager.store_memory(f"note {n}: the report goes out on Fridays" + (f" {VALUE}" if n % 500 == 0 else ""))
+            manager.store_memory(f"note {n}: the report goes out on Fridays"
+                                 + (f" {VALUE}" if n % 500 == 0 else ""))
         provider = SimpleProvider(manager.paths.db_file)
         session = Session("finn:main", "finn", "local", "cli")
         for n in tqdm(range(0, messages, 2), desc="messages", file=sys.stderr):
@@ -55,7 +56,8 @@ def timed_save(value: str, key: str) -> tuple[float, object]:
 
     with MemoryManager("finn") as manager:
         store = manager.cold.store()
-        store.table, store.embedder.embed(["warm up"])  # importing LanceDB and loading the model are not the scrub's cost
+        # importing LanceDB and loading the model are not the scrub's cost
+        store.table, store.embedder.embed(["warm up"])
         start = time.perf_counter()
         manager.save_fact(key, value, "secret")
         elapsed = time.perf_counter() - start
@@ -64,7 +66,8 @@ def timed_save(value: str, key: str) -> tuple[float, object]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--archives", type=int, default=20)
     parser.add_argument("--entries-per-archive", type=int, default=100)
     parser.add_argument("--notes", type=int, default=2000)
@@ -73,7 +76,8 @@ def main() -> int:
     args = parser.parse_args()
     home = args.home or Path(tempfile.mkdtemp(prefix="bench-scrub-"))
     os.environ["AGENTOS_HOME"] = str(home)
-    (home / "config.yaml").write_text("llm:\n  backend: offline\nmemory:\n  compact_summarizer: deterministic\n")
+    (home / "config.yaml").write_text("llm:\n  backend: offline\nmemory:\n  compact_summarizer: "
+                                      "deterministic\n")
     build(args.archives, args.entries_per_archive, args.notes, args.messages)
     size = sum(p.stat().st_size for p in (home / "finn" / "memory").rglob("*") if p.is_file())
     print(f"agent: {args.archives} archives of {args.entries_per_archive} entries, {args.notes} notes, "

@@ -37,12 +37,17 @@ def main() -> int:
     with MemoryManager("researcher") as researcher, MemoryManager("writer") as writer:
         Space.create("research", {"researcher": "read-write", "writer": "read-only"})
         for n in range(args.published):
-            researcher.publish("research", f"finding {n}: kelp forest {n % 37} shelters otters and urchins {n % 11}")
-        writer.store_memories([f"draft note {n}: the article's section {n % 13} on kelp" for n in range(args.own)])
+            researcher.publish("research",
+                               f"finding {n}: kelp forest {n % 37} shelters otters and urchins {n % 11}")
+        writer.store_memories([f"draft note {n}: the article's section {n % 13} on kelp"
+                               for n in range(args.own)])
         figures = timed(writer, args.repeat)
     for clock, (own, both) in figures.items():
-        print(f"{clock}: recall of its own memory p50 {statistics.median(own):.1f} ms, with the space "
-              f"{statistics.median(both):.1f} ms; the space added {statistics.median(b - o for o, b in zip(own, both)):.1f} ms")
+        print(
+            f"{clock}: recall of its own memory p50 {statistics.median(own):.1f} ms, with the space "
+            f"{statistics.median(both):.1f} ms; "
+            f"the space added {statistics.median(b - o for o, b in zip(own, both)):.1f} ms"
+        )
     return 0
 
 

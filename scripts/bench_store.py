@@ -10,7 +10,8 @@ then the same store as a command a person runs: a fresh process that starts the 
 AgentOS, loads the model, stores, waits for the vectors and exits, timed from outside.
 
     python scripts/bench_store.py                       # 240 turns, the target is <= 15 ms a turn
-    python scripts/bench_store.py --profile store.prof  # under cProfile, the vectors computed in the main thread
+    python scripts/bench_store.py --profile store.prof  # under cProfile, the vectors computed in the main
+    thread
 
 In the first figure the model is loaded (and the machine warmed) before the clock starts; the data is
 read from ``../shared/data/longmemeval_s_dev.json.xz`` beside the repository, never copied into it.
@@ -40,7 +41,8 @@ def haystack(path: Path, count: int) -> list[dict]:
     with lzma.open(path) as f:
         questions = json.loads(f.read())
     for question in questions:
-        items = [{"content": turn["content"], "metadata": {"speaker": "user", "date": date, "session": session}}
+        items = [{"content": turn["content"],
+                  "metadata": {"speaker": "user", "date": date, "session": session}}
                  for session, date, turns in zip(question["haystack_session_ids"], question["haystack_dates"],
                                                   question["haystack_sessions"])
                  for turn in turns if turn["role"] == "user" and turn["content"].strip()]
@@ -79,7 +81,8 @@ def store(items: list[dict], profiler: cProfile.Profile | None = None, warm: boo
                 raise SystemExit(f"the vectors were not computed: {manager.cold.background.last_error}")
             done, cpu = time.perf_counter(), time.process_time() - cpu
     per = 1000 / len(items)
-    return {"store_ms": (stored - began) * per, "vectors_ms": (done - stored) * per, "total_ms": (done - began) * per,
+    return {"store_ms": (stored - began) * per, "vectors_ms": (done - stored) * per,
+            "total_ms": (done - began) * per,
             "cpu_ms": cpu * per}
 
 
@@ -87,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA, help=f"the LongMemEval JSON (.xz), default {DATA}")
     parser.add_argument("--turns", type=int, default=240, help="user turns to store (default 240)")
-    parser.add_argument("--profile", type=Path, metavar="FILE", help="write a cProfile to FILE (the vectors computed in the main thread)")
+    parser.add_argument("--profile", type=Path, metavar="FILE",
+                        help="write a cProfile to FILE (the vectors computed in the main thread)")
     parser.add_argument("--items", type=Path, help=argparse.SUPPRESS)  # the fresh process's part: store these
     args = parser.parse_args(argv)
     if args.items:
@@ -100,9 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     figures = store(items, profiler)
     if profiler:
         profiler.dump_stats(args.profile)
-    print(f"{len(items)} turns ({sum(len(i['content']) for i in items) / len(items):.0f} characters on average), "
+    print(f"{len(items)} turns ({sum(len(i['content']) for i in items) / len(items):.0f} characters on "
+          f"average), "
           f"{os.cpu_count()} cores: store calls {figures['store_ms']:.1f} ms/turn, vectors "
-          f"{figures['vectors_ms']:.1f} ms/turn, in all {figures['total_ms']:.1f} ms/turn (target <= {TARGET_MS:g}); "
+          f"{figures['vectors_ms']:.1f} ms/turn, in all {figures['total_ms']:.1f} ms/turn (target <= "
+          f"{TARGET_MS:g}); "
           f"CPU {figures['cpu_ms']:.1f} ms/turn ({figures['cpu_ms'] / figures['total_ms']:.1f} cores busy); "
           f"load average {os.getloadavg()[0]:.1f}")
     if not profiler:
@@ -113,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def as_a_command(items: list[dict]) -> float:
-    """ms a turn of a fresh process that stores ``items`` (read from a JSON file) and exits, timed from outside."""
+    """ms a turn of a fresh process that stores ``items`` (read from a JSON file) and exits, timed from
+    outside."""
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch, "items.json")
         path.write_text(json.dumps(items), encoding="utf-8")

@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from recall_dialogue_data import (
-    ACTIVITIES, BOOK_ECHO, BOOK_TELLS, BOOKS, CHAT, CHATTER, CITIES, CLOSERS, FAMILY, FAMILY_ECHO, GREET_BACK, JOB_ECHO,
-    JOB_FIRST, JOB_LATER, JOBS, MOVE_ECHO, MOVE_TELLS, NAMES, OPENERS, PET_ECHO, PET_TELLS, PETS, PROMPTS, RELATIVE,
+    ACTIVITIES, BOOK_ECHO, BOOK_TELLS, BOOKS, CHAT, CHATTER, CITIES, CLOSERS, FAMILY, FAMILY_ECHO, GREET_BACK,
+    JOB_ECHO,
+    JOB_FIRST, JOB_LATER, JOBS, MOVE_ECHO, MOVE_TELLS, NAMES, OPENERS, PET_ECHO, PET_TELLS, PETS, PROMPTS,
+    RELATIVE,
     SMALL_TALK, TRIP_ECHO, TRIP_TELLS, TRIPS,
 )
 
@@ -134,7 +136,8 @@ class _Builder:
                 if mention == "remark" and told:
                     teller, topic = rng.choice(told)
                     keyword = ACTIVITIES[topic]["keyword"]
-                    turns.append((teller, rng.choice(CHAT).format(kw=keyword, t=b if teller == a else a), None))
+                    turns.append((teller, rng.choice(CHAT).format(kw=keyword, t=b if teller == a else a),
+                                  None))
                     turns.append((b if teller == a else a, self._small(teller), None))
                     continue
                 if not isinstance(mention, _Mention):
@@ -182,7 +185,10 @@ class _Builder:
 
 def _human_date(moment: datetime) -> str:
     hour = moment.hour % 12 or 12
-    return f"{hour}:{moment.minute:02d} {'am' if moment.hour < 12 else 'pm'} on {moment.day} {moment:%B}, {moment.year}"
+    return (
+        f"{hour}:{moment.minute:02d} {'am' if moment.hour < 12 else 'pm'} on {moment.day} {moment:%B}, "
+        f"{moment.year}"
+    )
 
 
 # -- what each person tells, and the questions about it -----------------------------------------------------
@@ -224,26 +230,31 @@ def _life(b: _Builder, person: str, picks: dict, sessions: int) -> None:
                                         TRIP_ECHO, fmt=fmt)))
     country, sight = picks["trips"][0]
     b.ask(f"What did {person} see in {country}?", "single-hop", sight, trips[0])
-    b.ask(rng.choice([f"Where has {person} traveled?", f"Which countries has {person} visited?"]), "multi-hop",
+    b.ask(rng.choice([f"Where has {person} traveled?", f"Which countries has {person} visited?"]),
+          "multi-hop",
           ", ".join(c for c, _ in picks["trips"]), *trips)
     # Books.
     books = []
     for s, (book, comment) in zip(sorted(rng.sample(range(sessions), 2)), picks["books"]):
-        books.append(b.tell(s, _Mention(person, rng.choice(BOOK_TELLS).format(book=book, comment=comment), BOOK_ECHO)))
-    b.ask(f"What did {person} think of \"{picks['books'][0][0]}\"?", "single-hop", picks["books"][0][1], books[0])
+        books.append(b.tell(s, _Mention(person, rng.choice(BOOK_TELLS).format(book=book, comment=comment),
+                                        BOOK_ECHO)))
+    b.ask(f"What did {person} think of \"{picks['books'][0][0]}\"?", "single-hop", picks["books"][0][1],
+          books[0])
     b.ask(f"What books has {person} read?", "multi-hop", ", ".join(t for t, _ in picks["books"]), *books)
     # Two pets, adopted in different sessions.
     pets = []
     for s, kind in zip(sorted(rng.sample(range(sessions), 2)), picks["pets"]):
         name = rng.choice(PETS[kind])
         rel, _ = b.relative(s)
-        pets.append(b.tell(s, _Mention(person, rng.choice(PET_TELLS).format(kind=kind, name=name, rel=rel), PET_ECHO,
+        pets.append(b.tell(s, _Mention(person, rng.choice(PET_TELLS).format(kind=kind, name=name, rel=rel),
+                                       PET_ECHO,
                                        fmt={"name": name, "kind": kind})))
         b.ask(f"What is the name of {person}'s {kind}?", "single-hop", name, pets[-1])
     b.ask(f"What pets does {person} have?", "multi-hop", ", ".join(picks["pets"]), *pets)
     # A job, changed later: the correction is the evidence for the current one.
     (job1, place1), (job2, place2) = picks["jobs"]
-    first = b.tell(rng.randrange(0, sessions // 3), _Mention(person, JOB_FIRST.format(job=job1, place=place1), JOB_ECHO))
+    first = b.tell(rng.randrange(0, sessions // 3),
+                   _Mention(person, JOB_FIRST.format(job=job1, place=place1), JOB_ECHO))
     later = b.tell(rng.randrange(sessions // 2, sessions),
                    _Mention(person, rng.choice(JOB_LATER).format(job=job2, place=place2), JOB_ECHO))
     b.ask(rng.choice([f"What is {person}'s job now?", f"Where does {person} work now?"]), "single-hop",
@@ -270,7 +281,12 @@ def generate_conversation(rng: random.Random, sessions: int = 24) -> Conversatio
     # Four activities each, one of them shared: both friends talk about it.
     acts = rng.sample(list(ACTIVITIES), 7)
     trips, books = rng.sample(TRIPS, 6), rng.sample(BOOKS, 4)
-    pets, jobs, cities, family = rng.sample(list(PETS), 4), rng.sample(JOBS, 4), rng.sample(CITIES, 2), rng.sample(FAMILY, 6)
+    pets, jobs, cities, family = (
+        rng.sample(list(PETS), 4),
+        rng.sample(JOBS, 4),
+        rng.sample(CITIES, 2),
+        rng.sample(FAMILY, 6),
+    )
     for i, person in enumerate((p, q)):
         mine = acts[3 * i : 3 * i + 3] + [acts[6]]
         _activities(b, person, mine, sessions)

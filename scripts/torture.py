@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--campaign", action="append", choices=sorted(CAMPAIGNS),
                         help="run only this campaign (repeatable; default: all)")
-    parser.add_argument("--scale", type=float, default=3.0, help="multiply the test suite's trials (default 3)")
+    parser.add_argument("--scale", type=float, default=3.0,
+                        help="multiply the test suite's trials (default 3)")
     parser.add_argument("--trials", type=int, help="the same number of trials for every campaign")
     parser.add_argument("--seed", type=int, default=20260131, help="seed of the random kill times")
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
@@ -61,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {result.row()}", file=sys.stderr, flush=True)
     minutes = (time.monotonic() - started) / 60
     report = (f"Torture run of {time.strftime('%Y-%m-%d')}: {minutes:.0f} minutes on {os.cpu_count()} cores, "
-              f"Python {platform.python_version()}, {platform.system()} (files in {work})\n\n" + table(results))
+              f"Python {platform.python_version()}, {platform.system()} (files in {work})\n\n"
+              + table(results))
     print(report)
     if args.markdown:
         args.markdown.write_text(report + "\n", encoding="utf-8")

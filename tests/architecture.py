@@ -45,7 +45,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core.memory_initializer", "core.__main__"),
 )
 UNITS = {unit for layer in LAYERS for unit in layer}
-LIBRARY = ("core.errors", "core.durable", "core.paths", "core.config", "core.llm", "core.memory", "core.memory_manager",
+LIBRARY = ("core.errors", "core.durable", "core.paths", "core.config", "core.llm", "core.memory",
+           "core.memory_manager",
            "core.plugins", "core.skills", "core.langgraph_store", "core.transfer")
 APPLICATIONS = ("core.engine", "core.commands", "core.mcp_server", "core.inspector", "core.terminal",
                 "core.memory_initializer", "core.__main__")
@@ -77,7 +78,8 @@ def modules() -> dict[str, Module]:
 
 
 def imports(mods: dict[str, Module] | None = None) -> dict[str, set[str]]:
-    """Each module's imports of other modules of core (``from p import m`` counts as ``p.m`` when m is a module)."""
+    """Each module's imports of other modules of core (``from p import m`` counts as ``p.m`` when m is a
+    module)."""
     mods = mods or modules()
 
     def owner(name: str) -> str | None:
@@ -153,7 +155,8 @@ def folder_of(name: str, mods: dict[str, Module] | None = None) -> str:
 
 
 def unit_of(name: str, mods: dict[str, Module] | None = None) -> str:
-    """The unit of :data:`LAYERS` a module belongs to: the nearest listed folder that holds it ("" if none)."""
+    """The unit of :data:`LAYERS` a module belongs to: the nearest listed folder that holds it ("" if
+    none)."""
     folder = folder_of(name, mods)
     while folder and folder not in UNITS:
         folder = folder.rpartition(".")[0]

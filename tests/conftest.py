@@ -32,7 +32,8 @@ POSTGRES_FIXTURES = {"postgres_server", "postgres_db", "pg_home"}
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--full", action="store_true",
-                     help="run every test, the slow ones too (crash and torture trials, processes, the browser, "
+                     help="run every test, the slow ones too (crash and torture trials, processes, the "
+                          "browser, "
                           "PostgreSQL, the real model's quality): what CI runs")
 
 
@@ -100,10 +101,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Path]:
+def agents_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                request: pytest.FixtureRequest) -> Iterator[Path]:
     """Point ``AGENTOS_HOME`` at a fresh folder and keep model servers unreachable unless a test says so.
 
-    Its ``config.yaml`` sets ``cold.embedder: fake`` (hashed words, :mod:`core.llm.embedding.hashed_embedder`) and
+    Its ``config.yaml`` sets ``cold.embedder: fake`` (hashed words, :mod:`core.llm.embedding.hashed_embedder`)
+    and
     ``reflect.enabled: false``, except
     for tests that use the ``minilm`` fixture (the real model, for what depends on meaning) and tests
     marked ``bare_home`` (the home starts missing).
@@ -187,10 +190,10 @@ def postgres_db(postgres_server):
 
 @pytest.fixture(scope="session")
 def llama_server():
-    """``start(ctx_size=8192, cache_ram=0, max_reply=512)``: llama.cpp's llama-server running SmolLM2-135M-Instruct
-    on 127.0.0.1 (:class:`tests.llama_server.LlamaServer`), one per window and options for the session. Without
-    one (``scripts/setup.sh --model-server`` installs it) the test skips and says why;
-    ``AGENTOS_TEST_MODEL_SERVER=require`` (set by .ci/run) makes that a failure instead."""
+    """``start(ctx_size=8192, cache_ram=0, max_reply=512)``: llama.cpp's llama-server running
+    SmolLM2-135M-Instruct on 127.0.0.1 (:class:`tests.llama_server.LlamaServer`), one per window and options
+    for the session. Without one (``scripts/setup.sh --model-server`` installs it) the test skips and says
+    why; ``AGENTOS_TEST_MODEL_SERVER=require`` (set by .ci/run) makes that a failure instead."""
     from tests.llama_server import LlamaServer, ServerUnavailable
 
     started: dict[tuple, LlamaServer] = {}
@@ -262,7 +265,8 @@ def pg_home(agents_home: Path, postgres_server, monkeypatch: pytest.MonkeyPatch)
     close_shared_managers(agents_home)  # their background threads stop before the pools close
     close_pools()
     with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
-        for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (prefix + "%",)):
+        for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
+                                      (prefix + "%",)):
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 

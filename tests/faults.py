@@ -122,7 +122,8 @@ class FullDisk:
 
 @pytest.fixture
 def full_disk(agents_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FullDisk]:
-    """The test's agents home on an 8 MB tmpfs (create managers after this fixture, close them before it ends)."""
+    """The test's agents home on an 8 MB tmpfs (create managers after this fixture, close them before it
+    ends)."""
     disk = FullDisk(agents_home, monkeypatch)
     yield disk
     disk.free()
@@ -140,9 +141,10 @@ def flip_byte(path: Path, offset: int) -> None:
 
 
 def kill_at(point: str) -> None:
-    """Make this process SIGKILL itself when the function ``point`` (``"core.memory.upkeep.scrub._install"``) is
-    first called: a named fault point, for a child process of a crash test. The module's global is replaced,
-    so the point must be called through its module's namespace (a module-level function, not a method)."""
+    """Make this process SIGKILL itself when the function ``point`` (``"core.memory.upkeep.scrub._install"``)
+    is first called: a named fault point, for a child process of a crash test. The module's global is
+    replaced, so the point must be called through its module's namespace (a module-level function, not a
+    method)."""
     module_name, _, name = point.rpartition(".")
     module = importlib.import_module(module_name)
     if not callable(getattr(module, name, None)):

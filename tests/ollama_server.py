@@ -218,7 +218,8 @@ def raw(message: dict[str, Any]) -> Raw:
 
 
 def embed_text(text: str) -> list[float]:
-    """A unit bag-of-words vector (hashing trick): texts sharing words are close; a constant slot keeps it non-zero."""
+    """A unit bag-of-words vector (hashing trick): texts sharing words are close; a constant slot keeps it
+    non-zero."""
     vector = [0.0] * EMBED_DIM
     vector[0] = 0.5
     for word in re.findall(r"[a-z0-9]+", text.lower()):
@@ -237,8 +238,8 @@ class ScriptedOllama:
                  response_format: bool = True, api_key: str = "") -> None:
         self.models = set(models)
         self.apis = apis
-        """The APIs it answers: ``ollama`` (``/api/*``) and ``openai`` (``/v1/*``, ``/props``); llama-server's is
-        ``("openai",)``."""
+        """The APIs it answers: ``ollama`` (``/api/*``) and ``openai`` (``/v1/*``, ``/props``); llama-server's
+        is ``("openai",)``."""
         self.default = default
         """Reply when the queue is empty; ``None`` answers HTTP 500 'script exhausted'."""
         self.context_length = context_length
@@ -252,7 +253,8 @@ class ScriptedOllama:
         """How the OpenAI face tells its window: ``llamacpp`` (``/props``), ``vllm`` (``max_model_len``),
         ``lmstudio`` (``/api/v0/models``) or ``plain`` (it does not)."""
         self.overflow = overflow
-        """What the OpenAI face does with a prompt over its window: ``refuse`` (llama-server) or ``truncate``."""
+        """What the OpenAI face does with a prompt over its window: ``refuse`` (llama-server) or
+        ``truncate``."""
         self.response_format = response_format
         """Whether the OpenAI face takes ``response_format`` (else: HTTP 400, as a server without schemas)."""
         self.api_key = api_key
@@ -463,7 +465,8 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
 
         def _answers(self) -> bool:
             """Whether the path belongs to an API the server answers."""
-            return ("openai" if self.path.startswith(("/v1/", "/props", "/api/v0/")) else "ollama") in server.apis
+            return ("openai" if self.path.startswith(("/v1/", "/props",
+                                                      "/api/v0/")) else "ollama") in server.apis
 
         def _authorized(self) -> bool:
             """Whether the request may pass ``--api-key``: it carries the key, or needs none."""
@@ -522,21 +525,25 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                 return
             if wire.get("response_format") and not server.response_format:
                 server.record(OPENAI_CHAT, body)
-                self._json(400, openai_api.error(400, "Unrecognized request argument supplied: response_format"))
+                self._json(400,
+                           openai_api.error(400, "Unrecognized request argument supplied: response_format"))
                 return
             prompt = fit_window(body, server.n_ctx)
             if prompt.truncated and server.overflow == "refuse":
                 server.record(OPENAI_CHAT, body)
                 with server._lock:
                     server.refused.append(prompt)
-                self._json(400, openai_api.error(400, f"request ({prompt.full_tokens} tokens) exceeds the available "
-                                                      f"context size ({server.n_ctx} tokens), try increasing it",
+                self._json(400, openai_api.error(400, f"request ({prompt.full_tokens} tokens) exceeds the "
+                                                      f"available "
+                                                      f"context size ({server.n_ctx} tokens), try increasing "
+                                                      f"it",
                                                  "exceed_context_size_error"))
                 return
             server.reuse(model, prompt)
             reply = self._resolve(server.next_reply(OPENAI_CHAT, body, prompt), body)
             if reply is None:
-                self._json(500, openai_api.error(500, "script exhausted: the test enqueued no reply for this request"))
+                self._json(500, openai_api.error(500, "script exhausted: the test enqueued no reply for this "
+                                                      "request"))
             elif isinstance(reply, Error):
                 self._json(reply.status, openai_api.error(reply.status, reply.message))
             elif not wire.get("stream"):
@@ -547,8 +554,10 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                 message = capped(_message(reply), wire.get("max_tokens"))
                 server.generated.append(_reply_tokens(message))
                 include = bool((wire.get("stream_options") or {}).get("include_usage"))
-                parts = openai_api.chunks(model, message, prompt, _reply_tokens(message), include, STREAM_CHUNK_CHARS)
-                data = b"".join(b"data: " + json.dumps(p).encode() + b"\n\n" for p in parts) + b"data: [DONE]\n\n"
+                parts = openai_api.chunks(model, message, prompt, _reply_tokens(message), include,
+                                          STREAM_CHUNK_CHARS)
+                data = b"".join(b"data: " + json.dumps(p).encode() + b"\n\n"
+                                for p in parts) + b"data: [DONE]\n\n"
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Content-Length", str(len(data)))
@@ -557,7 +566,8 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
 
         def _stream(self, model: str, message: dict[str, Any], counts: dict[str, int]) -> None:
             text = message.get("content") or ""
-            parts = [_response(model, {"role": "assistant", "content": text[i:i + STREAM_CHUNK_CHARS]}, done=False)
+            parts = [_response(model, {"role": "assistant", "content": text[i:i + STREAM_CHUNK_CHARS]},
+                               done=False)
                      for i in range(0, len(text), STREAM_CHUNK_CHARS)]
             rest = {k: v for k, v in message.items() if k != "content"}
             if rest.get("tool_calls"):  # Ollama sends the calls in a chunk of their own, before the final one
@@ -672,7 +682,8 @@ TOOLS_FOOTER = ("\n</tools>\n\nFor each function call, return a json object with
 def tools_text(tools: list[dict[str, Any]]) -> str:
     """The tool definitions as qwen2.5's template writes them after the system prompt: one line a tool,
     the function as Go's compact JSON."""
-    lines = "".join('\n{"type": "function", "function": ' + _compact(t.get("function", t)) + "}" for t in tools)
+    lines = "".join('\n{"type": "function", "function": ' + _compact(t.get("function",
+                                                                           t)) + "}" for t in tools)
     return TOOLS_HEADER + lines + TOOLS_FOOTER
 
 
@@ -686,7 +697,8 @@ def collate(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in messages:
         if out and out[-1].get("role") == message.get("role") != "tool":
-            out[-1] = dict(out[-1], content=f"{out[-1].get('content') or ''}\n\n{message.get('content') or ''}")
+            out[-1] = dict(out[-1],
+                           content=f"{out[-1].get('content') or ''}\n\n{message.get('content') or ''}")
         else:
             out.append(message)
     return out
@@ -720,8 +732,10 @@ def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
 def _tool_call_lines(calls: list[dict[str, Any]]) -> str:
     if not calls:
         return ""
-    lines = "".join(f'{{"name": "{c["function"]["name"]}", "arguments": {_compact(c["function"].get("arguments") or {})}}}\n'
-                    for c in calls)
+    lines = "".join(
+        f'{{"name": "{call["name"]}", "arguments": {_compact(call.get("arguments") or {})}}}\n'
+        for call in (c["function"] for c in calls)
+    )
     return f"<tool_call>\n{lines}</tool_call>"
 
 

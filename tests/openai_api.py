@@ -33,7 +33,8 @@ def models(server: Any) -> dict[str, Any]:
     entries = []
     for name in sorted(server.models):
         entry: dict[str, Any] = {"id": name, "object": "model", "created": CREATED,
-                                 "owned_by": {"llamacpp": "llamacpp", "vllm": "vllm"}.get(server.flavour, "organization")}
+                                 "owned_by": {"llamacpp": "llamacpp", "vllm": "vllm"}.get(server.flavour,
+                                                                                          "organization")}
         if server.flavour == "llamacpp":
             entry["meta"] = {"n_ctx_train": server.context_length, "vocab_type": 2}
         if server.flavour == "vllm":
@@ -79,7 +80,8 @@ def internal(body: dict[str, Any]) -> dict[str, Any]:
             out["tool_name"] = names.get(str(message.get("tool_call_id")), "")
         messages.append(out)
     return {"model": body.get("model"), "messages": messages, "tools": body.get("tools") or [],
-            "format": _format(body.get("response_format")), "stream": bool(body.get("stream")), "openai": body}
+            "format": _format(body.get("response_format")), "stream": bool(body.get("stream")),
+            "openai": body}
 
 
 def _text(content: Any) -> str:
@@ -101,7 +103,8 @@ def _format(response_format: Any) -> Any:
 
 def error(status: int, message: str, kind: str = "") -> dict[str, Any]:
     """An error body as llama-server writes it."""
-    kinds = {400: "invalid_request_error", 404: "not_found_error", 500: "server_error", 503: "unavailable_error"}
+    kinds = {400: "invalid_request_error", 404: "not_found_error", 500: "server_error",
+             503: "unavailable_error"}
     return {"error": {"code": status, "message": message, "type": kind or kinds.get(status, "server_error")}}
 
 
@@ -129,7 +132,8 @@ def chunks(model: str, message: dict[str, Any], prompt: Any, completion_tokens: 
            piece: int) -> list[dict[str, Any]]:
     """The streamed answer's chunks, in order (without the closing ``[DONE]``)."""
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": CREATED, "model": model,
+        return {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": CREATED,
+                "model": model,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     out = [chunk({"role": "assistant", "content": None})]
@@ -140,7 +144,8 @@ def chunks(model: str, message: dict[str, Any], prompt: Any, completion_tokens: 
         out.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
                                           "function": {"name": function["name"], "arguments": ""}}]}))
         arguments = function["arguments"]
-        out += [chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[i:i + ARGUMENT_PIECE]}}]})
+        out += [chunk({"tool_calls": [{"index": index,
+                                       "function": {"arguments": arguments[i:i + ARGUMENT_PIECE]}}]})
                 for i in range(0, len(arguments), ARGUMENT_PIECE)]
     out.append(chunk({}, _finish(message)))
     last = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": CREATED, "model": model,
@@ -153,7 +158,8 @@ def chunks(model: str, message: dict[str, Any], prompt: Any, completion_tokens: 
 
 
 def _wire_message(message: dict[str, Any]) -> dict[str, Any]:
-    """An assistant message as the API writes it: tool-call arguments as JSON text (a string stays as it is)."""
+    """An assistant message as the API writes it: tool-call arguments as JSON text (a string stays as it
+    is)."""
     out: dict[str, Any] = {"role": "assistant", "content": message.get("content") or None}
     calls = message.get("tool_calls") or []
     if calls:

@@ -73,14 +73,16 @@ class PostgresServer:
         """
         binaries = server_binaries()
         if binaries is None:
-            raise ServerUnavailable("PostgreSQL is not installed (no initdb/pg_ctl): run scripts/setup.sh as root "
+            raise ServerUnavailable("PostgreSQL is not installed (no initdb/pg_ctl): run scripts/setup.sh as "
+                                    "root "
                                     "or apt-get install postgresql")
         owner = None
         if os.geteuid() == 0:
             try:
                 pwd.getpwnam("postgres")
             except KeyError as exc:
-                raise ServerUnavailable("running as root and no 'postgres' user to run the server as") from exc
+                raise ServerUnavailable("running as root and no 'postgres' user to run the server "
+                                        "as") from exc
             owner = "postgres"
         folder = Path(tempfile.mkdtemp(prefix="agentos-pg-"))
         server = cls(folder, free_port(), binaries, owner, {**SETTINGS, **(settings or {})})
@@ -119,7 +121,8 @@ class PostgresServer:
         """Stop the server at once and remove its folder."""
         if (self.folder / "data" / "postmaster.pid").exists():
             try:
-                self._run("pg_ctl", "-D", str(self.folder / "data"), "-m", "immediate", "-w", "stop", timeout=60)
+                self._run("pg_ctl", "-D", str(self.folder / "data"), "-m", "immediate", "-w", "stop",
+                          timeout=60)
             except (OSError, subprocess.SubprocessError):
                 pass  # the folder goes anyway; a leftover server dies with the machine's next start
         shutil.rmtree(self.folder, ignore_errors=True)

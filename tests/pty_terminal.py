@@ -27,7 +27,8 @@ class Terminal:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child
             os.chdir(cwd)
-            signal.signal(signal.SIGINT, signal.SIG_DFL)  # a test worker may ignore Ctrl-C; a user's shell does not
+            # a test worker may ignore Ctrl-C; a user's shell does not
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execve(argv[0], argv, dict(env, TERM="xterm", COLUMNS="80", LINES="24"))
         self.screen = ""
         self.seen = 0

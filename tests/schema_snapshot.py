@@ -1,6 +1,7 @@
 """A database's schema as text, for comparing what the migrations build with what an earlier version built.
 
-    python -m tests.schema_snapshot      # rewrites tests/data/schema-*.txt from the migrations of this checkout
+    python -m tests.schema_snapshot      # rewrites tests/data/schema-*.txt from the migrations of this
+    checkout
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def postgres_schema(conn, schema: str) -> list[str]:
 
 
 def main() -> None:
-    """Write both snapshots from this checkout's migrations (SQLite in a scratch file, PostgreSQL on a test server)."""
+    """Write both snapshots from this checkout's migrations (SQLite in a scratch file, PostgreSQL on a test
+    server)."""
     import tempfile
     import uuid
 

@@ -59,20 +59,22 @@ def _help_texts() -> dict[str, str]:
 
 
 def test_help_reads_as_plain_text_and_lists_whole_sentences():
-    """No reStructuredText marks (``code``, :func:`x`) in any --help, and the list of commands gives each one's
-    first paragraph whole (the facts line no longer stops mid-sentence)."""
+    """No reStructuredText marks (``code``, :func:`x`) in any --help, and the list of commands gives each
+    one's first paragraph whole (the facts line no longer stops mid-sentence)."""
     texts = _help_texts()
     assert len(texts) > 20 and "agentos space publish" in texts
     assert [name for name, text in texts.items() if "``" in text or ":func:" in text or ":mod:" in text] == []
     listing = " ".join(texts["agentos"].split())
-    assert ("facts List the agent's facts, or with --history one fact's values, newest first (a secret's value is "
+    assert ("facts List the agent's facts, or with --history one fact's values, newest first (a secret's "
+            "value is "
             "shown as [REDACTED], and so are the earlier values of a fact while it is secret).") in listing
 
 
 
 @pytest.mark.bare_home
 def test_agents_home_resolution(tmp_path, monkeypatch):
-    """AGENTOS_HOME wins, then ./agents when it exists in the working folder, then the per-user data folder."""
+    """AGENTOS_HOME wins, then ./agents when it exists in the working folder, then the per-user data
+    folder."""
     monkeypatch.setenv("AGENTOS_HOME", str(tmp_path / "configured"))
     assert home_and_source() == (tmp_path / "configured", "$AGENTOS_HOME")
     monkeypatch.delenv("AGENTOS_HOME")
@@ -91,7 +93,9 @@ def test_status_prints_the_home_and_why(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = agentos("status")
     assert result.returncode == 0
-    assert f"agents home: {tmp_path / 'xdg' / 'agentos' / 'agents'} (the per-user data folder)" in result.stdout
+    assert (
+        f"agents home: {tmp_path / 'xdg' / 'agentos' / 'agents'} (the per-user data folder)" in result.stdout
+    )
     assert "no agents yet" in result.stdout and not (tmp_path / "xdg").exists()
 
 
@@ -113,12 +117,13 @@ def test_init_then_readers_text_and_json(agents_home):
     assert "THOUGHT: Checked the weather" in agentos("log", "--agent", "finn", "-n", "1").stdout
     facts = agentos("facts", "--agent", "finn").stdout
     assert "city (personal): Porto" in facts and "tok-123456" not in facts and "[REDACTED]" in facts
-    assert json.loads(agentos("facts", "--agent", "finn", "--json", "--category", "personal").stdout)[0]["key"] == "city"
+    assert json.loads(agentos("facts", "--agent", "finn", "--json", "--category",
+                              "personal").stdout)[0]["key"] == "city"
 
 
 def test_facts_history_lists_a_facts_values_newest_first(agents_home):
-    """facts --history KEY: every value the fact held, newest first, the current one marked; a secret's redacted;
-    an unknown key exits 4 naming it, --category beside it is refused."""
+    """facts --history KEY: every value the fact held, newest first, the current one marked; a secret's
+    redacted; an unknown key exits 4 naming it, --category beside it is refused."""
     assert agentos("init", "--agent", "finn").returncode == 0
     with MemoryManager("finn") as manager:
         manager.save_fact("city", "Porto", category="personal")
@@ -126,7 +131,8 @@ def test_facts_history_lists_a_facts_values_newest_first(agents_home):
         manager.save_fact("token", "tok-123456", category="secret")
         manager.save_fact("token", "tok-654321", category="secret")
     lines = agentos("facts", "--agent", "finn", "--history", "city").stdout.splitlines()
-    assert [line.split("  ")[1:] for line in lines] == [["Lisbon (personal)", "current"], ["Porto (personal)"]]
+    assert [line.split("  ")[1:] for line in lines] == [["Lisbon (personal)", "current"],
+                                                        ["Porto (personal)"]]
     listed = json.loads(agentos("facts", "--agent", "finn", "--history", "token", "--json").stdout)
     assert [v["value"] for v in listed] == ["[REDACTED]", "[REDACTED]"] and listed[1]["replaced_at"]
     unknown = agentos("facts", "--agent", "finn", "--history", "nope")
@@ -157,7 +163,8 @@ def test_recall_explains_and_lists_a_time_window(agents_home, capsys):
     assert agentos("init", "--agent", "finn").returncode == 0
     with MemoryManager("finn") as manager:
         first = manager.store_memory("The report went to Maria", {"key": "report"}, occurred_at="2023-01-05")
-        second = manager.store_memory("The report goes to Ada now", {"key": "report"}, occurred_at="2023-06-01")
+        second = manager.store_memory("The report goes to Ada now", {"key": "report"},
+                                      occurred_at="2023-06-01")
         manager.store_memory("The report goes to Ada now!", occurred_at="2023-06-01")
 
     def run(*args: str) -> tuple[int, str, str]:
@@ -171,7 +178,8 @@ def test_recall_explains_and_lists_a_time_window(agents_home, capsys):
     code, out, _ = run("who gets the report?", "--explain", "--json")
     explained = json.loads(out)
     assert set(explained) == {"results", "left_out"} and "why" in explained["results"][0]
-    code, out, _ = run("how many reports did Ada get?", "--explain")  # a question that counts: its search widened
+    # a question that counts: its search widened
+    code, out, _ = run("how many reports did Ada get?", "--explain")
     assert code == 0 and 'widened: a question that counts, adds up, compares or orders ("how many")' in out
     code, out, _ = run("--since", "2023-01-01", "--until", "2023-12-31", "--kind", "note", "-n", "2")
     lines = out.splitlines()  # the same words twice that day are one memory, which knows its other record
@@ -215,7 +223,8 @@ def test_recall_options_and_forget_with_confirmation(agents_home, minilm, capsys
     assert usage.value.code == 2
     assert f"note {old}" in run("recall", "--agent", "finn", "report to Maria")[1]
 
-    unanswered = agentos_process("forget", "--agent", "finn", old)  # a real process with no terminal to answer
+    # a real process with no terminal to answer
+    unanswered = agentos_process("forget", "--agent", "finn", old)
     assert unanswered.returncode == 0 and old in unanswered.stderr
     assert unanswered.stdout.startswith("nothing forgotten (no answer: standard input is closed; add --yes")
     code, out, err = run("forget", "--agent", "finn", old, answer="n\n")  # declining is not an error
@@ -225,13 +234,17 @@ def test_recall_options_and_forget_with_confirmation(agents_home, minilm, capsys
     code, out, _ = run("forget", "--agent", "finn", old, answer="y\n")
     assert code == 0 and "forgot 1 memory" in out
     assert old not in recall("--min-score", "0")
-    code, out, _ = run("forget", "--agent", "finn", "--query", "report to Ada", "--kind", "note", "--yes", "--json")
-    assert json.loads(out)["forgotten"] == [new] and json.loads(out)["matched"][0]["why"] == {"words": ["report", "Ada"]}
+    code, out, _ = run("forget", "--agent", "finn", "--query", "report to Ada", "--kind", "note", "--yes",
+                       "--json")
+    assert json.loads(out)["forgotten"] == [new] and json.loads(out)["matched"][0]["why"] == {
+        "words": ["report", "Ada"]
+    }
     assert run("forget", "--agent", "finn")[0] == 2
     assert run("forget", "--agent", "finn", new, "--query", "x")[0] == 2
     code, _, err = run("forget", "--agent", "finn", "note:nope", "--yes")
     assert code == 4 and "note:nope" in err
-    assert run("forget", "--agent", "finn", "--before", "2000-01-01", "--yes")[1].strip() == "nothing to forget"
+    assert run("forget", "--agent", "finn", "--before", "2000-01-01",
+               "--yes")[1].strip() == "nothing to forget"
 
 
 def test_forget_purge_takes_a_forgotten_value_out_of_log_md_and_archives(agents_home, capsys):
@@ -288,7 +301,8 @@ def test_scripts_are_wrappers_of_the_subcommands(agents_home):
 
 
 def with_terminal_stderr(*args: str, env: dict) -> tuple[subprocess.CompletedProcess, str]:
-    """Run ``python -m core ARGS`` with stderr a terminal (a pseudo-terminal); return it and what it drew there."""
+    """Run ``python -m core ARGS`` with stderr a terminal (a pseudo-terminal); return it and what it drew
+    there."""
     import pty
 
     main, terminal = pty.openpty()
@@ -328,7 +342,9 @@ def test_a_dry_run_compaction_draws_no_bar_and_asks_no_model(agents_home):
     assert result.returncode == 0, drawn
     assert "dry run: would archive entries" in result.stdout
     assert drawn == ""
-    assert log_file.read_bytes() == before and not list((agents_home / "finn" / "memory" / "archive").glob("LOG-*"))
+    assert log_file.read_bytes() == before and not list(
+        (agents_home / "finn" / "memory" / "archive").glob("LOG-*")
+    )
 
 
 def test_progress_bars_are_drawn_only_on_a_terminal(agents_home):
@@ -346,12 +362,14 @@ def test_progress_bars_are_drawn_only_on_a_terminal(agents_home):
 
 
 def test_rebuild_index_bar_shows_its_total_and_unit(agents_home, monkeypatch):
-    """On a terminal, rebuild-index's bar counts memories against their total ("7/7 memories"), not "7memory"."""
+    """On a terminal, rebuild-index's bar counts memories against their total ("7/7 memories"), not
+    "7memory"."""
     import core.commands.maintenance as maintenance
     from tqdm import tqdm
 
     drawn = io.StringIO()
-    monkeypatch.setattr(maintenance, "tqdm", lambda *a, **kw: tqdm(*a, **{**kw, "disable": False, "file": drawn}))
+    monkeypatch.setattr(maintenance, "tqdm", lambda *a,
+                        **kw: tqdm(*a, **{**kw, "disable": False, "file": drawn}))
     with MemoryManager("finn") as manager:
         for step in range(3):
             manager.store_memory(f"Step {step}: read the asyncio documentation")

@@ -8,7 +8,9 @@ from tests.architecture import CORE, LAYERS, ROOT, broken_layers, cycles, import
 
 MAX_LOOSE_AT_TOP = 8
 MAX_PER_FOLDER = 15
-MAX_LINES = 400
+MAX_LINES = 450
+"""A module holds one concern, sized by it (about 400 lines, docs/architecture.md); past this bound it holds
+two."""
 
 
 def test_no_import_cycles():
@@ -29,7 +31,7 @@ def test_every_module_belongs_to_a_layer():
 
 
 def test_small_folders_and_modules():
-    """At most 8 modules loose at core/'s top level, 15 side by side in a folder, 400 lines in a module."""
+    """At most 8 modules loose at core/'s top level, 15 side by side in a folder, 450 lines in a module."""
     mods = modules().values()
     per_folder = Counter(m.path.parent for m in mods)
     assert len(list(CORE.glob("*.py"))) <= MAX_LOOSE_AT_TOP
@@ -43,8 +45,8 @@ def test_layers_list_each_unit_once():
 
 
 def test_each_unit_is_a_folder():
-    """A layer lists folders (and the modules directly in core/, each a unit of its own), never a module inside
-    a package: a module whose place differs from its folder's moves to a folder of that place."""
+    """A layer lists folders (and the modules directly in core/, each a unit of its own), never a module
+    inside a package: a module whose place differs from its folder's moves to a folder of that place."""
     mods = modules()
     assert [unit for layer in LAYERS for unit in layer
             if unit not in mods or not (mods[unit].is_package or unit.count(".") == 1)] == []
@@ -101,9 +103,13 @@ def test_the_engine_imports_only_the_memorys_faces():
 
 
 def test_the_documented_module_count_is_the_trees():
-    """docs/architecture.md's figures table says how many modules core has: the count of the tree, not a memory."""
+    """docs/architecture.md's figures table says how many modules core and the tests have: the counts of the
+    tree, not a memory."""
     import re
 
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     documented = int(re.search(r"^\| modules \| (\d+) \|", text, re.M)[1])
     assert documented == len(modules()), f"write {len(modules())} in docs/architecture.md's '| modules |' row"
+    test_files = len(list((ROOT / "tests").rglob("test_*.py")))
+    documented = int(re.search(r"^\| test modules \| (\d+) \|", text, re.M)[1])
+    assert documented == test_files, f"write {test_files} in docs/architecture.md's '| test modules |' row"

@@ -21,18 +21,21 @@ def _named(node: ast.expr) -> set[str]:
 
 
 def test_no_isinstance_on_a_database_class():
-    """``db.kind == "sqlite"``, not ``isinstance(db, Database)`` (which was the SQLite class under another name)."""
+    """``db.kind == "sqlite"``, not ``isinstance(db, Database)`` (which was the SQLite class under another
+    name)."""
     found = []
     for name, module in modules().items():
         for node in ast.walk(ast.parse(module.path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
+            if (isinstance(node, ast.Call) and isinstance(node.func,
+                                                          ast.Name) and node.func.id == "isinstance"
                     and len(node.args) == 2 and _named(node.args[1]) & DATABASE_CLASSES):
                 found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
     assert found == []
 
 
 def test_database_annotations_name_the_protocol():
-    """A ``Database`` in core is the protocol both databases answer: storage's SQLite module keeps no alias."""
+    """A ``Database`` in core is the protocol both databases answer: storage's SQLite module keeps no
+    alias."""
     from core.memory.storage import Database, protocol, sqlite
 
     assert Database is protocol.Database

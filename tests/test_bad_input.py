@@ -84,7 +84,8 @@ BAD_FACTS = [
     (("   ", "v"), "fact key must be 1-200 characters"),
     (("k" * 201, "v"), "fact key must be 1-200 characters"),
     (("k\x00", "v"), "fact key contains a NUL byte"),
-    (("k", "v", "secrets"), "unknown fact category 'secrets'; valid: general, preference, personal, config, secret"),
+    (("k", "v", "secrets"),
+     "unknown fact category 'secrets'; valid: general, preference, personal, config, secret"),
     (("k", "v", None), "unknown fact category None"),
     (("k", None), "fact value must be a string, got NoneType"),
     (("k", ["a"]), "fact value must be a string, got list"),
@@ -113,7 +114,8 @@ def test_non_string_fact_key_on_read_and_delete(used_manager: MemoryManager, cal
 
 
 BAD_NOW = [
-    ({"state": "running"}, "unknown NOW status 'running'; valid: idle, active, blocked, error, interrupted, done"),
+    ({"state": "running"},
+     "unknown NOW status 'running'; valid: idle, active, blocked, error, interrupted, done"),
     ({"status": 5}, "status must be a string, got int"),
     ({"status": "active", "next_steps": "one step"}, "next_steps must be a list of strings"),
     ({"status": "active", "next_steps": ["ok", 3]}, "step must be a string, got int"),
@@ -122,7 +124,8 @@ BAD_NOW = [
     ({"objective": b"\xff"}, "not valid UTF-8"),
     ({"blockers": "none"}, "blockers must be a list of strings"),
     ({"run_id": 12}, "run_id must be a string, got int"),
-    ({"status": "active", "next_steps": [f"{i} " + "s" * 1500 for i in range(12)]}, "NOW.md would be .* bytes"),
+    ({"status": "active", "next_steps": [f"{i} " + "s" * 1500 for i in range(12)]},
+     "NOW.md would be .* bytes"),
 ]
 
 

@@ -29,14 +29,16 @@ def into_closed_pipe(*command: str, stdin: str | None = None) -> subprocess.Comp
         read_end = -1
         reader.wait(timeout=60)
         return subprocess.run(command, cwd=ROOT, stdout=write_end, stderr=subprocess.PIPE, text=True,
-                              input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL, timeout=300)
+                              input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+                              timeout=300)
     finally:
         os.close(write_end)
         if read_end != -1:
             os.close(read_end)
 
 
-def assert_quiet(result: subprocess.CompletedProcess, codes: tuple[int, ...] = (exit_codes.CLOSED_OUTPUT,)) -> None:
+def assert_quiet(result: subprocess.CompletedProcess,
+                 codes: tuple[int, ...] = (exit_codes.CLOSED_OUTPUT,)) -> None:
     assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr, result.stderr
     assert "Exception ignored" not in result.stderr, result.stderr
     assert result.returncode in codes, result.stderr
@@ -50,7 +52,8 @@ HELP_CODES = (exit_codes.OK, exit_codes.CLOSED_OUTPUT)
 
 
 @pytest.mark.parametrize("args", [
-    ("--help",), ("run", "--help"), ("status",), ("status", "--json"), ("status", "--agent", "finn"), ("now", "--agent", "finn"),
+    ("--help",), ("run", "--help"), ("status",), ("status", "--json"), ("status", "--agent", "finn"),
+    ("now", "--agent", "finn"),
     ("log", "--agent", "finn", "--json"), ("facts", "--agent", "finn"), ("init", "--agent", "finn"),
     ("recall", "--agent", "finn", "asyncio", "--json"),
 ], ids=" ".join)
@@ -58,7 +61,8 @@ def test_agentos_commands_exit_quietly_when_the_reader_is_gone(args):
     """Every command whose output nobody reads exits with 141 and prints no traceback."""
     with MemoryManager("finn") as manager:
         manager.append_log("TOOL_USE", "read the asyncio docs")
-    assert_quiet(into_closed_pipe(*AGENTOS, *args), HELP_CODES if "--help" in args else (exit_codes.CLOSED_OUTPUT,))
+    assert_quiet(into_closed_pipe(*AGENTOS, *args),
+                 HELP_CODES if "--help" in args else (exit_codes.CLOSED_OUTPUT,))
 
 
 def test_the_engine_finishes_the_turn_and_records_it_when_the_reader_is_gone():

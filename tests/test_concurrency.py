@@ -136,7 +136,8 @@ def test_writers_of_one_process_queue_for_memory_db(tmp_path: Path) -> None:
 
     def first() -> None:
         with db.transaction() as conn:
-            conn.execute("INSERT INTO user_facts (key, value, created_at, updated_at) VALUES ('a', '1', 'x', 'x')")
+            conn.execute("INSERT INTO user_facts (key, value, created_at, updated_at) VALUES ('a', '1', 'x', "
+                         "'x')")
             inside.set()
             release.wait(60)
         written.append("first")
@@ -144,7 +145,8 @@ def test_writers_of_one_process_queue_for_memory_db(tmp_path: Path) -> None:
     def second() -> None:
         db.conn.execute("PRAGMA busy_timeout = 0")
         with db.transaction() as conn:
-            conn.execute("INSERT INTO user_facts (key, value, created_at, updated_at) VALUES ('b', '2', 'x', 'x')")
+            conn.execute("INSERT INTO user_facts (key, value, created_at, updated_at) VALUES ('b', '2', 'x', "
+                         "'x')")
         written.append("second")
 
     holder = threading.Thread(target=first)

@@ -1,4 +1,5 @@
-"""Every config option has a bound, and a config file's error says what is wrong in a line of bounded length."""
+"""Every config option has a bound, and a config file's error says what is wrong in a line of bounded
+length."""
 
 from __future__ import annotations
 
@@ -21,15 +22,20 @@ def alias_bomb(levels: int = 8) -> str:
 
 
 @pytest.mark.parametrize("text, message", [
-    ("memory: {lock_timeout_s: .nan}\n", "memory.lock_timeout_s must be a number above 0 and at most 86400, got nan"),
-    ("memory: {lock_timeout_s: .inf}\n", "memory.lock_timeout_s must be a number above 0 and at most 86400, got inf"),
+    ("memory: {lock_timeout_s: .nan}\n",
+     "memory.lock_timeout_s must be a number above 0 and at most 86400, got nan"),
+    ("memory: {lock_timeout_s: .inf}\n",
+     "memory.lock_timeout_s must be a number above 0 and at most 86400, got inf"),
     ("cold: {min_score: 7}\n", "cold.min_score must be a number from 0 to 1, got 7.0"),
-    ("memory: {max_entry_bytes: 0}\n", "memory.max_entry_bytes must be a whole number from 64 to 16,777,216, got 0"),
+    ("memory: {max_entry_bytes: 0}\n",
+     "memory.max_entry_bytes must be a whole number from 64 to 16,777,216, got 0"),
     ("llm: {num_ctx: 0}\n", "llm.num_ctx must be a whole number from 512 to 16,777,216, got 0"),
     ("storage: {pool_max: 0}\n", "storage.pool_max must be a whole number from 1 to 1,000, got 0"),
-    ("compaction: {max_tokens: -5}\n", "compaction.max_tokens must be a whole number from 1 to 100,000,000 (or 0 for "
+    ("compaction: {max_tokens: -5}\n",
+     "compaction.max_tokens must be a whole number from 1 to 100,000,000 (or 0 for "
                                         "the default, -1 to disable), got -5"),
-    ("provider: {context_threshold: 0}\n", "provider.context_threshold must be a number above 0 and at most 1, got 0.0"),
+    ("provider: {context_threshold: 0}\n",
+     "provider.context_threshold must be a number above 0 and at most 1, got 0.0"),
 ])
 def test_an_option_out_of_its_range_is_a_config_error_naming_the_key_and_the_range(
         agents_home: Path, text: str, message: str) -> None:
@@ -54,7 +60,8 @@ def test_every_numeric_option_has_a_range_that_holds_its_default() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(n for n, (low, _) in RANGES.items()
-                                        if isinstance(getattr(getattr(Config(), n.split(".")[0]), n.split(".")[1]), float)))
+                                        if isinstance(getattr(getattr(Config(), n.split(".")[0]),
+                                                              n.split(".")[1]), float)))
 def test_no_float_option_takes_nan_or_infinity(agents_home: Path, name: str) -> None:
     section, key = name.split(".")
     for value in (".nan", ".inf", "-.inf"):
@@ -64,8 +71,8 @@ def test_no_float_option_takes_nan_or_infinity(agents_home: Path, name: str) -> 
 
 
 def test_a_yaml_alias_bomb_in_an_agents_config_is_refused_in_a_short_line(agents_home: Path) -> None:
-    """500 bytes of nested aliases (43 million strings written out) are refused where the first alias is, before any
-    value is built: the message is one short line, and it comes at once."""
+    """500 bytes of nested aliases (43 million strings written out) are refused where the first alias is,
+    before any value is built: the message is one short line, and it comes at once."""
     config = agents_home / "finn" / "config" / "config.yaml"
     config.parent.mkdir(parents=True)
     config.write_text(alias_bomb(), encoding="utf-8")
@@ -84,9 +91,11 @@ def test_an_anchor_without_alias_is_plain_yaml(agents_home: Path) -> None:
 
 def test_a_wrong_value_is_echoed_shortened(agents_home: Path) -> None:
     """A huge or deeply nested value in a config file is named by its start, not written out whole."""
-    (agents_home / "config.yaml").write_text("memory: {max_entry_bytes: [" + ", ".join(["12345678"] * 100_000) + "]}\n",
+    (agents_home / "config.yaml").write_text("memory: {max_entry_bytes: ["
+                                             + ", ".join(["12345678"] * 100_000) + "]}\n",
                                              encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"memory.max_entry_bytes must be int, got \[12345678, 12345678") as raised:
+    with pytest.raises(ConfigError,
+                       match=r"memory.max_entry_bytes must be int, got \[12345678, 12345678") as raised:
         load_config()
     assert len(str(raised.value)) < 400
 

@@ -46,7 +46,8 @@ time.sleep(60)
 
 
 def spawn(script: str, home: Path, *args: str, fault_point: str = "") -> subprocess.Popen:
-    """Start a fresh interpreter running ``script ARGS`` on the agents home ``home``, armed for ``fault_point``."""
+    """Start a fresh interpreter running ``script ARGS`` on the agents home ``home``, armed for
+    ``fault_point``."""
     env = dict(os.environ, AGENTOS_HOME=str(home), PYTHONPATH=str(ROOT), AGENTOS_FAULT_POINT=fault_point)
     return subprocess.Popen([sys.executable, "-c", script, *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -99,12 +100,14 @@ temp file replacing it): see core.durable.fault_points."""
 
 @pytest.mark.slow
 def test_sigkill_during_appends_and_now_writes(agents_home: Path) -> None:
-    """After each of many SIGKILLs at fault points drawn at random, LOG.md, NOW.md and log_metadata are consistent."""
+    """After each of many SIGKILLs at fault points drawn at random, LOG.md, NOW.md and log_metadata are
+    consistent."""
     rng = random.Random(20260131)
     versions, entries_seen = [], []
     MemoryManager("finn").close()
     for trial in range(TRIALS):
-        if trial % 4 == 3:  # at one of the first steps of the process: opening and repairing what the last kill left
+        # at one of the first steps of the process: opening and repairing what the last kill left
+        if trial % 4 == 3:
             proc = spawn(WRITER, agents_home, fault_point=f"*@{rng.randint(1, 4)}")
         else:
             proc = spawn(WRITER, agents_home, rng.choice(WRITE_POINTS), str(rng.randint(1, 30)))
@@ -124,7 +127,8 @@ def _append_raw(path: Path, data: bytes) -> None:
 
 
 def test_torn_tail_without_newline_is_quarantined(manager: MemoryManager) -> None:
-    """A last line with no newline is moved to memory/quarantine/ and cut off; appends continue after its seq."""
+    """A last line with no newline is moved to memory/quarantine/ and cut off; appends continue after its
+    seq."""
     for i in range(3):
         manager.append_log("THOUGHT", f"t{i}")
     torn = b'- 4 2026-01-31T12:00:00.000Z THOUGHT {"text":"half a li'

@@ -15,8 +15,8 @@ from core.terminal import ctrl_c
 
 
 def test_a_ctrl_c_taken_by_another_thread_wakes_the_main_thread_waiting_in_c():
-    """SIGINT delivered to a worker thread still interrupts the main thread's wait in C, as at a readline prompt
-    (poll(), which works whatever the descriptor's number: select() refuses one above 1023)."""
+    """SIGINT delivered to a worker thread still interrupts the main thread's wait in C, as at a readline
+    prompt (poll(), which works whatever the descriptor's number: select() refuses one above 1023)."""
     before = signal.getsignal(signal.SIGINT)  # Python's default, or SIG_IGN where the test runner set it
     read_end, write_end = os.pipe()
     ready, done = threading.Event(), threading.Event()
@@ -45,7 +45,8 @@ def test_a_ctrl_c_taken_by_another_thread_wakes_the_main_thread_waiting_in_c():
 
 
 def test_a_ctrl_c_the_main_thread_takes_is_handled_once():
-    """A SIGINT the main thread takes itself raises one KeyboardInterrupt, and nothing is forwarded after it."""
+    """A SIGINT the main thread takes itself raises one KeyboardInterrupt, and nothing is forwarded after
+    it."""
     with ctrl_c.forwarded():
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGINT)
@@ -61,7 +62,8 @@ def _reading(thread_id: int, fd: int) -> bool:
 
 def test_a_ctrl_c_handled_before_the_watcher_wakes_the_main_thread_is_not_a_second_one(monkeypatch):
     """The watcher gives up waiting for the handler and wakes the main thread just as that thread handles the
-    SIGINT on its own (a busy machine): one KeyboardInterrupt, never two (two leave the interactive session)."""
+    SIGINT on its own (a busy machine): one KeyboardInterrupt, never two (two leave the interactive
+    session)."""
     main = threading.get_native_id()
     if not Path(f"/proc/self/task/{main}/syscall").is_file():
         pytest.skip("needs /proc/<pid>/task/<tid>/syscall to see the main thread wait")

@@ -13,7 +13,8 @@ def _open(name: str) -> Database:
 
 
 def test_each_database_says_what_it_is_and_where_its_tables_are(storage_backend):
-    """kind, file and location name the database: memory.db's path, or the server and schema without a file."""
+    """kind, file and location name the database: memory.db's path, or the server and schema without a
+    file."""
     db = _open("finn")
     try:
         db.conn.execute("SELECT count(*) FROM _migrations").fetchone()

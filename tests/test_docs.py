@@ -29,9 +29,11 @@ EXPECTED_OUTPUT = {
     "integrations.md": ["Ada prefers tea over coffee"],
     "recall.md": ["True False ['report']\nFalse True ['report']\n[]\n[True, False]",
                   "[('What is my deploy target?', 1)]",
-                  "stored 1 of 3 memories; refused item 1: memory content must not be empty; item 2: store_memory "
+                  "stored 1 of 3 memories; refused item 1: memory content must not be empty; item 2: "
+                  "store_memory "
                   "kind must be one of note, summary, got 'diary'", "{0: 'note:",
-                  "Lyon ['Lyon', 'Paris']\n[('home_city: Lyon', None), ('home_city: Paris', 'fact:home_city')]"],
+                  "Lyon ['Lyon', 'Paris']\n[('home_city: Lyon', None), ('home_city: Paris', "
+                  "'fact:home_city')]"],
     "spaces.md": ["research by researcher: Sea otters hold hands",
                   "['My article about otters is due on Friday']", "refused: agent 'writer' may only read",
                   "refused: the content holds the value of a secret fact"],
@@ -109,7 +111,8 @@ def _command_lines() -> list[tuple[str, list[str]]]:
                         command[0] = command[0].rsplit("/", 1)[1]  # .venv/bin/python, .venv/bin/agentos
                     for prefix, replacement in PREFIXES.items():
                         if tuple(command[: len(prefix)]) == prefix:
-                            found.append((f"{_name(page)}: {line.strip()}", replacement + command[len(prefix):]))
+                            found.append((f"{_name(page)}: {line.strip()}",
+                                          replacement + command[len(prefix):]))
                             break
                     command = []
     return found

@@ -32,7 +32,8 @@ MEMORY = [
 
 
 def isort_order(name: str) -> tuple[int, str]:
-    """The order of ``__all__`` (isort's, as ruff's RUF022 checks it): CONSTANTS, then Classes, then the rest."""
+    """The order of ``__all__`` (isort's, as ruff's RUF022 checks it): CONSTANTS, then Classes, then the
+    rest."""
     return (0 if name.isupper() else 1 if name[:1].isupper() else 2), name
 
 
@@ -88,8 +89,10 @@ def test_the_memory_shows_its_public_names() -> None:
 def test_the_memory_face_is_eager() -> None:
     """``core.memory`` and its packages import their names at once (no module ``__getattr__``), but for the
     storage's copies between databases, which need psycopg."""
-    lazy = [name for name in FACES if name.startswith("core.memory") and "__getattr__" in vars(importlib.import_module(name))]
+    lazy = [name for name in FACES if name.startswith("core.memory")
+            and "__getattr__" in vars(importlib.import_module(name))]
     assert lazy == ["core.memory.storage"]
     from core.memory import storage
 
-    assert sorted(m for m in storage.__all__ if m not in vars(storage)) == ["snapshot", "to_postgres", "to_sqlite"]
+    assert sorted(m for m in storage.__all__ if m not in vars(storage)) == ["snapshot", "to_postgres",
+                                                                            "to_sqlite"]

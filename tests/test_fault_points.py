@@ -35,7 +35,8 @@ def append_five(home: Path, point: str) -> subprocess.CompletedProcess:
     """A process that appends 3 entries from a thread, then 5 from the main thread, armed for ``point``."""
     MemoryManager("finn").close()
     env = dict(os.environ, AGENTOS_HOME=str(home), PYTHONPATH=str(ROOT), AGENTOS_FAULT_POINT=point)
-    return subprocess.run([sys.executable, "-c", APPEND_FIVE], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", APPEND_FIVE], env=env, capture_output=True, text=True,
+                          timeout=120)
 
 
 def texts(home: Path) -> list[str]:
@@ -56,11 +57,13 @@ def test_a_thread_prefix_counts_only_that_threads_points(agents_home: Path) -> N
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
     assert texts(agents_home) == ["thread 0", "thread 1", "thread 2", "entry 0", "entry 1"]
     with MemoryManager("finn") as manager:  # the killed append's index row is caught up from LOG.md
-        assert manager.db.conn.execute("SELECT count(*) FROM log_metadata WHERE entry_type = 'THOUGHT'").fetchone()[0] == 5
+        assert manager.db.conn.execute("SELECT count(*) FROM log_metadata WHERE entry_type = "
+                                       "'THOUGHT'").fetchone()[0] == 5
 
 
 def test_a_thread_name_prefix_counts_that_threads_points(agents_home: Path) -> None:
-    """``worker:log.append@2``: the worker thread's second append is never written; the main thread's never ran."""
+    """``worker:log.append@2``: the worker thread's second append is never written; the main thread's never
+    ran."""
     done = append_five(agents_home, "worker:log.append@2")
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
     assert texts(agents_home) == ["thread 0"]

@@ -22,7 +22,8 @@ def _docstrings(tree: ast.AST) -> set[int]:
         if not isinstance(body, list):
             continue
         for n, statement in enumerate(body):
-            first = n == 0 and isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            first = n == 0 and isinstance(node,
+                                          (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
             after_assignment = n > 0 and isinstance(body[n - 1], (ast.Assign, ast.AnnAssign))
             if (first or after_assignment) and isinstance(statement, ast.Expr) and isinstance(
                     statement.value, ast.Constant) and isinstance(statement.value.value, str):
@@ -38,7 +39,8 @@ def _message_texts(source: str) -> list[tuple[int, str]]:
     texts = []
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
-            texts.append((node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)))
+            texts.append((node.lineno,
+                          "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)))
             skip.update(id(v) for v in node.values)
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
@@ -63,11 +65,13 @@ def test_messages_name_commands_a_pip_user_has():
 
 
 def test_the_scan_finds_a_checkout_command():
-    """The scan above sees a hint in an f-string and a constant, and leaves docstrings and a prog name alone."""
+    """The scan above sees a hint in an f-string and a constant, and leaves docstrings and a prog name
+    alone."""
     source = ('"""Run python scripts/x.py."""\n'
               'HINT = f"re-index it with: python scripts/rebuild_index.py --agent {name}"\n'
               'RESUME = "Run: python -m core.engine --agent finn --resume"\n'
               'PROG = "python -m core.engine"\n')
-    found = [t for _, t in _message_texts(source) if CHECKOUT_ONLY.search(t) and not PROG.fullmatch(t.strip())]
+    found = [t for _,
+             t in _message_texts(source) if CHECKOUT_ONLY.search(t) and not PROG.fullmatch(t.strip())]
     assert found == ["re-index it with: python scripts/rebuild_index.py --agent {}",
                      "Run: python -m core.engine --agent finn --resume"]

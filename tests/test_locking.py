@@ -271,7 +271,8 @@ for _ in range(int(sys.argv[2])):  # released and taken again at once: a waiter 
 
 def test_a_waiter_waits_while_other_processes_take_their_turns(tmp_path: Path) -> None:
     """A process holding the lock 60 times for 50 ms keeps it 3 s; a waiter whose timeout is 1 s waits it out:
-    the timeout bounds one holder's hold, not the wait behind a queue (which grows with the machine's load)."""
+    the timeout bounds one holder's hold, not the wait behind a queue (which grows with the machine's
+    load)."""
     lock_file = tmp_path / ".lock"
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     turns = subprocess.Popen([sys.executable, "-c", TAKING_TURNS, str(lock_file), "60"], env=env,
@@ -332,8 +333,8 @@ def test_one_holder_that_keeps_the_lock_times_the_waiter_out(tmp_path: Path) -> 
 
 
 def test_a_thread_waits_while_the_thread_before_it_queues_behind_other_processes(tmp_path: Path) -> None:
-    """A thread waiting for one that itself waits for the flock (other processes taking their turns) sees those
-    turns as progress too, and does not time out while the queue moves."""
+    """A thread waiting for one that itself waits for the flock (other processes taking their turns) sees
+    those turns as progress too, and does not time out while the queue moves."""
     lock_file = tmp_path / ".lock"
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     turns = subprocess.Popen([sys.executable, "-c", TAKING_TURNS, str(lock_file), "60"], env=env,
@@ -348,7 +349,8 @@ def test_a_thread_waits_while_the_thread_before_it_queues_behind_other_processes
         assert turns.stdout.readline().strip() == "holding"
         before = threading.Thread(target=first)
         before.start()
-        while not _queued_in_this_process(lock_file):  # the first thread holds the thread lock, waiting for the flock
+        # the first thread holds the thread lock, waiting for the flock
+        while not _queued_in_this_process(lock_file):
             assert before.is_alive(), "the first thread did not wait for the other process"
             time.sleep(0.01)
         with AgentLock(lock_file, timeout=1.0).hold():

@@ -95,7 +95,8 @@ def test_a_now_md_that_cannot_be_written_is_a_storage_error_and_stays_as_it_was(
 
 
 def test_a_log_flush_failure_leaves_now_md_as_it_was(manager: MemoryManager, monkeypatch) -> None:
-    """NOW.md's next version is staged while its NOW_UPDATE line flushes; if that flush fails, it is dropped."""
+    """NOW.md's next version is staged while its NOW_UPDATE line flushes; if that flush fails, it is
+    dropped."""
     from core.memory.files import log_file
 
     before = manager.paths.now_file.read_bytes()
@@ -112,7 +113,8 @@ def test_a_log_flush_failure_leaves_now_md_as_it_was(manager: MemoryManager, mon
 
 def test_update_now_replaces_now_md_only_after_its_log_line_is_durable(manager: MemoryManager,
                                                                         monkeypatch) -> None:
-    """The order of the flushes: LOG.md line, NOW.md's temp file, the rename, the folder, then the index row."""
+    """The order of the flushes: LOG.md line, NOW.md's temp file, the rename, the folder, then the index
+    row."""
     from core.memory.files import log_file
     from core.memory.recall import log_index
 
@@ -128,7 +130,8 @@ def test_update_now_replaces_now_md_only_after_its_log_line_is_durable(manager: 
         return call
 
     monkeypatch.setattr(log_file, "datasync", spy(lambda fd: f"flush {named(fd)}", log_file.datasync))
-    monkeypatch.setattr(log_index, "index_appended", spy(lambda db, log, entry: "index", log_index.index_appended))
+    monkeypatch.setattr(log_index, "index_appended",
+                        spy(lambda db, log, entry: "index", log_index.index_appended))
     monkeypatch.setattr(os, "fsync", spy(lambda fd: f"fsync {named(fd)}", os.fsync))
     monkeypatch.setattr(os, "replace", spy(lambda src, dst: f"replace onto {Path(dst).name}", os.replace))
     manager.update_now("active", ["check the order"])
@@ -149,7 +152,8 @@ def test_an_oversize_now_is_refused_before_anything_is_logged(manager: MemoryMan
     plan = now_file.advance(before, status="active", next_steps=steps, resume_hint="h")
     size_as_is = len(now_file.encode(replace(plan, version=before.version + 1)))
     hint = "h" * (1 + now_file.MAX_NOW_BYTES - size_as_is)  # exactly at the limit with the old log_seq
-    assert len(now_file.encode(replace(plan, version=before.version + 1, resume_hint=hint))) == now_file.MAX_NOW_BYTES
+    assert len(now_file.encode(replace(plan, version=before.version + 1,
+                                       resume_hint=hint))) == now_file.MAX_NOW_BYTES
     log_before = manager.paths.log_file.read_bytes()
     now_before = manager.paths.now_file.read_bytes()
     with pytest.raises(ValidationError, match="NOW.md would be"):
@@ -238,7 +242,8 @@ def test_log_lines_follow_the_documented_format(manager: MemoryManager) -> None:
 
 
 def test_every_entry_type_is_accepted(manager: MemoryManager) -> None:
-    """All seed and run/step entry types can be appended: the seed's by anyone, the run/step markers by the system."""
+    """All seed and run/step entry types can be appended: the seed's by anyone, the run/step markers by the
+    system."""
     seed = {"TOOL_USE", "THOUGHT", "USER_FEEDBACK", "ERROR", "SYSTEM"}
     system = {"RUN_START", "RUN_END", "STEP_START", "STEP_END", "NOW_UPDATE", "SUMMARY", "INTERRUPTED"}
     assert seed | system <= set(ENTRY_TYPES)
@@ -484,7 +489,8 @@ def test_importing_core_creates_no_files_and_imports_no_torch(tmp_path: Path) ->
 
 def test_the_seeds_update_now_sets_the_objective_when_none_is_open(manager: MemoryManager):
     """update_now("Analyzing portfolio data", next_steps) as the seed writes it: on a new agent (or after a
-    finished objective) the text is the objective and the step; while an objective is open it is the step only."""
+    finished objective) the text is the objective and the step; while an objective is open it is the step
+    only."""
     now = manager.update_now("Analyzing portfolio data", next_steps=["Load CSV", "Calculate returns"])
     assert (now["objective"], now["current_step"], now["status"]) == (
         "Analyzing portfolio data", "Analyzing portfolio data", "active")
@@ -503,4 +509,5 @@ def test_forget_memories_takes_a_list_of_ids_positionally(manager: MemoryManager
     first = manager.store_memory("The staging server is in Frankfurt")
     second = manager.store_memory("The backups run at midnight")
     assert manager.forget_memories([first]) == [first]
-    assert [h["id"] for h in manager.recall_memory("staging server Frankfurt backups", n_results=5)] == [second]
+    assert [h["id"] for h in manager.recall_memory("staging server Frankfurt backups",
+                                                   n_results=5)] == [second]

@@ -1,4 +1,5 @@
-"""The package installs like a library: a wheel with its prompts, the agentos command, and core importable anywhere."""
+"""The package installs like a library: a wheel with its prompts, the agentos command, and core importable
+anywhere."""
 
 from __future__ import annotations
 
@@ -62,11 +63,12 @@ def _pip(bin_dir: Path, *args: str) -> None:
 @pytest.mark.slow
 @pytest.mark.slow
 def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
-    """The wheel holds core, its Markdown prompts, the inspector's page and the embedding model's probe vectors;
-    installed, agentos and a memory round trip work anywhere."""
+    """The wheel holds core, its Markdown prompts, the inspector's page and the embedding model's probe
+    vectors; installed, agentos and a memory round trip work anywhere."""
     source = _source_tree(tmp_path)
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--quiet", "-w",
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--quiet",
+                    "-w",
                     str(wheels), str(source)], check=True, timeout=300, capture_output=True)
     wheel = next(wheels.glob("agentos-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
@@ -83,7 +85,8 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     env = {"PATH": "/usr/bin:/bin", "AGENTOS_HOME": str(outside / "home"), "HF_HUB_OFFLINE": "1"}
-    version = subprocess.run([str(bin_dir / "agentos"), "--version"], cwd=outside, env=env, capture_output=True,
+    version = subprocess.run([str(bin_dir / "agentos"), "--version"], cwd=outside, env=env,
+                             capture_output=True,
                              text=True, timeout=120)
     assert version.stdout.strip() == f"agentos {core.__version__}", version.stderr
     site = next((tmp_path / "venv").glob("lib/python*/site-packages"))
@@ -115,7 +118,8 @@ def test_editable_install_imports_from_the_source(tmp_path):
 def _setup(checkout: Path) -> subprocess.CompletedProcess:
     """Run the checkout's scripts/setup.sh, leaving the Debian packages alone."""
     env = {**os.environ, "AGENTOS_SETUP_APT": "0"}
-    return subprocess.run(["bash", str(checkout / "scripts" / "setup.sh")], cwd="/", env=env, capture_output=True,
+    return subprocess.run(["bash", str(checkout / "scripts" / "setup.sh")], cwd="/", env=env,
+                          capture_output=True,
                           text=True, timeout=600)
 
 
@@ -135,7 +139,8 @@ def test_setup_installs_the_agentos_command_into_the_venv(tmp_path):
     first = _setup(checkout)
     assert first.returncode == 0 and "installing agentos into .venv (editable)" in first.stderr, first.stderr
     env = {"PATH": "/usr/bin:/bin", "AGENTOS_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
-    for command in ([str(bin_dir / "agentos"), "--version"], [str(bin_dir / "python"), "-m", "core", "--version"]):
+    for command in ([str(bin_dir / "agentos"), "--version"],
+                    [str(bin_dir / "python"), "-m", "core", "--version"]):
         ran = subprocess.run(command, cwd="/", env=env, capture_output=True, text=True, timeout=120)
         assert ran.stdout.strip() == f"agentos {core.__version__}", (command, ran.stderr)
     script = subprocess.run([str(bin_dir / "python"), "-c", ROUND_TRIP, str(checkout)], cwd="/", env=env,
@@ -147,4 +152,6 @@ def test_setup_installs_the_agentos_command_into_the_venv(tmp_path):
     with (checkout / "pyproject.toml").open("a", encoding="utf-8") as pyproject:
         pyproject.write("\n# changed\n")
     changed = _setup(checkout)
-    assert changed.returncode == 0 and "installing agentos into .venv (editable)" in changed.stderr, changed.stderr
+    assert changed.returncode == 0 and "installing agentos into .venv (editable)" in changed.stderr, (
+        changed.stderr
+    )

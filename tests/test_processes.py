@@ -1,4 +1,5 @@
-"""Processes: a clean exit while background work runs, fork, a kill between two steps of a write, file names."""
+"""Processes: a clean exit while background work runs, fork, a kill between two steps of a write, file
+names."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def no_secrets():
 
 def run_child(script: str, home: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     env = dict(os.environ, AGENTOS_HOME=str(home), PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 EXIT_WHILE_INDEXING = """
@@ -52,8 +54,11 @@ sys.exit(0)
 
 @pytest.mark.slow
 @pytest.mark.slow
-def test_exiting_while_background_indexing_runs_is_clean_and_the_next_open_finishes(agents_home: Path) -> None:
-    """A script that exits during automatic compaction's indexing exits 0 (no SIGABRT); the next open indexes."""
+def test_exiting_while_background_indexing_runs_is_clean_and_the_next_open_finishes(
+    agents_home: Path,
+) -> None:
+    """A script that exits during automatic compaction's indexing exits 0 (no SIGABRT); the next open
+    indexes."""
     done = run_child(EXIT_WHILE_INDEXING, agents_home)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "terminate called" not in done.stderr and "Traceback" not in done.stderr
@@ -61,7 +66,8 @@ def test_exiting_while_background_indexing_runs_is_clean_and_the_next_open_finis
         assert manager.compaction.wait(timeout=120)
         assert manager.cold.indexer.pending() == 0
         archive = Path(manager.log.first_entry().metadata["archive"]).stem
-        assert manager.recall_memory("entry 3 word", 1, kind="log_archive", min_score=0)[0]["where"]["archive"] == archive
+        assert manager.recall_memory("entry 3 word", 1, kind="log_archive",
+                                     min_score=0)[0]["where"]["archive"] == archive
 
 
 EXIT_WITH_FOUR_AGENTS = """
@@ -72,8 +78,9 @@ managers = [MemoryManager(name) for name in ("ada", "bob", "cyd", "dee")]
 for n, manager in enumerate(managers):
     # Long notes first: the first vectors computed are the costliest to compute (two model windows each, and
     # the first four past 2,000 characters have chunk vectors too).
-    manager.store_memories([f"design note {k} of agent {n} about retries, backoff and timeouts " * (80 if k < 4 else 30)
-                            for k in range(64)] + [f"note {i} about service {i % 7} on host {i % 3}" for i in range(40)])
+    design = [f"design note {k} of agent {n} about retries, backoff and timeouts " * (80 if k < 4 else 30)
+              for k in range(64)]
+    manager.store_memories(design + [f"note {i} about service {i % 7} on host {i % 3}" for i in range(40)])
     manager.append_log("THOUGHT", f"agent {n}: the billing service timed out again")
     manager.save_fact(f"drink{n}", "tea", "preference")
 writer = subprocess.Popen([sys.executable, "-c", "from core.memory_manager import MemoryManager\\n"
@@ -94,9 +101,9 @@ print("pending", sum(m.cold.docs.pending_count() for m in managers), flush=True)
 @pytest.mark.slow
 @pytest.mark.slow
 def test_a_process_with_four_agents_indexing_exits_cleanly_every_time(agents_home: Path, monkeypatch) -> None:
-    """A script that opens four agents, writes to each, kills a child writer and returns while their vectors are
-    being computed exits 0 every time (no inference is in flight when the interpreter finalizes); the work it
-    left is queued and the next open finishes it."""
+    """A script that opens four agents, writes to each, kills a child writer and returns while their vectors
+    are being computed exits 0 every time (no inference is in flight when the interpreter finalizes); the work
+    it left is queued and the next open finishes it."""
     for attempt in range(5):
         home = agents_home.parent / f"home{attempt}"
         done = run_child(EXIT_WITH_FOUR_AGENTS, home, timeout=300)
@@ -131,14 +138,16 @@ manager.update_now("active", ["two"], objective="second")
 
 @pytest.mark.slow
 def test_a_kill_between_the_now_update_line_and_the_replace_never_reuses_a_version(agents_home: Path) -> None:
-    """NOW.md is brought forward to the NOW_UPDATE a killed writer logged; the next update takes the next version."""
+    """NOW.md is brought forward to the NOW_UPDATE a killed writer logged; the next update takes the next
+    version."""
     done = run_child(KILLED_BEFORE_THE_REPLACE, agents_home)
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
     with MemoryManager("finn") as manager:
         now = manager.read_now()
         assert (now["version"], now["objective"], now["next_steps"]) == (2, "second", ["two"])
         assert manager.update_now("done")["version"] == 3
-        versions = [e["meta"]["version"] for e in parse_log_file(manager.paths.log_file) if e["type"] == "NOW_UPDATE"]
+        versions = [e["meta"]["version"] for e in parse_log_file(manager.paths.log_file)
+                    if e["type"] == "NOW_UPDATE"]
         assert versions == [1, 2, 3]
 
 
@@ -157,7 +166,8 @@ Workspace(AgentPaths.for_agent("finn").workspace_dir).write_file("notes/plan.md"
 
 @pytest.mark.slow
 def test_the_temp_file_of_a_killed_write_file_is_removed(agents_home: Path) -> None:
-    """write_file killed before its rename leaves a temp file; the next toolbox removes it, not the live ones."""
+    """write_file killed before its rename leaves a temp file; the next toolbox removes it, not the live
+    ones."""
     MemoryManager("finn").close()
     done = run_child(KILLED_WRITE_FILE, agents_home)
     assert done.returncode == -signal.SIGKILL
@@ -211,7 +221,8 @@ def test_per_session_handoff_files_are_distinct_for_ids_that_differ_in_punctuati
     provider = open_provider("simple", paths.db_file)
     summaries = {}
     for sid in ("finn:a:b", "finn:a_b"):
-        conversation = Conversation(provider, Session(sid, agent_id="finn"), paths, fresh_tail=2, redactor=no_secrets)
+        conversation = Conversation(provider, Session(sid, agent_id="finn"), paths, fresh_tail=2,
+                                    redactor=no_secrets)
         conversation.append_turn("t", [{"role": "user", "content": f"{sid} " + "words " * 200}] * 6)
         conversation.compact(lambda prompt, sid=sid: f"summary of {sid}", keep_tail=2)
         summaries[sid] = conversation
@@ -229,9 +240,11 @@ def test_a_handoff_file_under_the_earlier_name_is_taken_over_by_its_own_session(
     (folder / "finn_a_b.handoff.json").write_text(json.dumps(
         {"summary": "old summary", "covered": 2, "created_at": "", "session": "finn:a:b"}))
     provider = open_provider("simple", paths.db_file)
-    other = Conversation(provider, Session("finn:a_b", agent_id="finn"), paths, fresh_tail=2, redactor=no_secrets)
+    other = Conversation(provider, Session("finn:a_b", agent_id="finn"), paths, fresh_tail=2,
+                         redactor=no_secrets)
     assert other.handoff() is None
-    mine = Conversation(provider, Session("finn:a:b", agent_id="finn"), paths, fresh_tail=2, redactor=no_secrets)
+    mine = Conversation(provider, Session("finn:a:b", agent_id="finn"), paths, fresh_tail=2,
+                        redactor=no_secrets)
     assert mine.handoff().summary == "old summary"
     assert not (folder / "finn_a_b.handoff.json").exists()
     provider.close()

@@ -1,5 +1,6 @@
 """MemoryReader: an agent opened to read writes nothing (no recovery, compaction or expiry), sees a consistent
-state beside a live writer, and holds nothing once closed; the read commands of ``agentos`` read through it."""
+state beside a live writer, and holds nothing once closed; the read commands of ``agentos`` read through
+it."""
 
 from __future__ import annotations
 
@@ -34,13 +35,14 @@ def tree(folder: Path) -> dict[str, str]:
 
 
 def changed(before: dict[str, str], after: dict[str, str]) -> dict[str, str]:
-    """The files that are not as they were (``added``, ``removed`` or ``changed``): {} when nothing was written.
-    SQLite's own files beside memory.db aside: the -shm index, which every reader of it updates, and a new -wal
-    that is empty."""
+    """The files that are not as they were (``added``, ``removed`` or ``changed``): {} when nothing was
+    written. SQLite's own files beside memory.db aside: the -shm index, which every reader of it updates, and
+    a new -wal that is empty."""
     empty = hashlib.sha256(b"").hexdigest()
     found = {name: "removed" for name in before if name not in after}
     for name, digest in after.items():
-        if name.endswith("memory.db-shm") or (name not in before and name.endswith("-wal") and digest == empty):
+        if name.endswith("memory.db-shm") or (name not in before and name.endswith("-wal")
+                                              and digest == empty):
             continue
         if name not in before:
             found[name] = "added"

@@ -15,8 +15,8 @@ def _first_block(after_heading: str, language: str) -> str:
 
 
 def test_opens_with_setup_and_run_and_test_commands() -> None:
-    """The first code block holds the two commands; the run one sets up no model server (it stays as fast), the
-    test one sets one up and runs the full suite, as .ci/run does."""
+    """The first code block holds the two commands; the run one sets up no model server (it stays as fast),
+    the test one sets one up and runs the full suite, as .ci/run does."""
     run, test = _first_block("# AgentOS", "bash").strip().splitlines()
     assert run.startswith("./scripts/setup.sh && .venv/bin/agentos run --agent finn ")
     assert test == "./scripts/setup.sh --model-server && .venv/bin/python -m pytest --full"

@@ -192,7 +192,8 @@ def test_skill_metadata_without_name_is_an_error(agents_home: Path) -> None:
 
 def test_skills_the_engine_and_the_store_share_one_manager_per_agent(agents_home: Path, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """One MemoryManager per agent and agents home in a process: a skill's write is the engine's and the store's."""
+    """One MemoryManager per agent and agents home in a process: a skill's write is the engine's and the
+    store's."""
     from core.engine import Engine
     from core.langgraph_store import AgentOSStore
     from core.memory.shared import shared_manager

@@ -35,7 +35,8 @@ def indexed_seqs(manager: MemoryManager) -> list[int]:
 # -- a read-only memory.db ------------------------------------------------------------
 
 
-def test_with_memory_db_read_only_log_entries_are_kept_and_the_index_catches_up(agents_home: Path, caplog) -> None:
+def test_with_memory_db_read_only_log_entries_are_kept_and_the_index_catches_up(agents_home: Path,
+                                                                                caplog) -> None:
     """append_log and update_now succeed (LOG.md is the truth) and memory.db indexes them at the next open."""
     with MemoryManager("finn") as manager:
         manager.append_log("THOUGHT", "before")
@@ -78,7 +79,8 @@ def test_with_memory_db_read_only_a_provider_write_is_a_storage_error(agents_hom
         with pytest.raises(ReadOnlyError):
             provider.append(session, [Message("user", "one more")])
         with pytest.raises(StorageError):
-            provider.compact(session, __import__("core.memory.provider", fromlist=["CompactionMode"]).CompactionMode.FULL)
+            provider.compact(session, __import__("core.memory.provider",
+                                                 fromlist=["CompactionMode"]).CompactionMode.FULL)
         assert provider.stats(session).message_count == 30 and provider.stats(session).summary_count == 0
         provider.close()
 
@@ -120,7 +122,8 @@ def test_on_a_full_disk_every_write_is_refused_whole_or_done_whole(full_disk) ->
 # -- NOW.md with a bad front matter ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["version: one", "log_seq: [1, 2]", "status: sleeping", "objective: {a: 1}"])
+@pytest.mark.parametrize("damage",
+                         ["version: one", "log_seq: [1, 2]", "status: sleeping", "objective: {a: 1}"])
 def test_a_bad_now_front_matter_is_recovered_from_the_last_now_update(manager: MemoryManager, damage: str,
                                                                        caplog) -> None:
     """NOW.md is rewritten from LOG.md's newest NOW_UPDATE (the bad file kept in quarantine), loudly."""
@@ -179,7 +182,8 @@ def test_workspace_tools_refuse_a_path_the_file_system_cannot_take(agents_home: 
 
 
 def test_a_set_in_tool_call_arguments_is_a_clear_error(agents_home: Path) -> None:
-    """Arguments that are not JSON (a set) are a ToolArgumentError for a tool and a ValidationError for a message."""
+    """Arguments that are not JSON (a set) are a ToolArgumentError for a tool and a ValidationError for a
+    message."""
     MemoryManager("finn").close()
     tools = build_toolbox(AgentPaths.for_agent("finn"))
     with pytest.raises(ToolArgumentError, match="JSON data"):
@@ -190,7 +194,8 @@ def test_a_set_in_tool_call_arguments_is_a_clear_error(agents_home: Path) -> Non
 
 
 def test_an_oversize_given_summary_is_refused_before_anything_is_written(manager: MemoryManager) -> None:
-    """compact_log(summary=<70 KB>) raises ValidationError; LOG.md, the archives and the index are unchanged."""
+    """compact_log(summary=<70 KB>) raises ValidationError; LOG.md, the archives and the index are
+    unchanged."""
     for i in range(10):
         manager.append_log("THOUGHT", f"thought {i}")
     before = manager.paths.log_file.read_bytes()
@@ -205,7 +210,9 @@ def test_an_oversize_given_summary_is_refused_before_anything_is_written(manager
 
 
 @pytest.mark.slow
-def test_out_of_descriptors_every_call_fails_with_a_storage_error_that_names_the_fix(agents_home: Path) -> None:
+def test_out_of_descriptors_every_call_fails_with_a_storage_error_that_names_the_fix(
+    agents_home: Path,
+) -> None:
     """With no descriptor left (or only a few), opening an agent and each of its calls either works or raises
     a StorageError saying to raise the limit of open files: never a raw OSError, and no thread dies."""
     import json
@@ -230,7 +237,8 @@ def test_an_os_error_of_lancedb_names_its_fix() -> None:
     """LanceDB's OSError carries its number in its message only ("(os error 24)")."""
     from core.durable.fsutil import storage_error
 
-    error = storage_error(OSError("LanceError(IO): Too many open files (os error 24), rust/lance-io/src/x.rs"),
+    error = storage_error(OSError("LanceError(IO): Too many open files (os error 24), "
+                                  "rust/lance-io/src/x.rs"),
                           "cannot read the cold store")
     assert type(error) is StorageError and "ulimit -n" in str(error)
     assert isinstance(storage_error(OSError("LanceError(IO): No space left on device (os error 28)"), "x"),
@@ -238,7 +246,8 @@ def test_an_os_error_of_lancedb_names_its_fix() -> None:
 
 
 def test_an_os_error_no_library_call_converted_is_one_line_and_exit_code_5(capsys) -> None:
-    """The command lines' last boundary: an OSError is the one line of a StorageError naming the fix, not a traceback."""
+    """The command lines' last boundary: an OSError is the one line of a StorageError naming the fix, not a
+    traceback."""
     import errno
 
     from core.terminal import exit_codes, run_cli
@@ -248,4 +257,6 @@ def test_an_os_error_no_library_call_converted_is_one_line_and_exit_code_5(capsy
 
     assert run_cli(out_of_descriptors) == exit_codes.STORAGE == 5
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1 and "ulimit -n" in err and "Traceback" not in err
+    assert (
+        err.startswith("error: ") and err.count("\n") == 1 and "ulimit -n" in err and "Traceback" not in err
+    )

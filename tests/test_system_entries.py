@@ -16,7 +16,9 @@ def fill(manager: MemoryManager, count: int) -> None:
         manager.append_log("THOUGHT", f"thought number {i} about the quarterly report")
 
 
-def test_a_forged_reservation_is_refused_and_compaction_stays_below_its_thresholds(manager: MemoryManager) -> None:
+def test_a_forged_reservation_is_refused_and_compaction_stays_below_its_thresholds(
+    manager: MemoryManager,
+) -> None:
     """log_activity cannot write a compaction reservation; compact_log(force=False) then archives nothing."""
     fill(manager, 5)
     before = manager.paths.log_file.read_bytes()
@@ -42,7 +44,8 @@ def test_every_system_type_is_refused_to_append_log(manager: MemoryManager, entr
 
 @pytest.mark.parametrize("key", sorted(SYSTEM_META_KEYS))
 def test_every_system_metadata_key_is_refused_to_append_log(manager: MemoryManager, key: str) -> None:
-    """append_log refuses metadata keys the system finds its own entries by (a forged call_id skips a tool)."""
+    """append_log refuses metadata keys the system finds its own entries by (a forged call_id skips a
+    tool)."""
     before = manager.paths.log_file.read_bytes()
     with pytest.raises(ValidationError, match=f"{key}.*set only by the system"):
         manager.append_log("TOOL_USE", "write_file(...) -> ok", {key: "t1:1:0"})
@@ -80,7 +83,9 @@ def test_a_summary_without_an_archive_does_not_break_later_compactions(manager: 
     assert [e.type for e in entries] == ["SUMMARY"] and entries[0].metadata["covers"] == [22, 25]
 
 
-def test_a_forged_reservation_written_by_the_system_path_still_needs_to_cover_the_log(manager: MemoryManager) -> None:
+def test_a_forged_reservation_written_by_the_system_path_still_needs_to_cover_the_log(
+    manager: MemoryManager,
+) -> None:
     """Only a reservation covering LOG.md from its first entry to the entry before it is resumed."""
     fill(manager, 5)
     manager.append_system("SYSTEM", "stale", {"compaction": "reserved", "covers": [2, 4]})

@@ -25,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
 
 @command("init", AGENT, arg("--show", action="store_true", help="print the agent's memory afterwards"))
 def init(args: argparse.Namespace) -> int:
-    """Create an agent: its folders, AGENT.md and memory (says what it created; a second run creates nothing)."""
+    """Create an agent: its folders, AGENT.md and memory (says what it created; a second run creates
+    nothing)."""
     created = initialize_agent_memory(args.agent)
     print(report(args.agent, created))
     if args.show:
@@ -78,7 +79,8 @@ def _details(manager: MemoryManager) -> dict[str, Any]:
         "conversations": conn.execute("SELECT count(*) FROM ctx_conversations").fetchone()[0],
         "messages": conn.execute("SELECT count(*) FROM ctx_messages").fetchone()[0],
         "cold_pending": manager.cold.indexer.pending(),
-        "recall": {"memories": manager.cold.docs.count(), "vectors_pending": manager.cold.docs.pending_count()},
+        "recall": {"memories": manager.cold.docs.count(),
+                   "vectors_pending": manager.cold.docs.pending_count()},
         "embedder": manager.config.cold.embedder,
         "interrupted_runs": [run["run_id"] for run in manager.interrupted_runs()],
         **_database(manager),
@@ -96,15 +98,18 @@ def _details_text(data: dict[str, Any]) -> str:
     lines = [
         f"agents home: {data['home']} ({data['home_source']})",
         f"agent {data['agent']} in {data['folder']}",
-        f"  NOW: {now['status']} - {now['current_step'] or '(no step)'} (version {now['version']}, {now['updated_at']})",
+        f"  NOW: {now['status']} - {now['current_step'] or '(no step)'} (version {now['version']}, "
+        f"{now['updated_at']})",
         f"  objective: {now['objective'] or '(none)'}",
         f"  LOG.md: last seq {log['last_seq']}, {log['bytes']} bytes, {log['archives']} archive(s)",
         f"  facts: {facts}",
         f"  notes: {data['notes']}; conversations: {data['conversations']} ({data['messages']} messages)",
-        f"  recall: {data['recall']['memories']} memories ({data['recall']['vectors_pending']} waiting for their "
+        f"  recall: {data['recall']['memories']} memories ({data['recall']['vectors_pending']} waiting for "
+        f"their "
         f"vector, {data['cold_pending']} source(s) to index); embedder {data['embedder']}",
         f"  memory tables: {data['memory_db_bytes']} bytes in {data['database']}",
     ]
     if data["interrupted_runs"]:
-        lines.append(f"  interrupted runs: {', '.join(data['interrupted_runs'])} (agentos run --resume continues)")
+        lines.append(f"  interrupted runs: {', '.join(data['interrupted_runs'])} (agentos run --resume "
+                     f"continues)")
     return "\n".join(lines)

@@ -74,7 +74,8 @@ def command(name: str, *arguments: Arg, configure: Callable[[argparse.ArgumentPa
 
 
 def open_memory(name: str) -> MemoryManager:
-    """The memory of an agent that exists, to write (UnknownAgentError lists the agents; nothing is created)."""
+    """The memory of an agent that exists, to write (UnknownAgentError lists the agents; nothing is
+    created)."""
     existing_agent(name)
     return MemoryManager(name)
 
@@ -103,4 +104,5 @@ def json_text(data: Any) -> str:
     try:
         return json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False)
     except ValueError as exc:
-        raise ValidationError(f"the answer holds a number that JSON cannot carry ({exc}); nothing was printed") from exc
+        raise ValidationError(f"the answer holds a number that JSON cannot carry ({exc}); nothing was "
+                              f"printed") from exc

@@ -15,7 +15,8 @@ from core.paths import existing_agent
 from core.terminal import Spinner, seconds, tqdm
 
 
-@command("compact-log", AGENT, arg("--dry-run", action="store_true", help="show what would be archived; change nothing"),
+@command("compact-log", AGENT,
+         arg("--dry-run", action="store_true", help="show what would be archived; change nothing"),
          arg("--force", action="store_true", help="compact even below the size/entry thresholds"),
          arg("--summary", metavar="TEXT", help="use this summary text instead of summarising"))
 def compact_log(args: argparse.Namespace) -> int:
@@ -28,7 +29,8 @@ def compact_log(args: argparse.Namespace) -> int:
     # A dry run indexes nothing, so it shows no bar; a bar is only drawn on a terminal (disable=None).
     with open_memory(args.agent) as manager, tqdm(desc="indexing", unit=" memories", leave=False,
                                                   disable=True if args.dry_run else None) as bar:
-        report = manager.compaction.compact(args.summary, force=args.force, dry_run=args.dry_run, progress=bar.update)
+        report = manager.compaction.compact(args.summary, force=args.force, dry_run=args.dry_run,
+                                            progress=bar.update)
     print(compaction_text(report, args.dry_run))
     return 0
 
@@ -40,16 +42,22 @@ def compaction_text(report: CompactionReport, dry_run: bool) -> str:
         lines.append(f"dry run: {report.reason or 'nothing to do'}")
         if report.archive_id:
             lines.append(f"  entries: {report.entries} (seq {report.first_seq}-{report.last_seq})")
-            lines.append(f"  LOG.md size: {report.bytes_before} bytes; archive would be {report.archive_path}")
+            lines.append(f"  LOG.md size: {report.bytes_before} bytes; archive would be "
+                         f"{report.archive_path}")
         return "\n".join(lines)
     if not report.done:
-        lines.append(f"nothing compacted: {report.reason}" + (" (use --force)" if "threshold" in report.reason else ""))
+        lines.append(f"nothing compacted: {report.reason}"
+                     + (" (use --force)" if "threshold" in report.reason else ""))
     else:
         lines.append(f"entries archived: {report.entries} (seq {report.first_seq}-{report.last_seq})"
                      + (" [resumed an interrupted run]" if report.resumed else ""))
         lines.append(f"LOG.md size: {report.bytes_before} -> {report.bytes_after} bytes")
         lines.append(f"archive: {report.archive_path}")
-        note = " (no LLM reachable: extractive summary of the source)" if report.summary_method == "deterministic" else ""
+        note = (
+            " (no LLM reachable: extractive summary of the source)"
+            if report.summary_method == "deterministic"
+            else ""
+        )
         lines.append(f"summary: {report.summary_method}{note}")
     lines.append(f"memories indexed for recall: {report.docs_indexed} (vectors follow in the background)")
     if report.index_error:

@@ -21,13 +21,15 @@ def now(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("log", AGENT, arg("-n", "--last", type=int, default=20, metavar="N", help="how many entries (default 20)"),
+@command("log", AGENT,
+         arg("-n", "--last", type=int, default=20, metavar="N", help="how many entries (default 20)"),
          JSON)
 def log(args: argparse.Namespace) -> int:
     """Print the last LOG.md entries, oldest first."""
     with read_memory(args.agent) as memory:
         entries = memory.read_log(args.last)
-    emit(args, entries, lambda: "\n".join(f"#{e['seq']} {e['ts']} {e['type']}: {e['content']}" for e in entries)
+    emit(args, entries,
+         lambda: "\n".join(f"#{e['seq']} {e['ts']} {e['type']}: {e['content']}" for e in entries)
          or "(no entries)")
     return 0
 
@@ -43,7 +45,8 @@ def facts(args: argparse.Namespace) -> int:
         return _fact_history(args)
     with read_memory(args.agent) as memory:
         found = memory.list_facts(args.category)
-    emit(args, found, lambda: "\n".join(f"{f['key']} ({f['category']}): {f['value']}" for f in found) or "(no facts)")
+    emit(args, found,
+         lambda: "\n".join(f"{f['key']} ({f['category']}): {f['value']}" for f in found) or "(no facts)")
     return 0
 
 
@@ -52,7 +55,8 @@ def _fact_history(args: argparse.Namespace) -> int:
         hide = memory.facts.redactor()
         found = [hide(v.as_dict()) for v in memory.facts.history(args.history)]
     if not found:
-        raise NotFoundError(f"no fact is stored under {args.history!r}: agentos facts --agent {args.agent} lists them")
+        raise NotFoundError(f"no fact is stored under {args.history!r}: agentos facts --agent {args.agent} "
+                            f"lists them")
     emit(args, found, lambda: "\n".join(
         f"{v['saved_at']}  {v['value']} ({v['category']})" + ("  current" if v["replaced_at"] is None else "")
         for v in found))
@@ -69,23 +73,28 @@ def _score(text: str) -> float:
 def _days(text: str) -> float:
     value = float(text)
     if not 0 < value <= MAX_RECENCY_DAYS:  # NaN and infinity too
-        raise argparse.ArgumentTypeError(f"must be a number of days above 0 and at most {MAX_RECENCY_DAYS}, got {text}")
+        raise argparse.ArgumentTypeError(f"must be a number of days above 0 and at most {MAX_RECENCY_DAYS}, "
+                                         f"got {text}")
     return value
 
 
-@command("recall", AGENT, arg("query", nargs="?", help="what to look for, in plain words (none: list what happened "
+@command("recall", AGENT,
+         arg("query", nargs="?", help="what to look for, in plain words (none: list what happened "
                                                          "between --since and --until, newest first)"),
-         arg("-n", "--results", type=int, metavar="N", help="how many results at most (default 5; when listing a "
+         arg("-n", "--results", type=int, metavar="N",
+             help="how many results at most (default 5; when listing a "
                                                             "time window, 20)"),
          arg("--kind", choices=KINDS, action="append", help="only this kind of memory (repeat for several)"),
          arg("--min-score", type=_score, metavar="X", help="leave out results below this relevance, 0-1 "
                                                            "(default: cold.min_score)"),
-         arg("--since", metavar="DATE", help="only what happened from this date on, e.g. 2023-05-08, '8 May 2023' "
+         arg("--since", metavar="DATE",
+             help="only what happened from this date on, e.g. 2023-05-08, '8 May 2023' "
                                              "or 'last week' (from its start)"),
          arg("--until", metavar="DATE", help="only what happened up to this date ('last week': to its end)"),
          arg("--recency-days", type=_days, metavar="DAYS", help="favour recent memories: a score halves for "
                                                                  "every DAYS of age"),
-         arg("--space", action="append", metavar="NAME", help="search this memory space too (repeat for several; "
+         arg("--space", action="append", metavar="NAME",
+             help="search this memory space too (repeat for several; "
                                                               "default: every space of the agent)"),
          arg("--no-spaces", action="store_true", help="search the agent's own memory only"),
          arg("--explain", action="store_true", help="say why each result ranked and what was left out"),
@@ -104,34 +113,44 @@ def recall(args: argparse.Namespace) -> int:
             memory.warm_up()  # the model loads while the query's words are searched
         default = 5 if args.query is not None else 20
         found = memory.recall_memory(args.query, n_results=default if args.results is None else args.results,
-                                      kind=args.kind, since=args.since, until=args.until, min_score=args.min_score,
-                                      recency_days=args.recency_days, spaces=[] if args.no_spaces else args.space,
+                                      kind=args.kind, since=args.since, until=args.until,
+                                      min_score=args.min_score,
+                                      recency_days=args.recency_days,
+                                      spaces=[] if args.no_spaces else args.space,
                                       explain=args.explain)
     if args.query is None:
         emit(args, found, lambda: recall_text.window_text(found))
     else:
-        emit(args, found, lambda: recall_text.explained_text(found) if args.explain else recall_text.hits_text(found))
+        emit(args, found,
+             lambda: recall_text.explained_text(found) if args.explain else recall_text.hits_text(found))
     warning = found.get("warning") if isinstance(found, dict) else found.warning
     if warning:  # on stderr, so that --json output stays one JSON document
         print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
-@command("forget", arg("--agent", metavar="NAME", help="the agent, e.g. finn (for a space's memory: its author)"),
-         arg("--admin", action="store_true", help="forget space memories (space:NAME:SEQ) whoever published them"),
-         arg("--space", metavar="NAME", help="with --purge: the space whose forgotten memories' text to purge"),
+@command("forget",
+         arg("--agent", metavar="NAME", help="the agent, e.g. finn (for a space's memory: its author)"),
+         arg("--admin", action="store_true",
+             help="forget space memories (space:NAME:SEQ) whoever published them"),
+         arg("--space", metavar="NAME",
+             help="with --purge: the space whose forgotten memories' text to purge"),
          arg("ids", nargs="*", metavar="ID", help="memory ids as recall shows them, e.g. note:3f2a..."),
-         arg("--query", metavar="TEXT", help="forget the memories that say every word of TEXT (stop words aside)"),
+         arg("--query", metavar="TEXT",
+             help="forget the memories that say every word of TEXT (stop words aside)"),
          arg("--meaning-above", type=_score, metavar="X",
-             help="with --query: forget instead the memories closer in meaning to TEXT than X (cosine, e.g. 0.6)"),
+             help="with --query: forget instead the memories closer in meaning to TEXT than X (cosine, e.g. "
+                  "0.6)"),
          arg("--before", metavar="DATE", help="forget what happened before this date, e.g. 2023-05-08"),
          arg("--kind", choices=KINDS, action="append", help="only this kind of memory (repeat for several)"),
          arg("--limit", type=int, default=100, metavar="N", help="forget at most N memories (default 100)"),
          arg("--purge", action="store_true",
              help="also take forgotten facts' values out of LOG.md, the archives and the indexes (a space's: "
                   "its forgotten memories' text out of its journal and index)"),
-         arg("--dry-run", action="store_true", help="list what would be forgotten, and why, and forget nothing"),
-         arg("-y", "--yes", action="store_true", help="do not ask for confirmation (what is forgotten is listed)"),
+         arg("--dry-run", action="store_true",
+             help="list what would be forgotten, and why, and forget nothing"),
+         arg("-y", "--yes", action="store_true",
+             help="do not ask for confirmation (what is forgotten is listed)"),
          JSON)
 def forget(args: argparse.Namespace) -> int:
     """Forget memories by id, or those that say every word of --query (or are closer in meaning to it than
@@ -149,7 +168,8 @@ def forget(args: argparse.Namespace) -> int:
     if args.ids and (args.query or args.before):
         raise ValidationError("give memory ids, or --query and/or --before, not both")
     if args.meaning_above is not None and not args.query:
-        raise ValidationError("--meaning-above goes with --query TEXT: the memories closer in meaning to TEXT")
+        raise ValidationError("--meaning-above goes with --query TEXT: the memories closer in meaning to "
+                              "TEXT")
     if args.admin or args.space or any(i.startswith("space:") for i in args.ids):
         if args.dry_run:  # never ignored: a space's forget would go ahead
             raise ValidationError("--dry-run lists what a forget of an agent's own memories takes; a space's "
@@ -168,7 +188,8 @@ def forget(args: argparse.Namespace) -> int:
         emit(args, {"forgotten": [], "count": 0, "purged": _purged(report)}, _purged_text(report))
         return 0
     with open_memory(args.agent) as manager:
-        chosen = manager.forget_memories(query=args.query, before=args.before, ids=args.ids or None, kind=args.kind,
+        chosen = manager.forget_memories(query=args.query, before=args.before, ids=args.ids or None,
+                                         kind=args.kind,
                                          meaning_above=args.meaning_above, limit=args.limit, dry_run=True)
         unknown = [i for i in args.ids if i not in chosen]
         if unknown and not chosen:
@@ -183,7 +204,8 @@ def forget(args: argparse.Namespace) -> int:
         answer = True if args.yes else _confirmed(chosen)
         if not answer:  # declining is an answer, not an error
             emit(args, {**listed, "confirmed": False}, "nothing forgotten" + (
-                "" if answer is False else " (no answer: standard input is closed; add --yes to forget without "
+                "" if answer is False
+                else " (no answer: standard input is closed; add --yes to forget without "
                                            "asking)"))
             return 0
         forgotten = manager.forget_memories(ids=list(chosen))
@@ -215,8 +237,8 @@ def _purged_text(report) -> str:
 
 
 def _confirmed(chosen) -> bool | None:
-    """Show the memories about to be forgotten, and why, and ask: True for a yes, False for another answer, None
-    when no answer can come (standard input is closed)."""
+    """Show the memories about to be forgotten, and why, and ask: True for a yes, False for another answer,
+    None when no answer can come (standard input is closed)."""
     print(recall_text.forgotten_text(chosen, "asking"), file=sys.stderr)
     with prompt_shown():
         print("Forget them? [y/N] ", end="", file=sys.stderr, flush=True)

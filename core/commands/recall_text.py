@@ -1,5 +1,5 @@
-"""How ``agentos recall`` prints results, their explanations and a listed time window, and how ``agentos forget``
-lists what it forgets."""
+"""How ``agentos recall`` prints results, their explanations and a listed time window, and how
+``agentos forget`` lists what it forgets."""
 
 from __future__ import annotations
 
@@ -15,19 +15,26 @@ def window_text(found: list[dict[str, Any]]) -> str:
     """A listed time window, newest first: date and time, kind, id and source, then the text."""
     return "\n".join(
         f"{hit['occurred_at'][:16].replace('T', ' ')} {hit['kind']} {hit['id']} ({hit['source']})\n"
-        f"  {hit['content']}{_superseded(hit)}{_also(hit)}" for hit in found) or "(nothing happened in that window)"
+        f"  {hit['content']}{_superseded(hit)}{_also(hit)}"
+        for hit in found) or "(nothing happened in that window)"
 
 
 def explained_text(found: dict[str, Any]) -> str:
     """Explained results, then what was left out and why."""
-    return hits_text(found["results"]) + "\n" + left_out_text(found["left_out"]) + widened_text(found.get("spread"))
+    return (
+        hits_text(found["results"])
+        + "\n"
+        + left_out_text(found["left_out"])
+        + widened_text(found.get("spread"))
+    )
 
 
 def widened_text(spread: dict[str, Any] | None) -> str:
     """How the search of a question whose answer is spread out was widened ('' for any other question)."""
     if not spread:
         return ""
-    return ("\nwidened: a question that counts, adds up, compares or orders (\"" + spread["cue"] + "\"): every result "
+    return ("\nwidened: a question that counts, adds up, compares or orders (\"" + spread["cue"]
+            + "\"): every result "
             f"its best one brings along is kept (relative floor {spread['relative_floor']:g})")
 
 
@@ -38,14 +45,19 @@ def left_out_text(left_out: dict[str, Any]) -> str:
     lines = ["left out:"]
     for reason, part in left_out.items():
         shown = "; ".join(_example(e) for e in part["examples"])
-        more = f" (+{part['count'] - len(part['examples'])} more)" if part["count"] > len(part["examples"]) else ""
+        more = (
+            f" (+{part['count'] - len(part['examples'])} more)"
+            if part["count"] > len(part["examples"])
+            else ""
+        )
         lines.append(f"  {part['count']} {reason.replace('_', ' ')}: {shown}{more}")
     return "\n".join(lines)
 
 
 def _hit(hit: dict[str, Any]) -> str:
     text = (f"{hit['score']:.2f} {hit['kind']} {hit['id']} ({hit['occurred_at'][:10]}, {hit['source']}"
-            f"{', by ' + hit['author'] if hit.get('space') else ''})\n  {hit['content']}{_superseded(hit)}{_also(hit)}")
+            f"{', by ' + hit['author'] if hit.get('space') else ''})\n  "
+            f"{hit['content']}{_superseded(hit)}{_also(hit)}")
     return text + ("\n  " + why_text(hit["why"]) if "why" in hit else "")
 
 
@@ -68,7 +80,8 @@ def why_text(why: dict[str, Any]) -> str:
     if why["vector_search"] != "ran":
         vector = why["vector_search"]
     parts = [f"words: {words}", f"word match {why['word_score']:.2f}", f"vector {vector}"]
-    parts += [f"{name} {value:.2f}" for name, value in why["features"].items() if name not in ("vector", "words")]
+    parts += [f"{name} {value:.2f}" for name,
+              value in why["features"].items() if name not in ("vector", "words")]
     parts.append(f"kind {why['kind']}" + (f" (+{why['kind_bonus']:g})" if why["kind_bonus"] else ""))
     if why["recency"] is not None:
         parts.append(f"recency ×{why['recency']:.2f}")
@@ -122,7 +135,8 @@ def _forget_line(entry: dict[str, Any]) -> str:
     if "before" in why:
         reasons.append(f"before {why['before'][:10]}")
     also = f" · also recorded as {', '.join(entry['also'])}" if entry["also"] else ""
-    return f"  {entry['id']}  {entry['occurred_at'][:16].replace('T', ' ')}  {text}\n      {' · '.join(reasons)}{also}"
+    when = entry["occurred_at"][:16].replace("T", " ")
+    return f"  {entry['id']}  {when}  {text}\n      {' · '.join(reasons)}{also}"
 
 
 def _around(text: str, words: list[str], width: int) -> str:

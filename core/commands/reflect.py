@@ -1,4 +1,5 @@
-"""``agentos reflect``: learn now from what an agent recorded, show how far reflection is, or learn it all again."""
+"""``agentos reflect``: learn now from what an agent recorded, show how far reflection is, or learn it all
+again."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from core.errors import ValidationError
 @command("reflect", AGENT,
          arg("--status", action="store_true",
              help="show the lag, the failure rate per model and what is quarantined"),
-         arg("--rebuild", action="store_true", help="forget everything learned (explicit facts stay) and learn it "
-                                                    "again from the files, e.g. after switching to a better model"),
-         arg("--retry", action="store_true", help="try every quarantined entry again now, not only those due"),
+         arg("--rebuild", action="store_true",
+             help="forget everything learned (explicit facts stay) and learn it "
+                                                    "again from the files, e.g. after switching to a better "
+                                                    "model"),
+         arg("--retry", action="store_true",
+             help="try every quarantined entry again now, not only those due"),
          arg("--model", help="the model to read with (default: llm.model)"),
          arg("--host", help="the model server's address (default: llm.host)"),
          arg("--offline", action="store_true",
@@ -61,7 +65,8 @@ def report_text(report: dict[str, Any], rebuilt: bool) -> str:
     head = "learned again from the files" if rebuilt else "reflected"
     lines = [f"{head}: {report['entries']} entries in {report['batches']} batches, read by {reader}",
              f"learned: {report['facts']} facts, {report['events']} events, {report['contradictions']} "
-             f"contradictions" + (f" ({report['agreed']} already saved explicitly)" if report["agreed"] else "")]
+             f"contradictions"
+             + (f" ({report['agreed']} already saved explicitly)" if report["agreed"] else "")]
     if not report["fallback"]:
         lines.append(f"model calls: {report['calls']}, replies unusable: {report['failed']}, repaired: "
                      f"{report['repaired']}, batches split: {report['split']}, entries quarantined: "
@@ -79,7 +84,8 @@ def status_text(agent: str, status: dict[str, Any]) -> str:
     lag, learned = status["lag"], status["learned"]
     lines = [f"reflection of {agent}: enabled {status['enabled']}, backend {status['backend']}"
              + (", running" if status["running"] else ""),
-             f"to read: {lag['log']} LOG.md entries (read up to #{status['log_mark']} of #{status['last_seq']}), "
+             f"to read: {lag['log']} LOG.md entries (read up to #{status['log_mark']} of "
+             f"#{status['last_seq']}), "
              f"{lag['messages']} messages, {lag['notes']} notes",
              f"learned: {learned['facts']} facts, {learned['events']} events, "
              f"{learned['contradictions']} contradictions"]
@@ -92,6 +98,9 @@ def status_text(agent: str, status: dict[str, Any]) -> str:
         lines.append(f"last error: {status['last_error']}")
     if status["quarantined"]:
         lines.append(f"quarantined ({len(status['quarantined'])}):")
-        lines += [f"  {q['item']}  {q['attempts']} attempts, next try {q['next_try'][:16].replace('T', ' ')}: "
-                  f"{q['reason'][:160]}" for q in status["quarantined"]]
+        lines += [
+            f"  {q['item']}  {q['attempts']} attempts, next try {q['next_try'][:16].replace('T', ' ')}: "
+            f"{q['reason'][:160]}"
+            for q in status["quarantined"]
+        ]
     return "\n".join(lines)

@@ -14,10 +14,12 @@ from core.inspector import cli as inspector
 @command("mcp", AGENT, arg("--http", metavar="HOST:PORT", help="serve streamable HTTP at this address "
                            "(e.g. 127.0.0.1:8765) instead of stdio"),
          arg("--allow-host", action="append", default=[], metavar="NAME",
-             help="with --http: also answer requests addressed to this host name (repeat for several); the bound "
+             help="with --http: also answer requests addressed to this host name (repeat for several); the "
+                  "bound "
                   "address and localhost are always answered, any other Host header is refused"),
          arg("--session", default="main", help="the conversation the memory tool works on (default: main)"),
-         arg("--print-config", action="store_true", help="print the mcpServers entry an MCP client needs to start "
+         arg("--print-config", action="store_true",
+             help="print the mcpServers entry an MCP client needs to start "
                                                          "this server (absolute paths), and exit"))
 def mcp(args: argparse.Namespace) -> int:
     """Serve the agent's memory as an MCP server (stdio by default) for Claude Desktop, IDEs and other agents.
@@ -37,7 +39,8 @@ def mcp(args: argparse.Namespace) -> int:
         raise ValidationError("--allow-host names the hosts the HTTP server answers: use it with --http")
     if args.print_config:
         return _print_config(args)
-    shared_reader(args.agent).warm_up()  # the model loads while the MCP SDK is imported (the server reads first)
+    # the model loads while the MCP SDK is imported (the server reads first)
+    shared_reader(args.agent).warm_up()
     from core.mcp_server import serve  # the SDK is loaded only by this command
 
     if args.http:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.commands.base import JSON, arg, command, emit
+from core.commands.base import JSON, command, emit
 from core.errors import ValidationError
 from core.memory.spaces import Space, list_spaces, memory_id, parse_memory_id
 from core.memory.spaces import READ_ONLY, READ_WRITE
@@ -18,18 +18,23 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     create = actions.add_parser("create", help="create a space with its members")
     create.add_argument("name", help="the space, e.g. research (the agent-name rules)")
-    create.add_argument("--member", action="append", default=[], metavar="AGENT", help="a read-write member (repeat)")
+    create.add_argument("--member", action="append", default=[], metavar="AGENT",
+                        help="a read-write member (repeat)")
     create.add_argument("--read-only", action="append", default=[], metavar="AGENT",
                         help="a member that may only read (repeat)")
-    actions.add_parser("list", help="list the spaces and their members").add_argument(*JSON.flags, **JSON.options)
+    actions.add_parser("list", help="list the spaces and their members").add_argument(*JSON.flags,
+                                                                                      **JSON.options)
     show = actions.add_parser("show", help="a space's members, size and latest entries")
     show.add_argument("name")
-    show.add_argument("-n", "--last", type=int, default=5, metavar="N", help="how many latest entries (default 5)")
+    show.add_argument("-n", "--last", type=int, default=5, metavar="N",
+                      help="how many latest entries (default 5)")
     show.add_argument(*JSON.flags, **JSON.options)
-    publish = actions.add_parser("publish", help="publish a memory to a space as one of its read-write members")
+    publish = actions.add_parser("publish",
+                                 help="publish a memory to a space as one of its read-write members")
     publish.add_argument("name", help="the space")
     publish.add_argument("text", help="what to share (- reads it from standard input)")
-    publish.add_argument("--agent", required=True, metavar="NAME", help="the member publishing it (its author)")
+    publish.add_argument("--agent", required=True, metavar="NAME",
+                         help="the member publishing it (its author)")
     publish.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE",
                          help="metadata kept with the memory, e.g. source=\"field notes\" (repeat)")
     publish.add_argument(*JSON.flags, **JSON.options)
@@ -42,7 +47,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     remove.add_argument("agent")
     rebuild = actions.add_parser("rebuild-index", help="rebuild index.db from the space's journal")
     rebuild.add_argument("name")
-    move = actions.add_parser("move-index", help="rebuild the index on PostgreSQL or in index.db, and remove the other")
+    move = actions.add_parser("move-index",
+                              help="rebuild the index on PostgreSQL or in index.db, and remove the other")
     move.add_argument("name")
     move.add_argument("--to", choices=("postgres", "sqlite"), required=True,
                       help="where the index is to live (run with the server set either way)")
@@ -67,10 +73,12 @@ def space(args: argparse.Namespace) -> int:
 def _create(args: argparse.Namespace) -> int:
     both = set(args.member) & set(args.read_only)
     if both:
-        raise ValidationError(f"{', '.join(sorted(both))}: give each member once, with --member or --read-only")
+        raise ValidationError(f"{', '.join(sorted(both))}: give each member once, with --member or "
+                              f"--read-only")
     members = {**{a: READ_WRITE for a in args.member}, **{a: READ_ONLY for a in args.read_only}}
     with Space.create(args.name, members) as created:
-        print(f"created the space {args.name} in {created.paths.root}: " + _members_text(created.members().access))
+        print(f"created the space {args.name} in {created.paths.root}: "
+              + _members_text(created.members().access))
     return 0
 
 
@@ -91,7 +99,8 @@ def _show(args: argparse.Namespace) -> int:
     emit(args, shown, lambda: "\n".join([
         f"space {shown['space']} ({shown['path']})",
         f"members: {_members_text(shown['members'])}",
-        f"memories: {shown['memories']} ({shown['journal_bytes']} bytes of journal, last seq {shown['last_seq']})",
+        f"memories: {shown['memories']} ({shown['journal_bytes']} bytes of journal, last seq "
+        f"{shown['last_seq']})",
         *(f"  {e['id']} {e['ts']} {e['author']}: {e['content']}" for e in shown["latest"]),
     ]))
     return 0
@@ -115,7 +124,8 @@ def _publish(args: argparse.Namespace) -> int:
 
 def _add(args: argparse.Namespace) -> int:
     with Space(args.name) as one:
-        print(f"{args.name}: " + _members_text(one.add_member(args.agent, READ_ONLY if args.read_only else READ_WRITE)
+        print(f"{args.name}: " + _members_text(one.add_member(args.agent,
+                                                              READ_ONLY if args.read_only else READ_WRITE)
                                                .access))
     return 0
 
@@ -140,16 +150,19 @@ def _move(args: argparse.Namespace) -> int:
 
 
 def forget_shared(args: argparse.Namespace) -> int:
-    """``agentos forget`` of space memories (ids ``space:NAME:SEQ``): by their author (--agent) or --admin; with
-    --purge their text leaves the journal and the index too (``--space NAME --purge`` alone: earlier forgets)."""
+    """``agentos forget`` of space memories (ids ``space:NAME:SEQ``): by their author (--agent) or --admin;
+    with --purge their text leaves the journal and the index too (``--space NAME --purge`` alone: earlier
+    forgets)."""
     if args.query or args.before or args.kind:
         raise ValidationError("a space's memories are forgotten by id (space:NAME:SEQ, as recall shows them)")
     if any(not i.startswith("space:") for i in args.ids):
-        raise ValidationError("give only space memory ids (space:NAME:SEQ) with --admin or --space; forget an "
+        raise ValidationError("give only space memory ids (space:NAME:SEQ) with --admin or --space; forget "
+                              "an "
                               "agent's own memories separately")
     if not args.ids:
         if not (args.space and args.purge):
-            raise ValidationError("say what to forget: space memory ids (space:NAME:SEQ), or --space NAME --purge")
+            raise ValidationError("say what to forget: space memory ids (space:NAME:SEQ), or --space NAME "
+                                  "--purge")
         return _purge_spaces(args, [args.space], [])
     if bool(args.agent) == bool(args.admin):
         raise ValidationError("forget space memories as their author (--agent NAME) or as an administrator "
@@ -165,9 +178,13 @@ def forget_shared(args: argparse.Namespace) -> int:
             forgotten += one.forget(None if args.admin else args.agent, ids)
     if args.purge:
         return _purge_spaces(args, list(by_space), forgotten)
-    emit(args, {"forgotten": forgotten, "count": len(forgotten)},
-         f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'} of the space{'s' * (len(by_space) > 1)} "
-         f"{', '.join(by_space)} (the journal keeps the record; recall no longer finds them)")
+    emit(
+        args,
+        {"forgotten": forgotten, "count": len(forgotten)},
+        f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'} "
+        f"of the space{'s' * (len(by_space) > 1)} "
+        f"{', '.join(by_space)} (the journal keeps the record; recall no longer finds them)",
+    )
     return 0
 
 
@@ -178,7 +195,8 @@ def _purge_spaces(args: argparse.Namespace, names: list[str], forgotten: list[st
             report = one.purge_forgotten()
         purged[name] = [memory_id(name, seq) for seq in report.purged]
     text = [f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}"] if forgotten else []
-    text += [f"purged the text of {len(ids)} forgotten memor{'y' if len(ids) == 1 else 'ies'} from the journal and "
+    text += [f"purged the text of {len(ids)} forgotten memor{'y' if len(ids) == 1 else 'ies'} from the "
+             f"journal and "
              f"index of the space {name}" for name, ids in purged.items()]
     emit(args, {"forgotten": forgotten, "count": len(forgotten), "purged": purged}, "\n".join(text))
     return 0
@@ -188,5 +206,6 @@ def _members_text(access) -> str:
     return ", ".join(f"{agent} ({mode})" for agent, mode in access.items())
 
 
-_ACTIONS = {"create": _create, "list": _list, "show": _show, "publish": _publish, "add-member": _add, "remove-member": _remove,
+_ACTIONS = {"create": _create, "list": _list, "show": _show, "publish": _publish, "add-member": _add,
+            "remove-member": _remove,
             "rebuild-index": _rebuild, "move-index": _move}

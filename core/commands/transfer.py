@@ -14,8 +14,10 @@ from core.terminal import seconds, tqdm
 @command("export", arg("--agent", metavar="NAME", help="the agent to export, e.g. finn"),
          arg("--space", metavar="NAME", help="export this memory space instead (its journal and members)"),
          arg("file", help="the archive to write, e.g. finn.agentos.tar.gz"),
-         arg("--with-vectors", action="store_true", help="include the cold store's vectors (else the importer embeds)"),
-         arg("--include-secrets", action="store_true", help="keep secret facts (left out, and redacted everywhere, "
+         arg("--with-vectors", action="store_true",
+             help="include the cold store's vectors (else the importer embeds)"),
+         arg("--include-secrets", action="store_true",
+             help="keep secret facts (left out, and redacted everywhere, "
                                                             "by default)"))
 def export(args: argparse.Namespace) -> int:
     """Write an agent to one portable archive: NOW.md, LOG.md and its archives, memory.db, config.
@@ -30,7 +32,8 @@ def export(args: argparse.Namespace) -> int:
     if bool(args.agent) == bool(args.space):
         raise ValidationError("export one agent (--agent NAME) or one space (--space NAME)")
     if args.space and (args.with_vectors or args.include_secrets):
-        raise ValidationError("--with-vectors and --include-secrets are for an agent: a space's archive holds its "
+        raise ValidationError("--with-vectors and --include-secrets are for an agent: a space's archive "
+                              "holds its "
                               "journal and members (no secrets can be published to it; the index is rebuilt)")
     if args.space:
         from core.memory.spaces import export_space
@@ -42,7 +45,8 @@ def export(args: argparse.Namespace) -> int:
         result = export_agent(args.agent, args.file, with_vectors=args.with_vectors,
                               include_secrets=args.include_secrets, progress=bar.update)
     counts, left_out = result.manifest["counts"], result.secrets_left_out
-    print(f"exported {args.agent} to {result.path}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "
+    print(f"exported {args.agent} to {result.path}: {counts['log_entries']} LOG entries, {counts['facts']} "
+          f"facts, "
           f"{counts['notes']} notes, {counts['messages']} messages, {counts['store_items']} store items"
           + ("; with vectors" if result.manifest["with_vectors"] else "")
           + ("; secrets included" if args.include_secrets else "")
@@ -54,16 +58,22 @@ def export(args: argparse.Namespace) -> int:
 
 
 @command("import", arg("file", help="an archive written by agentos export"),
-         arg("--as", dest="as_name", metavar="NAME", help="the agent's name here (default: its name in the archive)"),
-         arg("--force", action="store_true", help="replace an existing agent (or space) of that name (an agent: "
+         arg("--as", dest="as_name", metavar="NAME",
+             help="the agent's name here (default: its name in the archive)"),
+         arg("--force", action="store_true",
+             help="replace an existing agent (or space) of that name (an agent: "
                                                    "refused while a process has it open)"),
          arg("--space", action="store_true", help="the archive is a memory space's (agentos export --space)"),
-         arg("--trust-skills", action="store_true", help="also install the archive's skills/ (Python code the "
+         arg("--trust-skills", action="store_true",
+             help="also install the archive's skills/ (Python code the "
                                                           "engine runs)"),
-         arg("--trust-config", action="store_true", help="also take its whole config.yaml (model, server, embedder, "
+         arg("--trust-config", action="store_true",
+             help="also take its whole config.yaml (model, server, embedder, "
                                                           "storage) and config/SYSTEM.md"),
-         arg("--trust-vectors", action="store_true", help="keep its vectors instead of embedding every memory here"),
-         arg("--trust-members", action="store_true", help="with --space: let the agents it names here read (and "
+         arg("--trust-vectors", action="store_true",
+             help="keep its vectors instead of embedding every memory here"),
+         arg("--trust-members", action="store_true",
+             help="with --space: let the agents it names here read (and "
                                                            "publish to) the space"))
 def import_(args: argparse.Namespace) -> int:
     """Restore an agent archive into the agents home (checked first; restored atomically).
@@ -82,9 +92,11 @@ def import_(args: argparse.Namespace) -> int:
         from core.memory.spaces import import_space
 
         if args.trust_skills or args.trust_config or args.trust_vectors:
-            raise ValidationError("--trust-skills, --trust-config and --trust-vectors are for an agent's archive: a "
+            raise ValidationError("--trust-skills, --trust-config and --trust-vectors are for an agent's "
+                                  "archive: a "
                                   "space's holds its journal and members")
-        manifest = import_space(args.file, as_name=args.as_name, force=args.force, trust_members=args.trust_members)
+        manifest = import_space(args.file, as_name=args.as_name, force=args.force,
+                                trust_members=args.trust_members)
         print(f"imported the space {manifest['space']}: {manifest['entries']} journal entries")
         return 0
     if args.trust_members:
@@ -93,12 +105,15 @@ def import_(args: argparse.Namespace) -> int:
     trust = Trust(skills=args.trust_skills, config=args.trust_config, vectors=args.trust_vectors)
     with tqdm(desc="embedding", unit=" memories", leave=False, disable=None) as bar:
         started = time.monotonic()  # the bar's own clock does not run when there is no terminal to draw on
-        result = import_agent(args.file, as_name=args.as_name, force=args.force, trust=trust, progress=bar.update)
+        result = import_agent(args.file, as_name=args.as_name, force=args.force, trust=trust,
+                              progress=bar.update)
         elapsed = time.monotonic() - started
     counts = result.counts
-    print(f"imported {result.agent} into {result.root}: {counts['log_entries']} LOG entries, {counts['facts']} facts, "
+    print(f"imported {result.agent} into {result.root}: {counts['log_entries']} LOG entries, "
+          f"{counts['facts']} facts, "
           f"{counts['messages']} messages"
-          + (f"; re-embedded {result.memories} memories in {seconds(elapsed)} ({result.reembedded})" if result.reembedded
+          + (f"; re-embedded {result.memories} memories in {seconds(elapsed)} ({result.reembedded})"
+             if result.reembedded
              else "; vectors kept"))
     for line in result.left_out:
         print(f"not taken from the archive: {line}")

@@ -214,7 +214,8 @@ def lower_priority() -> None:
         return
     thread = threading.get_native_id()
     try:
-        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + BACKGROUND_NICE))
+        os.setpriority(os.PRIO_PROCESS, thread,
+                       min(19, os.getpriority(os.PRIO_PROCESS, thread) + BACKGROUND_NICE))
     except OSError:  # a hint to the scheduler: refused (a sandbox), the work runs at the priority it has
         pass
 
@@ -248,7 +249,8 @@ def leave_ctrl_c_to_the_main_thread() -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 
-def background_thread(target: Callable[[], object], *, name: str | None = None, daemon: bool = True) -> threading.Thread:
+def background_thread(target: Callable[[], object], *, name: str | None = None,
+                      daemon: bool = True) -> threading.Thread:
     """A thread (not started) that runs ``target`` as background work: with Ctrl-C left to the main thread,
     and giving way to the writers in :func:`give_way`."""
 

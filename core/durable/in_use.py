@@ -1,7 +1,8 @@
 """Who has an agent's memory (or a space) open: a shared ``flock`` held by every opener, until it closes.
 
 Each ``MemoryManager`` (and each ``Space``) holds a shared lock on ``memory/.in-use`` for as long as it
-is open. Replacing the folder (``agentos import --force``, :func:`replacing`) takes the exclusive lock without waiting:
+is open. Replacing the folder (``agentos import --force``, :func:`replacing`) takes the exclusive lock without
+waiting:
 while any process has the agent open it is refused, because that process would go on writing into the
 folder that was replaced, its writes acknowledged and then lost. Holding the exclusive lock keeps new
 openers waiting until the folder in place is the new one; an opener that got its shared lock on a
@@ -48,8 +49,10 @@ class InUse:
             except BlockingIOError:
                 os.close(fd)
                 if time.monotonic() >= deadline:
-                    raise LockTimeoutError(f"{what} is being replaced (agentos import --force) and stayed locked for "
-                                           f"{timeout:g}s: wait for the import to finish, then retry") from None
+                    raise LockTimeoutError(f"{what} is being replaced (agentos import --force) and stayed "
+                                           f"locked for "
+                                           f"{timeout:g}s: wait for the import to finish, then "
+                                           f"retry") from None
                 time.sleep(wait)
                 wait = min(wait * 2, _LONGEST_WAIT_S)
                 continue
@@ -86,10 +89,12 @@ def replacing(lock_file: Path, what: str, *, create: bool = True) -> Iterator[No
         except BlockingIOError:
             holders = _holders(fd)
             if os.getpid() in holders:
-                raise AgentInUseError(f"{what} is open in this process: close it (MemoryManager.close()) before "
+                raise AgentInUseError(f"{what} is open in this process: close it (MemoryManager.close()) "
+                                      f"before "
                                       "replacing it; nothing was changed") from None
             who = f" (process {', '.join(map(str, holders))})" if holders else ""
-            raise AgentInUseError(f"{what} is open in another process{who}: stop it (agentos run, agentos mcp or a "
+            raise AgentInUseError(f"{what} is open in another process{who}: stop it (agentos run, agentos "
+                                  f"mcp or a "
                                   "program using it), then retry; nothing was changed") from None
         yield
     finally:

@@ -65,7 +65,8 @@ class _Shared:
         """How many times the lock was seen to change hands, here or in another process: what the
         threads waiting for ``thread_lock`` watch (its holder may itself be queueing for the flock)."""
         self.users = 0
-        """The AgentLock objects of this process on it (and holds of closed ones): the last to go closes the file."""
+        """The AgentLock objects of this process on it (and holds of closed ones): the last to go closes the
+        file."""
         self.retired = False
         """No user is left: the file is closed when the hold in progress ends."""
         self._fd = -1
@@ -226,11 +227,13 @@ class AgentLock:
 
     @contextmanager
     def hold(self, timeout: float | None = None) -> Iterator[None]:
-        """Hold the lock for the duration of the ``with`` block (waiting ``timeout`` s, default the lock's)."""
+        """Hold the lock for the duration of the ``with`` block (waiting ``timeout`` s, default the
+        lock's)."""
         timeout = self.timeout if timeout is None else timeout
         shared = self._use.shared
         if shared is not None and shared.pid != os.getpid():
-            # This process was forked from the one that made it: the parent's registry, and its claim, are gone.
+            # This process was forked from the one that made it: the parent's registry, and its claim, are
+            # gone.
             self._closer.detach()
             self._use = _Use(_shared_for(self.lock_file, self.keep_open))
             self._closer = self._finalizer(self._use)

@@ -23,8 +23,8 @@ MAX_DEPTH = 50
 
 @cache
 def _loader() -> Any:
-    """libyaml's C loader, ~10x faster than pure Python's. PyYAML is imported here, on first use: a process that
-    reads no YAML file (a recall, with no config.yaml) does not pay for its import."""
+    """libyaml's C loader, ~10x faster than pure Python's. PyYAML is imported here, on first use: a process
+    that reads no YAML file (a recall, with no config.yaml) does not pay for its import."""
     import yaml
 
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -58,7 +58,8 @@ def _check(root: yaml.Node) -> None:
         node, depth = stack.pop()
         if id(node) in seen:
             raise yaml.composer.ComposerError(
-                None, None, "the value anchored here (&name) is repeated by an alias (*name); AgentOS reads no "
+                None, None,
+                "the value anchored here (&name) is repeated by an alias (*name); AgentOS reads no "
                 "alias in its files: write the value out where it is used", node.start_mark)
         seen.add(id(node))
         if depth > MAX_DEPTH:

@@ -8,9 +8,9 @@
 
 The same command is ``agentos run``.
 
-Interactive commands: /compact /status /now /log /facts /recall QUERY /exit (see :mod:`core.engine.interactive`).
-Library errors are printed as one line (:func:`core.terminal.run_cli`); the exit codes are those of
-:mod:`core.terminal.exit_codes`.
+Interactive commands: /compact /status /now /log /facts /recall QUERY /exit (see
+:mod:`core.engine.interactive`). Library errors are printed as one line (:func:`core.terminal.run_cli`); the
+exit codes are those of :mod:`core.terminal.exit_codes`.
 """
 
 from __future__ import annotations
@@ -38,13 +38,18 @@ def parser(prog: str = "python -m core.engine") -> argparse.ArgumentParser:
 
 def add_arguments(cli: argparse.ArgumentParser) -> None:
     """The engine's flags."""
-    cli.add_argument("--agent", required=True, help="agent name, e.g. finn (its folder is <agents home>/<agent>)")
-    cli.add_argument("task", nargs="?", help="what to do (- reads it from standard input); omit for the interactive mode")
-    cli.add_argument("--task-file", metavar="PATH", help="read the task from this file (UTF-8; - for standard input)")
+    cli.add_argument("--agent", required=True,
+                     help="agent name, e.g. finn (its folder is <agents home>/<agent>)")
+    cli.add_argument("task", nargs="?",
+                     help="what to do (- reads it from standard input); omit for the interactive mode")
+    cli.add_argument("--task-file", metavar="PATH",
+                     help="read the task from this file (UTF-8; - for standard input)")
     cli.add_argument("--create", action="store_true", help="create the agent if it does not exist yet")
     cli.add_argument("--backend", choices=("auto", "ollama", "openai", "offline"),
-                     help="model server API (default: llm.backend): ollama, openai (llama.cpp's llama-server, "
-                          "LM Studio, vLLM, ...), offline, or auto (Ollama, else an OpenAI-compatible server, else offline)")
+                     help="model server API (default: llm.backend): ollama, openai (llama.cpp's "
+                          "llama-server, "
+                          "LM Studio, vLLM, ...), offline, or auto (Ollama, else an OpenAI-compatible "
+                          "server, else offline)")
     cli.add_argument("--model", help="the model, as the server names it (default: llm.model in the config)")
     cli.add_argument("--host", help="the server's address (default: llm.host; for Ollama $OLLAMA_HOST or "
                                     "http://127.0.0.1:11434, for openai $OPENAI_BASE_URL or http://127.0.0.1:8080/v1)")
@@ -75,12 +80,14 @@ def execute(args: argparse.Namespace) -> int:
     with Spinner(f"starting {args.agent}", at_once=True):
         from core.engine.runner import Engine  # imported here so --help stays instant
 
-        engine = Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host,
+        engine = Engine(args.agent, session=args.session, offline=args.offline, model=args.model,
+                        host=args.host,
                         backend_name=args.backend)
     with engine:
         print(engine.notice, file=sys.stderr)
         if engine.recovered:
-            print(f"Found {len(engine.recovered)} interrupted run(s); NOW.md says where it stopped.", file=sys.stderr)
+            print(f"Found {len(engine.recovered)} interrupted run(s); NOW.md says where it stopped.",
+                  file=sys.stderr)
         try:
             if args.resume:
                 code = _turn(engine, engine.resume)
@@ -131,13 +138,15 @@ def _turn(engine, start: Callable, session=None) -> int:
               f"run with a model and --resume to carry it out", file=sys.stderr)
         return EXIT_BLOCKED
     if not result.ok:
-        print(f"error: the run ended with outcome {result.outcome}; NOW.md says what to do next", file=sys.stderr)
+        print(f"error: the run ended with outcome {result.outcome}; NOW.md says what to do next",
+              file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
 
 def interactive(engine) -> int:
-    """Read requests and commands until /exit, Ctrl-D or two Ctrl-C at the prompt (:mod:`core.engine.interactive`)."""
+    """Read requests and commands until /exit, Ctrl-D or two Ctrl-C at the prompt
+    (:mod:`core.engine.interactive`)."""
     from core.engine.interactive import Session
 
     return Session(engine, _turn, command, Spinner).run()
@@ -170,7 +179,8 @@ def command(engine, line: str) -> str:
     if name == "/log":
         return "\n".join(f"#{e['seq']} {e['ts']} {e['type']}: {e['content']}" for e in manager.read_log(20))
     if name == "/facts":
-        return "\n".join(f"{f['key']} ({f['category']}): {f['value']}" for f in manager.list_facts()) or "(no facts)"
+        return "\n".join(f"{f['key']} ({f['category']}): {f['value']}"
+                         for f in manager.list_facts()) or "(no facts)"
     if name == "/recall":
         if not rest.strip():
             return "usage: /recall QUERY"

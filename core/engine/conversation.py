@@ -56,7 +56,8 @@ class Conversation:
 
     def __init__(self, provider: Any, session: Session, paths: AgentPaths, fresh_tail: int, *,
                  redactor: Callable[[], Redactor]) -> None:
-        """``redactor()`` hides the secrets known now in the handoff summary and in the prompt that asks for it."""
+        """``redactor()`` hides the secrets known now in the handoff summary and in the prompt that asks for
+        it."""
         self.provider = provider
         self.redactor = redactor
         self.session = session
@@ -85,7 +86,8 @@ class Conversation:
         """Tokens the session would put before the model now (its size for auto-compaction)."""
         handoff = self.handoff()
         if handoff is not None:
-            return estimate_tokens(handoff.summary) + sum(m.tokens() for m in self._all_messages()[handoff.covered:])
+            return estimate_tokens(handoff.summary) + sum(m.tokens()
+                                                          for m in self._all_messages()[handoff.covered:])
         stats = self.provider.stats(self.session)
         return stats.context_tokens or stats.token_count
 
@@ -142,8 +144,10 @@ class Conversation:
         if isinstance(self.provider, Compactor):
             result = self.provider.compact(self.session, CompactionMode.FULL, fresh_tail=keep_tail)
             if not result.leaf_summaries_created and not result.condensed_summaries_created:
-                raise ValidationError(f"nothing to compact: beyond the newest {keep_tail} messages, kept as they are, "
-                                      f"too few are left unsummarised ({self.message_count()} messages, ~{before} "
+                raise ValidationError(f"nothing to compact: beyond the newest {keep_tail} messages, kept as "
+                                      f"they are, "
+                                      f"too few are left unsummarised ({self.message_count()} messages, "
+                                      f"~{before} "
                                       "tokens); the session was left untouched")
             top = self.provider.top_summary(self.session) if hasattr(self.provider, "top_summary") else ""
             done = (f"{result.messages_compacted} messages into {result.leaf_summaries_created} leaf and "
@@ -158,7 +162,8 @@ class Conversation:
         start = previous.covered if previous else 0
         covered = _cut(messages, max(start, len(messages) - max(0, keep_tail)))
         if covered <= start:
-            raise ValidationError(f"nothing to compact: the session has at most {keep_tail} messages since the last summary")
+            raise ValidationError(f"nothing to compact: the session has at most {keep_tail} messages since "
+                                  f"the last summary")
         redactor = self.redactor()
         transcript = redactor.text(_transcript(previous, messages[start:covered]))
         summary = handoff_summary(summarize, transcript)
@@ -166,8 +171,10 @@ class Conversation:
             raise SummarizerError("empty summary response: the session was left untouched")
         replaced = estimate_tokens(transcript)
         if estimate_tokens(summary.strip()) >= replaced:
-            raise SummarizerError(f"the summary ({estimate_tokens(summary.strip())} tokens) is not smaller than "
-                                  f"what it would replace ({replaced} tokens): the session was left untouched")
+            raise SummarizerError(f"the summary ({estimate_tokens(summary.strip())} tokens) is not smaller "
+                                  f"than "
+                                  f"what it would replace ({replaced} tokens): the session was left "
+                                  f"untouched")
         written = self.handoffs.write(redactor.text(summary.strip()), covered)
         return CompactionReport("handoff", before, self.tokens(), written.summary)
 
@@ -214,7 +221,9 @@ def handoff_summary(summarize, transcript: str) -> str:
     pieces = pack(transcript.splitlines(), room // 2 if len(transcript) > room else room)
     summary = ""
     for number, piece in enumerate(pieces, 1):
-        so_far = f"# Summary so far (parts 1-{number - 1} of {len(pieces)})\n\n{summary}\n\n" if summary else ""
+        so_far = (
+            f"# Summary so far (parts 1-{number - 1} of {len(pieces)})\n\n{summary}\n\n" if summary else ""
+        )
         part = f" (part {number} of {len(pieces)})" if len(pieces) > 1 else ""
         summary = summarize(f"{head}\n\n{so_far}# Conversation{part}\n\n" + "\n".join(piece))
         if not isinstance(summary, str) or not summary.strip():

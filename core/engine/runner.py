@@ -76,7 +76,8 @@ def build_graph(rt: Runtime, checkpointer: Any) -> Any:
     graph.add_node("finalize", lambda state: finalize(state, rt))
     graph.add_edge(START, "load_memory")
     graph.add_edge("load_memory", "planner")
-    graph.add_conditional_edges("planner", lambda state: after_planner(state, rt), ["tools", "planner", "finalize"])
+    graph.add_conditional_edges("planner", lambda state: after_planner(state, rt),
+                                ["tools", "planner", "finalize"])
     graph.add_conditional_edges("tools", lambda state: after_tools(state, rt), ["planner", "finalize"])
     graph.add_edge("finalize", END)
     return graph.compile(checkpointer=checkpointer)
@@ -120,7 +121,8 @@ class Engine:
 
         Raises:
             InvalidAgentNameError, ConfigError: bad agent name or config; nothing is created.
-            LockTimeoutError: another engine is running this agent (with PostgreSQL: this session) (exit code 5).
+            LockTimeoutError: another engine is running this agent (with PostgreSQL: this session) (exit code
+                5).
         """
         self.paths = AgentPaths.for_agent(agent_name)
         self.config = config or load_config(self.paths)
@@ -137,18 +139,21 @@ class Engine:
               backend: Backend | None, backend_name: str | None) -> None:
         """Choose the backend, open the provider, the tools and the checkpointed graph."""
         if backend is None:
-            choice = choose_backend(self.config.llm, offline=offline, model=model, host=host, kind=backend_name)
+            choice = choose_backend(self.config.llm, offline=offline, model=model, host=host,
+                                    kind=backend_name)
             backend, self.notice = choice.backend, choice.notice
         else:
             self.notice = f"backend: {backend.name}, model {backend.model}"
         self.backend = backend
         if backend.name != "offline" and self.config.memory.compact_summarizer == "llm":
-            self.manager.compaction.summary_llm = generate_with(backend)  # LOG.md summaries by the run's model
+            # LOG.md summaries by the run's model
+            self.manager.compaction.summary_llm = generate_with(backend)
         self.provider = open_provider(None, open_database(self.paths, self.config.storage),
                                       summarizer=self._summarizer(), config=self.config.provider)
         name = self.paths.name
         self.session = Session(id=f"{name}:{session}", agent_id=name, user_id=LOCAL_USER, channel="cli")
-        self.conversation = Conversation(self.provider, self.session, self.paths, self.config.provider.fresh_tail,
+        self.conversation = Conversation(self.provider, self.session, self.paths,
+                                         self.config.provider.fresh_tail,
                                          redactor=self.manager.facts.redactor)
         toolbox = build_toolbox(self.paths, extra=memory_tools(self.provider, self.session))
         self.runtime = Runtime(self.manager, backend, toolbox, self.conversation, self.config,
@@ -189,7 +194,10 @@ class Engine:
         if describe is not None:
             return describe()
         window = window_of(self.backend, self.config)
-        return f"window {window.num_ctx} tokens, {window.chars_per_token:.2f} chars/token; no prompt measured yet"
+        return (
+            f"window {window.num_ctx} tokens, {window.chars_per_token:.2f} chars/token; no prompt measured "
+            f"yet"
+        )
 
     def _summarizer(self) -> Summarizer:
         from core.plugins.memory.lcm import DeterministicSummarizer, LLMSummarizer
@@ -201,8 +209,10 @@ class Engine:
     # -- runs -------------------------------------------------------------------
 
     def recover(self) -> list[str]:
-        """Mark runs that never ended (their process died) INTERRUPTED; NOW → interrupted. Return their ids."""
-        runs = [run["run_id"] for run in self.manager.interrupted_runs() if not self._lease.is_live(run["run_id"])]
+        """Mark runs that never ended (their process died) INTERRUPTED; NOW → interrupted. Return their
+        ids."""
+        runs = [run["run_id"] for run in self.manager.interrupted_runs()
+                if not self._lease.is_live(run["run_id"])]
         for run_id in runs:
             self.manager.mark_interrupted(run_id)
         if runs:
@@ -211,7 +221,8 @@ class Engine:
                 resume_hint=f"Say 'continue' or run: agentos run --agent {self.paths.name} --resume",
                 run_id=None,
             )
-            log.warning("agent %s: %d interrupted run(s) found: %s", self.paths.name, len(runs), ", ".join(runs))
+            log.warning("agent %s: %d interrupted run(s) found: %s", self.paths.name, len(runs),
+                        ", ".join(runs))
         return runs
 
     def pending_turn(self) -> dict[str, Any] | None:
@@ -226,17 +237,20 @@ class Engine:
             BackendUnavailableError, ModelNotFoundError: the model cannot be reached (NOW and LOG say so).
             ValidationError: ``task`` is empty, not text, or larger than one LOG.md entry; nothing is written.
         """
-        task = check_task(task, self.config.memory.max_entry_bytes, self.manager.facts.redactor(forgotten=False))
+        task = check_task(task, self.config.memory.max_entry_bytes,
+                          self.manager.facts.redactor(forgotten=False))
         pending = self.pending_turn()
         if pending is not None and is_continue(task):
             return self.resume()
         if pending is not None:
-            self.manager.append_system("SYSTEM", f"unfinished turn {pending.get('turn_id')} set aside for a new request",
+            self.manager.append_system("SYSTEM", f"unfinished turn {pending.get('turn_id')} set aside for a "
+                                                 f"new request",
                                     {"turn_id": pending.get("turn_id"), "kind": "turn_abandoned"})
         self.runtime.notes.clear()
         report = auto_compact(self.conversation, self.backend, self.config.compaction, self.manager)
         if report is not None:
-            log.info("session compacted before the turn: %s -> %s tokens", report.tokens_before, report.tokens_after)
+            log.info("session compacted before the turn: %s -> %s tokens", report.tokens_before,
+                     report.tokens_after)
         return self._invoke(self._new_turn(task), task)
 
     def resume(self) -> TurnResult:
@@ -275,7 +289,8 @@ class Engine:
     def _invoke(self, state: AgentState | None, objective: str) -> TurnResult:
         run_id = uuid.uuid4().hex[:12]
         try:
-            with self._lease.running(run_id):  # before RUN_START: another engine never takes it for a dead run
+            # before RUN_START: another engine never takes it for a dead run
+            with self._lease.running(run_id):
                 return self._run(state, objective, run_id)
         finally:
             self.manager.reflect_soon(self.backend)  # learns from the run in the background; never waits
@@ -283,7 +298,8 @@ class Engine:
     def _run(self, state: AgentState | None, objective: str, run_id: str) -> TurnResult:
         self.manager.start_run(mask_credentials(objective)[:300], run_id=run_id)
         self.runtime.run_id = run_id
-        # What an earlier run was blocked by is checked again by this one: its blockers go once the model answers.
+        # What an earlier run was blocked by is checked again by this one: its blockers go once the model
+        # answers.
         self.runtime.stale_blockers = list(self.manager.now_state().blockers)
         counts = getattr(self.backend, "counts", None)
         before = counts.copy() if isinstance(counts, PromptCounts) else None
@@ -302,12 +318,18 @@ class Engine:
         # The finished turn is in the provider (secrets redacted): its checkpoints, which hold the
         # raw messages, are no longer needed to resume anything.
         self._checkpoints.forget(self.session.id)
-        return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0), usage)
+        return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0),
+                          usage)
 
     def _fail(self, run_id: str, exc: BaseException) -> None:
         """Self-annealing for an error that stops the run: log it, NOW says what to do, RUN_END error."""
-        if isinstance(exc, (KeyboardInterrupt, BrokenPipeError)):  # Ctrl-C, or `| head` stopped reading the reply
-            why = "stopped by the user" if isinstance(exc, KeyboardInterrupt) else "the reader of the reply went away"
+        # Ctrl-C, or `| head` stopped reading the reply
+        if isinstance(exc, (KeyboardInterrupt, BrokenPipeError)):
+            why = (
+                "stopped by the user"
+                if isinstance(exc, KeyboardInterrupt)
+                else "the reader of the reply went away"
+            )
             self.manager.end_run(run_id, "interrupted", why)
             self.manager.update_now(state="interrupted", current_step=why[0].upper() + why[1:],
                                     resume_hint=f"Run: agentos run --agent {self.paths.name} --resume")
@@ -324,7 +346,8 @@ class Engine:
             log.error("run %s failed with an unexpected error", run_id, exc_info=exc)
 
     def close(self) -> None:
-        """Close the checkpoint database and the provider, and let another engine run the agent. Safe twice."""
+        """Close the checkpoint database and the provider, and let another engine run the agent. Safe
+        twice."""
         self._checkpoints.close()
         self.provider.close()
         self._lease.release()

@@ -77,7 +77,8 @@ def read_task(task: str | None, task_file: str | None, max_bytes: int) -> str | 
     limit = READ_FACTOR * max_bytes + 1
     if source == STDIN:
         stream = getattr(sys.stdin, "buffer", None)
-        data = stream.read(limit) if stream is not None else sys.stdin.read(limit).encode("utf-8", "surrogatepass")
+        data = stream.read(limit) if stream is not None else sys.stdin.read(limit).encode("utf-8",
+                                                                                          "surrogatepass")
         where = "standard input"
     else:
         try:
@@ -87,7 +88,8 @@ def read_task(task: str | None, task_file: str | None, max_bytes: int) -> str | 
             raise ValidationError(f"cannot read the task file {source}: {exc.strerror or exc}") from exc
         where = f"the task file {source}"
     if len(data) >= limit:
-        raise ValidationError(f"{where} holds more than {limit - 1:,} bytes: a task must fit one LOG.md entry "
+        raise ValidationError(f"{where} holds more than {limit - 1:,} bytes: a task must fit one LOG.md "
+                              f"entry "
                               f"({max_bytes:,} bytes, memory.max_entry_bytes); put the material in a file of "
                               "the agent's workspace and ask the agent to read it")
     try:

@@ -90,7 +90,8 @@ def activity(reader: Reader, counts: LogCounts | None = None) -> dict[str, Any]:
         key = _key(row["compacted_at"], unit)
         if key is not None:
             compactions.setdefault(key, []).append({
-                "archive_id": row["archive_id"], "entries": row["entries_count"], "compacted_at": row["compacted_at"],
+                "archive_id": row["archive_id"], "entries": row["entries_count"],
+                "compacted_at": row["compacted_at"],
                 "first_seq": row["first_seq"], "last_seq": row["last_seq"]})
     # The periods of LOG.md's entries (every write logs one; a conversation alone does not).
     keys = set(logged) or set(compactions) | {k for counts in added.values() for k in counts}
@@ -104,7 +105,8 @@ def activity(reader: Reader, counts: LogCounts | None = None) -> dict[str, Any]:
                 memory[name] += n  # before the periods shown
             else:  # what is stamped after the last entry (a clock set back) is counted in its period
                 growth[name][min(key, end)] = growth[name].get(min(key, end), 0) + n
-    earlier = {"entries": memory["log"], "compactions": sum(len(c) for key, c in compactions.items() if key < start)}
+    earlier = {"entries": memory["log"],
+               "compactions": sum(len(c) for key, c in compactions.items() if key < start)}
     bins = []
     for key in shown:
         for name in GROWTH:

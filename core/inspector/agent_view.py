@@ -148,8 +148,8 @@ class AgentView:
         return result
 
     def _runs_of(self, reader: Reader, entries: list, current: str | None) -> dict[str, dict[str, Any]]:
-        """The runs of a timeline page's entries, as a folded run's row shows them: its objective (its RUN_START's
-        text), outcome, entries and errors, and the seqs it spans."""
+        """The runs of a timeline page's entries, as a folded run's row shows them: its objective (its
+        RUN_START's text), outcome, entries and errors, and the seqs it spans."""
         ids = list(dict.fromkeys(e.entry.metadata.get("run_id") or e.entry.metadata.get("now_run_id")
                                  for e in entries if not isinstance(e, dict)))
         runs = reader.runs_of([i for i in ids if isinstance(i, str)])
@@ -191,7 +191,8 @@ class AgentView:
     # -- activity over time and NOW.md's versions --------------------------------------------
 
     def activity(self) -> dict[str, Any]:
-        """Entries by type in each hour or day, compactions and memory growth (see :mod:`core.inspector.activity`)."""
+        """Entries by type in each hour or day, compactions and memory growth (see
+        :mod:`core.inspector.activity`)."""
         return self._answer(lambda reader, secrets: activity.activity(reader, self._log_counts))
 
     def now_versions(self, before: int | None) -> dict[str, Any]:
@@ -200,7 +201,8 @@ class AgentView:
 
     def now_diff(self, older: int, newer: int) -> dict[str, Any]:
         """NOW.md as the NOW_UPDATE entries ``older`` and ``newer`` recorded it, line by line."""
-        return self._answer(lambda reader, secrets: now_versions.diff(self.files, self.paths.name, older, newer))
+        return self._answer(lambda reader,
+                            secrets: now_versions.diff(self.files, self.paths.name, older, newer))
 
     # -- reflection ---------------------------------------------------------------------
 
@@ -275,21 +277,27 @@ class AgentView:
     def recall(self, text: str, n_results: int, kind: str | None, explain: bool = False) -> dict[str, Any]:
         """The agent's recall of ``text``, ranked as the agent ranks it, through a
         :class:`~core.memory.MemoryReader` (nothing is indexed first, so what waits to be indexed is counted
-        instead); ``explain``: each result says why it ranked, and ``left_out`` what was met but not returned."""
+        instead); ``explain``: each result says why it ranked, and ``left_out`` what was met but not
+        returned."""
         check_recall(text, n_results, kind, default_min_score=self.config.cold.min_score)
 
         def build(reader: Reader, secrets: list[str]) -> dict[str, Any]:
             waiting = {"unindexed_archives": reader.unindexed_archives(),
-                       "pending_cold_items": reader.pending_cold_items(), "pending_vectors": reader.pending_vectors()}
+                       "pending_cold_items": reader.pending_cold_items(),
+                       "pending_vectors": reader.pending_vectors()}
             if "recall_docs" not in reader.tables:
-                return {"results": [], "note": "nothing is indexed for recall yet: open the agent once", **waiting}
+                return {"results": [], "note": "nothing is indexed for recall yet: open the agent once",
+                        **waiting}
             if "_migrations" in reader.tables and not reader.conn.execute(
                     "SELECT 1 FROM _migrations WHERE name = 'm010_recall_subjects'").fetchone():
-                return {"results": [], "note": "an earlier version wrote this memory: open the agent once (any "
-                                               "agentos command on it) to upgrade its recall index", **waiting}
+                return {"results": [],
+                        "note": "an earlier version wrote this memory: open the agent once (any "
+                                               "agentos command on it) to upgrade its recall index",
+                                               **waiting}
             memory = self._memory()
             found = memory.recall_memory(text, n_results, kind, spaces=[], explain=explain)
-            note = {} if memory.cold_store() else {"note": "there is no cold store yet: results are matched by "
+            note = {} if memory.cold_store() else {"note": "there is no cold store yet: results are matched "
+                                                           "by "
                                                            "words only"}
             results = found if isinstance(found, dict) else {"results": list(found)}
             return {**results, **note, **waiting}
@@ -315,9 +323,13 @@ class AgentView:
         size of the agent's schema on the server (its checkpoints included), and ``database`` names it."""
         memory = self.paths.memory_dir
         if reader.dialect.name == "postgres":
-            db, database = reader.schema_bytes(), f"PostgreSQL schema {schema_name(self.paths.name, self.storage)}"
+            db, database = (
+                reader.schema_bytes(),
+                f"PostgreSQL schema {schema_name(self.paths.name, self.storage)}",
+            )
         else:
-            db, database = sum(_size(memory / f"memory.db{suffix}") for suffix in ("", "-wal", "-shm")), "memory.db"
+            db, database = sum(_size(memory / f"memory.db{suffix}") for suffix in ("", "-wal",
+                                                                                   "-shm")), "memory.db"
         archives = self.files.archives()
         return {
             "hot": {"NOW.md": _size(self.paths.now_file)},

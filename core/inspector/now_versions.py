@@ -24,7 +24,8 @@ PAGE_SIZE = 50
 
 def versions(files: LogFiles, reader: Reader, before: int | None) -> dict[str, Any]:
     """A page of NOW.md's versions, newest first (``before``: older than that seq), each with what it said."""
-    page = timeline.page(files, reader, timeline.LogQuery(types=["NOW_UPDATE"], before=before, limit=PAGE_SIZE),
+    page = timeline.page(files, reader,
+                         timeline.LogQuery(types=["NOW_UPDATE"], before=before, limit=PAGE_SIZE),
                          haystack=lambda entry: "")
     listed = []
     for item in page["entries"]:

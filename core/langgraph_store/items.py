@@ -78,7 +78,8 @@ class ItemTable:
                     """INSERT INTO store_items (namespace, key, value, texts, created_at, updated_at)
                        VALUES (?, ?, ?, ?, ?, ?)
                        ON CONFLICT (namespace, key) DO UPDATE SET
-                           value = excluded.value, texts = excluded.texts, updated_at = excluded.updated_at""",
+                           value = excluded.value, texts = excluded.texts, updated_at =
+                               excluded.updated_at""",
                     (namespace, key, value, texts, now, now),
                 )
                 changed += 1
@@ -104,5 +105,6 @@ def namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> 
     elif condition.match_type == "suffix":
         part = namespace[len(namespace) - len(path):]
     else:
-        raise ValidationError(f"unsupported namespace match type {condition.match_type!r}; use prefix or suffix")
+        raise ValidationError(f"unsupported namespace match type {condition.match_type!r}; use prefix or "
+                              f"suffix")
     return all(p == "*" or p == n for p, n in zip(path, part))

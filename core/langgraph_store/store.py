@@ -58,7 +58,8 @@ DEFAULT_FIELDS = ("$",)
 class AgentOSStore(BaseStore):
     """A LangGraph store whose items are part of an AgentOS agent's memory."""
 
-    def __init__(self, agent: str, *, index: IndexConfig | None = None, manager: MemoryManager | None = None) -> None:
+    def __init__(self, agent: str, *, index: IndexConfig | None = None,
+                 manager: MemoryManager | None = None) -> None:
         """Open the store of ``agent`` (its memory is created on first use, as ``MemoryManager`` does).
 
         Args:
@@ -77,7 +78,8 @@ class AgentOSStore(BaseStore):
     # -- BaseStore ----------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` in order of reads first, then every write in one transaction (the last put of a key wins)."""
+        """Run ``ops`` in order of reads first, then every write in one transaction (the last put of a key
+        wins)."""
         ops = list(ops)
         results: list[Result] = []
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
@@ -124,7 +126,8 @@ class AgentOSStore(BaseStore):
         cold.background.wake()  # vectors are computed in the background
 
     def _texts(self, op: PutOp, secrets: list[str]) -> list[list[str]]:
-        """The ``[path, text]`` passages of a put to index (secrets redacted), as ``InMemoryStore`` picks them."""
+        """The ``[path, text]`` passages of a put to index (secrets redacted), as ``InMemoryStore`` picks
+        them."""
         if op.value is None or op.index is False:
             return []
         paths = self.fields if op.index is None else tuple(op.index)
@@ -154,14 +157,17 @@ class AgentOSStore(BaseStore):
         return [_search_item(candidates[i], scores.get(i)) for i in order[op.offset: op.offset + op.limit]]
 
     def _ranked(self, query: str, prefix: tuple[str, ...], wanted: set[int], needed: int) -> dict[int, float]:
-        """Recall scores of the ``wanted`` items, best first, at least ``needed`` of them when they have any."""
+        """Recall scores of the ``wanted`` items, best first, at least ``needed`` of them when they have
+        any."""
         cold = self.manager.cold
-        filters = Filters(kinds=("item",), source_prefix=f"store:{namespace_text(prefix)}" if prefix else "store:")
+        filters = Filters(kinds=("item",),
+                          source_prefix=f"store:{namespace_text(prefix)}" if prefix else "store:")
         indexed = cold.docs.count(filters)
         depth = max(cold.tuning.depth, 2 * needed)
         while True:
             scores: dict[int, float] = {}
-            for cand in cold.candidates(query, filters, depth):  # best first: an item's best passage gives its score
+            # best first: an item's best passage gives its score
+            for cand in cold.candidates(query, filters, depth):
                 item_id = int(cand.doc.id.split(":")[1])
                 if item_id in wanted and item_id not in scores:
                     scores[item_id] = cand.score
@@ -187,11 +193,14 @@ def _fields(index: IndexConfig | None) -> tuple[str, ...]:
         return DEFAULT_FIELDS
     unknown = set(index) - {"fields"}
     if unknown & {"embed", "dims"}:
-        raise ValidationError("AgentOSStore embeds with the agent's own embedder (cold.embedder in config.yaml): "
+        raise ValidationError("AgentOSStore embeds with the agent's own embedder (cold.embedder in "
+                              "config.yaml): "
                               "pass only index={'fields': [...]}")
     if unknown:
-        raise ValidationError(f"unknown index option(s) {sorted(unknown)}; AgentOSStore takes index={{'fields': [...]}}")
+        raise ValidationError(f"unknown index option(s) {sorted(unknown)}; AgentOSStore takes "
+                              f"index={{'fields': [...]}}")
     fields = index.get("fields") or list(DEFAULT_FIELDS)
     if not all(isinstance(f, str) and f for f in fields):
-        raise ValidationError(f"index fields must be JSON paths such as 'text' or 'messages[*].content', got {shown(fields)}")
+        raise ValidationError(f"index fields must be JSON paths such as 'text' or 'messages[*].content', got "
+                              f"{shown(fields)}")
     return tuple(fields)

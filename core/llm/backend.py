@@ -26,7 +26,8 @@ DEFAULT_OPENAI_HOST = "http://127.0.0.1:8080/v1"
 
 
 def resolve_host(flag: str | None = None, configured: str = "") -> str:
-    """The Ollama address: a ``--host`` flag, else the config's ``llm.host``, else ``$OLLAMA_HOST``, else the default."""
+    """The Ollama address: a ``--host`` flag, else the config's ``llm.host``, else ``$OLLAMA_HOST``, else the
+    default."""
     return flag or configured or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
 
 
@@ -91,7 +92,8 @@ class ChatReply:
     """Token counts the server reported, those it gives: ``prompt_tokens`` (the whole prompt; Ollama does not
     say it), ``cached_tokens`` (taken from its prompt cache), ``evaluated_tokens``, ``completion_tokens``."""
     blocked: str = ""
-    """Why the backend cannot carry out the request (the offline backend's open-ended tasks); empty otherwise."""
+    """Why the backend cannot carry out the request (the offline backend's open-ended tasks); empty
+    otherwise."""
 
 
 class Backend(Protocol):
@@ -142,7 +144,8 @@ class BackendGenerate:
         """The summary from a reply of the shape, asked at most twice; None when neither reply fits."""
         from core.llm.shapes import SummaryReply  # pydantic: only a process that summarises imports it
 
-        messages = [{"role": "user", "content": f"{prompt}\n\n{load_prompt('core.llm', 'STRUCTURED_SUMMARY')}"}]
+        messages = [{"role": "user",
+                     "content": f"{prompt}\n\n{load_prompt('core.llm', 'STRUCTURED_SUMMARY')}"}]
         schema = SummaryReply.model_json_schema()
         for attempt in (1, 2):
             reply = self.backend.chat(messages, [], format=schema)

@@ -35,14 +35,16 @@ _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 
 
 def window_of_generate(generate: object) -> ContextWindow | None:
-    """The window of the backend behind ``generate`` (see :class:`core.llm.backend.BackendGenerate`), if known."""
+    """The window of the backend behind ``generate`` (see :class:`core.llm.backend.BackendGenerate`), if
+    known."""
     backend = getattr(generate, "backend", None)
     if backend is None:
         return None
     try:
         window = getattr(backend, "window", None)
     except AgentOSError as exc:  # the server cannot be asked now: the default window is assumed
-        log.info("window of the summarizing model unknown (%s): %d tokens assumed", exc, DEFAULT_WINDOW_TOKENS)
+        log.info("window of the summarizing model unknown (%s): %d tokens assumed", exc,
+                 DEFAULT_WINDOW_TOKENS)
         return None
     return window if isinstance(window, ContextWindow) else None
 
@@ -66,7 +68,8 @@ def room_chars(window: ContextWindow | None, prompt_chars: int) -> int:
 
 
 def pack(parts: Sequence[str], room: int, separator: str = "\n") -> list[list[str]]:
-    """Group ``parts`` in order into pieces of at most ``room`` characters (a longer part is cut into its own)."""
+    """Group ``parts`` in order into pieces of at most ``room`` characters (a longer part is cut into its
+    own)."""
     pieces: list[list[str]] = []
     current: list[str] = []
     size = 0
@@ -165,7 +168,8 @@ class BoundedModel:
 
 def _call_with_timeout(generate: Callable[[str], str], prompt: str, timeout_s: float,
                        cancel: threading.Event) -> object:
-    """Run ``generate(prompt)`` in a daemon thread (a hung model call cannot be cancelled; a late answer is dropped)."""
+    """Run ``generate(prompt)`` in a daemon thread (a hung model call cannot be cancelled; a late answer is
+    dropped)."""
     outcome: dict[str, object] = {}
     finished = threading.Event()
 

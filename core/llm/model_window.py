@@ -113,7 +113,8 @@ class RatioStore:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
-            raise StorageError(f"cannot read {self.path}: {exc}; delete it to relearn the token ratios") from exc
+            raise StorageError(f"cannot read {self.path}: {exc}; delete it to relearn the token "
+                               f"ratios") from exc
         return data if isinstance(data, dict) else {}
 
 
@@ -194,7 +195,8 @@ class WindowMeter:
         num_ctx = self.window.num_ctx
         estimated = max(1, int(chars / self.window.chars_per_token))
         report = PromptReport(chars=chars, estimated=estimated, reported=tokens or 0, truncated=True)
-        log.warning("the server refused a prompt of %s tokens estimated at %d (window %d) as too long: budgets are "
+        log.warning("the server refused a prompt of %s tokens estimated at %d (window %d) as too long: "
+                    "budgets are "
                     "lowered for the next calls", tokens or "more than the window's", estimated, num_ctx)
         self._set_ratio(min(self.window.chars_per_token, chars / max(num_ctx, tokens or 0) * 0.95,
                             UNLEARNED_CHARS_PER_TOKEN))

@@ -4,7 +4,8 @@ It understands a few explicit requests and drives the memory skills for them:
 
 - "remember that my X is Y" / "my X is Y"  → ``save_fact`` (credentials as ``secret``)
 - "what is my X?"                          → ``get_fact``, then answers with the value
-- "continue"                               → reads NOW from the prompt, marks the run resumed, names the next step
+- "continue"                               → reads NOW from the prompt, marks the run resumed, names the next
+step
 - "status"                                 → reports NOW from the prompt
 - "publish to space X: TEXT"               → ``publish_memory`` (also "share with space X: TEXT")
 - anything else                            → says what it knows from memory and ends the run ``blocked``
@@ -29,8 +30,10 @@ NOTICE = (
 
 BLOCKED_REASON = "the offline backend cannot carry out open-ended tasks: run with a model"
 
-_REMEMBER = re.compile(r"^(?:please\s+)?(?:remember(?:\s+that)?\s+)?my\s+(?P<key>[\w\s-]{1,60}?)\s+is\s+(?P<value>.+?)\.?$",
-                       re.IGNORECASE)
+_REMEMBER = re.compile(
+    r"^(?:please\s+)?(?:remember(?:\s+that)?\s+)?my\s+(?P<key>[\w\s-]{1,60}?)\s+is\s+(?P<value>.+?)\.?$",
+    re.IGNORECASE,
+)
 _QUESTION = re.compile(r"^(?:what(?:'s| is)|tell me)\s+my\s+(?P<key>[\w\s-]{1,60}?)\s*\??$", re.IGNORECASE)
 _PUBLISH = re.compile(r"^(?:please\s+)?(?:publish|share)\s+(?:to|with|in)\s+(?:the\s+)?(?:space\s+)?"
                       r"(?P<space>[a-z0-9][a-z0-9_-]{0,63})(?:\s+space)?\s*:\s*(?P<content>\S.*)$",
@@ -72,7 +75,8 @@ class OfflineBackend:
     def _answer(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
         offered = {t["function"]["name"] for t in tools}
         # The instructions and the memory message (a user-side message headed "# Memory") are its context.
-        system = "\n\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system" or _is_memory(m))
+        system = "\n\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system"
+                             or _is_memory(m))
         user, results = _last_request(messages)
         if user.startswith(HANDOFF_OPENING):
             return ChatReply(text=handoff_summary(user))
@@ -207,5 +211,6 @@ def handoff_summary(prompt: str) -> str:
         "## Files Changed", *(f"- {f}" for f in files), *([] if files else ["(none)"]),
         "## Current State", answers[-1][:300] if answers else "(no answer yet)",
         "## Blockers / Gotchas", *(f"- {f[:200]}" for f in failures), *([] if failures else ["(none)"]),
-        "## Next Steps", f"- Continue from the last request: {users[-1][:200]}" if users else "- Ask the user",
+        "## Next Steps",
+        f"- Continue from the last request: {users[-1][:200]}" if users else "- Ask the user",
     ])

@@ -45,9 +45,11 @@ class OllamaBackend(ServedBackend):
             show = self.client.show(self.model)
         length, modelfile = model_limits(show)
         num_ctx = choose_num_ctx(self.num_ctx, length, modelfile)
-        source = next(name for value, name in ((self.num_ctx, "llm.num_ctx"), (length, "the model's context length"),
+        source = next(name for value,
+                      name in ((self.num_ctx, "llm.num_ctx"), (length, "the model's context length"),
                                                (modelfile, "the Modelfile's num_ctx")) if value == num_ctx)
-        return WindowSource(num_ctx, f"{source}; Ollama /api/show: model {length}, Modelfile num_ctx {modelfile}")
+        return WindowSource(num_ctx,
+                            f"{source}; Ollama /api/show: model {length}, Modelfile num_ctx {modelfile}")
 
     def options(self) -> dict[str, Any]:
         """What every chat call sends besides the messages: the window and how long the model stays loaded."""
@@ -70,13 +72,15 @@ class OllamaBackend(ServedBackend):
              max_tokens: int | None = None) -> ChatReply:
         """One streamed chat call; see :meth:`core.llm.backend.Backend.chat`.
 
-        ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON. ``max_tokens`` stops
-        the reply there (``num_predict``; by default Ollama lets a model write until the window is full).
+        ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON. ``max_tokens``
+        stops the reply there (``num_predict``; by default Ollama lets a model write until the window is
+        full).
 
         Raises:
             PromptTooLongError: the prompt's estimate is over the window (nothing is sent).
         """
-        log.info("LLM call: ollama %s at %s, %d messages, %d tools", self.model, self.host, len(messages), len(tools))
+        log.info("LLM call: ollama %s at %s, %d messages, %d tools", self.model, self.host, len(messages),
+                 len(tools))
         self.refuse_overflow(messages, tools)
         extra = self.options()
         if format is not None:
@@ -119,7 +123,8 @@ def ollama_errors(host: str, model: str, timeout_s: float,
         ) from exc
     except httpx.TimeoutException as exc:
         raise BackendError(
-            f"Ollama at {host} did not answer within {timeout_s:g}s: raise llm.timeout_s or use a smaller model"
+            f"Ollama at {host} did not answer within {timeout_s:g}s: raise llm.timeout_s or use a smaller "
+            f"model"
         ) from exc
     except httpx.HTTPError as exc:
         raise BackendUnavailableError(f"cannot talk to Ollama at {host}: {exc}") from exc

@@ -63,13 +63,15 @@ class OpenAIBackend(ServedBackend):
         self.client = openai.OpenAI(base_url=self.host, api_key=api_key(), timeout=timeout_s, max_retries=0)
         self.server: ServerInfo | None = None
         self.constrained = True
-        """Whether ``response_format`` is sent for ``chat(..., format=...)``; False once the server refused it."""
+        """Whether ``response_format`` is sent for ``chat(..., format=...)``; False once the server refused
+        it."""
 
     def ask_window(self) -> WindowSource:
         """The smaller of the server's window for the model and ``llm.num_ctx``."""
         server = self.info()
         if server.window is None:
-            return WindowSource(self.num_ctx, f"llm.num_ctx: {server.label} at {self.host} does not say its window; "
+            return WindowSource(self.num_ctx,
+                                f"llm.num_ctx: {server.label} at {self.host} does not say its window; "
                                               f"set llm.num_ctx to it")
         if server.window <= self.num_ctx:
             return WindowSource(server.window, server.source)
@@ -79,7 +81,8 @@ class OpenAIBackend(ServedBackend):
         """What the server is and says (asked once)."""
         if self.server is None:
             self.server = describe(self.client, self.host, self.model)
-            log.info("%s at %s serves %s", self.server.label, self.host, ", ".join(self.server.models) or "(no list)")
+            log.info("%s at %s serves %s", self.server.label, self.host,
+                     ", ".join(self.server.models) or "(no list)")
         return self.server
 
     def ping(self) -> bool:
@@ -97,13 +100,16 @@ class OpenAIBackend(ServedBackend):
              max_tokens: int | None = None) -> ChatReply:
         """One streamed chat call; see :meth:`core.llm.backend.Backend.chat`.
 
-        ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON object. ``max_tokens``
-        stops the reply there (llama-server by default lets a model write until the window is full).
+        ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON object.
+        ``max_tokens`` stops the reply there (llama-server by default lets a model write until the window is
+        full).
 
         Raises:
-            PromptTooLongError: the prompt's estimate is over the window (nothing is sent), or the server said so.
+            PromptTooLongError: the prompt's estimate is over the window (nothing is sent), or the server said
+                so.
         """
-        log.info("LLM call: openai %s at %s, %d messages, %d tools", self.model, self.host, len(messages), len(tools))
+        log.info("LLM call: openai %s at %s, %d messages, %d tools", self.model, self.host, len(messages),
+                 len(tools))
         self.refuse_overflow(messages, tools)
         request: dict[str, Any] = {"model": self.model, "messages": openai_messages(messages), "stream": True,
                                    "stream_options": {"include_usage": True}}
@@ -141,7 +147,8 @@ class OpenAIBackend(ServedBackend):
                 return self._stream(request, on_text)
 
     def _stream(self, request: dict[str, Any], on_text: TextSink | None) -> ReplyParts:
-        """Send ``request`` and read its stream (the ``openai`` client's errors are the caller's to convert)."""
+        """Send ``request`` and read its stream (the ``openai`` client's errors are the caller's to
+        convert)."""
         reply, calls = ReplyParts(), StreamedCalls()
         with self.client.chat.completions.create(**request) as stream:
             for chunk in stream:
@@ -164,7 +171,8 @@ def told_tokens(message: str) -> int | None:
 def refused_format(exc: openai.APIStatusError, host: str, model: str) -> bool:
     """Whether an error reply to a request with ``response_format`` is the server refusing that field (a 400
     or 422 that is not about the prompt's length)."""
-    return exc.status_code in (400, 422) and not isinstance(status_error(exc, host, model), PromptTooLongError)
+    return exc.status_code in (400, 422) and not isinstance(status_error(exc, host, model),
+                                                            PromptTooLongError)
 
 
 def response_format(format: dict[str, Any] | str) -> dict[str, Any]:
@@ -173,7 +181,8 @@ def response_format(format: dict[str, Any] | str) -> dict[str, Any]:
         return {"type": "json_object"}
     if not isinstance(format, dict):
         raise ValueError(f"format must be a JSON schema or 'json', not {format!r}")
-    return {"type": "json_schema", "json_schema": {"name": str(format.get("title") or "reply"), "schema": format,
+    return {"type": "json_schema",
+            "json_schema": {"name": str(format.get("title") or "reply"), "schema": format,
                                                    "strict": True}}
 
 
@@ -242,10 +251,12 @@ class StreamedCalls:
             try:
                 arguments = json.loads(text) if text else {}
             except json.JSONDecodeError as exc:
-                raise ToolArgumentError(f"the model's call of {self.names[index]} has arguments that are not JSON "
+                raise ToolArgumentError(f"the model's call of {self.names[index]} has arguments that are not "
+                                        f"JSON "
                                         f"({exc.msg}): {text[:200]!r}") from exc
             if not isinstance(arguments, dict):
-                raise ToolArgumentError(f"the model's call of {self.names[index]} has arguments that are not a JSON "
+                raise ToolArgumentError(f"the model's call of {self.names[index]} has arguments that are not "
+                                        f"a JSON "
                                         f"object: {text[:200]!r}")
             calls.append(ToolCall(name=self.names[index], arguments=arguments))
         return calls
@@ -272,7 +283,8 @@ def openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if waiting:
                 out.append({"role": "tool", "tool_call_id": waiting.popleft(), "content": content})
             else:
-                out.append({"role": "user", "content": f"[result of {message.get('tool_name') or 'a tool'}]\n{content}"})
+                out.append({"role": "user",
+                            "content": f"[result of {message.get('tool_name') or 'a tool'}]\n{content}"})
         else:
             waiting.clear()
             out.append({"role": role, "content": content})

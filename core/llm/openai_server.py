@@ -28,8 +28,10 @@ from core.errors import (BackendError, BackendUnavailableError, ModelNotFoundErr
 
 log = logging.getLogger(__name__)
 
-FLAVOURS = {"llamacpp": "llama.cpp", "vllm": "vLLM", "lmstudio": "LM Studio", "ollama": "Ollama", "": "a server"}
-_OVERFLOW = ("exceed_context_size", "context size", "maximum context length", "context length", "too many tokens",
+FLAVOURS = {"llamacpp": "llama.cpp", "vllm": "vLLM", "lmstudio": "LM Studio", "ollama": "Ollama",
+            "": "a server"}
+_OVERFLOW = ("exceed_context_size", "context size", "maximum context length", "context length",
+             "too many tokens",
              "context window")
 
 
@@ -158,7 +160,8 @@ def openai_errors(host: str, model: str, timeout_s: Any) -> Iterator[None]:
                            f"llm.timeout_s or use a smaller model") from exc
     except openai.APIConnectionError as exc:
         raise BackendUnavailableError(
-            f"no OpenAI-compatible server answers at {host}: start it (llama-server, LM Studio's server, vllm serve, "
+            f"no OpenAI-compatible server answers at {host}: start it (llama-server, LM Studio's server, "
+            f"vllm serve, "
             f"...), give its address with --host or llm.host (such as http://127.0.0.1:8080/v1), "
             f"or run with --offline") from exc
     except openai.APIStatusError as exc:
@@ -182,7 +185,8 @@ def status_error(exc: openai.APIStatusError, host: str, model: str) -> BackendEr
         return BackendError(f"the server at {host} has no OpenAI chat API there (HTTP 404: {message}): "
                             f"give the address of its /v1, such as http://127.0.0.1:8080/v1")
     if status in (401, 403):
-        return BackendError(f"the server at {host} refused the request (HTTP {status}: {message}): set its API "
+        return BackendError(f"the server at {host} refused the request (HTTP {status}: {message}): set its "
+                            f"API "
                             f"key in AGENTOS_LLM_API_KEY (or OPENAI_API_KEY)")
     if status == 503:
         return BackendError(f"the server at {host} is not ready (HTTP 503: {message}): it may still be "

@@ -71,9 +71,11 @@ def choose_backend(
         served = _openai(config, model, host)
         if served.ping():
             log.info("no Ollama at %s; an OpenAI-compatible server answers at %s", ollama_host, served.host)
-            return Choice(served, f"backend: openai (no Ollama answers at {ollama_host}), model {served.model} "
+            return Choice(served,
+                          f"backend: openai (no Ollama answers at {ollama_host}), model {served.model} "
                                   f"at {served.host}")
-    log.info("no Ollama at %s nor OpenAI-compatible server at %s; using the offline backend", ollama_host, served_host)
+    log.info("no Ollama at %s nor OpenAI-compatible server at %s; using the offline backend", ollama_host,
+             served_host)
     return Choice(_offline(config), f"No Ollama answers at {ollama_host}, nor an OpenAI-compatible server at "
                                     f"{served_host}. {NOTICE}")
 
@@ -81,7 +83,8 @@ def choose_backend(
 def _listening(address: str, default_port: int) -> bool:
     """False when nothing accepts a connection at ``address``'s host and port (refused, unreachable, or silent
     for ``PROBE_TIMEOUT_S``): no client need be imported to ask it. True when something does, when a proxy
-    is configured (the clients go through it), or when the address cannot be read here (the client says why)."""
+    is configured (the clients go through it), or when the address cannot be read here (the client says
+    why)."""
     if any(os.environ.get(name) for name in _PROXY_VARIABLES):
         return True
     parts = urlsplit(address if "://" in address else f"//{address}")
@@ -107,7 +110,8 @@ def _openai_host(config: LLMConfig, host: str | None) -> str:
 
 
 def _openai(config: LLMConfig, model: str, host: str | None):
-    """The OpenAI-compatible backend at ``--host``, ``llm.host``, ``$OPENAI_BASE_URL`` or llama-server's address."""
+    """The OpenAI-compatible backend at ``--host``, ``llm.host``, ``$OPENAI_BASE_URL`` or llama-server's
+    address."""
     from core.llm.openai_backend import OpenAIBackend  # the openai client only when used
 
     return OpenAIBackend(model, _openai_host(config, host), config.timeout_s, num_ctx=config.num_ctx,

@@ -101,8 +101,8 @@ _FIELDS = ("calls", "prompt_tokens", "cached_tokens", "evaluated_tokens", "compl
 class ServedBackend:
     """The part of a backend that talks to a model server which is the same for every API.
 
-    A subclass sets :attr:`name`, implements :meth:`ask_window` and ``chat``, and calls :meth:`refuse_overflow`
-    before a request and :meth:`observe` after it.
+    A subclass sets :attr:`name`, implements :meth:`ask_window` and ``chat``, and calls
+    :meth:`refuse_overflow` before a request and :meth:`observe` after it.
     """
 
     name = "served"
@@ -149,7 +149,8 @@ class ServedBackend:
         return self._meter
 
     def describe_window(self) -> str:
-        """The window, where it came from, the last prompt's size and the estimate's error, for ``/status``."""
+        """The window, where it came from, the last prompt's size and the estimate's error, for
+        ``/status``."""
         if self._meter is None:
             return f"window: not asked yet (llm.num_ctx {self.num_ctx})"
         return f"{self._meter.describe()}; window from {self.window_source}"
@@ -164,19 +165,24 @@ class ServedBackend:
         estimate = int(prompt_chars(messages, tools) / window.chars_per_token)
         if estimate > window.num_ctx:
             raise PromptTooLongError(
-                f"a prompt of ~{estimate} tokens does not fit {self.model}'s window of {window.num_ctx} tokens "
-                f"({self.window_source}); it was not sent: shorten the request, or use a model with a longer window")
+                f"a prompt of ~{estimate} tokens does not fit {self.model}'s window of {window.num_ctx} "
+                f"tokens "
+                f"({self.window_source}); it was not sent: shorten the request, or use a model with a longer "
+                f"window")
 
     def observe(self, reply: ChatReply, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
         """Count the reply's tokens and log them (one line a call)."""
         usage = reply.usage
         self.counts.add(usage)
-        self.calls.append(CallUsage(dict(usage), bool(tools), any(m.get("role") == "tool" for m in messages[-2:])))
+        self.calls.append(CallUsage(dict(usage), bool(tools),
+                                    any(m.get("role") == "tool" for m in messages[-2:])))
         if not usage:
             return
         if "cached_tokens" in usage and usage.get("prompt_tokens"):
-            log.info("LLM reply: %d prompt tokens, %d from the server's cache (%.0f%%), %d evaluated, %d generated",
-                     usage["prompt_tokens"], usage["cached_tokens"], 100 * usage["cached_tokens"] / usage["prompt_tokens"],
+            log.info("LLM reply: %d prompt tokens, %d from the server's cache (%.0f%%), %d evaluated, %d "
+                     "generated",
+                     usage["prompt_tokens"], usage["cached_tokens"],
+                     100 * usage["cached_tokens"] / usage["prompt_tokens"],
                      usage.get("evaluated_tokens", 0), usage.get("completion_tokens", 0))
         else:
             log.info("LLM reply: %d prompt tokens evaluated, %d generated",
@@ -209,7 +215,8 @@ class ReplyParts:
         if not calls:
             text, calls = text_tool_calls.parse(text, offered)
             if calls:
-                log.info("the model wrote %d tool call(s) as text: %s", len(calls), ", ".join(c.name for c in calls))
+                log.info("the model wrote %d tool call(s) as text: %s", len(calls),
+                         ", ".join(c.name for c in calls))
         return ChatReply(text=text, tool_calls=calls, usage=dict(self.usage))
 
 

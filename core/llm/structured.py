@@ -1,8 +1,8 @@
 """Reading the shapes a model must answer in from what small local models really write.
 
 A summarizer call asks Ollama for a JSON object of a known shape (``format`` set to the shape's
-JSON schema, :mod:`core.llm.shapes`), so a model constrained by the server answers exactly that. Without the constraint
-(an older server, a model that ignores it) small models wrap the object in a Markdown fence, put
+JSON schema, :mod:`core.llm.shapes`), so a model constrained by the server answers exactly that. Without the
+constraint (an older server, a model that ignores it) small models wrap the object in a Markdown fence, put
 prose around it, open with a ``<think>`` block or echo the schema back; :func:`parse_reply` reads
 the first of those that fits the shape and refuses the rest.
 """

@@ -1,8 +1,8 @@
 """A model's context window: how many tokens one request may hold, and how text is counted (the rough
 estimate shared by every tier and provider, :func:`estimate_tokens`, and a window's learned ratio).
 
-The window is chosen per model (see :mod:`core.llm.served`: each server is asked its own way); every budget of the
-engine and of the summarizers is derived from it. ``chars_per_token`` starts at four and is
+The window is chosen per model (see :mod:`core.llm.served`: each server is asked its own way); every budget of
+the engine and of the summarizers is derived from it. ``chars_per_token`` starts at four and is
 refined from what the server reports it really counted.
 """
 

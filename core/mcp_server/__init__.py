@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 LOG_TAIL = 50
 """LOG.md entries in the log resource."""
 MCP_USER = "local"
-"""The user whose profile and conversation the ``memory`` tool sees: the command line's (``core.engine.LOCAL_USER``)."""
+"""The user whose profile and conversation the ``memory`` tool sees: the command line's
+(``core.engine.LOCAL_USER``)."""
 
 
 def build_server(agent: str, *, session: str = "main") -> MCPServer:
@@ -57,7 +58,8 @@ def build_server(agent: str, *, session: str = "main") -> MCPServer:
     """
     paths = existing_agent(agent)
     memory = AgentMemory(agent)
-    memory.reading().warm_up()  # while the client connects: its first recall_memory then finds the model loaded
+    # while the client connects: its first recall_memory then finds the model loaded
+    memory.reading().warm_up()
     config = memory.reading().config
     provider = open_provider(None, open_database(paths, config.storage), config=config.provider)
     bound = Session(id=f"{agent}:{session}", agent_id=agent, user_id=MCP_USER, channel="mcp")
@@ -92,7 +94,8 @@ def build_server(agent: str, *, session: str = "main") -> MCPServer:
                          for e in reading.read_log(LOG_TAIL))
 
     @server.resource(f"agentos://{agent}/facts", name="facts", mime_type="application/json",
-                     description=f"{agent}'s saved facts; a secret's value is [REDACTED] (get_fact returns it)")
+                     description=f"{agent}'s saved facts; a secret's value is [REDACTED] (get_fact returns "
+                                 f"it)")
     def facts() -> str:
         return json.dumps(memory.reading().list_facts(), ensure_ascii=False, indent=1, allow_nan=False)
 
@@ -130,7 +133,8 @@ def transport_security(host: str, port: int, extra: Sequence[str] = ()) -> Trans
                                      allowed_origins=[f"http://{name}" for name in hosts])
 
 
-def serve(agent: str, *, http: str | None = None, session: str = "main", allow_hosts: Sequence[str] = ()) -> None:
+def serve(agent: str, *, http: str | None = None, session: str = "main",
+          allow_hosts: Sequence[str] = ()) -> None:
     """Serve ``agent``'s memory over stdio, or over streamable HTTP at ``http`` (``HOST:PORT``) until stopped.
 
     Over HTTP, only requests addressed to the bound address, a loopback name or one of ``allow_hosts``
@@ -151,4 +155,5 @@ def serve(agent: str, *, http: str | None = None, session: str = "main", allow_h
     if not is_loopback(host):
         log.warning("the MCP server listens on %s: anyone who can reach it can read and write %s's memory, "
                     "secrets included through get_fact", host, agent)
-    server.run("streamable-http", host=host, port=port, transport_security=transport_security(host, port, allow_hosts))
+    server.run("streamable-http", host=host, port=port,
+               transport_security=transport_security(host, port, allow_hosts))

@@ -105,7 +105,8 @@ def _tool(name: str, description: str, schema: dict[str, Any], run: Callable[[di
             result = run(arguments)
         except AgentOSError as exc:  # the client sees the message; anything else stays a server-side crash
             raise ToolError(str(exc)) from exc
-        return json.dumps(result, ensure_ascii=False, default=str, allow_nan=False)  # one JSON text, lists included
+        # one JSON text, lists included
+        return json.dumps(result, ensure_ascii=False, default=str, allow_nan=False)
 
     return Tool(fn=call, name=name, description=description, parameters=schema,
                 fn_metadata=FuncMetadata(arg_model=_AsSent), is_async=False,

@@ -23,7 +23,14 @@ LangGraph checkpointer and a handle on the memory tables for its provider (:func
 
 from core.memory.agent_folder import initialize_agent_memory
 from core.memory.compaction import CompactionReport
-from core.memory.context import ENTRY_PREVIEW_CHARS, fit_lines, fit_newest, more_facts_note, render_fact, render_now
+from core.memory.context import (
+    ENTRY_PREVIEW_CHARS,
+    fit_lines,
+    fit_newest,
+    more_facts_note,
+    render_fact,
+    render_now,
+)
 from core.memory.files import LogEntry, NowState, ScanResult, check_text
 from core.memory.handoffs import Handoff, SessionHandoff
 from core.memory.manager import MemoryManager

@@ -20,8 +20,8 @@ LOG.md (what you did), facts and long-term recall. You survive restarts.
 - When the user says "continue", resume from NOW.md instead of starting over.
 
 ## Capabilities
-Memory skills (update_status, log_activity, save_fact, get_fact, recall_memory, store_memory, forget_memory), the memory tool,
-and files in your workspace.
+Memory skills (update_status, log_activity, save_fact, get_fact, recall_memory, store_memory,
+forget_memory), the memory tool, and files in your workspace.
 """
 
 
@@ -45,5 +45,6 @@ def report(agent_name: str, created: list[Path]) -> str:
     if not created:
         return f"Agent {agent_name!r} is already initialised in {paths.root}: nothing to create."
     lines = [f"Initialised agent {agent_name!r} in {paths.root}:"]
-    lines += [f"  created {path.relative_to(paths.root.parent)}{'/' if path.is_dir() else ''}" for path in created]
+    lines += [f"  created {path.relative_to(paths.root.parent)}{'/' if path.is_dir() else ''}"
+              for path in created]
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""The handoff summary of a session (seed 002's compaction): ``memory/sessions/<session>-<hash>.handoff.json``.
+"""The handoff summary of a session (seed 002's compaction):
+``memory/sessions/<session>-<hash>.handoff.json``.
 
 A conversation whose provider keeps no summaries of its own is compacted by the engine into one structured
 summary that stands in for the session's first ``covered`` messages; the messages themselves stay stored, so
@@ -42,8 +43,8 @@ class SessionHandoff:
         """The session's handoff summary, or None when it was never compacted that way.
 
         Raises:
-            CorruptionError: the file cannot be read, or belongs to another session (the message says to delete
-                it, which drops the summary: the messages are all still stored).
+            CorruptionError: the file cannot be read, or belongs to another session (the message says to
+                delete it, which drops the summary: the messages are all still stored).
         """
         try:
             data = json.loads(self.file.read_text(encoding="utf-8"))

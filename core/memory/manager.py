@@ -25,7 +25,15 @@ from core.errors import CorruptionError, ValidationError
 from core.memory.compaction import CompactionReport
 from core.memory.context import format_context
 from core.durable import public_methods_converting_os_errors
-from core.memory.files import LogEntry, NowState, check_entry_type, check_text, check_writer, now_file, utc_timestamp
+from core.memory.files import (
+    LogEntry,
+    NowState,
+    check_entry_type,
+    check_text,
+    check_writer,
+    now_file,
+    utc_timestamp,
+)
 from core.memory.reads import Reads
 from core.memory.recall import Forgotten, Recalled, StoredMemories, log_index
 from core.memory.reflection import Reflection
@@ -38,7 +46,8 @@ from core.paths import AgentPaths
 log = logging.getLogger(__name__)
 
 
-@public_methods_converting_os_errors("the agent's memory")  # a raw OSError never leaves: a StorageError naming the fix
+# a raw OSError never leaves: a StorageError naming the fix
+@public_methods_converting_os_errors("the agent's memory")
 class MemoryManager(Reads):
     """The memory of one agent: NOW.md, LOG.md, facts and (with the cold tier) recall (``read_log``,
     ``log_since``, ``scan_log`` and ``get_fact``: see :class:`~core.memory.reads.Reads`)."""
@@ -53,7 +62,8 @@ class MemoryManager(Reads):
         self.agent_name = agent_name
         self.config = config or load_config(self.paths)
         self.created: list[Path] = self.paths.ensure_memory_dirs()
-        self.tiers = tiers = open_tiers(agent_name, self.paths, self.config, after_compaction=self._after_compaction)
+        self.tiers = tiers = open_tiers(agent_name, self.paths, self.config,
+                                        after_compaction=self._after_compaction)
         """The parts handed to upkeep (recovery, rebuild, forgetting, the secret scrub)."""
         self.lock, self.db, self.facts, self.log = tiers.lock, tiers.db, tiers.facts, tiers.log
         self.cold, self.compactor, self.compaction = tiers.cold, tiers.compactor, tiers.compaction
@@ -144,7 +154,8 @@ class MemoryManager(Reads):
     def append_log(self, entry_type: str, content: Any, metadata: dict[str, Any] | None = None) -> int:
         """Append one entry to LOG.md (secrets redacted) and return its seq.
 
-        Once the line is on disk the entry is kept, even if memory.db cannot index it now (it catches up later).
+        Once the line is on disk the entry is kept, even if memory.db cannot index it now (it catches up
+        later).
 
         Raises:
             ValidationError: unknown type (the message lists the valid ones), a type or metadata key reserved
@@ -157,8 +168,9 @@ class MemoryManager(Reads):
         return self.append_system(entry_type, content, metadata)
 
     def append_system(self, entry_type: str, content: Any, metadata: dict[str, Any] | None = None) -> int:
-        """Append an entry as the system: the types and metadata keys reserved for it are allowed (for the memory
-        and the engine: run and step markers, its own records; a skill writes with :meth:`append_log`)."""
+        """Append an entry as the system: the types and metadata keys reserved for it are allowed (for the
+        memory and the engine: run and step markers, its own records; a skill writes with
+        :meth:`append_log`)."""
         if isinstance(content, (bytes, bytearray)):
             content = check_text(content, "LOG entry content")
         return self.tiers.append(entry_type, content, metadata).seq  # the log redacts every line
@@ -194,22 +206,25 @@ class MemoryManager(Reads):
         """Store a fact (insert or update) and record it in LOG.md; return it, a secret's value redacted.
 
         LOG.md's FACT entry lets the facts be rebuilt if memory.db is lost; a secret's value is never logged
-        (only its key), so a secret cannot be rebuilt. A new secret is then scrubbed from what already holds it
-        (see :mod:`core.memory.upkeep.scrub`), and a non-secret value is stored with the secrets it contains redacted.
+        (only its key), so a secret cannot be rebuilt. A new secret is then scrubbed from what already holds
+        it (see :mod:`core.memory.upkeep.scrub`), and a non-secret value is stored with the secrets it
+        contains redacted.
 
         Raises:
             ValidationError: non-string key, unknown category, invalid text; nothing is written.
             StorageError: memory.db or LOG.md cannot be written (read-only, disk full); nothing is kept.
         """
         key, text, category = facts.prepare(self.db, key, value, category)
-        fact = self.tiers.record_fact(key, text, category, lambda conn: facts.upsert(conn, key, text, category,
+        fact = self.tiers.record_fact(key, text, category,
+                                      lambda conn: facts.upsert(conn, key, text, category,
                                                                                 utc_timestamp()))
         self.scrubber.catch_up()
         return fact.as_dict()
 
     def list_facts(self, category: str | None = None) -> list[dict[str, Any]]:
-        """All facts (or one category's), secret values redacted (in other facts too), each with the ``sources``
-        reflection learned it from ([] if saved explicitly) and ``extracted`` (see ``FactStore.listed``)."""
+        """All facts (or one category's), secret values redacted (in other facts too), each with the
+        ``sources`` reflection learned it from ([] if saved explicitly) and ``extracted`` (see
+        ``FactStore.listed``)."""
         return self.facts.redactor()(self.facts.listed(category))
 
     def delete_fact(self, key: str) -> bool:
@@ -232,8 +247,9 @@ class MemoryManager(Reads):
         Args:
             content: the text.
             metadata: any JSON object, returned with the memory. Recall reads these keys: ``speaker`` (or
-                ``role``, ``author``), ``session`` / ``conversation`` (its neighbours share them), and ``date``
-                or ``occurred_at`` (ISO-8601 or written, e.g. ``"1:56 pm on 8 May, 2023"``): when it happened.
+                ``role``, ``author``), ``session`` / ``conversation`` (its neighbours share them), and
+                ``date`` or ``occurred_at`` (ISO-8601 or written, e.g. ``"1:56 pm on 8 May, 2023"``): when it
+                happened.
             kind: ``note`` or ``summary``.
             occurred_at: when it happened (datetime, ISO-8601 or a written date); wins over metadata.
             expires_at: after this time the memory is no longer recalled (and is forgotten).
@@ -249,39 +265,45 @@ class MemoryManager(Reads):
 
         Each item is text or a dict with ``content`` and optionally ``metadata``, ``kind``, ``occurred_at``
         and ``expires_at`` (as in :meth:`store_memory`). A bad item is refused alone (``refused`` of the
-        :class:`~core.memory.recall.views.results.StoredMemories`); no good item: ValidationError. Nothing is stored twice.
+        :class:`~core.memory.recall.views.results.StoredMemories`); no good item: ValidationError. Nothing is
+        stored twice.
         """
         return self.cold.store_memories(items, self.facts.secret_values())
 
     def recall_memory(
         self, query: str | None = None, n_results: int = 5, kind: str | list[str] | None = None,
         since: Any = None, until: Any = None, *, min_score: float | None = None,
-        recency_days: float | None = None, spaces: list[str] | None = None, explain: bool = False, now: Any = None,
+        recency_days: float | None = None, spaces: list[str] | None = None, explain: bool = False,
+        now: Any = None,
     ) -> Recalled | dict[str, Any]:
         """Search every tier by meaning and words, and the memory spaces the agent belongs to; best first.
 
         Searches LOG.md entries (as soon as they are written), archived entries and summaries, notes, facts
         (never secret ones), the providers' conversation messages and summaries and the items of the agent's
-        LangGraph store. With no ``query``, lists its memories of ``since``-``until``, newest first (score None).
+        LangGraph store. With no ``query``, lists its memories of ``since``-``until``, newest first (score
+        None).
 
         Args:
             query: what to look for (None: list the time window).
             n_results: how many results at most (1-100).
             kind: ``note``, ``summary``, ``fact``, ``log``, ``log_archive``, ``message``, ``item``, or a list.
-            since, until: only what happened in this window (datetime, ISO-8601, ``"8 May 2023"``, ``"last week"``).
+            since, until: only what happened in this window (datetime, ISO-8601, ``"8 May 2023"``,
+                ``"last week"``).
             min_score: leave out results below this relevance (0-1; default ``cold.min_score``).
             recency_days, now: a score halves per ``recency_days`` of age; ``now``: when the query is asked.
             spaces: the memory spaces to search too: None, every space the agent is a member of; a
                 list of names (PermissionDeniedError for one it is not a member of); ``[]``, none.
-            explain: return ``{results, left_out}``: why each result ranked, what was left out (docs/recall.md).
+            explain: return ``{results, left_out}``: why each result ranked, what was left out
+                (docs/recall.md).
 
         Returns:
             ``{content, metadata, score, source, created_at, occurred_at, kind, tier, where, id}`` dicts:
             ``score`` is the probability (0-1) that the memory is relevant, ``tier`` is warm, cold or
-            conversation, ``where`` says where the original is (seq, archive, conversation and message id, fact
-            key, note id, or store namespace and key), ``space`` (None for the agent's own memory), ``author``
-            (who wrote it); ``superseded_by`` when a later note with its ``key`` supersedes it (a
-            :class:`~core.memory.recall.views.results.Recalled`: ``warning`` says when some vectors were not done yet).
+            conversation, ``where`` says where the original is (seq, archive, conversation and message id,
+            fact key, note id, or store namespace and key), ``space`` (None for the agent's own memory),
+            ``author`` (who wrote it); ``superseded_by`` when a later note with its ``key`` supersedes it (a
+            :class:`~core.memory.recall.views.results.Recalled`: ``warning`` says when some vectors were not
+            done yet).
         """
         chosen = space_recall.spaces_to_search(self.agent_name, self.paths.root.parent, spaces)
         hidden = self.facts.hidden_values()  # the secrets' and forgotten facts' values, in spaces' hits too
@@ -305,7 +327,8 @@ class MemoryManager(Reads):
             return shared.publish(self.agent_name, content, metadata)
 
     def forget_memory(self, memory_id: str) -> bool:
-        """Forget one memory by the id recall returned; return True if it existed (see :meth:`forget_memories`).
+        """Forget one memory by the id recall returned; return True if it existed (see
+        :meth:`forget_memories`).
 
         LOG.md gets a FORGET entry naming the id, never the text; nothing derived later shows the memory,
         and :meth:`purge_forgotten` also takes a forgotten fact's value out of LOG.md and the archives."""
@@ -319,22 +342,28 @@ class MemoryManager(Reads):
         """Forget the memories that match ``query`` and/or happened before ``before``; return their ids.
 
         Args:
-            query: forget what says every word of it (stop words aside, stemmed), ``limit`` at most; a list: ids.
+            query: forget what says every word of it (stop words aside, stemmed), ``limit`` at most; a list:
+                ids.
             before: forget what happened before this time (datetime, ISO-8601 or a written date).
             ids: forget exactly these ids. kind: only memories of this kind (or kinds).
-            meaning_above: with ``query``, forget instead what is closer in meaning to it (cosine, 0-1) than this.
-            dry_run: forget nothing; return the ids that would be forgotten, and why (``matched``), to ask first.
+            meaning_above: with ``query``, forget instead what is closer in meaning to it (cosine, 0-1) than
+                this.
+            dry_run: forget nothing; return the ids that would be forgotten, and why (``matched``), to ask
+                first.
         """
-        if isinstance(query, (list, tuple)):  # forget_memories(["note:3f2a"]): ids, as forget_memory takes one
+        # forget_memories(["note:3f2a"]): ids, as forget_memory takes one
+        if isinstance(query, (list, tuple)):
             query, ids = None, [*query, *(ids or [])]
         return forgetting.forget(self.tiers, query=query, before=before, ids=ids, kind=kind,
                                  meaning_above=meaning_above, limit=limit, dry_run=dry_run)
 
-    def compact_log(self, summary: str | None = None, *, force: bool = True, dry_run: bool = False) -> CompactionReport:
+    def compact_log(self, summary: str | None = None, *, force: bool = True,
+                    dry_run: bool = False) -> CompactionReport:
         """Compact LOG.md now: archive its entries, keep one SUMMARY, index the archive.
 
         Args:
-            summary: used as is; otherwise the summarizer writes it (``cold.summary_llm``, else deterministic).
+            summary: used as is; otherwise the summarizer writes it (``cold.summary_llm``, else
+                deterministic).
             force: compact even below the thresholds (the default for an explicit call).
             dry_run: report what would be archived; change nothing.
         """
@@ -348,10 +377,12 @@ class MemoryManager(Reads):
         if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise ValidationError("max_tokens must be a positive integer")
         return self.facts.redactor()(
-            format_context(self.agent_name, self.now_state(), self.visible_log(log_entries), self.facts.list(), budget))
+            format_context(self.agent_name, self.now_state(), self.visible_log(log_entries),
+                           self.facts.list(), budget))
 
     def visible_log(self, last_n: int) -> list[LogEntry]:
-        """The last ``last_n`` LOG.md entries, oldest first, but for those a FORGET entry named (for a prompt)."""
+        """The last ``last_n`` LOG.md entries, oldest first, but for those a FORGET entry named (for a
+        prompt)."""
         return visible_entries(self.db, self.log.tail(last_n))
 
     def warm_up(self) -> None:
@@ -369,8 +400,9 @@ class MemoryManager(Reads):
         return self.scrubber.run(everything=True)
 
     def purge_forgotten(self) -> ScrubReport:
-        """Take forgotten facts' values out of LOG.md, the archives, NOW.md and every index, as a secret's scrub
-        does (a purge killed midway is finished at the next open); a fact saved again is live and kept."""
+        """Take forgotten facts' values out of LOG.md, the archives, NOW.md and every index, as a secret's
+        scrub does (a purge killed midway is finished at the next open); a fact saved again is live and
+        kept."""
         return self.scrubber.purge()
 
     def close(self) -> None:

@@ -17,8 +17,8 @@ What a writer would do first when it opens the agent, :meth:`MemoryReader.behind
 entries not yet indexed, memories without their vector, an unfinished compaction or scrub, a damaged or older
 memory.db, a NOW.md behind LOG.md. The reader reads what is safe around them (a torn line is skipped, what is
 not indexed is not found, expired memories are left out as always); where it cannot (NOW.md unreadable,
-memory.db missing, damaged or of an older version) it raises :class:`~core.errors.WriterNeededError`, which names
-the command that opens the agent to write. :func:`open_for_reading` gives a reader when the agent needs
+memory.db missing, damaged or of an older version) it raises :class:`~core.errors.WriterNeededError`, which
+names the command that opens the agent to write. :func:`open_for_reading` gives a reader when the agent needs
 nothing of a writer, and a writer (which does that work as it opens) when it does: what the ``agentos now``,
 ``log``, ``facts`` and ``recall`` commands and the MCP server's reads use.
 """
@@ -76,7 +76,8 @@ class MemoryReader(Reads):
                            max_entry_bytes=self.config.memory.max_entry_bytes)
         """LOG.md, read from its end; a line without its newline or CRC is skipped, never repaired."""
         self.facts = ReadFacts(self._reading)
-        """The facts, read as ``MemoryManager.facts`` reads them (each call in a read transaction of its own)."""
+        """The facts, read as ``MemoryManager.facts`` reads them (each call in a read transaction of its
+        own)."""
         self.tuning = Tuning()
         """The ranking's parameters: the writer's own (see :mod:`core.memory.recall.search`)."""
         self._store: ColdStore | None = None
@@ -111,13 +112,15 @@ class MemoryReader(Reads):
         row = conn.execute("SELECT value FROM recall_state WHERE key = 'log_seq'").fetchone()
         waiting += max(0, last - (int(row[0]) if row else 0))
         if waiting and recall:
-            found.append(f"{waiting} sources (LOG.md entries, archives, items) are not indexed for recall yet")
+            found.append(f"{waiting} sources (LOG.md entries, archives, items) are not indexed for recall "
+                         f"yet")
         pending = DocIndex(reader).pending_count() if recall else 0
         if pending:
             found.append(f"{pending} memories have no vector yet")
         first = self.log.first_entry()
         if first is not None and is_compaction_summary(first) and not conn.execute(
-                "SELECT 1 FROM compaction_history WHERE last_seq = ?", (first.metadata["covers"][1],)).fetchone():
+                "SELECT 1 FROM compaction_history WHERE last_seq = ?",
+                (first.metadata["covers"][1],)).fetchone():
             found.append("a LOG.md compaction was interrupted after its swap")
         if conn.execute("SELECT (SELECT count(*) FROM secret_scrubs) + (SELECT count(*) FROM forget_purges)"
                         ).fetchone()[0]:
@@ -156,11 +159,13 @@ class MemoryReader(Reads):
             applied = {row[0] for row in reader.conn.execute("SELECT name FROM _migrations")}
             missing = [name for name in _migration_names() if name not in applied]
             if missing:
-                raise self._writer_needed(f"memory.db was written by an earlier version (it lacks {missing[0]})")
+                raise self._writer_needed(f"memory.db was written by an earlier version (it lacks "
+                                          f"{missing[0]})")
             yield reader
 
     def _writer_needed(self, why: str) -> WriterNeededError:
-        return WriterNeededError(f"agent {self.agent_name}: {why}, which only a writer repairs: run `agentos status "
+        return WriterNeededError(f"agent {self.agent_name}: {why}, which only a writer repairs: run `agentos "
+                                 f"status "
                                  f"--agent {self.agent_name}` (it opens the agent to write), then read again")
 
     # -- hot and warm tiers -------------------------------------------------------------------
@@ -190,7 +195,8 @@ class MemoryReader(Reads):
     # -- facts --------------------------------------------------------------------------------
 
     def list_facts(self, category: str | None = None) -> list[dict[str, Any]]:
-        """All facts (or one category's), secret values redacted, as ``MemoryManager.list_facts`` lists them."""
+        """All facts (or one category's), secret values redacted, as ``MemoryManager.list_facts`` lists
+        them."""
         with self._reading() as reader:
             facts = FactStore(reader)
             return facts.redactor()(facts.listed(category))
@@ -200,7 +206,8 @@ class MemoryReader(Reads):
     def recall_memory(
         self, query: str | None = None, n_results: int = 5, kind: str | list[str] | None = None,
         since: Any = None, until: Any = None, *, min_score: float | None = None,
-        recency_days: float | None = None, spaces: list[str] | None = None, explain: bool = False, now: Any = None,
+        recency_days: float | None = None, spaces: list[str] | None = None, explain: bool = False,
+        now: Any = None,
     ) -> Recalled | dict[str, Any]:
         """Search what is indexed of every tier, and the memory spaces the agent belongs to, as
         ``MemoryManager.recall_memory`` does (same arguments and results), without indexing anything first:
@@ -228,15 +235,17 @@ class MemoryReader(Reads):
         return own.like(found) if isinstance(own, Recalled) else found
 
     def cold_store(self) -> ColdStore | None:
-        """The agent's cold store opened read-only (once), or None while it has none: recall is then by words."""
+        """The agent's cold store opened read-only (once), or None while it has none: recall is then by
+        words."""
         with self._guard:
             if self._store is None and (self.paths.lancedb_dir / f"{TABLE}.lance").is_dir():
                 self._store = open_store(self.paths, self.config, read_only=True)
             return self._store
 
     def warm_up(self) -> None:
-        """Open the cold store and load its embedding model in a thread now (once), so that a recall soon after
-        does not wait for both. Not a daemon: no native inference may run while the interpreter finalizes."""
+        """Open the cold store and load its embedding model in a thread now (once), so that a recall soon
+        after does not wait for both. Not a daemon: no native inference may run while the interpreter
+        finalizes."""
         with self._guard:
             if self._warming is None and not self._closed:
                 self._warming = foreground.background_thread(self._warm_up, daemon=False,
@@ -249,13 +258,15 @@ class MemoryReader(Reads):
             if store is not None:
                 store.embedder.embed(["warm up"])  # the model first: ONNX Runtime loads it without the GIL
                 store.may_have_rows()
-        except (AgentOSError, OSError) as exc:  # the recall that follows meets the same failure and reports it
+        # the recall that follows meets the same failure and reports it
+        except (AgentOSError, OSError) as exc:
             log.info("warming up the cold store of %s failed: %s", self.agent_name, exc)
 
     # -- lifetime -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Wait for a warm-up in progress and release the cold store: nothing is held afterwards. Safe twice."""
+        """Wait for a warm-up in progress and release the cold store: nothing is held afterwards. Safe
+        twice."""
         with self._guard:
             self._closed = True
             warming = self._warming
@@ -326,11 +337,12 @@ class _NoLock:
         raise StorageError("a MemoryReader never writes LOG.md: open a MemoryManager to write")
 
 
-def open_for_reading(agent_name: str, home: Path | None = None, *, recall: bool = True) -> MemoryReader | MemoryManager:
+def open_for_reading(agent_name: str, home: Path | None = None, *,
+                     recall: bool = True) -> MemoryReader | MemoryManager:
     """What reads ``agent_name`` as a writer would show it: a :class:`MemoryReader`, unless
-    :meth:`MemoryReader.behind` names work that a writer does first (a repair, entries to index; with ``recall``,
-    also sources to index for recall and vectors to compute), and then a ``MemoryManager``, which does it as it
-    opens (and catches up before it recalls), as every command did before readers.
+    :meth:`MemoryReader.behind` names work that a writer does first (a repair, entries to index; with
+    ``recall``, also sources to index for recall and vectors to compute), and then a ``MemoryManager``, which
+    does it as it opens (and catches up before it recalls), as every command did before readers.
 
     Raises:
         UnknownAgentError: no such agent (nothing is created).

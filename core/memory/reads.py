@@ -1,5 +1,6 @@
-"""The reads that a :class:`~core.memory.manager.MemoryManager` and a :class:`~core.memory.reader.MemoryReader`
-answer alike, from LOG.md (``log``) and the facts (``facts``): each class keeps one definition of them."""
+"""The reads that a :class:`~core.memory.manager.MemoryManager` and a
+:class:`~core.memory.reader.MemoryReader` answer alike, from LOG.md (``log``) and the facts (``facts``): each
+class keeps one definition of them."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ class Reads:
         return self.log.scan()
 
     def get_fact(self, key: str, history: bool = False) -> Any:
-        """The value stored under ``key`` (secrets included), or None; with ``history``, the values it has held as
-        :meth:`FactStore.history <core.memory.storage.facts.FactStore.history>` lists them."""
-        return self.facts.history(key, as_dicts=True) if history else getattr(self.facts.get(key), "value", None)
+        """The value stored under ``key`` (secrets included), or None; with ``history``, the values it has
+        held as :meth:`FactStore.history <core.memory.storage.facts.FactStore.history>` lists them."""
+        return self.facts.history(key, as_dicts=True) if history else getattr(self.facts.get(key), "value",
+                                                                              None)

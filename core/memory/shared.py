@@ -40,10 +40,10 @@ def shared_manager(agent_name: str) -> MemoryManager:
 
 
 def shared_reader(agent_name: str) -> MemoryManager | MemoryReader:
-    """What reads ``agent_name``'s memory in this process: its shared MemoryManager while one is open; else the
-    process's MemoryReader of it, opened once, when it needs nothing of a writer (see
-    :meth:`MemoryReader.behind <core.memory.reader.MemoryReader.behind>`); else the shared MemoryManager, opened
-    now (it repairs and indexes as it opens).
+    """What reads ``agent_name``'s memory in this process: its shared MemoryManager while one is open; else
+    the process's MemoryReader of it, opened once, when it needs nothing of a writer (see
+    :meth:`MemoryReader.behind <core.memory.reader.MemoryReader.behind>`); else the shared MemoryManager,
+    opened now (it repairs and indexes as it opens).
 
     Raises:
         UnknownAgentError: no such agent (nothing is created).

@@ -50,7 +50,8 @@ class Arguments:
             info = pydantic.Field(default, description=(descriptions or {}).get(param.name))
             fields[param.name] = (hints.get(param.name, str), info)
         model = pydantic.create_model(f"{_camel(tool)}Arguments",
-                                      __config__=pydantic.ConfigDict(extra="forbid", coerce_numbers_to_str=True), **fields)
+                                      __config__=pydantic.ConfigDict(extra="forbid",
+                                                                     coerce_numbers_to_str=True), **fields)
         return cls(tool, model, json_schema(model))
 
     @classmethod
@@ -59,7 +60,8 @@ class Arguments:
         try:
             jsonschema.Draft202012Validator.check_schema(schema)
         except jsonschema.SchemaError as exc:
-            raise ToolArgumentError(f"{tool}: its parameters are not a valid JSON schema: {exc.message}") from exc
+            raise ToolArgumentError(f"{tool}: its parameters are not a valid JSON schema: "
+                                    f"{exc.message}") from exc
         return cls(tool, None, schema)
 
     def tool_function(self, name: str, description: str) -> dict[str, Any]:
@@ -75,15 +77,18 @@ class Arguments:
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            raise ToolArgumentError(f"{self.tool}: arguments must be a JSON object, got {type(arguments).__name__}")
+            raise ToolArgumentError(f"{self.tool}: arguments must be a JSON object, got "
+                                    f"{type(arguments).__name__}")
         try:  # a model's call is JSON: a set, bytes or an object here is a caller's mistake
             json.dumps(arguments, allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise ToolArgumentError(f"{self.tool}: arguments must be JSON data (objects, lists, text, numbers, "
+            raise ToolArgumentError(f"{self.tool}: arguments must be JSON data (objects, lists, text, "
+                                    f"numbers, "
                                     f"true/false/null): {exc}") from exc
         bound = [name for name in BOUND_PARAMETERS if name in arguments]
         if bound:
-            raise ToolArgumentError(f"{self.tool}: {', '.join(bound)} is fixed by the engine or server that runs the tool, not an argument")
+            raise ToolArgumentError(f"{self.tool}: {', '.join(bound)} is fixed by the engine or server that "
+                                    f"runs the tool, not an argument")
         if self.model is None:
             return self._validate_schema(arguments)
         try:

@@ -21,7 +21,8 @@ def skill_metadata(execute: Callable[..., Any], name: str) -> dict[str, Any]:
 
 
 def function_arguments(execute: Callable[..., Any], name: str) -> Arguments:
-    """The arguments of ``execute`` as a model sees them: types from its hints, descriptions from ``Args:``."""
+    """The arguments of ``execute`` as a model sees them: types from its hints, descriptions from
+    ``Args:``."""
     _, arg_docs = _split_doc(inspect.getdoc(execute) or "")
     return Arguments.of_function(execute, name, arg_docs)
 

@@ -67,11 +67,13 @@ def skill_from_module(module: ModuleType) -> Skill | None:
         name, description, parameters = meta["name"], meta["description"], meta["parameters"]
     except KeyError as exc:
         raise ValidationError(f"skill module {module.__name__}: SKILL_METADATA lacks {exc}") from exc
-    return Skill(name, description, parameters, execute, module.__name__, _arguments(name, parameters, execute))
+    return Skill(name, description, parameters, execute, module.__name__,
+                 _arguments(name, parameters, execute))
 
 
 def _arguments(name: str, parameters: dict[str, Any], execute: Callable[..., Any]) -> Arguments:
-    """The pydantic model of ``execute`` when its schema is the one offered, else the offered schema itself."""
+    """The pydantic model of ``execute`` when its schema is the one offered, else the offered schema
+    itself."""
     try:
         typed = function_arguments(execute, name)
     except (TypeError, NameError, pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError):

@@ -31,7 +31,8 @@ action is to ignore it."""
 
 @contextmanager
 def forwarded() -> Iterator[None]:
-    """Within the block, every Ctrl-C is handled by the main thread (from the main thread only; else a no-op)."""
+    """Within the block, every Ctrl-C is handled by the main thread (from the main thread only; else a
+    no-op)."""
     if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_kill")
             or WAKE_SIGNAL is None):
         yield

@@ -37,8 +37,8 @@ class Spinner:
 
     def __init__(self, label: str, stream: TextIO | None = None, interval_s: float = 0.1,
                  at_once: bool = False) -> None:
-        """``at_once`` draws the first frame when the spinner starts (for what always takes seconds); otherwise
-        after ``interval_s``, so that a quick operation does not flash a line."""
+        """``at_once`` draws the first frame when the spinner starts (for what always takes seconds);
+        otherwise after ``interval_s``, so that a quick operation does not flash a line."""
         self.labels = [label]
         self.stream = stream or sys.stderr
         self.interval_s = interval_s
@@ -96,7 +96,9 @@ class Spinner:
         with _active_guard, self._write:
             if self._stop.is_set() or _prompts:
                 return
-            self.stream.write(f"{ERASE_LINE}{frame} {self.labels[-1]} {time.monotonic() - self._started:.0f}s")
+            self.stream.write(
+                f"{ERASE_LINE}{frame} {self.labels[-1]} {time.monotonic() - self._started:.0f}s"
+            )
             self.stream.flush()
             self._drawn = True
 

@@ -87,7 +87,8 @@ def export_agent(agent: str, file: str | Path, *, with_vectors: bool = False, in
         notice = _remove_values(root, vectors, include_secrets) or notice
         vectors = vectors and (root / "memory" / "lancedb").exists()
         manifest = {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "agent": agent, "agentos_version": __version__,
+            "format": FORMAT, "format_version": FORMAT_VERSION, "agent": agent,
+            "agentos_version": __version__,
             "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "embedder": embedder,
             "with_vectors": vectors, "include_secrets": include_secrets, "counts": counts(root), "files": {},
         }
@@ -160,8 +161,10 @@ def _remove_values(root: Path, vectors: bool, include_secrets: bool) -> str:
             scrub.scrub_text_file(path, secrets)
     if vectors and _vectors_hold(root / "memory" / "lancedb", secrets):
         shutil.rmtree(root / "memory" / "lancedb")
-        return "the cold store held a secret's (or a forgotten) value, so its vectors were left out: the importer " \
-               "re-embeds"
+        return (
+            "the cold store held a secret's (or a forgotten) value, so its vectors were left out: "
+            "the importer re-embeds"
+        )
     return ""
 
 

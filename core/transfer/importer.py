@@ -64,14 +64,16 @@ class ImportResult:
     """What was not taken from the archive and why, one line each (the flag that takes it, if any)."""
 
 
-def import_agent(file: str | Path, *, as_name: str | None = None, force: bool = False, home: Path | None = None,
+def import_agent(file: str | Path, *, as_name: str | None = None, force: bool = False,
+                 home: Path | None = None,
                  trust: Trust = Trust(), progress: Progress | None = None) -> ImportResult:
     """Restore the agent archive ``file`` into ``home`` (default: the agents home).
 
     Args:
         as_name: the name it gets here (default: its name in the archive).
         force: replace an existing agent of that name (refused while a process has it open).
-        trust: what to take besides the data: skills, the whole config, the vectors (see :mod:`core.transfer.trust`).
+        trust: what to take besides the data: skills, the whole config, the vectors (see
+            :mod:`core.transfer.trust`).
         progress: called with the memories embedded when the cold store is rebuilt.
 
     Raises:
@@ -132,8 +134,8 @@ def _staging(staging: Path) -> Iterator[None]:
 
 
 def _remove_killed_imports(home: Path) -> None:
-    """Delete the staging folders of imports killed midway (no process holds their lock); they may hold a whole
-    agent (the one a killed import replaced)."""
+    """Delete the staging folders of imports killed midway (no process holds their lock); they may hold a
+    whole agent (the one a killed import replaced)."""
     for folder in sorted(home.glob(".import-*.tmp")) if home.is_dir() else ():
         try:
             with replacing(folder / _IMPORTING, "an import", create=False):
@@ -145,14 +147,16 @@ def _remove_killed_imports(home: Path) -> None:
 def _check_room(home: Path, manifest: Manifest, trust: Trust) -> None:
     """Refuse before writing when the disk cannot hold the files taken (memory.db twice: the archive's and
     the rebuilt one)."""
-    needed = sum(entry["size"] * (2 if member.endswith(DATABASE) else 1) for member, entry in manifest.files.items()
+    needed = sum(entry["size"] * (2 if member.endswith(DATABASE) else 1) for member,
+                 entry in manifest.files.items()
                  if taken(kind_of(_relative(member)), trust))
     folder = home
     while not folder.exists():
         folder = folder.parent
     free = shutil.disk_usage(folder).free
     if needed > free:
-        raise StorageError(f"importing needs about {needed // 2**20 + 1} MiB in {home}, and {free // 2**20} MiB are "
+        raise StorageError(f"importing needs about {needed // 2**20 + 1} MiB in {home}, and {free // 2**20} "
+                           f"MiB are "
                            "free: make room, then retry; nothing was written")
 
 
@@ -223,7 +227,8 @@ def _printable(text: str) -> str:
 
 
 def _configure(staged: Path, home_config: Config, trust: Trust) -> tuple[Config, list[str]]:
-    """Write the agent's config.yaml (the archive's options it may bring) and return the config to open it with:
+    """Write the agent's config.yaml (the archive's options it may bring) and return the config to open it
+    with:
     this home's, with those options over it."""
     archived = staged / _ARCHIVED_CONFIG
     if not archived.is_file():
@@ -231,14 +236,16 @@ def _configure(staged: Path, home_config: Config, trust: Trust) -> tuple[Config,
     kept, left_out = split_config(archived.read_bytes(), trust)
     config = merge(home_config, kept, source="config/config.yaml in the archive")
     if config.storage.resolved()[0] != "sqlite":
-        raise ValidationError("the archive's config.yaml keeps the agent's memory on PostgreSQL (storage): an import "
+        raise ValidationError("the archive's config.yaml keeps the agent's memory on PostgreSQL (storage): "
+                              "an import "
                               "restores memory.db; import it without --trust-config")
     if trust.config:
         archived.replace(staged / CONFIG_FILE)
     else:
         (staged / CONFIG_FILE).write_text(config_text(kept, left_out), encoding="utf-8")
         archived.unlink()
-    lines = [f"config.yaml options {', '.join(left_out)} (this home's settings apply: --trust-config takes them)"]
+    lines = [f"config.yaml options {', '.join(left_out)} (this home's settings apply: --trust-config takes "
+             f"them)"]
     return config, lines if left_out else []
 
 
@@ -260,12 +267,18 @@ def _index(staged: Path, staging: Path, name: str, manifest: Manifest, config: C
     here = config.cold.embedder
     archived = staged / _ARCHIVED_VECTORS / "memories.lance"
     if not trust.vectors:
-        reason = "the archive's vectors are not trusted (--trust-vectors keeps them)" if manifest.with_vectors \
+        reason = (
+            "the archive's vectors are not trusted (--trust-vectors keeps them)"
+            if manifest.with_vectors
             else "the archive has no vectors"
+        )
     elif not manifest.with_vectors or not archived.is_dir():
         reason = "the archive has no vectors"
     elif manifest.embedder != here:
-        reason = f"the archive's vectors come from {_printable(manifest.embedder)}, this home embeds with {here}"
+        reason = (
+            f"the archive's vectors come from {_printable(manifest.embedder)}, this home embeds with "
+            f"{here}"
+        )
     else:
         reason = copy_vectors(archived, staged / "memory" / "lancedb")
     shutil.rmtree(staged / _ARCHIVED_VECTORS, ignore_errors=True)

@@ -68,7 +68,8 @@ def parse_manifest(raw: bytes, where: Path) -> Manifest:
             found = data.get("format") if isinstance(data, dict) else None
             raise CorruptionError(f"{where} is not an AgentOS agent archive (format {found!r})")
         if data.get("format_version") != FORMAT_VERSION:
-            raise CorruptionError(f"{where} has archive format version {data.get('format_version')!r}; this AgentOS "
+            raise CorruptionError(f"{where} has archive format version {data.get('format_version')!r}; this "
+                                  f"AgentOS "
                                   f"reads version {FORMAT_VERSION}: upgrade AgentOS to import it")
         manifest = Manifest(data["agent"], data["embedder"], bool(data["with_vectors"]),
                             bool(data["include_secrets"]), dict(data["counts"]), _files(data["files"]), data)
@@ -85,7 +86,8 @@ def _files(files: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(files, dict):
         raise TypeError("files must be a mapping of member names")
     for name, entry in files.items():
-        if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and _SHA256.fullmatch(entry["sha256"])
+        if not (isinstance(entry, dict) and isinstance(entry.get("sha256"),
+                                                       str) and _SHA256.fullmatch(entry["sha256"])
                 and type(entry.get("size")) is int and entry["size"] >= 0):
             raise TypeError(f"the entry of {name[:200]!r} needs a sha256 and a size")
     return files
@@ -110,7 +112,8 @@ def verify(path: Path, limits: TransferConfig) -> Manifest:
             raise CorruptionError(f"{path}: manifest.json must be the archive's first member")
         manifest = parse_manifest(archive.read(first, MAX_MANIFEST_BYTES), path)
         if len(manifest.files) > limits.max_members:
-            raise ArchiveTooLargeError(f"{path} lists {len(manifest.files)} files, more than transfer.max_members "
+            raise ArchiveTooLargeError(f"{path} lists {len(manifest.files)} files, more than "
+                                       f"transfer.max_members "
                                        f"({limits.max_members}) of this home; nothing was written")
         archive.expect(sum(entry["size"] for entry in manifest.files.values()))
         seen: set[str] = set()
@@ -122,16 +125,19 @@ def verify(path: Path, limits: TransferConfig) -> Manifest:
             if expected is None:
                 raise CorruptionError(f"{path}: {member.name[:200]!r} is not listed in the manifest")
             if member.name in seen or member.size != expected["size"]:
-                raise CorruptionError(f"{path}: {member.name[:200]!r} is not the file the manifest lists (the archive is "
+                raise CorruptionError(f"{path}: {member.name[:200]!r} is not the file the manifest lists "
+                                      f"(the archive is "
                                       "damaged)")
             digest, _ = sha256_of(archive.open(member))
             if digest != expected["sha256"]:
-                raise CorruptionError(f"{path}: {member.name[:200]!r} does not match its sha256 in the manifest "
+                raise CorruptionError(f"{path}: {member.name[:200]!r} does not match its sha256 in the "
+                                      f"manifest "
                                       "(the archive is damaged)")
             seen.add(member.name)
     missing = sorted(set(manifest.files) - seen)
     if missing:
-        raise CorruptionError(f"{path}: {len(missing)} file(s) of the manifest are missing, e.g. {missing[0][:200]!r}")
+        raise CorruptionError(f"{path}: {len(missing)} file(s) of the manifest are missing, e.g. "
+                              f"{missing[0][:200]!r}")
     return manifest
 
 

@@ -28,11 +28,14 @@ from core.config import Config, merge
 from core.errors import ConfigError, CorruptionError
 
 PORTABLE: dict[str, tuple[str, ...]] = {
-    "memory": ("max_entry_bytes", "lock_timeout_s", "compact_log_bytes", "compact_log_entries", "auto_compact",
+    "memory": ("max_entry_bytes", "lock_timeout_s", "compact_log_bytes", "compact_log_entries",
+               "auto_compact",
                "compact_summary_tokens", "compact_summarizer", "compact_timeout_s", "compact_deadline_s",
                "context_tokens"),
-    "cold": ("optimize_every", "min_score", "vector_wait_s", "pending_vectors", "max_memory_bytes", "ann_min_rows"),
-    "provider": ("name", "fresh_tail", "context_threshold", "leaf_chunk_size", "leaf_chunk_max_tokens", "max_rounds",
+    "cold": ("optimize_every", "min_score", "vector_wait_s", "pending_vectors", "max_memory_bytes",
+             "ann_min_rows"),
+    "provider": ("name", "fresh_tail", "context_threshold", "leaf_chunk_size", "leaf_chunk_max_tokens",
+                 "max_rounds",
                  "deadline_s", "summarizer_timeout_s", "leaf_target_tokens", "condensed_target_tokens"),
     "engine": ("max_steps", "max_retries", "context_budget", "memory_tokens"),
     "compaction": ("max_tokens", "keep_tail"),
@@ -88,7 +91,8 @@ def kind_of(relative: str) -> str:
 
 
 def taken(kind: str, trust: Trust) -> bool:
-    """Whether a file of ``kind`` is unpacked (config.yaml always is: what of it is kept is decided by keys)."""
+    """Whether a file of ``kind`` is unpacked (config.yaml always is: what of it is kept is decided by
+    keys)."""
     return kind in ("data", "database", "config") or (kind == "skills" and trust.skills) \
         or (kind == "system" and trust.config) or (kind == "vectors" and trust.vectors)
 
@@ -113,9 +117,11 @@ def split_config(raw: bytes, trust: Trust) -> tuple[dict[str, dict[str, Any]], l
     left_out = []
     for section, options in data.items():
         for key, value in options.items():
-            name = _SAFE.sub("?", f"{section}.{key}")[:100]  # shown in a comment and a message: one plain line
+            # shown in a comment and a message: one plain line
+            name = _SAFE.sub("?", f"{section}.{key}")[:100]
             if not isinstance(value, (bool, int, float, str)):
-                raise CorruptionError(f"{where}: {name[:200]} must be a plain value (a number, text or true/false)")
+                raise CorruptionError(f"{where}: {name[:200]} must be a plain value (a number, text or "
+                                      f"true/false)")
             if trust.config or key in PORTABLE.get(str(section), ()):
                 kept.setdefault(section, {})[key] = value
             else:

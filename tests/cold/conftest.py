@@ -1,4 +1,5 @@
-"""Fixtures of the cold-tier tests: agent finn with the real model, and a loopback Ollama serving embeddings."""
+"""Fixtures of the cold-tier tests: agent finn with the real model, and a loopback Ollama serving
+embeddings."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def ollama_url():
 
 @pytest.fixture
 def finn(agents_home: Path, minilm):
-    """Agent finn's memory with the real embedding model, an offline summarizer and no automatic compaction."""
+    """Agent finn's memory with the real embedding model, an offline summarizer and no automatic
+    compaction."""
     from core.memory_manager import MemoryManager
 
     write_config(agents_home, {"llm": {"backend": "offline"}, "memory": {"auto_compact": False}})

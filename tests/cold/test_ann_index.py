@@ -47,7 +47,8 @@ def corpus(minilm):
 
 
 def open_store(tmp_path: Path, **options) -> ColdStore:
-    return ColdStore(tmp_path / "lancedb", MiniLMEmbedder(), tmp_path / ".cold.lock", reindex_hint="-", **options)
+    return ColdStore(tmp_path / "lancedb", MiniLMEmbedder(), tmp_path / ".cold.lock", reindex_hint="-",
+                     **options)
 
 
 def add_rows(store: ColdStore, texts: list[str], vectors: np.ndarray) -> None:
@@ -118,7 +119,8 @@ def test_rows_added_after_the_index_are_found_at_once_and_folded_in_by_optimize(
 
 
 def test_index_is_retrained_once_optimize_stacked_too_many_segments(indexed, corpus, monkeypatch):
-    """Each optimize with new rows adds an index segment; past ANN_MAX_SEGMENTS the index is rebuilt as one."""
+    """Each optimize with new rows adds an index segment; past ANN_MAX_SEGMENTS the index is rebuilt as
+    one."""
     monkeypatch.setattr(ann_index, "ANN_MAX_SEGMENTS", 2)
     segments = []
     for n in range(3):
@@ -150,12 +152,14 @@ def test_index_is_retrained_when_the_table_has_doubled_since_it_was_trained(tmp_
     store.table.insert(pa.table({
         "id": more, "kind": ["note"] * half, "text": texts[200 : 200 + half], "source": more,
         "occurred_at": ["2026-01-01T00:00:00.000Z"] * half, "memory": ["{}"] * half,
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors[200 : 200 + half].ravel()), vectors.shape[1]),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors[200 : 200 + half].ravel()),
+                                                    vectors.shape[1]),
     }))
     store.optimize()
     rows = 201 + half
     assert ann_index.trained_rows(store.table) == rows
-    assert store.vector_index() == {"type": "IVF_FLAT", "indexed_rows": rows, "unindexed_rows": 0, "segments": 1}
+    assert store.vector_index() == {"type": "IVF_FLAT", "indexed_rows": rows, "unindexed_rows": 0,
+                                    "segments": 1}
     assert recall_at_10(store, query_vectors) >= 0.98
     store.close()
 
@@ -216,4 +220,5 @@ def test_rebuild_index_builds_the_vector_index(agents_home, minilm):
             manager.store_memory(text)
         result = rebuild_all(manager.tiers)
         assert result.memories == 4 and result.vector_index["indexed_rows"] == 4
-        assert manager.recall_memory("when are Nvidia's results published?", 1)[0]["content"].startswith("Nvidia")
+        assert manager.recall_memory("when are Nvidia's results published?",
+                                     1)[0]["content"].startswith("Nvidia")

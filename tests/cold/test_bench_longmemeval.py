@@ -22,12 +22,14 @@ def question(qid: str = "q1", kind: str = "single-session-user") -> dict:
     return {
         "question_id": qid, "question_type": kind, "question": "Where did I buy my blue bicycle?",
         "question_date": "2023/06/01 (Thu) 10:00", "answer_session_ids": ["s2"],
-        "haystack_session_ids": ["s1", "s2"], "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/20 (Sat) 02:21"],
+        "haystack_session_ids": ["s1", "s2"],
+        "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/20 (Sat) 02:21"],
         "haystack_sessions": [
             [{"role": "user", "content": "I like green tea in the morning"},
              {"role": "assistant", "content": "Green tea is lovely. Where did you buy your bicycle?"}],
             [{"role": "user", "content": "   "},
-             {"role": "user", "content": "I bought my blue bicycle at the market in Lyon", "has_answer": True},
+             {"role": "user", "content": "I bought my blue bicycle at the market in Lyon",
+              "has_answer": True},
              {"role": "user", "content": "the weather was grey"}],
         ],
     }
@@ -52,19 +54,23 @@ def test_bm25_ranks_the_evidence_first_and_the_metrics_score_it(bench):
 
 
 def test_the_subset_is_stratified_by_type_and_leaves_out_abstention(bench):
-    pool = [question(f"{kind[:3]}{n}", kind) for kind in ("multi-session", "temporal-reasoning", "knowledge-update")
+    pool = [question(f"{kind[:3]}{n}", kind) for kind in ("multi-session", "temporal-reasoning",
+                                                          "knowledge-update")
             for n in range(5)] + [question("x_abs", "multi-session")]
     chosen = bench.choose(pool, None, 6)
     assert sorted(q["question_type"] for q in chosen) == ["knowledge-update"] * 2 + ["multi-session"] * 2 + [
         "temporal-reasoning"] * 2
     assert chosen == bench.choose(pool, None, 6)
     assert all(not q["question_id"].endswith("_abs") for q in bench.choose(pool, None, None))
-    assert {q["question_type"] for q in bench.choose(pool, ["knowledge-update"], None)} == {"knowledge-update"}
+    assert {q["question_type"] for q in bench.choose(pool, ["knowledge-update"],
+                                                     None)} == {"knowledge-update"}
 
 
 def test_a_smaller_subset_is_the_start_of_a_larger_one_and_the_question_date_is_now(bench):
-    """A cache filled for N questions serves every smaller --limit; the recall is asked from the question's date."""
-    pool = [question(f"{kind[:3]}{n}", kind) for kind in ("multi-session", "temporal-reasoning", "knowledge-update")
+    """A cache filled for N questions serves every smaller --limit; the recall is asked from the question's
+    date."""
+    pool = [question(f"{kind[:3]}{n}", kind) for kind in ("multi-session", "temporal-reasoning",
+                                                          "knowledge-update")
             for n in range(5)]
     assert bench.choose(pool, None, 7) == bench.choose(pool, None, 14)[:7]
     assert bench.recall_args(question()) == {"now": "2023/06/01 (Thu) 10:00"}

@@ -77,7 +77,8 @@ def test_put_upserts_by_id_and_remove_deletes(store):
     """Writing an id again replaces its row (one copy); remove deletes the rows of the ids given."""
     store.put([row(1, "Deploy succeeded on the second try")])
     assert sorted(store.ids()) == sorted(set(store.ids())) and store.count() == len(CORPUS)
-    assert store.nearest(store.embedder.embed(["deploy succeeded"])[0], 1)[0]["text"].startswith("Deploy succeeded")
+    assert store.nearest(store.embedder.embed(["deploy succeeded"])[0],
+                         1)[0]["text"].startswith("Deploy succeeded")
     store.remove(["note:1", "note:404"])
     assert store.count() == len(CORPUS) - 1 and "note:1" not in store.ids()
 
@@ -97,7 +98,8 @@ def test_the_table_of_an_earlier_version_is_dropped_on_open(tmp_path, ollama_url
     import lance
     import pyarrow as pa
 
-    lance.write_dataset(pa.Table.from_pylist([{"id": "log:LOG-1-9:0", "text": "old chunk", "vector": [0.1, 0.2]}]),
+    lance.write_dataset(pa.Table.from_pylist([{"id": "log:LOG-1-9:0", "text": "old chunk",
+                                               "vector": [0.1, 0.2]}]),
                         tmp_path / "lancedb" / "chunks.lance")
     s = open_store(tmp_path, OllamaEmbedder("fake-embed", host=ollama_url))
     assert s.count() == 0
@@ -182,12 +184,14 @@ def test_vectors_are_computed_outside_the_write_lock(tmp_path, minilm):
     """Embedding (and so loading the model) never holds the write lock that other processes' writers wait for:
     not a write, not the one again for a secret saved meanwhile, not a scrub of the secret."""
     secrets: list[str] = []
-    embedder = LockWatchingEmbedder(tmp_path / ".cold.lock", during_first_call=lambda: secrets.append("cred-5566"))
+    embedder = LockWatchingEmbedder(tmp_path / ".cold.lock",
+                                    during_first_call=lambda: secrets.append("cred-5566"))
     store = ColdStore(tmp_path / "lancedb", embedder, tmp_path / ".cold.lock", reindex_hint="-",
                       redactor=lambda: redactor_for(secrets))
     try:
         store.put([row(1, "the card cred-5566 expires in May"), row(2, "lunch was pizza")])
-        assert sorted(r["text"] for r in store.rows_of("note:")) == ["lunch was pizza", f"the card {REDACTED} expires in May"]
+        assert sorted(r["text"] for r in store.rows_of("note:")) == ["lunch was pizza",
+                                                                     f"the card {REDACTED} expires in May"]
         assert len(embedder.lock_was_free) == 2  # the secret saved meanwhile: its row embedded again
         secrets.append("pizza")
         assert scrub_cold_store(store, redactor_for(secrets)) == 1

@@ -91,7 +91,8 @@ def test_the_agent_lock_is_held_only_for_the_replace(mm, monkeypatch):
     def watched_flush(self):
         flush(self)
         seen["flush"] = agent_lock_free(mm)
-        appended.append(in_another_thread(lambda: mm.append_log("THOUGHT", "appended while the swap was staged")))
+        appended.append(in_another_thread(lambda: mm.append_log("THOUGHT",
+                                                                "appended while the swap was staged")))
 
     def watched_install(self):
         if self.path == mm.paths.log_file:
@@ -151,8 +152,12 @@ def test_history_log_index_and_cold_store_are_updated(mm):
     report = mm.compact_log()
     row = mm.db.conn.execute("SELECT * FROM compaction_history").fetchone()
     assert (row["first_seq"], row["last_seq"], row["entries_count"]) == (1, 40, 40)
-    assert row["indexed_at"] and row["archive_sha256"] == hashlib.sha256(report.archive_path.read_bytes()).hexdigest()
-    marks = mm.db.conn.execute("SELECT count(*) FROM log_metadata WHERE compacted AND archive_id = 'LOG-1-40'")
+    assert (
+        row["indexed_at"]
+        and row["archive_sha256"] == hashlib.sha256(report.archive_path.read_bytes()).hexdigest()
+    )
+    marks = mm.db.conn.execute("SELECT count(*) FROM log_metadata WHERE compacted AND archive_id = "
+                               "'LOG-1-40'")
     assert marks.fetchone()[0] == 40
     assert mm.db.conn.execute("SELECT entry_type FROM log_metadata WHERE id = 41").fetchone()[0] == "SUMMARY"
     docs = mm.cold.docs.get([f"log:{seq}" for seq in range(1, 41)] + ["summary:LOG-1-40"])
@@ -169,7 +174,8 @@ def test_history_log_index_and_cold_store_are_updated(mm):
 def test_an_archive_is_indexed_in_short_transactions_and_counts_as_indexed_with_the_last(mm, monkeypatch):
     """Appends wait for memory.db's write lock, so an archive's docs are written a few at a time; one
     interrupted half-way stays pending (indexed_at empty) and the next sync finishes it."""
-    mm.cold.background.close()  # the test's syncs are the only ones (the thread would meet the failing upsert)
+    # the test's syncs are the only ones (the thread would meet the failing upsert)
+    mm.cold.background.close()
     fill(mm, 80)
     assert mm.compactor.run(mm.compaction.summarizer(), force=True, index=False).done
     upsert, calls = DocIndex.upsert, []
@@ -193,7 +199,8 @@ def test_an_archive_is_indexed_in_short_transactions_and_counts_as_indexed_with_
 
 
 def test_the_recall_indexer_reads_only_the_end_of_log_md(mm, monkeypatch):
-    """Turning new entries into docs reads LOG.md from its end back to the last entry done, never all of it."""
+    """Turning new entries into docs reads LOG.md from its end back to the last entry done, never all of
+    it."""
     mm.cold.background.stop()
     fill(mm, 10)
     assert mm.cold.indexer.sync_log() == 10
@@ -204,12 +211,14 @@ def test_the_recall_indexer_reads_only_the_end_of_log_md(mm, monkeypatch):
     monkeypatch.setattr(LogFile, "scan", no_full_scan)
     fill(mm, 3, start=10)
     assert mm.cold.indexer.sync_log() == 3
-    assert set(mm.cold.docs.get([f"log:{seq}" for seq in range(1, 14)])) == {f"log:{seq}" for seq in range(1, 14)}
+    assert set(mm.cold.docs.get([f"log:{seq}" for seq in range(1, 14)])) == {f"log:{seq}"
+                                                                             for seq in range(1, 14)}
 
 
 def test_automatic_compactions_that_found_no_model_do_not_look_again_for_a_while(mm, monkeypatch):
     """Looking for the summarizer model builds clients and pings (work that delays appends): an automatic
-    compaction that found none summarises deterministically without looking for AUTO_RETRY_S; an explicit one looks."""
+    compaction that found none summarises deterministically without looking for AUTO_RETRY_S; an explicit one
+    looks."""
     looked = []
     monkeypatch.setattr(Compaction, "_configured_llm", lambda self: looked.append(1))
     assert mm.compaction.summarizer(automatic=True).generate is None

@@ -1,5 +1,5 @@
-"""Summaries that fit the window: LOG.md compaction, LCM summaries and the session handoff against a small model,
-through the real ``ollama`` client and a server that cuts prompts as Ollama does."""
+"""Summaries that fit the window: LOG.md compaction, LCM summaries and the session handoff against a small
+model, through the real ``ollama`` client and a server that cuts prompts as Ollama does."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ FILLER = ("The agent read the quarterly notes, compared the supplier list with t
 MARKERS = [f"Decision {n}: the budget code is BX-{n}{n}{n}7" for n in range(1, 7)]
 
 
-_INPUT = re.compile(r"^(?:Entries|Partial summaries|# Conversation[^\n]*|## (?:Messages|Summaries)):?\s*$", re.MULTILINE)
+_INPUT = re.compile(r"^(?:Entries|Partial summaries|# Conversation[^\n]*|## (?:Messages|Summaries)):?\s*$",
+                    re.MULTILINE)
 _AT_MOST = re.compile(r"(?:at most|about)\s+(\d+)\s+tokens", re.IGNORECASE)
 
 
@@ -85,7 +86,8 @@ def test_a_long_lcm_leaf_is_summarised_in_pieces_that_fit(small_model):
     from core.plugins.memory.lcm.summarizer import LLMSummarizer
 
     backend = OllamaBackend("llama3.1", host=small_model.host)
-    text = "\n".join(f"user: a note. {FILLER}." if n % 40 else f"user: {MARKERS[n // 40]}." for n in range(200))
+    text = "\n".join(f"user: a note. {FILLER}." if n % 40 else f"user: {MARKERS[n // 40]}."
+                     for n in range(200))
     summary = LLMSummarizer(generate_with(backend)).summarize(text, SummarizeOptions(target_tokens=400))
     prompts = small_model.summarizer_prompts()
     assert len(prompts) > 2 and not small_model.truncated
@@ -109,7 +111,8 @@ def test_a_long_handoff_transcript_is_read_in_pieces(small_model, agents_home):
 
 
 def entries(count: int = 40) -> list[LogEntry]:
-    return [LogEntry(n, "2026-01-31T12:00:00.000Z", "THOUGHT", f"step {n}: {FILLER}") for n in range(1, count + 1)]
+    return [LogEntry(n, "2026-01-31T12:00:00.000Z", "THOUGHT",
+                     f"step {n}: {FILLER}") for n in range(1, count + 1)]
 
 
 def test_a_hanging_summarizer_is_abandoned_after_its_timeout():

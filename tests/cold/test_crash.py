@@ -1,4 +1,5 @@
-"""SIGKILL of a compacting process at fault points drawn at random: nothing lost, nothing doubled, restart finishes."""
+"""SIGKILL of a compacting process at fault points drawn at random: nothing lost, nothing doubled, restart
+finishes."""
 
 from __future__ import annotations
 
@@ -20,13 +21,15 @@ from tests.cold.helpers import assert_each_seq_once
 
 CHILD = Path(__file__).with_name("crash_child.py")
 TRIALS = 14
-POINTS = ("log.append", "log.appended", "file.replace", "file.replaced", "db.commit", "cold.write", "cold.written")
+POINTS = ("log.append", "log.appended", "file.replace", "file.replaced", "db.commit", "cold.write",
+          "cold.written")
 """The steps a compaction loop reaches (see core.durable.fault_points): a LOG.md line, a staged archive or
 LOG.md taking its place, a memory.db commit (reservation, history, index), a vector written to LanceDB."""
 
 
 def kill_at_a_fault_point(rng: random.Random) -> str:
-    """Run the child until it dies at a fault point drawn from ``POINTS`` (its 1st to 12th time); return it."""
+    """Run the child until it dies at a fault point drawn from ``POINTS`` (its 1st to 12th time); return
+    it."""
     point, nth = rng.choice(POINTS), rng.randint(1, 12)
     child = subprocess.Popen([sys.executable, str(CHILD), point, str(nth)], stdout=subprocess.PIPE, text=True)
     try:
@@ -42,7 +45,9 @@ def kill_at_a_fault_point(rng: random.Random) -> str:
 def check_consistent(manager: MemoryManager) -> None:
     assert_each_seq_once(manager.paths.memory_dir, manager.log.last_seq())
     archives = {p.stem for p in manager.paths.archive_dir.glob("LOG-*.md")}
-    rows = manager.db.conn.execute("SELECT archive_id, indexed_at, summary FROM compaction_history").fetchall()
+    rows = manager.db.conn.execute(
+        "SELECT archive_id, indexed_at, summary FROM compaction_history"
+    ).fetchall()
     assert {r["archive_id"] for r in rows} == archives, "every archive has exactly its history row"
     assert all(r["indexed_at"] for r in rows), "restart finished indexing"
     manager.cold.catch_up()
@@ -84,7 +89,8 @@ def test_sigkill_during_compaction_loses_and_doubles_nothing(ollama_home):
     for _ in range(TRIALS):
         kills.append(kill_at_a_fault_point(rng))
         memory = ollama_home / "finn" / "memory"
-        outcomes["orphan tmp"] += bool(list(memory.glob(".LOG.md.*.tmp")) + list(memory.glob("archive/.*.tmp")))
+        outcomes["orphan tmp"] += bool(list(memory.glob(".LOG.md.*.tmp"))
+                                       + list(memory.glob("archive/.*.tmp")))
         for state in interrupted_state(memory):
             outcomes[state] += 1
         with MemoryManager("finn") as manager:

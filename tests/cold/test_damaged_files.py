@@ -1,4 +1,5 @@
-"""Damaged files are survived, not amplified: repaired from what is sound, loudly, and never a whole file lost."""
+"""Damaged files are survived, not amplified: repaired from what is sound, loudly, and never a whole file
+lost."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def quarantined(manager: MemoryManager) -> list[str]:
 
 @pytest.mark.parametrize("strip_newline", [False, True])
 def test_a_crlf_log_keeps_every_entry(home, strip_newline: bool, caplog) -> None:
-    """A LOG.md saved with CRLF line ends (and maybe no final newline) reads whole and is converted back to LF."""
+    """A LOG.md saved with CRLF line ends (and maybe no final newline) reads whole and is converted back to
+    LF."""
     with MemoryManager("finn") as manager:
         fill(manager, 10)
         data = manager.paths.log_file.read_bytes().replace(b"\n", b"\r\n")
@@ -110,7 +112,8 @@ def test_a_lost_memory_db_is_rebuilt_from_the_files(home, damage: str, caplog) -
             {**manager.list_facts()[1], "key": "currency", "value": "EUR", "category": "preference"}]
         assert manager.get_fact("api_key") is None and manager.get_fact("old") is None
         rebuilt = [r[0] for r in manager.db.conn.execute("SELECT id FROM log_metadata ORDER BY id")]
-        assert rebuilt[: len(seqs)] == seqs and len(rebuilt) == len(seqs) + 1  # + the SYSTEM entry reporting it
+        # + the SYSTEM entry reporting it
+        assert rebuilt[: len(seqs)] == seqs and len(rebuilt) == len(seqs) + 1
         history = manager.db.conn.execute("SELECT archive_id FROM compaction_history").fetchall()
         assert [r[0] for r in history] == ["LOG-1-18"]  # 6 FACT entries and 12 thoughts
         assert manager.db.conn.execute("SELECT text FROM cold_notes").fetchall()[0][0] == \
@@ -134,7 +137,10 @@ def test_a_new_agent_with_an_empty_database_is_not_reported(home, caplog) -> Non
         with manager.db.transaction() as conn:  # as if killed between the line and its index row
             conn.execute("DELETE FROM log_metadata")
     with MemoryManager("finn") as manager:
-        assert manager.repairs == [] and manager.db.conn.execute("SELECT count(*) FROM log_metadata").fetchone()[0]
+        assert (
+            manager.repairs == []
+            and manager.db.conn.execute("SELECT count(*) FROM log_metadata").fetchone()[0]
+        )
     assert not any("rebuilt" in r.getMessage() for r in caplog.records)
 
 
@@ -166,11 +172,14 @@ def test_a_damaged_page_in_memory_db_is_a_corruption_error_and_the_next_open_reb
 # -- a damaged archive ------------------------------------------------------------------------
 
 
-def test_a_damaged_archive_waiting_to_be_indexed_is_quarantined_and_recall_keeps_working(home, caplog) -> None:
-    """The archive goes to quarantine and is reported; recall and store_memory keep working (store saves once)."""
+def test_a_damaged_archive_waiting_to_be_indexed_is_quarantined_and_recall_keeps_working(home,
+                                                                                         caplog) -> None:
+    """The archive goes to quarantine and is reported; recall and store_memory keep working (store saves
+    once)."""
     with MemoryManager("finn") as manager:
         fill(manager, 12)
-        report = manager.compactor.run(manager.compaction.summarizer(), "notes on adjusted prices", force=True,
+        report = manager.compactor.run(manager.compaction.summarizer(), "notes on adjusted prices",
+                                       force=True,
                                             index=False)
         archive = report.archive_path
         flip_byte(archive, 40)

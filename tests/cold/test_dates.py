@@ -63,7 +63,8 @@ def test_a_turn_about_a_very_long_time_ago_stores(manager):
 def test_dates_at_the_ends_of_the_calendar_are_refused_clearly_or_stored():
     with pytest.raises(ValidationError, match="out of range"):
         parse_time("0001-01-01T00:00:00+05:00", "occurred_at")
-    assert relative_dates("tomorrow, next month, next year", datetime(9999, 12, 31, tzinfo=timezone.utc)) == []
+    assert relative_dates("tomorrow, next month, next year",
+                          datetime(9999, 12, 31, tzinfo=timezone.utc)) == []
     assert relative_dates("yesterday, last week", datetime(1, 1, 1, tzinfo=timezone.utc)) == []
     assert relative_dates("yesterday", datetime(5, 3, 2, tzinfo=timezone.utc)) == ["1 March 5"]
 
@@ -108,7 +109,8 @@ def test_parse_time_reads_or_refuses_with_a_validation_error(text):
 
 
 def test_until_a_day_takes_in_the_whole_day():
-    """``until="2023-05-31"`` (a day without a time) ends with that day; a time or a period is kept as given."""
+    """``until="2023-05-31"`` (a day without a time) ends with that day; a time or a period is kept as
+    given."""
     from core.memory.recall.query import time_bound
 
     assert time_bound("2023-05-31", "until") == time_bound("2023-05-31T23:59:59.999999", "until")

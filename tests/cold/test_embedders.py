@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_minilm_returns_normalised_384d_vectors_that_rank_by_meaning(minilm):
     """The default embedder gives unit 384-d vectors whose similarity follows meaning."""
-    vectors = MiniLMEmbedder().embed(["The user prefers euros", "Preferred currency: EUR", "The cat sat on a mat"])
+    vectors = MiniLMEmbedder().embed(["The user prefers euros", "Preferred currency: EUR",
+                                      "The cat sat on a mat"])
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
@@ -28,10 +29,12 @@ def test_minilm_returns_normalised_384d_vectors_that_rank_by_meaning(minilm):
 @pytest.mark.slow
 def test_importing_core_and_opening_a_manager_does_not_import_torch():
     """Importing core and reading an agent's memory (NOW, LOG, facts, the prompt's context) imports neither
-    torch, sentence_transformers nor lance: only vectors need them (writes compute those in the background)."""
+    torch, sentence_transformers nor lance: only vectors need them (writes compute those in the
+    background)."""
     code = (
         "import sys, os, tempfile; os.environ['AGENTOS_HOME'] = tempfile.mkdtemp();"
-        "from core.memory_manager import MemoryManager; m = MemoryManager('finn'); m.read_now(); m.read_log(5);"
+        "from core.memory_manager import MemoryManager; m = MemoryManager('finn'); m.read_now(); "
+        "m.read_log(5);"
         "m.get_fact('k'); m.list_facts(); m.format_context_for_prompt(); m.close();"
         "print(sorted(n for n in ('torch', 'sentence_transformers', 'lancedb', 'lance') if n in sys.modules))"
     )
@@ -48,7 +51,8 @@ def test_ollama_embedder_uses_the_official_client_against_a_loopback_server(olla
 
 
 def test_ollama_unknown_model_and_refused_connection_become_clear_errors(ollama_url):
-    """A missing model raises ModelNotFoundError naming `ollama pull`; a dead server BackendUnavailableError."""
+    """A missing model raises ModelNotFoundError naming `ollama pull`; a dead server
+    BackendUnavailableError."""
     with pytest.raises(ModelNotFoundError, match="ollama pull no-such-model"):
         OllamaEmbedder("no-such-model", host=ollama_url).embed(["x"])
     with pytest.raises(BackendUnavailableError, match="cold.embedder to minilm"):
@@ -58,8 +62,12 @@ def test_ollama_unknown_model_and_refused_connection_become_clear_errors(ollama_
 def test_make_embedder_follows_config_and_rejects_unknown_names():
     """cold.embedder picks MiniLM (int8, or float with minilm-float32: one embedder name for both) or
     ollama:<model>; anything else is a ConfigError listing the choices."""
-    default, exact = make_embedder(Config()), make_embedder(replace(Config(), cold=ColdConfig(embedder="minilm-float32")))
-    assert (default.name, default.int8) == (MINILM_NAME, True) and (exact.name, exact.int8) == (MINILM_NAME, False)
+    default, exact = (
+        make_embedder(Config()),
+        make_embedder(replace(Config(), cold=ColdConfig(embedder="minilm-float32"))),
+    )
+    assert (default.name, default.int8) == (MINILM_NAME, True) and (exact.name, exact.int8) == (MINILM_NAME,
+                                                                                                False)
     assert make_embedder(replace(Config(), cold=ColdConfig(embedder="ollama:nomic-embed-text"))).name == (
         "ollama:nomic-embed-text"
     )

@@ -1,4 +1,5 @@
-"""Versions of a fact: saving a new value keeps the earlier one, recalled as history below the current value."""
+"""Versions of a fact: saving a new value keeps the earlier one, recalled as history below the current
+value."""
 
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ def ada(agents_home, storage_backend):
 
 
 def test_a_new_value_ranks_first_and_the_earlier_is_recalled_marked_superseded(ada):
-    """The current value is the fact (``fact:<key>``) and ranks above its earlier value, which is still a ``fact`` hit,
-    marked ``superseded_by`` the current one; get_fact returns the current value; all of it survives rebuild-index."""
+    """The current value is the fact (``fact:<key>``) and ranks above its earlier value, which is still a
+    ``fact`` hit, marked ``superseded_by`` the current one; get_fact returns the current value; all of it
+    survives rebuild-index."""
     ada.save_fact("home_city", "Paris, near the Canal Saint-Martin", "personal")
     ada.save_fact("home_city", "Lyon", "personal")
     ada.save_fact("home_city", "Lyon", "personal")  # the same value again: no new version
@@ -61,8 +63,12 @@ def test_history_lists_every_value_newest_first_and_deleting_the_fact_drops_it(a
         ada.save_fact("drink", value, "preference")
     history = ada.get_fact("drink", history=True)
     assert [h["value"] for h in history] == ["mate", "coffee", "tea"]
-    assert history[1]["replaced_at"] == history[0]["saved_at"] and history[2]["replaced_at"] == history[1]["saved_at"]
-    assert history[0]["saved_at"] > history[1]["saved_at"] > history[2]["saved_at"]  # strictly, even within 1 ms
+    assert (
+        history[1]["replaced_at"] == history[0]["saved_at"]
+        and history[2]["replaced_at"] == history[1]["saved_at"]
+    )
+    # strictly, even within 1 ms
+    assert history[0]["saved_at"] > history[1]["saved_at"] > history[2]["saved_at"]
     assert ada.get_fact("unknown_key", history=True) == []
     assert ada.delete_fact("drink")
     assert ada.get_fact("drink", history=True) == []
@@ -86,8 +92,9 @@ manager.save_fact("home_city", "Lyon", "personal")
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["log.append", "log.appended", "db.commit"])
 def test_a_save_killed_midway_keeps_the_value_and_its_history_in_step(agents_home, point):
-    """SIGKILL as the new value's FACT line is written, once it is, and as memory.db commits: the next open has
-    either the old value and no history, or the new value with the old one kept (LOG.md's entry replayed)."""
+    """SIGKILL as the new value's FACT line is written, once it is, and as memory.db commits: the next open
+    has either the old value and no history, or the new value with the old one kept (LOG.md's entry
+    replayed)."""
     child = subprocess.run([sys.executable, "-c", CHILD, point], cwd=ROOT, env=dict(os.environ),
                            capture_output=True, text=True, timeout=300)
     assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
@@ -96,4 +103,5 @@ def test_a_save_killed_midway_keeps_the_value_and_its_history_in_step(agents_hom
         assert history == (["Paris"] if point == "log.append" else ["Lyon", "Paris"])
         assert reopened.get_fact("home_city") == history[0]
         hits = reopened.recall_memory("home city Paris Lyon", 5, kind="fact", min_score=0)
-        assert [h.get("superseded_by", {}).get("id") for h in hits] == [None, "fact:home_city"][: len(history)]
+        assert [h.get("superseded_by", {}).get("id") for h in hits] == [None,
+                                                                        "fact:home_city"][: len(history)]

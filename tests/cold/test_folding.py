@@ -14,13 +14,17 @@ from core.plugins.memory import open_provider
 from core.memory.provider import Message, Session
 
 T0 = datetime(2026, 5, 4, 9, 0, tzinfo=timezone.utc)
-LONG = ("Please compare the three hosting offers we received last week, list their monthly prices, the regions "
-        "they serve and their support hours, and tell me which one fits a small team that deploys twice a day "
-        "from Lisbon and needs someone to answer at night, then draft a short note to the team that explains the "
+LONG = ("Please compare the three hosting offers we received last week, list their monthly prices, the "
+        "regions "
+        "they serve and their support hours, and tell me which one fits a small team that deploys twice a "
+        "day "
+        "from Lisbon and needs someone to answer at night, then draft a short note to the team that explains "
+        "the "
         "choice, what it costs a year and what we would have to change in the deploy scripts to move to it")
 
 
-def doc(doc_id: str, text: str, kind: str = "log", speaker: str = "", minutes: float = 0, thread: str = "") -> Doc:
+def doc(doc_id: str, text: str, kind: str = "log", speaker: str = "", minutes: float = 0,
+        thread: str = "") -> Doc:
     at = (T0 + timedelta(minutes=minutes)).isoformat().replace("+00:00", "Z")
     return Doc(id=doc_id, kind=kind, tier="warm", source=doc_id, text=text, occurred_at=at, created_at=at,
                speaker=speaker, thread=thread)
@@ -37,8 +41,10 @@ def test_a_request_and_its_reply_kept_in_log_md_and_the_conversation_are_one_eac
             doc("log:2", "what is my deploy target", speaker="user feedback"),
             doc("log:4", "response: Your deploy target is fly.io.", speaker="thought", minutes=1),
             doc("log:6", "Your deploy target is fly.io.", speaker="run end", minutes=1),
-            doc("msg:1", "What is my deploy target?", "message", "user", minutes=1, thread="conversation=main"),
-            doc("msg:2", "Your deploy target is fly.io.", "message", "assistant", minutes=1, thread="conversation=main")]
+            doc("msg:1", "What is my deploy target?", "message", "user", minutes=1,
+                thread="conversation=main"),
+            doc("msg:2", "Your deploy target is fly.io.", "message", "assistant", minutes=1,
+                thread="conversation=main")]
     assert ids(docs) == [["log:1", "log:2", "msg:1"], ["log:4", "log:6", "msg:2"]]
 
 
@@ -48,7 +54,8 @@ def test_a_record_cut_short_is_a_record_of_the_whole_text():
     docs = [doc("log:1", LONG[:300], speaker="run start"),
             doc("log:3", f"response: {LONG[:250]}…", speaker="thought"),
             doc("msg:1", LONG, "message", "user", thread="conversation=main"),
-            doc("msg:2", "Please compare the three hosting offers", "message", "user", thread="conversation=main")]
+            doc("msg:2", "Please compare the three hosting offers", "message", "user",
+                thread="conversation=main")]
     assert ids(docs) == [["log:1", "log:3", "msg:1"], ["msg:2"]]
 
 
@@ -73,7 +80,8 @@ def test_near_duplicates_of_one_speaker_and_session_still_fold():
 
 @pytest.fixture
 def kept_twice(manager):
-    """A request and its reply recorded as the engine records them: LOG.md entries and conversation messages."""
+    """A request and its reply recorded as the engine records them: LOG.md entries and conversation
+    messages."""
     manager.append_system("RUN_START", "what is my deploy target", {"run_id": "r1"})
     manager.append_log("USER_FEEDBACK", "what is my deploy target")
     manager.append_log("THOUGHT", "response: Your deploy target is fly.io.")
@@ -88,8 +96,8 @@ def kept_twice(manager):
 
 
 def test_recall_returns_each_request_once_with_its_other_records(kept_twice):
-    """recall: one hit a request, whose ``also`` lists the other records; every record is in a hit or its also;
-    explain counts the folded records as duplicates of the hit they repeat."""
+    """recall: one hit a request, whose ``also`` lists the other records; every record is in a hit or its
+    also; explain counts the folded records as duplicates of the hit they repeat."""
     found = kept_twice.recall_memory("what is my deploy target", 5, min_score=0)
     texts = [" ".join(h["content"].lower().replace("response: ", "").split()) for h in found]
     assert len(texts) == len(set(texts)), texts
@@ -114,8 +122,10 @@ def test_a_listed_window_shows_each_request_once_and_loses_no_record(kept_twice)
 
 
 def test_listing_reads_on_until_the_last_memory_has_all_its_records(manager):
-    """More records than one read of the window holds: the listed memories still carry every record of theirs."""
-    manager.store_memories([{"content": f"step {n} of the import is done", "occurred_at": T0 + timedelta(hours=2 * n)}
+    """More records than one read of the window holds: the listed memories still carry every record of
+    theirs."""
+    manager.store_memories([{"content": f"step {n} of the import is done",
+                             "occurred_at": T0 + timedelta(hours=2 * n)}
                             for n in range(60)])
     manager.store_memories([{"content": "the import is done", "metadata": {"copy": n}, "occurred_at": T0}
                             for n in range(80)])

@@ -165,7 +165,8 @@ def test_a_recall_waiting_for_vectors_does_not_wait_for_the_writers(ollama_home,
 
 
 def test_background_threads_leave_ctrl_c_to_the_main_thread():
-    """A background thread blocks SIGINT, so the kernel gives a Ctrl-C to the main thread (a prompt's readline)."""
+    """A background thread blocks SIGINT, so the kernel gives a Ctrl-C to the main thread (a prompt's
+    readline)."""
     import signal
 
     seen = []
@@ -223,8 +224,8 @@ def test_a_write_does_not_wait_for_the_indexer_holding_memory_db(ollama_home, mo
 
 
 def test_a_write_runs_with_a_short_switch_interval_and_gives_it_back(ollama_home, monkeypatch):
-    """While update_now (or an append) runs, the interpreter's switch interval is WRITE_SWITCH_INTERVAL_S, so a
-    background thread running Python hands the GIL back soon after each of the write's system calls; the
+    """While update_now (or an append) runs, the interpreter's switch interval is WRITE_SWITCH_INTERVAL_S, so
+    a background thread running Python hands the GIL back soon after each of the write's system calls; the
     interval the write found is given back when it ends."""
     import sys
 
@@ -234,7 +235,8 @@ def test_a_write_runs_with_a_short_switch_interval_and_gives_it_back(ollama_home
                                "memory": {"auto_compact": False}})
     seen = []
     datasync = log_file.datasync
-    monkeypatch.setattr(log_file, "datasync", lambda fd: (seen.append(sys.getswitchinterval()), datasync(fd))[1])
+    monkeypatch.setattr(log_file, "datasync",
+                        lambda fd: (seen.append(sys.getswitchinterval()), datasync(fd))[1])
     found = sys.getswitchinterval()
     with MemoryManager("finn") as manager:
         manager.update_now("checking the portfolio", ["write the report"])

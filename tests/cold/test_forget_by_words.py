@@ -1,5 +1,6 @@
-"""forget_memories(query=...) takes the memories that say every word of the query (stop words aside, stemmed as
-the word index stems), or with meaning_above those closer in meaning; each comes with why, on both databases."""
+"""forget_memories(query=...) takes the memories that say every word of the query (stop words aside, stemmed
+as the word index stems), or with meaning_above those closer in meaning; each comes with why, on both
+databases."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ def ada(agents_home, storage_backend):
     with MemoryManager("ada") as manager:
         manager.store_memories([
             {"content": "My deploy target is fly.io", "occurred_at": "2024-03-01"},
-            {"content": "She deploys the app every Friday", "metadata": {"speaker": "Maria"}, "occurred_at": "2024-03-02"},
-            *({"content": f"Notes on topic number {n}: caching layers", "occurred_at": "2024-03-03"} for n in (1, 2, 3, 30)),
+            {"content": "She deploys the app every Friday", "metadata": {"speaker": "Maria"},
+             "occurred_at": "2024-03-02"},
+            *({"content": f"Notes on topic number {n}: caching layers",
+               "occurred_at": "2024-03-03"} for n in (1, 2, 3, 30)),
             {"content": "Ada's cat is called Pixel", "occurred_at": "2024-03-04"},
             {"content": "Maria bought a new bicycle", "occurred_at": "2024-03-05"},
         ])
@@ -36,14 +39,16 @@ def test_every_word_of_the_query_must_be_said(ada):
     assert contents(ada, ada.forget_memories(query="deploying", dry_run=True)) == [
         "My deploy target is fly.io", "She deploys the app every Friday"]
     assert ada.forget_memories(query="asyncio", dry_run=True) == []
-    assert contents(ada, ada.forget_memories(query="Ada's cat", dry_run=True)) == ["Ada's cat is called Pixel"]
+    assert contents(ada,
+                    ada.forget_memories(query="Ada's cat", dry_run=True)) == ["Ada's cat is called Pixel"]
 
 
 def test_context_words_do_not_count_and_before_kind_and_limit_narrow(ada):
     """A speaker's name or a date is context, not what the memory says ('Maria' takes only the memory that
     says it); before and kind narrow a query; the limit cuts and says how many more match."""
     assert contents(ada, ada.forget_memories(query="Maria", dry_run=True)) == ["Maria bought a new bicycle"]
-    assert contents(ada, ada.forget_memories(query="Friday", dry_run=True)) == ["She deploys the app every Friday"]
+    assert contents(ada,
+                    ada.forget_memories(query="Friday", dry_run=True)) == ["She deploys the app every Friday"]
     assert contents(ada, ada.forget_memories(query="topic number", before="2024-03-03", dry_run=True)) == []
     assert ada.forget_memories(query="topic number", kind="fact", dry_run=True) == []
     cut = ada.forget_memories(query="caching topic", limit=3, dry_run=True)

@@ -37,7 +37,8 @@ class WatchedQuiet(threading.Event):
 
 @pytest.fixture
 def quiet(monkeypatch) -> WatchedQuiet:
-    monkeypatch.setattr(foreground, "GIVE_WAY_MAX_S", 3600.0)  # it waits for the write, however slow the machine
+    # it waits for the write, however slow the machine
+    monkeypatch.setattr(foreground, "GIVE_WAY_MAX_S", 3600.0)
     watched = WatchedQuiet()
     monkeypatch.setattr(foreground, "_quiet", watched)
     return watched
@@ -65,7 +66,8 @@ def test_a_foreground_loop_and_a_writer_never_wait(quiet):
 
     def writer() -> None:
         with foreground.writing():
-            foreground.give_way()  # a background thread writing (reflection saving a fact) does not wait for itself
+            # a background thread writing (reflection saving a fact) does not wait for itself
+            foreground.give_way()
             done.append(True)
 
     thread = foreground.background_thread(writer)
@@ -214,7 +216,8 @@ class CountingModel:
 def test_background_embedding_runs_at_a_lower_cpu_priority_unless_someone_waits_for_it():
     """Vectors computed by background work nobody waits for run in workers niced by BACKGROUND_NICE, so a
     writer woken from its flush gets a core first; a foreground call, and a background step someone hurries
-    (a recall waiting for the vectors), compute at the process's priority. The calling thread is never niced."""
+    (a recall waiting for the vectors), compute at the process's priority. The calling thread is never
+    niced."""
     own = os.getpriority(os.PRIO_PROCESS, 0)
     texts = [f"note {n} about the deploy " + "of the service " * (n % 5) for n in range(40)]
     results: dict[str, set[int]] = {}

@@ -1,4 +1,5 @@
-"""The test embedder (``cold.embedder: fake``): deterministic unit vectors where shared words mean nearness."""
+"""The test embedder (``cold.embedder: fake``): deterministic unit vectors where shared words mean
+nearness."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from core.memory.recall.store import ColdStore, VectorRow
 from tests.conftest import ROOT
 
 HINT = "agentos rebuild-index --agent finn"
-TEXTS = ["The report goes to Ada now", "Who gets the report?", "Sunny weather in Lisbon", "", "?!", "ünïcödé 東京"]
+TEXTS = ["The report goes to Ada now", "Who gets the report?", "Sunny weather in Lisbon", "", "?!",
+         "ünïcödé 東京"]
 
 
 def test_config_fake_selects_it_and_the_default_stays_minilm():
@@ -28,7 +30,8 @@ def test_config_fake_selects_it_and_the_default_stays_minilm():
 
 
 def test_unit_vectors_of_384_dimensions_for_any_text():
-    """Every text, empty and punctuation-only ones too, gets a finite unit float32 vector of 384 dimensions."""
+    """Every text, empty and punctuation-only ones too, gets a finite unit float32 vector of 384
+    dimensions."""
     vectors = HashedWordsEmbedder().embed(TEXTS)
     assert vectors.shape == (len(TEXTS), HASHED_DIMENSION) == (len(TEXTS), HashedWordsEmbedder().dimension())
     assert vectors.dtype == np.float32 and np.all(np.isfinite(vectors))
@@ -60,16 +63,20 @@ def test_the_same_vectors_in_every_process():
 
 
 def test_a_store_built_with_it_finds_by_words_and_refuses_another_embedder(tmp_path, ollama_url):
-    """A cold store records the test embedder: it finds a memory by its words, and another embedder is refused."""
+    """A cold store records the test embedder: it finds a memory by its words, and another embedder is
+    refused."""
     store = ColdStore(tmp_path / "lancedb", HashedWordsEmbedder(), tmp_path / ".cold.lock", reindex_hint=HINT)
     try:
-        store.put([VectorRow("note:1", "note", "The report goes to Ada now", "note:1", "2026-01-10T00:00:00.000Z"),
-                   VectorRow("note:2", "note", "Sunny weather in Lisbon", "note:2", "2026-01-11T00:00:00.000Z")])
+        store.put([VectorRow("note:1", "note", "The report goes to Ada now", "note:1",
+                             "2026-01-10T00:00:00.000Z"),
+                   VectorRow("note:2", "note", "Sunny weather in Lisbon", "note:2",
+                             "2026-01-11T00:00:00.000Z")])
         query = store.embedder.embed(["who gets the report"])[0]
         assert [found["id"] for found in store.nearest(query, 2)] == ["note:1", "note:2"]
     finally:
         store.close()
-    other = ColdStore(tmp_path / "lancedb", OllamaEmbedder("fake-embed", host=ollama_url), tmp_path / ".cold.lock",
+    other = ColdStore(tmp_path / "lancedb", OllamaEmbedder("fake-embed", host=ollama_url),
+                      tmp_path / ".cold.lock",
                       reindex_hint=HINT)
     with pytest.raises(EmbedderMismatchError, match=HASHED_NAME):
         other.count()

@@ -60,11 +60,14 @@ def test_rewriting_a_memory_deletes_the_chunks_it_no_longer_has(manager):
     manager.store_memory("anything, so that the cold store exists")
     manager.cold.catch_up()
     store = manager.cold.store()
-    memory = chunks.VectorRow(id="fact:odd#key%", kind="fact", text="x" * 5000, source="facts", occurred_at="2024-01-01")
-    other = chunks.VectorRow(id="fact:odd#key%2", kind="fact", text="y" * 5000, source="facts", occurred_at="2024-01-01")
+    memory = chunks.VectorRow(id="fact:odd#key%", kind="fact", text="x" * 5000, source="facts",
+                              occurred_at="2024-01-01")
+    other = chunks.VectorRow(id="fact:odd#key%2", kind="fact", text="y" * 5000, source="facts",
+                             occurred_at="2024-01-01")
     store.put([memory, *chunks.chunk_rows(memory, memory.text), other, *chunks.chunk_rows(other, other.text)])
     before = store.chunk_ids()
-    shorter = chunks.VectorRow(id=memory.id, kind="fact", text="x" * 2500, source="facts", occurred_at="2024-01-01")
+    shorter = chunks.VectorRow(id=memory.id, kind="fact", text="x" * 2500, source="facts",
+                               occurred_at="2024-01-01")
     store.put([shorter, *chunks.chunk_rows(shorter, shorter.text)], replace_chunks_of=[memory.id])
     after = store.chunk_ids()
     assert {chunks.memory_of(i) for i in before} == {memory.id, other.id}
@@ -79,7 +82,9 @@ def test_content_over_the_limit_is_refused_with_the_fix(manager):
     assert limit == 1024 * 1024
     stored = manager.store_memories(["short", "x" * (limit + 1)])
     [refused] = stored.refused
-    assert refused.index == 1 and "exceeds the limit of 1048576 bytes (cold.max_memory_bytes)" in refused.reason
+    assert (
+        refused.index == 1 and "exceeds the limit of 1048576 bytes (cold.max_memory_bytes)" in refused.reason
+    )
     with pytest.raises(ValidationError, match="store it as several memories"):
         manager.store_memory("é" * (limit // 2 + 1))
 
@@ -101,7 +106,8 @@ def test_chunk_ids_name_their_memory_whatever_its_id_holds():
 
 
 def test_a_fact_in_the_middle_of_a_long_turn_is_found_by_meaning(finn):
-    """No word of the question is in the turn: only the vector of the chunk that holds the fact can find it."""
+    """No word of the question is in the turn: only the vector of the chunk that holds the fact can find
+    it."""
     text = long_turn()
     stored = finn.store_memories([text, *FILLER, "My brother collects vinyl records from the seventies."])
     finn.cold.catch_up()

@@ -1,5 +1,5 @@
-"""all-MiniLM-L6-v2 in ONNX Runtime, its graph built from the weights: sentence-transformers' vectors (the float
-graph exactly, the int8 one within a cosine), a checked cache, the fallbacks, and no torch at run time.
+"""all-MiniLM-L6-v2 in ONNX Runtime, its graph built from the weights: sentence-transformers' vectors (the
+float graph exactly, the int8 one within a cosine), a checked cache, the fallbacks, and no torch at run time.
 
 sentence-transformers (torch) is the reference here and a test dependency only. Running this module writes the
 probes' reference vectors: ``python -m tests.cold.test_minilm_onnx``.
@@ -28,7 +28,9 @@ pytestmark = pytest.mark.slow  # the model itself, against sentence-transformers
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES_FILE = ROOT / "core" / "llm" / "embedding" / "minilm_probes.json"
-WORDS = "the a billing service Lisbon café 東京 timed out retry 12 seconds Ada said yesterday ¿qué? 🎉".split()
+WORDS = (
+    "the a billing service Lisbon café 東京 timed out retry 12 seconds Ada said yesterday ¿qué? 🎉".split()
+)
 HEAVY = ("torch", "transformers", "sentence_transformers")
 NOT_AT_RUN_TIME = (*HEAVY, "onnx", "tokenizers", "huggingface_hub")
 """Modules no process imports to embed: torch's stack, onnx (the graph is written with protobuf) and HF
@@ -76,7 +78,8 @@ def encode(model, sample: list[str]) -> np.ndarray:
 
 
 def reference_probes(model) -> dict:
-    """What ``minilm_probes.json`` holds: sentence-transformers' vectors of the probes, to 7 significant digits."""
+    """What ``minilm_probes.json`` holds: sentence-transformers' vectors of the probes, to 7 significant
+    digits."""
     vectors = encode(model, list(minilm_onnx.PROBES))
     return {"texts": list(minilm_onnx.PROBES),
             "vectors": [[float(f"{x:.7g}") for x in row] for row in vectors.tolist()]}
@@ -88,7 +91,8 @@ def test_vectors_equal_sentence_transformers_for_single_texts_and_padded_batches
     long = "the agent retried the quotes download after a timeout; " * 60
     assert len(sentence_transformer.tokenizer(long)["input_ids"]) > 2 * minilm_onnx.MAX_TOKENS
     sample = texts(70) + ["x", "Ünïcödé café in 東京 🎉 — naïve résumé", "¿Qué dijo Ada de Lisboa?", long, ""]
-    model = lambda part: runner.run(runner.truncated(part))  # the model itself, long texts cut as in sentence-transformers
+    # the model itself, long texts cut as in sentence-transformers
+    model = lambda part: runner.run(runner.truncated(part))
     assert np.abs(model(sample) - encode(sentence_transformer, sample)).max() < minilm_onnx.TOLERANCE
     for text in sample[:10] + sample[-5:]:
         assert np.abs(model([text]) - encode(sentence_transformer, [text])).max() < minilm_onnx.TOLERANCE
@@ -106,11 +110,13 @@ def test_the_int8_graph_is_within_a_cosine_of_sentence_transformers_and_gives_a_
     cosines = (got * encode(sentence_transformer, sample)).sum(axis=1)
     assert cosines.min() >= minilm_onnx.INT8_MIN_COSINE and cosines.mean() >= 0.99
     together = runner.embed(sample)
-    assert all(np.abs(together[n] - runner.embed([text])[0]).max() < 1e-6 for n, text in enumerate(sample[-5:], 38))
+    assert all(np.abs(together[n] - runner.embed([text])[0]).max() < 1e-6 for n,
+               text in enumerate(sample[-5:], 38))
 
 
 def test_the_shipped_probe_vectors_are_sentence_transformers_vectors(sentence_transformer):
-    """minilm_probes.json holds sentence-transformers' vectors of today's PROBES, so the check cannot go stale."""
+    """minilm_probes.json holds sentence-transformers' vectors of today's PROBES, so the check cannot go
+    stale."""
     shipped = json.loads(PROBES_FILE.read_text(encoding="utf-8"))
     expected = reference_probes(sentence_transformer)
     assert shipped["texts"] == expected["texts"], "run: python -m tests.cold.test_minilm_onnx"
@@ -122,17 +128,19 @@ def test_the_shipped_probe_vectors_are_sentence_transformers_vectors(sentence_tr
 @pytest.mark.slow
 @pytest.mark.bare_home
 def test_a_new_process_builds_then_loads_the_model_without_torch(built_int8, tmp_path):
-    """A process with an empty cache builds the model (int8, the default), a later one loads it; neither imports
-    torch, transformers, sentence-transformers, onnx, HF tokenizers or huggingface_hub, and both give the vectors
-    of the runner built here."""
+    """A process with an empty cache builds the model (int8, the default), a later one loads it; neither
+    imports torch, transformers, sentence-transformers, onnx, HF tokenizers or huggingface_hub, and both give
+    the vectors of the runner built here."""
     code = ("import sys; from core.llm.embedding.embedders import MiniLMEmbedder, load_minilm;"
             "v = MiniLMEmbedder().embed(['What did Ada say about Lisbon?'])[0];"
-            f"print(load_minilm().runtime); print(sorted(n for n in {NOT_AT_RUN_TIME!r} if n in sys.modules));"
+            f"print(load_minilm().runtime); print(sorted(n for n in {NOT_AT_RUN_TIME!r} if n in "
+            f"sys.modules));"
             "print(' '.join(map(repr, v.tolist())))")
     env = {**os.environ, "AGENTOS_MODEL_CACHE": str(tmp_path)}
     expected = built_int8[0].embed(["What did Ada say about Lisbon?"])[0]
     for _ in ("builds", "loads"):
-        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                             check=True,
                              env=env)
         runtime, heavy, vector = out.stdout.strip().splitlines()
         assert (runtime, heavy) == ("ONNX Runtime, int8", "[]")
@@ -153,7 +161,8 @@ def test_a_damaged_cached_file_is_built_again_with_a_warning(built, cache, caplo
 
 
 def test_a_model_that_does_not_give_the_probes_vectors_is_refused(built):
-    """A cached file whose vectors drifted (a changed weight, another runtime) fails the check made at load."""
+    """A cached file whose vectors drifted (a changed weight, another runtime) fails the check made at
+    load."""
     import onnx
     from onnx import numpy_helper
 
@@ -174,7 +183,8 @@ def test_an_int8_model_far_from_the_probes_vectors_is_refused(built_int8):
     proto = onnx.load(str(folder / name))
     for tensor in proto.graph.initializer:
         if tensor.name.endswith(".weight_scale"):
-            tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor) * np.float32(3), tensor.name))
+            tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor) * np.float32(3),
+                                                    tensor.name))
     with pytest.raises(BackendError, match=r"does not give sentence-transformers' vectors \(cosine"):
         minilm_onnx.OnnxMiniLM(proto.SerializeToString())
 

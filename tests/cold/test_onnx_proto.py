@@ -1,5 +1,5 @@
-"""core.llm.embedding.onnx_proto writes ONNX models without the onnx package: its fields are onnx.proto's, its helpers
-write what onnx.helper writes, and the encoder's graph passes onnx's checker.
+"""core.llm.embedding.onnx_proto writes ONNX models without the onnx package: its fields are onnx.proto's, its
+helpers write what onnx.helper writes, and the encoder's graph passes onnx's checker.
 
 The onnx package is a test dependency only: it is the reference here.
 """

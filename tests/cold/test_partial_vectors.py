@@ -1,4 +1,5 @@
-"""A recall that cannot see every memory's vector says so, on every path, and never silently ranks on part of it."""
+"""A recall that cannot see every memory's vector says so, on every path, and never silently ranks on part of
+it."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def test_a_recall_before_the_vectors_are_done_says_how_many_it_could_not_see(age
     with stored_with_late_vectors(held) as manager:
         partial = manager.recall_memory("flight to Lisbon", n_results=5, min_score=0)
         assert held.held.is_set() and partial.partial and partial.vectors_pending == len(NEW)
-        assert re.match(f"{len(NEW)} memories had no vector yet after waiting [0-9.]+ s: those were ranked by "
+        assert re.match(f"{len(NEW)} memories had no vector yet after waiting [0-9.]+ s: those were ranked "
+                        f"by "
                         "words only", partial.warning)
         assert "raise cold.vector_wait_s" in partial.warning
         held.released.set()
@@ -98,15 +100,18 @@ def test_the_command_line_and_the_skill_show_the_warning_with_the_embedders_fail
     stored_with_late_vectors(held).close()
     ran = run_main(main, ["recall", "--agent", "finn", "flight to Lisbon", "--json", "--min-score", "0"])
     assert ran.returncode == 0 and len(json.loads(ran.stdout)) == 5
-    assert re.search(f"warning: {len(NEW)} memories had no vector yet after waiting [0-9.]+ s \\(the embedder "
+    assert re.search(f"warning: {len(NEW)} memories had no vector yet after waiting [0-9.]+ s \\(the "
+                     f"embedder "
                      "failed: the embedder is held back by the test\\)", ran.stderr)
     answer = recall_skill.execute("finn", query="the user booked a flight to Lisbon", n_results=3)
-    assert isinstance(answer["results"], list) and answer["warning"].startswith(f"{len(NEW)} memories had no vector yet")
+    assert isinstance(answer["results"],
+                      list) and answer["warning"].startswith(f"{len(NEW)} memories had no vector yet")
 
 
 def test_an_unknown_pending_vectors_mode_is_a_config_error(agents_home):
     home_with(agents_home, pending_vectors="guess")
     with MemoryManager("finn") as manager:
         manager.store_memory("anything at all")
-        with pytest.raises(ConfigError, match="cold.pending_vectors 'guess' is not known; use one of: flag, words"):
+        with pytest.raises(ConfigError,
+                           match="cold.pending_vectors 'guess' is not known; use one of: flag, words"):
             manager.recall_memory("anything")

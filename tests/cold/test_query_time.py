@@ -49,7 +49,8 @@ def test_the_fit_is_one_inside_and_falls_off_outside():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["0", "9", "99999999999", " ", "days ago", "weeks ago", "years ago", "in March",
+@given(st.lists(st.sampled_from(["0", "9", "99999999999", " ", "days ago", "weeks ago", "years ago",
+                                 "in March",
                                   "last month", "ſix", "a few", "the Wednesday", "since December"]),
                 max_size=12).map(" ".join))
 def test_no_phrase_breaks_the_reading(text):
@@ -224,7 +225,8 @@ def rows(table: str) -> dict[str, list[str]]:
 def query_rows() -> dict[str, list[str]]:
     """QUERY_WINDOWS' rows, "=" replaced by the since/until row of the same phrase."""
     since = rows(SINCE_UNTIL)
-    return {phrase: since[phrase] if cells == ["="] else cells for phrase, cells in rows(QUERY_WINDOWS).items()}
+    return {phrase: since[phrase] if cells == ["="] else cells for phrase,
+            cells in rows(QUERY_WINDOWS).items()}
 
 
 def cell(start: datetime, end: datetime, now: datetime) -> str:

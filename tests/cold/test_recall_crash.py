@@ -22,7 +22,8 @@ from core.durable import fault_points
 from core.memory_manager import MemoryManager
 manager = MemoryManager("finn")
 manager.cold.store().table
-if {point!r}:  # the background indexer's steps from now on, once it has finished the notes of the rounds before
+# the background indexer's steps from now on, once it has finished the notes of the rounds before
+if {point!r}:
     assert manager.cold.background.wait_idle(120)
     fault_points.arm({point!r}, thread="agentos-recall")
 manager.store_memories([f"round {round} note {{i}} about ticker T{{i % 13}}" for i in range(300)])
@@ -39,7 +40,8 @@ memory.db (the points of the background indexer's thread only)."""
 def run_child(round_no: int, point: str = "") -> subprocess.Popen:
     """A process that stores 300 notes; with ``point`` it dies there, else it exits at once."""
     code = CHILD.format(root=str(ROOT), round=round_no, point=point)
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env=os.environ.copy())
 
 
 @pytest.mark.slow
@@ -59,7 +61,8 @@ def test_sigkill_during_background_indexing_then_the_index_catches_up(ollama_hom
         ids = manager.cold.store().ids()
         assert len(ids) == len(set(ids)) == 900, "every memory has one vector, none doubled"
         assert set(ids) == set(manager.cold.docs.ids())
-        assert manager.recall_memory("round 2 note 7 about ticker T7", 1)[0]["content"] == "round 2 note 7 about ticker T7"
+        assert manager.recall_memory("round 2 note 7 about ticker T7",
+                                     1)[0]["content"] == "round 2 note 7 about ticker T7"
 
 
 @pytest.mark.slow

@@ -44,7 +44,8 @@ def test_recall_memory_skill_matches_the_seed_call(finn):
     memories = execute(agent_name="finn", query="What language does the user like?", n_results=3)
     assert 1 <= len(memories) <= 3 and "Rust" in memories[0]["content"]
     assert "agent_name" not in SKILL_METADATA["parameters"]["properties"]
-    assert "query" in SKILL_METADATA["parameters"]["properties"]  # optional: without it, since/until list a window
+    # optional: without it, since/until list a window
+    assert "query" in SKILL_METADATA["parameters"]["properties"]
     with pytest.raises(ToolArgumentError):
         execute(agent_name="finn", query="  ", n_results=3)
 
@@ -53,6 +54,7 @@ def test_bad_recall_and_store_input_is_refused(finn):
     """Empty queries, bad n_results, unknown kinds and empty notes raise ValidationError."""
     for call in (lambda: finn.recall_memory(""), lambda: finn.recall_memory("x", n_results=0),
                  lambda: finn.recall_memory("x", kind="secret"), lambda: finn.store_memory(" "),
-                 lambda: finn.store_memory("x", kind="fact"), lambda: finn.recall_memory("x", since="the day after never")):
+                 lambda: finn.store_memory("x", kind="fact"),
+                 lambda: finn.recall_memory("x", since="the day after never")):
         with pytest.raises(ValidationError):
             call()

@@ -1,4 +1,5 @@
-"""Recall that explains itself, lists a time window with no query, and ranks a superseded version below the later one."""
+"""Recall that explains itself, lists a time window with no query, and ranks a superseded version below the
+later one."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_an_explained_hit_says_why_it_ranked_and_the_plain_result_is_unchanged(m
 
 
 def test_an_explained_recall_reports_what_it_left_out(manager):
-    """Below min_score, a duplicate (naming the result it repeats) and an expired note are counted, with examples."""
+    """Below min_score, a duplicate (naming the result it repeats) and an expired note are counted, with
+    examples."""
     kept = manager.store_memory("I adopted a grey cat named Pixel", {"speaker": "Ada", "session": "s1"})
     twin = manager.store_memory("I adopted a grey cat named Pixel!", {"speaker": "Ada", "session": "s1"})
     expired = manager.store_memory("Pixel the grey cat was adopted at the shelter", expires_at="2020-01-01")
@@ -50,7 +52,8 @@ def test_an_explained_recall_reports_what_it_left_out(manager):
     left = found["left_out"]
     assert [h["id"] for h in found["results"]] == [kept]
     assert left["duplicate"]["count"] == 1 and left["duplicate"]["examples"][0] == {
-        **left["duplicate"]["examples"][0], "id": twin, "repeats": kept, "content": "I adopted a grey cat named Pixel!"}
+        **left["duplicate"]["examples"][0], "id": twin, "repeats": kept,
+        "content": "I adopted a grey cat named Pixel!"}
     assert left["below_min_score"]["count"] >= 1
     assert all(e["score"] < 0.5 for e in left["below_min_score"]["examples"])
     assert left["expired"] == {"count": 1, "examples": [{"id": expired}]}
@@ -74,7 +77,8 @@ def test_a_time_window_is_listed_newest_first_with_no_query(manager):
     assert [h["content"] for h in listed] == ["Standup notes of 2023-05-31", "Standup notes of 2023-05-03",
                                               "Standup notes of 2023-05-01"]
     assert {h["score"] for h in listed} == {None} and listed[0]["kind"] == "note"
-    assert [h["content"] for h in manager.recall_memory(None, 1, since="May 2023")] == ["Standup notes of 2023-06-01"]
+    assert [h["content"] for h in manager.recall_memory(None, 1,
+                                                        since="May 2023")] == ["Standup notes of 2023-06-01"]
     assert manager.recall_memory(since="2023-05-01", kind="fact") == []
 
 
@@ -87,7 +91,8 @@ def test_a_time_window_is_listed_newest_first_with_no_query(manager):
     ({"since": "1000000 years ago"}, "outside the calendar"),
 ])
 def test_a_bad_time_window_is_refused_with_a_clear_error(manager, arguments, message):
-    """An unreadable date, until before since, no query and no window, or ranking arguments without a query."""
+    """An unreadable date, until before since, no query and no window, or ranking arguments without a
+    query."""
     with pytest.raises(ValidationError, match=message):
         manager.recall_memory(**arguments)
 
@@ -99,10 +104,12 @@ def test_until_before_since_is_refused_for_a_search_too(manager):
 
 
 def test_relative_periods_name_their_first_and_last_moment():
-    """since='last week' is the Monday it began, until='last week' the end of its Sunday; a day, a month too."""
+    """since='last week' is the Monday it began, until='last week' the end of its Sunday; a day, a month
+    too."""
     now = datetime(2023, 5, 10, 15, 30, tzinfo=timezone.utc)  # a Wednesday
     assert time_window("last week", "since", "start", now) == datetime(2023, 5, 1, tzinfo=timezone.utc)
-    assert time_window("last week", "until", "end", now) == datetime(2023, 5, 7, 23, 59, 59, 999999, timezone.utc)
+    assert time_window("last week", "until", "end", now) == datetime(2023, 5, 7, 23, 59, 59, 999999,
+                                                                     timezone.utc)
     assert time_window("yesterday", "since", "start", now) == datetime(2023, 5, 9, tzinfo=timezone.utc)
     assert time_window("3 days ago", "until", "end", now).date().isoformat() == "2023-05-07"
     assert time_window("this month", "until", "end", now).date().isoformat() == "2023-05-31"
@@ -121,7 +128,8 @@ def test_a_window_given_as_a_relative_period_lists_it(manager):
 def test_a_later_version_of_a_note_ranks_first_and_the_earlier_stays_as_history(ada):
     """Notes with the same metadata key: the later one ranks above, the earlier is still recalled, marked with
     what superseded it and when, counted as superseded when left out, and all of it survives a rebuild."""
-    old = ada.store_memory("Ada lives in Paris near the Canal Saint-Martin", {"key": "home"}, occurred_at="2023-01-05")
+    old = ada.store_memory("Ada lives in Paris near the Canal Saint-Martin", {"key": "home"},
+                           occurred_at="2023-01-05")
     new = ada.store_memory("Ada moved to Lyon", {"key": "home"}, occurred_at="2023-06-01")
     other = ada.store_memory("Ada's sister lives in Paris", occurred_at="2023-02-01")
 
@@ -143,7 +151,8 @@ def test_a_later_version_of_a_note_ranks_first_and_the_earlier_stays_as_history(
     rebuild_all(ada.tiers)
     check()
     ada.forget_memory(new)  # the earlier version is current again
-    assert ada.recall_memory("Canal Saint-Martin", 1)[0] == {**ada.recall_memory("Canal Saint-Martin", 1)[0], "id": old}
+    assert ada.recall_memory("Canal Saint-Martin", 1)[0] == {**ada.recall_memory("Canal Saint-Martin", 1)[0],
+                                                             "id": old}
     assert "superseded_by" not in ada.recall_memory("Canal Saint-Martin", 1)[0]
 
 

@@ -20,7 +20,8 @@ def test_the_best_word_match_of_a_long_question_outranks_a_closer_meaning_withou
     # A long question: its best match scores a small share of all its words.
     words = [("note:0", 0.2), ("note:1", 0.1), ("note:2", 0.1)]
     vectors = [("note:3", 0.5), ("note:0", 0.4), ("note:1", 0.3), ("note:2", 0.3)]
-    ranked = rank("where did I buy the blue bicycle I ride to the market on Saturdays", found, vectors, words, Tuning())
+    ranked = rank("where did I buy the blue bicycle I ride to the market on Saturdays", found, vectors, words,
+                  Tuning())
     assert ranked[0].doc.id == "note:0"
     by_id = {c.doc.id: c for c in ranked}
     assert by_id["note:0"].features["word_rank"] == 1.0

@@ -11,7 +11,8 @@ from core.memory.recall.search import Candidate, Tuning
 
 
 def cand(n: int, score: float, session: str) -> Candidate:
-    return Candidate(Doc(id=f"note:{n}", kind="note", tier="cold", source=f"note:{n}", text=f"memory number {n}",
+    return Candidate(Doc(id=f"note:{n}", kind="note", tier="cold", source=f"note:{n}",
+                         text=f"memory number {n}",
                          occurred_at="2023-05-20T02:21:00.000Z", created_at="2023-05-20T02:21:00.000Z",
                          thread=session), score=score)
 
@@ -29,7 +30,8 @@ def test_questions_that_count_add_up_compare_or_order_are_recognised(question, c
 
 
 @pytest.mark.parametrize("question", ["Where did I buy my blue bicycle?", "What is my deploy target?",
-                                      "zzzz qqqq", "What did I do with Rachel on the Wednesday two months ago?"])
+                                      "zzzz qqqq",
+                                      "What did I do with Rachel on the Wednesday two months ago?"])
 def test_a_question_about_one_thing_is_not_widened(question):
     assert spread_of(question) is None
 
@@ -46,7 +48,8 @@ def test_a_spread_question_keeps_everything_its_best_result_brings_along():
     assert asked("how many bicycles did I buy", 0.9, 0.3, 0.02) == [0.9, 0.3, 0.02]
     assert asked("how many bicycles did I buy", 0.1, 0.02) == []  # nothing passes: nothing is kept
     given = check_recall("how many bicycles did I buy", 10, min_score=0.15, default_min_score=0.15)
-    assert [hit["score"] for hit in results(given, [cand(0, 0.9, "a"), cand(1, 0.02, "b")], Tuning(), [])] == [0.9]
+    assert [hit["score"] for hit in results(given, [cand(0, 0.9, "a"), cand(1, 0.02, "b")], Tuning(),
+                                            [])] == [0.9]
     assert RecallRequest("x", 1, Filters(), 0.15, None).spread is None
 
 
@@ -76,7 +79,8 @@ def test_a_question_that_counts_is_not_cut_before_its_weaker_evidence(finn):
     question = "How many weddings did I attend this year?"
     everything = finn.recall_memory(question, n_results=8, min_score=0)
     assert everything[0]["score"] >= finn.config.cold.min_score
-    assert [hit["id"] for hit in finn.recall_memory(question, n_results=8)] == [hit["id"] for hit in everything]
+    assert [hit["id"] for hit in finn.recall_memory(question,
+                                                    n_results=8)] == [hit["id"] for hit in everything]
     plain = finn.recall_memory("weddings I attended", n_results=8)
     assert len(plain) < len(finn.recall_memory("weddings I attended", n_results=8, min_score=0))
 

@@ -1,4 +1,5 @@
-"""Recall over every tier with the real all-MiniLM-L6-v2 model: tiers, scores, duplicates, time, forgetting, secrets."""
+"""Recall over every tier with the real all-MiniLM-L6-v2 model: tiers, scores, duplicates, time, forgetting,
+secrets."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def test_a_log_entry_is_recalled_as_soon_as_it_is_written_and_after_compaction(f
     """A LOG.md entry is found right after append_log (warm, by seq), and after compaction in its archive."""
     seq = finn.append_log("USER_FEEDBACK", "The user wants the Nvidia earnings summary every Monday")
     hit = finn.recall_memory("when does the user want the earnings report?", 1)[0]
-    assert (hit["kind"], hit["tier"], hit["where"], hit["source"]) == ("log", "warm", {"seq": seq}, f"LOG.md#seq={seq}")
+    assert (hit["kind"], hit["tier"], hit["where"], hit["source"]) == ("log", "warm", {"seq": seq},
+                                                                       f"LOG.md#seq={seq}")
     finn.compact_log("The user asked for weekly earnings summaries.")
     hits = finn.recall_memory("when does the user want the earnings report?", 3)
     archived = next(h for h in hits if h["id"] == f"log:{seq}")
@@ -50,7 +52,8 @@ def test_conversation_messages_and_summaries_are_recalled_with_their_ids(finn):
 
 
 def test_scores_are_probabilities_and_a_query_about_nothing_returns_nothing(finn):
-    """Scores lie in [0, 1], best first; nonsense gets nothing with the default min_score, something with 0."""
+    """Scores lie in [0, 1], best first; nonsense gets nothing with the default min_score, something with
+    0."""
     finn.store_memories(["The report goes to Maria on Fridays", "Deploys happen after the Tuesday standup",
                          "The cat is called Mochi"])
     hits = finn.recall_memory("who receives the report?", 3)
@@ -62,7 +65,8 @@ def test_scores_are_probabilities_and_a_query_about_nothing_returns_nothing(finn
 
 
 def test_storing_the_same_note_again_updates_it_and_near_duplicates_are_collapsed(finn):
-    """The same note twice is one memory; copies differing in metadata show once; different speakers both show."""
+    """The same note twice is one memory; copies differing in metadata show once; different speakers both
+    show."""
     first = finn.store_memory("The report goes to Maria on Fridays")
     assert finn.store_memory("The report goes to Maria on Fridays") == first
     finn.store_memory("The report goes to Maria on Fridays", {"source": "email"})
@@ -74,8 +78,10 @@ def test_storing_the_same_note_again_updates_it_and_near_duplicates_are_collapse
 
 
 def test_time_filters_read_written_dates_and_relative_words_are_resolved(finn):
-    """since/until take written dates; a date in metadata is when it happened; "yesterday" is found by its date."""
-    old = finn.store_memory("I ran a charity 5K yesterday", {"speaker": "Ada", "date": "1:56 pm on 8 May, 2023"})
+    """since/until take written dates; a date in metadata is when it happened; "yesterday" is found by its
+    date."""
+    old = finn.store_memory("I ran a charity 5K yesterday",
+                            {"speaker": "Ada", "date": "1:56 pm on 8 May, 2023"})
     new = finn.store_memory("I ran a half marathon", {"speaker": "Ada"}, occurred_at="2024-03-02T10:00:00Z")
     hit = finn.recall_memory("charity run", 1)[0]
     assert hit["id"] == old and hit["occurred_at"] == "2023-05-08T13:56:00.000Z"
@@ -104,7 +110,8 @@ def test_forgetting_removes_everywhere_logs_no_text_and_survives_rebuild(finn):
     finn.cold.catch_up()
     assert finn.forget_memory(note) and not finn.forget_memory(note)
     assert finn.forget_memories(query="Elm Street") == [f"log:{seq}"]
-    assert finn.db.conn.execute("SELECT count(*) FROM cold_notes WHERE id = ?", (note[5:],)).fetchone()[0] == 0
+    assert finn.db.conn.execute("SELECT count(*) FROM cold_notes WHERE id = ?",
+                                (note[5:],)).fetchone()[0] == 0
     assert note not in finn.cold.store().ids() and f"log:{seq}" not in finn.cold.store().ids()
     forget_lines = [line for line in finn.paths.log_file.read_text().splitlines() if " FORGET " in line]
     assert len(forget_lines) == 2 and all("Elm" not in line for line in forget_lines)
@@ -124,7 +131,8 @@ def test_forget_before_and_expiring_notes(finn, agents_home):
     assert gone not in ids_of(finn.recall_memory("gate code", 5, min_score=0))
     finn.close()
     with MemoryManager("finn") as again:  # expired notes are forgotten at open
-        assert again.db.conn.execute("SELECT count(*) FROM cold_notes WHERE id = ?", (gone[5:],)).fetchone()[0] == 0
+        assert again.db.conn.execute("SELECT count(*) FROM cold_notes WHERE id = ?",
+                                     (gone[5:],)).fetchone()[0] == 0
 
 
 def test_secrets_are_never_indexed(finn):
@@ -136,7 +144,8 @@ def test_secrets_are_never_indexed(finn):
     assert "fact:api_key" not in finn.cold.docs.ids()
     rows = finn.db.conn.execute("SELECT text, context, metadata FROM recall_docs").fetchall()
     assert all("sk-live-998877" not in json.dumps(tuple(r)) for r in rows)
-    assert all("sk-live-998877" not in t for t in finn.cold.store().table.to_table().column("text").to_pylist())
+    assert all("sk-live-998877" not in t
+               for t in finn.cold.store().table.to_table().column("text").to_pylist())
 
 
 def test_a_value_that_becomes_a_secret_leaves_the_index(finn):
@@ -157,11 +166,13 @@ def test_a_value_that_becomes_a_secret_leaves_the_index(finn):
 
 
 def test_forgetting_a_turn_gives_the_next_turn_a_new_vector(finn):
-    """The vector of a short turn quotes the turn before it: once that one is forgotten, it is computed without it."""
+    """The vector of a short turn quotes the turn before it: once that one is forgotten, it is computed
+    without it."""
     first = finn.store_memory("I moved to 12 Elm Street", metadata={"speaker": "Ada", "session": "s2"})
     reply = finn.store_memory("Nice, how is the new flat?", metadata={"speaker": "Bob", "session": "s2"})
     finn.cold.catch_up()
-    texts = lambda: dict(zip(*(finn.cold.store().table.to_table().column(c).to_pylist() for c in ("id", "text"))))
+    texts = lambda: dict(zip(*(finn.cold.store().table.to_table().column(c).to_pylist() for c in ("id",
+                                                                                                  "text"))))
     assert "Elm Street" in texts()[reply]
     finn.forget_memory(first)
     assert finn.cold.background.wait_idle(60)
@@ -169,8 +180,8 @@ def test_forgetting_a_turn_gives_the_next_turn_a_new_vector(finn):
 
 
 def test_a_long_turn_is_read_alone_and_a_short_one_with_the_start_of_the_turn_before(finn):
-    """Up to 300 characters in all: a turn that long is its own vector's whole text; a short one is followed by
-    as much of the turn before it as fits."""
+    """Up to 300 characters in all: a turn that long is its own vector's whole text; a short one is followed
+    by as much of the turn before it as fits."""
     story = ("We drove up the coast road past the lighthouse and the old fish market. " * 6).strip()
     long = finn.store_memory(story, metadata={"speaker": "Ada", "session": "s3"})
     short = finn.store_memory("Sounds lovely!", metadata={"speaker": "Bob", "session": "s3"})
@@ -192,14 +203,16 @@ def test_forget_skill_and_memory_tool_actions(finn):
     note = store_memory(agent_name="finn", content="Parking spot is B12")["id"]
     forgot = forget_memory(agent_name="finn", memory_id=note)
     assert (forgot["forgotten"], forgot["count"], forgot["more"]) == ([note], 1, 0)
-    assert forgot["matched"] == [{"id": note, "kind": "note", "content": "Parking spot is B12", "why": {"id": note},
+    assert forgot["matched"] == [{"id": note, "kind": "note", "content": "Parking spot is B12",
+                                  "why": {"id": note},
                                   "occurred_at": forgot["matched"][0]["occurred_at"], "also": []}]
     provider = open_provider(None, finn.paths.db_file)
     session = Session("finn:cli:main", agent_id="finn", user_id="ada")
     tool = build_tool(provider, memory=finn)
     other = finn.store_memory("The wifi password hint is the cat's name")
     with bind(session=session):
-        assert json.loads(tool.call({"action": "recall", "query": "wifi password hint"}))["memories"][0]["id"] == other
+        assert json.loads(tool.call({"action": "recall",
+                                     "query": "wifi password hint"}))["memories"][0]["id"] == other
         assert json.loads(tool.call({"action": "forget", "id": other}))["forgotten"] == [other]
     provider.close()
 
@@ -221,7 +234,9 @@ def test_a_sync_that_read_a_fact_before_it_changed_never_overwrites_the_newer_do
     monkeypatch.setattr(indexer, "_item_docs", read_then_change)
     indexer.sync()
     assert changed
-    text = finn.db.conn.execute("SELECT text FROM recall_docs WHERE id = 'fact:favourite_colour'").fetchone()[0]
+    text = finn.db.conn.execute("SELECT text FROM recall_docs WHERE id = 'fact:favourite_colour'").fetchone()[
+        0
+    ]
     assert text == "favourite_colour: green"
     assert finn.db.conn.execute("SELECT count(*) FROM cold_pending").fetchone()[0] == 0
     assert finn.recall_memory("what is my favourite colour?", 1)[0]["content"] == "favourite_colour: green"

@@ -1,4 +1,5 @@
-"""The word search of recall: the best BM25 matches that pass the filters, however many other matches rank first."""
+"""The word search of recall: the best BM25 matches that pass the filters, however many other matches rank
+first."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from core.memory.storage.words import FILTER_MARGIN
 
 
 def test_filtered_word_matches_are_found_below_many_better_unfiltered_ones(finn):
-    """Summaries that match weakly are found with kind="summary" though more than depth + margin notes match better."""
+    """Summaries that match weakly are found with kind="summary" though more than depth + margin notes match
+    better."""
     depth = 10
     notes = [f"zebra {i}" for i in range(depth + FILTER_MARGIN + 20)]
-    summaries = [f"a long summary that mentions a zebra once among many other words, number {i}" for i in range(3)]
+    summaries = [f"a long summary that mentions a zebra once among many other words, number {i}"
+                 for i in range(3)]
     note_ids = finn.store_memories(notes)
     summary_ids = finn.store_memories([{"content": s, "kind": "summary"} for s in summaries])
     everything = [i for i, _ in finn.cold.docs.words("zebra", len(notes) + 3, Filters())]

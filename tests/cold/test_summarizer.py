@@ -71,7 +71,8 @@ def test_an_unreachable_backend_or_none_gives_the_deterministic_summary():
 def test_extractive_summary_keeps_what_matters_within_budget():
     """Errors, user feedback, decisions, saved facts and the latest status survive; routine calls are cut."""
     text = extractive_summary(entries(), target_tokens=150)
-    for needle in ("KeyError", "EUR, not USD", "Decided to use adjusted close", "save_fact preferred_currency",
+    for needle in ("KeyError", "EUR, not USD", "Decided to use adjusted close",
+                   "save_fact preferred_currency",
                    "Writing the report", "Plot returns"):
         assert needle in text
     assert text.count("routine tool call") < 10
@@ -94,7 +95,8 @@ def test_prompts_are_markdown_files_with_placeholders():
 
 def test_log_and_conversation_summaries_escalate_alike():
     """LOG.md compaction and LCM go normal -> aggressive -> deterministic through one escalation; a failing
-    model gives LOG.md the deterministic summary and makes LCM's summary fail (its session stays untouched)."""
+    model gives LOG.md the deterministic summary and makes LCM's summary fail (its session stays
+    untouched)."""
     import pytest
 
     from core.errors import SummarizerError
@@ -106,9 +108,11 @@ def test_log_and_conversation_summaries_escalate_alike():
     oversize = Scripted("word " * 500, "word " * 500)
     made = summarize_escalating(oversize, prompts, 50, lambda: "extract")
     assert (made.text, made.method, oversize.prompts) == ("extract", "deterministic", prompts)
-    assert summarize_escalating(Scripted("word " * 500, "short"), prompts, 50, lambda: "x").method == "llm-aggressive"
+    assert summarize_escalating(Scripted("word " * 500, "short"), prompts, 50,
+                                lambda: "x").method == "llm-aggressive"
 
-    text = "\n".join(f"Line {n}: the deploy failed with error {n}. More detail follows here." for n in range(40))
+    text = "\n".join(f"Line {n}: the deploy failed with error {n}. More detail follows here."
+                     for n in range(40))
     options = SummarizeOptions(target_tokens=40)
     lcm = LLMSummarizer(Scripted("blah " * 400, "blah " * 400)).summarize(text, options)
     assert "blah" not in lcm and "Line 0" in lcm  # the extract of the source, as for LOG.md above

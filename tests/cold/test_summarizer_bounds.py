@@ -1,4 +1,5 @@
-"""Faulty summarizers are bounded, seen through the memory an agent uses (compact_log, automatic compaction, close)."""
+"""Faulty summarizers are bounded, seen through the memory an agent uses (compact_log, automatic compaction,
+close)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def test_close_abandons_a_background_compaction_waiting_on_its_model(home) -> No
 
 @pytest.mark.parametrize("reply", ["<think>I will summarise this later.</think>", None])
 def test_an_unusable_summary_never_makes_log_md_grow(home, reply: str | None) -> None:
-    """A <think>-only reply, or one longer than its input, is refused: LOG.md shrinks by compaction, never grows."""
+    """A <think>-only reply, or one longer than its input, is refused: LOG.md shrinks by compaction, never
+    grows."""
     with MemoryManager("finn") as manager:
         manager.compaction.summary_llm = (lambda prompt: reply) if reply else (lambda prompt: prompt * 3)
         manager.append_log("THOUGHT", "a short log")
@@ -83,7 +85,8 @@ def test_an_unusable_summary_never_makes_log_md_grow(home, reply: str | None) ->
 
 
 def test_a_failing_summarizer_is_asked_once_then_rests_during_automatic_compaction(home) -> None:
-    """200 appends over a 20-entry threshold with a model that raises: a handful of model calls, not one an append."""
+    """200 appends over a 20-entry threshold with a model that raises: a handful of model calls, not one an
+    append."""
     calls = []
 
     def broken(prompt: str) -> str:

@@ -121,7 +121,8 @@ def test_every_code_point_between_letters_gets_the_ids_of_hf_tokenizers(referenc
     texts = [" ".join(f"a{chr(c)}b {chr(c)}" for c in CODE_POINTS[start:start + 512])
              for start in range(0, len(CODE_POINTS), 512)]
     expected = [e.ids for e in reference.encode_batch(texts)]
-    wrong = [hex(ord(t[1])) for t, ids, want in zip(texts, wordpiece.encode_batch(texts), expected) if ids != want]
+    wrong = [hex(ord(t[1])) for t, ids,
+             want in zip(texts, wordpiece.encode_batch(texts), expected) if ids != want]
     assert wrong == []
 
 

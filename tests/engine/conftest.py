@@ -40,7 +40,8 @@ def api(request: pytest.FixtureRequest) -> str:
 
 
 def run_cli(*args: str, stdin: str = "") -> Ran:
-    """Run ``python -m core.engine --create ARGS`` in this process (``core.engine.cli.main``), ``stdin`` its input."""
+    """Run ``python -m core.engine --create ARGS`` in this process (``core.engine.cli.main``), ``stdin`` its
+    input."""
     from core.engine.cli import main
 
     return run_main(main, ["--create", *args], stdin=stdin)
@@ -50,8 +51,8 @@ RESEARCH_TASK = "Research Python decorators and outline a blog post"
 
 
 def research_then_outline(blocked) -> list:
-    """The model's replies to RESEARCH_TASK: research written and NOW updated, ``blocked`` (a server Block: the
-    second call), the outline written, the answer."""
+    """The model's replies to RESEARCH_TASK: research written and NOW updated, ``blocked`` (a server Block:
+    the second call), the outline written, the answer."""
     return [
         tool_calls(("write_file", {"path": "research.md", "content": "Decorators wrap functions."}),
                    ("update_status", {"new_status": "Research done", "done_steps": ["Research decorators"],
@@ -64,7 +65,8 @@ def research_then_outline(blocked) -> list:
 
 def start_engine(*args: str) -> subprocess.Popen:
     """Start ``python -m core.engine --create ARGS`` in a subprocess with the test's environment."""
-    return subprocess.Popen([sys.executable, "-m", "core.engine", "--create", *args], cwd=ROOT, env=dict(os.environ),
+    return subprocess.Popen([sys.executable, "-m", "core.engine", "--create", *args], cwd=ROOT,
+                            env=dict(os.environ),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -82,7 +84,8 @@ def sigkill(engine: subprocess.Popen, block=None) -> None:
 
 
 def kill_engine_at(block, *args: str) -> None:
-    """Run ``python -m core.engine --create ARGS`` and SIGKILL it once its model call reaches ``block`` (a server Block)."""
+    """Run ``python -m core.engine --create ARGS`` and SIGKILL it once its model call reaches ``block`` (a
+    server Block)."""
     sigkill(start_engine(*args), block)
 
 

@@ -8,13 +8,21 @@ import time
 import pytest
 
 from core.memory_manager import MemoryManager
-from tests.engine.conftest import RESEARCH_TASK, kill_engine_at, research_then_outline, run_cli, start_engine, write_config
+from tests.engine.conftest import (
+    RESEARCH_TASK,
+    kill_engine_at,
+    research_then_outline,
+    run_cli,
+    start_engine,
+    write_config,
+)
 from tests.ollama_server import Block, tool_calls
 
 
 @pytest.mark.slow
 def test_killed_run_resumes_without_redoing_the_finished_step(server, agents_home):
-    """After kill -9 mid-task, "Continue" resumes: the prompt shows the finished step and its tool call is not redone."""
+    """After kill -9 mid-task, "Continue" resumes: the prompt shows the finished step and its tool call is not
+    redone."""
     write_config(agents_home, "llm:\n  backend: ollama\n")
     blocked = Block()
     server.enqueue(*research_then_outline(blocked))
@@ -71,7 +79,8 @@ SKILL_METADATA = skill_metadata(execute, name="collect_notes")
 
 @pytest.mark.slow
 def test_kill_inside_the_tools_node_redoes_only_the_unfinished_call(server, agents_home):
-    """A SIGKILL while a tool runs: on "Continue" the finished call of the same step is not redone, the cut one is."""
+    """A SIGKILL while a tool runs: on "Continue" the finished call of the same step is not redone, the cut
+    one is."""
     write_config(agents_home, "llm:\n  backend: ollama\n")
     skills = agents_home / "finn" / "skills"
     skills.mkdir(parents=True)
@@ -87,7 +96,8 @@ def test_kill_inside_the_tools_node_redoes_only_the_unfinished_call(server, agen
     try:
         deadline = time.monotonic() + 60
         # The file exists from its open on; the kill waits for the call's line (written when it is closed).
-        while not (calls.exists() and calls.read_text()) and engine.poll() is None and time.monotonic() < deadline:
+        while not (calls.exists()
+                   and calls.read_text()) and engine.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert calls.exists(), "the engine never reached the slow tool"
         engine.send_signal(signal.SIGKILL)

@@ -33,7 +33,8 @@ def _install_broken_skill(home: Path) -> None:
 
 
 def test_failing_tool_is_logged_and_the_model_recovers(server, api, agents_home, make_engine):
-    """A tool that raises: ERROR with traceback in LOG.md, NOW goes to error, and the model is re-prompted to recover."""
+    """A tool that raises: ERROR with traceback in LOG.md, NOW goes to error, and the model is re-prompted to
+    recover."""
     write_config(agents_home, f"llm:\n  backend: {api}\n")
     _install_broken_skill(agents_home)
     seen_now = []
@@ -49,10 +50,15 @@ def test_failing_tool_is_logged_and_the_model_recovers(server, api, agents_home,
     assert len(errors) == 1 and "RuntimeError" in errors[0].content
     assert "Traceback" in errors[0].metadata["traceback"]
     retry_prompt = server.chat_requests[1]["messages"]
-    memory = [m["content"] for m in retry_prompt if m["role"] == "user" and m["content"].startswith("# Memory")]
-    assert len(memory) == 1 and retry_prompt[-5]["content"] == memory[0], "the memory message comes before the turn"
+    memory = [m["content"] for m in retry_prompt if m["role"] == "user"
+              and m["content"].startswith("# Memory")]
+    assert len(memory) == 1 and retry_prompt[-5]["content"] == memory[0], (
+        "the memory message comes before the turn"
+    )
     note = retry_prompt[-4]["content"]
-    assert note.startswith("## Recovery") and "network unreachable" in note, "this call's note comes before the turn"
+    assert note.startswith("## Recovery") and "network unreachable" in note, (
+        "this call's note comes before the turn"
+    )
     assert retry_prompt[-3]["content"] == "Summarise https://example.org"
     assert "network unreachable" in retry_prompt[-1]["content"] and retry_prompt[-1]["role"] == "tool"
 
@@ -75,10 +81,12 @@ def test_run_that_keeps_failing_exits_non_zero_with_recovery_steps(server, agent
 
 
 def test_malformed_tool_calls_are_fed_back_to_the_model(server, api, agents_home, make_engine):
-    """Unparseable tool arguments and arguments that miss the schema both reach the model as errors it can fix."""
+    """Unparseable tool arguments and arguments that miss the schema both reach the model as errors it can
+    fix."""
     write_config(agents_home, f"llm:\n  backend: {api}\n")
     server.enqueue(
-        raw({"content": "", "tool_calls": [{"function": {"name": "save_fact", "arguments": "{key: broken"}}]}),
+        raw({"content": "",
+             "tool_calls": [{"function": {"name": "save_fact", "arguments": "{key: broken"}}]}),
         tool_call("save_fact", key="city"),
         tool_call("save_fact", key="city", value="Lisbon", category="personal"),
         "Saved: you live in Lisbon.",
@@ -88,7 +96,9 @@ def test_malformed_tool_calls_are_fed_back_to_the_model(server, api, agents_home
     assert result.ok
     second = server.chat_requests[1]["messages"]
     assert second[-4]["content"].startswith("# Memory"), "the memory message comes before the turn"
-    assert second[-3]["content"].startswith("## Recovery"), "this call's note on the failed call comes before it"
+    assert second[-3]["content"].startswith("## Recovery"), (
+        "this call's note on the failed call comes before it"
+    )
     assert second[-1]["role"] == "user" and "malformed tool call" in second[-1]["content"]
     third = server.chat_requests[2]["messages"]
     assert third[-1]["role"] == "tool" and "missing required argument" in third[-1]["content"]
@@ -100,8 +110,8 @@ DOWN = {"ollama": "error: no Ollama server answers at http://127.0.0.1:9",
 
 
 def test_server_down_is_one_line_error_and_recorded(api, agents_home):
-    """With llm.backend ollama or openai and no server: one-line error, exit 6 (backend), ERROR and RUN_END error in
-    LOG, NOW error."""
+    """With llm.backend ollama or openai and no server: one-line error, exit 6 (backend), ERROR and RUN_END
+    error in LOG, NOW error."""
     write_config(agents_home, f"llm:\n  backend: {api}\n")
     result = run_cli("--agent", "finn", "Do something")
 
@@ -149,8 +159,8 @@ def test_auto_backend_imports_no_client_for_a_server_that_is_not_there():
 
 
 def test_auto_backend_takes_an_openai_server_when_no_ollama_answers(agents_home, monkeypatch):
-    """llm.backend auto, no Ollama, a llama-server (the OpenAI API only) at llm.host: the run uses it and says so,
-    with the window the server gave."""
+    """llm.backend auto, no Ollama, a llama-server (the OpenAI API only) at llm.host: the run uses it and says
+    so, with the window the server gave."""
     from tests.ollama_server import ScriptedOllama
 
     with ScriptedOllama(apis=("openai",), context_length=8192) as server:
@@ -160,7 +170,10 @@ def test_auto_backend_takes_an_openai_server_when_no_ollama_answers(agents_home,
         assert [body["openai"]["model"] for body in server.chat_requests] == ["llama3.1"]
 
     assert result.returncode == 0, result.stderr
-    assert f"backend: openai (no Ollama answers at {server.host}), model llama3.1 at {server.host}/v1" in result.stderr
+    assert (
+        f"backend: openai (no Ollama answers at {server.host}), model llama3.1 at {server.host}/v1"
+        in result.stderr
+    )
     assert "window: 8192 tokens (llama.cpp /props n_ctx)" in result.stderr
     assert "Hello from llama.cpp." in result.stdout
 
@@ -179,7 +192,8 @@ def test_second_engine_on_a_running_agent_is_refused(agents_home, make_engine):
 
 
 def test_missing_model_and_server_errors(server, api, agents_home, make_engine):
-    """A model the server lacks is ModelNotFoundError naming the fix; an HTTP 500 is retried as a recoverable error."""
+    """A model the server lacks is ModelNotFoundError naming the fix; an HTTP 500 is retried as a recoverable
+    error."""
     import pytest
 
     from core.errors import ModelNotFoundError

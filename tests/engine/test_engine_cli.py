@@ -17,19 +17,25 @@ from tests.ollama_server import tool_call
 @pytest.mark.slow
 def test_import_and_help_do_not_load_torch():
     """Importing the engine (and --help) never imports torch or sentence-transformers."""
-    code = "import sys, core.engine, core.engine.cli; print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))"
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys, core.engine, core.engine.cli; print(sorted(m for m in ('torch', "
+        "'sentence_transformers') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            timeout=60)
     assert result.stdout.strip() == "[]", result.stderr
     helped = subprocess.run([sys.executable, "-m", "core.engine", "--help"], cwd=ROOT, capture_output=True,
                             text=True, timeout=60)
     assert helped.returncode == 0 and "--resume" in helped.stdout
-    by_path = subprocess.run([sys.executable, "core/engine.py", "--help"], cwd=ROOT, capture_output=True, text=True,
+    by_path = subprocess.run([sys.executable, "core/engine.py", "--help"], cwd=ROOT, capture_output=True,
+                             text=True,
                              timeout=60)  # the original design's way to run it
     assert by_path.returncode == 0 and "--resume" in by_path.stdout, by_path.stderr
 
 
 def test_offline_backend_drives_the_memory_skills(agents_home):
-    """Offline: 'remember that', 'what is my', 'status' and 'continue' work through the skills, announced on stderr."""
+    """Offline: 'remember that', 'what is my', 'status' and 'continue' work through the skills, announced on
+    stderr."""
     saved = run_cli("--agent", "finn", "--offline", "remember that my API key is sk-999")
     assert saved.returncode == 0 and "OFFLINE" in saved.stderr
     asked = run_cli("--agent", "finn", "--offline", "What is my API key?")
@@ -37,12 +43,15 @@ def test_offline_backend_drives_the_memory_skills(agents_home):
     memory = MemoryManager("finn")
     assert memory.facts.get("api_key").category == "secret"
     assert "sk-999" not in memory.paths.now_file.read_text(encoding="utf-8")
-    memory.update_now(objective="Write the report", next_steps=["Draft the intro", "Add figures"], state="interrupted")
+    memory.update_now(objective="Write the report", next_steps=["Draft the intro", "Add figures"],
+                      state="interrupted")
     status = run_cli("--agent", "finn", "--offline", "status")
     assert "Write the report" in status.stdout
     resumed = run_cli("--agent", "finn", "--offline", "continue")
     assert resumed.returncode == 0 and "Draft the intro" in resumed.stdout
-    assert "Resumed: Draft the intro" in memory.now_state().current_step or memory.now_state().status == "done"
+    assert (
+        "Resumed: Draft the intro" in memory.now_state().current_step or memory.now_state().status == "done"
+    )
 
 
 def test_interactive_mode_commands(agents_home):
@@ -67,9 +76,9 @@ def test_bad_agent_name_is_one_line_error(agents_home):
 
 
 def test_system_prompt_order_and_freshness(server, agents_home, make_engine):
-    """Each LLM call gets SYSTEM → AGENT.md → directives, then the memory (log since NOW → NOW → facts); a run's
-    later call repeats it and adds the step (the update_status call and its result, the new plan), and the next
-    turn's memory, read again since NOW changed, shows the plan."""
+    """Each LLM call gets SYSTEM → AGENT.md → directives, then the memory (log since NOW → NOW → facts); a
+    run's later call repeats it and adds the step (the update_status call and its result, the new plan), and
+    the next turn's memory, read again since NOW changed, shows the plan."""
     write_config(agents_home, "llm:\n  backend: ollama\n")
     config = agents_home / "finn" / "config"
     config.mkdir(parents=True)
@@ -77,7 +86,8 @@ def test_system_prompt_order_and_freshness(server, agents_home, make_engine):
     directives = agents_home / "finn" / "directives"
     directives.mkdir()
     (directives / "style.md").write_text("Answer in British English.", encoding="utf-8")
-    server.enqueue(tool_call("update_status", new_status="Checking the weather", next_steps=["Read forecast"]),
+    server.enqueue(tool_call("update_status", new_status="Checking the weather",
+                             next_steps=["Read forecast"]),
                    "It will rain.", "Yes, take one.")
     engine = make_engine()
     engine.run("Will it rain?")
@@ -87,9 +97,12 @@ def test_system_prompt_order_and_freshness(server, agents_home, make_engine):
     order = ["# AgentOS", "You are Finn.", "British English", "## Log since NOW", "## NOW", "## Facts"]
     positions = [first.index(marker) for marker in order]
     assert positions == sorted(positions)
-    assert "Checking the weather" not in first and second.startswith(first) and "Checking the weather" in second
+    assert (
+        "Checking the weather" not in first and second.startswith(first) and "Checking the weather" in second
+    )
     memory = third[third.rindex("# Memory"):]
-    assert "- [ ] Read forecast" in memory and memory.endswith("Should I take an umbrella?<|im_end|>\n<|im_start|>assistant\n")
+    assert "- [ ] Read forecast" in memory and memory.endswith("Should I take an "
+                                                               "umbrella?<|im_end|>\n<|im_start|>assistant\n")
 
 
 def test_workspace_confines_paths(tmp_path):

@@ -29,7 +29,8 @@ def _summary_requests(server):
 
 
 def test_simple_session_is_handed_off_automatically_before_a_turn(server, agents_home, make_engine):
-    """Over compaction.max_tokens, a handoff summary replaces all but keep_tail messages before the next turn."""
+    """Over compaction.max_tokens, a handoff summary replaces all but keep_tail messages before the next
+    turn."""
     write_config(agents_home, "llm:\n  backend: ollama\nprovider:\n  name: simple\n"
                               "compaction:\n  max_tokens: 300\n  keep_tail: 4\n")
     server.default = scripted()
@@ -42,9 +43,12 @@ def test_simple_session_is_handed_off_automatically_before_a_turn(server, agents
                     "## Blockers / Gotchas", "## Next Steps"):
         assert section in handoff_prompt
     last = server.chat_requests[-1]["messages"]
-    assert last[1]["role"] == "user" and last[1]["content"].startswith("[Summary of the earlier conversation]")
+    assert last[1]["role"] == "user" and last[1]["content"].startswith("[Summary of the earlier "
+                                                                       "conversation]")
     assert "buy seeds" in last[1]["content"]
-    assert len(last) <= 1 + 2 + 4 + 1 + 1, "system, the summary pair, keep_tail messages, memory, the new request"
+    assert len(last) <= 1 + 2 + 4 + 1 + 1, (
+        "system, the summary pair, keep_tail messages, memory, the new request"
+    )
     assert engine.conversation.handoff() is not None
     log_text = engine.paths.log_file.read_text(encoding="utf-8")
     assert "session_compaction" in log_text
@@ -67,7 +71,8 @@ def test_empty_summary_is_an_error_and_leaves_the_session_untouched(server, agen
 
 
 def test_failed_automatic_compaction_warns_and_the_turn_goes_on(server, agents_home, make_engine):
-    """A summary request that fails before a turn logs a warning; the turn still runs with the full history."""
+    """A summary request that fails before a turn logs a warning; the turn still runs with the full
+    history."""
     write_config(agents_home, "llm:\n  backend: ollama\nprovider:\n  name: simple\n"
                               "compaction:\n  max_tokens: 150\n  keep_tail: 2\n")
     server.default = scripted(summary_reply=lambda body: Error(500, "model crashed"))
@@ -122,7 +127,8 @@ def test_a_summary_that_would_not_shrink_the_session_is_refused(server, agents_h
 
 
 def test_a_kept_tail_over_the_threshold_warns_once(server, agents_home, make_engine, caplog):
-    """When the kept tail alone is over max_tokens there is nothing to compact: one warning, not one a turn."""
+    """When the kept tail alone is over max_tokens there is nothing to compact: one warning, not one a
+    turn."""
     write_config(agents_home, "llm:\n  backend: ollama\nprovider:\n  name: simple\n"
                               "compaction:\n  max_tokens: 50\n  keep_tail: 40\n")
     server.default = scripted()

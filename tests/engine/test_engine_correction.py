@@ -1,4 +1,5 @@
-"""The Correction Test: a secret told once is recalled 50+ turns later and never leaks into NOW, prompts' facts or the fact skills' log."""
+"""The Correction Test: a secret told once is recalled 50+ turns later and never leaks into NOW, prompts'
+facts or the fact skills' log."""
 
 from __future__ import annotations
 
@@ -23,14 +24,18 @@ def _memory_messages(server) -> list[str]:
 
 
 def test_secret_is_recalled_after_fifty_turns_and_never_leaks(server, agents_home, make_engine):
-    """"My API key is 12345" → save_fact; 52 turns later get_fact answers 12345; the secret stays out of NOW.md, prompts' facts and the fact skills' LOG entries."""
-    # LOG.md is compacted during the run: its summaries are deterministic so the script only serves chat turns.
+    """"My API key is 12345" → save_fact; 52 turns later get_fact answers 12345; the secret stays out of
+    NOW.md, prompts' facts and the fact skills' LOG entries."""
+    # LOG.md is compacted during the run: its summaries are deterministic so the script only serves chat
+    # turns.
     write_config(agents_home, "llm:\n  backend: ollama\nengine:\n  context_budget: 3000\n"
                               "memory:\n  compact_summarizer: deterministic\n")
     engine = make_engine()
     now_file = engine.paths.now_file
     # Past the history budget the LCM provider compacts before a planner call: its summaries come from here.
-    server.summarizer = lambda prompt: "Summary: the user listed unrelated gardening points; the assistant noted them."
+    server.summarizer = lambda prompt: (
+        "Summary: the user listed unrelated gardening points; the assistant noted them."
+    )
 
     def reply_checking_now(text):
         def reply(body):
@@ -60,8 +65,9 @@ def test_secret_is_recalled_after_fifty_turns_and_never_leaks(server, agents_hom
         assert SECRET not in json.dumps(request["messages"]), "a later prompt replayed the secret"
     leaking = [m for m in last_request["messages"] if SECRET in json.dumps(m)]
     assert [m["role"] for m in leaking] == ["tool"], "only get_fact's reply may hold the secret"
-    assert SECRET not in (memory_dir := agents_home / "finn" / "memory" / "checkpoints.db").read_bytes().decode(
-        "latin-1"), f"{memory_dir} keeps the raw turn after it finished"
+    assert SECRET not in (
+        memory_dir := agents_home / "finn" / "memory" / "checkpoints.db"
+    ).read_bytes().decode("latin-1"), f"{memory_dir} keeps the raw turn after it finished"
     assert "api_key (secret): [REDACTED]" in _facts_section(_memory_messages(server)[-1])
     assert SECRET not in now_file.read_text(encoding="utf-8")
     # A LOG.md compaction may still run in the background: it writes its archive before it rewrites LOG.md,

@@ -105,8 +105,10 @@ def test_recall_prints_a_table_and_the_offline_advice_comes_once(terminal, agent
 
 
 def test_recall_table_cuts_each_text_to_the_width():
-    found = [{"score": 0.912, "kind": "fact", "occurred_at": "2026-01-31T12:00:00Z", "content": "city: Porto"},
-             {"score": 0.5, "kind": "log_archive", "created_at": "2026-02-01T08:00:00Z", "content": "word " * 40}]
+    found = [{"score": 0.912, "kind": "fact", "occurred_at": "2026-01-31T12:00:00Z",
+              "content": "city: Porto"},
+             {"score": 0.5, "kind": "log_archive", "created_at": "2026-02-01T08:00:00Z",
+              "content": "word " * 40}]
     lines = recall_table(found, width=60).splitlines()
     assert lines[0].split() == ["score", "kind", "date", "text"]
     assert lines[2].split()[:4] == ["0.91", "fact", "2026-01-31", "city:"]
@@ -131,7 +133,8 @@ def test_history_keeps_its_newest_lines_up_to_the_bound(tmp_path):
 
 @pytest.mark.slow
 def test_spinners_leave_the_prompt_and_the_reply_on_the_screen(terminal, agents_home):
-    """The start-up spinner and the reply spinner each erase only their own line, before the prompt is printed."""
+    """The start-up spinner and the reply spinner each erase only their own line, before the prompt is
+    printed."""
     write_config(agents_home, "llm:\n  backend: ollama\n")
     with ScriptedOllama() as server:
         slow = Block(then="Porto is in Portugal.")
@@ -185,7 +188,8 @@ def test_a_load_that_ends_after_the_prompt_appeared_leaves_the_prompt(tmp_path):
     os.mkfifo(gate)
     script = tmp_path / "background_load.py"
     script.write_text(BACKGROUND_LOAD, encoding="utf-8")
-    shell = Terminal([sys.executable, str(script), str(gate), str(done)], dict(os.environ, PYTHONPATH=str(ROOT)),
+    shell = Terminal([sys.executable, str(script), str(gate), str(done)],
+                     dict(os.environ, PYTHONPATH=str(ROOT)),
                      ROOT)
     try:
         shell.expect("> ")

@@ -39,8 +39,8 @@ def test_offline_blocker_is_cleared_once_a_later_run_reaches_the_model(agents_ho
 
 
 def test_failed_model_call_blocker_is_cleared_when_the_retry_succeeds(agents_home, server, make_engine):
-    """An HTTP 500 sets NOW to error with the failure as blocker; the next call that answers clears it and NOW is
-    active again for the rest of the turn."""
+    """An HTTP 500 sets NOW to error with the failure as blocker; the next call that answers clears it and NOW
+    is active again for the rest of the turn."""
     write_config(agents_home, "llm:\n  backend: ollama\n")
     after: list = []
     server.enqueue(

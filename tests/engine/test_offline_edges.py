@@ -1,5 +1,5 @@
-"""The offline backend and the interactive mode at their edges: keys in any script, no internal placeholder in a
-reply, nothing continued once finished, a status question that changes nothing, and commands that say what
+"""The offline backend and the interactive mode at their edges: keys in any script, no internal placeholder in
+a reply, nothing continued once finished, a status question that changes nothing, and commands that say what
 they did (or that they are unknown)."""
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def test_continue_after_a_finished_request_continues_nothing(agents_home):
     with MemoryManager("finn") as memory:
         after = memory.now_state()
         assert (after.status, after.objective) == ("done", before.objective)
-        assert not any(e["type"] == "TOOL_USE" and "update_status" in e["content"] for e in memory.read_log(40))
+        assert not any(e["type"] == "TOOL_USE" and "update_status" in e["content"]
+                       for e in memory.read_log(40))
 
 
 def test_a_status_question_leaves_now_as_it_was(agents_home):
@@ -52,7 +53,8 @@ def test_a_status_question_leaves_now_as_it_was(agents_home):
     assert result.returncode == 0 and "Status: interrupted" in result.stdout
     with MemoryManager("finn") as memory:
         now = memory.now_state()
-        assert (now.status, now.objective, now.next_steps) == ("interrupted", "Write the report", ["Draft the intro"])
+        assert (now.status, now.objective, now.next_steps) == ("interrupted", "Write the report",
+                                                               ["Draft the intro"])
 
 
 def test_interactive_commands_say_what_they_did(agents_home):

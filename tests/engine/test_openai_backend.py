@@ -1,5 +1,5 @@
-"""The OpenAI-compatible backend's key and timeout: the key from the environment, a clear error without it, and a
-server that does not answer in time."""
+"""The OpenAI-compatible backend's key and timeout: the key from the environment, a clear error without it,
+and a server that does not answer in time."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ HELLO = [{"role": "user", "content": "hello"}]
     ({"AGENTOS_LLM_API_KEY": "sk-other", "OPENAI_API_KEY": "sk-local"}, False),
 ])
 def test_the_api_key_comes_from_agentos_llm_api_key_then_openai_api_key(monkeypatch, variables, answered):
-    """A server started with a key (``llama-server --api-key``) answers the key of $AGENTOS_LLM_API_KEY, else of
-    $OPENAI_API_KEY; without the right one the error names both variables and nothing is answered."""
+    """A server started with a key (``llama-server --api-key``) answers the key of $AGENTOS_LLM_API_KEY, else
+    of $OPENAI_API_KEY; without the right one the error names both variables and nothing is answered."""
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     with ScriptedOllama(apis=("openai",), api_key="sk-local", default="Hello.") as server:
@@ -29,7 +29,8 @@ def test_the_api_key_comes_from_agentos_llm_api_key_then_openai_api_key(monkeypa
         if answered:
             assert backend.chat(HELLO, []).text == "Hello."
         else:
-            with pytest.raises(BackendError, match=r"refused the request \(HTTP 401: Invalid API Key\): set its API "
+            with pytest.raises(BackendError,
+                               match=r"refused the request \(HTTP 401: Invalid API Key\): set its API "
                                                    r"key in AGENTOS_LLM_API_KEY \(or OPENAI_API_KEY\)"):
                 backend.chat(HELLO, [])
             assert server.prompts == []

@@ -22,20 +22,26 @@ from tests.engine.conftest import run_cli, write_config
 OFFERED = ("save_fact", "get_fact", "recall_memory")
 
 
-@pytest.mark.parametrize("text", [
-    # llama3.2: a bare object with "parameters"
-    '{"name": "save_fact", "parameters": {"key": "city", "value": "Lisbon", "category": "personal"}}',
-    # qwen2.5: <tool_call> tags with "arguments"
-    '<tool_call>\n{"name": "save_fact", "arguments": {"key": "city", "value": "Lisbon", "category": "personal"}}\n'
-    '</tool_call>',
-    # a ```json fence
-    '```json\n{"name": "save_fact", "arguments": {"key": "city", "value": "Lisbon", "category": "personal"}}\n```',
-    # mistral: [TOOL_CALLS] and a list
-    '[TOOL_CALLS] [{"name": "save_fact", "arguments": {"key": "city", "value": "Lisbon", "category": "personal"}}]',
-    # the OpenAI shape, arguments as a JSON string
-    '{"type": "function", "function": {"name": "save_fact", '
-    '"arguments": "{\\"key\\": \\"city\\", \\"value\\": \\"Lisbon\\", \\"category\\": \\"personal\\"}"}}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        # llama3.2: a bare object with "parameters"
+        '{"name": "save_fact", "parameters": {"key": "city", "value": "Lisbon", "category": "personal"}}',
+        # qwen2.5: <tool_call> tags with "arguments"
+        '<tool_call>\n{"name": "save_fact", "arguments": {"key": "city", "value": "Lisbon", "category": '
+        '"personal"}}\n'
+        "</tool_call>",
+        # a ```json fence
+        '```json\n{"name": "save_fact", "arguments": {"key": "city", "value": "Lisbon", '
+        '"category": "personal"}}\n```',
+        # mistral: [TOOL_CALLS] and a list
+        '[TOOL_CALLS] [{"name": "save_fact", "arguments": {"key": "city", "value": "Lisbon", "category": '
+        '"personal"}}]',
+        # the OpenAI shape, arguments as a JSON string
+        '{"type": "function", "function": {"name": "save_fact", '
+        '"arguments": "{\\"key\\": \\"city\\", \\"value\\": \\"Lisbon\\", \\"category\\": \\"personal\\"}"}}',
+    ],
+)
 def test_each_text_form_is_read_as_a_tool_call(text):
     rest, calls = text_tool_calls.parse(text, OFFERED)
     assert rest == ""
@@ -44,7 +50,8 @@ def test_each_text_form_is_read_as_a_tool_call(text):
 
 
 def test_a_remark_around_tags_stays_text_and_several_calls_are_read():
-    text = ('I will save both.\n<tool_call>{"name": "save_fact", "arguments": {"key": "a", "value": "1"}}</tool_call>'
+    text = ('I will save both.\n<tool_call>{"name": "save_fact", "arguments": {"key": "a", "value": '
+            '"1"}}</tool_call>'
             '<tool_call>{"name": "get_fact", "arguments": {"key": "b"}}</tool_call>')
     rest, calls = text_tool_calls.parse(text, OFFERED)
     assert rest == "I will save both."
@@ -82,7 +89,9 @@ def test_pydantic_schema_describes_and_enforces_each_type():
     arguments = Arguments.of_function(sample, "sample", {"mode": "how fast"})
     schema = arguments.schema
     props = schema["properties"]
-    assert "agent_name" not in props and "anyOf" not in json.dumps(schema), "optional arguments are plain types"
+    assert "agent_name" not in props and "anyOf" not in json.dumps(schema), (
+        "optional arguments are plain types"
+    )
     assert sorted(schema["required"]) == ["colour", "mode", "weights", "where"]
     assert props["mode"]["enum"] == ["fast", "slow"] and props["mode"]["description"] == "how fast"
     assert props["colour"]["enum"] == ["red", "blue"]
@@ -99,7 +108,8 @@ def test_pydantic_schema_describes_and_enforces_each_type():
     for bad, expected in [
         ({"mode": "medium", "colour": "red", "weights": {}, "where": {"x": 1, "y": 2}}, "mode"),
         ({"mode": "fast", "colour": "green", "weights": {}, "where": {"x": 1, "y": 2}}, "colour"),
-        ({"mode": "fast", "colour": "red", "weights": {"a": "heavy"}, "where": {"x": 1, "y": 2}}, "weights.a"),
+        ({"mode": "fast", "colour": "red", "weights": {"a": "heavy"}, "where": {"x": 1, "y": 2}},
+         "weights.a"),
         ({"mode": "fast", "colour": "red", "weights": {}, "where": {"x": 1}}, "where.y"),
         ({"mode": "fast", "colour": "red", "weights": {}, "where": {"x": 1, "y": 2}, "extra": 1}, "extra"),
         ({"mode": "fast", "colour": "red", "weights": {}, "where": {"x": 1, "y": 2}, "agent_name": "x"},
@@ -122,7 +132,8 @@ def test_a_hand_written_schema_is_checked_with_jsonschema():
 
 def test_a_tool_call_written_as_text_is_run_by_the_engine(server, api, make_engine):
     """The server's model writes the call as text in <tool_call> tags (qwen2.5): the fact is saved."""
-    server.enqueue({"content": '<tool_call>{"name": "save_fact", "arguments": {"key": "city", "value": "Lisbon", '
+    server.enqueue({"content": '<tool_call>{"name": "save_fact", "arguments": {"key": "city", "value": '
+                               '"Lisbon", '
                                '"category": "personal"}}</tool_call>'},
                    "Saved: your city is Lisbon.")
     engine = make_engine(backend_name=api)
@@ -170,7 +181,8 @@ def test_the_reply_streams_and_the_spinner_stops_at_the_first_token(server, api,
 
 
 def test_offline_open_task_is_blocked_and_resumed_with_a_model(agents_home, server):
-    """Offline: RUN_END blocked, NOW blocked with the objective and a hint, exit 3; --resume with a model goes on."""
+    """Offline: RUN_END blocked, NOW blocked with the objective and a hint, exit 3; --resume with a model goes
+    on."""
     blocked = run_cli("--agent", "finn", "--offline", "Write a market report on copper")
     assert blocked.returncode == exit_codes.BLOCKED == 3, blocked.stderr
     assert "blocked" in blocked.stderr

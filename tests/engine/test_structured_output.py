@@ -1,5 +1,5 @@
-"""Summaries asked in a JSON shape (Ollama's ``format``, the OpenAI API's ``response_format``), read from the replies
-small local models give;
+"""Summaries asked in a JSON shape (Ollama's ``format``, the OpenAI API's ``response_format``), read from the
+replies small local models give;
 ``<think>`` blocks kept out of every text a model's reply becomes."""
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ GOOD = "The user planned raised tomato beds."
 SMALL_MODEL_REPLIES = {
     "bare": json.dumps({"summary": GOOD}),
     "fenced": f'```json\n{{"summary": "{GOOD}"}}\n```',
-    "prose around": f'Sure! Here is the JSON you asked for:\n{{"summary": "{GOOD}"}}\nLet me know if you need more.',
+    "prose around": f'Sure! Here is the JSON you asked for:\n{{"summary": "{GOOD}"}}\nLet me know if you '
+    f"need more.",
     "think first": f'<think>The user wants a summary. I should be brief.</think>\n{{"summary": "{GOOD}"}}',
-    "think, fence": f'<think>\nhmm {{"summary": "not this"}}\n</think>\n```json\n{{"summary": "{GOOD}"}}\n```',
+    "think, fence": '<think>\nhmm {"summary": "not this"}\n</think>\n'
+    f'```json\n{{"summary": "{GOOD}"}}\n```',
     "schema then answer": json.dumps(SCHEMA) + f'\n{{"summary": "{GOOD}"}}',
 }
 
@@ -65,7 +67,8 @@ def test_a_streamed_think_block_split_across_pieces_is_never_shown():
 
 @pytest.fixture(params=("ollama", "openai"))
 def backend(request):
-    """The scripted server and a backend on it: Ollama's API, then the OpenAI-compatible one (``response_format``)."""
+    """The scripted server and a backend on it: Ollama's API, then the OpenAI-compatible one
+    (``response_format``)."""
     with ScriptedOllama() as server:
         kind = OllamaBackend if request.param == "ollama" else OpenAIBackend
         yield server, kind("llama3.1", host=server.host)
@@ -111,7 +114,8 @@ def test_a_constrained_server_reply_is_read(backend):
 def test_log_md_summary_through_the_shape(backend):
     server, chat_backend = backend
     entries = [LogEntry(seq=i, ts="2026-01-31T12:00:00.000Z", type="observation",
-                        content=f"Step {i}: the garden needs sun, water, soil and compost to grow tomatoes. " * 3)
+                        content=f"Step {i}: the garden needs sun, water, soil and compost to grow tomatoes. "
+                                f"" * 3)
                for i in range(1, 6)]
     server.enqueue(verbatim(SMALL_MODEL_REPLIES["think first"]))
     made = LogSummarizer(generate_with(chat_backend), target_tokens=60).summarize(entries)
@@ -131,7 +135,8 @@ def test_lcm_summary_through_the_shape(backend):
 def test_handoff_summary_through_the_shape(backend):
     server, chat_backend = backend
     server.enqueue(verbatim('<think>sections</think>```json\n{"summary": "## Goal\\nPlan a garden"}\n```'))
-    assert handoff_summary(generate_with(chat_backend), "user: plan a garden\nassistant: ok") == "## Goal\nPlan a garden"
+    assert handoff_summary(generate_with(chat_backend),
+                           "user: plan a garden\nassistant: ok") == "## Goal\nPlan a garden"
     assert _summary_requests(server)[0].format == SCHEMA
 
 
@@ -148,9 +153,9 @@ def test_a_planner_reply_shows_and_keeps_no_think_block(backend):
 
 
 def test_a_server_that_refuses_response_format_is_asked_in_the_prompt_and_read(monkeypatch):
-    """An OpenAI-compatible server without schemas answers ``response_format`` with HTTP 400: the same request goes
-    again without it, the summary is read from the text the model wrote (the prompt asks for the shape), and the
-    backend stops sending it."""
+    """An OpenAI-compatible server without schemas answers ``response_format`` with HTTP 400: the same request
+    goes again without it, the summary is read from the text the model wrote (the prompt asks for the shape),
+    and the backend stops sending it."""
     with ScriptedOllama(response_format=False) as server:
         chat_backend = OpenAIBackend("llama3.1", host=server.host)
         server.enqueue(verbatim(SMALL_MODEL_REPLIES["prose around"]), verbatim(SMALL_MODEL_REPLIES["fenced"]))
@@ -159,4 +164,5 @@ def test_a_server_that_refuses_response_format_is_asked_in_the_prompt_and_read(m
         assert generate_with(chat_backend)("Summarise: beans.") == GOOD
         bodies = [body["openai"] for body in server.chat_requests]
     assert ["response_format" in body for body in bodies] == [True, False, False]
-    assert all('{"summary":' in body["messages"][-1]["content"] for body in bodies), "the prompt names the shape"
+    assert all('{"summary":' in body["messages"][-1]["content"]
+               for body in bodies), "the prompt names the shape"

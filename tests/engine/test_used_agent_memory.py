@@ -13,7 +13,8 @@ from core.memory_manager import MemoryManager
 from tests.engine.conftest import run_cli
 from tests.inprocess import Ran, run_main
 
-TASKS = ("remember that my deploy target is fly.io", "what is my deploy target", "explain asyncio task groups to me",
+TASKS = ("remember that my deploy target is fly.io", "what is my deploy target",
+         "explain asyncio task groups to me",
          *(f"summarize topic number {n}" for n in (1, 2, 3, 4, 5, 6, 13, 30)))
 
 
@@ -48,8 +49,8 @@ def finn_used_with_minilm(minilm):
 
 
 def test_forget_asyncio_lists_only_the_memories_that_say_it_and_why(finn_used_with_minilm):
-    """`forget --query asyncio --dry-run` lists the request about asyncio and its records, each with the word it
-    says, and nothing about the deploy target (close in vectors as it may be); nothing is forgotten."""
+    """`forget --query asyncio --dry-run` lists the request about asyncio and its records, each with the word
+    it says, and nothing about the deploy target (close in vectors as it may be); nothing is forgotten."""
     with MemoryManager("finn") as manager:
         planned = manager.forget_memories(query="asyncio", dry_run=True)
     assert planned and all("asyncio" in text.lower() for text in texts_of(planned).values())
@@ -86,16 +87,22 @@ def test_forget_topic_number_3_takes_only_topic_number_3_and_lists_it_with_yes(f
 
 
 def test_declining_or_a_dry_run_forgets_nothing_and_is_no_error(agents_home):
-    """Answering no prints 'nothing forgotten' and exits 0; --dry-run lists and exits 0; neither writes FORGET.
-    A query of common words alone names nothing: a usage error that says what to give."""
+    """Answering no prints 'nothing forgotten' and exits 0; --dry-run lists and exits 0; neither writes
+    FORGET. A query of common words alone names nothing: a usage error that says what to give."""
     used()
     declined = agentos("forget", "--agent", "finn", "--query", "deploy target", stdin="n\n")
     assert declined.returncode == 0 and declined.stdout == "nothing forgotten\n"
     assert "will be forgotten:" in declined.stderr and "says: deploy, target" in declined.stderr
     assert "Forget them? [y/N]" in declined.stderr
     assert agentos("forget", "--agent", "finn", "--query", "deploy target", "--dry-run").returncode == 0
-    said_no = json.loads(agentos("forget", "--agent", "finn", "--query", "deploy target", "--json", stdin="no\n").stdout)
-    assert said_no["forgotten"] == [] and not said_no["confirmed"] and said_no["matched"] and "dry_run" not in said_no
+    said_no = json.loads(agentos("forget", "--agent", "finn", "--query", "deploy target", "--json",
+                                 stdin="no\n").stdout)
+    assert (
+        said_no["forgotten"] == []
+        and not said_no["confirmed"]
+        and said_no["matched"]
+        and "dry_run" not in said_no
+    )
     assert json.loads(agentos("forget", "--agent", "finn", "--query", "zebra", "--json").stdout) == {
         "forgotten": [], "count": 0, "matched": [], "more": 0}
     assert forget_entries() == []
@@ -107,7 +114,8 @@ def test_declining_or_a_dry_run_forgets_nothing_and_is_no_error(agents_home):
 
 def test_forget_by_meaning_takes_what_is_closer_than_asked_and_shows_the_similarity(finn_used_with_minilm):
     """--meaning-above X takes the memories whose similarity to the query is above X, each with it."""
-    ran = agentos("forget", "--agent", "finn", "--query", "where do my deployments go", "--meaning-above", "0.4",
+    ran = agentos("forget", "--agent", "finn", "--query", "where do my deployments go", "--meaning-above",
+                  "0.4",
                   "--dry-run", "--json")
     assert ran.returncode == 0, ran.stderr
     matched = json.loads(ran.stdout)["matched"]
@@ -127,7 +135,8 @@ def test_recall_and_the_week_show_each_request_once_and_keep_every_record(agents
     assert len(said) == len(set(said)), said
     asked = next(h for h in hits if h["content"] == "what is my deploy target")
     assert len(asked["also"]) == 2
-    week = json.loads(agentos("recall", "--agent", "finn", "--since", "last week", "-n", "100", "--json").stdout)
+    week = json.loads(agentos("recall", "--agent", "finn", "--since", "last week", "-n", "100",
+                              "--json").stdout)
     said = [" ".join(h["content"].lower().removeprefix("response: ").split()) for h in week]
     assert len(said) == len(set(said)), said
     listed = [i for h in week for i in (h["id"], *h.get("also", []))]
@@ -135,5 +144,9 @@ def test_recall_and_the_week_show_each_request_once_and_keep_every_record(agents
         assert sorted(listed) == sorted(manager.cold.docs.ids())
         types = [e.type for e in manager.scan_log().entries]
     assert types.count("RUN_START") == types.count("USER_FEEDBACK") == len(TASKS)
-    explained = agentos("recall", "--agent", "finn", "what is my deploy target", "-n", "3", "--explain").stdout
-    assert f"(also recorded as {', '.join(asked['also'])})" in explained and f"repeats {asked['id']}" in explained
+    explained = agentos("recall", "--agent", "finn", "what is my deploy target", "-n", "3",
+                        "--explain").stdout
+    assert (
+        f"(also recorded as {', '.join(asked['also'])})" in explained
+        and f"repeats {asked['id']}" in explained
+    )

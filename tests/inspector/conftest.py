@@ -23,7 +23,10 @@ from core.paths import AgentPaths
 from core.plugins.memory.lcm import DeterministicSummarizer
 
 SECRET = "sk-live-4242-abcd"
-SCRIPT_TEXT = "<script>window.__pwned = 1; alert('xss')</script><img src=x onerror=\"window.__pwned = 2\"> looks fine"
+SCRIPT_TEXT = (
+    "<script>window.__pwned = 1; alert('xss')</script><img src=x onerror=\"window.__pwned = 2\"> looks "
+    "fine"
+)
 
 
 @dataclass
@@ -56,7 +59,8 @@ HISTORY_DAYS = 9
 def logged_on(days_ago: int, hour: int):
     """LOG.md entries written in the block are stamped ``days_ago`` days before now at ``hour`` UTC, a minute
     apart: a history written in a moment, as if over days (the format takes any time; seqs still increase)."""
-    day = datetime.now(timezone.utc).replace(hour=hour, minute=0, second=0, microsecond=0) - timedelta(days=days_ago)
+    day = datetime.now(timezone.utc).replace(hour=hour, minute=0, second=0,
+                                             microsecond=0) - timedelta(days=days_ago)
     minutes = iter(range(60))
     with mock.patch.object(log_file, "utc_timestamp", lambda moment=None: utc_timestamp(
             day + timedelta(minutes=next(minutes)))):
@@ -69,15 +73,18 @@ def write_history(mm: MemoryManager) -> None:
     days = {
         9: [("USER_FEEDBACK", "Keep a watch list of AAPL, MSFT and the bond fund"),
             ("NOW", "Listing the holdings"), ("TOOL_USE", "load_csv holdings.csv -> 4 KB")],
-        8: [("THOUGHT", "The bond fund is a third of the holdings"), ("TOOL_USE", "fetch_prices AAPL MSFT -> 2 quotes")],
+        8: [("THOUGHT", "The bond fund is a third of the holdings"),
+            ("TOOL_USE", "fetch_prices AAPL MSFT -> 2 quotes")],
         7: [("TOOL_USE", "edit_file watchlist.md -> 1 KB")],
         5: [("USER_FEEDBACK", "Add NVDA to the watch list"), ("NOW", "Adding NVDA to the watch list"),
             ("TOOL_USE", "fetch_prices NVDA -> 1 quote"), ("THOUGHT", "NVDA moved 4% this week"),
             ("TOOL_USE", "edit_file watchlist.md -> 1 KB")],
         4: [("THOUGHT", "Prices update at 22:00 UTC; check them the next morning")],
-        3: [("TOOL_USE", "fetch_prices AAPL MSFT NVDA -> 3 quotes"), ("TOOL_USE", "edit_file watchlist.md -> 1 KB"),
+        3: [("TOOL_USE", "fetch_prices AAPL MSFT NVDA -> 3 quotes"),
+            ("TOOL_USE", "edit_file watchlist.md -> 1 KB"),
             ("THOUGHT", "MSFT is flat since Monday")],
-        2: [("USER_FEEDBACK", "Drop the bond fund from the list"), ("TOOL_USE", "edit_file watchlist.md -> 1 KB"),
+        2: [("USER_FEEDBACK", "Drop the bond fund from the list"),
+            ("TOOL_USE", "edit_file watchlist.md -> 1 KB"),
             ("THOUGHT", "The watch list holds three shares now")],
     }
     for days_ago, entries in days.items():
@@ -97,21 +104,25 @@ def build_demo_agent(home: Path, name: str = "finn") -> Demo:
     config = home / name / "config"
     config.mkdir(parents=True)
     # An unreachable embedder: notes and archives wait for the cold store, like an agent whose model is off.
-    (config / "config.yaml").write_text('cold: {embedder: "ollama:nomic-embed-text"}\nmemory: {auto_compact: false}\n')
+    (config / "config.yaml").write_text('cold: {embedder: "ollama:nomic-embed-text"}\nmemory: {auto_compact: '
+                                        'false}\n')
     with MemoryManager(name, home) as mm:
         write_history(mm)
         history = mm.log.last_seq()
         done = mm.start_run("Research Python asyncio and create a summary")
         mm.update_now("Reading the asyncio docs", objective="Research Python asyncio and create a summary",
                       next_steps=["Read the docs", "Write the summary"], run_id=done)
-        mm.append_system("TOOL_USE", "read_file docs/asyncio.md -> 18 KB", {"run_id": done, "tool": "read_file"})
-        mm.append_system("THOUGHT", "asyncio runs coroutines on one event loop; gather() waits for several", {"run_id": done})
+        mm.append_system("TOOL_USE", "read_file docs/asyncio.md -> 18 KB",
+                         {"run_id": done, "tool": "read_file"})
+        mm.append_system("THOUGHT", "asyncio runs coroutines on one event loop; gather() waits for several",
+                         {"run_id": done})
         mm.append_system("TOOL_USE", "write_file summary.md -> 2 KB", {"run_id": done, "tool": "write_file"})
         mm.end_run(done, "done", "summary.md written")
         secret_seq = mm.append_system("USER_FEEDBACK", f"My deploy key is {SECRET}, use it for the release")
         with mm.db.transaction() as conn:  # a secret whose scrub has not run yet: the files still hold it
             conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at) "
-                         "VALUES ('deploy_api_key', ?, 'secret', '2026-01-31T12:00:00.000Z', '2026-01-31T12:00:00.000Z')",
+                         "VALUES ('deploy_api_key', ?, 'secret', '2026-01-31T12:00:00.000Z', "
+                         "'2026-01-31T12:00:00.000Z')",
                          (SECRET,))
             conn.execute("DELETE FROM secret_scrubs")
         mm.save_fact("preferred_currency", "USD", category="preference")
@@ -119,17 +130,20 @@ def build_demo_agent(home: Path, name: str = "finn") -> Demo:
         mm.save_fact("report_day", "Friday", category="general")
         failed = mm.start_run("Deploy the report service")
         mm.append_system("TOOL_USE", "shell: docker compose up report", {"run_id": failed, "tool": "shell"})
-        mm.append_system("ERROR", "Deploy failed with error 137 (the container was OOM-killed)", {"run_id": failed})
+        mm.append_system("ERROR", "Deploy failed with error 137 (the container was OOM-killed)",
+                         {"run_id": failed})
         mm.end_run(failed, "error", "error 137")
         script_seq = mm.append_system("USER_FEEDBACK", SCRIPT_TEXT)
         report = mm.compact_log("Researched asyncio (summary.md written); the deploy failed with error 137.")
         interrupted = mm.start_run("Summarise the quarterly numbers")
         mm.append_system("STEP_START", "Load numbers.csv", {"run_id": interrupted})
-        mm.append_system("TOOL_USE", "read_file numbers.csv -> 3 KB", {"run_id": interrupted, "tool": "read_file"})
+        mm.append_system("TOOL_USE", "read_file numbers.csv -> 3 KB",
+                         {"run_id": interrupted, "tool": "read_file"})
         current = mm.start_run("Write the weekly report for Maria")
         mm.update_now("Collecting this week's numbers", objective="Write the weekly report for Maria",
                       next_steps=["Collect numbers", "Draft the report", "Send it on Friday"],
-                      done_steps=["Read last week's report"], blockers=["numbers.csv is missing March"], run_id=current)
+                      done_steps=["Read last week's report"], blockers=["numbers.csv is missing March"],
+                      run_id=current)
         mm.append_system("THOUGHT", "The report goes to Maria on Fridays", {"run_id": current})
         mm.store_memory("The report goes to Maria on Fridays")
         mm.store_memory("Exit code 137 means the kernel killed the process for using too much memory")
@@ -141,8 +155,10 @@ def build_demo_agent(home: Path, name: str = "finn") -> Demo:
         session = Session(session_id, agent_id=name, user_id="ada", channel="cli")
         provider.bootstrap(session)
         for turn in range(40):
-            provider.append(session, [Message("user", f"Question {turn}: how do I handle task {turn} in asyncio?"),
-                                      Message("assistant", f"Answer {turn}: wrap task {turn} in asyncio.create_task and await it.")])
+            provider.append(session,
+                            [Message("user", f"Question {turn}: how do I handle task {turn} in asyncio?"),
+                                      Message("assistant", f"Answer {turn}: wrap task {turn} in "
+                                                           f"asyncio.create_task and await it.")])
             if turn == 3:
                 provider.append(session, [Message("user", f"The staging key is {SECRET} if you need it")])
             if turn % 10 == 9:  # compacted as the conversation grows, like the engine does
@@ -150,7 +166,8 @@ def build_demo_agent(home: Path, name: str = "finn") -> Demo:
         provider.compact(session, CompactionMode.FULL)
     finally:
         provider.close()
-    return Demo(home, name, interrupted, current, failed, report.archive_id, session_id, secret_seq, script_seq,
+    return Demo(home, name, interrupted, current, failed, report.archive_id, session_id, secret_seq,
+                script_seq,
                 history)
 
 
@@ -179,7 +196,8 @@ def serve(agents_home: Path):
 
 @dataclass
 class Learner:
-    """An agent whose reflection learned facts from a LOG entry, a message and a note, one entry quarantined."""
+    """An agent whose reflection learned facts from a LOG entry, a message and a note, one entry
+    quarantined."""
 
     name: str
     target_seq: int
@@ -191,9 +209,10 @@ class Learner:
 
 
 def build_learning_agent(home: Path, name: str = "rhea") -> Learner:
-    """An agent that learned, with the offline backend's rules (a real reflection pass): ``user.deploy_target``
-    from a LOG entry, ``user.favourite_editor`` from a conversation message, ``user.favourite_tea`` from a
-    note and a secret ``user.api_token``; then an entry read by a model whose reply failed, quarantined."""
+    """An agent that learned, with the offline backend's rules (a real reflection pass):
+    ``user.deploy_target`` from a LOG entry, ``user.favourite_editor`` from a conversation message,
+    ``user.favourite_tea`` from a note and a secret ``user.api_token``; then an entry read by a model whose
+    reply failed, quarantined."""
     from core.llm.select import choose_backend
     from core.memory.reflection import state
 
@@ -207,7 +226,8 @@ def build_learning_agent(home: Path, name: str = "rhea") -> Learner:
     try:
         session = Session(f"{name}:cli:main", agent_id=name, user_id="ada", channel="cli")
         provider.bootstrap(session)
-        provider.append(session, [Message("user", "My favourite editor is helix."), Message("assistant", "Noted.")])
+        provider.append(session,
+                        [Message("user", "My favourite editor is helix."), Message("assistant", "Noted.")])
     finally:
         provider.close()
     with MemoryManager(name, home) as mm:
@@ -217,4 +237,5 @@ def build_learning_agent(home: Path, name: str = "rhea") -> Learner:
         reason = "the reply was not JSON: 'Sure! Here are the facts' (asked again, then split)"
         with mm.db.transaction() as conn:  # as a pass whose model failed on the entry leaves it
             state.quarantine(conn, f"log:{quarantined_seq}", reason, "qwen2.5:7b", 60)
-    return Learner(name, target_seq, message_id, note_id.partition(":")[2] or note_id, quarantined_seq, reason)
+    return Learner(name, target_seq, message_id, note_id.partition(":")[2] or note_id, quarantined_seq,
+                   reason)

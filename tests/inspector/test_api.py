@@ -54,7 +54,8 @@ def test_every_agent_of_the_home_is_listed(demo, serve):
 
 
 def test_the_first_view_shows_every_panel(demo, serve):
-    """The overview holds NOW, tier sizes, facts, runs, the newest entries, notes, conversations and compactions."""
+    """The overview holds NOW, tier sizes, facts, runs, the newest entries, notes, conversations and
+    compactions."""
     view = get_json(serve(), "/api/agents/finn")
     assert view["now"]["plan"][0] == {"text": "Read last week's report", "done": True}
     assert view["now"]["blockers"] == ["numbers.csv is missing March"]
@@ -87,7 +88,8 @@ def test_filters_by_type_run_and_archive(demo, serve):
     """type, run and archive filters keep only matching entries, and the total counts them."""
     url = serve()
     errors = get_json(url, "/api/agents/finn/log?type=ERROR")
-    assert [e["text"] for e in errors["entries"]] == ["Deploy failed with error 137 (the container was OOM-killed)"]
+    assert [e["text"]
+            for e in errors["entries"]] == ["Deploy failed with error 137 (the container was OOM-killed)"]
     assert errors["total"] == 1
     run = all_entries(url, "finn", f"&run={demo.failed_run}")
     assert [e["type"] for e in run] == ["RUN_END", "ERROR", "TOOL_USE", "RUN_START"]
@@ -101,7 +103,9 @@ def test_search_is_case_insensitive_across_archives_and_never_finds_a_secret(dem
     """q finds entries in LOG.md and archives in any case, in text or metadata, but not by a masked secret."""
     url = serve()
     found = all_entries(url, "finn", "&q=ASYNCIO", limit=2)
-    assert [(e["seq"], e["archive"]) for e in found] == [(demo.archived + 1, None)] + [(demo.history + s, demo.archive_id) for s in (4, 3, 2, 1)]
+    assert [(e["seq"], e["archive"]) for e in found] == [(demo.archived + 1, None)] + [
+        (demo.history + s, demo.archive_id) for s in (4, 3, 2, 1)
+    ]
     assert [e["type"] for e in all_entries(url, "finn", "&q=write_file")] == ["TOOL_USE"]
     assert [e["type"] for e in all_entries(url, "finn", "&q=maria&type=THOUGHT")] == ["THOUGHT"]
     assert all_entries(url, "finn", f"&q={SECRET}") == []
@@ -158,7 +162,8 @@ def test_a_fact_lists_its_earlier_values_and_never_a_secret(demo, serve):
 
 
 def test_html_in_an_entry_is_returned_as_text_and_the_page_runs_no_inline_script(demo, serve):
-    """A LOG entry holding <script> comes back as the same text in JSON; every answer forbids inline scripts."""
+    """A LOG entry holding <script> comes back as the same text in JSON; every answer forbids inline
+    scripts."""
     url = serve()
     entry = next(e for e in all_entries(url, "finn") if e["seq"] == demo.script_seq)
     assert entry["text"] == SCRIPT_TEXT
@@ -168,16 +173,22 @@ def test_html_in_an_entry_is_returned_as_text_and_the_page_runs_no_inline_script
     page = response.read().decode()
     assert "script-src 'self'" in response.getheader("Content-Security-Policy")
     assert response.getheader("X-Content-Type-Options") == "nosniff"
-    scripts = [f"<script src=\"/static/{name}\" defer></script>" for name in ("chart.js", "app.js", "reflection.js")]
+    scripts = [f"<script src=\"/static/{name}\" defer></script>" for name in ("chart.js", "app.js",
+                                                                              "reflection.js")]
     assert all(tag in page for tag in scripts) and page.count("<script") == len(scripts)
     for name in ("app.js", "chart.js", "reflection.js"):
         script = get(url, f"/static/{name}")[1].decode()
-        assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "document.write" not in script
+        assert (
+            "innerHTML" not in script
+            and "insertAdjacentHTML" not in script
+            and "document.write" not in script
+        )
         assert "outerHTML" not in script and "DOMParser" not in script and "eval(" not in script
 
 
 CRAFTED = [
-    "/api/agents/..", "/api/agents/%2e%2e", "/api/agents/..%2f..%2fetc", "/api/agents/FINN", "/api/agents/finn%00",
+    "/api/agents/..", "/api/agents/%2e%2e", "/api/agents/..%2f..%2fetc", "/api/agents/FINN",
+    "/api/agents/finn%00",
     "/api/agents/ghost", "/api/agents/finn/../../etc/passwd", "/api/agents/finn/log?archive=../../etc/passwd",
     "/api/agents/finn/log?archive=LOG-1-12.md", "/api/agents/finn/log?archive=%2Fetc%2Fpasswd",
     "/api/agents/finn/log?archive=LOG-99-100", "/api/agents/finn/conversations/1;drop",
@@ -207,8 +218,10 @@ def schema_digest() -> dict[str, str]:
     if not dsn:
         return {}
     with psycopg.connect(dsn) as conn:
-        tables = conn.execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema"
-                              " NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'").fetchall()
+        tables = conn.execute("SELECT table_schema, table_name FROM information_schema.tables WHERE "
+                              "table_schema"
+                              " NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE "
+                              "TABLE'").fetchall()
         return {f"{schema}.{table}": conn.execute(
             sql.SQL("SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM {} t").format(
                 sql.Identifier(schema, table))).fetchone()[0] for schema, table in tables}
@@ -223,7 +236,8 @@ def test_no_request_writes(demo, serve):
     rows_before = schema_digest()
     view = get_json(url, "/api/agents/finn")
     conv = view["conversations"][0]["id"]
-    for path in ["/", "/static/app.js", "/api/agents", "/api/agents/finn/state", "/api/agents/finn/log?q=asyncio",
+    for path in ["/", "/static/app.js", "/api/agents", "/api/agents/finn/state",
+                 "/api/agents/finn/log?q=asyncio",
                  f"/api/agents/finn/log?archive={demo.archive_id}", "/api/agents/finn/notes",
                  "/api/agents/finn/compactions", f"/api/agents/finn/conversations/{conv}",
                  "/api/agents/finn/facts/home_city", "/static/chart.js", "/api/agents/finn/activity",
@@ -238,7 +252,8 @@ def test_no_request_writes(demo, serve):
     after = tree_digest(demo.home)
     companions = {"finn/memory/memory.db-wal", "finn/memory/memory.db-shm"}
     assert {k: v for k, v in after.items() if k not in companions} == before
-    assert after.get("finn/memory/memory.db-wal", hashlib.sha256(b"").hexdigest()) == hashlib.sha256(b"").hexdigest()
+    assert after.get("finn/memory/memory.db-wal",
+                     hashlib.sha256(b"").hexdigest()) == hashlib.sha256(b"").hexdigest()
     assert schema_digest() == rows_before
 
 
@@ -252,7 +267,8 @@ def test_a_foreign_host_header_is_refused(demo, serve):
 
 
 def test_entries_not_yet_indexed_are_shown(demo, serve):
-    """An entry whose line reached LOG.md but not the index (a writer killed between the two) is on the first page."""
+    """An entry whose line reached LOG.md but not the index (a writer killed between the two) is on the first
+    page."""
     with MemoryManager("finn", demo.home) as mm:
         late = mm.log.append("THOUGHT", "written, then the process died before indexing it")
     page = get_json(serve(), "/api/agents/finn/log?limit=3")
@@ -273,7 +289,8 @@ def test_a_damaged_line_is_reported_and_the_rest_shown(demo, serve):
 
 
 def test_a_summary_expands_down_to_its_original_messages(demo, serve):
-    """From the DAG's tops, expanding summaries reaches every message outside the fresh tail once, in order."""
+    """From the DAG's tops, expanding summaries reaches every message outside the fresh tail once, in
+    order."""
     url = serve()
     conv = get_json(url, "/api/agents/finn")["conversations"][0]
     detail = get_json(url, f"/api/agents/finn/conversations/{conv['id']}")
@@ -329,7 +346,11 @@ def test_a_conversation_is_not_titled_with_a_forgotten_message(agents_home, stor
     assert conv["title"] == "remember that my city is Porto"
     with MemoryManager("finn") as mm:
         found = mm.recall_memory("remember that my city is Porto", n_results=10, kind="message")
-        assert mm.forget_memory(next(h["id"] for h in found if h["content"] == "remember that my city is Porto"))
+        assert mm.forget_memory(next(h["id"] for h in found
+                                     if h["content"] == "remember that my city is Porto"))
     shown = get_json(url, "/api/agents/finn")["conversations"][0]
     assert shown["title"] == "what is my city"
-    assert get_json(url, f"/api/agents/finn/conversations/{conv['id']}")["conversation"]["title"] == "what is my city"
+    assert (
+        get_json(url, f"/api/agents/finn/conversations/{conv['id']}")["conversation"]["title"]
+        == "what is my city"
+    )

@@ -35,11 +35,13 @@ def expect(locator):
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     """One Chromium for the module, with a fresh profile."""
-    sync_playwright = pytest.importorskip("playwright.sync_api", reason="pip install -r requirements.txt").sync_playwright
+    sync_playwright = pytest.importorskip("playwright.sync_api",
+                                          reason="pip install -r requirements.txt").sync_playwright
 
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            tmp_path_factory.mktemp("chromium-profile"), executable_path=str(CHROMIUM), headless=True, args=ARGS,
+            tmp_path_factory.mktemp("chromium-profile"), executable_path=str(CHROMIUM), headless=True,
+            args=ARGS,
             viewport={"width": 1400, "height": 1000})
         yield context
         context.close()
@@ -65,7 +67,8 @@ def entries(page) -> list[str]:
 
 
 def test_timeline_shows_the_entries_newest_first(page, demo, tmp_path):
-    """The timeline lists every entry of LOG.md and its archive, newest first, and the page is screenshotted."""
+    """The timeline lists every entry of LOG.md and its archive, newest first, and the page is
+    screenshotted."""
     seqs = [int(s) for s in entries(page)]
     assert seqs == list(range(seqs[0], 0, -1)) and seqs[0] > 15
     assert page.locator("#log li[data-seq='1'] .head").inner_text().count(f"in {demo.archive_id}") == 1
@@ -95,7 +98,10 @@ def test_interrupted_runs_and_errors_stand_out(page, demo):
     assert demo.interrupted_run in page.locator("#alerts .alert").inner_text()
     start = page.locator("#log li.entry.never-ended")
     assert start.count() == 1 and "never ended" in start.inner_text()
-    assert page.locator("#log li.entry.type-ERROR").count() == 1 and page.locator("#log li.entry.failed").count() == 1
+    assert (
+        page.locator("#log li.entry.type-ERROR").count() == 1
+        and page.locator("#log li.entry.failed").count() == 1
+    )
     assert "running" in page.locator("#log li.entry.type-RUN_START").first.inner_text()
 
 
@@ -124,7 +130,9 @@ def test_a_secret_is_masked(page, demo):
     page.wait_for_selector("#conversation .message")
     html = page.content()
     assert SECRET not in html and "[REDACTED]" in page.locator("#facts").inner_text()
-    assert "My deploy key is [REDACTED]" in page.locator(f"#log li[data-seq='{demo.secret_seq}']").inner_text()
+    assert (
+        "My deploy key is [REDACTED]" in page.locator(f"#log li[data-seq='{demo.secret_seq}']").inner_text()
+    )
 
 
 def test_a_fact_opens_its_earlier_values_and_a_secret_shows_none(page, demo):
@@ -142,7 +150,9 @@ def test_a_fact_opens_its_earlier_values_and_a_secret_shows_none(page, demo):
     city.locator("button").click()
     expect(city.locator(".versions li")).to_have_count(1)
     item = city.locator(".versions li").inner_text()
-    assert item.startswith("Lisbon") and f"saved {saved.replace('T', ' ')[:16]}" in item and "replaced" in item
+    assert (
+        item.startswith("Lisbon") and f"saved {saved.replace('T', ' ')[:16]}" in item and "replaced" in item
+    )
     assert city.locator("button").get_attribute("aria-expanded") == "true"
     with MemoryManager("finn", demo.home) as mm:
         mm.save_fact("home_city", "Berlin", category="personal")
@@ -159,12 +169,14 @@ def test_a_fact_opens_its_earlier_values_and_a_secret_shows_none(page, demo):
 
 
 def test_a_script_entry_is_shown_as_text_and_stays_inert(page, demo):
-    """A LOG entry holding <script> and an onerror image is shown as its text: no dialog, no new element runs."""
+    """A LOG entry holding <script> and an onerror image is shown as its text: no dialog, no new element
+    runs."""
     item = page.locator(f"#log li[data-seq='{demo.script_seq}'] .text")
     assert item.inner_text() == SCRIPT_TEXT
     assert item.locator("script, img").count() == 0
     assert page.evaluate("window.__pwned") is None
-    assert page.evaluate("[...document.scripts].map(s => s.getAttribute('src'))") == ["/static/chart.js", "/static/app.js",
+    assert page.evaluate("[...document.scripts].map(s => s.getAttribute('src'))") == ["/static/chart.js",
+                                                                                      "/static/app.js",
                                                                                    "/static/reflection.js"]
 
 
@@ -178,7 +190,8 @@ def test_live_update_shows_a_newly_appended_entry(page, demo):
 
 
 def test_type_chips_are_core_entry_types_and_follow_live_updates(page, demo):
-    """A chip for every LOG.md entry type core writes (FACT and FORGET too), whose counts follow new entries."""
+    """A chip for every LOG.md entry type core writes (FACT and FORGET too), whose counts follow new
+    entries."""
     from core.memory.files.log_format import ENTRY_TYPES
 
     chips = page.locator("#log-types .chip")
@@ -191,7 +204,8 @@ def test_type_chips_are_core_entry_types_and_follow_live_updates(page, demo):
     assert facts >= 3 and count("FORGET").inner_text() == "0"
     page.click("#log-types button[data-type='THOUGHT']")  # a pressed chip stays pressed through the updates
     page.wait_for_selector("#live.on")
-    config = demo.home / "finn" / "config" / "config.yaml"  # forgetting opens the cold store: a reachable embedder
+    # forgetting opens the cold store: a reachable embedder
+    config = demo.home / "finn" / "config" / "config.yaml"
     config.write_text(config.read_text().replace("ollama:nomic-embed-text", "minilm"))
     with MemoryManager("finn", demo.home) as mm:
         mm.append_log("THOUGHT", "a thought that arrives while the page is open")
@@ -236,14 +250,20 @@ def test_the_activity_chart_draws_each_day_its_compaction_and_memory_growth(page
     assert sorted(first.locator("rect.bar").evaluate_all("bars => bars.map(b => b.dataset.type)")) == [
         "NOW_UPDATE", "TOOL_USE", "USER_FEEDBACK"]
     assert chart.locator(f"g.bin[data-at='{day(6)}'] rect.bar").count() == 0
-    assert chart.locator(f"g.bin[data-at='{day(0)}'] path.compaction").get_attribute("data-archives") == demo.archive_id
+    assert (
+        chart.locator(f"g.bin[data-at='{day(0)}'] path.compaction").get_attribute("data-archives")
+        == demo.archive_id
+    )
     assert len(chart.locator("polyline.growth").get_attribute("points").split()) == 12
     assert "day" in page.locator("#activity-scope").inner_text()
     assert "TOOL_USE" in page.locator("#activity-legend").inner_text()
     chart.locator(f"g.bin[data-at='{day(5)}']").click()
     expect(page.locator("#log li.entry.target")).to_have_count(1)
     day_five = page.locator("#log li.entry.target")
-    assert day_five.get_attribute("data-seq") == entries(page)[0] and "edit_file watchlist.md" in day_five.inner_text()
+    assert (
+        day_five.get_attribute("data-seq") == entries(page)[0]
+        and "edit_file watchlist.md" in day_five.inner_text()
+    )
 
 
 def test_a_run_is_folded_into_one_row_that_opens(page, demo):
@@ -258,7 +278,10 @@ def test_a_run_is_folded_into_one_row_that_opens(page, demo):
     expect(failed.locator("li.entry").first).to_be_visible()
     assert head.get_attribute("aria-expanded") == "true"
     current = page.locator(f"#log li.run-fold[data-run='{demo.current_run}']")
-    assert current.locator("li.entry.type-NOW_UPDATE").count() == 1 and "running" in current.locator(".fold-head").inner_text()
+    assert (
+        current.locator("li.entry.type-NOW_UPDATE").count() == 1
+        and "running" in current.locator(".fold-head").inner_text()
+    )
     interrupted = page.locator(f"#log li.run-fold[data-run='{demo.interrupted_run}']")
     assert interrupted.locator("li.entry.type-STEP_START").count() == 1
     assert "never ended" in interrupted.locator(".fold-head").inner_text()
@@ -266,14 +289,21 @@ def test_a_run_is_folded_into_one_row_that_opens(page, demo):
     expect(page.locator("#log li.run-fold")).to_have_count(0)
     assert [int(s) for s in entries(page)] == list(range(int(entries(page)[0]), 0, -1))
     page.check("#log-fold")
-    assert page.locator(f"#log li.run-fold[data-run='{demo.failed_run}'] .fold-head").get_attribute("aria-expanded") == "true"
+    assert (
+        page.locator(f"#log li.run-fold[data-run='{demo.failed_run}'] .fold-head").get_attribute(
+            "aria-expanded"
+        )
+        == "true"
+    )
 
 
 def test_search_hits_are_marked_as_text(page, demo):
-    """The words a search found are marked in each entry (case kept), and markup searched for is marked as text."""
+    """The words a search found are marked in each entry (case kept), and markup searched for is marked as
+    text."""
     page.fill("#log-search", "ASYNCIO")
     expect(page.locator("#log li.entry")).to_have_count(5)
-    assert set(page.locator("#log li.entry .text mark").all_inner_texts()) == {"asyncio"}  # as the entries write it
+    # as the entries write it
+    assert set(page.locator("#log li.entry .text mark").all_inner_texts()) == {"asyncio"}
     page.fill("#log-search", "<script>window")
     expect(page.locator("#log li.entry")).to_have_count(1)
     assert page.locator("#log li.entry .text mark").all_inner_texts() == ["<script>window"]
@@ -296,13 +326,19 @@ def test_a_recall_hit_opens_its_place(page, demo):
     target = page.locator("#log li.entry.target")
     expect(target).to_have_count(1)
     assert "Summarise the quarterly numbers" in target.inner_text() and target.is_visible()
-    assert page.locator(f"#log li.run-fold[data-run='{demo.interrupted_run}'] .fold-head").get_attribute("aria-expanded") == "true"
+    assert (
+        page.locator(f"#log li.run-fold[data-run='{demo.interrupted_run}'] .fold-head").get_attribute(
+            "aria-expanded"
+        )
+        == "true"
+    )
     page.click(".tabs button[data-tab='recall']")
     page.fill("#recall-query", "how do I handle task 17")
     page.click("#recall-form button[type=submit]")
     message = page.locator("#recall li.hit", has_text="Question 17").first
     message.locator("button.place").click()
-    expect(page.locator("#conversation li.message.target")).to_contain_text("Question 17: how do I handle task 17")
+    expect(page.locator("#conversation li.message.target")).to_contain_text("Question 17: how do I handle "
+                                                                            "task 17")
 
 
 def test_two_now_versions_are_compared(page, demo):
@@ -310,9 +346,14 @@ def test_two_now_versions_are_compared(page, demo):
     can be chosen, and a NOW_UPDATE entry opens the change it made."""
     page.click("#now-compare")
     diff = page.locator("#now-diff")
-    expect(diff.locator("li.op-del", has_text="objective: Research Python asyncio and create a summary")).to_have_count(1)
-    expect(diff.locator("li.op-add", has_text="objective: Write the weekly report for Maria")).to_have_count(1)
-    assert "v3" in page.locator("#now-diff-status").inner_text() and "v4" in page.locator("#now-diff-status").inner_text()
+    expect(diff.locator("li.op-del",
+                        has_text="objective: Research Python asyncio and create a summary")).to_have_count(1)
+    expect(diff.locator("li.op-add",
+                        has_text="objective: Write the weekly report for Maria")).to_have_count(1)
+    assert (
+        "v3" in page.locator("#now-diff-status").inner_text()
+        and "v4" in page.locator("#now-diff-status").inner_text()
+    )
     versions = page.locator("#now-older option").evaluate_all("options => options.map(o => o.value)")
     assert len(versions) == 4
     page.select_option("#now-older", versions[-1])
@@ -322,14 +363,17 @@ def test_two_now_versions_are_compared(page, demo):
     expect(page.locator("#log li.entry")).to_have_count(1)
     page.locator("#log li.entry.type-NOW_UPDATE .now-diff-link").click()
     expect(diff.locator("li.op-add", has_text="current_step: Adding NVDA to the watch list")).to_have_count(1)
-    assert page.locator("#now-newer").input_value() == page.locator("#log li.entry.type-NOW_UPDATE").get_attribute("data-seq")
+    assert page.locator("#now-newer").input_value() == page.locator(
+        "#log li.entry.type-NOW_UPDATE"
+    ).get_attribute("data-seq")
 
 
 def test_a_running_run_grows_in_its_row_and_the_chart_follows(page, demo):
     """An entry of the running run, appended while the page is open, joins its run's row, and
     the activity chart counts it."""
     page.wait_for_selector("#live.on")
-    expect(page.locator("#activity-scope")).to_have_text(re.compile(r" · \d+ entries"))  # the chart has loaded
+    # the chart has loaded
+    expect(page.locator("#activity-scope")).to_have_text(re.compile(r" · \d+ entries"))
     caption = page.locator("#activity-scope").inner_text()
     total = int(caption.split(" · ")[1].split()[0])
     with MemoryManager("finn", demo.home) as mm:
@@ -341,9 +385,9 @@ def test_a_running_run_grows_in_its_row_and_the_chart_follows(page, demo):
 
 
 def test_the_reflection_tab_shows_its_status_and_each_learned_fact_opens_its_source(page, demo):
-    """The reflection tab shows what is waiting (the quarantined entry with its reason, the model's figures) and
-    each learned fact with its sources: a LOG entry's link opens the timeline at that entry, a message's opens the
-    conversation at it, a note's marks it in the notes; a learned secret is masked."""
+    """The reflection tab shows what is waiting (the quarantined entry with its reason, the model's figures)
+    and each learned fact with its sources: a LOG entry's link opens the timeline at that entry, a message's
+    opens the conversation at it, a note's marks it in the notes; a learned secret is masked."""
     learner = build_learning_agent(demo.home)
     page.goto(page.url.split("#")[0] + "#agent=rhea&tab=reflection")
     page.reload()
@@ -371,4 +415,5 @@ def test_the_reflection_tab_shows_its_status_and_each_learned_fact_opens_its_sou
     expect(page.locator("#conversation li.message.target")).to_contain_text("My favourite editor is helix.")
     page.click(".tabs button[data-tab='reflection']")
     page.locator("#reflection-facts li[data-key='user.favourite_tea'] button.place").click()
-    expect(page.locator(f"#notes li.target[data-note='{learner.note_id}']")).to_contain_text("My favourite tea is sencha")
+    expect(page.locator(f"#notes li.target[data-note='{learner.note_id}']")).to_contain_text("My favourite "
+                                                                                             "tea is sencha")

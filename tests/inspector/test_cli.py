@@ -30,7 +30,8 @@ def inspector(*args: str, command: list[str] = INSPECTOR) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", [INSPECTOR, AGENTOS_INSPECT], ids=["python -m core.inspector", "agentos inspect"])
+@pytest.mark.parametrize("command", [INSPECTOR, AGENTOS_INSPECT],
+                         ids=["python -m core.inspector", "agentos inspect"])
 def test_serves_on_loopback_prints_the_address_and_stops_cleanly_on_sigterm(agents_home, command):
     """It binds 127.0.0.1, prints the URL (with the agent) on stdout, serves it, and exits 0 on SIGTERM."""
     with MemoryManager("finn", agents_home) as mm:

@@ -81,7 +81,9 @@ def test_now_versions_are_rebuilt_from_their_now_update_entries(demo, serve):
     versions = get_json(serve(), "/api/agents/finn/now/versions")["versions"]
     assert [v["version"] for v in versions] == [4, 3, 2, 1] and all(v["whole"] for v in versions)
     assert versions[0]["current_step"] == "Collecting this week's numbers" and versions[0]["archive"] is None
-    assert versions[-1]["current_step"] == "Listing the holdings" and versions[-1]["archive"] == demo.archive_id
+    assert (
+        versions[-1]["current_step"] == "Listing the holdings" and versions[-1]["archive"] == demo.archive_id
+    )
 
 
 def test_two_now_versions_are_compared_line_by_line(demo, serve):
@@ -118,7 +120,8 @@ def test_a_secret_in_an_earlier_now_is_masked(agents_home, storage_backend, serv
         mm.update_now("Deploying again", blockers=[])
         with mm.db.transaction() as conn:  # a secret whose scrub has not run yet: LOG.md still holds it
             conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at) "
-                         "VALUES ('deploy_key', ?, 'secret', '2026-01-31T12:00:00.000Z', '2026-01-31T12:00:00.000Z')",
+                         "VALUES ('deploy_key', ?, 'secret', '2026-01-31T12:00:00.000Z', "
+                         "'2026-01-31T12:00:00.000Z')",
                          (SECRET,))
             conn.execute("DELETE FROM secret_scrubs")
     assert SECRET.encode() in (agents_home / "ada" / "memory" / "LOG.md").read_bytes()
@@ -152,7 +155,8 @@ def test_activity_follows_new_entries_and_a_replaced_memory(agents_home, serve):
     assert activity["totals"]["entries"] == 3 and types_of(activity) == {"USER_FEEDBACK": 3}
 
 
-def test_a_compactions_reservation_counted_on_a_live_page_becomes_its_summary(agents_home, serve, monkeypatch):
+def test_a_compactions_reservation_counted_on_a_live_page_becomes_its_summary(agents_home, serve,
+                                                                              monkeypatch):
     """The SYSTEM entry that reserves a compaction is replaced by its SUMMARY under the same seq: a page that
     counted the reservation (and an entry after it) counts the SUMMARY once the compaction is done."""
     import threading
@@ -176,7 +180,8 @@ def test_a_compactions_reservation_counted_on_a_live_page_becomes_its_summary(ag
         compaction.start()
         assert reserved.wait(120)
         mm.append_log("TOOL_USE", "a tool, while the summary is written")
-        assert types_of(get_json(url, "/api/agents/ada/activity")) == {"THOUGHT": 5, "SYSTEM": 1, "TOOL_USE": 1}
+        assert types_of(get_json(url, "/api/agents/ada/activity")) == {"THOUGHT": 5, "SYSTEM": 1,
+                                                                       "TOOL_USE": 1}
         go.set()
         compaction.join(120)
     assert types_of(get_json(url, "/api/agents/ada/activity")) == {"THOUGHT": 5, "SUMMARY": 1, "TOOL_USE": 1}

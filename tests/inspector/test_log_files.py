@@ -73,7 +73,8 @@ def test_search_pages_newest_first_from_any_cursor(tmp_path_factory, lines, befo
     paths = AgentPaths.for_agent("finn", tmp_path_factory.mktemp("home"))
     readable = write_log(paths.log_file, lines, torn_tail=False)
     files = LogFiles(paths)
-    found = files.search("ENTRY", lambda located: True, lambda entry: entry.content, before=before, limit=limit)
+    found = files.search("ENTRY", lambda located: True, lambda entry: entry.content, before=before,
+                         limit=limit)
     assert [x.entry.seq for x in found] == sorted((s for s in readable if s < before), reverse=True)[:limit]
 
 
@@ -82,7 +83,8 @@ def test_entries_are_read_from_the_archive_that_holds_them(agents_home):
     from core.memory_manager import MemoryManager
 
     (agents_home / "finn" / "config").mkdir(parents=True)
-    (agents_home / "finn" / "config" / "config.yaml").write_text("cold: {embedder: 'ollama:nomic-embed-text'}\n")
+    (agents_home / "finn" / "config" / "config.yaml").write_text("cold: {embedder: "
+                                                                 "'ollama:nomic-embed-text'}\n")
     with MemoryManager("finn", agents_home) as mm:  # the archive waits for an embedder that does not answer
         for n in range(5):
             mm.append_log("THOUGHT", f"thought {n}")
@@ -90,18 +92,21 @@ def test_entries_are_read_from_the_archive_that_holds_them(agents_home):
         mm.append_log("THOUGHT", "after the compaction")
     files = LogFiles(AgentPaths.for_agent("finn", agents_home))
     found = files.read([1, 5, 6, 7])
-    assert [(s, x.archive) for s, x in sorted(found.items())] == [(1, "LOG-1-5"), (5, "LOG-1-5"), (6, None), (7, None)]
+    assert [(s, x.archive) for s, x in sorted(found.items())] == [(1, "LOG-1-5"), (5, "LOG-1-5"), (6, None),
+                                                                  (7, None)]
     assert found[6].entry.type == "SUMMARY" and found[7].entry.content == "after the compaction"
     assert files.archive("LOG-1-5").last == 5 and files.archive("../LOG-1-5") is None
 
 
 def test_type_pages_runs_and_open_runs_are_read_from_indexes(manager):
-    """A page of some types, the newest runs and the runs without an end use indexes of log_metadata, not a scan."""
+    """A page of some types, the newest runs and the runs without an end use indexes of log_metadata, not a
+    scan."""
     from core.memory.storage import read_only as queries
 
     where = "WHERE entry_type IN (?, ?) AND id < ?"
     statements = [(queries._LOG_ROWS.format(where=where, order="DESC"), ["ERROR", "THOUGHT", 10, 51]),
                   (queries._RUNS, [100]), (queries._OPEN_RUNS, [])]
     for sql, params in statements:
-        plan = " | ".join(row["detail"] for row in manager.db.conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+        plan = " | ".join(row["detail"] for row in manager.db.conn.execute("EXPLAIN QUERY PLAN " + sql,
+                                                                           params))
         assert "SCAN log_metadata" not in plan and "log_metadata_type" in plan, plan

@@ -24,7 +24,8 @@ def stamps(folder: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
 
 
-def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents_home, storage_backend, serve):
+def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents_home, storage_backend,
+                                                                          serve):
     """The recall box returns the agent's hybrid-search results best first, each with kind, source and
     score, masks secrets, and leaves memory.db (if the agent has one) and the LanceDB folder as they were."""
     with MemoryManager("ada", agents_home) as mm:
@@ -49,7 +50,8 @@ def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents
     assert facts[0]["content"] == "preferred_currency: USD" and {h["kind"] for h in facts} == {"fact"}
     # The last fact waits unless the agent indexed it before closing; a reader never indexes it.
     assert answer["pending_cold_items"] in (0, 1)
-    assert get_json(url, "/api/agents/ada/recall?q=report")["pending_cold_items"] == answer["pending_cold_items"]
+    assert get_json(url,
+                    "/api/agents/ada/recall?q=report")["pending_cold_items"] == answer["pending_cold_items"]
     token = get_json(url, "/api/agents/ada/recall?q=deploy+token")["results"]
     assert token[0]["content"] == "The deploy token is [REDACTED]"
     assert tree_digest(memory).get("memory.db") == before_db and stamps(memory / "lancedb") == before_lance
@@ -59,7 +61,8 @@ def test_recall_ranks_results_with_tier_kind_and_score_and_writes_nothing(agents
 
 def test_recall_of_an_agent_without_cold_store_matches_words_and_says_so(agents_home, serve, monkeypatch):
     """An agent whose cold store does not exist yet is searched by words, with a note; nothing is created."""
-    monkeypatch.setattr("core.memory.recall.vector_indexer.BackgroundIndexer.wake", lambda self: None)  # no vectors yet
+    # no vectors yet
+    monkeypatch.setattr("core.memory.recall.vector_indexer.BackgroundIndexer.wake", lambda self: None)
     with MemoryManager("bo", agents_home) as mm:
         mm.append_log("THOUGHT", "just started the quarterly tax report")
         mm.cold.sync()  # the entry is a recall doc, searchable by words; no vector is computed
@@ -74,7 +77,8 @@ def test_recall_of_an_agent_without_cold_store_matches_words_and_says_so(agents_
 @pytest.mark.bare_home
 def test_a_read_only_cold_store_refuses_writes_and_creates_nothing(tmp_path):
     """ColdStore(read_only=True) opens no missing table, takes no lock and refuses upserts and optimize."""
-    missing = ColdStore(tmp_path / "none", MiniLMEmbedder(), tmp_path / ".cold.lock", reindex_hint="-", read_only=True)
+    missing = ColdStore(tmp_path / "none", MiniLMEmbedder(), tmp_path / ".cold.lock", reindex_hint="-",
+                        read_only=True)
     with pytest.raises(ColdStoreError, match="no cold store"):
         missing.count()
     assert os.listdir(tmp_path) == []
@@ -82,7 +86,8 @@ def test_a_read_only_cold_store_refuses_writes_and_creates_nothing(tmp_path):
     writer.put([VectorRow("note:1", "note", "hello there", "note:1", "2026-01-01T00:00:00.000Z")])
     writer.close()
     before = stamps(tmp_path)
-    reader = ColdStore(tmp_path / "db", MiniLMEmbedder(), tmp_path / ".cold.lock", reindex_hint="-", read_only=True)
+    reader = ColdStore(tmp_path / "db", MiniLMEmbedder(), tmp_path / ".cold.lock", reindex_hint="-",
+                       read_only=True)
     assert [h["text"] for h in reader.nearest(reader.embedder.embed(["hello"])[0], 1)] == ["hello there"]
     with pytest.raises(ColdStoreError, match="read-only"):
         reader.put([VectorRow("note:2", "note", "bye", "note:2", "2026-01-01T00:00:00.000Z")])
@@ -96,14 +101,21 @@ def test_an_explained_recall_says_why_and_what_it_left_out(agents_home, storage_
     """explain=1 gives each result its evidence (words matched, vector similarity, kind, score) and left_out;
     without it the answer has neither."""
     with MemoryManager("ada", agents_home) as mm:
-        first = mm.store_memory("The weekly report goes to Maria on Fridays", {"key": "report"}, occurred_at="2023-01-01")
-        mm.store_memory("The weekly report goes to Ada on Mondays", {"key": "report"}, occurred_at="2023-06-01")
-        mm.store_memory("The weekly report goes to Ada on Mondays!", occurred_at="2023-06-01")  # the same day: one memory
+        first = mm.store_memory("The weekly report goes to Maria on Fridays", {"key": "report"},
+                                occurred_at="2023-01-01")
+        mm.store_memory("The weekly report goes to Ada on Mondays", {"key": "report"},
+                        occurred_at="2023-06-01")
+        # the same day: one memory
+        mm.store_memory("The weekly report goes to Ada on Mondays!", occurred_at="2023-06-01")
         mm.recall_memory("warm up", 1)
     url = serve()
     answer = get_json(url, "/api/agents/ada/recall?q=who+receives+the+weekly+report%3F&explain=1")
     top = answer["results"][0]
-    assert "report" in top["why"]["words"] and top["why"]["kind"] == "note" and top["why"]["score"] == top["score"]
+    assert (
+        "report" in top["why"]["words"]
+        and top["why"]["kind"] == "note"
+        and top["why"]["score"] == top["score"]
+    )
     assert top["why"]["vector"] is not None
     assert answer["left_out"]["duplicate"]["count"] == 1
     earlier = next(h for h in answer["results"] if h["id"] == first)
@@ -126,7 +138,8 @@ def test_a_forgotten_memory_whose_vector_is_still_stored_is_reported_by_id(agent
         "    fault_points.arm('cold.write', thread='main')\n"
         "    mm.forget_memory(note)\n"
     )
-    child = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
+    child = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                           timeout=300,
                            env=dict(os.environ))
     assert child.returncode == -signal.SIGKILL, child.stderr
     note = child.stdout.strip()

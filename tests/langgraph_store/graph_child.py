@@ -25,13 +25,15 @@ class State(TypedDict, total=False):
 
 def remember(state: State, runtime: Runtime) -> State:
     for i, fact in enumerate(state["facts"]):
-        runtime.store.put(NAMESPACE, f"fact-{i}", {"content": fact, "kind": "preference" if "prefers" in fact else "other"})
+        runtime.store.put(NAMESPACE, f"fact-{i}",
+                          {"content": fact, "kind": "preference" if "prefers" in fact else "other"})
     return {}
 
 
 def recall(state: State, runtime: Runtime) -> State:
     found = runtime.store.search(NAMESPACE, query=state["question"], limit=2)
-    return {"found": [{"key": item.key, "content": item.value["content"], "score": item.score} for item in found]}
+    return {"found": [{"key": item.key, "content": item.value["content"],
+                       "score": item.score} for item in found]}
 
 
 def graph(node):

@@ -83,7 +83,8 @@ def test_batch_reads_see_the_state_before_its_writes(store):
     """In one batch, reads come before the writes and the last put of a key wins."""
     store.put(("docs",), "k", {"text": "old"})
     results = store.batch([PutOp(("docs",), "k", {"text": "new"}), GetOp(("docs",), "k"),
-                           PutOp(("docs",), "k", {"text": "newest"}), SearchOp(("docs",)), GetOp(("docs",), "none")])
+                           PutOp(("docs",), "k", {"text": "newest"}), SearchOp(("docs",)),
+                           GetOp(("docs",), "none")])
     assert results[0] is None and results[2] is None and results[4] is None
     assert results[1].value == {"text": "old"} and [i.value for i in results[3]] == [{"text": "old"}]
     assert store.get(("docs",), "k").value == {"text": "newest"}
@@ -94,11 +95,13 @@ def test_list_namespaces_prefix_suffix_depth_pagination(store):
     put_namespaces(store, [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f"),
                            ("a", "c", "f"), ("b", "a", "f"), ("users", "123"), ("users", "456", "settings"),
                            ("admin", "users", "789")])
-    assert store.list_namespaces(prefix=("a", "b")) == [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"),
+    assert store.list_namespaces(prefix=("a", "b")) == [("a", "b", "c"), ("a", "b", "d", "e"),
+                                                        ("a", "b", "d", "i"),
                                                         ("a", "b", "f")]
     assert store.list_namespaces(suffix=("f",)) == [("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f")]
     assert store.list_namespaces(prefix=("a",), suffix=("f",)) == [("a", "b", "f"), ("a", "c", "f")]
-    assert store.list_namespaces(prefix=("a", "b"), max_depth=3) == [("a", "b", "c"), ("a", "b", "d"), ("a", "b", "f")]
+    assert store.list_namespaces(prefix=("a", "b"), max_depth=3) == [("a", "b", "c"), ("a", "b", "d"),
+                                                                     ("a", "b", "f")]
     assert store.list_namespaces(prefix=("a", "b"), limit=2) == [("a", "b", "c"), ("a", "b", "d", "e")]
     assert store.list_namespaces(prefix=("a", "b"), offset=2) == [("a", "b", "d", "i"), ("a", "b", "f")]
     assert store.list_namespaces(prefix=("a", "*", "f")) == [("a", "b", "f"), ("a", "c", "f")]
@@ -123,15 +126,18 @@ def test_list_namespaces_pagination_and_empty_store(store):
 def test_search_without_query_filters_and_pages(store):
     """Without a query, search returns the prefix's items newest first, filtered on values, paged."""
     for i in range(6):
-        store.put(("docs", "u1" if i % 2 else "u2"), f"d{i}", {"text": f"doc {i}", "score": i, "meta": {"ok": i > 2},
+        store.put(("docs", "u1" if i % 2 else "u2"), f"d{i}",
+                  {"text": f"doc {i}", "score": i, "meta": {"ok": i > 2},
                                                               "tags": ["x", str(i)]})
     store.put(("docsX",), "other", {"text": "not under docs"})
     keys = [item.key for item in store.search(("docs",), limit=10)]
     assert keys == ["d5", "d4", "d3", "d2", "d1", "d0"]
     assert [i.key for i in store.search(("docs", "u1"))] == ["d5", "d3", "d1"]
     assert [i.key for i in store.search(("docs",), limit=2, offset=2)] == ["d3", "d2"]
-    assert [i.key for i in store.search(("docs",), filter={"score": {"$gt": 1, "$lte": 4}})] == ["d4", "d3", "d2"]
-    assert [i.key for i in store.search(("docs",), filter={"score": {"$ne": 0}, "meta": {"ok": False}})] == ["d2", "d1"]
+    assert [i.key for i in store.search(("docs",), filter={"score": {"$gt": 1, "$lte": 4}})] == ["d4", "d3",
+                                                                                                 "d2"]
+    assert [i.key for i in store.search(("docs",),
+                                        filter={"score": {"$ne": 0}, "meta": {"ok": False}})] == ["d2", "d1"]
     assert [i.key for i in store.search(("docs",), filter={"tags": ["x", "3"]})] == ["d3"]
     assert [i.key for i in store.search(("docs",), filter={"score": {"$eq": 5}})] == ["d5"]
     assert store.search(("docs",), filter={"missing": 1}) == []
@@ -162,7 +168,8 @@ def test_query_orders_by_hybrid_recall_with_filters(minilm, store):
 
 
 def test_query_pagination_updates_and_unindexed_items(store):
-    """Query results page without overlap; an update re-indexes the item; index=False items only fill the end."""
+    """Query results page without overlap; an update re-indexes the item; index=False items only fill the
+    end."""
     for i in range(5):
         store.put(("test",), f"doc{i}", {"text": f"test document number {i}"})
     page1 = store.search(("test",), query="test", limit=2)
@@ -192,16 +199,20 @@ def test_query_edge_cases(store):
 
 
 def test_index_fields_and_recall(store, agents_home):
-    """Only the configured fields are indexed; the items are found by the agent's recall_memory as kind item."""
+    """Only the configured fields are indexed; the items are found by the agent's recall_memory as kind
+    item."""
     indexed = AgentOSStore("finn", index={"fields": ["messages[*].content", "title"]})
     indexed.put(("chats",), "c1", {"title": "Trip planning", "secret_note": "zebra crossing",
-                                   "messages": [{"content": "Book the train to Lisbon"}, {"content": "Pack sunscreen"}]})
+                                   "messages": [{"content": "Book the train to Lisbon"},
+                                                {"content": "Pack sunscreen"}]})
     hits = indexed.manager.recall_memory("train to Lisbon", kind="item")
     assert hits[0]["content"] == "Book the train to Lisbon" and hits[0]["source"] == "store:chats/c1"
     every = indexed.manager.recall_memory("trip", kind="item", n_results=10, min_score=0)
-    assert {h["metadata"]["path"] for h in every} == {"messages[*].content.0", "messages[*].content.1", "title"}
+    assert {h["metadata"]["path"] for h in every} == {"messages[*].content.0", "messages[*].content.1",
+                                                      "title"}
     assert every[0]["where"] == {"namespace": ["chats"], "key": "c1", "path": "title"}
-    assert not any("zebra" in h["content"] for h in indexed.manager.recall_memory("zebra crossing", kind="item"))
+    assert not any("zebra" in h["content"] for h in indexed.manager.recall_memory("zebra crossing",
+                                                                                  kind="item"))
     with pytest.raises(ValidationError, match="cold.embedder"):
         AgentOSStore("finn", index={"dims": 384, "embed": "openai:text-embedding-3-small"})
 
@@ -230,18 +241,26 @@ def test_async_api(store):
         return item, found, spaces, await store.aget(("a", "b"), "k")
 
     item, found, spaces, gone = asyncio.run(main())
-    assert item.value == {"text": "async apple"} and found[0].key == "k" and spaces == [("a", "b")] and gone is None
+    assert (
+        item.value == {"text": "async apple"}
+        and found[0].key == "k"
+        and spaces == [("a", "b")]
+        and gone is None
+    )
     assert store.batch([ListNamespacesOp(match_conditions=(), limit=10)]) == [[]]
 
 
 @pytest.mark.slow
 def test_langgraph_graph_memories_survive_a_restart(agents_home):
-    """A graph writes memories through runtime.store in one process; a second process finds them by meaning."""
+    """A graph writes memories through runtime.store in one process; a second process finds them by
+    meaning."""
     env = dict(os.environ)
-    write = subprocess.run([sys.executable, "-m", "tests.langgraph_store.graph_child", "write"], cwd=ROOT, env=env,
+    write = subprocess.run([sys.executable, "-m", "tests.langgraph_store.graph_child", "write"], cwd=ROOT,
+                           env=env,
                            capture_output=True, text=True, timeout=180)
     assert write.returncode == 0, write.stderr
-    read = subprocess.run([sys.executable, "-m", "tests.langgraph_store.graph_child", "read"], cwd=ROOT, env=env,
+    read = subprocess.run([sys.executable, "-m", "tests.langgraph_store.graph_child", "read"], cwd=ROOT,
+                          env=env,
                           capture_output=True, text=True, timeout=180)
     assert read.returncode == 0, read.stderr
     found = json.loads(read.stdout.strip().splitlines()[-1])

@@ -38,7 +38,8 @@ def test_an_item_is_searchable_by_words_while_the_embedder_is_down(agents_home):
 
 def test_deleting_or_shrinking_an_item_removes_its_passages_from_recall_and_lancedb(store):
     """A deleted item's docs and vectors are gone; an item rewritten with fewer passages keeps only those."""
-    store.put(("notes",), "trip", {"text": ["Book the train to Lisbon", "Pack sunscreen", "Renew the passport"]},
+    store.put(("notes",), "trip",
+              {"text": ["Book the train to Lisbon", "Pack sunscreen", "Renew the passport"]},
               index=["text[*]"])
     store.put(("notes",), "cat", {"text": "Pixel the cat likes tuna"})
     store.manager.cold.catch_up()
@@ -52,8 +53,8 @@ def test_deleting_or_shrinking_an_item_removes_its_passages_from_recall_and_lanc
 
 
 def test_forgetting_an_item_deletes_it_and_survives_rebuild(store):
-    """forget_memory on an item's passage deletes the item (FORGET logged without its text); rebuild_index does
-    not bring it back; the same key written again afterwards is a new memory."""
+    """forget_memory on an item's passage deletes the item (FORGET logged without its text); rebuild_index
+    does not bring it back; the same key written again afterwards is a new memory."""
     store.put(("people",), "ada", {"text": "Ada lives at 12 Elm Street"})
     hit = store.manager.recall_memory("where does Ada live?", 1, kind="item")[0]
     assert store.manager.forget_memory(hit["id"])

@@ -13,7 +13,8 @@ from tests.ollama_server import ScriptedOllama
 
 @pytest.fixture
 def ollama(monkeypatch: pytest.MonkeyPatch):
-    """A scripted Ollama-compatible server serving a chat model and ``fake-embed``; ``OLLAMA_HOST`` points at it."""
+    """A scripted Ollama-compatible server serving a chat model and ``fake-embed``; ``OLLAMA_HOST`` points at
+    it."""
     with ScriptedOllama(models=("llama3.1", "fake-embed")) as server:
         monkeypatch.setenv("OLLAMA_HOST", server.host)
         yield server
@@ -34,7 +35,8 @@ def finn(storage_backend: str, home: Path, manager):
 
 
 def write_config(home: Path, data: dict) -> None:
-    """Write ``<home>/config.yaml``, keeping the storage section a fixture chose (``pg_home``) and the embedder."""
+    """Write ``<home>/config.yaml``, keeping the storage section a fixture chose (``pg_home``) and the
+    embedder."""
     write_home_config(home, data)
 
 
@@ -48,5 +50,6 @@ def save_unscrubbed(manager, key: str, value: str) -> None:
     boundary does on its own is then all that keeps the value out."""
     with manager.db.transaction() as conn:
         conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at)"
-                     " VALUES (?, ?, 'secret', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')", (key, value))
+                     " VALUES (?, ?, 'secret', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+                     (key, value))
         conn.execute("DELETE FROM secret_scrubs")

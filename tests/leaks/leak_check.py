@@ -27,7 +27,8 @@ DB_FILES = ("memory.db", "memory.db-wal")
 
 
 def forms(value: str) -> set[bytes]:
-    """The value as it could appear in a file: as typed, NFKC-normalised, whitespace-collapsed, JSON-escaped."""
+    """The value as it could appear in a file: as typed, NFKC-normalised, whitespace-collapsed,
+    JSON-escaped."""
     found = set()
     stripped = value.strip()
     for text in (stripped, unicodedata.normalize("NFKC", stripped)):
@@ -120,9 +121,11 @@ def _terms_holding(conn: sqlite3.Connection, value: str) -> list[str]:
     """Full-text index terms equal to the value (a one-word secret is a term of its own)."""
     word = "".join(ch for ch in unicodedata.normalize("NFKC", value.strip()).lower() if ch.isalnum())
     found = []
-    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%fts5(%'"):
+    for (name,
+         ) in conn.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%fts5(%'"):
         try:
-            conn.execute(f'CREATE VIRTUAL TABLE IF NOT EXISTS temp."{name}_terms" USING fts5vocab(main, "{name}", row)')
+            conn.execute(f'CREATE VIRTUAL TABLE IF NOT EXISTS temp."{name}_terms" USING fts5vocab(main, '
+                         f'"{name}", row)')
         except sqlite3.OperationalError:  # a read-only connection may still make temp tables; if not, skip
             continue
         terms = {row[0] for row in conn.execute(f'SELECT term FROM temp."{name}_terms"')}
@@ -143,7 +146,8 @@ def schema_leaks(root: Path, value: str, *, checkpoints: bool = True,
     backend, dsn = storage.resolved()
     if backend != "postgres":
         return []
-    return postgres_schema_leaks(dsn, schema_name(paths.name, storage), value, checkpoints=checkpoints, kept=kept)
+    return postgres_schema_leaks(dsn, schema_name(paths.name, storage), value, checkpoints=checkpoints,
+                                 kept=kept)
 
 
 def postgres_schema_leaks(dsn: str, schema: str, value: str, *, checkpoints: bool = True,
@@ -154,7 +158,8 @@ def postgres_schema_leaks(dsn: str, schema: str, value: str, *, checkpoints: boo
 
     found = []
     with psycopg.connect(dsn, autocommit=True) as conn:
-        tables = [r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s"
+        tables = [r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE "
+                                             "table_schema = %s"
                                              " AND table_type = 'BASE TABLE' ORDER BY 1", (schema,))]
         for table in tables:
             if (table.startswith("checkpoint") and not checkpoints) or table in kept:
@@ -166,7 +171,8 @@ def postgres_schema_leaks(dsn: str, schema: str, value: str, *, checkpoints: boo
                 if table == "user_facts" and record.get("category") == "secret":
                     record.pop("value")
                 for column, cell in record.items():
-                    raw = cell if isinstance(cell, bytes) else json.dumps(cell, ensure_ascii=False, default=str).encode()
+                    raw = cell if isinstance(cell, bytes) else json.dumps(cell, ensure_ascii=False,
+                                                                          default=str).encode()
                     if holds(raw, value) or holds(str(cell).encode("utf-8"), value):
                         found.append(f"postgres {table}.{column}")
         conn.execute("CHECKPOINT")  # the indexes' pages on disk, as the server keeps them
@@ -177,7 +183,8 @@ def postgres_schema_leaks(dsn: str, schema: str, value: str, *, checkpoints: boo
                 " JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = %s", (schema,)).fetchall():
             if (table.startswith("checkpoint") and not checkpoints) or table in kept:
                 continue
-            for segment in sorted(data.glob(path + "*")):  # the file, its .1, .2 ... segments and _fsm/_vm forks
+            # the file, its .1, .2 ... segments and _fsm/_vm forks
+            for segment in sorted(data.glob(path + "*")):
                 if holds(segment.read_bytes(), value):
                     found.append(f"postgres index {index} ({segment.name})")
     return sorted(set(found))
@@ -191,7 +198,8 @@ def cold_store_leaks(folder: Path, value: str) -> list[str]:
         return []
     import lance
 
-    rows = lance.dataset(folder / f"{TABLE}.lance").to_table(columns=["id", "text", "memory", "source"]).to_pylist()
+    rows = lance.dataset(folder / f"{TABLE}.lance").to_table(columns=["id", "text", "memory",
+                                                                      "source"]).to_pylist()
     return [f"lancedb row {row['id']}" for row in rows
             if holds(json.dumps(row, ensure_ascii=False).encode("utf-8"), value)
             or holds(f"{row['text']} {row['memory']}".encode("utf-8"), value)]

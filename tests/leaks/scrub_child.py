@@ -1,4 +1,5 @@
-"""Child process of the scrub crash test: save a secret, SIGKILLing itself at the N-th durable step of the scrub.
+"""Child process of the scrub crash test: save a secret, SIGKILLing itself at the N-th durable step of the
+scrub.
 
     python scrub_child.py N VALUE
 

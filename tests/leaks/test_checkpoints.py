@@ -15,10 +15,11 @@ TASK = f"Keep this for the deploys: {VALUE}"
 
 
 @pytest.mark.slow
-def test_a_killed_runs_checkpoint_leaks_nowhere_and_is_gone_once_the_turn_ends(ollama, agents_home, storage_backend):
-    """SIGKILL after save_fact: only the checkpoints hold the value (the user's own request), in checkpoints.db
-    or LangGraph's tables of the agent's schema; resuming sends it in no prompt but as the user's request;
-    once the turn ends no checkpoint holds it."""
+def test_a_killed_runs_checkpoint_leaks_nowhere_and_is_gone_once_the_turn_ends(ollama, agents_home,
+                                                                               storage_backend):
+    """SIGKILL after save_fact: only the checkpoints hold the value (the user's own request), in
+    checkpoints.db or LangGraph's tables of the agent's schema; resuming sends it in no prompt but as the
+    user's request; once the turn ends no checkpoint holds it."""
     write_config(agents_home, {"llm": {"backend": "ollama"}})
     blocked = Block()
     server = ollama
@@ -27,7 +28,8 @@ def test_a_killed_runs_checkpoint_leaks_nowhere_and_is_gone_once_the_turn_ends(o
     kill_engine_at(blocked, "--agent", "finn", TASK)
     root = agents_home / "finn"
     held = leaks(root, VALUE)
-    assert held and all(place.startswith(("memory/checkpoints.db", "postgres checkpoint")) for place in held), \
+    assert held and all(place.startswith(("memory/checkpoints.db",
+                                          "postgres checkpoint")) for place in held), \
         f"the killed turn leaked beyond its checkpoint: {held}"
     assert leaks(root, VALUE, checkpoints=False) == []
 

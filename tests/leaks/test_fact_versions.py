@@ -1,5 +1,5 @@
-"""A fact's earlier values leak nowhere they should not: forgetting the fact forgets them, a secret's are never
-kept nor shown, and the secret scrub covers them."""
+"""A fact's earlier values leak nowhere they should not: forgetting the fact forgets them, a secret's are
+never kept nor shown, and the secret scrub covers them."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ NEW = "plain ivory white"
 
 
 def _versions(manager) -> list[tuple]:
-    return [tuple(r) for r in manager.db.conn.execute("SELECT key, value, category FROM fact_versions ORDER BY id")]
+    return [tuple(r)
+            for r in manager.db.conn.execute("SELECT key, value, category FROM fact_versions ORDER BY id")]
 
 
 def test_forgetting_a_fact_forgets_its_earlier_values_everywhere(finn):
-    """forget_memory(fact:<key>) deletes the history too: no version row, no recall hit, the earlier value hidden
-    from prompts and recall like the forgotten one, and purge_forgotten takes it out of every file."""
+    """forget_memory(fact:<key>) deletes the history too: no version row, no recall hit, the earlier value
+    hidden from prompts and recall like the forgotten one, and purge_forgotten takes it out of every file."""
     finn.save_fact(KEY, OLD)
     finn.save_fact(KEY, NEW)
     finn.append_log("THOUGHT", f"the painter asked whether {OLD} is still the plan")
@@ -40,7 +41,8 @@ def test_forgetting_a_fact_forgets_its_earlier_values_everywhere(finn):
 
 
 def test_an_earlier_value_forgotten_alone_leaves_the_current_one(finn):
-    """forget_memory on the id recall gave an earlier value: it leaves the history and is hidden; the fact stays."""
+    """forget_memory on the id recall gave an earlier value: it leaves the history and is hidden; the fact
+    stays."""
     finn.save_fact(KEY, OLD)
     finn.save_fact(KEY, NEW)
     old_id = finn.get_fact(KEY, history=True)[1]["id"]
@@ -63,14 +65,16 @@ def test_a_secrets_earlier_values_are_never_kept_indexed_or_shown(finn):
     finn.save_fact("vault_pin", "first secret 7319-ab", "secret")
     finn.save_fact("vault_pin", "second secret 8842-cd", "secret")
 
-    assert _versions(finn) == [("vault_pin", "public placeholder value", "general"), ("vault_pin", None, "secret")]
+    assert _versions(finn) == [("vault_pin", "public placeholder value", "general"),
+                               ("vault_pin", None, "secret")]
     history = finn.get_fact("vault_pin", history=True)
     assert [h["value"] for h in history] == ["second secret 8842-cd", REDACTED, REDACTED]
     hits = finn.recall_memory("vault pin placeholder secret", 10, min_score=0)
     assert not any(h["id"].startswith(("fact:", "fact_version:")) for h in hits)
     assert not holds(json.dumps(hits).encode(), "public placeholder value")
 
-    finn.save_fact("vault_pin", "now public again", "general")  # no longer secret: the secret value is not history
+    # no longer secret: the secret value is not history
+    finn.save_fact("vault_pin", "now public again", "general")
     assert [h["value"] for h in finn.get_fact("vault_pin", history=True)] == [
         "now public again", REDACTED, REDACTED, "public placeholder value"]
     dumped = json.dumps(finn.recall_memory("vault pin secret public", 10, min_score=0))
@@ -78,7 +82,8 @@ def test_a_secrets_earlier_values_are_never_kept_indexed_or_shown(finn):
 
 
 def test_the_secret_scrub_covers_earlier_values(finn):
-    """A secret saved later is redacted from the earlier values that held it, in memory.db and recall alike."""
+    """A secret saved later is redacted from the earlier values that held it, in memory.db and recall
+    alike."""
     secret = "horse-battery-staple-42"
     finn.save_fact("wifi_note", f"the password is {secret}")
     finn.save_fact("wifi_note", "ask the landlord")

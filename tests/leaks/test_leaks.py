@@ -100,7 +100,8 @@ def test_a_secret_used_as_a_metadata_key_is_redacted(finn):
 
 
 def test_a_secret_saved_with_a_trailing_newline_still_matches(finn):
-    """A value saved as "cred…\\n" is hidden where it appears without the newline; get_fact returns it as saved."""
+    """A value saved as "cred…\\n" is hidden where it appears without the newline; get_fact returns it as
+    saved."""
     finn.save_fact("bank_credential", VALUE + "\n", "secret")
     finn.append_log("USER_FEEDBACK", f"my credential is {VALUE}.")
     finn.update_now("Checking", objective=f"verify {VALUE}")
@@ -117,7 +118,8 @@ def test_a_secret_inside_a_non_secret_fact_is_hidden(finn):
     finn.save_fact("other_pin", "pin-0042", "secret")
     finn.save_fact("late_note", "the pin-0042 opens the door")
 
-    shown = json.dumps([finn.list_facts(), finn.format_context_for_prompt(), finn.recall_memory("bank code", 10)])
+    shown = json.dumps([finn.list_facts(), finn.format_context_for_prompt(),
+                        finn.recall_memory("bank code", 10)])
     assert not holds(shown.encode(), VALUE) and not holds(shown.encode(), "pin-0042")
     assert finn.get_fact("login_hint") == f"the bank wants {REDACTED} then the code"
     assert finn.get_fact("bank_pin") == VALUE
@@ -129,7 +131,8 @@ def test_now_fields_whose_whitespace_is_collapsed_stay_redacted(finn):
     phrase = "correct horse battery staple"
     finn.save_fact("passphrase", phrase, "secret")
     finn.update_now("Typing  correct\nhorse   battery\tstaple", ["enter correct  horse battery\n staple"],
-                    objective="unlock with correct\u00a0horse battery  staple", blockers=["correct horse\nbattery staple?"])
+                    objective="unlock with correct\u00a0horse battery  staple",
+                    blockers=["correct horse\nbattery staple?"])
     assert leaks(finn.paths.root, phrase) == []
     assert finn.read_now()["objective"] == f"unlock with {REDACTED}"
 
@@ -180,7 +183,8 @@ def test_the_lcm_provider_keeps_secrets_out_of_its_storage_prompts_and_context(f
         assert stored and not any(holds(s.encode(), VALUE) for s in stored)
 
         lcm.append(SESSION, _turn_with(VALUE))  # after the save: stored redacted
-        newest = finn.db.conn.execute("SELECT content, tool_calls FROM ctx_messages ORDER BY id DESC LIMIT 3").fetchall()
+        newest = finn.db.conn.execute("SELECT content, tool_calls FROM ctx_messages ORDER BY id DESC LIMIT "
+                                      "3").fetchall()
         assert not any(holds(json.dumps(tuple(r)).encode(), VALUE) for r in newest)
 
         finn.save_fact("card", VALUE, "secret")  # a real save: the scrub takes the first turn's copy out too

@@ -17,7 +17,10 @@ def test_text_without_a_secret_comes_back_unchanged():
 
 def test_a_value_saved_with_a_trailing_newline_is_found():
     """A value saved with surrounding whitespace (a trailing newline) matches it without."""
-    assert Redactor(["cred-5566-7788\n"]).text("my credential is cred-5566-7788.") == f"my credential is {REDACTED}."
+    assert Redactor(["cred-5566-7788\n"]).text("my credential is cred-5566-7788.") == (
+        f"my credential is "
+        f"{REDACTED}."
+    )
 
 
 def test_normalised_forms_are_found():
@@ -62,7 +65,8 @@ def test_the_compiled_redactor_is_shared():
 
 
 def test_obvious_secret_phrasings_are_masked_before_any_fact_exists():
-    """The engine's intent logging masks values after credential words, "pin code" and "credential" included."""
+    """The engine's intent logging masks values after credential words, "pin code" and "credential"
+    included."""
     cases = {
         "remember that my bank credential is cred-5566-7788": "cred-5566-7788",
         "my pin code is 4321": "4321",

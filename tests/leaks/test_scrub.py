@@ -50,11 +50,14 @@ def fill(manager: MemoryManager) -> None:
     sessions.mkdir(exist_ok=True)
     (sessions / "finn_main.handoff.json").write_text(json.dumps({"summary": f"card {VALUE}", "covered": 2}))
     with open(manager.paths.log_file, "ab") as log:  # a torn tail: the next open moves it to quarantine
-        log.write(f'- {manager.log.last_seq() + 1} 2026-01-01T00:00:00.000Z THOUGHT {{"text":"torn {VALUE}'.encode())
+        log.write(
+            f'- {manager.log.last_seq() + 1} 2026-01-01T00:00:00.000Z THOUGHT {{"text":"torn {VALUE}'.encode()
+        )
 
 
 def assert_consistent(root: Path) -> None:
-    """No value anywhere; every seq once; archives match compaction_history and the SUMMARY that points at them."""
+    """No value anywhere; every seq once; archives match compaction_history and the SUMMARY that points at
+    them."""
     memory = root / "memory"
     assert leaks(root, VALUE) == []
     assert not list((memory / "archive").glob(".*.scrub")), "a side file of the scrub was left"
@@ -64,13 +67,16 @@ def assert_consistent(root: Path) -> None:
         last = manager.log.last_seq()
         history = dict(manager.db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history"))
     counts = seq_counts(memory)
-    torn = {int(m) for f in (memory / "quarantine").glob("*.md") for m in re.findall(r"(?m)^- (\d+) ", f.read_text())}
+    torn = {int(m) for f in (memory / "quarantine").glob("*.md") for m in re.findall(r"(?m)^- (\d+) ",
+                                                                                     f.read_text())}
     assert max(counts.values()) == 1 and set(range(1, last + 1)) - set(counts) <= torn
     archives = {p.stem: p for p in (memory / "archive").glob("LOG-*.md")}
     assert set(history) == set(archives)
     for archive_id, path in archives.items():
         assert hashlib.sha256(path.read_bytes()).hexdigest() == history[archive_id], archive_id
-        assert not path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH), "an archive became writable"
+        assert not path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH), (
+            "an archive became writable"
+        )
     for path in [memory / "LOG.md", *archives.values()]:
         for entry in scan_bytes(path.read_bytes(), path).entries:
             if entry.type == "SUMMARY":
@@ -85,7 +91,8 @@ def test_archives_are_rewritten_with_their_sha256_chain_and_the_rewrite_is_recor
     fill(finn)
     finn.close()
     with MemoryManager("finn") as manager:
-        before = {p.stem: hashlib.sha256(p.read_bytes()).hexdigest() for p in manager.paths.archive_dir.glob("LOG-*.md")}
+        before = {p.stem: hashlib.sha256(p.read_bytes()).hexdigest()
+                  for p in manager.paths.archive_dir.glob("LOG-*.md")}
         assert len(before) == 2
         manager.save_fact("card_number", VALUE, "secret")
         record = manager.read_log(1)[0]
@@ -93,7 +100,8 @@ def test_archives_are_rewritten_with_their_sha256_chain_and_the_rewrite_is_recor
         assert {a: v["sha256_before"] for a, v in record["metadata"]["archives"].items()} == before
         assert record["metadata"]["keys"] == ["card_number"] and VALUE not in json.dumps(record)
         files = record["metadata"]["files"]
-        assert any(f.startswith("memory/quarantine/") for f in files) and "memory/sessions/finn_main.handoff.json" in files
+        assert any(f.startswith("memory/quarantine/")
+                   for f in files) and "memory/sessions/finn_main.handoff.json" in files
         assert all(REDACTED in (manager.paths.root / f).read_text() for f in files)
         result = rebuild_all(manager.tiers)
         assert result.compactions == 2 and result.memories
@@ -152,7 +160,9 @@ def test_a_scrub_waits_for_another_connections_checkpoint_to_truncate_the_wal(tm
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM notes").fetchone()  # a snapshot older than the scrub's writes
     other = connect(timeout=120)
-    checkpointer = threading.Thread(target=lambda: other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+    checkpointer = threading.Thread(
+        target=lambda: other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    )
     asked = []
 
     def on_statement(sql: str) -> None:
@@ -226,7 +236,8 @@ def _trial(home: Path, cache: Path, kill_at: int, point: str = COUNTING) -> bool
     killed = done.returncode == -signal.SIGKILL
     assert killed or done.returncode == 0, done.stderr
     with MemoryManager("finn") as manager:
-        if manager.get_fact("card_number") is None:  # killed before the fact was saved: the user saves it again
+        # killed before the fact was saved: the user saves it again
+        if manager.get_fact("card_number") is None:
             manager.save_fact("card_number", VALUE, "secret")
     assert_consistent(home / "finn")
     return killed

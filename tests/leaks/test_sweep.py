@@ -67,7 +67,8 @@ def test_every_public_path_around_a_secret_saved_late(minilm, agents_home, stora
         memory.cold.catch_up()  # every memory gets its vector: the value is in LanceDB too
 
     held = leaks(agents_home / "finn", VALUE)
-    for place in ("memory/LOG.md", "memory/NOW.md", "memory/archive/", "memory/sessions/", "ctx_messages.content",
+    for place in ("memory/LOG.md", "memory/NOW.md", "memory/archive/", "memory/sessions/",
+                  "ctx_messages.content",
                   "ctx_summaries.content", "cold_notes.text", "compaction_history.summary", "lancedb row"):
         assert any(place in where for where in held), f"the sweep never wrote the value to {place}"
 
@@ -82,7 +83,8 @@ def test_every_public_path_around_a_secret_saved_late(minilm, agents_home, stora
     server.enqueue(tool_call("get_fact", key="bank_portal_code"), f"It is {VALUE}.")
     assert engine.run("What is my bank portal code?").ok
     for n in range(3):
-        server.enqueue(tool_calls(("log_activity", {"content": f"used {VALUE} again", "metadata": {VALUE: n}}),
+        server.enqueue(tool_calls(("log_activity",
+                                   {"content": f"used {VALUE} again", "metadata": {VALUE: n}}),
                                   ("recall_memory", {"query": "bank portal code"})), "Done.")
         assert engine.run(f"Pay bill {n} on the portal. {LONG}").ok
     log_activity.execute(agent_name="finn", content=f"direct log {VARIANT}")
@@ -99,11 +101,13 @@ def test_every_public_path_around_a_secret_saved_late(minilm, agents_home, stora
     assert offline.run("remember that my backup pin is 9911-4455").ok
     offline.close()
     side = _engine(agents_home, "simple", session="side")
-    typed = f"Last side question about {VALUE}. {LONG}"  # the user types the secret again: that request may show it
+    # the user types the secret again: that request may show it
+    typed = f"Last side question about {VALUE}. {LONG}"
     assert side.run(typed).ok
     assert side.compact().method == "handoff"
     side.close()
-    write_config(agents_home, {"llm": {"backend": "offline"}, "memory": {"compact_summarizer": "deterministic"}})
+    write_config(agents_home,
+                 {"llm": {"backend": "offline"}, "memory": {"compact_summarizer": "deterministic"}})
 
     with MemoryManager("finn") as deterministic:
         assert deterministic.compact_log().summary_method == "deterministic"
@@ -113,7 +117,9 @@ def test_every_public_path_around_a_secret_saved_late(minilm, agents_home, stora
     root = agents_home / "finn"
     assert leaks(root, VALUE) == [] and leaks(root, VARIANT) == []
     after = server.chat_requests[saved_at[0]:]
-    assert len(after) > 10 and any(not r.get("tools") for r in after), "summarizer prompts were sent after the save"
+    assert len(after) > 10 and any(not r.get("tools")
+                                   for r in after), "summarizer prompts were sent after the save"
     assert prompt_leaks(after, VALUE, (typed,)) == [] and prompt_leaks(after, VARIANT, (typed,)) == []
-    fact_replies = [m for r in after for m in r["messages"] if m.get("tool_name") == "get_fact" and VALUE in m["content"]]
+    fact_replies = [m for r in after for m in r["messages"] if m.get("tool_name") == "get_fact"
+                    and VALUE in m["content"]]
     assert fact_replies, "get_fact's reply carried the value to the model"

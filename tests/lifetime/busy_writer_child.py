@@ -2,9 +2,10 @@
 
     python busy_writer_child.py STOP_FILE
 
-Each step ``i`` (from 1) sets NOW.md's objective to ``step i`` (one NOW version a step), logs a THOUGHT and saves
-the fact ``counter`` = i. After its first step it prints ``writing <NOW version before the first step>``; it stops
-after the step during which ``STOP_FILE`` appeared (at least 20 steps).
+Each step ``i`` (from 1) sets NOW.md's objective to ``step i`` (one NOW version a step), logs a THOUGHT and
+saves the fact ``counter`` = i. After its first step it prints
+``writing <NOW version before the first step>``; it stops after the step during which ``STOP_FILE`` appeared
+(at least 20 steps).
 """
 
 import sys

@@ -49,7 +49,8 @@ def named_threads(pid: int | str, name: str) -> int:
 
 def agent_threads(name: str) -> list[str]:
     """The names of this process's live threads that work for agent ``name`` (``agentos-<what>-<name>``)."""
-    return [t.name for t in threading.enumerate() if t.name.startswith("agentos-") and t.name.endswith(f"-{name}")]
+    return [t.name for t in threading.enumerate() if t.name.startswith("agentos-")
+            and t.name.endswith(f"-{name}")]
 
 
 def rss_kib(pid: int | str = "self") -> int:

@@ -20,7 +20,8 @@ from core.paths import agents_home  # noqa: E402
 from tests.lifetime.held import descriptors, native_threads, open_under, rss_kib  # noqa: E402
 
 errors: list[str] = []
-threading.excepthook = lambda hook: errors.append(f"{hook.thread.name}: {hook.exc_type.__name__}: {hook.exc_value}")
+threading.excepthook = lambda hook: errors.append(f"{hook.thread.name}: {hook.exc_type.__name__}: "
+                                                  f"{hook.exc_value}")
 
 
 def serve(first: int, last: int) -> None:

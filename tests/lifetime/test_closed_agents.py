@@ -52,7 +52,8 @@ def test_a_lock_file_closed_with_its_agent_is_opened_again_by_a_later_write(agen
 
 
 def test_a_closed_shared_manager_is_let_go_and_opened_anew(agents_home: Path) -> None:
-    """The process's shared managers (the engine's, the skills', the MCP server's) forget one once it is closed."""
+    """The process's shared managers (the engine's, the skills', the MCP server's) forget one once it is
+    closed."""
     first = shared_manager("finn")
     assert shared_manager("finn") is first
     first.close()
@@ -88,8 +89,8 @@ def test_a_process_opens_and_closes_a_thousand_agents_and_holds_no_more_than_aft
 
 
 def test_the_inspector_serving_many_agents_keeps_no_file_of_theirs_open(agents_home: Path) -> None:
-    """The inspector reads agent after agent (pages, timelines, recall): between requests it holds none of their
-    files, and once stopped it holds nothing of them."""
+    """The inspector reads agent after agent (pages, timelines, recall): between requests it holds none of
+    their files, and once stopped it holds nothing of them."""
     import json
     import urllib.request
 

@@ -29,7 +29,8 @@ def test_rebuild_index_while_another_process_writes(agents_home: Path, tmp_path:
     try:
         assert writer.stdout.readline().strip() == "writing", writer.stderr.read()
         for _ in range(2):
-            rebuilt = subprocess.run([sys.executable, "-m", "core", "rebuild-index", "--agent", "finn"], env=env,
+            rebuilt = subprocess.run([sys.executable, "-m", "core", "rebuild-index", "--agent", "finn"],
+                                     env=env,
                                      cwd=ROOT, capture_output=True, text=True, timeout=600)
             assert rebuilt.returncode == 0, rebuilt.stderr
         stop.touch()

@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from core.memory_manager import MemoryManager  # noqa: E402
 
 errors: list[str] = []
-threading.excepthook = lambda hook: errors.append(f"{hook.thread.name}: {hook.exc_type.__name__}: {hook.exc_value}")
+threading.excepthook = lambda hook: errors.append(f"{hook.thread.name}: {hook.exc_type.__name__}: "
+                                                  f"{hook.exc_value}")
 stop = Path(sys.argv[1])
 manager = MemoryManager("finn")
 ids = []

@@ -76,16 +76,19 @@ def test_tools_and_resources_have_the_engines_schemas(finn):
     actions = set(tools["memory"].input_schema["properties"]["action"]["enum"])
     assert actions >= {"status", "search", "expand", "recall", "forget"}
     assert tools["get_fact"].annotations.read_only_hint and tools["recall_memory"].annotations.read_only_hint
-    assert not any(tools[name].annotations.read_only_hint for name in ("save_fact", "store_memory", "forget_memory"))
+    assert not any(tools[name].annotations.read_only_hint for name in ("save_fact", "store_memory",
+                                                                       "forget_memory"))
     assert resources == ["agentos://finn/facts", "agentos://finn/log", "agentos://finn/now"]
 
 
 @pytest.mark.slow  # the server runs as its own process over stdio
 def test_facts_round_trip_and_bad_arguments_leave_the_server_serving(finn):
-    """save_fact then get_fact returns the value; bad arguments are error results and the next call still works."""
+    """save_fact then get_fact returns the value; bad arguments are error results and the next call still
+    works."""
     async def main():
         async with client() as session:
-            saved = data(await session.call_tool("save_fact", {"key": "city", "value": "Porto", "category": "personal"}))
+            saved = data(await session.call_tool("save_fact",
+                                                 {"key": "city", "value": "Porto", "category": "personal"}))
             got = data(await session.call_tool("get_fact", {"key": "city"}))
             missing = await session.call_tool("save_fact", {"key": "x"})
             unknown = await session.call_tool("save_fact", {"key": "x", "value": "1", "colour": "red"})
@@ -110,14 +113,16 @@ def test_facts_round_trip_and_bad_arguments_leave_the_server_serving(finn):
 
 @pytest.mark.slow  # the server runs as its own process over stdio
 def test_get_fact_with_history_returns_the_earlier_values(finn):
-    """get_fact takes history (a boolean): the current value and the earlier ones, newest first, with when each
-    was saved and replaced, as MemoryManager.get_fact(key, history=True) lists them; a wrong type is an error."""
+    """get_fact takes history (a boolean): the current value and the earlier ones, newest first, with when
+    each was saved and replaced, as MemoryManager.get_fact(key, history=True) lists them; a wrong type is an
+    error."""
     async def main():
         async with client() as session:
             tools = {tool.name: tool for tool in (await session.list_tools()).tools}
             for city in ("Porto", "Lisbon", "Berlin"):
                 await session.call_tool("save_fact", {"key": "city", "value": city, "category": "personal"})
-            await session.call_tool("save_fact", {"key": "api_key", "value": "sk-old-1234", "category": "secret"})
+            await session.call_tool("save_fact",
+                                    {"key": "api_key", "value": "sk-old-1234", "category": "secret"})
             await session.call_tool("save_fact", {"key": "api_key", "value": SECRET, "category": "secret"})
             plain = data(await session.call_tool("get_fact", {"key": "city"}))
             with_history = data(await session.call_tool("get_fact", {"key": "city", "history": True}))
@@ -135,21 +140,26 @@ def test_get_fact_with_history_returns_the_earlier_values(finn):
                                                                 ("Porto", "personal")]
     assert versions[0]["replaced_at"] is None and versions[1]["replaced_at"] == versions[0]["saved_at"]
     assert versions[2]["replaced_at"] == versions[1]["saved_at"]
-    assert [v["value"] for v in secret["history"]] == [SECRET, "[REDACTED]"], "a secret's old value is never kept"
+    assert [v["value"] for v in secret["history"]] == [SECRET,
+                                                       "[REDACTED]"], "a secret's old value is never kept"
     assert wrong.is_error and "history" in text(wrong)
 
 
 @pytest.mark.slow  # the server runs as its own process over stdio
 def test_recall_memory_explains_itself_and_lists_a_time_window(finn):
-    """The recall_memory tool takes explain (results with why, and left_out) and, with no query, lists a window."""
+    """The recall_memory tool takes explain (results with why, and left_out) and, with no query, lists a
+    window."""
     with MemoryManager("finn") as manager:
-        note = manager.store_memory("The invoice for the Porto office is due on the 30th", occurred_at="2023-05-02")
+        note = manager.store_memory("The invoice for the Porto office is due on the 30th",
+                                    occurred_at="2023-05-02")
         manager.store_memory("The standup moved to 9:30", occurred_at="2023-07-01")
 
     async def main():
         async with client() as session:
-            explained = data(await session.call_tool("recall_memory", {"query": "Porto invoice", "explain": True}))
-            listed = data(await session.call_tool("recall_memory", {"since": "May 2023", "until": "2023-05-31"}))
+            explained = data(await session.call_tool("recall_memory",
+                                                     {"query": "Porto invoice", "explain": True}))
+            listed = data(await session.call_tool("recall_memory",
+                                                  {"since": "May 2023", "until": "2023-05-31"}))
             bad = await session.call_tool("recall_memory", {"since": "2023-06-01", "until": "2023-05-01"})
         return explained, listed, bad
 
@@ -174,7 +184,8 @@ def test_a_secret_comes_back_only_from_get_fact(finn):
                 await session.call_tool("recall_memory", {"query": "the API key"}),
                 await session.call_tool("memory", {"action": "recall", "query": "the API key"}),
             ]
-            resources = [await session.read_resource(f"agentos://finn/{name}") for name in ("now", "log", "facts")]
+            resources = [await session.read_resource(f"agentos://finn/{name}") for name in ("now", "log",
+                                                                                            "facts")]
             secret = data(await session.call_tool("get_fact", {"key": "api_key"}))
         return outputs, resources, secret
 
@@ -197,22 +208,32 @@ def test_store_recall_and_forget_a_note(finn):
 
     async def main():
         async with client() as session:
-            stored = data(await session.call_tool("store_memory", {"content": note, "occurred_at": "2026-03-06"}))
+            stored = data(await session.call_tool("store_memory",
+                                                  {"content": note, "occurred_at": "2026-03-06"}))
             other = data(await session.call_tool("store_memory", {"content": "Ada's cat is called Pixel"}))
-            found = data(await session.call_tool("recall_memory", {"query": "who receives the report?", "n_results": 2}))
-            by_tool = data(await session.call_tool("memory", {"action": "recall", "query": "who receives the report?"}))
+            found = data(await session.call_tool("recall_memory",
+                                                 {"query": "who receives the report?", "n_results": 2}))
+            by_tool = data(await session.call_tool("memory",
+                                                   {"action": "recall", "query": "who receives the report?"}))
             forgot = data(await session.call_tool("forget_memory", {"memory_id": stored["id"]}))
             gone = data(await session.call_tool("recall_memory", {"query": "who receives the report?"}))
             bad = await session.call_tool("forget_memory", {})
-            by_action = data(await session.call_tool("memory", {"action": "forget", "query": "Ada's cat Pixel"}))
-            after = data(await session.call_tool("memory", {"action": "recall", "query": "what is the cat called?"}))
+            by_action = data(await session.call_tool("memory",
+                                                     {"action": "forget", "query": "Ada's cat Pixel"}))
+            after = data(await session.call_tool("memory",
+                                                 {"action": "recall", "query": "what is the cat called?"}))
         return stored, other, found, by_tool, forgot, gone, bad, by_action, after
 
     stored, other, found, by_tool, forgot, gone, bad, by_action, after = anyio.run(main)
     assert stored["id"].startswith("note:")
-    assert found[0]["content"] == note and found[0]["id"] == stored["id"] and found[0]["occurred_at"].startswith("2026-03-06")
+    assert (
+        found[0]["content"] == note
+        and found[0]["id"] == stored["id"]
+        and found[0]["occurred_at"].startswith("2026-03-06")
+    )
     assert by_tool["memories"][0]["id"] == stored["id"]
-    assert (forgot["forgotten"], forgot["count"], forgot["matched"][0]["why"]) == ([stored["id"]], 1, {"id": stored["id"]})
+    assert (forgot["forgotten"], forgot["count"], forgot["matched"][0]["why"]) == ([stored["id"]], 1,
+                                                                                   {"id": stored["id"]})
     assert all(hit["id"] != stored["id"] for hit in gone)
     assert bad.is_error and "memory_id" in text(bad)
     assert by_action["forgotten"] == [other["id"]] and after["memories"] == []
@@ -225,7 +246,8 @@ def test_forget_memory_by_query_takes_only_what_says_every_word_and_says_why(fin
     """Through the official client: forget_memory with a query lists (dry_run) and forgets only the memories
     that say every word of it, each with the words; a query of common words is an error that names the fix."""
     with MemoryManager("finn") as manager:
-        ids = manager.store_memories(["remember that my deploy target is fly.io", "I like asyncio for concurrency",
+        ids = manager.store_memories(["remember that my deploy target is fly.io",
+                                      "I like asyncio for concurrency",
                                       *(f"summarize topic number {n}" for n in range(1, 6))])
 
     async def main():
@@ -233,16 +255,20 @@ def test_forget_memory_by_query_takes_only_what_says_every_word_and_says_why(fin
             listed = data(await session.call_tool("forget_memory", {"query": "asyncio", "dry_run": True}))
             forgot = data(await session.call_tool("forget_memory", {"query": "topic number 3"}))
             common = await session.call_tool("forget_memory", {"query": "what is it"})
-            found = data(await session.call_tool("recall_memory", {"query": "summarize topic number", "n_results": 10}))
+            found = data(await session.call_tool("recall_memory",
+                                                 {"query": "summarize topic number", "n_results": 10}))
         return listed, forgot, common, found
 
     listed, forgot, common, found = anyio.run(main)
-    assert listed["dry_run"] and listed["forgotten"] == [] and [m["id"] for m in listed["matched"]] == [ids[1]]
+    assert listed["dry_run"] and listed["forgotten"] == [] and [m["id"]
+                                                                for m in listed["matched"]] == [ids[1]]
     assert listed["matched"][0]["why"] == {"words": ["asyncio"]}
-    assert forgot["forgotten"] == [ids[4]] and forgot["matched"][0]["why"] == {"words": ["topic", "number", "3"]}
+    assert forgot["forgotten"] == [ids[4]] and forgot["matched"][0]["why"] == {"words": ["topic", "number",
+                                                                                         "3"]}
     assert common.is_error and "only common words" in text(common)
     assert {hit["id"] for hit in found} == {ids[2], ids[3], ids[5], ids[6]}
-    assert [e.metadata["ids"] for e in MemoryManager("finn").scan_log().entries if e.type == "FORGET"] == [[ids[4]]]
+    assert [e.metadata["ids"] for e in MemoryManager("finn").scan_log().entries
+            if e.type == "FORGET"] == [[ids[4]]]
 
 
 @pytest.mark.slow  # the server runs as its own process over stdio
@@ -288,8 +314,10 @@ def _free_port() -> int:
 def test_streamable_http_serves_two_sessions(finn):
     """--http serves streamable HTTP on 127.0.0.1: two client sessions at once see each other's writes."""
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http", f"127.0.0.1:{port}"],
-                              cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http",
+                               f"127.0.0.1:{port}"],
+                              cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
     try:
         _wait_for_port(port, server)
 
@@ -297,7 +325,8 @@ def test_streamable_http_serves_two_sessions(finn):
             async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
-                    data(await session.call_tool("save_fact", {"key": session_name, "value": session_name.upper()}))
+                    data(await session.call_tool("save_fact",
+                                                 {"key": session_name, "value": session_name.upper()}))
                     await anyio.sleep(0.5)
                     other = "b" if session_name == "a" else "a"
                     results[session_name] = data(await session.call_tool("get_fact", {"key": other}))
@@ -316,7 +345,8 @@ def test_streamable_http_serves_two_sessions(finn):
     assert results["a"]["value"] == "B" and results["b"]["value"] == "A"
 
 
-def _wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60, address: str = "127.0.0.1") -> None:
+def _wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60,
+                   address: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -332,7 +362,8 @@ def test_non_loopback_address_warns(finn):
     """Binding --http to a non-loopback address prints a warning that the memory is reachable from outside."""
     from core.mcp_server import is_loopback, parse_address
 
-    assert parse_address("127.0.0.1:8765") == ("127.0.0.1", 8765) and parse_address(":9000") == ("127.0.0.1", 9000)
+    assert parse_address("127.0.0.1:8765") == ("127.0.0.1", 8765) and parse_address(":9000") == ("127.0.0.1",
+                                                                                                 9000)
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
     result = run_main(agentos_main, ["mcp", "--agent", "finn", "--http", "nonsense"])
@@ -364,13 +395,15 @@ def _post(address: str, port: int, host_header: str, origin: str | None = None) 
 
 @pytest.mark.slow
 def test_streamable_http_answers_only_requests_addressed_to_it(finn):
-    """Bound to 127.0.0.2 (which the SDK's own DNS-rebinding check does not know), the server answers a request
-    whose Host is its address, a loopback name or an --allow-host name, and refuses any other (421) and a web
-    page of another origin (403): a page elsewhere cannot reach the memory through DNS rebinding."""
+    """Bound to 127.0.0.2 (which the SDK's own DNS-rebinding check does not know), the server answers a
+    request whose Host is its address, a loopback name or an --allow-host name, and refuses any other (421)
+    and a web page of another origin (403): a page elsewhere cannot reach the memory through DNS rebinding."""
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http", f"127.0.0.2:{port}",
+    server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http",
+                               f"127.0.0.2:{port}",
                                "--allow-host", "finn.internal"],
-                              cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                              cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
     try:
         _wait_for_port(port, server, address="127.0.0.2")
         assert _post("127.0.0.2", port, "evil.example") == 421
@@ -389,7 +422,8 @@ def test_streamable_http_answers_only_requests_addressed_to_it(finn):
 def test_the_allowed_hosts_are_the_bound_address_and_loopback_names_with_the_port():
     from core.mcp_server import allowed_hosts
 
-    assert allowed_hosts("127.0.0.2", 8765) == ["127.0.0.1:8765", "127.0.0.2:8765", "[::1]:8765", "localhost:8765"]
+    assert allowed_hosts("127.0.0.2", 8765) == ["127.0.0.1:8765", "127.0.0.2:8765", "[::1]:8765",
+                                                "localhost:8765"]
     assert "[::1]:9000" in allowed_hosts("::1", 9000)
     assert allowed_hosts("0.0.0.0", 80, ["box.lan", "box.lan:8080"])[:2] == ["0.0.0.0:80", "127.0.0.1:80"]
     assert {"box.lan:80", "box.lan:8080"} <= set(allowed_hosts("0.0.0.0", 80, ["box.lan", "box.lan:8080"]))
@@ -402,21 +436,25 @@ def test_allow_host_without_http_is_a_usage_error(finn):
 
 @pytest.mark.slow
 def test_streamable_http_serving_session_after_session_holds_no_more_than_after_the_first(finn):
-    """A long-running HTTP server: after 30 client sessions (each storing, recalling and logging), its descriptors
-    and threads are those after the first few, give or take a little."""
+    """A long-running HTTP server: after 30 client sessions (each storing, recalling and logging), its
+    descriptors and threads are those after the first few, give or take a little."""
     from tests.lifetime.held import descriptors, named_threads, native_threads
 
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http", f"127.0.0.1:{port}"],
-                              cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http",
+                               f"127.0.0.1:{port}"],
+                              cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
 
     async def one(index: int) -> None:
         async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                data(await session.call_tool("store_memory", {"content": f"session {index} deployed to fly.io"}))
+                data(await session.call_tool("store_memory",
+                                             {"content": f"session {index} deployed to fly.io"}))
                 data(await session.call_tool("recall_memory", {"query": "where do we deploy"}))
-                data(await session.call_tool("log_activity", {"entry_type": "THOUGHT", "content": f"session {index}"}))
+                data(await session.call_tool("log_activity",
+                                             {"entry_type": "THOUGHT", "content": f"session {index}"}))
 
     def sessions(first: int, last: int) -> None:
         async def main() -> None:
@@ -431,7 +469,8 @@ def test_streamable_http_serving_session_after_session_holds_no_more_than_after_
         sessions(5, 35)
         assert descriptors(server.pid) <= fds + 6
         assert named_threads(server.pid, "python") <= python + 4
-        # LanceDB's blocking pool starts threads on demand and ends them after 10 s idle: bounded, not per session.
+        # LanceDB's blocking pool starts threads on demand and ends them after 10 s idle: bounded, not per
+        # session.
         assert native_threads(server.pid) <= python + 64
     finally:
         server.terminate()

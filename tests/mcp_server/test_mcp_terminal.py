@@ -1,5 +1,5 @@
-"""``agentos mcp`` as a person meets it: at a terminal it says what it is and stops on Ctrl-C; piped, stdout is
-the protocol alone; ``--print-config`` gives a client configuration that works from a bare environment."""
+"""``agentos mcp`` as a person meets it: at a terminal it says what it is and stops on Ctrl-C; piped, stdout
+is the protocol alone; ``--print-config`` gives a client configuration that works from a bare environment."""
 
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ def test_at_a_terminal_it_says_what_it_is_and_ctrl_c_stops_it(finn):
 @pytest.mark.slow
 def test_piped_it_prints_nothing_but_the_protocol(finn):
     """stdin not a terminal: no greeting anywhere, nothing on stdout; the end of stdin stops it with 0."""
-    ran = subprocess.run([sys.executable, "-m", "core", "mcp", "--agent", "finn"], cwd=ROOT, env=dict(os.environ),
+    ran = subprocess.run([sys.executable, "-m", "core", "mcp", "--agent", "finn"], cwd=ROOT,
+                         env=dict(os.environ),
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == ""
@@ -73,7 +74,8 @@ def test_print_config_is_absolute(finn, agents_home):
     assert entry["env"]["AGENTOS_HOME"] == str(agents_home) and os.path.isabs(entry["env"]["AGENTOS_HOME"])
     refused = run_main(agentos_main, ["mcp", "--agent", "finn", "--print-config", "--http", "127.0.0.1:8765"])
     assert refused.returncode == exit_codes.USAGE and "leave out --http" in refused.stderr
-    assert run_main(agentos_main, ["mcp", "--agent", "ghost", "--print-config"]).returncode == exit_codes.NOT_FOUND
+    assert run_main(agentos_main,
+                    ["mcp", "--agent", "ghost", "--print-config"]).returncode == exit_codes.NOT_FOUND
 
 
 @pytest.mark.slow  # the server runs as its own process over stdio

@@ -22,17 +22,19 @@ SESSION = Session("finn:main", agent_id="finn", user_id="ada", channel="cli")
 
 
 def test_copy_moves_every_table_and_new_rows_follow(pg_home, monkeypatch):
-    """After copy-to-postgres the agent reads the same facts, history, summaries and profile; new rows get new ids;
-    a secret whose scrub was still queued is copied with its queue row and scrubbed at the first open; the
-    reflection queue is memory.db's (a message already reflected is not queued again by the copy)."""
+    """After copy-to-postgres the agent reads the same facts, history, summaries and profile; new rows get new
+    ids; a secret whose scrub was still queued is copied with its queue row and scrubbed at the first open;
+    the reflection queue is memory.db's (a message already reflected is not queued again by the copy)."""
     dsn = os.environ["AGENTOS_DSN"]
     monkeypatch.delenv("AGENTOS_DSN")
     with MemoryManager("finn") as manager:  # an agent kept in SQLite so far
         manager.save_fact("city", "Porto")
         manager.save_fact("pin", "4455-9911", "secret")
-        manager.db.conn.execute("INSERT INTO secret_scrubs (key, queued_at) VALUES ('pin', '2026-01-01T00:00:00.000Z')")
+        manager.db.conn.execute("INSERT INTO secret_scrubs (key, queued_at) VALUES ('pin', "
+                                "'2026-01-01T00:00:00.000Z')")
         manager.append_log("THOUGHT", "before the move")
-        sqlite_lcm = LCMProvider(manager.paths.db_file, summarizer=DeterministicSummarizer(), config=SMALL_CONFIG)
+        sqlite_lcm = LCMProvider(manager.paths.db_file, summarizer=DeterministicSummarizer(),
+                                 config=SMALL_CONFIG)
         for turn in conversation(12):
             sqlite_lcm.append(SESSION, turn)
         sqlite_lcm.compact(SESSION, CompactionMode.FULL)
@@ -56,7 +58,8 @@ def test_copy_moves_every_table_and_new_rows_follow(pg_home, monkeypatch):
         lcm = LCMProvider(open_database(manager.paths, manager.config.storage),
                           summarizer=DeterministicSummarizer(), config=SMALL_CONFIG)
         assert lcm.load_history(SESSION.id) == history and lcm.assemble(SESSION, 10**6, 4) == context
-        assert lcm.get_profile("ada", "finn") == "likes trains" and lcm.get_profile_at("ada", "finn", 1) == "likes trains"
+        assert lcm.get_profile("ada", "finn") == "likes trains" and lcm.get_profile_at("ada", "finn",
+                                                                                       1) == "likes trains"
         assert lcm.search(SESSION, SearchQuery("module m3"))
         assert sorted(row[0] for row in manager.db.conn.execute("SELECT item FROM reflect_pending")) == queued
         lcm.append(SESSION, [Message("user", "after the move")])

@@ -1,4 +1,5 @@
-"""Engines on PostgreSQL: several serve one agent's sessions at once, and a run killed on one host resumes on another."""
+"""Engines on PostgreSQL: several serve one agent's sessions at once, and a run killed on one host resumes on
+another."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ import pytest
 from core.engine import Engine
 from core.errors import LockTimeoutError
 from core.memory_manager import MemoryManager
-from tests.engine.conftest import ROOT, RESEARCH_TASK, kill_engine_at, research_then_outline, sigkill, start_engine
+from tests.engine.conftest import (
+    ROOT,
+    RESEARCH_TASK,
+    kill_engine_at,
+    research_then_outline,
+    sigkill,
+    start_engine,
+)
 from tests.ollama_server import Block, ScriptedOllama
 
 
@@ -33,8 +41,10 @@ def ollama_home(pg_home):
     return pg_home
 
 
-def test_run_killed_on_one_host_resumes_on_another(server, ollama_home, postgres_server, tmp_path, monkeypatch):
-    """kill -9 mid-turn; the agent's folder moves to another home (host); "Continue" resumes from the PostgreSQL checkpoint."""
+def test_run_killed_on_one_host_resumes_on_another(server, ollama_home, postgres_server, tmp_path,
+                                                   monkeypatch):
+    """kill -9 mid-turn; the agent's folder moves to another home (host); "Continue" resumes from the
+    PostgreSQL checkpoint."""
     blocked = Block()
     server.enqueue(*research_then_outline(blocked))
     kill_engine_at(blocked, "--agent", "finn", RESEARCH_TASK)
@@ -48,7 +58,8 @@ def test_run_killed_on_one_host_resumes_on_another(server, ollama_home, postgres
     assert result.returncode == 0, result.stderr
     assert "interrupted run" in result.stderr and "outline.md" in result.stdout
     resumed = server.chat_requests[2]["messages"]
-    assert any(m["role"] == "tool" and m.get("tool_name") == "write_file" for m in resumed)  # from the checkpoint
+    # from the checkpoint
+    assert any(m["role"] == "tool" and m.get("tool_name") == "write_file" for m in resumed)
     with MemoryManager("finn") as memory:
         entries = memory.scan_log().entries
         writes = [e for e in entries if e.type == "TOOL_USE" and e.metadata.get("tool") == "write_file"
@@ -61,7 +72,8 @@ def test_run_killed_on_one_host_resumes_on_another(server, ollama_home, postgres
 
 
 def test_engines_serve_sessions_of_one_agent_at_once(server, ollama_home):
-    """Two sessions of one agent run in two engines; a session has one engine; a live run is never taken for dead."""
+    """Two sessions of one agent run in two engines; a session has one engine; a live run is never taken for
+    dead."""
     blocked = Block()
     server.enqueue(blocked, "done at last")
     busy = start_engine("--agent", "finn", "--session", "a", "a long task")
@@ -79,7 +91,8 @@ def test_engines_serve_sessions_of_one_agent_at_once(server, ollama_home):
         assert third.run("say hello").ok
 
 
-def test_an_engine_whose_lock_connection_dropped_takes_its_session_again(server, ollama_home, postgres_server):
+def test_an_engine_whose_lock_connection_dropped_takes_its_session_again(server, ollama_home,
+                                                                         postgres_server):
     """After the server drops the engine's lock connection, the next turn re-takes the session and runs."""
     with Engine("finn", session="a") as engine:
         with psycopg.connect(postgres_server.dsn, autocommit=True) as admin:

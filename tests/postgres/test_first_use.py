@@ -1,4 +1,5 @@
-"""A brand-new agent's first use by several engines at once: its schema is set up once, and nobody waits for ever."""
+"""A brand-new agent's first use by several engines at once: its schema is set up once, and nobody waits for
+ever."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def released_together(admin: psycopg.Connection, schema: str, engines: list[subp
     """Hold the schema's setup lock until every engine waits for it, then let them all go at once."""
     admin.execute("SELECT pg_advisory_lock(%s)", (advisory_key("migrate", schema),))
     try:
-        while waiting_for(admin, schema) < len(engines):  # a condition, polled: how long it takes does not matter
+        # a condition, polled: how long it takes does not matter
+        while waiting_for(admin, schema) < len(engines):
             ended = [e.communicate() for e in engines if e.poll() is not None]
             assert ended == [], ended  # an engine that ended before the release failed
             time.sleep(0.05)
@@ -62,7 +64,8 @@ def test_engines_started_together_on_a_new_agent_all_run(pg_home, postgres_serve
     sets up (or finds set up) the agent's tables and LangGraph's, runs its turn and exits 0."""
     config = pg_home / "config.yaml"
     data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    data["storage"]["statement_timeout_s"] = 20  # a deadlock ends there, as a failure, instead of hanging the suite
+    # a deadlock ends there, as a failure, instead of hanging the suite
+    data["storage"]["statement_timeout_s"] = 20
     config.write_text(yaml.safe_dump(data), encoding="utf-8")
     storage = StorageConfig(schema_prefix=data["storage"]["schema_prefix"])
     failures = []
@@ -75,7 +78,8 @@ def test_engines_started_together_on_a_new_agent_all_run(pg_home, postgres_serve
             for n, engine in enumerate(engines):
                 out, err = engine.communicate(timeout=HANG_S)
                 if engine.returncode != 0:
-                    failures.append(f"round {round_no} engine s{n}: exit {engine.returncode}: {err.strip()[-400:]}")
+                    failures.append(f"round {round_no} engine s{n}: exit {engine.returncode}: "
+                                    f"{err.strip()[-400:]}")
             if not failures:  # every engine's turn was stored
                 facts = admin.execute(f'SELECT key FROM "{schema}".user_facts ORDER BY key').fetchall()
                 assert [row[0] for row in facts] == [f"session_{n}_colour" for n in range(ENGINES)]
@@ -83,7 +87,8 @@ def test_engines_started_together_on_a_new_agent_all_run(pg_home, postgres_serve
 
 
 def test_a_wait_for_the_setup_lock_is_reported_as_a_lock_wait(postgres_server):
-    """An agent's setup that waits too long for another process's setup says it was a lock wait, and on whom."""
+    """An agent's setup that waits too long for another process's setup says it was a lock wait, and on
+    whom."""
     schema = "test_lockwait_setup"
     migrate.forget_ready()
     with psycopg.connect(postgres_server.dsn, autocommit=True, application_name="a stuck setup") as holder:

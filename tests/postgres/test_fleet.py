@@ -1,4 +1,5 @@
-"""Many processes on one PostgreSQL schema: appends and compactions under SIGKILL lose and duplicate nothing."""
+"""Many processes on one PostgreSQL schema: appends and compactions under SIGKILL lose and duplicate
+nothing."""
 
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ TURNS = 40
 
 
 class Child:
-    """A worker process whose printed lines are collected as they come, started again each time it dies at one of
-    its ``fault_points`` (one a start, see core.durable.fault_points; the start after the last is not armed)."""
+    """A worker process whose printed lines are collected as they come, started again each time it dies at one
+    of its ``fault_points`` (one a start, see core.durable.fault_points; the start after the last is not
+    armed)."""
 
     def __init__(self, args: list[str], fault_points: list[str]) -> None:
         self.args = args
@@ -46,7 +48,8 @@ class Child:
             self.lines.append(line.strip())
 
     def restart_if_killed(self) -> bool:
-        """Start the worker again if it died at its fault point; False while it runs or once it has finished."""
+        """Start the worker again if it died at its fault point; False while it runs or once it has
+        finished."""
         if self.process.poll() != -signal.SIGKILL:
             return False
         self.reader.join(30)
@@ -68,8 +71,8 @@ def stored_turns(provider: LCMProvider, session_id: str, writer: str) -> list[in
 
 @pytest.mark.slow
 def test_eight_appenders_and_compactors_under_sigkill(postgres_db):
-    """8 processes append to 4 conversations while 2 compact them; SIGKILLs at commits drawn at random (twice each
-    appender; each compactor when it reaches them) lose and duplicate no turn."""
+    """8 processes append to 4 conversations while 2 compact them; SIGKILLs at commits drawn at random (twice
+    each appender; each compactor when it reaches them) lose and duplicate no turn."""
     dsn, schema = postgres_db.dsn, postgres_db.schema
     sessions = [f"fleet:{n}" for n in range(4)]
     writers = {f"w{n}": sessions[n % 4] for n in range(8)}
@@ -86,7 +89,8 @@ def test_eight_appenders_and_compactors_under_sigkill(postgres_db):
             time.sleep(0.05)  # polling the children's state, not timing a kill
     for child in compactors:
         child.stop()
-    assert all(child.kills == 2 for child in appenders.values()), "an appender finished before its fault point"
+    assert all(child.kills == 2
+               for child in appenders.values()), "an appender finished before its fault point"
 
     provider = LCMProvider(postgres_db, summarizer=DeterministicSummarizer(), config=CONFIG)
     assert sum(provider.stats(Session(s)).summary_count for s in sessions) > 0  # compaction ran meanwhile

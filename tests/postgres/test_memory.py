@@ -1,4 +1,5 @@
-"""An agent's memory on PostgreSQL: the same behaviour as memory.db, shared across processes, with clear errors."""
+"""An agent's memory on PostgreSQL: the same behaviour as memory.db, shared across processes, with clear
+errors."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_memory_manager_keeps_its_tables_in_the_agents_schema(pg_home):
-    """Facts, the LOG.md index, interrupted runs and recall's word index work on PostgreSQL, and no memory.db is made."""
+    """Facts, the LOG.md index, interrupted runs and recall's word index work on PostgreSQL, and no memory.db
+    is made."""
     with MemoryManager("finn") as manager:
         manager.save_fact("city", "Porto")
         manager.save_fact("city", "Lisbon", "personal")
@@ -39,7 +41,8 @@ def test_memory_manager_keeps_its_tables_in_the_agents_schema(pg_home):
         assert [run["run_id"] for run in manager.interrupted_runs()] == [run_id]
         assert manager.rebuild_log_index() == 4  # two FACT entries, the thought, the RUN_START
         manager.cold.indexer.sync()
-        assert [doc_id for doc_id, _ in manager.cold.docs.words("which city? Lisbon", 5, Filters())] == ["fact:city"]
+        assert [doc_id for doc_id,
+                _ in manager.cold.docs.words("which city? Lisbon", 5, Filters())] == ["fact:city"]
         schema = manager.db.schema
     assert schema == schema_name("finn", load_config(AgentPaths.for_agent("finn")).storage)
     assert not (pg_home / "finn" / "memory" / "memory.db").exists()
@@ -64,7 +67,8 @@ def test_another_folder_of_the_agent_is_refused(pg_home, tmp_path, monkeypatch):
 
 
 def test_storage_backend_is_chosen_by_config_or_environment(monkeypatch):
-    """SQLite by default; AGENTOS_DSN selects PostgreSQL; postgres without a DSN or an unknown backend is refused."""
+    """SQLite by default; AGENTOS_DSN selects PostgreSQL; postgres without a DSN or an unknown backend is
+    refused."""
     assert StorageConfig().resolved() == ("sqlite", "")
     monkeypatch.setenv("AGENTOS_DSN", "host=db.example port=5432")
     assert StorageConfig().resolved() == ("postgres", "host=db.example port=5432")
@@ -79,7 +83,8 @@ def test_storage_backend_is_chosen_by_config_or_environment(monkeypatch):
 
 
 def test_a_server_that_is_down_is_one_clear_line_and_exit_code_5(agents_home, tmp_path):
-    """With no server at the DSN, agentos status fails with exit 5 and a line naming the fix, never the password."""
+    """With no server at the DSN, agentos status fails with exit 5 and a line naming the fix, never the
+    password."""
     MemoryManager("finn").close()  # an agent kept in SQLite so far
     env = {**os.environ, "AGENTOS_DSN": f"postgresql://agentos:hunter2@127.0.0.1:{free_port()}/agentos"}
     result = subprocess.run([sys.executable, "-m", "core", "status", "--agent", "finn"], cwd=ROOT, env=env,
@@ -90,7 +95,8 @@ def test_a_server_that_is_down_is_one_clear_line_and_exit_code_5(agents_home, tm
 
 
 def test_a_stuck_lock_holder_ends_in_the_statement_timeout(postgres_db):
-    """An append waiting on a conversation locked by a stuck transaction fails after statement_timeout_s; nothing stored."""
+    """An append waiting on a conversation locked by a stuck transaction fails after statement_timeout_s;
+    nothing stored."""
     db = PostgresDatabase(postgres_db.dsn, postgres_db.schema, StorageConfig(statement_timeout_s=0.5))
     provider = LCMProvider(db)
     session = Session("stuck")
@@ -105,7 +111,8 @@ def test_a_stuck_lock_holder_ends_in_the_statement_timeout(postgres_db):
 
 
 def test_every_connection_busy_is_a_pool_timeout(postgres_db):
-    """With storage.pool_max connections all held, the next operation fails after pool_timeout_s with the fix."""
+    """With storage.pool_max connections all held, the next operation fails after pool_timeout_s with the
+    fix."""
     db = PostgresDatabase(postgres_db.dsn, postgres_db.schema, StorageConfig(pool_max=1, pool_timeout_s=0.3))
     db.conn.execute("SELECT 1")
     held, release = threading.Event(), threading.Event()
@@ -154,7 +161,8 @@ def test_a_huge_message_is_stored_whole_and_searched_by_its_beginning(postgres_d
 
 
 def test_connections_the_server_dropped_are_replaced(postgres_db):
-    """After the server ends the pool's connections (a restart, a failover) one call fails as unavailable, then calls work."""
+    """After the server ends the pool's connections (a restart, a failover) one call fails as unavailable,
+    then calls work."""
     from core.errors import DatabaseUnavailableError
     from core.memory.storage.postgres.pool import application_name
 

@@ -20,12 +20,14 @@ def test_every_migration_has_a_postgres_form():
 
 
 def test_four_processes_starting_together_apply_each_migration_once(postgres_server, tmp_path):
-    """Four processes opening a new schema at the same moment: one applies the migrations (LangGraph's too), each
-    once; all succeed."""
+    """Four processes opening a new schema at the same moment: one applies the migrations (LangGraph's too),
+    each once; all succeed."""
     schema = "race_" + tmp_path.name[-12:].replace("-", "_").lower()
     go = tmp_path / "go"
-    children = [subprocess.Popen([sys.executable, "-m", "tests.postgres.workers", "migrate", postgres_server.dsn,
-                                  schema, str(go)], cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    children = [subprocess.Popen([sys.executable, "-m", "tests.postgres.workers", "migrate",
+                                  postgres_server.dsn,
+                                  schema, str(go)], cwd=ROOT, stdout=subprocess.PIPE,
+                                  text=True) for _ in range(4)]
     for child in children:
         assert child.stdout.readline().strip() == "ready"
     go.touch()
@@ -53,6 +55,9 @@ def test_the_migrations_build_the_schema_earlier_versions_built(postgres_db):
 
     postgres_db.conn.execute("SELECT 1").fetchone()  # sets the schema up
     with psycopg.connect(postgres_db.dsn, autocommit=True) as conn:
-        assert postgres_schema(conn, postgres_db.schema) == POSTGRES_SNAPSHOT.read_text(encoding="utf-8").splitlines()
+        assert (
+            postgres_schema(conn, postgres_db.schema)
+            == POSTGRES_SNAPSHOT.read_text(encoding="utf-8").splitlines()
+        )
     forget_ready()
     assert ensure(postgres_db.dsn, postgres_db.schema, postgres_db.config) == []

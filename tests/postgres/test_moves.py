@@ -38,13 +38,14 @@ getattr(move, sys.argv[1])(paths, load_config(paths).storage, step)
 
 
 def agentos(*args: str, dsn: str | None) -> subprocess.CompletedProcess:
-    """Run ``agentos ARGS`` with ``$AGENTOS_DSN`` as given (this process's pools closed first: a copy to SQLite
-    refuses while other processes are connected to the schema)."""
+    """Run ``agentos ARGS`` with ``$AGENTOS_DSN`` as given (this process's pools closed first: a copy to
+    SQLite refuses while other processes are connected to the schema)."""
     close_pools()
     env = {k: v for k, v in os.environ.items() if k != "AGENTOS_DSN"}
     if dsn:
         env["AGENTOS_DSN"] = dsn
-    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True,
                           timeout=300)
 
 
@@ -61,7 +62,8 @@ def schemas(dsn: str) -> list[str]:
 
 @pytest.fixture
 def sqlite_ada(pg_home, monkeypatch):
-    """Agent ada kept in SQLite (a fact, a secret, a conversation), with ``$AGENTOS_DSN`` unset; yields the DSN."""
+    """Agent ada kept in SQLite (a fact, a secret, a conversation), with ``$AGENTOS_DSN`` unset; yields the
+    DSN."""
     dsn = os.environ["AGENTOS_DSN"]
     monkeypatch.delenv("AGENTOS_DSN")
     with MemoryManager("ada") as manager:
@@ -89,23 +91,26 @@ def memory_of(dsn: str | None, monkeypatch) -> tuple[dict, list[str]]:
 
 
 def test_a_server_set_over_an_agent_kept_in_sqlite_is_refused_and_nothing_is_written(sqlite_ada, pg_home):
-    """status (read only) and an engine, with $AGENTOS_DSN set over an agent whose memory.db holds data, refuse
-    with the command that moves it; the folder and the server are left exactly as they were."""
+    """status (read only) and an engine, with $AGENTOS_DSN set over an agent whose memory.db holds data,
+    refuse with the command that moves it; the folder and the server are left exactly as they were."""
     before = folder_state(pg_home / "ada")
     for command in (("status", "--agent", "ada"), ("compact-log", "--agent", "ada", "--dry-run")):
         result = agentos(*command, dsn=sqlite_ada)
         assert result.returncode == 5, result.stderr
         assert "agentos copy-to-postgres --agent ada" in result.stderr and "memory.db" in result.stderr
         assert "WARNING" not in result.stderr
-    engine = subprocess.run([sys.executable, "-m", "core.engine", "--offline", "--agent", "ada", "status"], cwd=ROOT,
-                            env=dict(os.environ, AGENTOS_DSN=sqlite_ada), capture_output=True, text=True, timeout=300)
+    engine = subprocess.run([sys.executable, "-m", "core.engine", "--offline", "--agent", "ada", "status"],
+                            cwd=ROOT,
+                            env=dict(os.environ, AGENTOS_DSN=sqlite_ada), capture_output=True, text=True,
+                            timeout=300)
     assert engine.returncode == 5 and "copy-to-postgres" in engine.stderr
     assert folder_state(pg_home / "ada") == before
     assert schemas(sqlite_ada) == []
 
 
 def test_an_agent_kept_in_postgres_opened_without_the_server_is_refused(pg_home):
-    """An agent whose memory lives in PostgreSQL, opened with $AGENTOS_DSN unset, starts no empty memory.db."""
+    """An agent whose memory lives in PostgreSQL, opened with $AGENTOS_DSN unset, starts no empty
+    memory.db."""
     dsn = os.environ["AGENTOS_DSN"]
     with MemoryManager("ada") as manager:
         manager.save_fact("city", "Porto")
@@ -151,14 +156,17 @@ def test_the_way_to_postgres_and_back_and_there_again(sqlite_ada, pg_home, monke
 
 
 @pytest.mark.parametrize("where", ["marked", "table user_facts", "copied"])
-def test_a_copy_to_postgres_killed_midway_leaves_memory_db_whole_and_is_finished_by_a_rerun(sqlite_ada, pg_home,
-                                                                                           monkeypatch, where):
+def test_a_copy_to_postgres_killed_midway_leaves_memory_db_whole_and_is_finished_by_a_rerun(sqlite_ada,
+                                                                                            pg_home,
+                                                                                           monkeypatch,
+                                                                                           where):
     """SIGKILL at each named point of copy-to-postgres: memory.db is untouched, the schema empty or complete,
     neither side opens the agent until the copy is run again, and the rerun finishes it."""
     db_file = pg_home / "ada" / "memory" / "memory.db"
     source = hashlib.sha256(db_file.read_bytes()).hexdigest()
     killed = subprocess.run([sys.executable, "-c", KILL_AT, "to_postgres", where], cwd=ROOT,
-                            env=dict(os.environ, AGENTOS_DSN=sqlite_ada), capture_output=True, text=True, timeout=300)
+                            env=dict(os.environ, AGENTOS_DSN=sqlite_ada), capture_output=True, text=True,
+                            timeout=300)
     assert killed.returncode == -9, killed.stderr  # it reached the point and died there
     assert hashlib.sha256(db_file.read_bytes()).hexdigest() == source
     schema = schemas(sqlite_ada)
@@ -175,7 +183,8 @@ def test_a_copy_to_postgres_killed_midway_leaves_memory_db_whole_and_is_finished
 
 
 @pytest.mark.parametrize("where", ["marked", "table user_facts", "copied", "swapped"])
-def test_a_copy_to_sqlite_killed_midway_leaves_the_schema_whole_and_is_finished_by_a_rerun(sqlite_ada, pg_home,
+def test_a_copy_to_sqlite_killed_midway_leaves_the_schema_whole_and_is_finished_by_a_rerun(sqlite_ada,
+                                                                                           pg_home,
                                                                                          monkeypatch, where):
     """SIGKILL at each named point of copy-to-sqlite: the schema is untouched, memory.db the older copy or the
     complete new one, neither side opens the agent until the copy is run again, and the rerun finishes it."""
@@ -187,7 +196,8 @@ def test_a_copy_to_sqlite_killed_midway_leaves_the_schema_whole_and_is_finished_
     older = hashlib.sha256(db_file.read_bytes()).hexdigest()
     close_pools()
     killed = subprocess.run([sys.executable, "-c", KILL_AT, "to_sqlite", where], cwd=ROOT,
-                            env=dict(os.environ, AGENTOS_DSN=sqlite_ada), capture_output=True, text=True, timeout=300)
+                            env=dict(os.environ, AGENTOS_DSN=sqlite_ada), capture_output=True, text=True,
+                            timeout=300)
     assert killed.returncode == -9, killed.stderr
     if where != "swapped":
         assert hashlib.sha256(db_file.read_bytes()).hexdigest() == older
@@ -209,7 +219,9 @@ def _storage(home: Path):
 
     from core.config import StorageConfig
 
-    return StorageConfig(schema_prefix=yaml.safe_load((home / "config.yaml").read_text())["storage"]["schema_prefix"])
+    return StorageConfig(
+        schema_prefix=yaml.safe_load((home / "config.yaml").read_text())["storage"]["schema_prefix"]
+    )
 
 
 def _on(dsn: str, monkeypatch) -> MemoryManager:
@@ -218,7 +230,8 @@ def _on(dsn: str, monkeypatch) -> MemoryManager:
 
 
 def test_the_inspector_reads_only_the_side_that_holds_the_memory(sqlite_ada, pg_home, monkeypatch):
-    """The inspector pointed at the side that does not hold the memory refuses, rather than showing it empty."""
+    """The inspector pointed at the side that does not hold the memory refuses, rather than showing it
+    empty."""
     from core.config import load_config
     from core.errors import StorageError
     from core.memory.storage import reading

@@ -26,7 +26,8 @@ def _index(db) -> DocIndex:
     docs = DocIndex(db)
     with db.transaction() as conn:
         docs.upsert(conn, [Doc(id=key, kind="note", tier="cold", source=key, text=text, context=context,
-                               occurred_at=WHEN, created_at=WHEN) for key, (text, context) in MEMORIES.items()])
+                               occurred_at=WHEN, created_at=WHEN) for key,
+                               (text, context) in MEMORIES.items()])
     return docs
 
 
@@ -38,7 +39,8 @@ def both(tmp_path, postgres_db):
 
 
 def test_a_query_is_stemmed_as_the_index_stores_its_words(both):
-    """Query words are stemmed and stop words left out on both databases: 'sailing boats' finds 'sail' 'boat'."""
+    """Query words are stemmed and stop words left out on both databases: 'sailing boats' finds 'sail'
+    'boat'."""
     sqlite, postgres = both
     assert postgres.terms("The sailing boats of Finn") == sqlite.terms("The sailing boats of Finn") == [
         "boat", "finn", "sail"]

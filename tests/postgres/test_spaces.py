@@ -52,11 +52,14 @@ def team(pg_home: Path):
         yield agents
 
 
-def test_publish_recall_forget_purge_and_rebuild_with_the_index_in_the_spaces_schema(team, pg_home, postgres_server):
-    first = team["researcher"].publish("research", "Sea otters hold hands while they sleep", {"source": "notes"})
+def test_publish_recall_forget_purge_and_rebuild_with_the_index_in_the_spaces_schema(team, pg_home,
+                                                                                     postgres_server):
+    first = team["researcher"].publish("research", "Sea otters hold hands while they sleep",
+                                       {"source": "notes"})
     second = team["researcher"].publish("research", "The vault opens with the zebrafinch sequence")
     hits = team["writer"].recall_memory("otters hold hands sleep", spaces=["research"])
-    assert [(h["id"], h["author"], h["metadata"]) for h in hits][:1] == [(first, "researcher", {"source": "notes"})]
+    assert [(h["id"], h["author"], h["metadata"]) for h in hits][:1] == [(first, "researcher",
+                                                                          {"source": "notes"})]
     schema = schema_of(pg_home)
     assert schema.endswith("space$research")
     assert rows(postgres_server.dsn, schema, "SELECT seq, author FROM entries ORDER BY seq") == [
@@ -72,7 +75,8 @@ def test_publish_recall_forget_purge_and_rebuild_with_the_index_in_the_spaces_sc
         journal = (pg_home / "spaces" / "research" / "LOG.md").read_bytes()
         assert b"zebrafinch" not in journal
         assert next(e for e in scan_bytes(journal, "j").entries if e.seq == 2).content == PURGED
-        assert rows(postgres_server.dsn, schema, "SELECT count(*) FROM entries WHERE content LIKE '%zebrafinch%'") \
+        assert rows(postgres_server.dsn, schema,
+                    "SELECT count(*) FROM entries WHERE content LIKE '%zebrafinch%'") \
             == [(0,)]
         entries = len(scan_bytes(journal, "j").entries)
         assert space.rebuild_index() == entries
@@ -111,10 +115,12 @@ def test_publishers_in_six_processes_lose_and_double_nothing(pg_home, postgres_s
 
 def test_a_space_folder_of_another_home_is_refused_by_the_schema(team, pg_home, tmp_path, monkeypatch):
     team["researcher"].publish("research", "Kelp forests shelter sea otters")
-    assert team["writer"].recall_memory("kelp", spaces=["research"])  # the first open: this folder owns the schema
+    # the first open: this folder owns the schema
+    assert team["writer"].recall_memory("kelp", spaces=["research"])
     other = tmp_path / "elsewhere"
     other.mkdir()
-    (other / "config.yaml").write_text((pg_home / "config.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    (other / "config.yaml").write_text((pg_home / "config.yaml").read_text(encoding="utf-8"),
+                                       encoding="utf-8")
     monkeypatch.setenv("AGENTOS_HOME", str(other))
     target = other / "spaces" / "research"
     target.mkdir(parents=True)
@@ -128,8 +134,10 @@ def test_a_space_folder_of_another_home_is_refused_by_the_schema(team, pg_home, 
 def test_switching_storage_refuses_a_fork_until_the_index_is_moved(agents_home, postgres_server, monkeypatch):
     prefix = "tmove_"
     (agents_home / "config.yaml").write_text(yaml.safe_dump({"cold": {"embedder": "fake"},
-                                                              "storage": {"schema_prefix": prefix}}), encoding="utf-8")
-    with MemoryManager("researcher") as researcher:  # its own memory stays in memory.db: this test is the space's
+                                                              "storage": {"schema_prefix": prefix}}),
+                                                              encoding="utf-8")
+    # its own memory stays in memory.db: this test is the space's
+    with MemoryManager("researcher") as researcher:
         Space.create("research", {"researcher": "read-write"})
         researcher.publish("research", "Kelp forests shelter sea otters")
         with Space("research") as space:
@@ -150,7 +158,8 @@ def test_switching_storage_refuses_a_fork_until_the_index_is_moved(agents_home, 
         monkeypatch.setenv("AGENTOS_DSN", postgres_server.dsn)
         with Space("research") as space:
             assert space.move_index("sqlite") == 1
-        assert rows(postgres_server.dsn, "public", f"SELECT nspname FROM pg_namespace WHERE nspname LIKE '{prefix}%'") \
+        assert rows(postgres_server.dsn, "public",
+                    f"SELECT nspname FROM pg_namespace WHERE nspname LIKE '{prefix}%'") \
             == []
         with Space("research") as space:
             with pytest.raises(StorageError, match="moved back to SQLite"):
@@ -163,5 +172,6 @@ def test_switching_storage_refuses_a_fork_until_the_index_is_moved(agents_home, 
 
         close_pools()
         with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
-            for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (prefix + "%",)):
+            for (schema,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
+                                          (prefix + "%",)):
                 conn.execute(f'DROP SCHEMA "{schema}" CASCADE')

@@ -44,7 +44,8 @@ def compact(dsn: str, schema: str, delay_s: float, *session_ids: str) -> None:
 
 
 def migrate(dsn: str, schema: str, go: str) -> None:
-    """Once the file ``go`` exists, create and migrate the schema; print the migrations this process applied."""
+    """Once the file ``go`` exists, create and migrate the schema; print the migrations this process
+    applied."""
     from core.config import StorageConfig
     from core.memory.storage.postgres import migrate as migrations
 

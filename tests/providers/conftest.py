@@ -14,7 +14,8 @@ from core.plugins.memory.lcm import DeterministicSummarizer, LCMProvider
 
 # Every registered provider (core.plugins.memory.PROVIDERS): adding one there adds it to the contract.
 PROVIDER_FACTORIES: dict[str, Callable[[Path, ProviderConfig], object]] = {
-    name: lambda db, config, name=name: open_provider(name, db, summarizer=DeterministicSummarizer(), config=config)
+    name: lambda db, config,
+    name=name: open_provider(name, db, summarizer=DeterministicSummarizer(), config=config)
     for name in PROVIDERS
 }
 
@@ -22,7 +23,8 @@ PROVIDER_FACTORIES: dict[str, Callable[[Path, ProviderConfig], object]] = {
 DATABASES = ("sqlite", "postgres")
 
 SMALL_CONFIG = ProviderConfig(
-    fresh_tail=4, leaf_chunk_size=4, leaf_chunk_max_tokens=300, leaf_target_tokens=60, condensed_target_tokens=80
+    fresh_tail=4, leaf_chunk_size=4, leaf_chunk_max_tokens=300, leaf_target_tokens=60,
+    condensed_target_tokens=80
 )
 
 

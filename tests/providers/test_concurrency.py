@@ -49,7 +49,8 @@ def test_threads_append_and_compact(db_path):
         while not stop.is_set():
             compactor.compact(SESSION, CompactionMode.INCREMENTAL)
 
-    writers = [threading.Thread(target=append, args=(str(db_path), SESSION.id, f"t{n}", 40)) for n in range(4)]
+    writers = [threading.Thread(target=append,
+                                args=(str(db_path), SESSION.id, f"t{n}", 40)) for n in range(4)]
     background = threading.Thread(target=compact_loop)
     background.start()
     for writer in writers:

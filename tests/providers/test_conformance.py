@@ -159,7 +159,8 @@ def test_ollama_round_trip(provider, session):
     """Ollama chat dicts appended come back as the same dicts."""
     dicts = [
         {"role": "user", "content": "weather in Oslo?"},
-        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "weather", "arguments": {"city": "Oslo"}}}]},
+        {"role": "assistant", "content": "",
+         "tool_calls": [{"function": {"name": "weather", "arguments": {"city": "Oslo"}}}]},
         {"role": "tool", "content": "4°C, rain", "tool_name": "weather"},
         {"role": "assistant", "content": "It is 4°C and raining."},
     ]

@@ -1,4 +1,5 @@
-"""Faults: a failing, hanging or babbling summarizer changes nothing; a killed compaction leaves a consistent DB."""
+"""Faults: a failing, hanging or babbling summarizer changes nothing; a killed compaction leaves a consistent
+DB."""
 
 from __future__ import annotations
 
@@ -49,12 +50,15 @@ def snapshot(provider: LCMProvider) -> tuple:
 
 
 @pytest.mark.parametrize("summarizer", [
-    Raising(), Hanging(), Returning(""), Returning("   "), Returning(None), Returning(42), Returning("LONGER"),
+    Raising(), Hanging(), Returning(""), Returning("   "), Returning(None), Returning(42),
+    Returning("LONGER"),
     LLMSummarizer(lambda prompt: ""),
     LLMSummarizer(lambda prompt: (_ for _ in ()).throw(BackendError("Ollama is down"))),
-], ids=["raises", "times-out", "empty", "blank", "none", "number", "longer-than-source", "llm-empty", "llm-down"])
+], ids=["raises", "times-out", "empty", "blank", "none", "number", "longer-than-source", "llm-empty",
+        "llm-down"])
 def test_bad_summarizer_changes_nothing(db_path, session, summarizer):
-    """A summarizer that fails, times out or returns unusable text raises SummarizerError and leaves the session as it was."""
+    """A summarizer that fails, times out or returns unusable text raises SummarizerError and leaves the
+    session as it was."""
     config = dataclasses.replace(SMALL_CONFIG, summarizer_timeout_s=0.3)
     provider = LCMProvider(db_path, summarizer=summarizer, config=config)
     for messages in conversation(20):
@@ -67,7 +71,8 @@ def test_bad_summarizer_changes_nothing(db_path, session, summarizer):
 
 
 def test_failure_midway_keeps_committed_summaries_consistent(db_path, session):
-    """When the summarizer fails after some summaries, those stay complete and every message stays reachable."""
+    """When the summarizer fails after some summaries, those stay complete and every message stays
+    reachable."""
     calls = []
 
     class FailsThird:

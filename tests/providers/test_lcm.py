@@ -32,7 +32,8 @@ def fill(provider, session, turns: int) -> list[Message]:
 
 
 def first_leaf(lcm) -> str:
-    return lcm.db.conn.execute("SELECT id FROM ctx_summaries WHERE kind = 'leaf' ORDER BY rowid LIMIT 1").fetchone()[0]
+    return lcm.db.conn.execute("SELECT id FROM ctx_summaries WHERE kind = 'leaf' ORDER BY rowid LIMIT "
+                               "1").fetchone()[0]
 
 
 def test_expand_of_condensed_returns_its_children(lcm, session):
@@ -112,7 +113,8 @@ def test_no_summarizer_means_no_compaction(db_path, session):
 
 
 def test_fallback_summarizes_the_source(session):
-    """When the model stays too long twice, the deterministic extract of the SOURCE is used, not the model's text."""
+    """When the model stays too long twice, the deterministic extract of the SOURCE is used, not the model's
+    text."""
     prompts = []
     def verbose(prompt: str) -> str:
         prompts.append(prompt)
@@ -133,7 +135,8 @@ def test_llm_summarizer_accepts_short_answer():
 
 def test_prompts_are_markdown_files():
     """Prompts come from the Markdown files and carry the text and the target."""
-    prompt = build_prompt("hello there", SummarizeOptions(is_condensed=True, target_tokens=77, previous="before"))
+    prompt = build_prompt("hello there",
+                          SummarizeOptions(is_condensed=True, target_tokens=77, previous="before"))
     assert "hello there" in prompt and "77" in prompt and "before" in prompt and "{{" not in prompt
 
 
@@ -171,7 +174,8 @@ def test_changelog_is_ordered_by_time(lcm):
     """The changelog lists writes newest first, in the order they happened."""
     for n in range(12):
         lcm.set_profile("ada", "finn", f"v{n}")
-    assert [e.after_text for e in lcm.read_changelog("ada", "finn", limit=5)] == [f"v{n}" for n in (11, 10, 9, 8, 7)]
+    assert [e.after_text for e in lcm.read_changelog("ada", "finn", limit=5)] == [f"v{n}" for n in (11, 10, 9,
+                                                                                                    8, 7)]
 
 
 def test_round_limit_stops_full_compaction(db_path, session):
@@ -259,7 +263,8 @@ def test_tool_results_not_orphaned_after_compaction(lcm, session):
 
 
 def test_a_provider_added_to_the_registry_opens_by_name(db_path, monkeypatch):
-    """One line in PROVIDERS makes a provider openable by provider.name (and part of the conformance suite)."""
+    """One line in PROVIDERS makes a provider openable by provider.name (and part of the conformance
+    suite)."""
     from core.errors import ConfigError
     from core.plugins.memory import PROVIDERS
     from core.plugins.memory.simple import SimpleProvider

@@ -58,11 +58,13 @@ def key(message: Message) -> tuple:
     budget=st.integers(0, 3000),
 )
 def test_every_message_reachable_exactly_once(conversation, fresh_tail, chunk, chunk_tokens, budget):
-    """After full compaction, expanding the context yields every original message once, in order, byte-identical."""
+    """After full compaction, expanding the context yields every original message once, in order,
+    byte-identical."""
     config = ProviderConfig(fresh_tail=fresh_tail, leaf_chunk_size=chunk, leaf_chunk_max_tokens=chunk_tokens,
                             leaf_target_tokens=40, condensed_target_tokens=60)
     with tempfile.TemporaryDirectory() as folder:
-        provider = LCMProvider(Path(folder) / "memory.db", summarizer=DeterministicSummarizer(), config=config)
+        provider = LCMProvider(Path(folder) / "memory.db", summarizer=DeterministicSummarizer(),
+                               config=config)
         session = Session("s")
         original = []
         for turn in conversation:
@@ -70,11 +72,13 @@ def test_every_message_reachable_exactly_once(conversation, fresh_tail, chunk, c
             original += turn
         provider.compact(session, CompactionMode.FULL)
 
-        everything = [m for item in provider.assemble(session, 10**9, fresh_tail) for m in expand_all(provider, item)]
+        everything = [m for item in provider.assemble(session, 10**9,
+                                                      fresh_tail) for m in expand_all(provider, item)]
         assert [key(m) for m in everything] == [key(m) for m in original]
 
         # Within a budget, the context is a suffix of the history and still holds the fresh tail.
-        window = [m for item in provider.assemble(session, budget, fresh_tail) for m in expand_all(provider, item)]
+        window = [m for item in provider.assemble(session, budget, fresh_tail) for m in expand_all(provider,
+                                                                                                   item)]
         assert [key(m) for m in window] == [key(m) for m in original[len(original) - len(window):]]
         assert len(window) >= min(fresh_tail, len(original))
         provider.close()

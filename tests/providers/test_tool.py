@@ -87,7 +87,8 @@ def test_explore_through_tool_is_scoped_to_session(lcm):
 def test_search_action_scores_are_meaningful(lcm):
     """The tool's search hits carry a score in [0, 1], best first: the text that repeats the words leads."""
     lcm.append(ADA, [Message("user", "the deploy failed with error 137"),
-                     Message("assistant", "error 137: the deploy ran out of memory; error 137 again after the retry"),
+                     Message("assistant",
+                             "error 137: the deploy ran out of memory; error 137 again after the retry"),
                      Message("user", "thanks, that helps")])
     hits = call(build_tool(lcm), ADA, action="search", query="error 137")
     assert [hit["source_id"] for hit in hits] == ["msg_2", "msg_1"]
@@ -95,7 +96,8 @@ def test_search_action_scores_are_meaningful(lcm):
 
 
 def test_constraints_history_and_rollback(lcm):
-    """Constraint actions, the history and a rollback all act on the bound user, logged with the change source."""
+    """Constraint actions, the history and a rollback all act on the bound user, logged with the change
+    source."""
     tool = build_tool(lcm)
     added = call(tool, ADA, action="constraint_add", text="never run rm -rf")["constraints"]
     call(tool, ADA, action="profile_update", content="first")
@@ -107,18 +109,21 @@ def test_constraints_history_and_rollback(lcm):
     history = call(tool, ADA, action="profile_history", limit=10)["changes"]
     assert history[0]["scope"] == "constraint" and history[0]["source"] == "user"
     assert history[1]["source"] == "agent" and history[1]["session_id"] == ADA.id
-    assert lcm.get_or_create_session_snapshot(ADA.id, "ada", "finn").version == lcm.profiles.version("ada", "finn")
+    assert lcm.get_or_create_session_snapshot(ADA.id, "ada", "finn").version == lcm.profiles.version("ada",
+                                                                                                     "finn")
 
 
 def test_tracing_reports_calls_and_keeps_capabilities(lcm, provider):
-    """The tracing wrapper reports op, duration, counts and errors, and has the inner provider's capabilities."""
+    """The tracing wrapper reports op, duration, counts and errors, and has the inner provider's
+    capabilities."""
     events = []
     traced = with_tracing(provider, events.append)
     assert capabilities(traced) == capabilities(provider) and unwrap(with_tracing(traced, print)) is provider
     messages = conversation(1)[0]
     traced.append(ADA, messages)
     traced.assemble(ADA, 1000, 10)
-    assert [e.op for e in events] == ["append", "assemble"] and events[0].counts["messages_in"] == len(messages)
+    assert [e.op for e in events] == ["append",
+                                      "assemble"] and events[0].counts["messages_in"] == len(messages)
     assert events[1].counts["results"] == len(messages) and events[1].duration_s >= 0
     with pytest.raises(Exception):
         traced.assemble(ADA, -5, 1)

@@ -1,5 +1,6 @@
 """Fixtures of the tests on a real model: llama.cpp's llama-server running SmolLM2-135M-Instruct (the
-``llama_server`` fixture of tests/conftest.py) and agents configured for it (``make_engine`` opens engines)."""
+``llama_server`` fixture of tests/conftest.py) and agents configured for it (``make_engine`` opens
+engines)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ so a cold prompt of a few thousand tokens took minutes, past the configured defa
 
 
 def configure(home: Path, server, **sections) -> None:
-    """``llm`` of the agents home for ``server`` (backend openai, its URL, its model, :data:`MODEL_TIMEOUT_S`),
-    the summaries' timeouts as long, plus ``sections``."""
+    """``llm`` of the agents home for ``server`` (backend openai, its URL, its model,
+    :data:`MODEL_TIMEOUT_S`), the summaries' timeouts as long, plus ``sections``."""
     memory = {"compact_timeout_s": MODEL_TIMEOUT_S, "compact_deadline_s": 2 * MODEL_TIMEOUT_S,
               **sections.pop("memory", {})}
     provider = {"summarizer_timeout_s": MODEL_TIMEOUT_S, "deadline_s": 2 * MODEL_TIMEOUT_S,

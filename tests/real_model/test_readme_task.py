@@ -21,14 +21,16 @@ REFUSED = ("no tool named", "is not offered", "arguments must be", "is fixed by 
 
 
 def test_the_engine_runs_the_readme_task_to_an_end(llama_server, agents_home, caplog):
-    """`agentos run --backend openai --host URL --model smollm2 "Research Python asyncio ..."` on llama-server:
+    """`agentos run --backend openai --host URL --model smollm2 "Research Python asyncio ..."` on
+    llama-server:
     the run ends done, blocked or at the step limit with that outcome's exit code and NOW.md status; no prompt
     was cut or refused; every tool call the model made was run, or refused with the tool and the field named;
     every call's cache counts and the run's sum are logged."""
     server = llama_server(8192)
     configure(agents_home, server, engine={"max_steps": 6})
     caplog.set_level(logging.INFO, logger="core")
-    ran = run_cli("--agent", "finn", "--backend", "openai", "--host", server.url, "--model", server.model, TASK)
+    ran = run_cli("--agent", "finn", "--backend", "openai", "--host", server.url, "--model", server.model,
+                  TASK)
 
     memory = MemoryManager("finn")
     entries = memory.scan_log().entries
@@ -44,7 +46,8 @@ def test_the_engine_runs_the_readme_task_to_an_end(llama_server, agents_home, ca
         if meta["outcome"] != "ok":
             failure = meta["failure"]
             assert failure.startswith(meta["tool"]), failure
-            assert any(word in failure for word in REFUSED) or any(f"{name}" in failure for name in meta["arguments"]) \
+            assert any(word in failure for word in REFUSED) or any(f"{name}" in failure
+                                                                   for name in meta["arguments"]) \
                 or "raised" in failure or "missing" in failure, failure
     for entry in (e for e in entries if e.type == "ERROR"):
         assert "ToolArgumentError" in entry.content or "BackendError" not in entry.content, entry.content

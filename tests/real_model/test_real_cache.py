@@ -31,7 +31,8 @@ chat templates differ."""
 
 
 @pytest.mark.parametrize("ctx_size", [4096])
-def test_the_servers_cache_counts_follow_the_prompts_structure(llama_server, agents_home, make_engine, ctx_size,
+def test_the_servers_cache_counts_follow_the_prompts_structure(llama_server, agents_home, make_engine,
+                                                               ctx_size,
                                                               caplog, capsys):
     """Turns of ~1,200-character notes told to SmolLM2 on llama-server (one slot, no memory cache beside it,
     as Ollama with OLLAMA_NUM_PARALLEL=1): every call reports the prompt's tokens and those from the cache
@@ -51,7 +52,8 @@ def test_the_servers_cache_counts_follow_the_prompts_structure(llama_server, age
     scripted = replay(requests, engine.backend.window.num_ctx)
     assert len(calls) == len(scripted) == len(requests) >= turns
     assert all(c.usage.get("prompt_tokens") and "cached_tokens" in c.usage for c in calls)
-    problems = [r.getMessage() for r in caplog.records if "cut it" in r.getMessage() or "refused" in r.getMessage()]
+    problems = [r.getMessage() for r in caplog.records if "cut it" in r.getMessage()
+                or "refused" in r.getMessage()]
     assert problems == []
     pairs = [i for i in range(1, len(calls)) if calls[i].tools and calls[i - 1].tools]
     real = {i: calls[i].usage["cached_tokens"] / calls[i].usage["prompt_tokens"] for i in pairs}
@@ -61,7 +63,9 @@ def test_the_servers_cache_counts_follow_the_prompts_structure(llama_server, age
     assert off == {}, off
     with capsys.disabled():
         print(f"\n{ctx_size} tokens: {sum(r.ok for r in results)} of {turns} runs done, {len(calls)} calls "
-              f"({sum(not c.tools for c in calls)} summaries); planner pairs {len(pairs)}: cached share median "
-              f"{statistics.median(real.values()):.1%} (scripted {statistics.median(model.values()):.1%}); evaluated "
+              f"({sum(not c.tools for c in calls)} summaries); planner pairs {len(pairs)}: cached share "
+              f"median "
+              f"{statistics.median(real.values()):.1%} (scripted {statistics.median(model.values()):.1%}); "
+              f"evaluated "
               f"per turn {sum(c.usage['evaluated_tokens'] for c in calls) / turns:.0f} of "
               f"{sum(c.usage['prompt_tokens'] for c in calls) / turns:.0f}")

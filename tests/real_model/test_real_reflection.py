@@ -1,7 +1,7 @@
-"""Reflection on a real model: SmolLM2 on llama-server reads LOG.md entries and conversation messages, its replies
-constrained to the reflection's JSON schema (``response_format``). What a 135M model extracts is not asserted; the
-promises are: the pass completes, every learned memory cites entries that say it, and an entry whose reply cannot
-be used stays queued with the reason, to be read again later."""
+"""Reflection on a real model: SmolLM2 on llama-server reads LOG.md entries and conversation messages, its
+replies constrained to the reflection's JSON schema (``response_format``). What a 135M model extracts is not
+asserted; the promises are: the pass completes, every learned memory cites entries that say it, and an entry
+whose reply cannot be used stays queued with the reason, to be read again later."""
 
 from __future__ import annotations
 
@@ -22,15 +22,16 @@ SAID = ["My deploy target is fly.io and the staging app is called harbour-stagin
 TOLD = ["My favourite editor is Helix.", "Our team standup is at 9:30 every weekday."]
 REFLECT = {"enabled": "true", "timeout_s": MODEL_TIMEOUT_S, "interval_s": 3600.0}
 WINDOW = 2048
-"""The server's window: reflection bounds a reply to a quarter of it (512 tokens), which SmolLM2, looping inside
-the schema, reaches in most calls (at 8,192 tokens a reply could take 2,048, minutes each on a busy machine)."""
+"""The server's window: reflection bounds a reply to a quarter of it (512 tokens), which SmolLM2, looping
+inside the schema, reaches in most calls (at 8,192 tokens a reply could take 2,048, minutes each on a busy
+machine)."""
 TOO_SHORT = 8
 """Reply tokens that cannot hold the smallest reply of the schema (``{"facts": [], "events": [], ...}``)."""
 
 
 class ShortReplies(OpenAIBackend):
-    """The OpenAI-compatible backend asking the server for replies of :data:`TOO_SHORT` tokens: the server cuts
-    every one (finish reason ``length``), as it cuts a reply at its own limit."""
+    """The OpenAI-compatible backend asking the server for replies of :data:`TOO_SHORT` tokens: the server
+    cuts every one (finish reason ``length``), as it cuts a reply at its own limit."""
 
     def chat(self, messages, tools, on_text=None, *, format=None, max_tokens=None):
         return super().chat(messages, tools, on_text, format=format, max_tokens=TOO_SHORT)
@@ -64,15 +65,17 @@ def learned(manager) -> dict[str, tuple[str, list[str]]]:
     found = extracted.of(conn, extracted.learned_ids(conn))
     texts = {f"fact:{f['key']}": f["value"] for f in manager.list_facts()}
     texts.update({f"event:{r[0]}": r[1] for r in conn.execute("SELECT id, what FROM extracted_events")})
-    texts.update({f"contradiction:{r[0]}": r[1] for r in conn.execute("SELECT id, statement FROM fact_contradictions")})
+    texts.update({f"contradiction:{r[0]}": r[1]
+                  for r in conn.execute("SELECT id, statement FROM fact_contradictions")})
     return {memory_id: (texts[memory_id], list(p.sources)) for memory_id, p in found.items()}
 
 
-def test_a_pass_on_the_real_server_completes_and_each_learned_memory_cites_its_entries(llama_server, agents_home):
-    """With ``llm.backend: openai`` at llama-server, a pass over four LOG.md entries and two conversation messages
-    reads them all: each is learned from, read with nothing to keep, or quarantined with a reason (none is left
-    unread); llama-server takes the schema as ``response_format``; each learned memory cites entries of the pass
-    whose words hold its value; the model's counts are kept under its name."""
+def test_a_pass_on_the_real_server_completes_and_each_learned_memory_cites_its_entries(llama_server,
+                                                                                       agents_home):
+    """With ``llm.backend: openai`` at llama-server, a pass over four LOG.md entries and two conversation
+    messages reads them all: each is learned from, read with nothing to keep, or quarantined with a reason
+    (none is left unread); llama-server takes the schema as ``response_format``; each learned memory cites
+    entries of the pass whose words hold its value; the model's counts are kept under its name."""
     from core.memory_manager import MemoryManager
 
     server = llama_server(WINDOW)
@@ -99,9 +102,9 @@ def test_a_pass_on_the_real_server_completes_and_each_learned_memory_cites_its_e
 
 
 def test_replies_that_cannot_be_used_leave_every_entry_queued_with_the_reason(llama_server, agents_home):
-    """Replies the server cuts short of the schema (8 tokens asked): every entry ends in the quarantine with the
-    reason, nothing is learned, the marks move past nothing unrecorded; a later pass with whole replies reads each
-    quarantined entry again (learned from, or set aside again: never dropped)."""
+    """Replies the server cuts short of the schema (8 tokens asked): every entry ends in the quarantine with
+    the reason, nothing is learned, the marks move past nothing unrecorded; a later pass with whole replies
+    reads each quarantined entry again (learned from, or set aside again: never dropped)."""
     from core.memory_manager import MemoryManager
 
     server = llama_server(WINDOW)
@@ -117,8 +120,10 @@ def test_replies_that_cannot_be_used_leave_every_entry_queued_with_the_reason(ll
     assert status["lag"]["total"] == 0
     quarantined = {q["item"]: q for q in status["quarantined"]}
     assert set(quarantined) == set(texts)
-    assert all(q["reason"] and q["model"] == server.model and q["attempts"] == 1 for q in quarantined.values())
-    assert all("JSON" in q["reason"] or "unusable replies" in q["reason"] for q in quarantined.values()), quarantined
+    assert all(q["reason"] and q["model"] == server.model and q["attempts"] == 1
+               for q in quarantined.values())
+    assert all("JSON" in q["reason"] or "unusable replies" in q["reason"]
+               for q in quarantined.values()), quarantined
 
     with MemoryManager("finn") as finn:
         again = finn.reflection.run(retry_all=True)  # the configured backend: whole replies

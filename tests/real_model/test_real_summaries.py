@@ -1,4 +1,5 @@
-"""LOG.md compaction and an LCM compaction summarised by a real model, constrained to the summary's JSON schema."""
+"""LOG.md compaction and an LCM compaction summarised by a real model, constrained to the summary's JSON
+schema."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The model is asked the user's request, not the memory block: read back from the template the server renders."""
+"""The model is asked the user's request, not the memory block: read back from the template the server
+renders."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ pytestmark = pytest.mark.timeout(1800)  # a real model on 2 cores: minutes, not 
 REQUEST = "What is the capital of France? Answer in one word."
 
 
-def test_the_request_is_the_last_text_the_model_reads_and_it_answers_it(llama_server, agents_home, make_engine):
-    """The engine's planner prompt, as llama-server renders it (/apply-template): the system prompt and the tool
-    definitions, the memory block as a user-side message, then the request as the last user turn before the
-    assistant's: the text the model answers. SmolLM2 asked with the memory block after the request answered the
-    block (Markdown headings, '#\\n\\n##...'); asked this way it answers the question."""
+def test_the_request_is_the_last_text_the_model_reads_and_it_answers_it(llama_server, agents_home,
+                                                                        make_engine):
+    """The engine's planner prompt, as llama-server renders it (/apply-template): the system prompt and the
+    tool definitions, the memory block as a user-side message, then the request as the last user turn before
+    the assistant's: the text the model answers. SmolLM2 asked with the memory block after the request
+    answered the block (Markdown headings, '#\\n\\n##...'); asked this way it answers the question."""
     server = llama_server(8192)
     configure(agents_home, server)
     engine = make_engine()

@@ -1,5 +1,5 @@
-"""Fixtures of the reflection tests: a scripted model server that reflects (tests/reflection/model.py), and agent
-finn configured to read with it."""
+"""Fixtures of the reflection tests: a scripted model server that reflects (tests/reflection/model.py), and
+agent finn configured to read with it."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def server(model: ReflectingModel, monkeypatch: pytest.MonkeyPatch):
 
 
 def reflect_config(**reflect) -> dict:
-    """The config of a test that reflects with the scripted server: a 4,096-token window, no automatic compaction."""
+    """The config of a test that reflects with the scripted server: a 4,096-token window, no automatic
+    compaction."""
     return {"llm": {"backend": "ollama", "model": MODEL, "num_ctx": 4096, "timeout_s": 10.0},
             "memory": {"auto_compact": False},
             "reflect": {"enabled": "true", "timeout_s": 2.0, "interval_s": 3600.0, **reflect}}

@@ -7,7 +7,8 @@ Then each reply takes one of :data:`MODES`, drawn with a seeded RNG (the same te
 
 - ``valid``: the JSON object alone;          - ``prose``: the object between sentences;
 - ``fence``: in a Markdown fence;            - ``think``: after a ``<think>`` block;
-- ``truncated``: cut off at 60%;             - ``wrong_types``: ``"#3"`` for 3, ``"no"`` for false, 42 for "42";
+- ``truncated``: cut off at 60%;             - ``wrong_types``: ``"#3"`` for 3, ``"no"`` for false, 42 for
+"42";
 - ``invented_keys``: extra keys, ``key`` for ``attribute``;
 - ``today``: an event dated the day of the extraction, its ``when`` left out;
 - ``thin_air``: one value replaced by one the entries never say (as SmolLM2 answered: "Doe not exist");
@@ -30,7 +31,8 @@ from tests.ollama_server import Block, Verbatim
 
 MODES = ("valid", "prose", "fence", "think", "truncated", "wrong_types", "invented_keys", "today", "thin_air",
          "timeout")
-REALISTIC = {"valid": 0.45, "prose": 0.1, "fence": 0.08, "think": 0.07, "truncated": 0.07, "wrong_types": 0.07,
+REALISTIC = {"valid": 0.45, "prose": 0.1, "fence": 0.08, "think": 0.07, "truncated": 0.07,
+             "wrong_types": 0.07,
              "invented_keys": 0.06, "today": 0.04, "thin_air": 0.04, "timeout": 0.02}
 """A mix like the one issue trackers of local-model users describe: most replies usable, one in five wrapped,
 one in four unusable as sent."""
@@ -106,7 +108,8 @@ def answer(prompt: str) -> dict[str, Any]:
             continue
         for attribute, value in _MY.findall(text):
             attribute = attribute.strip()
-            facts.append({"subject": "user", "attribute": attribute, "value": value.strip(), "sources": [number],
+            facts.append({"subject": "user", "attribute": attribute, "value": value.strip(),
+                          "sources": [number],
                           "credential": attribute.lower() in _SECRETS})
         for place, when in _MOVED.findall(text):
             facts.append({"subject": "user", "attribute": "city", "value": place, "sources": [number],

@@ -1,5 +1,5 @@
-"""``agentos reflect`` and ``agentos facts --json``, the learned profile in the engine's memory message, and the
-``reflect`` config section."""
+"""``agentos reflect`` and ``agentos facts --json``, the learned profile in the engine's memory message, and
+the ``reflect`` config section."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ def agentos(*args: str):
 
 
 def test_agentos_reflect_learns_and_reports_and_facts_show_their_sources(finn, server):
-    """agentos reflect reads with the configured model and says what it did; --status --json shows the lag, the
-    failure rate per model and the quarantine; facts --json shows each fact's sources and extraction."""
+    """agentos reflect reads with the configured model and says what it did; --status --json shows the lag,
+    the failure rate per model and the quarantine; facts --json shows each fact's sources and extraction."""
     seq = finn.append_log("USER_FEEDBACK", "my editor is Helix")
     finn.save_fact("timezone", "Europe/Lisbon")
     finn.close()
@@ -53,8 +53,8 @@ def test_agentos_reflect_offline_says_it_reads_by_rules(agents_home):
 
 
 def test_the_engine_shows_the_learned_profile_in_its_memory_message(reflecting, server, backend):
-    """Once reflection learned facts about the user, the memory message starts with a profile whose lines name their
-    facts; those facts are not listed again under Facts; before, no profile section appears."""
+    """Once reflection learned facts about the user, the memory message starts with a profile whose lines name
+    their facts; those facts are not listed again under Facts; before, no profile section appears."""
     from core.engine import Engine
     from core.engine.prompting.memory_message import PROFILE_TITLE, memory_context
 
@@ -75,8 +75,8 @@ def test_the_engine_shows_the_learned_profile_in_its_memory_message(reflecting, 
 
 
 def test_reflect_enabled_takes_auto_and_yaml_booleans_and_refuses_the_rest():
-    """reflect.enabled is auto, true or false (YAML's true/false/on/off read as booleans); anything else names the
-    valid choices."""
+    """reflect.enabled is auto, true or false (YAML's true/false/on/off read as booleans); anything else names
+    the valid choices."""
     assert Config().reflect.enabled == "auto"
     assert merge(Config(), {"reflect": {"enabled": True}}).reflect.enabled == "true"
     assert merge(Config(), {"reflect": {"enabled": False}}).reflect.enabled == "false"

@@ -1,5 +1,5 @@
-"""SIGKILL during reflection, at named fault points (never after a sleep): no entry skipped, no fact lost or doubled,
-every learned fact with its provenance, once the agent is opened again."""
+"""SIGKILL during reflection, at named fault points (never after a sleep): no entry skipped, no fact lost or
+doubled, every learned fact with its provenance, once the agent is opened again."""
 
 from __future__ import annotations
 
@@ -41,8 +41,10 @@ POINTS = [
 
 
 def kill_child(home: Path, host: str, point: str, nth: int, thread: str, call: str = "run(backend)") -> str:
-    """Run the pass in a child that SIGKILLs itself at ``point`` (its ``nth`` time); return what it printed."""
-    code = CHILD.format(root=str(ROOT), model=MODEL, host=host, point=point, nth=nth, thread=thread, call=call)
+    """Run the pass in a child that SIGKILLs itself at ``point`` (its ``nth`` time); return what it
+    printed."""
+    code = CHILD.format(root=str(ROOT), model=MODEL, host=host, point=point, nth=nth, thread=thread,
+                        call=call)
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                            env={**os.environ, "AGENTOS_HOME": str(home)})
     assert child.returncode == -signal.SIGKILL, (child.returncode, child.stdout, child.stderr[-2000:])
@@ -61,9 +63,10 @@ def fact_entries(manager) -> dict[str, int]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("point, nth, thread", POINTS)
-def test_a_pass_killed_at_any_step_loses_and_doubles_nothing(agents_home, server, backend, point, nth, thread):
-    """Killed mid-pass, then opened and reflected again: every stated fact learned once, with its sources, model
-    and prompt; nothing quarantined; nothing left to read."""
+def test_a_pass_killed_at_any_step_loses_and_doubles_nothing(agents_home, server, backend, point, nth,
+                                                             thread):
+    """Killed mid-pass, then opened and reflected again: every stated fact learned once, with its sources,
+    model and prompt; nothing quarantined; nothing left to read."""
     from core.memory_manager import MemoryManager
 
     write_home_config(agents_home, reflect_config(batch_entries=4))
@@ -84,8 +87,8 @@ def test_a_pass_killed_at_any_step_loses_and_doubles_nothing(agents_home, server
 
 @pytest.mark.slow
 def test_a_background_pass_killed_mid_commit_is_finished_by_the_next(agents_home, server, backend):
-    """The background thread killed with a FACT line on disk: the next open applies it with its provenance and the
-    next pass reads the rest."""
+    """The background thread killed with a FACT line on disk: the next open applies it with its provenance and
+    the next pass reads the rest."""
     from core.memory_manager import MemoryManager
 
     write_home_config(agents_home, reflect_config(batch_entries=4))

@@ -1,5 +1,5 @@
-"""Reflection end to end against the scripted model: what it learns, from where, and that nothing is lost to a bad
-reply (the failure mix of real local models), nothing learned from thin air, supersession by the rules."""
+"""Reflection end to end against the scripted model: what it learns, from where, and that nothing is lost to a
+bad reply (the failure mix of real local models), nothing learned from thin air, supersession by the rules."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def words(text: str) -> set[str]:
 
 
 def test_facts_said_in_passing_are_learned_each_with_the_entries_it_came_from(finn, backend):
-    """Every fact the turns state is saved under its slot, with the sources that say it, the model and prompt."""
+    """Every fact the turns state is saved under its slot, with the sources that say it, the model and
+    prompt."""
     turns, stated = conversation(30)
     seqs = say(finn, turns)
     report = finn.reflection.run(backend)
@@ -51,9 +52,9 @@ def test_facts_said_in_passing_are_learned_each_with_the_entries_it_came_from(fi
 
 
 def test_under_the_failure_mix_of_local_models_no_stated_fact_is_lost(agents_home, server, backend, model):
-    """With replies wrapped in prose, fences and <think>, truncated, mistyped, with invented keys, values from thin
-    air and timeouts, every stated fact is learned or its entry is visibly quarantined; no learned value lacks a
-    source that says it; the quarantined entries are learned once the model answers well."""
+    """With replies wrapped in prose, fences and <think>, truncated, mistyped, with invented keys, values from
+    thin air and timeouts, every stated fact is learned or its entry is visibly quarantined; no learned value
+    lacks a source that says it; the quarantined entries are learned once the model answers well."""
     from core.memory_manager import MemoryManager
 
     write_home_config(agents_home, reflect_config(batch_entries=3, timeout_s=0.5))
@@ -104,7 +105,8 @@ def test_an_unusable_reply_is_asked_again_with_its_error_shown(finn, backend, se
     assert server.chat_requests[0]["format"]["required"] == ["facts", "events", "contradictions"]
 
 
-def test_a_batch_that_fails_twice_is_split_and_an_entry_that_fails_alone_is_quarantined(finn, backend, server):
+def test_a_batch_that_fails_twice_is_split_and_an_entry_that_fails_alone_is_quarantined(finn, backend,
+                                                                                        server):
     """Two failed replies split the batch; each half is asked alone; the entry whose replies still fail is set
     aside with the reason and a next try, the other's fact is kept, and the marks move past both."""
     first, second = say(finn, ["my editor is Helix", "my bike is a Brompton"])
@@ -172,13 +174,15 @@ def test_a_credential_becomes_a_secret_and_is_scrubbed_from_what_held_it(finn, b
 
 
 def test_an_event_is_dated_from_the_entry_that_says_it_never_from_the_day_it_was_read(finn, backend, model):
-    """"last Tuesday" in a note of Friday 20 November 2026 is 17 November 2026, even when the model answers with
-    the day of the extraction (and no "when"); an event whose entry says no time gets the entry's day."""
+    """"last Tuesday" in a note of Friday 20 November 2026 is 17 November 2026, even when the model answers
+    with the day of the extraction (and no "when"); an event whose entry says no time gets the entry's day."""
     model.use({"today": 1.0})
-    finn.store_memory("I moved to Porto last Tuesday", {"speaker": "user"}, occurred_at="2026-11-20T09:00:00Z")
+    finn.store_memory("I moved to Porto last Tuesday", {"speaker": "user"},
+                      occurred_at="2026-11-20T09:00:00Z")
     finn.store_memory("I moved to Braga", {"speaker": "user"}, occurred_at="2026-10-02T09:00:00Z")
     finn.reflection.run(backend)
-    rows = finn.db.conn.execute("SELECT what, occurred_at, basis FROM extracted_events ORDER BY what").fetchall()
+    rows = finn.db.conn.execute("SELECT what, occurred_at, basis FROM extracted_events ORDER BY "
+                                "what").fetchall()
     assert [tuple(r) for r in rows] == [("moved to Braga", "2026-10-02T00:00:00.000Z", "entry"),
                                        ("moved to Porto", "2026-11-17T00:00:00.000Z", "stated")]
     found = finn.recall_memory(None, kind="event", since="2026-11-17", until="2026-11-17")
@@ -195,7 +199,8 @@ def test_messages_and_notes_are_read_once_and_a_copy_of_a_log_entry_is_skipped(f
     provider = open_provider(None, finn.db)
     session = Session(id="finn:main", agent_id="finn", user_id="local", channel="cli")
     provider.bootstrap(session)
-    provider.append(session, [Message("user", "my gym is Iron Temple"), Message("user", "my bank is Nordbank")])
+    provider.append(session,
+                    [Message("user", "my gym is Iron Temple"), Message("user", "my bank is Nordbank")])
     finn.store_memory("my dentist is Dr Okafor", {"role": "user"})
     report = finn.reflection.run(backend)
     sources = {k: f["sources"][0].split(":")[0] for k, f in learned(finn).items()}
@@ -204,9 +209,11 @@ def test_messages_and_notes_are_read_once_and_a_copy_of_a_log_entry_is_skipped(f
     assert finn.reflection.run(backend).entries == 0 and len(server.chat_requests) == 1
 
 
-def test_a_model_that_never_answers_well_is_not_asked_four_times_an_entry(agents_home, server, backend, model):
-    """After eight unusable replies in a row the rest is quarantined unread (a broken model would otherwise be asked
-    four times an entry); the marks move past it all, and a model that answers well learns it all later."""
+def test_a_model_that_never_answers_well_is_not_asked_four_times_an_entry(agents_home, server, backend,
+                                                                          model):
+    """After eight unusable replies in a row the rest is quarantined unread (a broken model would otherwise be
+    asked four times an entry); the marks move past it all, and a model that answers well learns it all
+    later."""
     from core.memory_manager import MemoryManager
     from core.memory.reflection.extract import FAILURES_IN_A_ROW
 
@@ -227,16 +234,21 @@ def test_a_model_that_never_answers_well_is_not_asked_four_times_an_entry(agents
 
 
 @pytest.mark.parametrize("api", ["ollama", "openai"])
-def test_a_reply_that_runs_on_is_stopped_at_the_room_the_batch_left_and_the_entry_is_quarantined(finn, server, api):
-    """A small model looping inside the schema (a list of facts that never closes) is stopped by the server at the
-    tokens the batch left for the reply (Ollama's num_predict, the OpenAI API's max_tokens), not at the end of the
+def test_a_reply_that_runs_on_is_stopped_at_the_room_the_batch_left_and_the_entry_is_quarantined(finn, server,
+                                                                                                 api):
+    """A small model looping inside the schema (a list of facts that never closes) is stopped by the server at
+    the tokens the batch left for the reply (Ollama's num_predict, the OpenAI API's max_tokens), not at the
+    end of the
     window: each reply is that long at most, and the entry is quarantined, not lost."""
     from core.llm.ollama_backend import OllamaBackend
     from core.llm.openai_backend import OpenAIBackend
     from core.memory.reflection.inputs import reply_tokens
 
     seq = finn.append_log("USER_FEEDBACK", "my editor is Helix")
-    item = '{"subject": "user", "attribute": "editor", "value": "Helix", "sources": [1], "credential": false}, '
+    item = (
+        '{"subject": "user", "attribute": "editor", "value": "Helix", "sources": [1], "credential": false}, '
+        ''
+    )
     runaway = verbatim('{"facts": [' + item * 400)  # about 14,000 tokens, never closed
     server.enqueue(runaway, runaway)
     backend = (OllamaBackend(MODEL, server.host, timeout_s=10.0, num_ctx=4096) if api == "ollama"

@@ -63,8 +63,8 @@ def test_a_turn_never_waits_for_reflection(reflecting, server):
 
 
 def test_close_stops_and_joins_reflection_and_abandons_the_call(finn, backend, server):
-    """close() returns while the model call hangs: the thread is joined, nothing of the batch is kept or marked,
-    and the next open reads it again."""
+    """close() returns while the model call hangs: the thread is joined, nothing of the batch is kept or
+    marked, and the next open reads it again."""
     from core.memory_manager import MemoryManager
 
     held = Block(then=verbatim(reply_for("my editor is Helix")))
@@ -116,8 +116,8 @@ def test_the_timer_reflects_during_a_long_session(agents_home, server, backend):
 
 @pytest.mark.parametrize("enabled, learns", [("auto", False), ("true", True), ("false", False)])
 def test_the_offline_backend_reads_by_rules_only_when_asked_to(agents_home, enabled, learns):
-    """reflect.enabled auto leaves the offline backend alone; true reads explicit statements with its rules (the
-    fallback, named so in the provenance); false never reflects in the background."""
+    """reflect.enabled auto leaves the offline backend alone; true reads explicit statements with its rules
+    (the fallback, named so in the provenance); false never reflects in the background."""
     from core.engine import Engine
 
     write_home_config(agents_home, {"llm": {"backend": "offline"}, "reflect": {"enabled": enabled}})
@@ -147,7 +147,8 @@ def test_a_one_shot_run_learns_from_itself_before_its_process_ends(reflecting, s
 
 
 def test_a_log_md_compaction_wakes_reflection_which_reads_the_archive(finn):
-    """After a compaction archives LOG.md's entries, reflection (with the configured model) reads them from the
+    """After a compaction archives LOG.md's entries, reflection (with the configured model) reads them from
+    the
     archive: a compaction never hides an entry from it."""
     finn.append_log("USER_FEEDBACK", "my editor is Helix")
     finn.compact_log("the user named their editor")

@@ -1,11 +1,14 @@
-"""Child process of the space scrub crash test: the researcher saves as a secret a key it published, and the process
-SIGKILLs itself at the N-th fault point its main thread reaches from the start of the space's scrub on.
+"""Child process of the space scrub crash test: the researcher saves as a secret a key it published, and the
+process SIGKILLs itself at the N-th fault point its main thread reaches from the start of the space's scrub
+on.
 
     python space_scrub_child.py N VALUE
 
 The points are the product's (:mod:`core.durable.fault_points`: every file replace, LOG.md append and
-commit), counted from the space scrub's first step to the end of the save (the owner's own bookkeeping after it
-included: its queue and its LOG.md record), not in the agent's close. N past the last one lets the save finish; the
+commit), counted from the space scrub's first step to the end of the save (the owner's own bookkeeping after
+it
+included: its queue and its LOG.md record), not in the agent's close. N past the last one lets the save
+    finish; the
 number of points reached is printed then.
 """
 

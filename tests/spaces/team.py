@@ -11,7 +11,8 @@ from core.memory_manager import MemoryManager
 
 @contextmanager
 def research_team() -> Iterator[dict[str, MemoryManager]]:
-    """A researcher (read-write), a writer (read-only) and an outsider, a ``research`` space for the first two."""
+    """A researcher (read-write), a writer (read-only) and an outsider, a ``research`` space for the first
+    two."""
     agents = {name: MemoryManager(name) for name in ("researcher", "writer", "outsider")}
     Space.create("research", {"researcher": "read-write", "writer": "read-only"})
     try:

@@ -52,7 +52,8 @@ def test_recalls_use_one_open_space_and_its_index(team, agents_home):
 def test_a_publish_by_another_process_is_found_by_the_next_recall(team, agents_home):
     team["researcher"].publish("research", "Kelp forests shelter sea otters")
     assert shared(team["writer"].recall_memory("kelp otters")) == ["Kelp forests shelter sea otters"]
-    in_another_process(agents_home, "Space('research').publish('researcher', 'Kelp grows half a metre a day')")
+    in_another_process(agents_home,
+                       "Space('research').publish('researcher', 'Kelp grows half a metre a day')")
     assert sorted(shared(team["writer"].recall_memory("kelp", min_score=0.0))) == [
         "Kelp forests shelter sea otters", "Kelp grows half a metre a day"]
 
@@ -101,7 +102,8 @@ def test_a_question_that_counts_keeps_the_weaker_space_memories_too(team):
                  "The boat needs new paint", "Tides were low on Tuesday"):
         team["researcher"].publish("research", text)
     writer = team["writer"]
-    every = shared(writer.recall_memory("how many sea otters in the kelp forest this morning", spaces=["research"],
+    every = shared(writer.recall_memory("how many sea otters in the kelp forest this morning",
+                                        spaces=["research"],
                                         min_score=0.0))
     assert shared(writer.recall_memory("how many sea otters in the kelp forest this morning",
                                        spaces=["research"])) == every

@@ -61,7 +61,8 @@ def test_forget_a_space_memory_by_its_author_or_admin(agents_home):
     denied = agentos("forget", "--agent", "writer", first)
     assert denied.returncode == exit_codes.DENIED and "only what it published" in denied.stderr
     assert agentos("forget", "--agent", "researcher", first).returncode == 0
-    dry = agentos("forget", "--admin", second, "--dry-run")  # refused, never ignored: a space forget would go ahead
+    # refused, never ignored: a space forget would go ahead
+    dry = agentos("forget", "--admin", second, "--dry-run")
     assert dry.returncode == exit_codes.USAGE and "--dry-run" in dry.stderr
     assert json.loads(agentos("space", "show", "research", "--json").stdout)["memories"] == 1
     assert agentos("forget", "--admin", second).returncode == 0
@@ -76,7 +77,8 @@ def test_export_import_round_trip(agents_home, tmp_path):
     Space("research").forget("researcher", [ids[0]])
     archive = tmp_path / "research.agentos.tar.gz"
     assert agentos("export", "--space", "research", str(archive)).returncode == 0
-    untrusted = agentos("import", "--space", str(archive), "--as", "research2")  # it names agents of this home
+    # it names agents of this home
+    untrusted = agentos("import", "--space", str(archive), "--as", "research2")
     assert untrusted.returncode == exit_codes.USAGE and "--trust-members" in untrusted.stderr
     assert not (agents_home / "spaces" / "research2").exists()
     done = agentos("import", "--space", str(archive), "--as", "research2", "--trust-members")
@@ -85,8 +87,10 @@ def test_export_import_round_trip(agents_home, tmp_path):
         (agents_home / "spaces" / "research" / "LOG.md").read_bytes()
     shown = json.loads(agentos("space", "show", "research2", "--json").stdout)
     assert shown["members"] == {"researcher": "read-write", "writer": "read-only"}
-    assert sorted(e["content"] for e in shown["latest"]) == ["Finding 1 about otters", "Finding 2 about otters"]
-    assert agentos("import", "--space", str(archive), "--trust-members").returncode == exit_codes.USAGE  # exists
+    assert sorted(e["content"] for e in shown["latest"]) == ["Finding 1 about otters",
+                                                             "Finding 2 about otters"]
+    # exists
+    assert agentos("import", "--space", str(archive), "--trust-members").returncode == exit_codes.USAGE
     damaged = tmp_path / "damaged.tar.gz"
     damaged.write_bytes(archive.read_bytes()[:-40])
     assert agentos("import", "--space", str(damaged), "--as", "research3",
@@ -109,7 +113,10 @@ def test_forget_with_purge_and_a_purge_of_earlier_forgets(agents_home):
     assert b"quokka" in journal.read_bytes()  # a forget alone keeps the record
     purged = agentos("forget", "--space", "research", "--purge")
     assert purged.returncode == 0, purged.stderr
-    assert "purged the text of 1 forgotten memory from the journal and index of the space research" in purged.stdout
+    assert (
+        "purged the text of 1 forgotten memory from the journal and index of the space research"
+        in purged.stdout
+    )
     assert b"quokka" not in journal.read_bytes()
     assert agentos("forget", "--space", "research").returncode == exit_codes.USAGE  # say what: ids or --purge
     assert agentos("forget", "--space", "nowhere", "--purge").returncode == exit_codes.NOT_FOUND
@@ -134,7 +141,8 @@ def test_publish_from_the_command_line_and_recall_it(agents_home):
 
     reader = agentos("space", "publish", "research", "--agent", "writer", "My draft")
     assert reader.returncode == exit_codes.DENIED and "may only read" in reader.stderr
-    assert agentos("space", "publish", "research", "--agent", "ghost", "Boo").returncode == exit_codes.NOT_FOUND
+    assert agentos("space", "publish", "research", "--agent", "ghost",
+                   "Boo").returncode == exit_codes.NOT_FOUND
     bad = agentos("space", "publish", "research", "--agent", "researcher", "Text", "--meta", "novalue")
     assert bad.returncode == exit_codes.USAGE and "KEY=VALUE" in bad.stderr
     assert Space("research").show()["memories"] == 2
@@ -146,7 +154,8 @@ def test_the_offline_backend_publishes_an_explicit_request(agents_home):
 
     make_agents("researcher", "writer")
     Space.create("research", {"researcher": "read-write", "writer": "read-only"})
-    done = run_main(engine, ["--agent", "researcher", "--offline", "publish to space research: Otters sleep in rafts"])
+    done = run_main(engine, ["--agent", "researcher", "--offline",
+                             "publish to space research: Otters sleep in rafts"])
     assert done.returncode == 0 and "space:research:1" in done.stdout, done.stderr
     assert [e["content"] for e in Space("research").latest(None, 5)] == ["Otters sleep in rafts"]
     refused = run_main(engine, ["--agent", "writer", "--offline", "Share with the research space: my draft"])

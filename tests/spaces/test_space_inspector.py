@@ -52,7 +52,8 @@ def test_spaces_are_listed_with_members_and_timeline_and_nothing_is_written(agen
     assert sorted(a["name"] for a in agents) == ["researcher", "writer"]  # spaces/ is not listed as an agent
     status, shown = get(inspector + "api/spaces/research")
     assert status == 200 and shown["memories"] == 1
-    assert [(e["author"], e["content"]) for e in shown["entries"]] == [("researcher", "Otters use rocks as tools")]
+    assert [(e["author"], e["content"]) for e in shown["entries"]] == [("researcher",
+                                                                        "Otters use rocks as tools")]
     assert get(inspector + "api/spaces/nowhere")[0] == 404
     assert get(inspector + "api/spaces/..%2F..%2Fetc")[0] == 404
     assert snapshot(agents_home / "spaces") == before  # read-only: not even the index is rebuilt
@@ -71,7 +72,8 @@ def test_the_page_shows_a_space_beside_the_agents_with_members_and_timeline(agen
     with Space.create("research", {"researcher": "read-write", "writer": "read-only"}) as space:
         space.publish("researcher", "<b>Otters</b> hold hands while sleeping")
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(tmp_path / "profile", executable_path=str(CHROMIUM),
+        context = playwright.chromium.launch_persistent_context(tmp_path / "profile",
+                                                                executable_path=str(CHROMIUM),
                                                                 headless=True, args=ARGS)
         page = context.new_page()
         problems: list[str] = []
@@ -82,7 +84,8 @@ def test_the_page_shows_a_space_beside_the_agents_with_members_and_timeline(agen
         page.wait_for_selector("#space-timeline li")
         assert "researcher (read-write)" in page.inner_text("#space-members")
         assert "writer (read-only)" in page.inner_text("#space-members")
-        assert "researcher: <b>Otters</b> hold hands" in page.inner_text("#space-timeline")  # text, never HTML
+        # text, never HTML
+        assert "researcher: <b>Otters</b> hold hands" in page.inner_text("#space-timeline")
         page.click("#agents button[data-agent='writer']")
         page.wait_for_selector("#space-view", state="hidden")
         context.close()

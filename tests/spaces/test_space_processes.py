@@ -71,5 +71,6 @@ def test_sigkill_during_a_publish_leaves_the_journal_whole(agents_home, point):
         contents = [e.content for e in scan_bytes(path.read_bytes(), path).entries]
         assert not scan_bytes(path.read_bytes(), path).bad_lines
         kept = 3 if point == "log.appended" else 2  # the third write was killed before or after its flush
-        assert contents == ["before the crash"] + [f"entry {n} of researcher" for n in range(kept)] + ["after the crash"]
+        assert contents == ["before the crash"] + [f"entry {n} of researcher"
+                                                   for n in range(kept)] + ["after the crash"]
         assert space.show()["memories"] == len(contents)

@@ -1,5 +1,6 @@
-"""A member's secret never leaves through a space: a publish holding it in any form is refused, a secret saved after it
-was published is scrubbed from the journal and the index, and every answer is masked with every member's secrets."""
+"""A member's secret never leaves through a space: a publish holding it in any form is refused, a secret saved
+after it was published is scrubbed from the journal and the index, and every answer is masked with every
+member's secrets."""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ def journal(home: Path, space: str = "research") -> bytes:
 
 
 def space_leaks(home: Path, word: str = WORD, space: str = "research") -> list[str]:
-    """Every file of the space's folder, and on PostgreSQL every row and index file of its schema, holding ``word``."""
+    """Every file of the space's folder, and on PostgreSQL every row and index file of its schema, holding
+    ``word``."""
     folder = home / "spaces" / space
     found = [str(p.relative_to(folder)) for p in sorted(folder.rglob("*"))
              if p.is_file() and holds(p.read_bytes(), word)]
@@ -76,7 +78,8 @@ def exported_journal(home: Path, tmp_path: Path, space: str = "research") -> byt
         return tar.extractfile("LOG.md").read()
 
 
-# -- a publish holding a member's secret, in any form ---------------------------------------------------------
+# -- a publish holding a member's secret, in any form
+# ---------------------------------------------------------
 
 FULL_WIDTH = "".join(chr(ord(c) + 0xFEE0) for c in SECRET)
 WAYS = {
@@ -90,8 +93,8 @@ WAYS = {
 
 @pytest.mark.parametrize("way", WAYS)
 def test_a_members_secret_in_any_form_is_refused_and_never_recalled(team, agents_home, way):
-    """The check normalises as the agent's own redactor does: case, width, zero-width characters, and metadata keys
-    and values before they are escaped as JSON."""
+    """The check normalises as the agent's own redactor does: case, width, zero-width characters, and metadata
+    keys and values before they are escaped as JSON."""
     team["researcher"].save_fact("vault_code", SECRET, "secret")
     content, metadata = WAYS[way]
     before = journal(agents_home)
@@ -126,9 +129,11 @@ def written_as(draw, secret: str) -> str:
 
 @st.composite
 def publications(draw) -> tuple[str, dict | None]:
-    """A publish holding a variant of one of ``SECRETS``: in its text, or in its metadata (a value, a key, deep
-    inside), where a check of the escaped JSON would see it with its quotes, backslashes and newlines escaped."""
-    text = draw(st.sampled_from(("", "the code is ", "note:", "x"))) + draw(written_as(draw(st.sampled_from(SECRETS))))
+    """A publish holding a variant of one of ``SECRETS``: in its text, or in its metadata (a value, a key,
+    deep inside), where a check of the escaped JSON would see it with its quotes, backslashes and newlines
+    escaped."""
+    text = draw(st.sampled_from(("", "the code is ", "note:",
+                                 "x"))) + draw(written_as(draw(st.sampled_from(SECRETS))))
     where = draw(st.sampled_from(("content", "metadata value", "metadata key", "nested metadata")))
     if where == "content":
         return text + draw(st.sampled_from(("", " today", "!"))), None
@@ -147,8 +152,8 @@ def keeper(team):
 @given(publication=publications())
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_no_variant_of_a_members_secret_is_stored_or_recalled(keeper, agents_home, publication):
-    """Whatever its case, width, invisible characters, whitespace and place (text, metadata value or key), a member's
-    secret is refused; the journal is unchanged and the read-only member recalls nothing."""
+    """Whatever its case, width, invisible characters, whitespace and place (text, metadata value or key), a
+    member's secret is refused; the journal is unchanged and the read-only member recalls nothing."""
     content, metadata = publication
     before = journal(agents_home)
     with pytest.raises(SecretContentError):
@@ -161,8 +166,9 @@ def test_no_variant_of_a_members_secret_is_stored_or_recalled(keeper, agents_hom
 
 
 def published_then_saved(team) -> str:
-    """The researcher publishes the key (in its text and metadata) and a memory without it, the writer recalls it (so
-    the index holds its words and vector), then the researcher saves the key as a secret; return the memory's id."""
+    """The researcher publishes the key (in its text and metadata) and a memory without it, the writer recalls
+    it (so the index holds its words and vector), then the researcher saves the key as a secret; return the
+    memory's id."""
     leaked = team["researcher"].publish("research", f"the deploy key is {KEY}", {"key": KEY})
     team["researcher"].publish("research", "Sea otters hold hands while they sleep")
     assert team["writer"].recall_memory("deploy key xylophone", spaces=["research"])[0]["id"] == leaked
@@ -171,23 +177,25 @@ def published_then_saved(team) -> str:
 
 
 def test_a_secret_saved_after_it_was_published_is_scrubbed_from_the_journal(team, agents_home):
-    """Its line is rewritten with the same seq, a new checksum and [REDACTED]; a SYSTEM entry of the space and the
-    owner's own scrub record name the entries rewritten, never the value."""
+    """Its line is rewritten with the same seq, a new checksum and [REDACTED]; a SYSTEM entry of the space and
+    the owner's own scrub record name the entries rewritten, never the value."""
     published_then_saved(team)
     entries = scan_bytes(journal(agents_home), "journal")
     assert not holds(journal(agents_home), WORD)
     assert not entries.bad_lines and [e.seq for e in entries.entries] == [1, 2, 3]
     assert (entries.entries[0].content, entries.entries[0].metadata["metadata"]) == (
         "the deploy key is [REDACTED]", {"key": "[REDACTED]"})
-    assert (entries.entries[2].type, entries.entries[2].metadata) == ("SYSTEM", {"scrubbed": [1], "by": "researcher"})
+    assert (entries.entries[2].type, entries.entries[2].metadata) == ("SYSTEM",
+                                                                      {"scrubbed": [1], "by": "researcher"})
     assert not (agents_home / "spaces" / "research" / PENDING).exists()
     record = next(e for e in team["researcher"].log.tail(5) if e.metadata.get("kind") == "secret_scrub")
-    assert record.metadata["spaces"] == {"research": [1]} and not holds(json.dumps(record.metadata).encode(), WORD)
+    assert record.metadata["spaces"] == {"research": [1]} and not holds(json.dumps(record.metadata).encode(),
+                                                                        WORD)
 
 
 def test_a_secret_saved_after_it_was_published_is_scrubbed_from_the_index(team, agents_home):
-    """Indexed anew and rewritten to the last byte: index.db and its log (or the space's schema, its rows and its
-    indexes' files) hold no word of it, and a rebuild from the journal gives the same memories."""
+    """Indexed anew and rewritten to the last byte: index.db and its log (or the space's schema, its rows and
+    its indexes' files) hold no word of it, and a rebuild from the journal gives the same memories."""
     published_then_saved(team)
     assert [f for f in space_leaks(agents_home) if f != "LOG.md"] == []
     with Space("research") as space:
@@ -237,13 +245,14 @@ def test_a_member_who_joins_takes_its_secrets_out_of_the_space(team, agents_home
     with Space("research") as space:
         space.add_member("outsider", "read-only")
     assert space_leaks(agents_home) == []
-    assert scan_bytes(journal(agents_home), "journal").entries[-1].metadata == {"scrubbed": [1], "by": "outsider"}
+    assert scan_bytes(journal(agents_home), "journal").entries[-1].metadata == {"scrubbed": [1],
+                                                                                "by": "outsider"}
 
 
 def test_every_answer_of_a_space_is_masked_with_the_secrets_of_every_member(team, agents_home, tmp_path):
-    """A space imported from an archive made before a member saved the value as a secret: its journal (the record)
-    holds it, and recall, the latest memories, the inspector's space route and an export hide it from every other
-    member."""
+    """A space imported from an archive made before a member saved the value as a secret: its journal (the
+    record) holds it, and recall, the latest memories, the inspector's space route and an export hide it from
+    every other member."""
     team["researcher"].publish("research", f"the deploy key is {KEY}", {"key": KEY})
     export_space("research", tmp_path / "before.space.tar.gz")
     team["writer"].save_fact("deploy_key", KEY, "secret")
@@ -264,14 +273,16 @@ def test_every_answer_of_a_space_is_masked_with_the_secrets_of_every_member(team
     assert again["entries"] == 1  # its checksums hold
 
 
-# -- a scrub killed at any step ----------------------------------------------------------------------------------
+# -- a scrub killed at any step
+# ----------------------------------------------------------------------------------
 
 CHILD = Path(__file__).with_name("space_scrub_child.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def prepared(home: Path, cache: Path) -> None:
-    """The team with the key published and indexed (not yet a secret), built once and copied for each trial."""
+    """The team with the key published and indexed (not yet a secret), built once and copied for each
+    trial."""
     close_all()
     if not cache.exists():
         with research_team() as team:
@@ -286,14 +297,15 @@ def prepared(home: Path, cache: Path) -> None:
 
 def killed_child(kill_at: int) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "AGENTOS_FAULT_POINT"}
-    return subprocess.run([sys.executable, str(CHILD), str(kill_at), KEY], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, str(CHILD), str(kill_at), KEY], cwd=ROOT, env=env,
+                          capture_output=True,
                           text=True, timeout=300)
 
 
 def trial(home: Path, cache: Path, kill_at: int) -> tuple[bool, bool]:
-    """The save of the secret killed at its ``kill_at``-th point from the space scrub on; then the space's next open
-    (the writer's recall) and the owner's next open finish it. Whether the child was killed, and whether it left
-    the ``.scrubbing`` mark."""
+    """The save of the secret killed at its ``kill_at``-th point from the space scrub on; then the space's
+    next open (the writer's recall) and the owner's next open finish it. Whether the child was killed, and
+    whether it left the ``.scrubbing`` mark."""
     prepared(home, cache)
     done = killed_child(kill_at)
     killed = done.returncode == -signal.SIGKILL
@@ -305,15 +317,19 @@ def trial(home: Path, cache: Path, kill_at: int) -> tuple[bool, bool]:
         assert hits and not holds(json.dumps(hits).encode(), WORD), f"step {kill_at}: recalled unmasked"
         if marked:  # the open of the space finished the scrub the mark names
             assert not (folder / PENDING).exists() and space_leaks(home) == [], f"step {kill_at}"
-    with MemoryManager("researcher") as researcher:  # its queued scrub ran at the open, if it had not finished
+    # its queued scrub ran at the open, if it had not finished
+    with MemoryManager("researcher") as researcher:
         assert researcher.scrubber.pending() == [], f"step {kill_at}"
     assert space_leaks(home) == [] and not (folder / PENDING).exists(), f"step {kill_at}"
     entries = scan_bytes(journal(home), "journal")
     assert not entries.bad_lines and [e.seq for e in entries.entries][:2] == [1, 2], f"step {kill_at}"
-    assert len(entries.entries) <= 3 and all(e.type == "SYSTEM" for e in entries.entries[2:]), f"step {kill_at}"
+    assert len(entries.entries) <= 3 and all(e.type == "SYSTEM"
+                                             for e in entries.entries[2:]), f"step {kill_at}"
     with Space("research") as space:
-        assert [m["content"] for m in space.latest("writer")] == ["Sea otters hold hands while they sleep",
-                                                                    "the deploy key is [REDACTED]"], f"step {kill_at}"
+        assert [m["content"] for m in space.latest("writer")] == [
+            "Sea otters hold hands while they sleep",
+            "the deploy key is [REDACTED]",
+        ], f"step {kill_at}"
     close_all()
     return killed, marked
 
@@ -321,10 +337,10 @@ def trial(home: Path, cache: Path, kill_at: int) -> tuple[bool, bool]:
 @pytest.mark.slow
 def test_a_space_scrub_killed_at_any_step_is_finished_by_the_next_open(agents_home, tmp_path):
     """SIGKILL at every fault point from the start of the space's scrub to the end of the secret's save (the
-    ``.scrubbing`` mark, the journal's replace, its SYSTEM entry, each commit of the index, the owner's queue and
-    record):
-    the space's next open finishes a scrub it marked, the owner's next open one it did not, the journal stays whole
-    and no byte of the key is left in the space."""
+    ``.scrubbing`` mark, the journal's replace, its SYSTEM entry, each commit of the index, the owner's queue
+    and record):
+    the space's next open finishes a scrub it marked, the owner's next open one it did not, the journal stays
+    whole and no byte of the key is left in the space."""
     cache = tmp_path / "prepared"
     prepared(agents_home, cache)
     finished = killed_child(10**6)
@@ -335,5 +351,6 @@ def test_a_space_scrub_killed_at_any_step_is_finished_by_the_next_open(agents_ho
     assert all(killed for killed, _ in trials)
     marked = sum(mark for _, mark in trials)
     assert 0 < marked < total  # some kills left the mark for the space's open, the others the owner's queue
-    print(f"space scrub crash trials: {total} kill points, {marked} finished by the space's next open, the others by "
+    print(f"space scrub crash trials: {total} kill points, {marked} finished by the space's next open, the "
+          f"others by "
           "the owner's; no byte of the key left")

@@ -34,7 +34,8 @@ def test_publish_and_recall_skills_bind_the_agent_and_enforce_membership(team):
     skills = builtin_skills()
     publish, recall = skills["publish_memory"], skills["recall_memory"]
     assert "agent_name" not in json.dumps(publish.parameters) and "space" in publish.parameters["properties"]
-    published = publish.call("researcher", {"space": "research", "content": "Otters hold hands while sleeping"})
+    published = publish.call("researcher",
+                             {"space": "research", "content": "Otters hold hands while sleeping"})
     assert published == {"id": "space:research:1"}
     with pytest.raises(PermissionDeniedError):
         publish.call("writer", {"space": "research", "content": "a draft"})
@@ -69,7 +70,8 @@ def _text(result) -> str:
 
 @pytest.mark.slow  # the server runs as its own process over stdio
 def test_the_mcp_server_offers_publish_and_recall_with_membership_enforced(team):
-    published, = anyio.run(_call, "researcher", [("publish_memory", {"space": "research", "content": "Otters use rocks"})])
+    published, = anyio.run(_call, "researcher",
+                           [("publish_memory", {"space": "research", "content": "Otters use rocks"})])
     assert not published.is_error and json.loads(_text(published)) == {"id": "space:research:1"}
     denied, found = anyio.run(_call, "writer", [
         ("publish_memory", {"space": "research", "content": "a draft"}),

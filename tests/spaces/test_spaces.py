@@ -1,4 +1,5 @@
-"""Memory spaces through the Python API: publish, recall with attribution, membership, secrets, forget, rebuild."""
+"""Memory spaces through the Python API: publish, recall with attribution, membership, secrets, forget,
+rebuild."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from core.errors import (
-    AgentOSError, CorruptionError, NotFoundError, PermissionDeniedError, SecretContentError, UnknownAgentError, UnknownSpaceError,
+    AgentOSError, CorruptionError, NotFoundError, PermissionDeniedError, SecretContentError,
+    UnknownAgentError, UnknownSpaceError,
     ValidationError,
 )
-from core.memory.files.log_file import LogFile, scan_bytes
-from core.durable.locking import AgentLock
+from core.memory.files.log_file import scan_bytes
 from core.memory.spaces import Space, list_spaces
 from core.memory.spaces.opened import close_all
 from core.memory_manager import MemoryManager
@@ -36,7 +37,8 @@ def test_a_published_memory_is_recalled_by_every_member_with_its_space_and_autho
     team["writer"].store_memory("My article on asyncio is due on Friday")
     hits = team["writer"].recall_memory("asyncio event loop coroutine", n_results=5, min_score=0.0)
     shared = [h for h in hits if h["space"] == "research"]
-    assert [(h["id"], h["author"], h["metadata"]) for h in shared] == [(memory_id, "researcher", {"topic": "python"})]
+    assert [(h["id"], h["author"], h["metadata"]) for h in shared] == [(memory_id, "researcher",
+                                                                        {"topic": "python"})]
     assert shared[0]["where"] == {"space": "research", "seq": 1}
     own = [h for h in hits if h["space"] is None]
     assert own and all(h["author"] == "writer" for h in own)
@@ -47,7 +49,8 @@ def test_an_explained_recall_explains_the_hits_of_a_space_too(team):
     """With explain=True a space's hit carries why it ranked, like the agent's own hits."""
     team["researcher"].publish("research", "The asyncio event loop runs one coroutine at a time")
     team["writer"].store_memory("My article on asyncio is due on Friday")
-    found = team["writer"].recall_memory("asyncio event loop coroutine", n_results=5, min_score=0.0, explain=True)
+    found = team["writer"].recall_memory("asyncio event loop coroutine", n_results=5, min_score=0.0,
+                                         explain=True)
     shared = next(h for h in found["results"] if h["space"] == "research")
     assert {"asyncio", "event", "loop", "coroutine"} <= set(shared["why"]["words"])
     assert shared["why"]["score"] == shared["score"] and all("why" in h for h in found["results"])
@@ -105,7 +108,8 @@ def test_content_holding_any_members_secret_is_refused_and_never_stored(team, ag
     with pytest.raises(SecretContentError):
         team["researcher"].publish("research", "metadata leak", {"note": "hunter2-correct-horse"})
     assert journal_bytes(agents_home) == before
-    assert b"hunter2" not in b"".join(p.read_bytes() for p in (agents_home / "spaces").rglob("*") if p.is_file())
+    assert b"hunter2" not in b"".join(p.read_bytes() for p in (agents_home / "spaces").rglob("*")
+                                      if p.is_file())
     # A non-member's secret is not the space's business.
     team["outsider"].save_fact("token", "outsider-only-token-99", "secret")
     assert team["researcher"].publish("research", "outsider-only-token-99 is a string") == "space:research:1"
@@ -150,15 +154,18 @@ def test_forget_by_the_author_or_an_admin_and_a_rebuilt_index_honours_it(team, a
 
 
 def test_a_damaged_index_is_rebuilt_from_the_journal(team, agents_home, caplog):
-    ids = [team["researcher"].publish("research", f"Finding {n}: penguins huddle in winter storms") for n in range(5)]
-    expected = sorted(h["id"] for h in team["writer"].recall_memory("penguins huddle", n_results=10, spaces=["research"]))
+    ids = [team["researcher"].publish("research",
+                                      f"Finding {n}: penguins huddle in winter storms") for n in range(5)]
+    expected = sorted(h["id"] for h in team["writer"].recall_memory("penguins huddle", n_results=10,
+                                                                    spaces=["research"]))
     assert expected == sorted(ids)
     close_all()  # the damage is found where the index is opened: by the next process (this one kept it open)
     index = agents_home / "spaces" / "research" / "index.db"
     for suffix in ("-wal", "-shm"):
         index.with_name(index.name + suffix).unlink(missing_ok=True)
     index.write_bytes(b"this is not a database" * 100)
-    found = sorted(h["id"] for h in team["writer"].recall_memory("penguins huddle", n_results=10, spaces=["research"]))
+    found = sorted(h["id"] for h in team["writer"].recall_memory("penguins huddle", n_results=10,
+                                                                 spaces=["research"]))
     assert found == expected
     assert "damaged" in caplog.text
     assert any(p.name.startswith("index.db.damaged-") for p in index.parent.iterdir())
@@ -183,7 +190,8 @@ def test_a_torn_journal_tail_is_quarantined_and_the_whole_entries_kept(team, age
     # The torn line's seq is never handed out again (a reader may have seen it).
     assert team["researcher"].publish("research", "after the crash") == "space:research:3"
     entries = scan_bytes(path.read_bytes(), path)
-    assert [e.content for e in entries.entries] == ["a whole entry", "after the crash"] and not entries.bad_lines
+    assert [e.content for e in entries.entries] == ["a whole entry",
+                                                    "after the crash"] and not entries.bad_lines
     assert list((path.parent / "quarantine").iterdir())
 
 
@@ -200,7 +208,8 @@ def test_a_members_secret_is_refused_whichever_database_keeps_its_facts(storage_
 
 
 def test_an_agents_forget_by_query_and_the_memory_tool_leave_spaces_alone(team, agents_home):
-    """forget_memories(query=...) forgets from the agent's own memory only; the memory tool's recall is unchanged."""
+    """forget_memories(query=...) forgets from the agent's own memory only; the memory tool's recall is
+    unchanged."""
     import json
 
     from core.memory.provider import build_tool
@@ -221,7 +230,8 @@ def test_an_agents_forget_by_query_and_the_memory_tool_leave_spaces_alone(team, 
 def test_a_space_with_a_damaged_members_file_is_read_by_nobody(team, agents_home, caplog):
     team["researcher"].publish("research", "Penguins huddle in winter storms")
     (agents_home / "spaces" / "research" / "members.yaml").write_text("members: [oops", encoding="utf-8")
-    assert all(h["space"] is None for h in team["writer"].recall_memory("penguins huddle"))  # own recall still works
+    # own recall still works
+    assert all(h["space"] is None for h in team["writer"].recall_memory("penguins huddle"))
     assert "left out of recall" in caplog.text
     with pytest.raises(CorruptionError, match="members.yaml"):
         team["writer"].recall_memory("penguins", spaces=["research"])

@@ -1,1 +1,2 @@
-"""Torture campaigns: randomized SIGKILLs, full disks, read-only and damaged files, faulty summarizers, fork."""
+"""Torture campaigns: randomized SIGKILLs, full disks, read-only and damaged files, faulty summarizers,
+fork."""

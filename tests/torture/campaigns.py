@@ -67,7 +67,8 @@ def kill_campaign(result: Result, work: Path, trials: int, seed: int, workload: 
 
 
 def run_to_fault_point(zygote: Zygote, point: str, workload: str, home: Path, ack_file: Path, **args) -> int:
-    """Run ``workload`` in a worker armed for the fault point ``point``; return its exit code (-9: killed there).
+    """Run ``workload`` in a worker armed for the fault point ``point``; return its exit code (-9: killed
+    there).
 
     A worker that has not reached it after ``HANG_S`` (a hang guard, not a timing) is killed from outside,
     and its code is then reported as 0.
@@ -78,8 +79,8 @@ def run_to_fault_point(zygote: Zygote, point: str, workload: str, home: Path, ac
 
 
 def wait_or_stop_a_hang(zygote: Zygote, pid: int) -> tuple[int, bool]:
-    """Wait for a worker; SIGKILL it if it runs ``HANG_S`` (a hang guard, not a timing). Return its exit code and
-    whether it was stopped as hung."""
+    """Wait for a worker; SIGKILL it if it runs ``HANG_S`` (a hang guard, not a timing). Return its exit code
+    and whether it was stopped as hung."""
     hung = threading.Event()
 
     def stop_a_hang() -> None:
@@ -102,12 +103,14 @@ def appends_and_now(work: Path, trials: int, seed: int = 1) -> Result:
 
 
 def facts(work: Path, trials: int, seed: int = 2) -> Result:
-    result = Result("facts", "SIGKILL while saving and deleting facts (memory.db + FACT entry in one transaction)")
+    result = Result("facts",
+                    "SIGKILL while saving and deleting facts (memory.db + FACT entry in one transaction)")
     return kill_campaign(result, work, trials, seed, "facts", check_agent, {"auto_compact": False})
 
 
 def log_compaction(work: Path, trials: int, seed: int = 3) -> Result:
-    result = Result("LOG.md compaction", "SIGKILL while appending past a 20-entry threshold: automatic compaction "
+    result = Result("LOG.md compaction",
+                    "SIGKILL while appending past a 20-entry threshold: automatic compaction "
                     "and its indexing in the background, explicit compactions in the foreground")
 
     def check(home: Path, acks: list[list], result: Result) -> None:
@@ -123,10 +126,12 @@ def log_compaction(work: Path, trials: int, seed: int = 3) -> Result:
 
 
 def _check_archives(manager: MemoryManager, result: Result) -> None:
-    """Every archive is recorded with its sha256 and, once indexing is done, indexed without duplicate rows."""
+    """Every archive is recorded with its sha256 and, once indexing is done, indexed without duplicate
+    rows."""
     import hashlib
 
-    if not manager.compaction.wait(timeout=60):  # the open finishes an interrupted compaction in the background
+    # the open finishes an interrupted compaction in the background
+    if not manager.compaction.wait(timeout=60):
         result.fail("indexing did not finish within 60 s")
     rows = manager.db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history").fetchall()
     recorded = {r["archive_id"]: r["archive_sha256"] for r in rows}
@@ -156,14 +161,16 @@ def notes(work: Path, trials: int, seed: int = 4) -> Result:
             manager.cold.catch_up()
             ids = manager.cold.store().ids()
             if len(ids) != len(set(ids)) or not stored <= set(ids):
-                result.fail("the cold store has duplicate rows or lacks a stored note's vector after a catch-up")
+                result.fail("the cold store has duplicate rows or lacks a stored note's vector after a "
+                            "catch-up")
 
     # A worker imports LanceDB (about a second) before its first store: most kills land after that.
     return kill_campaign(result, work, trials, seed, "notes", check, {"auto_compact": False}, most_steps=40)
 
 
 def lcm(work: Path, trials: int, seed: int = 5) -> Result:
-    result = Result("LCM append + compact", "SIGKILL while appending turns to the LCM provider and compacting them")
+    result = Result("LCM append + compact",
+                    "SIGKILL while appending turns to the LCM provider and compacting them")
 
     def check(home: Path, acks: list[list], result: Result) -> None:
         from core.memory.provider import Session
@@ -182,7 +189,8 @@ def lcm(work: Path, trials: int, seed: int = 5) -> Result:
                 result.fail(f"acknowledged turns lost: {sorted(set(markers) - set(stored))[:5]}")
             reachable = [m.content for m in _expand_context(provider, session)]
             if reachable != history:
-                result.fail("after compaction the context does not reach every message exactly once, in order")
+                result.fail("after compaction the context does not reach every message exactly once, in "
+                            "order")
         finally:
             provider.close()
 
@@ -198,19 +206,24 @@ def _expand_context(provider, session) -> list:
         return [m for child in found.children for m in expand(child.id)]
 
     context = provider.assemble(session, 10**9, 10**9)
-    return [m for message in context for m in (expand(message.summary_id) if message.summary_id else [message])]
+    return [m for message in context
+            for m in (expand(message.summary_id) if message.summary_id else [message])]
 
 
 def background_indexing(work: Path, trials: int, seed: int = 6) -> Result:
-    result = Result("background indexing", "SIGKILL while archives are indexed and embedded into LanceDB (every "
-                    "memory queued again before each trial; acknowledged: the rows in the store after the last sync)")
+    result = Result("background indexing",
+                    "SIGKILL while archives are indexed and embedded into LanceDB (every "
+                    "memory queued again before each trial; acknowledged: the rows in the store after the "
+                    "last sync)")
     clock, rng = Clock(), random.Random(seed)
     home = prepare(work, {"auto_compact": False})
     with MemoryManager("finn", home=home) as manager:
         for archive in range(5):
             for i in range(40):
-                manager.append_log("THOUGHT", f"archive {archive} entry {i}: " + "the ledger and the list " * 8)
-            manager.compactor.run(manager.compaction.summarizer(), f"summary of archive {archive}", force=True,
+                manager.append_log("THOUGHT",
+                                   f"archive {archive} entry {i}: " + "the ledger and the list " * 8)
+            manager.compactor.run(manager.compaction.summarizer(), f"summary of archive {archive}",
+                                  force=True,
                                        index=False)
     with Zygote() as zygote:
         for trial in range(trials):
@@ -223,7 +236,8 @@ def background_indexing(work: Path, trials: int, seed: int = 6) -> Result:
             # At a write of the catch-up's to LanceDB or memory.db (the main thread's: the opening's
             # own background work comes and goes with timing).
             point = f"main:{rng.choice(('cold.write', 'cold.written', 'db.commit'))}@{rng.randint(1, 3)}"
-            if run_to_fault_point(zygote, point, "indexing", home, work / f"acks-{trial}.jsonl", seed=trial) != -9:
+            if run_to_fault_point(zygote, point, "indexing", home, work / f"acks-{trial}.jsonl",
+                                  seed=trial) != -9:
                 result.fail(f"trial {trial}: the indexing worker did not die at fault point {point}")
             result.trials += 1
             result.kills += 1
@@ -256,7 +270,8 @@ def concurrent_writers(work: Path, trials: int, seed: int = 7, writers: int = 4,
     with Zygote() as zygote:
         for trial in range(trials):
             files = [work / f"acks-{trial}-{w}.jsonl" for w in range(writers)]
-            pids = [zygote.spawn("writer", home, f, seed=trial * 100 + w, count=count) for w, f in enumerate(files)]
+            pids = [zygote.spawn("writer", home, f, seed=trial * 100 + w, count=count) for w,
+                    f in enumerate(files)]
             codes = [zygote.wait(pid) for pid in pids]
             if codes != [0] * writers:
                 result.fail(f"round {trial}: writers exited {codes}")
@@ -287,8 +302,11 @@ def fork(work: Path, trials: int, seed: int = 8, children: int = 8, count: int =
             records = read_acks(ack_file)
             if hung:
                 result.fail(f"trial {trial}: {children} children still ran after {HANG_S:g}s (a lock hung)")
-            elif code != 0 or any(r[0] == "child" and r[1] != 0 for r in records) or any(r[0] == "error" for r in records):
-                result.fail(f"trial {trial}: a forked child failed: {[r for r in records if r[0] == 'error'][:2]}")
+            elif code != 0 or any(r[0] == "child" and r[1] != 0 for r in records) or any(r[0] == "error"
+                                                                                         for r in records):
+                result.fail(
+                    f"trial {trial}: a forked child failed: {[r for r in records if r[0] == 'error'][:2]}"
+                )
             acks += records
             result.trials += 1
             result.acknowledged += sum(1 for r in records if r[0] in ("append", "fact"))

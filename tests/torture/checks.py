@@ -85,9 +85,11 @@ def check_agent(home: Path, acks: list[list], result: Result, manager: MemoryMan
         # Entries of an archive set aside as damaged are out of the history (kept in quarantine, readable
         # by hand); the damaged line itself is the damage, not a loss.
         present = {e["seq"] for e in entries}
-        set_aside = {seq for d in manager.cold.indexer.damaged() for seq in range(d["first_seq"], d["last_seq"] + 1)}
+        set_aside = {seq for d in manager.cold.indexer.damaged() for seq in range(d["first_seq"],
+                                                                                  d["last_seq"] + 1)}
         excused = set_aside - present
-        acks = [r for r in acks if not (r[0] in ("append", "now") and r[1 if r[0] == "append" else 2] in excused)]
+        acks = [r for r in acks if not (r[0] in ("append",
+                                                 "now") and r[1 if r[0] == "append" else 2] in excused)]
         _check_seqs(manager, entries, result, set_aside)
         _check_acks(entries, acks, result)
         _check_now(folder, entries, acks, result)
@@ -124,7 +126,8 @@ def _check_acks(entries: list[dict], acks: list[list], result: Result) -> None:
                 result.fail(f"acknowledged append {seq} ({marker}) is lost")
         elif record[0] == "refused" and record[1] != "open" and "memory.db applies it" not in record[-1]:
             op, marker = record[1], record[2]
-            probe = {"append": f"full {marker} ", "now": f"objective {marker}'", "save": f"value {marker} "}[op]
+            probe = {"append": f"full {marker} ", "now": f"objective {marker}'",
+                     "save": f"value {marker} "}[op]
             if probe in texts:
                 result.fail(f"a refused write ({op} {marker}: {record[3]}) left something in LOG.md")
 
@@ -141,7 +144,8 @@ def _check_now(folder: Path, entries: list[dict], acks: list[list], result: Resu
     if reused:
         result.fail(f"NOW versions used twice: {reused[:10]}")
     if updates and front["version"] != max(versions):
-        result.fail(f"NOW.md is at version {front['version']} but LOG.md has NOW_UPDATE version {max(versions)}")
+        result.fail(f"NOW.md is at version {front['version']} but LOG.md has NOW_UPDATE version "
+                    f"{max(versions)}")
     by_seq = {e["seq"]: e for e in updates}
     for record in acks:
         if record[0] == "now":
@@ -163,7 +167,8 @@ def _check_facts(manager: MemoryManager, entries: list[dict], acks: list[list], 
     if stored != expected and not damaged:  # a FACT entry on a damaged line cannot be replayed
         differ = sorted(k for k in set(stored) | set(expected) if stored.get(k) != expected.get(k))
         result.fail(f"memory.db's facts differ from LOG.md's FACT entries for {differ[:10]}")
-    logged = {(e["meta"]["fact"]["key"], e["meta"]["fact"].get("value")) for e in entries if e["type"] == "FACT"}
+    logged = {(e["meta"]["fact"]["key"],
+               e["meta"]["fact"].get("value")) for e in entries if e["type"] == "FACT"}
     for record in acks:
         if record[0] == "save" and (record[1], record[2]) not in logged and not damaged:
             result.fail(f"acknowledged fact {record[1]} = {record[2][:40]} is not recorded in LOG.md")

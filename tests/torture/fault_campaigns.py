@@ -28,15 +28,18 @@ def _tmpfs(folder: Path, size: str) -> bool:
     folder.mkdir(parents=True, exist_ok=True)
     if os.geteuid() != 0:
         return False
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True)
     return done.returncode == 0
 
 
 def disk_full(work: Path, trials: int, seed: int = 9) -> Result:
     disk = work / "disk"
     real = _tmpfs(disk, "16m")
-    result = Result("disk full", ("a 16 MB tmpfs filled to 4-400 KB free before each trial, then 40 mixed writes"
-                                  if real else "ENOSPC imitated: os.write refuses once a byte budget is spent "
+    result = Result("disk full",
+                    ("a 16 MB tmpfs filled to 4-400 KB free before each trial, then 40 mixed writes"
+                                  if real else "ENOSPC imitated: os.write refuses once a byte budget is "
+                                               "spent "
                                   "(this machine cannot mount a tmpfs)"))
     clock, rng = Clock(), random.Random(seed)
     home = prepare(disk, {"compact_log_entries": 40})
@@ -120,7 +123,8 @@ DAMAGES = ("crlf", "strip_newline", "crlf_and_strip", "truncate_db", "garbage_db
 
 
 def damaged_files(work: Path, trials: int, seed: int = 11) -> Result:
-    result = Result("damaged files", "each trial one of: " + ", ".join(DAMAGES) + "; then the agent is opened, "
+    result = Result("damaged files",
+                    "each trial one of: " + ", ".join(DAMAGES) + "; then the agent is opened, "
                     "used and checked")
     clock, rng = Clock(), random.Random(seed)
     home = prepare(work, {"auto_compact": False})
@@ -133,7 +137,8 @@ def damaged_files(work: Path, trials: int, seed: int = 11) -> Result:
         with manager:
             mixed_writes(manager, rng, 12, lambda *r: acks.append(list(r)), f"d{trial}")
             if damage == "archive":
-                manager.compactor.run(manager.compaction.summarizer(), f"summary {trial}", force=True, index=False)
+                manager.compactor.run(manager.compaction.summarizer(), f"summary {trial}", force=True,
+                                      index=False)
         _damage(memory_dir(home), damage, rng)
         manager = open_agent(home, result)
         if manager is None:
@@ -166,13 +171,15 @@ def _damage(folder: Path, damage: str, rng: random.Random) -> None:
          "delete_db": db.unlink}[damage]()
     elif damage.startswith("now_"):
         text = now.read_text()
-        replace = {"now_version": ("version: ", "version: one #"), "now_log_seq": ("log_seq: ", "log_seq: [1, 2] #")}
+        replace = {"now_version": ("version: ", "version: one #"),
+                   "now_log_seq": ("log_seq: ", "log_seq: [1, 2] #")}
         if damage in replace:
             text = "\n".join(replace[damage][1] + line if line.startswith(replace[damage][0]) else line
                              for line in text.splitlines())
             now.write_text(text.replace("#", "# ", 1))
         else:
-            now.write_bytes(os.urandom(300) if damage == "now_garbage" else now.read_bytes()[: len(text) // 3])
+            now.write_bytes(os.urandom(300) if damage == "now_garbage"
+                            else now.read_bytes()[: len(text) // 3])
     else:
         archive = max(folder.glob("archive/LOG-*.md"), key=lambda p: int(p.stem.split("-")[1]))
         flip_byte(archive, rng.randrange(archive.stat().st_size))
@@ -180,7 +187,8 @@ def _damage(folder: Path, damage: str, rng: random.Random) -> None:
 
 class Hang:
     """A model call that returns only when the campaign lets it (or after a minute): a compaction that waited
-    for it finds ``returned`` set when it ends; one that abandoned it in time does not, however slow the machine."""
+    for it finds ``returned`` set when it ends; one that abandoned it in time does not, however slow the
+    machine."""
 
     def __init__(self) -> None:
         self.release, self.returned = threading.Event(), threading.Event()
@@ -228,7 +236,8 @@ def faulty_summarizers(work: Path, trials: int, seed: int = 12) -> Result:
                     before = len(calls)
                     for i in range(25):
                         marker = f"s{trial}-{compaction}-{i}"
-                        acks.append(["append", manager.append_log("THOUGHT", f"thought {marker} " + "ledger " * 20),
+                        acks.append(["append",
+                                     manager.append_log("THOUGHT", f"thought {marker} " + "ledger " * 20),
                                      marker])
                     manager.compaction.wait(30)
                     automatic.append(len(calls) - before)
@@ -244,12 +253,15 @@ def faulty_summarizers(work: Path, trials: int, seed: int = 12) -> Result:
             explicit = len(calls) - before
             summary = manager.scan_log().entries[0]
             if waited_for_the_hang:
-                result.fail(f"trial {trial} ({name}): the explicit compaction waited for a hanging model call")
+                result.fail(f"trial {trial} ({name}): the explicit compaction waited for a hanging model "
+                            f"call")
             if not report.done or len(summary.content) > 4000 or "<think>" in summary.content:
-                result.fail(f"trial {trial} ({name}): the summary is unusable ({len(summary.content)} characters, "
+                result.fail(f"trial {trial} ({name}): the summary is unusable ({len(summary.content)} "
+                            f"characters, "
                             f"{report.reason or 'done'})")
             if max(automatic + [explicit]) > 2 or (name != "slow but fine" and automatic[1] > 0):
-                result.fail(f"trial {trial} ({name}): model calls {automatic} automatic, {explicit} explicit: "
+                result.fail(f"trial {trial} ({name}): model calls {automatic} automatic, {explicit} "
+                            f"explicit: "
                             "at most 2 a compaction, none while a failed model rests")
             result.trials += 1
             result.acknowledged += 51
@@ -259,5 +271,6 @@ def faulty_summarizers(work: Path, trials: int, seed: int = 12) -> Result:
 
 
 CAMPAIGNS: dict[str, Callable[..., Result]] = {
-    "disk-full": disk_full, "read-only": read_only_files, "damaged": damaged_files, "summarizers": faulty_summarizers,
+    "disk-full": disk_full, "read-only": read_only_files, "damaged": damaged_files,
+    "summarizers": faulty_summarizers,
 }

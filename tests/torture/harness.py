@@ -1,4 +1,5 @@
-"""The torture harness: workers forked from a zygote, SIGKILLed at fault points drawn at random, and the results table.
+"""The torture harness: workers forked from a zygote, SIGKILLed at fault points drawn at random, and the
+results table.
 
 Starting a Python interpreter for each kill would cost most of a second; the zygote imports
 the library once and forks a worker per trial, so a campaign spends its time killing and

@@ -26,7 +26,8 @@ def spaces(work: Path, trials: int, seed: int = 9) -> Result:
         for trial in range(trials):
             ack_file = work / f"acks-{trial}.jsonl"
             point = f"*@{rng.randint(1, 60)}"
-            code = run_to_fault_point(zygote, point, "space_publish", home, ack_file, seed=seed * 1000 + trial)
+            code = run_to_fault_point(zygote, point, "space_publish", home, ack_file,
+                                      seed=seed * 1000 + trial)
             records = read_acks(ack_file)
             if code != -9:
                 result.fail(f"trial {trial}: the worker did not die at fault point {point} ({code}): "
@@ -41,8 +42,8 @@ def spaces(work: Path, trials: int, seed: int = 9) -> Result:
 
 
 def check_space(home: Path, acks: list[list], result: Result) -> None:
-    """Only the journal's tail may be torn; after an open, every acknowledged publish is there once, seqs rise,
-    and the index holds exactly the journal's memories."""
+    """Only the journal's tail may be torn; after an open, every acknowledged publish is there once, seqs
+    rise, and the index holds exactly the journal's memories."""
     path = home / "spaces" / "shared" / "LOG.md"
     whole = path.read_bytes().rpartition(b"\n")[0] + b"\n"
     if scan_bytes(whole, path).bad_lines:

@@ -14,4 +14,5 @@ CAMPAIGNS: dict[str, Callable[..., Result]] = {**KILLS, **FAULTS, **SPACES}
 TRIALS = {"appends": 40, "facts": 40, "compaction": 30, "notes": 12, "lcm": 30, "indexing": 8,
           "concurrent": 3, "fork": 5, "disk-full": 10, "read-only": 20, "damaged": 22, "summarizers": 14,
           "spaces": 20}
-"""Trials of each campaign in the test run (SIGKILLs for the kill campaigns): about three minutes on two cores."""
+"""Trials of each campaign in the test run (SIGKILLs for the kill campaigns): about three minutes on two
+cores."""

@@ -69,7 +69,8 @@ def appends_now(home: str, ack: Acks, args: dict) -> None:
             now = memory.update_now("active", [f"step {marker}", "next"], objective=f"objective {marker}")
             ack("now", now["version"], now["log_seq"], marker)
         else:
-            seq = memory.append_log("TOOL_USE", f"call {marker} " + "x" * rng.randrange(3000), {"marker": marker})
+            seq = memory.append_log("TOOL_USE", f"call {marker} " + "x" * rng.randrange(3000),
+                                    {"marker": marker})
             ack("append", seq, marker)
 
 
@@ -109,7 +110,8 @@ def compaction(home: str, ack: Acks, args: dict) -> None:
 
 
 def indexing(home: str, ack: Acks, args: dict) -> None:
-    """Open an agent whose archives wait to be indexed and index them, vectors included (killed while it does)."""
+    """Open an agent whose archives wait to be indexed and index them, vectors included (killed while it
+    does)."""
     memory = manager(home)
     ack("open")
     memory.compaction.wait()
@@ -134,7 +136,8 @@ def lcm(home: str, ack: Acks, args: dict) -> None:
     for i in range(args.get("count", 10**9)):
         marker = f"{args['seed']}-{i}"
         provider.append(session, [Message("user", f"question {marker}: " + "why " * rng.randrange(1, 30)),
-                                  Message("assistant", f"answer {marker}. " + "because " * rng.randrange(1, 30))])
+                                  Message("assistant",
+                                          f"answer {marker}. " + "because " * rng.randrange(1, 30))])
         ack("turn", marker)
         if rng.random() < 0.3:
             provider.compact(session, rng.choice([CompactionMode.INCREMENTAL, CompactionMode.FULL]))
@@ -158,7 +161,8 @@ def mixed_writes(memory, rng: random.Random, count: int, ack: Callable[..., None
         op = rng.choice(["append", "now", "save"])
         try:
             if op == "append":
-                seq = memory.append_log("THOUGHT", f"full {marker} " + "z" * rng.randrange(20_000), {"m": marker})
+                seq = memory.append_log("THOUGHT", f"full {marker} " + "z" * rng.randrange(20_000),
+                                        {"m": marker})
                 ack("append", seq, marker)
             elif op == "now":
                 now = memory.update_now("active", [f"step {marker}"], objective=f"objective {marker}",
@@ -186,7 +190,8 @@ def until_full(home: str, ack: Acks, args: dict) -> None:
 
 
 def _simulate_full_disk(budget: int) -> None:
-    """Where no small file system can be mounted: ``os.write`` refuses with ENOSPC once ``budget`` bytes went."""
+    """Where no small file system can be mounted: ``os.write`` refuses with ENOSPC once ``budget`` bytes
+    went."""
     import errno
 
     real_write = os.write
@@ -246,7 +251,8 @@ def space_publish(home: str, ack: Acks, args: dict) -> None:
 
 
 WORKLOADS: dict[str, Callable[[str, Acks, dict], None]] = {
-    f.__name__: f for f in (appends_now, facts, notes, compaction, indexing, lcm, writer, until_full, fork_writers,
+    f.__name__: f for f in (appends_now, facts, notes, compaction, indexing, lcm, writer, until_full,
+                            fork_writers,
                             space_publish)
 }
 

@@ -51,7 +51,8 @@ def members(archive: Path) -> tuple[dict, dict[str, bytes]]:
     return json.loads(files.pop("manifest.json")), files
 
 
-def write(target: Path, manifest: dict, files: dict[str, bytes], *, extra: Callable[[tarfile.TarFile], None] | None = None,
+def write(target: Path, manifest: dict, files: dict[str, bytes], *,
+          extra: Callable[[tarfile.TarFile], None] | None = None,
           fmt: int = tarfile.PAX_FORMAT) -> Path:
     """An agent archive of ``files`` whose manifest lists each with its true sha256 and size."""
     manifest = {**manifest, "files": {name: {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
@@ -86,5 +87,6 @@ def tree(folder: Path) -> dict[str, str]:
     """Every path under ``folder`` with its content's sha256 (folders as ``/``): byte-identical or not."""
     if not folder.exists():
         return {}
-    return {p.relative_to(folder).as_posix(): "/" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+    return {p.relative_to(folder).as_posix(): "/" if p.is_dir()
+            else hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*"))}

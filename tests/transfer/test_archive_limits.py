@@ -52,7 +52,8 @@ def _zeros_sha256(size: int) -> str:
 
 
 def bomb(good: Path, target: Path, member: str) -> Path:
-    """``good`` with one more file, ``ZEROS`` bytes of zeros at ``member``, listed in the manifest as it is."""
+    """``good`` with one more file, ``ZEROS`` bytes of zeros at ``member``, listed in the manifest as it
+    is."""
     manifest, files = members(good)
     manifest["files"] = {name: {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
                          for name, data in files.items()}
@@ -80,7 +81,8 @@ def elsewhere(tmp_path, monkeypatch) -> Path:
 def test_a_decompression_bomb_is_refused_before_anything_is_written(agents_home, tmp_path, elsewhere):
     """A small archive that unpacks to a thousand times its size is refused on its manifest, with the limit to
     raise; nothing is written and nothing of it is held in memory."""
-    archive = bomb(exported(agents_home, tmp_path), tmp_path / "bomb.tar.gz", "agent/memory/archive/LOG-1-2.md")
+    archive = bomb(exported(agents_home, tmp_path), tmp_path / "bomb.tar.gz",
+                   "agent/memory/archive/LOG-1-2.md")
     assert archive.stat().st_size < ZEROS // 500
     before = tree(elsewhere)
     tracemalloc.start()

@@ -59,14 +59,16 @@ def snapshot(manager: MemoryManager) -> dict:
     """What must survive a round trip, read through the public API."""
     entries = []
     for path in sorted(manager.paths.archive_dir.glob("LOG-*.md")) + [manager.paths.log_file]:
-        entries += [(e.seq, e.type, e.content) for e in manager.log.scan().entries] if path == manager.paths.log_file \
+        entries += [(e.seq, e.type,
+                     e.content) for e in manager.log.scan().entries] if path == manager.paths.log_file \
             else [(e.seq, e.type, e.content) for e in _scan(path)]
     conn = manager.db.conn
     messages = [tuple(r) for r in conn.execute("SELECT seq, role, content FROM ctx_messages ORDER BY id")]
     recall = {q: [h["id"] for h in manager.recall_memory(q, n_results=3)] for q in QUERIES}
     facts = {f["key"]: (f["value"], f["category"]) for f in manager.list_facts()}
     return {"entries": entries, "messages": messages, "recall": recall, "facts": facts,
-            "now": manager.read_now()["plan"], "items": conn.execute("SELECT count(*) FROM store_items").fetchone()[0]}
+            "now": manager.read_now()["plan"],
+            "items": conn.execute("SELECT count(*) FROM store_items").fetchone()[0]}
 
 
 def _scan(path: Path):
@@ -123,8 +125,8 @@ def assert_same_recall(got: dict, expected: dict) -> None:
 
 
 def test_with_vectors_and_secrets_keeps_everything(agents_home, tmp_path, monkeypatch):
-    """--with-vectors --include-secrets, imported --trust-vectors: the vectors are kept (no re-embedding) and the
-    secret comes back."""
+    """--with-vectors --include-secrets, imported --trust-vectors: the vectors are kept (no re-embedding) and
+    the secret comes back."""
     manager = build_agent(agents_home)
     expected = json.loads(json.dumps(snapshot(manager)))
     manager.close()
@@ -141,7 +143,9 @@ def test_with_vectors_and_secrets_keeps_everything(agents_home, tmp_path, monkey
         assert copy.read_now()["agent"] == "finn2"
         assert copy.db.conn.execute("SELECT session_id FROM ctx_conversations").fetchone()[0] == "finn2:main"
         said = copy.recall_memory("exit 137 OOM kill", 1, kind="message")[0]  # recall follows the new name
-        assert said["where"]["conversation"] == "finn2:main" and said["source"].startswith("conversation:finn2:main#")
+        assert said["where"]["conversation"] == "finn2:main" and said["source"].startswith(
+            "conversation:finn2:main#"
+        )
 
 
 def test_vectors_holding_a_secret_are_left_out(agents_home, tmp_path, monkeypatch):
@@ -150,7 +154,8 @@ def test_vectors_holding_a_secret_are_left_out(agents_home, tmp_path, monkeypatc
     staging = "stage-pass-4411"
     with manager.db.transaction() as conn:  # saved as a secret straight into memory.db: not scrubbed yet
         conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at)"
-                     " VALUES ('staging_password', ?, 'secret', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+                     " VALUES ('staging_password', ?, 'secret', '2026-01-01T00:00:00.000Z', "
+                     "'2026-01-01T00:00:00.000Z')",
                      (staging,))
         conn.execute("DELETE FROM secret_scrubs")
     manager.cold.catch_up()
@@ -183,7 +188,8 @@ def _rewrite(source: Path, target: Path, change) -> None:
 
 @pytest.mark.parametrize("damage", ["tampered", "missing", "traversal", "not_gzip", "truncated", "version"])
 def test_bad_archive_writes_nothing(agents_home, tmp_path, monkeypatch, damage):
-    """A damaged, tampered, incomplete, escaping or future-version archive is refused before anything is written."""
+    """A damaged, tampered, incomplete, escaping or future-version archive is refused before anything is
+    written."""
     initialize_agent_memory("finn")
     MemoryManager("finn").close()
     good = tmp_path / "good.tar.gz"
@@ -223,7 +229,8 @@ def test_bad_archive_writes_nothing(agents_home, tmp_path, monkeypatch, damage):
 
 
 def test_existing_agent_needs_force_and_unknown_agent_is_refused(agents_home, tmp_path):
-    """Importing over an existing agent is refused unless forced; exporting an unknown agent creates nothing."""
+    """Importing over an existing agent is refused unless forced; exporting an unknown agent creates
+    nothing."""
     manager = build_agent(agents_home)
     manager.close()
     archive = tmp_path / "finn.tar.gz"
@@ -290,7 +297,9 @@ def test_export_says_how_many_secret_facts_it_left_out(agents_home, tmp_path):
         db = next(m for m in archive if m.name.endswith("/memory.db"))
         (tmp_path / "copy.db").write_bytes(archive.extractfile(db).read())
     with closing(sqlite3.connect(tmp_path / "copy.db")) as copy:
-        assert copy.execute("SELECT key FROM fact_versions").fetchall() == [], "a secret's history goes with it"
+        assert copy.execute("SELECT key FROM fact_versions").fetchall() == [], (
+            "a secret's history goes with it"
+        )
     with_secrets = export(str(tmp_path / "b.tar.gz"), "--include-secrets")
     assert with_secrets.returncode == 0, with_secrets.stderr
     assert " 3 facts, " in with_secrets.stdout and "secrets included" in with_secrets.stdout
@@ -300,8 +309,8 @@ def test_export_says_how_many_secret_facts_it_left_out(agents_home, tmp_path):
 
 
 def test_forgotten_memories_do_not_travel_with_the_vectors(agents_home, tmp_path, monkeypatch):
-    """--with-vectors copies the cold store's current rows only: a forgotten note is in no member of the archive,
-    and the imported agent keeps the vectors of the others."""
+    """--with-vectors copies the cold store's current rows only: a forgotten note is in no member of the
+    archive, and the imported agent keeps the vectors of the others."""
     initialize_agent_memory("finn")
     with MemoryManager("finn") as manager:
         gone = manager.store_memory("My old address is 12 Elm Street")

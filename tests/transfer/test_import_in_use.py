@@ -1,5 +1,5 @@
-"""``import --force`` and the processes that have the agent open: refused while one has, never acknowledged and
-lost; and an import killed at any step leaves the old agent or the new one whole."""
+"""``import --force`` and the processes that have the agent open: refused while one has, never acknowledged
+and lost; and an import killed at any step leaves the old agent or the new one whole."""
 
 from __future__ import annotations
 
@@ -56,8 +56,8 @@ def _child(code: str, home: Path, *args: str, point: str = "") -> subprocess.Pop
 
 
 def test_force_over_an_agent_open_in_another_process_is_refused(agents_home, tmp_path):
-    """While a process has the agent open, import --force changes nothing and names the process; that process's
-    later writes are kept. Once it has closed, the import replaces the agent."""
+    """While a process has the agent open, import --force changes nothing and names the process; that
+    process's later writes are kept. Once it has closed, the import replaces the agent."""
     archive = exported(agents_home, tmp_path)
     holder = _child(HOLDER, agents_home)
     try:
@@ -97,8 +97,8 @@ def test_force_over_an_agent_open_in_this_process_is_refused(agents_home, tmp_pa
 
 
 def test_an_agent_opened_while_it_is_replaced_opens_the_new_one(agents_home, tmp_path):
-    """An opener that arrives while the folder is being replaced waits, then opens the folder now in place (the
-    lock file it waited on went away with the old folder)."""
+    """An opener that arrives while the folder is being replaced waits, then opens the folder now in place
+    (the lock file it waited on went away with the old folder)."""
     archive = exported(agents_home, tmp_path)
     old, new = agents_home / "finn", agents_home / ".new-finn"
     import_agent(archive, as_name="finn2")
@@ -124,8 +124,9 @@ def test_an_agent_opened_while_it_is_replaced_opens_the_new_one(agents_home, tmp
 @pytest.mark.parametrize("point, replaced", [("import.swap", False), ("import.swapped", True),
                                              ("db.commit@3", False)])
 def test_an_import_killed_at_any_step_leaves_one_agent_whole(agents_home, tmp_path, point, replaced):
-    """SIGKILL before the swap leaves the old agent, after it the new one; either opens whole, and the next import
-    works and deletes what the killed one left (its staging folder, which may hold the agent it replaced)."""
+    """SIGKILL before the swap leaves the old agent, after it the new one; either opens whole, and the next
+    import works and deletes what the killed one left (its staging folder, which may hold the agent it
+    replaced)."""
     archive = exported(agents_home, tmp_path)
     with MemoryManager("finn") as finn:
         finn.save_fact("city", "Lisbon")

@@ -17,7 +17,8 @@ _CHATTER = {"noted.", "ok.", "thanks.", "saved."}
 
 TURNS = 42
 FACT = "My locker code is 4417 and the locker is in hall B."
-WORDS = ("harbour", "lantern", "orchard", "gravel", "copper", "meadow", "ribbon", "thistle", "canvas", "pepper",
+WORDS = ("harbour", "lantern", "orchard", "gravel", "copper", "meadow", "ribbon", "thistle", "canvas",
+         "pepper",
          "saddle", "marble", "willow", "garnet", "timber", "beacon", "cobalt", "juniper", "parcel", "quarry")
 
 
@@ -60,7 +61,8 @@ def summarising_model(prompt: str) -> str:
 
 
 FACT_TURNS = (5, 17, 30)
-"""Turns of :func:`replies` in which the model first saves a fact, then answers: two planner calls in one run."""
+"""Turns of :func:`replies` in which the model first saves a fact, then answers: two planner calls in one
+run."""
 
 
 def replies() -> tuple:
@@ -71,14 +73,15 @@ def replies() -> tuple:
     script: list = []
     for turn in range(1, max(FACT_TURNS) + 1):
         if turn in FACT_TURNS:
-            script.append(tool_call("save_fact", key=f"project_{turn}", value=f"harbour {turn}", category="general"))
+            script.append(tool_call("save_fact", key=f"project_{turn}", value=f"harbour {turn}",
+                                    category="general"))
         script.append("Noted.")
     return tuple(script)
 
 
 def tell_notes(engine: Any, turns: int = TURNS, check: bool = True, progress: Any = None) -> list[Any]:
-    """Tell ``engine`` the notes of turns 1 to ``turns``, the first one opening with ``FACT``; return the runs'
-    results. ``check``: every run must end ``done`` (a scripted model's do; a real one may not);
+    """Tell ``engine`` the notes of turns 1 to ``turns``, the first one opening with ``FACT``; return the
+    runs' results. ``check``: every run must end ``done`` (a scripted model's do; a real one may not);
     ``progress(turn)`` is called after each turn."""
     rng = random.Random(9)
     results = []
@@ -116,7 +119,8 @@ def replay(requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], nu
     with ScriptedOllama(default="ok", context_length=num_ctx) as server:
         client = ollama.Client(host=server.host)
         for messages, tools in requests:
-            client.chat(model="llama3.1", messages=messages, tools=tools or None, options={"num_ctx": num_ctx})
+            client.chat(model="llama3.1", messages=messages, tools=tools or None,
+                        options={"num_ctx": num_ctx})
         client.close()
         return list(server.prompts)
 
@@ -129,5 +133,6 @@ def consecutive_pairs(server: Any) -> list[tuple[Any, Any]]:
 
 
 def in_run(pair: tuple[Any, Any]) -> bool:
-    """True for a pair whose later prompt continues the same run (a tool result is among its last two messages)."""
+    """True for a pair whose later prompt continues the same run (a tool result is among its last two
+    messages)."""
     return any(m.get("role") == "tool" for m in pair[1].messages[-2:])

@@ -48,7 +48,8 @@ def test_a_failing_compaction_warns_and_the_turn_goes_on(make_server, agents_hom
 
 
 @pytest.mark.parametrize("provider", ["lcm", "simple"])
-def test_a_forgotten_message_is_not_taken_for_history_left_out(provider, storage_backend, make_server, agents_home,
+def test_a_forgotten_message_is_not_taken_for_history_left_out(provider, storage_backend, make_server,
+                                                               agents_home,
                                                                 make_engine, caplog):
     """After a message is forgotten the conversation is counted as the prompt shows it (the message as
     "[forgotten]"): a session whose every turn fits the window says nothing about turns left out."""

@@ -12,10 +12,10 @@ THIRD = "And order lunch for the pickers on Monday: sandwiches, apples from the 
 
 def test_the_request_is_sent_once_and_comes_after_the_memory(make_server, agents_home, make_engine, api):
     """NOW's objective and the RUN_START and USER_FEEDBACK entries repeat the user's request: the memory
-    message points to it instead (NOW's objective to this turn's request, the entries to the conversation, where
-    the requests stay after the memory in the prompts of later turns), and it comes right before the request, the
-    prompt's last message; NOW.md and LOG.md themselves keep the text. A third turn's prompt keeps that memory
-    message and the requests after it."""
+    message points to it instead (NOW's objective to this turn's request, the entries to the conversation,
+    where the requests stay after the memory in the prompts of later turns), and it comes right before the
+    request, the prompt's last message; NOW.md and LOG.md themselves keep the text. A third turn's prompt
+    keeps that memory message and the requests after it."""
     server = make_server(context_length=8192, default="Noted.")
     write_config(agents_home, f"llm:\n  backend: {api}\n")
     engine = make_engine()
@@ -41,9 +41,10 @@ def test_the_request_is_sent_once_and_comes_after_the_memory(make_server, agents
     assert logged == [REQUEST, FOLLOW_UP, THIRD]
 
 
-def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server, agents_home, make_engine, api):
-    """A request that alone could take half the window goes last too, as every request: a server that must drop
-    a message to fit (Ollama always keeps the last one) drops the memory, not the request."""
+def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server, agents_home, make_engine,
+                                                                     api):
+    """A request that alone could take half the window goes last too, as every request: a server that must
+    drop a message to fit (Ollama always keeps the last one) drops the memory, not the request."""
     server = make_server(context_length=131072, default="Noted.")  # a 16,384-token window (llm.num_ctx)
     write_config(agents_home, f"llm:\n  backend: {api}\n")
     engine = make_engine()
@@ -60,9 +61,10 @@ def test_a_request_that_could_fill_the_window_comes_after_the_memory(make_server
 
 
 def test_a_runs_later_step_is_the_first_steps_prompt_and_the_step(make_server, agents_home, make_engine, api):
-    """At a run's second step the prompt is the first step's with the step's tool call and result added: the memory
-    message stays as it was (the conversation shows the fact the step saved), so the server's cache holds all of
-    the first step's prompt. The fact is in the memory when it is next read (the next turn: NOW changed)."""
+    """At a run's second step the prompt is the first step's with the step's tool call and result added: the
+    memory message stays as it was (the conversation shows the fact the step saved), so the server's cache
+    holds all of the first step's prompt. The fact is in the memory when it is next read (the next turn: NOW
+    changed)."""
     from tests.ollama_server import tool_call
 
     server = make_server(context_length=8192, default="Noted.")

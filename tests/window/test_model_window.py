@@ -37,9 +37,9 @@ def test_meter_learns_skips_implausible_counts_and_spots_cuts(caplog):
 
 
 def test_a_server_that_refuses_overflow_never_cut_a_prompt(caplog):
-    """llama-server and vLLM refuse a prompt over their window (``cuts=False``): a count far below a near-window
-    estimate (seen on llama-server: 2,631 tokens of a prompt estimated at 3,693 in 4,096) is an estimate to
-    learn from, not a cut; LM Studio and Ollama cut, and the same count is a cut there."""
+    """llama-server and vLLM refuse a prompt over their window (``cuts=False``): a count far below a
+    near-window estimate (seen on llama-server: 2,631 tokens of a prompt estimated at 3,693 in 4,096) is an
+    estimate to learn from, not a cut; LM Studio and Ollama cut, and the same count is a cut there."""
     caplog.set_level(logging.WARNING)
     for cuts in (False, True):
         window = ContextWindow(4096)

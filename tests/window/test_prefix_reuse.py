@@ -1,4 +1,5 @@
-"""Consecutive planner prompts share most of their tokens, so the model server's prompt cache spares re-evaluating them."""
+"""Consecutive planner prompts share most of their tokens, so the model server's prompt cache spares
+re-evaluating them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from tests.window.conversation import FACT_TURNS, TURNS, consecutive_pairs, in_r
 TARGET = 0.85
 """Median share of a planner prompt that the previous one left in the server's cache, at every window."""
 MIN_STEP_SHARE = 0.9
-"""Of each step of a run's prompt, from the cache: the step adds its tool call and result to the previous prompt."""
+"""Of each step of a run's prompt, from the cache: the step adds its tool call and result to the previous
+prompt."""
 # LOG.md compaction runs in a background thread, whose SUMMARY entry would enter the memory message at a
 # moment that depends on the machine's load: the test keeps it off to stay exact.
 CONFIG = "  auto_compact: false\n"
@@ -19,7 +21,8 @@ CONFIG = "  auto_compact: false\n"
 
 @pytest.mark.parametrize(("context_length", "api"), [
     (4096, "ollama"), (8192, "ollama"), (16384, "ollama"), (131072, "ollama"), (8192, "openai")])
-def test_consecutive_planner_prompts_share_most_of_their_tokens(long_conversation, context_length, api, capsys):
+def test_consecutive_planner_prompts_share_most_of_their_tokens(long_conversation, context_length, api,
+                                                                capsys):
     """Over the 42-turn conversation (three runs of two steps: a save_fact call, then the answer), the planner
     prompts that follow one another with no summary call between take a median of at least 85% of their tokens
     from the server's cache, at every window: a prompt repeats the previous one (its earlier turns and memory
@@ -37,9 +40,12 @@ def test_consecutive_planner_prompts_share_most_of_their_tokens(long_conversatio
     shares = [after.cached_share for _, after in pairs]
     assert statistics.median(shares) >= TARGET, [round(s, 3) for s in shares]
     extended = [(before, after) for before, after in pairs if after.rendered.startswith(before.rendered)]
-    assert len(pairs) - len(extended) <= 1, "the prompt's start is laid again only when NOW's resume hint appears"
+    assert len(pairs) - len(extended) <= 1, (
+        "the prompt's start is laid again only when NOW's resume hint appears"
+    )
     for before, after in extended:
-        assert after.cached_tokens >= before.rendered_tokens - 1, (before.rendered[-2000:], after.rendered[-2000:])
+        assert after.cached_tokens >= before.rendered_tokens - 1, (before.rendered[-2000:],
+                                                                   after.rendered[-2000:])
     steps = [after.cached_share for before, after in pairs if in_run((before, after))]
     assert len(steps) == len(FACT_TURNS), "no compaction comes between the two steps of a run"
     assert min(steps) >= MIN_STEP_SHARE, [round(s, 3) for s in steps]
@@ -54,6 +60,7 @@ def test_consecutive_planner_prompts_share_most_of_their_tokens(long_conversatio
     every = [p.cached_share for p in planner[1:]]
     with capsys.disabled():
         print(f"\n{context_length} tokens ({api}): consecutive planner prompts' cached share median "
-              f"{statistics.median(shares):.1%} (min {min(shares):.1%}, {len(pairs)} pairs); every planner prompt "
+              f"{statistics.median(shares):.1%} (min {min(shares):.1%}, {len(pairs)} pairs); every planner "
+              f"prompt "
               f"after the first, summary calls between taking the one cache slot: median "
               f"{statistics.median(every):.1%}; {compactions} compactions")

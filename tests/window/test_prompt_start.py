@@ -1,6 +1,6 @@
-"""The start of the planner prompts (the earlier turns, then the memory message) stays as it was from turn to turn,
-and is laid again, with the memory read fresh right before the turn, when the memory has news the turns do not
-show."""
+"""The start of the planner prompts (the earlier turns, then the memory message) stays as it was from turn to
+turn, and is laid again, with the memory read fresh right before the turn, when the memory has news the turns
+do not show."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from tests.ollama_server import tool_call
 from tests.window.conftest import write_config
 from tests.window.conversation import TURNS
 
-TURN_TEXTS = ("Plan the orchard harvest: the north rows ripen first.", "The pickers arrive on Monday at seven.",
+TURN_TEXTS = ("Plan the orchard harvest: the north rows ripen first.",
+              "The pickers arrive on Monday at seven.",
               "The cider press needs a new belt before Thursday.", "Book the van for Friday morning.")
 
 
@@ -21,16 +22,20 @@ def _engine(make_server, agents_home, make_engine, api: str):
 
 
 def _memory(messages: list[dict]) -> str:
-    found = [m["content"] for m in messages if m["role"] == "user" and str(m["content"]).startswith("# Memory")]
+    found = [m["content"] for m in messages if m["role"] == "user"
+             and str(m["content"]).startswith("# Memory")]
     assert len(found) == 1, "one memory message a prompt"
     return found[0]
 
 
-def test_a_fact_saved_by_another_writer_is_read_into_the_next_turn(make_server, agents_home, make_engine, api):
-    """Another writer (the memory's own API, as the MCP server or the CLI would) saves a fact between two turns:
+def test_a_fact_saved_by_another_writer_is_read_into_the_next_turn(make_server, agents_home, make_engine,
+                                                                   api):
+    """Another writer (the memory's own API, as the MCP server or the CLI would) saves a fact between two
+    turns:
     the next prompt's memory message is read again and shows it, after every earlier turn and right before the
-    request. A fact the model saves itself (its call and the result are in the conversation) leaves the start of
-    the next turn's prompt as it was: that prompt is the run's last one with the reply and the new request."""
+    request. A fact the model saves itself (its call and the result are in the conversation) leaves the start
+    of the next turn's prompt as it was: that prompt is the run's last one with the reply and the new
+    request."""
     server, engine = _engine(make_server, agents_home, make_engine, api)
     for text in TURN_TEXTS[:2]:
         assert engine.run(text).ok
@@ -67,8 +72,8 @@ def test_a_forgotten_fact_leaves_the_next_prompt(make_server, agents_home, make_
 
 
 def test_a_log_entry_of_another_writer_is_read_into_the_next_turn(make_server, agents_home, make_engine, api):
-    """An entry another writer adds to LOG.md between turns lays the prompt's start again, the memory showing it;
-    the engine's own entries of a turn (its run and step markers, NOW's updates) do not."""
+    """An entry another writer adds to LOG.md between turns lays the prompt's start again, the memory showing
+    it; the engine's own entries of a turn (its run and step markers, NOW's updates) do not."""
     server, engine = _engine(make_server, agents_home, make_engine, api)
     for text in TURN_TEXTS[:3]:
         assert engine.run(text).ok
@@ -82,14 +87,15 @@ def test_a_log_entry_of_another_writer_is_read_into_the_next_turn(make_server, a
 
 
 def test_the_simple_provider_lets_older_turns_go_in_blocks(long_conversation, capsys):
-    """With the Simple provider (no summaries), older turns leave the prompt half a history budget at once, so the
-    prompts of the turns after that start with the same turns: over the 42 turns on an 8,192-token model the
-    prompt's start is laid again every few turns, not at every turn, and the planner prompts take a median of at
-    least 85% from the cache; that turns are left out is said once."""
+    """With the Simple provider (no summaries), older turns leave the prompt half a history budget at once, so
+    the prompts of the turns after that start with the same turns: over the 42 turns on an 8,192-token model
+    the prompt's start is laid again every few turns, not at every turn, and the planner prompts take a median
+    of at least 85% from the cache; that turns are left out is said once."""
     server, engine = long_conversation(8192, "  auto_compact: false\nprovider:\n  name: simple\n")
 
     planner = server.planner_prompts()
-    laid = [after for before, after in zip(planner, planner[1:]) if not after.rendered.startswith(before.rendered)]
+    laid = [after for before,
+            after in zip(planner, planner[1:]) if not after.rendered.startswith(before.rendered)]
     shares = [p.cached_share for p in planner[1:]]
     assert server.summarizer_prompts() == [] and server.truncated == []
     assert 2 <= len(laid) <= TURNS // 6, len(laid)
@@ -97,5 +103,6 @@ def test_the_simple_provider_lets_older_turns_go_in_blocks(long_conversation, ca
     overflow = [e for e in engine.manager.scan_log().entries if e.metadata.get("kind") == "context_overflow"]
     assert len(overflow) == 1
     with capsys.disabled():
-        print(f"\nsimple provider, 8192 tokens: start laid again {len(laid)} times in {TURNS} turns, cached share "
+        print(f"\nsimple provider, 8192 tokens: start laid again {len(laid)} times in {TURNS} turns, cached "
+              f"share "
               f"median {statistics.median(shares):.1%}")

@@ -21,7 +21,8 @@ PROSE = ("The harbour lantern glowed over the gravel path while the copper kettl
          "nobody knew why the meadow smelled of pepper and thistle that evening. ")
 
 
-def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_server, agents_home, make_engine, api):
+def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_server, agents_home, make_engine,
+                                                                        api):
     """After a few calls the estimate matches the server's count within 5% (Ollama's prompt_eval_count, of the
     part after the cached prefix; the OpenAI API's usage.prompt_tokens, of the whole prompt), the ratio is
     saved, and a new engine starts from it."""
@@ -34,8 +35,9 @@ def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_ser
     learned = engine.backend.window.chars_per_token
     assert learned < 3.6, "learned from the server's counts, not chars/4"
     last = engine.backend.meter.last
-    # The server counted only what its cache did not hold (the new request: the prompt repeats the previous one
-    # and adds to it); the engine sizes that part from the prefix the prompt shares with the previous one, less
+    # The server counted only what its cache did not hold (the new request: the prompt repeats the previous
+    # one and adds to it); the engine sizes that part from the prefix the prompt shares with the previous one,
+    # less
     # exactly than a whole prompt (a few hundred characters of prose, at a ratio learned mostly on JSON).
     counted = server.prompts[-1].evaluated if api == "ollama" else server.prompts[-1].rendered_tokens
     assert last.reported == counted and abs(last.error) < 0.10
@@ -53,7 +55,8 @@ def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_ser
 
 
 @pytest.mark.parametrize("api", ["ollama", "openai"])
-def test_a_prompt_cut_by_the_server_is_a_warning_with_both_numbers(make_server, agents_home, make_engine, caplog, api):
+def test_a_prompt_cut_by_the_server_is_a_warning_with_both_numbers(make_server, agents_home, make_engine,
+                                                                   caplog, api):
     """A wrong learned ratio (8 chars/token) makes the engine overfill the window with a long request: the
     server cuts the prompt (Ollama; of the OpenAI-compatible servers, LM Studio and Ollama's /v1), the engine
     logs both counts and lowers the ratio, and the next request fits."""
@@ -73,7 +76,8 @@ def test_a_prompt_cut_by_the_server_is_a_warning_with_both_numbers(make_server, 
     assert engine.run("Read this too. " + document + " What is it about?").ok
     # (LCM's summary of the long first turn is one summarizer call: splitting it to fit is another change's)
     assert [p for p in server.truncated if p.tools] == [cut], "after the warning the planner's prompts fit"
-    request = [m for m in server.planner_prompts()[-1].messages if str(m.get("content")).startswith("Read this too.")]
+    request = [m for m in server.planner_prompts()[-1].messages
+               if str(m.get("content")).startswith("Read this too.")]
     assert request[0]["content"].rstrip().endswith("What is it about?")
     assert "left out to fit the model's window" in request[0]["content"]
 
@@ -111,7 +115,8 @@ def test_prompt_eval_count_is_what_follows_the_cached_prefix_however_many_messag
     client = ollama.Client(host=server.host)
     chat = [{"role": "system", "content": "You keep notes."}]
     for n in range(20):
-        chat += [{"role": "user", "content": f"Note {n}: {PROSE}"}, {"role": "assistant", "content": "Noted."}]
+        chat += [{"role": "user", "content": f"Note {n}: {PROSE}"},
+                 {"role": "assistant", "content": "Noted."}]
     client.chat(model="llama3.1", messages=chat)
     new = [{"role": "user", "content": "Note 21: " + PROSE}]
     reply = client.chat(model="llama3.1", messages=[*chat, *new])
@@ -123,4 +128,6 @@ def test_prompt_eval_count_is_what_follows_the_cached_prefix_however_many_messag
             break
         shared += 1
     assert second.cached_tokens == shared
-    assert reply.prompt_eval_count == count_tokens(second.rendered) - shared >= count_tokens(new[0]["content"])
+    assert (
+        reply.prompt_eval_count == count_tokens(second.rendered) - shared >= count_tokens(new[0]["content"])
+    )

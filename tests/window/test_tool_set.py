@@ -1,4 +1,5 @@
-"""The tool definitions fit a small window: the full set in 1,200 tokens, the core set when even that is too much."""
+"""The tool definitions fit a small window: the full set in 1,200 tokens, the core set when even that is too
+much."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def figures(definitions: list[dict]) -> dict[str, int]:
     """Tokens of ``definitions`` as the engine counts them (4 and 3 characters a token) and as the test
     server's tokenizer does."""
     return {"engine": tools_tokens(ContextWindow(4096, DEFAULT_CHARS_PER_TOKEN), definitions),
-            "engine_unmeasured_model": tools_tokens(ContextWindow(4096, UNLEARNED_CHARS_PER_TOKEN), definitions),
+            "engine_unmeasured_model": tools_tokens(ContextWindow(4096, UNLEARNED_CHARS_PER_TOKEN),
+                                                    definitions),
             "test_server": count_tokens(json.dumps(definitions))}
 
 
@@ -49,7 +51,8 @@ def test_the_full_tool_set_fits_in_1200_tokens(engine, capsys):
 
 
 def test_schemas_carry_no_titles_defaults_or_empty_lists(engine):
-    """What a model needs and nothing more: no titles, no defaults, no empty ``required``, no ``anyOf`` null."""
+    """What a model needs and nothing more: no titles, no defaults, no empty ``required``, no ``anyOf``
+    null."""
     text = json.dumps(engine.runtime.toolbox.definitions())
     for waste in ('"title"', '"default"', '"required": []', '"anyOf"', '"additionalProperties": true'):
         assert waste not in text, waste
@@ -76,11 +79,13 @@ def test_a_tool_held_back_by_a_small_window_is_refused_by_name(engine):
         core.call("write_file", {"path": "a.txt", "content": "x"})
     assert all(name in str(caught.value) for name in CORE_TOOLS)
     assert not (engine.paths.workspace_dir / "a.txt").exists()
-    assert core.call("save_fact", {"key": "city", "value": "Lyon"}) == {"saved": "city", "category": "general"}
+    assert core.call("save_fact", {"key": "city", "value": "Lyon"}) == {"saved": "city",
+                                                                        "category": "general"}
 
 
 def test_an_8192_token_model_gets_every_tool(make_server, agents_home, make_engine):
-    """The full set where the conversation keeps a quarter of the window beside it; the notice says nothing."""
+    """The full set where the conversation keeps a quarter of the window beside it; the notice says
+    nothing."""
     server = make_server(context_length=8192, default="Done.")
     write_config(agents_home, "llm:\n  backend: ollama\n")
     engine = make_engine()

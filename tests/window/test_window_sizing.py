@@ -1,4 +1,5 @@
-"""The window is asked from the model, sent on every call, and a window too small is a clear start-up error."""
+"""The window is asked from the model, sent on every call, and a window too small is a clear start-up
+error."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from tests.window.conftest import write_config
 
 
 def test_window_is_the_smallest_of_model_modelfile_and_config(make_server, agents_home, make_engine):
-    """A 128k model whose Modelfile sets num_ctx 6144 runs at 6144; keep_alive from the config goes on every call."""
+    """A 128k model whose Modelfile sets num_ctx 6144 runs at 6144; keep_alive from the config goes on every
+    call."""
     server = make_server(context_length=131072, modelfile_num_ctx=6144, default="Done.")
     write_config(agents_home, "llm:\n  backend: ollama\n  keep_alive: 10m\n")
     engine = make_engine()
@@ -46,7 +48,8 @@ def test_summarizer_calls_send_num_ctx_and_keep_alive(make_server, agents_home, 
     assert summarizer_calls and all(b["options"] == {"num_ctx": 8192} and b["keep_alive"] == "5m"
                                     for b in server.chat_requests)
     stored = engine.conversation.history(10**9, fresh_tail=0)
-    assert [m["content"][:5] for m in stored[-2:]] == ["Note ", "Noted"], "keep_tail: the newest 2 stay verbatim"
+    assert [m["content"][:5] for m in stored[-2:]] == ["Note ",
+                                                       "Noted"], "keep_tail: the newest 2 stay verbatim"
     assert stored[0]["content"].startswith("[summary ")
 
 

@@ -24,7 +24,8 @@ def load_memory(state: AgentState, rt: Runtime) -> dict[str, Any]:
         rt.log("USER_FEEDBACK", masked, turn_id=turn_id, session=state["session_id"])
         if keeps_objective(task):
             # "continue" and "status" are about the objective in NOW: they must not replace it; "status" only
-            # reads it, and a finished one is not reopened (there is nothing to continue): the run is recorded.
+            # reads it, and a finished one is not reopened (there is nothing to continue): the run is
+            # recorded.
             if is_status(task) or rt.manager.now_state().status in FINISHED:
                 rt.manager.update_now(run_id=rt.run_id)
             else:

@@ -7,7 +7,8 @@ import logging
 import traceback
 from typing import Any
 
-from core.errors import (BackendError, BackendUnavailableError, ContextWindowTooSmallError, ModelNotFoundError,
+from core.errors import (BackendError, BackendUnavailableError, ContextWindowTooSmallError,
+                         ModelNotFoundError,
                          ToolArgumentError)
 from core.engine.nodes.runtime import Runtime, is_status
 from core.engine.task_input import mask_credentials
@@ -45,7 +46,8 @@ def planner(state: AgentState, rt: Runtime) -> dict[str, Any]:
         return _failed(state, rt, exc, steps, extra_messages=[note])
     except BackendError as exc:
         return _failed(state, rt, exc, steps)
-    if not reply.blocked and not is_status(state.get("task") or ""):  # a question about NOW leaves it as it was
+    # a question about NOW leaves it as it was
+    if not reply.blocked and not is_status(state.get("task") or ""):
         _clear_stale_blockers(rt)
     assistant: dict[str, Any] = {"role": "assistant", "content": reply.text}
     pending = []
@@ -79,7 +81,8 @@ def _failed(state: AgentState, rt: Runtime, exc: Exception, steps: int,
            traceback=traceback.format_exc())
     written = rt.manager.update_now(state="error", current_step="Recovering from a failed model call",
                                     blockers=[line[:300]],
-                                    resume_hint="Retrying the model call; if it keeps failing, check the backend "
+                                    resume_hint="Retrying the model call; if it keeps failing, check the "
+                                                "backend "
                                                 "and run again with --resume")
     rt.stale_blockers.extend(written["blockers"])
     log.warning("LLM call failed (retry %d): %s", state.get("retries", 0) + 1, line)

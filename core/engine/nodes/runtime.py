@@ -43,16 +43,18 @@ class Runtime:
     context: Any = None
     """The session's :class:`core.engine.prompting.context_builder.ContextBuilder` (set by the engine)."""
     on_text: Any = None
-    """A :class:`core.terminal.reply_display.ReplyDisplay` (or any text sink with ``end_reply()``) that shows the
-    model's reply as it streams; None when nobody watches."""
+    """A :class:`core.terminal.reply_display.ReplyDisplay` (or any text sink with ``end_reply()``) that shows
+    the model's reply as it streams; None when nobody watches."""
 
     def log(self, entry_type: str, content: Any, **meta: Any) -> int:
-        """Append to LOG.md as the system, with the run id in the metadata (the engine finds its own entries by it)."""
+        """Append to LOG.md as the system, with the run id in the metadata (the engine finds its own entries
+        by it)."""
         return self.manager.append_system(entry_type, content, {"run_id": self.run_id, **meta})
 
     def logged(self, entry_type: str, key: str) -> dict[Any, dict[str, Any]]:
         """Recent LOG entries of ``entry_type`` by their metadata ``key`` (the newest wins), in one read."""
-        return {e["metadata"].get(key): e for e in self.manager.read_log(SCAN_ENTRIES) if e["type"] == entry_type}
+        return {e["metadata"].get(key): e for e in self.manager.read_log(SCAN_ENTRIES)
+                if e["type"] == entry_type}
 
     def find_logged(self, entry_type: str, key: str, value: str) -> dict[str, Any] | None:
         """The newest recent LOG entry of ``entry_type`` whose metadata ``key`` equals ``value``."""

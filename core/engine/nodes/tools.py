@@ -55,14 +55,16 @@ def _run_once(
         return text, failure
     except Exception as exc:  # noqa: BLE001 - self-annealing: any tool failure is logged, set in NOW and shown to the model
         failure = f"{call['name']} raised {type(exc).__name__}: {exc}"
-        rt.log("ERROR", failure, turn_id=state["turn_id"], call_id=call["id"], traceback=traceback.format_exc())
+        rt.log("ERROR", failure, turn_id=state["turn_id"], call_id=call["id"],
+               traceback=traceback.format_exc())
         rt.manager.update_now(
             state="error",
             current_step=f"Recovering: tool {call['name']} failed",
             blockers=[failure[:300]],
             resume_hint="Read the ERROR entry in LOG.md, then retry the step another way",
         )
-        text = to_json({"error": failure, "hint": "the tool failed; try another way or explain what is blocked"})
+        text = to_json({"error": failure,
+                        "hint": "the tool failed; try another way or explain what is blocked"})
         _record(call, state, rt, text, "error", failure)
         return text, failure
     text = to_json(result)
@@ -70,7 +72,8 @@ def _run_once(
     return text, ""
 
 
-def _record(call: dict[str, Any], state: AgentState, rt: Runtime, text: str, outcome: str, failure: str) -> None:
+def _record(call: dict[str, Any], state: AgentState, rt: Runtime, text: str, outcome: str,
+            failure: str) -> None:
     # Logged even when auto-logging is off: the entry is what keeps a resumed turn from redoing the call.
     arguments = json.dumps(call["arguments"], ensure_ascii=False, default=str)
     rt.log("TOOL_USE", f"{call['name']}({preview(arguments, 300)}) -> {outcome}",

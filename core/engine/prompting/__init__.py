@@ -1,1 +1,2 @@
-"""What the engine puts in a prompt: the budgets sized from the window, the system prompt, and the messages."""
+"""What the engine puts in a prompt: the budgets sized from the window, the system prompt, and the
+messages."""

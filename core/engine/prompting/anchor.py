@@ -1,15 +1,16 @@
-"""The start of a session's planner prompts that stays put from call to call: the earlier turns, then the memory
-message after them.
+"""The start of a session's planner prompts that stays put from call to call: the earlier turns, then the
+memory message after them.
 
-A model server keeps the previous prompt's evaluated tokens (its KV cache) and evaluates a new prompt only from
-the first token that differs, so a prompt that repeats the previous one and adds to its end costs only what it
-adds. The engine keeps an :class:`Anchor` per session: the earlier turns that the prompt shows before the memory
-message (the *settled* history) and the memory message as sent. Later calls send both again, byte for byte,
-followed by the turns stored since (the *recent* ones) and their own turn, for as long as
+A model server keeps the previous prompt's evaluated tokens (its KV cache) and evaluates a new prompt only
+from the first token that differs, so a prompt that repeats the previous one and adds to its end costs only
+what it adds. The engine keeps an :class:`Anchor` per session: the earlier turns that the prompt shows before
+the memory message (the *settled* history) and the memory message as sent. Later calls send both again, byte
+for byte, followed by the turns stored since (the *recent* ones) and their own turn, for as long as
 
 - the conversation still holds the settled history whole (no compaction replaced it with summaries, no older
   turns had to leave the window, no secret learned since hides part of it), and
-- the memory says nothing the prompt does not show: at a turn's first call NOW (its version and time aside), the
+- the memory says nothing the prompt does not show: at a turn's first call NOW (its version and time aside),
+the
   learned profile and the facts the memory shows are as they were, and since the previous call no fact was
   saved and no LOG.md entry written but by the engine's own runs, whose requests, tool calls and results the
   recent turns show. Within a run the memory stays as it is: the run's steps are in the prompt.

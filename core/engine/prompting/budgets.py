@@ -93,7 +93,8 @@ def plan(window: ContextWindow, config: Config, tools: int, system: int, model: 
     tool definitions (``tool_set``, e.g. "the core set", named in the error) take ``tools``.
 
     Raises:
-        ContextWindowTooSmallError: the fixed parts leave less than ``MIN_HISTORY_TOKENS`` for the conversation.
+        ContextWindowTooSmallError: the fixed parts leave less than ``MIN_HISTORY_TOKENS`` for the
+            conversation.
     """
     num_ctx = window.num_ctx
     budgets = Budgets(num_ctx=num_ctx, reply=reply_reserve(num_ctx), margin=template_margin(num_ctx),
@@ -104,8 +105,10 @@ def plan(window: ContextWindow, config: Config, tools: int, system: int, model: 
         raise ContextWindowTooSmallError(
             f"{model}'s context window of {num_ctx} tokens is too small: the system prompt ({system}), "
             f"the tool definitions ({tools}{', ' + tool_set if tool_set else ''}), the memory context "
-            f"({budgets.memory}), the reply reserve ({budgets.reply}) and the template ({budgets.margin}) take "
-            f"{budgets.fixed} tokens, and at least {MIN_HISTORY_TOKENS} are needed for the conversation: {needed} tokens in all. Use a model with "
+            f"({budgets.memory}), the reply reserve ({budgets.reply}) and the template ({budgets.margin}) "
+            f"take "
+            f"{budgets.fixed} tokens, and at least {MIN_HISTORY_TOKENS} are needed for the conversation: "
+            f"{needed} tokens in all. Use a model with "
             f"a longer context, or raise llm.num_ctx (and the model's num_ctx, e.g. PARAMETER num_ctx in its "
             f"Modelfile) to at least {needed}, or lower engine.memory_tokens"
         )

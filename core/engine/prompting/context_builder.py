@@ -15,10 +15,10 @@ prompt shares with it, so a prompt repeats the previous one and adds to its end 
 memory message stay as they were (the memory is read at every call and sent again as it was while it says
 nothing the prompt does not show), then come the turns stored since, this call's notes and this turn, whose
 request is the last thing the model reads before it answers (see :func:`ordered`). A compaction (whose
-summary calls take the server's cache) runs only when the history no longer fits (``provider.context_threshold``
-at a run's first call) and goes deep, keeping verbatim only the newest messages that fill a quarter of the
-budget, so that several turns pass before the next one; without compactions, older turns leave the prompt in
-a block, half the history budget at once.
+summary calls take the server's cache) runs only when the history no longer fits
+(``provider.context_threshold`` at a run's first call) and goes deep, keeping verbatim only the newest
+messages that fill a quarter of the budget, so that several turns pass before the next one; without
+compactions, older turns leave the prompt in a block, half the history budget at once.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ class Prompt:
     budgets: Budgets
     compaction: CompactionResult | None = None
     renewed: str = ""
-    """Why the prompt's start (the earlier turns and the memory message) was laid again ("" when it was kept)."""
+    """Why the prompt's start (the earlier turns and the memory message) was laid again ("" when it was
+    kept)."""
 
 
 class ContextBuilder:
@@ -124,10 +125,12 @@ class ContextBuilder:
         if anchor is None or start is None:
             renewed = renewed or "the conversation's start changed"
             evict = anchor is not None and self._evicts()
-            if evict or memory != parts.memory:  # a block of older turns leaves at once; or sized for another memory
+            # a block of older turns leaves at once; or sized for another memory
+            if evict or memory != parts.memory:
                 current, units = self._fit(window, budgets, parts, parts.memory, state["messages"])
                 history = redactor(self._history(int(units * KEEP_SHARE) if evict else units, tail))
-            # The memory points to the requests the prompt shows (it only gets shorter), this turn's among them:
+            # The memory points to the requests the prompt shows (it only gets shorter), this turn's among
+            # them:
             # it stays in the prompts of later turns, before this one.
             requests = tuple(str(m.get("content") or "") for m in history if m.get("role") == "user")
             parts = self._parts(replace(extras, earlier_requests=(*requests, extras.request)), window)
@@ -155,7 +158,8 @@ class ContextBuilder:
 
     def _fit(self, window: Any, budgets: Budgets, parts: PromptParts, memory: str,
              messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-        """This turn's messages fitted beside the fixed parts and ``memory``, and the units left for the history."""
+        """This turn's messages fitted beside the fixed parts and ``memory``, and the units left for the
+        history."""
         # The memory budget caps the memory message; what it leaves unused goes to the conversation.
         left = (budgets.num_ctx - budgets.reply - budgets.margin - budgets.tools - window.tokens(parts.system)
                 - window.tokens(parts.note) - window.tokens(memory))
@@ -166,7 +170,8 @@ class ContextBuilder:
 
     def _history(self, units: int, tail: int) -> list[dict[str, Any]]:
         history = self.rt.conversation.history(units, fresh_tail=tail)
-        if _estimate(history) > units:  # the protected fresh tail alone is too long: newest first within the budget
+        # the protected fresh tail alone is too long: newest first within the budget
+        if _estimate(history) > units:
             history = self.rt.conversation.history(units, fresh_tail=0)
         return history
 
@@ -196,8 +201,10 @@ class ContextBuilder:
             budgets = self._plan(window, parts, core.definitions(), "the core set")
             full = sizing.tools_tokens(window, toolbox.definitions())
             self.rt.toolbox = core
-            self.tools_note = (f"tools: the core set ({', '.join(core.tools)}; {budgets.tools} tokens), since "
-                               f"all {len(toolbox.tools)} tools ({full} tokens) would leave the conversation less "
+            self.tools_note = (f"tools: the core set ({', '.join(core.tools)}; {budgets.tools} tokens), "
+                               f"since "
+                               f"all {len(toolbox.tools)} tools ({full} tokens) would leave the conversation "
+                               f"less "
                                f"than a quarter of the {window.num_ctx}-token window")
             log.info("%s", self.tools_note)
         self.tools_chosen = True
@@ -207,7 +214,8 @@ class ContextBuilder:
         memory_units = sizing.estimate_units(window, sizing.memory_budget(window.num_ctx, self.rt.config))
         return build_system_prompt(self.rt.manager, self.rt.identity(), extras, memory_units)
 
-    def _plan(self, window: Any, parts: PromptParts, tools: list[dict[str, Any]], tool_set: str = "") -> Budgets:
+    def _plan(self, window: Any, parts: PromptParts, tools: list[dict[str, Any]],
+              tool_set: str = "") -> Budgets:
         # The budget's "system" is everything rebuilt each call but the memory, which it sizes itself.
         base = window.tokens(parts.system) + window.tokens(parts.note)
         model = f"model {getattr(self.rt.backend, 'model', '?')!r}"
@@ -239,8 +247,10 @@ class ContextBuilder:
         try:
             if not provider.needs_compaction(session, units, threshold):
                 return None
-            if isinstance(provider, LCMProvider):  # under the window's pressure: the tail that fits, small leaves
-                result = provider.compact(session, CompactionMode.INCREMENTAL, fresh_tail=tail, min_leaf=MIN_LEAF)
+            # under the window's pressure: the tail that fits, small leaves
+            if isinstance(provider, LCMProvider):
+                result = provider.compact(session, CompactionMode.INCREMENTAL, fresh_tail=tail,
+                                          min_leaf=MIN_LEAF)
             else:
                 result = provider.compact(session, CompactionMode.INCREMENTAL)
         except AgentOSError as exc:
@@ -248,7 +258,8 @@ class ContextBuilder:
             rt.manager.append_log("SYSTEM", f"compaction before the model call failed: {exc}",
                                   {"kind": "context_compaction", "outcome": "warning"})
             return None
-        log.info("conversation compacted before the model call: %s -> %s tokens (%d messages into %d+%d summaries)",
+        log.info("conversation compacted before the model call: %s -> %s tokens (%d messages into %d+%d "
+                 "summaries)",
                  result.tokens_before, result.tokens_after, result.messages_compacted,
                  result.leaf_summaries_created, result.condensed_summaries_created)
         return result
@@ -262,7 +273,8 @@ class ContextBuilder:
         if stored <= sent * (1 + LOSS_TOLERANCE) + 10:
             return
         self.loss_reported = True
-        message = (f"the conversation holds ~{stored} tokens but only ~{sent} fit the model's window: older turns "
+        message = (f"the conversation holds ~{stored} tokens but only ~{sent} fit the model's window: older "
+                   f"turns "
                    f"are left out of the prompt (they stay stored; /compact summarises them, or use the lcm "
                    f"provider, or a model with a longer context)")
         log.warning("%s", message)
@@ -272,16 +284,17 @@ class ContextBuilder:
 
 def ordered(system: str, settled: list[dict[str, Any]], memory: str, recent: list[dict[str, Any]], note: str,
             current: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The prompt's messages: the system message, the settled earlier turns and the memory message (the same from
-    call to call, see :mod:`core.engine.prompting.anchor`), the turns stored since, this call's notes, then this
-    turn's request and its tool calls and results.
+    """The prompt's messages: the system message, the settled earlier turns and the memory message (the same
+    from call to call, see :mod:`core.engine.prompting.anchor`), the turns stored since, this call's notes,
+    then this turn's request and its tool calls and results.
 
     The request comes after the memory, never before it: the last user text of a prompt is what a model
     answers, and a real one asked with the memory block after the request answers the block. Ollama keeps
     the last message whatever its size when it must drop some to fit, so the request is the one it keeps.
     """
     notes = [{"role": "user", "content": note}] if note else []
-    return [{"role": "system", "content": system}, *settled, {"role": "user", "content": memory}, *recent, *notes,
+    return [{"role": "system", "content": system}, *settled, {"role": "user", "content": memory}, *recent,
+            *notes,
             *current]
 
 

@@ -1,13 +1,14 @@
 """The text of the memory message: the learned profile, the LOG.md entries, NOW.md and the facts, read before
 every planner call.
 
-It stands after the earlier turns of the prompt, before the newest ones and the turn's request, and stays there
-as it was while it says nothing new (see :mod:`core.engine.prompting.anchor`): the run's own log entries stay
-out of it (the prompt's conversation shows the run's tool calls and results), and :class:`MemoryView` keeps what
-it says apart from what changes at every run (NOW's version and time). It says each thing once. The user's
-requests are in the conversation: NOW's objective points to this turn's request, the log entries that repeat
-a request the prompt shows point to the conversation, a RUN_START points to the USER_FEEDBACK entry that logs the
-same request, and times show the time of day (the date once, in the title, unless a time is on another day).
+It stands after the earlier turns of the prompt, before the newest ones and the turn's request, and stays
+there as it was while it says nothing new (see :mod:`core.engine.prompting.anchor`): the run's own log entries
+stay out of it (the prompt's conversation shows the run's tool calls and results), and :class:`MemoryView`
+keeps what it says apart from what changes at every run (NOW's version and time). It says each thing once. The
+user's requests are in the conversation: NOW's objective points to this turn's request, the log entries that
+repeat a request the prompt shows point to the conversation, a RUN_START points to the USER_FEEDBACK entry
+that logs the same request, and times show the time of day (the date once, in the title, unless a time is on
+another day).
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ def memory_view(manager: MemoryManager, max_tokens: int, request: str = "",
     shown = replace(now, updated_at=_stamp(now.updated_at, day)) if now.updated_at else now
     # The objective points to this turn's request however short it is: it then reads the same at every turn
     # that takes up a new request, and the memory message, sent again as it was, stays true.
-    now_lines = [f"objective: {THIS_REQUEST}" if line.startswith("objective: ") and repeats(now.objective, request, 1)
+    now_lines = [f"objective: {THIS_REQUEST}" if line.startswith("objective: ") and repeats(now.objective,
+                                                                                            request, 1)
                  else line for line in render_now(shown)]
     title = f"# Memory (times UTC, on {day} unless dated)" if day else "# Memory"
     head = [title, "", "## NOW (NOW.md: current objective and plan)", *now_lines]
@@ -106,7 +108,8 @@ def memory_view(manager: MemoryManager, max_tokens: int, request: str = "",
     if profile_lines:
         parts += [PROFILE_TITLE, *profile_lines, ""]
     parts += ["## Earlier activity (LOG.md tail)", *(tail_lines or ["(none)"])]
-    parts += ["", f"## Log since NOW was written (LOG.md after #{now.log_seq})", *(since_lines or ["(nothing since)"])]
+    parts += ["", f"## Log since NOW was written (LOG.md after #{now.log_seq})",
+              *(since_lines or ["(nothing since)"])]
     parts += ["", *head[2:]]
     parts += ["", "## Facts (secrets hidden: call get_fact)", *(fact_lines or ["(none saved)"])]
     if len(fact_lines) < len(facts):
@@ -118,7 +121,8 @@ def memory_view(manager: MemoryManager, max_tokens: int, request: str = "",
 
 def entry_lines(entries: list[LogEntry], request: str, earlier: tuple[str, ...], day: str) -> list[str]:
     """The entries as prompt lines, oldest first; one that repeats this turn's request (unless it is among
-    the ``earlier`` ones), the request the next entry logs, or an ``earlier`` request, points to it instead."""
+    the ``earlier`` ones), the request the next entry logs, or an ``earlier`` request, points to it
+    instead."""
     lines = []
     for n, entry in enumerate(entries):
         following = entries[n + 1] if n + 1 < len(entries) else None
@@ -146,7 +150,7 @@ def _stamp(ts: str, day: str) -> str:
 
 
 def repeats(text: str, original: str, min_chars: int = MIN_REPEAT_CHARS) -> bool:
-    """True when ``text`` is ``original``, or a shortened preview of it (whitespace aside), at least ``min_chars``
-    long (by default: long enough for a pointer to save room)."""
+    """True when ``text`` is ``original``, or a shortened preview of it (whitespace aside), at least
+    ``min_chars`` long (by default: long enough for a pointer to save room)."""
     short = " ".join(text.split()).rstrip("…").rstrip()
     return len(short) >= min_chars and " ".join(original.split()).startswith(short)

@@ -73,7 +73,8 @@ class PromptParts:
 def build_system_prompt(
     manager: MemoryManager, identity: Identity, extras: PromptExtras, memory_tokens: int
 ) -> PromptParts:
-    """The system prompt, the memory message (its memory context fits ``memory_tokens``) and the turn's notes."""
+    """The system prompt, the memory message (its memory context fits ``memory_tokens``) and the turn's
+    notes."""
     paths = manager.paths
     redactor = manager.facts.redactor()
     system = [base_instructions(paths), *_identity_sections(paths, identity)]
@@ -90,7 +91,8 @@ def build_system_prompt(
 
 
 def base_instructions(paths: AgentPaths) -> str:
-    """The agent's ``config/SYSTEM.md`` when it has one (it replaces the built-in instructions), else the built-in."""
+    """The agent's ``config/SYSTEM.md`` when it has one (it replaces the built-in instructions), else the
+    built-in."""
     own = _read(paths.config_dir / "SYSTEM.md")
     return own if own.strip() else prompts.load("SYSTEM")
 

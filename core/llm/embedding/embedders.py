@@ -128,7 +128,8 @@ class TorchMiniLM:
             ids[n, :len(row)] = torch.tensor(row)
             mask[n, :len(row)] = 1
         with torch.inference_mode():
-            return self.model.forward({"input_ids": ids, "attention_mask": mask})["sentence_embedding"].numpy()
+            return self.model.forward({"input_ids": ids,
+                                       "attention_mask": mask})["sentence_embedding"].numpy()
 
     def embed(self, texts: Sequence[str]) -> "np.ndarray":
         from core.llm.embedding.token_batches import embed_texts

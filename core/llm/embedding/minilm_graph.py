@@ -65,7 +65,8 @@ class _Graph:
             raise ValueError(f"hidden_size {self.hidden} is not a multiple of {self.heads} heads")
         self.nodes: list = []  # NodeProto
         self.initializers: dict = {}  # name: TensorProto
-        self.quantized: dict[str, tuple[str, str, str]] = {}  # a tensor's name: its int8 form, scale, zero point
+        # a tensor's name: its int8 form, scale, zero point
+        self.quantized: dict[str, tuple[str, str, str]] = {}
 
     def model(self):
         """The ``ModelProto`` of the whole encoder."""
@@ -134,7 +135,8 @@ class _Graph:
             self.nodes.append(make_node("DynamicQuantizeLinear", [x], outputs))
             self.quantized[x] = tuple(outputs)
         x_uint8, x_scale, x_zero = self.quantized[x]
-        product = self.op("Cast", self.op("MatMulInteger", x_uint8, weight, x_zero, weight_zero), to=TensorProto.FLOAT)
+        product = self.op("Cast", self.op("MatMulInteger", x_uint8, weight, x_zero, weight_zero),
+                          to=TensorProto.FLOAT)
         scales = self.op("Mul", x_scale, self.const(f"{prefix}.weight_scale", scale.astype(np.float32)))
         return self.op("Add", self.op("Mul", product, scales), bias)
 

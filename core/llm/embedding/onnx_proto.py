@@ -1,4 +1,5 @@
-"""The part of ONNX's model format (``onnx.proto``) that :mod:`core.llm.embedding.minilm_graph` writes, without onnx.
+"""The part of ONNX's model format (``onnx.proto``) that :mod:`core.llm.embedding.minilm_graph` writes,
+without onnx.
 
 Why: the ``onnx`` package (31 MB, and ``ml_dtypes``) was installed only to serialize one graph, once.
 ONNX Runtime already depends on ``protobuf``, so the message classes are built here at run time, from a
@@ -210,7 +211,8 @@ def make_node(op_type: str, inputs: Sequence[str], outputs: Sequence[str], name:
 
 
 def make_tensor(array: "np.ndarray", name: str = "") -> Any:
-    """A ``TensorProto`` of ``array`` (float32, int64, int32 or int8), its data as little-endian ``raw_data``."""
+    """A ``TensorProto`` of ``array`` (float32, int64, int32 or int8), its data as little-endian
+    ``raw_data``."""
     import numpy as np
 
     array = np.asarray(array)

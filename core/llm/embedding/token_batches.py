@@ -71,7 +71,8 @@ def windows(ids: Sequence[int], size: int, max_windows: int) -> list[list[int]]:
     return [[first, *body[start:start + step], last] for start in range(0, len(body), step)][:max_windows]
 
 
-def batches(lengths: Sequence[int], budget: int = BATCH_TOKENS, max_rows: int = BATCH_ROWS) -> list[list[int]]:
+def batches(lengths: Sequence[int], budget: int = BATCH_TOKENS,
+            max_rows: int = BATCH_ROWS) -> list[list[int]]:
     """Indexes of ``lengths`` grouped shortest first so that rows × longest row stays within ``budget``
     (a single row longer than the budget is a batch of its own)."""
     groups: list[list[int]] = []
@@ -142,7 +143,8 @@ def _run_all(model: TokenModel, shares: list[list[list[list[int]]]]) -> "list[li
         return [run_share(shares[0])]
     # The pool is joined before this returns: no model call outlives the embed call that made it.
     with ThreadPoolExecutor(len(shares), thread_name_prefix="embed",
-                            initializer=_work_behind if behind else foreground.leave_ctrl_c_to_the_main_thread) as pool:
+                            initializer=_work_behind if behind
+                            else foreground.leave_ctrl_c_to_the_main_thread) as pool:
         return list(pool.map(run_share, shares))
 
 

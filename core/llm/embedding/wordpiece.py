@@ -221,7 +221,8 @@ def _tables() -> _Tables:
     try:
         return _Tables(json.loads(text))
     except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"core/llm/embedding/bert_unicode.json is damaged ({exc!r}); reinstall agentos") from exc
+        raise ValueError(f"core/llm/embedding/bert_unicode.json is damaged ({exc!r}); reinstall "
+                         f"agentos") from exc
 
 
 def _starts_ends(ranges: list[list[int]]) -> tuple[list[int], list[int]]:

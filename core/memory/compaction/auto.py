@@ -1,4 +1,5 @@
-"""LOG.md compaction of one agent as its writers see it: the summarizer chosen, automatic runs in the background.
+"""LOG.md compaction of one agent as its writers see it: the summarizer chosen, automatic runs in the
+background.
 
 Automatic compaction runs in a background thread so that ``append_log`` stays a ~millisecond call: the
 LLM summary and the first load of the embedding model (~6 s) never delay the caller, and a failing
@@ -97,7 +98,8 @@ class Compaction:
     def at_open(self) -> None:
         """Finish an interrupted compaction's post-swap steps and indexing in the background, if any."""
         db = self.compactor.db
-        history = db.conn.execute("SELECT 1 FROM compaction_history WHERE indexed_at IS NULL LIMIT 1").fetchone()
+        history = db.conn.execute("SELECT 1 FROM compaction_history WHERE indexed_at IS NULL LIMIT "
+                                  "1").fetchone()
         first = self.compactor.log.first_entry()
         unrecorded = first is not None and is_compaction_summary(first) and not db.conn.execute(
             "SELECT 1 FROM compaction_history WHERE last_seq = ?", (first.metadata["covers"][1],)
@@ -128,7 +130,8 @@ class Compaction:
             log.error("automatic LOG.md compaction failed (LOG.md is unchanged or complete): %s", exc)
         if summarizer.failures:
             self._llm_failed_at = time.monotonic()
-            log.warning("the LOG.md summarizer model failed; automatic compactions summarise deterministically "
+            log.warning("the LOG.md summarizer model failed; automatic compactions summarise "
+                        "deterministically "
                         "for the next %gs", AUTO_RETRY_S)
 
     def _recover(self) -> None:

@@ -66,7 +66,8 @@ class Summarizer(Protocol):
         """
 
 
-def escalate(generate: Callable[[str], str], prompts: Iterable[str], target_tokens: int) -> tuple[int, str] | None:
+def escalate(generate: Callable[[str], str], prompts: Iterable[str], target_tokens: int) -> tuple[int,
+                                                                                                  str] | None:
     """Ask ``prompts`` in turn; return ``(index, answer)`` of the first usable answer, or None if none is."""
     limit = OVERSIZE_RATIO * target_tokens
     for index, prompt in enumerate(prompts):
@@ -74,7 +75,8 @@ def escalate(generate: Callable[[str], str], prompts: Iterable[str], target_toke
         answer = answer.strip() if isinstance(answer, str) else ""
         if answer and estimate_tokens(answer) <= limit:
             return index, answer
-        log.info("summary of %d tokens is over %d (prompt %d); escalating", estimate_tokens(answer), int(limit), index)
+        log.info("summary of %d tokens is over %d (prompt %d); escalating", estimate_tokens(answer),
+                 int(limit), index)
     return None
 
 

@@ -16,7 +16,8 @@ from core.durable import foreground
 from core.memory.files.log_format import LogEntry
 
 _DECISION = re.compile(
-    r"\b(decid\w*|decision|chose|choose|chosen|agreed|will use|going with|switch(ed)? to|instead of|plan(ned)? to)\b",
+    r"\b(decid\w*|decision|chose|choose|chosen|agreed|will use|going with|switch(ed)? to|instead "
+    r"of|plan(ned)? to)\b",
     re.IGNORECASE,
 )
 _SAVED_FACT = re.compile(r"save_fact|saved? (a )?fact|remember(ed)? that", re.IGNORECASE)
@@ -28,7 +29,8 @@ def _status(e: LogEntry) -> bool:
 
 
 def _fact(e: LogEntry) -> bool:
-    return (e.type == "FACT" or e.metadata.get("tool") == "save_fact" or e.metadata.get("skill") == "save_fact"
+    return (e.type == "FACT" or e.metadata.get("tool") == "save_fact"
+            or e.metadata.get("skill") == "save_fact"
             or bool(_SAVED_FACT.search(e.content)))
 
 
@@ -56,7 +58,8 @@ def extractive_summary(entries: Sequence[LogEntry], target_tokens: int) -> str:
     taken: set[int] = set()
     for index, (title, selector, most) in enumerate(SECTIONS):
         share = (budget - used) // (len(SECTIONS) - index)
-        items = _pick([e for e in foreground.paced(entries) if selector(e) and e.seq not in taken], share, most)
+        items = _pick([e for e in foreground.paced(entries) if selector(e) and e.seq not in taken], share,
+                      most)
         if not items:
             continue
         block = [f"\n{title}:"] + [_item(e) for e in items[1]]

@@ -121,7 +121,8 @@ class LogCompactor:
         return self.log.last_seq() - self._base_seq(stat.st_ino) > self.config.memory.compact_log_entries
 
     def _base_seq(self, inode: int) -> int:
-        """The seq after which entries count towards the threshold: the SUMMARY's, or the one before the first."""
+        """The seq after which entries count towards the threshold: the SUMMARY's, or the one before the
+        first."""
         if self._head_cache and self._head_cache[0] == inode:
             return self._head_cache[1]
         first = self.log.first_entry()
@@ -166,7 +167,11 @@ class LogCompactor:
                 plan = self._plan(force, dry_run, report)
             if plan is None:
                 return self._index(report, progress) if index and not dry_run else report
-            report.first_seq, report.last_seq, report.entries = plan.first_seq, plan.last_seq, len(plan.entries)
+            report.first_seq, report.last_seq, report.entries = (
+                plan.first_seq,
+                plan.last_seq,
+                len(plan.entries),
+            )
             report.archive_id, report.resumed = plan.archive_id, plan.resumed
             report.archive_path = self.paths.archive_dir / f"{plan.archive_id}.md"
             if dry_run:
@@ -199,7 +204,8 @@ class LogCompactor:
         size = len(text.encode("utf-8"))
         if size > self.config.memory.max_entry_bytes:
             raise ValidationError(f"the summary is {size} bytes; a LOG entry holds at most "
-                                  f"{self.config.memory.max_entry_bytes} (memory.max_entry_bytes): shorten it")
+                                  f"{self.config.memory.max_entry_bytes} (memory.max_entry_bytes): shorten "
+                                  f"it")
 
     def _summarize(self, summarizer: LogSummarizer, plan: Plan) -> Summary:
         """The summarizer's summary, or the deterministic one if it is too long to be an entry."""
@@ -207,7 +213,8 @@ class LogCompactor:
         try:
             self._check_summary(made.text)
         except ValidationError as exc:
-            log.warning("the %s summary cannot be used (%s): using the deterministic summary", made.method, exc)
+            log.warning("the %s summary cannot be used (%s): using the deterministic summary", made.method,
+                        exc)
             made = LogSummarizer(None, self.config.memory.compact_summary_tokens).deterministic(
                 derivable(self.db, plan.entries))
         return made
@@ -224,7 +231,8 @@ class LogCompactor:
         with self.lock.hold():
             self.log.repair()
             data = self.log.path.read_bytes()
-            lines = parsed + list(lines_of(data, len(seen))) if data.startswith(seen) else list(lines_of(data))
+            lines = parsed + list(lines_of(data,
+                                           len(seen))) if data.startswith(seen) else list(lines_of(data))
             report.bytes_before = len(data)
             entries = [entry for _, _, entry in lines if entry is not None]
             if not entries:
@@ -246,13 +254,15 @@ class LogCompactor:
                 "SYSTEM", f"LOG.md compaction started: entries {first}-{last} will be archived",
                 {"compaction": RESERVED, "covers": [first, last]})
             log_index.index_appended(self.db, self.log, reservation)  # under the lock, like every append
-            with open(self.log.path, "rb") as handle:  # the repaired file ended with a newline: the line is next
+            # the repaired file ended with a newline: the line is next
+            with open(self.log.path, "rb") as handle:
                 handle.seek(len(data))
                 line = handle.readline()
         if parse_or_none(line.rstrip(b"\n")) != reservation:
             raise StorageError("the compaction reservation was not found in LOG.md after appending it")
         report_damaged(lines)
-        return Plan(first, last, reservation.seq, len(data), len(data) + len(line), data, tuple(entries), False)
+        return Plan(first, last, reservation.seq, len(data), len(data) + len(line), data, tuple(entries),
+                    False)
 
     def _whole_lines(self) -> bytes:
         """LOG.md up to its last newline, read without the lock (a line being appended is left out)."""
@@ -286,7 +296,8 @@ class LogCompactor:
                 try:
                     self._check_unchanged(data, plan)
                 except CorruptionError:
-                    (self.paths.archive_dir / f"{plan.archive_id}.md").unlink(missing_ok=True)  # names nothing
+                    # names nothing
+                    (self.paths.archive_dir / f"{plan.archive_id}.md").unlink(missing_ok=True)
                     raise
                 if data.startswith(kept, plan.line_end):
                     staged.append(data[plan.line_end + len(kept) :])
@@ -338,7 +349,8 @@ class LogCompactor:
             )
 
     def remove_temp_files(self) -> list[Path]:
-        """Delete the archives and staged LOG.md a killed compaction was writing (the compaction lock is held)."""
+        """Delete the archives and staged LOG.md a killed compaction was writing (the compaction lock is
+        held)."""
         removed = list(self.paths.archive_dir.glob(".LOG-*.tmp"))
         for leftover in removed:
             leftover.unlink(missing_ok=True)

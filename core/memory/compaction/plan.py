@@ -71,7 +71,8 @@ def compacted_header(seq: int) -> bytes:
 
 
 def lines_of(data: bytes, start: int = 0) -> Iterator[tuple[int, int, LogEntry | None]]:
-    """``(start, end, entry or None)`` for every complete line from offset ``start``; end includes the newline."""
+    """``(start, end, entry or None)`` for every complete line from offset ``start``; end includes the
+    newline."""
     while start < len(data):
         foreground.give_way()  # a compaction's parse of a long LOG.md leaves the GIL to the writers
         end = data.find(b"\n", start)
@@ -82,10 +83,12 @@ def lines_of(data: bytes, start: int = 0) -> Iterator[tuple[int, int, LogEntry |
 
 
 def report_damaged(lines: list) -> None:
-    """Warn about the lines that will be archived although they cannot be read (a header or blank line aside)."""
+    """Warn about the lines that will be archived although they cannot be read (a header or blank line
+    aside)."""
     for start, end, entry in lines:
         if entry is None and start > 0 and end - start > 1:
-            log.warning("LOG.md line at byte %d cannot be read; it is archived as it is, skipped by recall", start)
+            log.warning("LOG.md line at byte %d cannot be read; it is archived as it is, skipped by recall",
+                        start)
 
 
 def find_reservation(data: bytes, lines: list, first_seq: int) -> Plan | None:

@@ -91,7 +91,8 @@ class LogSummarizer:
         pieces = pack_entries(entries, room)
         if len(pieces) == 1:
             return self._piece(model, pieces[0], self.target_tokens)
-        log.info("LOG.md summary in %d pieces of at most %d characters (the model's window)", len(pieces), room)
+        log.info("LOG.md summary in %d pieces of at most %d characters (the model's window)", len(pieces),
+                 room)
         partial = [self._piece(model, piece, self.target_tokens) for piece in pieces]
 
         def merge(text: str, round_: int) -> str:
@@ -132,7 +133,8 @@ class LogSummarizer:
     def _merge(self, model: BoundedModel, entries: Sequence[LogEntry], summaries: str) -> str:
         """One summary of partial summaries, escalating to half the target once."""
         for target in (self.target_tokens, max(50, self.target_tokens // 2)):
-            prompt = fill(load_prompt(MERGE_PROMPT), first_seq=str(entries[0].seq), last_seq=str(entries[-1].seq),
+            prompt = fill(load_prompt(MERGE_PROMPT), first_seq=str(entries[0].seq),
+                          last_seq=str(entries[-1].seq),
                           target_tokens=str(target), summaries=summaries)
             self.calls += 1
             answer = model(prompt)

@@ -37,7 +37,8 @@ _LIMITS = "transfer.max_unpacked_bytes, transfer.max_members and transfer.max_ra
 
 
 class Limits(Protocol):
-    """What an archive may hold (``core.config.TransferConfig``: the importing home's ``transfer`` section)."""
+    """What an archive may hold (``core.config.TransferConfig``: the importing home's ``transfer``
+    section)."""
 
     max_unpacked_bytes: int
     max_members: int
@@ -55,7 +56,8 @@ class _Header(tarfile.TarInfo):
                 raise ArchiveTooLargeError(f"a tar header announces {info.size} bytes of metadata (at most "
                                            f"{MAX_METADATA}): this is not an archive AgentOS wrote")
         elif info.type not in _PLAIN:
-            raise CorruptionError(f"{info.name[:200]!r} is not a plain file or folder (links, devices and sparse files "
+            raise CorruptionError(f"{info.name[:200]!r} is not a plain file or folder (links, devices and "
+                                  f"sparse files "
                                   "are refused)")
         return info
 
@@ -74,7 +76,8 @@ class _Counted:
         data = self.stream.read(room + 1 if size < 0 or size > room else size)
         self.read_so_far += len(data)
         if self.read_so_far > self.limit:
-            raise ArchiveTooLargeError(f"{self.where} unpacks to more than {self.limit} bytes: refused before "
+            raise ArchiveTooLargeError(f"{self.where} unpacks to more than {self.limit} bytes: refused "
+                                       f"before "
                                        f"anything was written (limits: {_LIMITS})")
         return data
 
@@ -102,14 +105,16 @@ class ArchiveStream:
                 return
             self.members += 1
             if self.members > self.limits.max_members:
-                raise ArchiveTooLargeError(f"{self.path} holds more than {self.limits.max_members} members: refused "
+                raise ArchiveTooLargeError(f"{self.path} holds more than {self.limits.max_members} members: "
+                                           f"refused "
                                            f"before anything was written (limits: {_LIMITS})")
             yield member
 
     def read(self, member: tarfile.TarInfo, most: int) -> bytes:
         """The whole of ``member``, which must hold at most ``most`` bytes."""
         if member.size > most:
-            raise ArchiveTooLargeError(f"{self.path}: {member.name[:200]!r} holds {member.size} bytes, more than the "
+            raise ArchiveTooLargeError(f"{self.path}: {member.name[:200]!r} holds {member.size} bytes, more "
+                                       f"than the "
                                        f"{most} such a file may hold")
         return self.open(member).read()
 
@@ -122,19 +127,23 @@ class ArchiveStream:
         return _Member(stream, self.path)
 
     def expect(self, size: int) -> None:
-        """Check ``size`` more bytes announced (the manifest's files together, or one member's header) with those
-        announced before against the limits, and let no more than they announce be read."""
+        """Check ``size`` more bytes announced (the manifest's files together, or one member's header) with
+        those announced before against the limits, and let no more than they announce be read."""
         limits, archive_size = self.limits, self.path.stat().st_size
         self.announced += size
         total = self.announced
         if total > limits.max_unpacked_bytes:
-            raise ArchiveTooLargeError(f"{self.path} unpacks to {total} bytes or more, over transfer.max_unpacked_bytes"
+            raise ArchiveTooLargeError(f"{self.path} unpacks to {total} bytes or more, over "
+                                       f"transfer.max_unpacked_bytes"
                                        f" ({limits.max_unpacked_bytes}) of this home: raise it in the home's "
                                        "config.yaml if you trust the archive; nothing was written")
         if total > RATIO_FLOOR and total > limits.max_ratio * archive_size:
-            raise ArchiveTooLargeError(f"{self.path} ({archive_size} bytes) unpacks to {total} bytes or more, over "
-                                       f"transfer.max_ratio ({limits.max_ratio}) times its size: a decompression bomb, "
-                                       "or raise the limit in the home's config.yaml if you trust it; nothing was "
+            raise ArchiveTooLargeError(f"{self.path} ({archive_size} bytes) unpacks to {total} bytes or "
+                                       f"more, over "
+                                       f"transfer.max_ratio ({limits.max_ratio}) times its size: a "
+                                       f"decompression bomb, "
+                                       "or raise the limit in the home's config.yaml if you trust it; "
+                                       "nothing was "
                                        "written")
         if self._before is None:
             self._before = self._counted.read_so_far

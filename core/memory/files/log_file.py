@@ -68,11 +68,13 @@ class LogFile:
 
     def __init__(
         self, path: Path, lock: AgentLock, quarantine_dir: Path, max_entry_bytes: int = 64 * 1024,
-        seq_floor: Callable[[], int] | None = None, redactor: Callable[[], Callable[[Any], Any]] | None = None,
+        seq_floor: Callable[[], int] | None = None,
+        redactor: Callable[[], Callable[[Any], Any]] | None = None,
     ) -> None:
         """``seq_floor()`` returns the highest seq ever handed out (the index's), so none is reused;
-        ``redactor()`` returns what hides the secrets known now (a :class:`core.memory.secrets.redaction.Redactor`),
-        applied to every line written: the files below the secrets are handed it, they do not import it."""
+        ``redactor()`` returns what hides the secrets known now (a
+        :class:`core.memory.secrets.redaction.Redactor`), applied to every line written: the files below the
+        secrets are handed it, they do not import it."""
         self.path = path
         self.redactor = redactor
         self.lock = lock
@@ -168,10 +170,12 @@ class LogFile:
             os.ftruncate(fd, size)
             datasync(fd)
         except OSError as exc:  # the next writer's repair moves the piece to quarantine
-            log.error("could not cut a failed append off %s (%s); it is repaired at the next write", self.path, exc)
+            log.error("could not cut a failed append off %s (%s); it is repaired at the next write",
+                      self.path, exc)
 
     def retract(self, entry: LogEntry) -> bool:
-        """Remove ``entry`` if it is still the last line (a write that depended on it failed); True if removed."""
+        """Remove ``entry`` if it is still the last line (a write that depended on it failed); True if
+        removed."""
         line = encode_entry(entry.seq, entry.ts, entry.type, entry.content, entry.metadata or None)
         with self.lock.hold():
             try:
@@ -299,7 +303,8 @@ class LogFile:
             return None if self.tail_is_sound() else self._repair_locked()
 
     def tail_is_sound(self) -> bool:
-        """True when the file ends with a newline, has LF line ends and its last line is a valid entry or the header."""
+        """True when the file ends with a newline, has LF line ends and its last line is a valid entry or the
+        header."""
         try:
             with open(self.path, "rb") as handle:
                 size = handle.seek(0, os.SEEK_END)

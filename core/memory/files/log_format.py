@@ -43,7 +43,8 @@ ENTRY_TYPES = (
 )
 
 SYSTEM_TYPES = frozenset({
-    "RUN_START", "RUN_END", "INTERRUPTED", "STEP_START", "STEP_END", "NOW_UPDATE", "SUMMARY", "FACT", "FORGET",
+    "RUN_START", "RUN_END", "INTERRUPTED", "STEP_START", "STEP_END", "NOW_UPDATE", "SUMMARY", "FACT",
+    "FORGET",
     "PUBLISH",
 })
 """Entry types only the system writes: run and step markers, NOW.md's updates, compaction
@@ -87,7 +88,8 @@ class LogEntry:
 
 
 def is_compaction_summary(entry: LogEntry) -> bool:
-    """True for a SUMMARY a compaction wrote: it names its archive, the seqs it covers and the archive's sha256."""
+    """True for a SUMMARY a compaction wrote: it names its archive, the seqs it covers and the archive's
+    sha256."""
     meta = entry.metadata
     covers = meta.get("covers")
     archive = meta.get("archive")
@@ -142,7 +144,8 @@ def check_metadata(value: object, what: str = "LOG entry metadata", depth: int =
 
 
 def check_depth(value: object, what: str, limit: int = MAX_METADATA_DEPTH) -> None:
-    """Raise ValidationError if ``value``'s dicts and lists nest deeper than ``limit`` (or refer to themselves):
+    """Raise ValidationError if ``value``'s dicts and lists nest deeper than ``limit`` (or refer to
+    themselves):
     checked before anything walks it recursively (redaction, JSON), which such a value would crash."""
     stack, seen = [(value, 0)], 0
     while stack:
@@ -150,7 +153,8 @@ def check_depth(value: object, what: str, limit: int = MAX_METADATA_DEPTH) -> No
         if isinstance(item, (dict, list, tuple)):
             seen += 1
             if depth >= limit or seen > MAX_NODES:
-                raise ValidationError(f"{what} nests deeper than {limit} levels (or refers to itself, or holds more "
+                raise ValidationError(f"{what} nests deeper than {limit} levels (or refers to itself, or "
+                                      f"holds more "
                                       f"than {MAX_NODES:,} objects and lists): flatten it")
             stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
 
@@ -172,7 +176,8 @@ def check_writer(entry_type: str, metadata: dict[str, Any] | None) -> None:
     """Raise ValidationError, naming what is reserved, if a non-system writer uses a system type or key."""
     if entry_type in SYSTEM_TYPES:
         allowed = ", ".join(t for t in ENTRY_TYPES if t not in SYSTEM_TYPES)
-        raise ValidationError(f"LOG entry type {entry_type} is written only by the system; use one of: {allowed}")
+        raise ValidationError(f"LOG entry type {entry_type} is written only by the system; use one of: "
+                              f"{allowed}")
     reserved = sorted(SYSTEM_META_KEYS.intersection(metadata or {}))
     if reserved:
         raise ValidationError(f"LOG entry metadata key(s) {', '.join(reserved)} are set only by the system; "

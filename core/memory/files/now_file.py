@@ -212,7 +212,8 @@ def _text(front: dict, name: str) -> str:
 def _status(front: dict) -> str:
     status = _text(front, "status") or "idle"
     if status not in STATUSES:
-        raise CorruptionError(f"NOW.md front matter: status must be one of {', '.join(STATUSES)}, got {shown(status)}")
+        raise CorruptionError(f"NOW.md front matter: status must be one of {', '.join(STATUSES)}, got "
+                              f"{shown(status)}")
     return status
 
 
@@ -317,7 +318,8 @@ def advance(
     if status is not None and status not in STATUSES:
         raise ValidationError(f"unknown NOW status {status!r}; valid: {', '.join(STATUSES)}")
     changes: dict[str, Any] = {}
-    for name, value in (("objective", objective), ("current_step", current_step), ("resume_hint", resume_hint)):
+    for name, value in (("objective", objective), ("current_step", current_step),
+                        ("resume_hint", resume_hint)):
         if value is not None:
             changes[name] = _one_line(check_text(value, name), name)
     if changes.get("resume_hint") == "(none)":
@@ -327,7 +329,8 @@ def advance(
     if run_id is not ...:
         changes["run_id"] = None if run_id is None else _one_line(check_text(run_id, "run_id"), "run_id")
     if blockers is not None:
-        changes["blockers"] = tuple(_one_line(check_text(b, "blocker"), "blocker") for b in _as_list(blockers, "blockers"))
+        changes["blockers"] = tuple(_one_line(check_text(b, "blocker"),
+                                              "blocker") for b in _as_list(blockers, "blockers"))
     if next_steps is not None or done_steps is not None:
         changes["plan"] = _new_plan(state.plan, next_steps, done_steps)
     return replace(state, **changes)

@@ -1,4 +1,5 @@
-"""NOW.md's state as LOG.md's NOW_UPDATE entries record it: all of it, so NOW.md can be rebuilt from LOG.md."""
+"""NOW.md's state as LOG.md's NOW_UPDATE entries record it: all of it, so NOW.md can be rebuilt from
+LOG.md."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from core.memory.files.now_file import STATUSES, NowState, PlanStep
 
 
 def update_record(state: NowState) -> dict[str, Any]:
-    """The metadata of the NOW_UPDATE entry that records ``state``: all of it, so NOW.md can be rebuilt from LOG.md."""
+    """The metadata of the NOW_UPDATE entry that records ``state``: all of it, so NOW.md can be rebuilt from
+    LOG.md."""
     return {"status": state.status, "objective": state.objective, "next_steps": state.next_steps,
             "version": state.version, "current_step": state.current_step, "done_steps": state.done_steps,
             "blockers": list(state.blockers), "resume_hint": state.resume_hint, "now_run_id": state.run_id}

@@ -73,7 +73,8 @@ class Compactor(Protocol):
     def needs_compaction(self, session: Session, budget: int, threshold: float | None = None) -> bool:
         """True when the context holds more than ``threshold * budget`` tokens and a summarizer exists."""
 
-    def compact(self, session: Session, mode: CompactionMode = CompactionMode.INCREMENTAL) -> CompactionResult:
+    def compact(self, session: Session,
+                mode: CompactionMode = CompactionMode.INCREMENTAL) -> CompactionResult:
         """Run one compaction.
 
         Raises:
@@ -158,7 +159,8 @@ class VersionedConstraintStore(Protocol):
 class ChangelogReader(Protocol):
     """Read access to the history of memory writes."""
 
-    def read_changelog(self, user_id: str, agent_id: str, scope: str = "", limit: int = 20) -> list[ChangeEntry]:
+    def read_changelog(self, user_id: str, agent_id: str, scope: str = "",
+                       limit: int = 20) -> list[ChangeEntry]:
         """The newest ``limit`` entries (of ``scope`` when given), newest first."""
 
 

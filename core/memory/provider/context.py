@@ -17,7 +17,8 @@ from core.errors import ProviderError
 from core.memory.provider.types import ChangeSource, Session
 
 _session: ContextVar[Session | None] = ContextVar("agentos_memory_session", default=None)
-_change_source: ContextVar[ChangeSource] = ContextVar("agentos_memory_change_source", default=ChangeSource.AGENT)
+_change_source: ContextVar[ChangeSource] = ContextVar("agentos_memory_change_source",
+                                                      default=ChangeSource.AGENT)
 
 
 @contextmanager
@@ -48,7 +49,8 @@ def current_session() -> Session:
     """
     session = _session.get()
     if session is None:
-        raise ProviderError("no memory session is bound: wrap the call in core.memory.provider.bind(session=...)")
+        raise ProviderError("no memory session is bound: wrap the call in "
+                            "core.memory.provider.bind(session=...)")
     return session
 
 

@@ -127,7 +127,8 @@ def check_message(message: Message) -> None:
         if not isinstance(call.arguments, dict):
             raise ValidationError(f"tool call {call.name!r}: arguments must be an object")
         if len(call.name) > MAX_NAME_CHARS:
-            raise ValidationError(f"tool call name is {len(call.name)} characters; the most allowed is {MAX_NAME_CHARS}")
+            raise ValidationError(f"tool call name is {len(call.name)} characters; the most allowed is "
+                                  f"{MAX_NAME_CHARS}")
         try:
             size += len(json.dumps(call.arguments, allow_nan=False).encode("utf-8", "surrogatepass"))
         except (TypeError, ValueError) as exc:

@@ -37,13 +37,15 @@ PARAMETERS: dict[str, dict[str, Any]] = {
                                             "or a memory id as recall returns it (forget)."},
     "before": {"type": "string", "description": "A date such as 2023-05-08 or '8 May 2023': forget what "
                                                 "happened before it (forget)."},
-    "token_cap": {"type": "integer", "minimum": 100, "description": "Most tokens to return (expand; default 4000)."},
+    "token_cap": {"type": "integer", "minimum": 100,
+                  "description": "Most tokens to return (expand; default 4000)."},
     "content": {"type": "string", "description": "The complete new text; it replaces the old one "
                                                  "(profile_update, soul_update)."},
     "text": {"type": "string", "description": "The rule to add (constraint_add)."},
     "target": {"type": "string", "enum": ["profile", "soul", "constraint"],
                "description": "Which memory (profile_history: any; profile_rollback: profile or soul)."},
-    "version": {"type": "integer", "minimum": 1, "description": "The memory version to go back to (profile_rollback)."},
+    "version": {"type": "integer", "minimum": 1,
+                "description": "The memory version to go back to (profile_rollback)."},
 }
 _TYPES = {"string": str, "integer": int}
 
@@ -66,7 +68,8 @@ class Action:
 
 ACTIONS = (
     Action("status", "session statistics (messages, tokens, summaries)", ()),
-    Action("search", "full-text search of this conversation's history (each hit's score: 0-1, higher is better)",
+    Action("search",
+           "full-text search of this conversation's history (each hit's score: 0-1, higher is better)",
            (Searcher,), ("query",), ("scope", "limit")),
     Action("describe", "metadata and lineage of a summary", (Explorer,), ("id",)),
     Action("expand", "the messages or summaries a summary was built from", (Explorer,), ("id",),
@@ -86,7 +89,8 @@ ACTIONS = (
            (ProfileStore, VersionedProfileStore), ("version",), ("target",), writes="rollback"),
     Action("recall", "search everything you remember (log, notes, facts, conversations) by meaning and words",
            (), ("query",), ("limit",), on_memory=True),
-    Action("forget", "forget a memory by id, or what says every word of a query and/or happened before a date",
+    Action("forget",
+           "forget a memory by id, or what says every word of a query and/or happened before a date",
            (), (), ("id", "query", "before"), on_memory=True),
 )
 
@@ -127,7 +131,8 @@ class MemoryTool:
 
     def _check(self, arguments: Any) -> tuple[str, dict[str, Any]]:
         if not isinstance(arguments, dict):
-            raise ToolArgumentError(f"memory tool arguments must be an object, got {type(arguments).__name__}")
+            raise ToolArgumentError(f"memory tool arguments must be an object, got "
+                                    f"{type(arguments).__name__}")
         action = arguments.get("action")
         if action not in self.actions:
             raise ToolArgumentError(f"unknown memory action {action!r}; available: {', '.join(self.actions)}")
@@ -137,7 +142,8 @@ class MemoryTool:
         for key, value in args.items():
             if key not in allowed:
                 raise ToolArgumentError(
-                    f"memory action {action!r} takes no argument {key!r}; it takes: {', '.join(sorted(allowed)) or 'none'}"
+                    f"memory action {action!r} takes no argument {key!r}; "
+                    f"it takes: {', '.join(sorted(allowed)) or 'none'}"
                 )
             _check_type(action, key, value)
         missing = [key for key in spec.required if key not in args]
@@ -150,7 +156,8 @@ def _check_type(action: str, key: str, value: Any) -> None:
     spec = PARAMETERS[key]
     expected = _TYPES[spec["type"]]
     if not isinstance(value, expected) or isinstance(value, bool):
-        raise ToolArgumentError(f"memory action {action!r}: {key} must be a {spec['type']}, got {shown(value)}")
+        raise ToolArgumentError(f"memory action {action!r}: {key} must be a {spec['type']}, got "
+                                f"{shown(value)}")
     if "enum" in spec and value not in spec["enum"]:
         raise ToolArgumentError(f"memory action {action!r}: {key} must be one of {', '.join(spec['enum'])}")
     if "minimum" in spec and value < spec["minimum"]:
@@ -158,7 +165,8 @@ def _check_type(action: str, key: str, value: Any) -> None:
 
 
 def build_tool(provider: Any, actions_only: tuple[str, ...] | list[str] | None = None,
-               read_only_profile: bool = False, read_only_soul: bool = False, memory: Any = None) -> MemoryTool:
+               read_only_profile: bool = False, read_only_soul: bool = False,
+               memory: Any = None) -> MemoryTool:
     """Build the ``memory`` tool for ``provider``.
 
     Args:
@@ -174,9 +182,12 @@ def build_tool(provider: Any, actions_only: tuple[str, ...] | list[str] | None =
     if actions_only is not None:
         unknown = set(actions_only) - {a.name for a in ACTIONS}
         if unknown:
-            raise ToolArgumentError(f"unknown memory actions {sorted(unknown)}; known: {', '.join(a.name for a in ACTIONS)}")
+            raise ToolArgumentError(
+                f"unknown memory actions {sorted(unknown)}; known: {', '.join(a.name for a in ACTIONS)}"
+            )
         chosen = [a for a in chosen if a.name in actions_only]
-    chosen = [a for a in chosen if a.writes not in read_only and not (a.writes == "rollback" and len(read_only) == 2)]
+    chosen = [a for a in chosen if a.writes not in read_only
+              and not (a.writes == "rollback" and len(read_only) == 2)]
     names = tuple(a.name for a in chosen)
     params = {"action": {"type": "string", "enum": list(names), "description": "What to do."}}
     for action in chosen:
@@ -194,7 +205,8 @@ def build_tool(provider: Any, actions_only: tuple[str, ...] | list[str] | None =
 
 def _status(tool: MemoryTool, args: dict) -> Any:
     session = context.current_session()
-    return {"provider": tool.provider.name, "session": session.id, **dataclasses.asdict(tool.provider.stats(session))}
+    return {"provider": tool.provider.name, "session": session.id,
+            **dataclasses.asdict(tool.provider.stats(session))}
 
 
 def _search(tool: MemoryTool, args: dict) -> Any:
@@ -252,7 +264,8 @@ def _rollback(tool: MemoryTool, args: dict) -> Any:
     if target == "profile":
         tool.provider.set_profile(user, agent, tool.provider.get_profile_at(user, agent, args["version"]))
     else:
-        tool.provider.set_agent_soul(user, agent, tool.provider.get_agent_soul_at(user, agent, args["version"]))
+        tool.provider.set_agent_soul(user, agent,
+                                     tool.provider.get_agent_soul_at(user, agent, args["version"]))
     _advance_snapshot(tool)
     return {"restored": target, "version": args["version"]}
 
@@ -265,7 +278,8 @@ def _advance_snapshot(tool: MemoryTool) -> None:
 
 
 def _recall(tool: MemoryTool, args: dict) -> Any:
-    return {"memories": tool.memory.recall_memory(args["query"], n_results=min(args.get("limit", 10), 50), spaces=[])}
+    return {"memories": tool.memory.recall_memory(args["query"], n_results=min(args.get("limit", 10), 50),
+                                                  spaces=[])}
 
 
 def _forget(tool: MemoryTool, args: dict) -> Any:

@@ -99,7 +99,8 @@ class SearchResult:
     """A snippet around the match, matches in ``[brackets]``."""
     score: float
     """Relevance in [0, 1], higher is better: BM25 as a share of the most the query's words could score
-    (0.45 for a text of average length holding each word once; see :mod:`core.plugins.memory.lcm.relevance`)."""
+    (0.45 for a text of average length holding each word once; see
+    :mod:`core.plugins.memory.lcm.relevance`)."""
     timestamp: str
     """When the source was created."""
 

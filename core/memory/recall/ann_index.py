@@ -55,7 +55,11 @@ def maintain(table, min_rows: int, where: Path) -> None:
     if rows < min_rows:
         return
     index = _index(table)
-    if index is not None and len(index.segments) <= ANN_MAX_SEGMENTS and rows < ANN_REGROW * trained_rows(table):
+    if (
+        index is not None
+        and len(index.segments) <= ANN_MAX_SEGMENTS
+        and rows < ANN_REGROW * trained_rows(table)
+    ):
         return
     start = time.perf_counter()
     partitions = max(1, round(math.sqrt(rows)))
@@ -88,7 +92,8 @@ def describe(table) -> dict[str, Any] | None:
     if index is None:
         return None
     indexed = index.num_rows_indexed
-    return {"type": index.index_type, "indexed_rows": indexed, "unindexed_rows": max(0, table.count_rows() - indexed),
+    return {"type": index.index_type, "indexed_rows": indexed,
+            "unindexed_rows": max(0, table.count_rows() - indexed),
             "segments": len(index.segments)}
 
 

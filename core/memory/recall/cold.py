@@ -75,15 +75,16 @@ class ColdMemory:
             return self._store
 
     def warm_up(self) -> None:
-        """Open the cold store and load its embedding model in a thread now (once), so that a first recall soon
-        after (an MCP client's, a ``recall`` command's) does not wait for both.
+        """Open the cold store and load its embedding model in a thread now (once), so that a first recall
+        soon after (an MCP client's, a ``recall`` command's) does not wait for both.
 
         Not a daemon: the model's native code must not run while the interpreter finalizes, so a process that
         ends meanwhile waits for it (a fraction of a second).
         """
         with self._guard:
             if self._warming is None:
-                self._warming = foreground.background_thread(self._warm_up, name=f"agentos-warm-up-{self.paths.name}",
+                self._warming = foreground.background_thread(self._warm_up,
+                                                             name=f"agentos-warm-up-{self.paths.name}",
                                                             daemon=False)
                 self._warming.start()
 
@@ -93,14 +94,16 @@ class ColdMemory:
             # The model first: ONNX Runtime loads it without the GIL, while importing lance mostly holds it.
             store.embedder.embed(["warm up"])
             store.may_have_rows()
-        except (AgentOSError, OSError) as exc:  # the recall that follows meets the same failure and reports it
+        # the recall that follows meets the same failure and reports it
+        except (AgentOSError, OSError) as exc:
             log.info("warming up the cold store of %s failed: %s", self.paths.name, exc)
 
     # -- notes --------------------------------------------------------------------
 
     def store_memory(self, content: Any, metadata: dict | None, kind: str, secrets: list[str],
                      occurred_at: Any = None, expires_at: Any = None) -> str:
-        """Save a note in memory.db, searchable by words at once; return its id (see ``MemoryManager.store_memory``)."""
+        """Save a note in memory.db, searchable by words at once; return its id (see
+        ``MemoryManager.store_memory``)."""
         return self.store_memories([{"content": content, "metadata": metadata, "kind": kind,
                                      "occurred_at": occurred_at, "expires_at": expires_at}], secrets)[0]
 
@@ -185,7 +188,8 @@ class ColdMemory:
         if seen.partial:
             failed = f"; the embedder failed: {seen.error}" if seen.error else ""
             raise ColdStoreError(f"{seen.vectors_pending} memories have no vector yet (after waiting "
-                                 f"{seen.waited_s:.1f} s{failed}), so a choice by meaning would miss them: let them "
+                                 f"{seen.waited_s:.1f} s{failed}), so a choice by meaning would miss them: "
+                                 f"let them "
                                  "be computed (manager.cold.catch_up()) and try again, or choose by words")
         where = where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)
         return recall_query.nearest(text, self.store(), depth, where) or []
@@ -227,7 +231,8 @@ class ColdMemory:
                     self._hurry.clear()
 
     def sync(self) -> int:
-        """Bring the docs in step with their sources and delete the vectors of removed docs; return docs written."""
+        """Bring the docs in step with their sources and delete the vectors of removed docs; return docs
+        written."""
         written = self.indexer.sync()
         self.purge_vectors()
         return written
@@ -235,7 +240,8 @@ class ColdMemory:
     def _background_sync(self) -> int:
         """The background indexer's first step: the LOG.md index's catch-up (an append that found memory.db
         busy left its entry to it), :meth:`sync`, then a checkpoint of memory.db's WAL, which would otherwise
-        fall on the append whose commit filled it (see ``core.memory.storage.sqlite.AUTOCHECKPOINT_PAGES``)."""
+        fall on the append whose commit filled it (see
+        ``core.memory.storage.sqlite.AUTOCHECKPOINT_PAGES``)."""
         log_index.reconcile(self.db, self.indexer.log)
         written = self.sync()
         self.db.checkpoint()
@@ -297,7 +303,8 @@ class ColdMemory:
         process_hooks.untrack(self)
 
     def after_fork(self) -> None:
-        """In a forked child: forget the parent's threads and cold store (used or closed only by the parent)."""
+        """In a forked child: forget the parent's threads and cold store (used or closed only by the
+        parent)."""
         self._guard = threading.Lock()
         self._store = None
         self._hurry, self._hurried = threading.Event(), 0  # the parent's recalls are not the child's
@@ -328,11 +335,13 @@ Search = Callable[[str, Filters, "Trace | None"], "tuple[list[recall_search.Cand
 
 def answer(
     query: Any, n_results: int, kind: str | list[str] | None, since: Any, until: Any, secrets: list[str],
-    docs: DocIndex, tuning: Tuning, default_min_score: float, *, indexed: Callable[[], object], search: Search,
+    docs: DocIndex, tuning: Tuning, default_min_score: float, *, indexed: Callable[[], object],
+    search: Search,
     min_score: float | None = None, recency_days: float | None = None, explain: bool = False, now: Any = None,
 ) -> Recalled | dict[str, Any]:
-    """The answer to a recall: ``query`` searched with ``search``, or with no query the time window listed from
-    ``docs`` once ``indexed()`` has run; explained, ``{results, left_out}`` with ``warning`` when partial.
+    """The answer to a recall: ``query`` searched with ``search``, or with no query the time window listed
+    from ``docs`` once ``indexed()`` has run; explained, ``{results, left_out}`` with ``warning`` when
+    partial.
 
     The one path of a writer's recall (which indexes and waits for vectors first) and a reader's (which
     searches what is indexed), so that both answer alike.

@@ -3,8 +3,8 @@
 Rows are derived from their sources (see :mod:`core.memory.recall.sources`) and
 can be rebuilt at any time. Each row's ``text`` and ``context`` (speaker,
 dates, relative dates resolved) are indexed for words (SQLite FTS5 with the
-Porter stemmer, or a PostgreSQL tsvector: :mod:`core.memory.storage.words`); its vector is computed later, in the background
-(:mod:`core.memory.recall.vector_indexer`), and ``vector_state`` says whether it is
+Porter stemmer, or a PostgreSQL tsvector: :mod:`core.memory.storage.words`); its vector is computed later, in
+the background (:mod:`core.memory.recall.vector_indexer`), and ``vector_state`` says whether it is
 in LanceDB yet.
 """
 
@@ -39,8 +39,8 @@ class Doc:
     """One memory as recall indexes it."""
 
     id: str
-    """``note:<hex>``, ``fact:<key>``, ``fact_version:<id>``, ``log:<seq>``, ``summary:<archive>``, ``msg:<id>``,
-    ``sum:<id>``, ``item:<id>:<n>``."""
+    """``note:<hex>``, ``fact:<key>``, ``fact_version:<id>``, ``log:<seq>``, ``summary:<archive>``,
+    ``msg:<id>``, ``sum:<id>``, ``item:<id>:<n>``."""
     kind: str
     tier: str
     source: str
@@ -56,8 +56,8 @@ class Doc:
     """The session or conversation it belongs to: its neighbours share it."""
     expires_at: str | None = None
     subject: str = ""
-    """What this memory is a version of (``note:<key>`` for a note stored with a metadata ``key``, ``fact:<key>``
-    for a fact and its earlier values; '' none):
+    """What this memory is a version of (``note:<key>`` for a note stored with a metadata ``key``,
+    ``fact:<key>`` for a fact and its earlier values; '' none):
     a later version supersedes it (:mod:`core.memory.recall.views.supersession`)."""
     rowid: int = 0
 
@@ -122,7 +122,8 @@ class DocIndex:
                                            THEN recall_docs.vector_state ELSE 0 END,
                        kind = excluded.kind, tier = excluded.tier, source = excluded.source,
                        text = excluded.text, context = excluded.context, metadata = excluded.metadata,
-                       speaker = excluded.speaker, thread = excluded.thread, occurred_at = excluded.occurred_at,
+                       speaker = excluded.speaker, thread = excluded.thread, occurred_at =
+                           excluded.occurred_at,
                        created_at = excluded.created_at, expires_at = excluded.expires_at,
                        subject = excluded.subject""",
                 (doc.id, doc.kind, doc.tier, doc.source, doc.text, doc.context,
@@ -134,8 +135,9 @@ class DocIndex:
 
     @staticmethod
     def refresh_keys(conn: Connection, ids: Sequence[str]) -> int:
-        """Index again beside each of ``ids`` (the entries reflection just learned from, or forgot) what was learned
-        from it; return how many docs changed. An id with no doc yet gets its keys when it is indexed."""
+        """Index again beside each of ``ids`` (the entries reflection just learned from, or forgot) what was
+        learned from it; return how many docs changed. An id with no doc yet gets its keys when it is
+        indexed."""
         changed = 0
         for doc_id in dict.fromkeys(ids):
             row = conn.execute("SELECT context FROM recall_docs WHERE id = ?", (doc_id,)).fetchone()
@@ -143,7 +145,8 @@ class DocIndex:
                 continue
             context = _keyed(row[0].split(LEARNED)[0], keys_of(conn, doc_id))
             if context != row[0]:
-                changed += conn.execute("UPDATE recall_docs SET context = ? WHERE id = ?", (context, doc_id)).rowcount
+                changed += conn.execute("UPDATE recall_docs SET context = ? WHERE id = ?",
+                                        (context, doc_id)).rowcount
         return changed
 
     @classmethod
@@ -168,8 +171,10 @@ class DocIndex:
             part = ids[start:start + 500]
             conn.execute(
                 f"""UPDATE recall_docs SET vector_state = 0 WHERE rowid IN (
-                        SELECT (SELECT min(n.rowid) FROM recall_docs n WHERE n.thread = d.thread AND n.rowid > d.rowid)
-                        FROM recall_docs d WHERE d.thread != '' AND d.id IN ({', '.join('?' * len(part))}))""",
+                        SELECT (SELECT min(n.rowid) FROM recall_docs n WHERE n.thread = d.thread AND n.rowid >
+                        d.rowid)
+                        FROM recall_docs d WHERE d.thread != '' AND d.id IN
+                        ({', '.join('?' * len(part))}))""",
                 part)
 
     # -- reading ----------------------------------------------------------------------------------
@@ -198,7 +203,8 @@ class DocIndex:
         return found
 
     def window(self, filters: Filters, limit: int) -> list[Doc]:
-        """The ``limit`` newest memories that pass ``filters`` (by when they happened, then stored), newest first."""
+        """The ``limit`` newest memories that pass ``filters`` (by when they happened, then stored), newest
+        first."""
         where, params = filters.sql("recall_docs")
         rows = self.db.conn.execute(
             f"SELECT {_COLUMNS} FROM recall_docs WHERE {where} ORDER BY occurred_at DESC, rowid DESC LIMIT ?",

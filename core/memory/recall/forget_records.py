@@ -33,11 +33,13 @@ def _rewritable(source: str, key: str) -> tuple[str, str, str] | None:
 
 
 VERSION_MARK = "#version="
-"""In ``forgotten_values``, ``fact:<key>#version=<id>`` is an earlier value of the fact, forgotten with it or alone."""
+"""In ``forgotten_values``, ``fact:<key>#version=<id>`` is an earlier value of the fact, forgotten with it or
+alone."""
 
 
 def apply(db: "Database", entry: LogEntry) -> int:
-    """Carry out one FORGET entry in its own transaction (idempotent); return how many memories it removed now."""
+    """Carry out one FORGET entry in its own transaction (idempotent); return how many memories it removed
+    now."""
     with db.transaction() as conn:
         return apply_entry(conn, entry)
 

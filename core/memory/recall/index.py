@@ -76,7 +76,8 @@ class ColdIndexer:
         self._secrets = secrets
         self.quarantine_dir = quarantine_dir or archive_dir.parent / "quarantine"
         self.cancel = cancel or threading.Event()
-        """Set when the process is closing: :meth:`sync` stops before its next step (the rest stays pending)."""
+        """Set when the process is closing: :meth:`sync` stops before its next step (the rest stays
+        pending)."""
 
     def pending(self) -> int:
         """How many archives, items and LOG.md entries wait for their docs (cheap: no file read)."""
@@ -134,7 +135,8 @@ class ColdIndexer:
         now = self._secrets()
         if set(now) <= set(secrets):
             return docs
-        return [replace(d, text=redact(d.text, now), context=redact(d.context, now), speaker=redact(d.speaker, now),
+        return [replace(d, text=redact(d.text, now), context=redact(d.context, now),
+                        speaker=redact(d.speaker, now),
                         metadata=redact(d.metadata, now)) for d in docs]
 
     def log_seq(self) -> int:
@@ -158,13 +160,15 @@ class ColdIndexer:
                 archived = {r[0] for r in conn.execute(
                     "SELECT id FROM recall_docs WHERE kind = 'log_archive' AND id IN "
                     f"({', '.join('?' * len(docs))})", [d.id for d in docs])} if docs else set()
-                written += self.docs.upsert(conn, self._redacted_now([d for d in docs if d.id not in archived],
+                written += self.docs.upsert(conn,
+                                            self._redacted_now([d for d in docs if d.id not in archived],
                                                                      secrets))
                 self._set_log_seq(conn, max(done, chunk[-1].seq))
         return written
 
     def _entries_after(self, seq: int) -> list:
-        """The LOG.md entries after ``seq``, oldest first, read from the file's end (not the whole log each time)."""
+        """The LOG.md entries after ``seq``, oldest first, read from the file's end (not the whole log each
+        time)."""
         entries = []
         for entry in self.log.newest_first():
             if entry.seq <= seq:
@@ -199,11 +203,16 @@ class ColdIndexer:
             problem = f"{path} is missing"
         except OSError as exc:
             raise ColdStoreError(f"cannot read archive {path}: {exc}") from exc
-        if problem is None and row["archive_sha256"] and hashlib.sha256(data).hexdigest() != row["archive_sha256"]:
+        if (
+            problem is None
+            and row["archive_sha256"]
+            and hashlib.sha256(data).hexdigest() != row["archive_sha256"]
+        ):
             problem = self._quarantine(path)
         entries = [] if problem else scan_bytes(data, path).entries
         secrets = self._secrets()
-        docs = [d for d in (log_doc(e, secrets, archive_id) for e in foreground.paced(entries)) if d is not None]
+        docs = [d for d in (log_doc(e, secrets,
+                                    archive_id) for e in foreground.paced(entries)) if d is not None]
         if row["summary"].strip():
             created = entries[-1].ts if entries else row["compacted_at"]
             docs.append(archive_summary_doc(archive_id, row["summary"], row["first_seq"], row["last_seq"],
@@ -212,14 +221,17 @@ class ColdIndexer:
         written = 0
         for start in range(0, max(len(docs), 1), _WRITE_CHUNK):
             with self.db.transaction() as conn:
-                written += self.docs.upsert(conn, self._redacted_now(docs[start : start + _WRITE_CHUNK], secrets))
+                written += self.docs.upsert(conn,
+                                            self._redacted_now(docs[start : start + _WRITE_CHUNK], secrets))
                 if start + _WRITE_CHUNK >= len(docs):
                     if entries and entries[-1].seq > self.log_seq():
                         self._set_log_seq(conn, entries[-1].seq)
-                    conn.execute("UPDATE compaction_history SET indexed_at = ?, index_error = ? WHERE archive_id = ?",
+                    conn.execute("UPDATE compaction_history SET indexed_at = ?, index_error = ? WHERE "
+                                 "archive_id = ?",
                                  (utc_timestamp(), problem, archive_id))
         if problem:
-            log.error("archive %s (entries %s-%s) cannot be indexed: %s; its summary is searchable, its entries "
+            log.error("archive %s (entries %s-%s) cannot be indexed: %s; its summary is searchable, its "
+                      "entries "
                       "are not: put the original back (sha256 %s) and run agentos rebuild-index --agent %s",
                       archive_id, row["first_seq"], row["last_seq"], problem, row["archive_sha256"],
                       self.archive_dir.parent.parent.name)
@@ -264,7 +276,8 @@ class ColdIndexer:
             fact = conn.execute("SELECT * FROM user_facts WHERE key = ?", (key,)).fetchone()
             if fact is None:
                 return []
-            versions = conn.execute("SELECT * FROM fact_versions WHERE key = ? ORDER BY id", (key,)).fetchall()
+            versions = conn.execute("SELECT * FROM fact_versions WHERE key = ? ORDER BY id",
+                                    (key,)).fetchall()
             learned = extracted.of(conn, [item]).get(item)
             return fact_version_docs(fact, versions, secrets) + _listed(fact_doc(fact, learned))
         if kind == "event":
@@ -275,12 +288,14 @@ class ColdIndexer:
             return _listed(note_doc(note, secrets) if note is not None else None)
         if kind == "msg":
             row = conn.execute(
-                "SELECT m.*, c.session_id FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id "
+                "SELECT m.*, c.session_id FROM ctx_messages m JOIN ctx_conversations c ON c.id = "
+                "m.conversation_id "
                 "WHERE m.id = ?", (key,)).fetchone()
             return _listed(message_doc(row, secrets) if row is not None else None)
         if kind == "sum":
             row = conn.execute(
-                "SELECT s.*, c.session_id FROM ctx_summaries s JOIN ctx_conversations c ON c.id = s.conversation_id "
+                "SELECT s.*, c.session_id FROM ctx_summaries s JOIN ctx_conversations c ON c.id = "
+                "s.conversation_id "
                 "WHERE s.id = ?", (key,)).fetchone()
             return _listed(conversation_summary_doc(row, secrets) if row is not None else None)
         if kind == "item":
@@ -289,13 +304,15 @@ class ColdIndexer:
         return []
 
     def _indexed_ids(self, item: str) -> list[str]:
-        """The ids of the docs a source has now: the source's own id, one per passage of a store item, a fact's
-        with its earlier values'."""
+        """The ids of the docs a source has now: the source's own id, one per passage of a store item, a
+        fact's with its earlier values'."""
         conn = self.db.conn
         if item.startswith("item:"):
             # A range on the unique index: item:<id>:<n> for every n ("item:<id>;" sorts just after them).
-            rows = conn.execute("SELECT id FROM recall_docs WHERE id > ? AND id < ?", (f"{item}:", f"{item};"))
-        elif item.startswith("fact:"):  # the fact and its earlier values (fact_version:<id>) share its subject
+            rows = conn.execute("SELECT id FROM recall_docs WHERE id > ? AND id < ?",
+                                (f"{item}:", f"{item};"))
+        # the fact and its earlier values (fact_version:<id>) share its subject
+        elif item.startswith("fact:"):
             rows = conn.execute("SELECT id FROM recall_docs WHERE id = ? OR subject = ?", (item, item))
         else:
             rows = conn.execute("SELECT id FROM recall_docs WHERE id = ?", (item,))
@@ -311,10 +328,14 @@ class ColdIndexer:
             for item, table in (("'fact:' || key", "user_facts"), ("'note:' || id", "cold_notes"),
                                 ("'msg:' || id", "ctx_messages"), ("'sum:' || id", "ctx_summaries"),
                                 ("'item:' || id", "store_items"), ("'event:' || id", "extracted_events")):
-                conn.execute(f"INSERT INTO cold_pending (item, queued_at) SELECT {item}, ? FROM {table} {_REQUEUE}", (now,))
+                conn.execute(f"INSERT INTO cold_pending (item, queued_at) SELECT {item}, ? FROM {table} "
+                             f"{_REQUEUE}", (now,))
 
 
-_REQUEUE = "WHERE true ON CONFLICT (item) DO UPDATE SET queued_at = excluded.queued_at, attempts = 0, last_error = NULL"
+_REQUEUE = (
+    "WHERE true ON CONFLICT (item) DO UPDATE SET queued_at = excluded.queued_at, attempts = 0, last_error = "
+    "NULL"
+)
 """Queued anew, as on a first insert (``WHERE true``: SQLite's upsert after a SELECT needs a WHERE)."""
 
 

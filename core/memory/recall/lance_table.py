@@ -97,8 +97,9 @@ def upsert(table, records, stale: str | None = None) -> None:
 
 
 def compact(table, cleanup_older_than: timedelta, *, delete_unverified: bool = False) -> None:
-    """Merge small fragments, fold new rows into the indexes, and delete versions older than ``cleanup_older_than``
-    (with ``delete_unverified``, also files no version uses, as a write killed before its commit leaves)."""
+    """Merge small fragments, fold new rows into the indexes, and delete versions older than
+    ``cleanup_older_than`` (with ``delete_unverified``, also files no version uses, as a write killed before
+    its commit leaves)."""
     for step in compaction_steps(cleanup_older_than, delete_unverified=delete_unverified):
         step(table)
 
@@ -247,5 +248,6 @@ def cold_store_error(exc: Exception, what: str) -> ColdStoreError:
     """The ColdStoreError for LanceDB's ``exc`` met while ``what``; an OS error's message names its fix."""
     number = os_error_number(exc)  # LanceDB words an OS error in any of its exceptions' messages
     if number is not None:
-        return ColdStoreFilesError(str(storage_error(OSError(number, " ".join(str(exc).split())[:300]), what)))
+        return ColdStoreFilesError(str(storage_error(OSError(number, " ".join(str(exc).split())[:300]),
+                                                     what)))
     return ColdStoreError(f"{what}: {' '.join(str(exc).split())[:500]}")

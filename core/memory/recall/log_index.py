@@ -74,7 +74,8 @@ def _insert_rows(conn: Connection, rows: list[tuple]) -> int:
     return conn.executemany(_INSERT, rows).rowcount if rows else 0
 
 
-def record(db: Database, entries: Iterable[LogEntry], archive_id: str | None = None, apply: bool = True) -> int:
+def record(db: Database, entries: Iterable[LogEntry], archive_id: str | None = None,
+           apply: bool = True) -> int:
     """Index ``entries`` in one transaction (see :func:`insert`); return how many rows were added."""
     entries = list(entries)
     with db.transaction() as conn:

@@ -39,7 +39,8 @@ _guard = threading.Lock()
 
 
 def track(work: Background) -> None:
-    """Stop ``work`` at interpreter exit and reset it in a forked child (the hooks are registered once a process)."""
+    """Stop ``work`` at interpreter exit and reset it in a forked child (the hooks are registered once a
+    process)."""
     global _registered
     with _guard:
         if not _registered:

@@ -82,7 +82,8 @@ class RecallRequest:
     now: datetime | None = None
     """The moment the query speaks from ("last week", ``recency_days``); None: the time of the call."""
     relative: bool = False
-    """``min_score`` is the default, lowered for a query whose best result passes it (``search.threshold``)."""
+    """``min_score`` is the default, lowered for a query whose best result passes it
+    (``search.threshold``)."""
     spread: Spread | None = None
     """Set for a question whose answer is spread out ("how many", "which first"): the default ``min_score``
     keeps every result its best one brings along (:func:`spread_of`)."""
@@ -101,9 +102,11 @@ def check_recall(
     threshold = default_min_score if min_score is None else min_score
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
         raise ValidationError(f"min_score must be a number from 0 to 1, got {shown(min_score)}")  # NaN too
-    if recency_days is not None and (isinstance(recency_days, bool) or not isinstance(recency_days, (int, float))
+    if recency_days is not None and (isinstance(recency_days, bool) or not isinstance(recency_days,
+                                                                                      (int, float))
                                      or not 0 < recency_days <= MAX_RECENCY_DAYS):
-        raise ValidationError(f"recency_days must be a number of days above 0 and at most {MAX_RECENCY_DAYS:,}, "
+        raise ValidationError(f"recency_days must be a number of days above 0 and at most "
+                              f"{MAX_RECENCY_DAYS:,}, "
                               f"got {shown(recency_days)}")
     moment = parse_time(now, "now") if now is not None else None
     filters = Filters(kinds, *time_bounds(since, until, moment))
@@ -117,7 +120,8 @@ def check_scope(n_results: Any, kind: Any) -> tuple[str, ...] | None:
         raise ValidationError(f"n_results must be an integer from 1 to {MAX_RESULTS}")
     kinds = [kind] if isinstance(kind, str) else kind
     if kinds is not None and (not isinstance(kinds, list) or not kinds or any(k not in KINDS for k in kinds)):
-        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {shown(kind)}")
+        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got "
+                              f"{shown(kind)}")
     return tuple(kinds) if kinds else None
 
 
@@ -179,7 +183,8 @@ def nearest(text: str, store: ColdStore, depth: int, where: str | None) -> list[
     except BackendError as exc:
         log.warning("recall by words only: the embedder failed: %s", exc)
         return None
-    hits = [(row["id"], 1.0 - row["_distance"]) for row in store.nearest(vector, depth, where, columns=("id",))]
+    hits = [(row["id"], 1.0 - row["_distance"]) for row in store.nearest(vector, depth, where,
+                                                                         columns=("id",))]
     # Empty (no vector yet, or none passes the filters): what the vector search would say is unknown.
     return hits or None
 
@@ -208,15 +213,17 @@ def results(
 
 
 def widened(request: RecallRequest, tuning: Tuning) -> Tuning:
-    """The tuning that selects the results of ``request``: for a question whose answer is spread out, the default
-    ``min_score`` keeps what its best result brings along down to ``Tuning.spread_floor`` of it."""
+    """The tuning that selects the results of ``request``: for a question whose answer is spread out, the
+    default ``min_score`` keeps what its best result brings along down to ``Tuning.spread_floor`` of it."""
     return tuning if request.spread is None else replace(tuning, relative_floor=tuning.spread_floor)
 
 
 def hit(cand: Candidate, secrets: list[str]) -> dict[str, Any]:
-    """One result as ``recall_memory`` returns it, secrets redacted, marked if a later version supersedes it."""
+    """One result as ``recall_memory`` returns it, secrets redacted, marked if a later version supersedes
+    it."""
     found = supersession.marked(recall_search.as_result(cand), cand.superseded_by)
-    return {**found, "content": redact(found["content"], secrets), "metadata": redact(found["metadata"], secrets)}
+    return {**found, "content": redact(found["content"], secrets),
+            "metadata": redact(found["metadata"], secrets)}
 
 
 def explained(
@@ -250,9 +257,11 @@ def recall(
     request: RecallRequest, docs: DocIndex, store: ColdStore | None, tuning: Tuning, secrets: list[str],
     explain: bool = False,
 ) -> list[dict[str, Any]] | dict[str, Any]:
-    """Search ``docs`` and ``store`` for ``request`` (nothing is indexed first); ``explain``: see :func:`explained`."""
+    """Search ``docs`` and ``store`` for ``request`` (nothing is indexed first); ``explain``: see
+    :func:`explained`."""
     if not explain:
-        return results(request, candidates(request.text, request.filters, docs, store, tuning), tuning, secrets)
+        return results(request, candidates(request.text, request.filters, docs, store, tuning), tuning,
+                       secrets)
     trace = Trace()
     ranked = candidates(request.text, request.filters, docs, store, tuning, trace)
     return explained(request, ranked, trace, docs, tuning, secrets)

@@ -98,7 +98,8 @@ class Candidate:
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
     factors: dict[str, float] = field(default_factory=dict)
-    """What multiplied the score after the evidence was weighed (``recency``, ``superseded``), for explanations."""
+    """What multiplied the score after the evidence was weighed (``recency``, ``superseded``), for
+    explanations."""
     superseded_by: tuple[str, str] | None = None
     """``(id, occurred_at)`` of the later version of this memory, if one supersedes it."""
     also: list[str] = field(default_factory=list)
@@ -244,7 +245,8 @@ def as_result(cand: Candidate) -> dict[str, Any]:
 
 
 def where_of(doc: Doc) -> dict[str, Any]:
-    """Where to open a memory's original: ``{seq}``, ``{archive, seq}``, ``{conversation, message_id}``, ..."""
+    """Where to open a memory's original: ``{seq}``, ``{archive, seq}``, ``{conversation, message_id}``,
+    ..."""
     meta = doc.metadata
     if doc.kind in ("log", "log_archive"):
         found = {"seq": meta.get("seq")}
@@ -252,9 +254,11 @@ def where_of(doc: Doc) -> dict[str, Any]:
             found["archive"] = meta.get("archive_id")
         return found
     if doc.id.startswith("summary:"):
-        return {"archive": meta.get("archive_id"), "first_seq": meta.get("first_seq"), "last_seq": meta.get("last_seq")}
+        return {"archive": meta.get("archive_id"), "first_seq": meta.get("first_seq"),
+                "last_seq": meta.get("last_seq")}
     if doc.kind == "message":
-        return {"conversation": meta.get("conversation"), "message_id": meta.get("message_id"), "seq": meta.get("seq")}
+        return {"conversation": meta.get("conversation"), "message_id": meta.get("message_id"),
+                "seq": meta.get("seq")}
     if doc.id.startswith("sum:"):
         return {"conversation": meta.get("conversation"), "summary_id": meta.get("summary_id")}
     if doc.kind == "fact":
@@ -262,5 +266,6 @@ def where_of(doc: Doc) -> dict[str, Any]:
     if doc.kind == "item":
         return {"namespace": meta.get("namespace"), "key": meta.get("key"), "path": meta.get("path")}
     if doc.kind == "event":  # learned from entries: where it came from is its provenance (``extracted``)
-        return {"event": doc.id.partition(":")[2], "sources": (meta.get("extracted") or {}).get("sources", [])}
+        return {"event": doc.id.partition(":")[2],
+                "sources": (meta.get("extracted") or {}).get("sources", [])}
     return {"note": doc.id.partition(":")[2]}

@@ -31,7 +31,8 @@ THREAD_KEYS = ("conversation", "conversation_id", "session", "session_id", "thre
 """Metadata keys that name the conversation or session a note belongs to."""
 DATE_KEYS = ("occurred_at", "date", "time", "timestamp", "datetime", "date_time")
 """Metadata keys that say when a note happened (ISO-8601 or written like "1:56 pm on 8 May, 2023")."""
-UNINDEXED_TYPES = frozenset({"NOW_UPDATE", "STEP_START", "STEP_END", "INTERRUPTED", "SUMMARY", "FORGET", "FACT"})
+UNINDEXED_TYPES = frozenset({"NOW_UPDATE", "STEP_START", "STEP_END", "INTERRUPTED", "SUMMARY", "FORGET",
+                             "FACT"})
 """LOG.md entry types that are bookkeeping, not memories (a SUMMARY is indexed as its compaction's summary, a
 FACT record as the fact itself, whose current value alone is recalled)."""
 MESSAGE_ROLES = ("user", "assistant")
@@ -96,11 +97,13 @@ def context_words(speaker: str, occurred_at: str, text: str) -> str:
 
 def content_key(kind: str, text: str, metadata_json: str, occurred_at: str | None) -> str:
     """What makes two notes the same memory: kind, words (whitespace aside), metadata and time."""
-    return hashlib.sha256("\0".join((kind, " ".join(text.split()), metadata_json, occurred_at or "")).encode()).hexdigest()
+    return hashlib.sha256("\0".join((kind, " ".join(text.split()), metadata_json,
+                                     occurred_at or "")).encode()).hexdigest()
 
 
 def subject_of(kind: str, metadata: dict[str, Any]) -> str:
-    """What a note is a version of: ``note:<key>`` for a note with a metadata ``key`` (text or number), else ''."""
+    """What a note is a version of: ``note:<key>`` for a note with a metadata ``key`` (text or number), else
+    ''."""
     key = metadata.get("key")
     if kind != "note" or isinstance(key, bool) or not isinstance(key, (str, int)) or not str(key).strip():
         return ""
@@ -116,7 +119,8 @@ def note_doc(row: Any, secrets: list[str]) -> Doc:
     return Doc(id=f"note:{row['id']}", kind=row["kind"], tier="cold", source=f"note:{row['id']}", text=text,
                occurred_at=occurred, created_at=row["updated_at"] or row["created_at"],
                context=context_words(speaker, occurred, text), metadata=metadata, speaker=speaker,
-               thread=thread_of(metadata), expires_at=row["expires_at"], subject=subject_of(row["kind"], metadata))
+               thread=thread_of(metadata), expires_at=row["expires_at"],
+               subject=subject_of(row["kind"], metadata))
 
 
 def fact_doc(row: Any, learned: Provenance | None = None) -> Doc | None:
@@ -135,13 +139,15 @@ def fact_doc(row: Any, learned: Provenance | None = None) -> Doc | None:
 
 
 def event_doc(row: Any, learned: Provenance | None, secrets: list[str]) -> Doc:
-    """The doc of an event reflection learned (``extracted_events``): dated when it happened, not when it was said."""
+    """The doc of an event reflection learned (``extracted_events``): dated when it happened, not when it was
+    said."""
     text = redact(row["what"], secrets)
     metadata: dict[str, Any] = {"date_basis": row["basis"]}
     if learned is not None:
         metadata["extracted"] = learned.as_dict()
     return Doc(id=f"event:{row['id']}", kind="event", tier="cold", source=f"event:{row['id']}", text=text,
-               occurred_at=row["occurred_at"], created_at=learned.extracted_at if learned else row["occurred_at"],
+               occurred_at=row["occurred_at"],
+               created_at=learned.extracted_at if learned else row["occurred_at"],
                context=context_words("", row["occurred_at"], ""), metadata=metadata)
 
 
@@ -151,8 +157,10 @@ def fact_version_docs(fact: Any, versions: Sequence[Any], secrets: list[str]) ->
     if fact["category"] == "secret":
         return []
     key = fact["key"]
-    return [Doc(id=f"fact_version:{v['id']}", kind="fact", tier="cold", source=f"fact:{key}#version={v['id']}",
-                text=redact(f"{key}: {v['value']}", secrets), occurred_at=v["saved_at"], created_at=v["saved_at"],
+    return [Doc(id=f"fact_version:{v['id']}", kind="fact", tier="cold",
+                source=f"fact:{key}#version={v['id']}",
+                text=redact(f"{key}: {v['value']}", secrets), occurred_at=v["saved_at"],
+                created_at=v["saved_at"],
                 context=context_words("", v["saved_at"], ""),
                 metadata={"key": key, "category": v["category"], "updated_at": v["saved_at"],
                           "replaced_at": v["replaced_at"]}, subject=f"fact:{key}")
@@ -208,7 +216,8 @@ def message_doc(row: Any, secrets: list[str]) -> Doc | None:
 def conversation_summary_doc(row: Any, secrets: list[str]) -> Doc:
     """The doc of a conversation summary (LCM's leaf and condensed summaries)."""
     return Doc(id=f"sum:{row['id']}", kind="summary", tier="conversation",
-               source=f"conversation:{row['session_id']}#summary={row['id']}", text=redact(row["content"], secrets),
+               source=f"conversation:{row['session_id']}#summary={row['id']}",
+               text=redact(row["content"], secrets),
                occurred_at=row["latest_at"], created_at=row["created_at"],
                context=context_words("", row["latest_at"], ""),
                metadata={"conversation": row["session_id"], "summary_id": row["id"], "depth": row["depth"],

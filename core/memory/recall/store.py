@@ -105,7 +105,8 @@ class ColdStore:
             return self._table
 
     def writable(self):
-        """A handle of the dataset's latest version of its own, for one write (the caller holds :meth:`writing`).
+        """A handle of the dataset's latest version of its own, for one write (the caller holds
+        :meth:`writing`).
 
         A Lance dataset handle is not to be written while another thread reads through it, so reads share
         :attr:`table` and each write opens its own handle (about 0.1 ms).
@@ -143,7 +144,11 @@ class ColdStore:
                                  legacy, self.path)
                 # Checked again under the lock: another process may have created the table meanwhile.
                 exists = self.uri.is_dir()
-                table = lance.dataset(self.uri) if exists else self._create(schema or lance_table.schema(self.embedder))
+                table = (
+                    lance.dataset(self.uri)
+                    if exists
+                    else self._create(schema or lance_table.schema(self.embedder))
+                )
             except (OSError, ValueError, RuntimeError) as exc:
                 raise cold_store_error(exc, f"cannot open the cold store at {self.path}") from exc
         self._check_embedder(table)

@@ -73,7 +73,8 @@ def vector_row(doc: Doc, previous: Doc | None) -> VectorRow:
     memory = {"text": doc.text, "metadata": doc.metadata, "created_at": doc.created_at,
               "occurred_at": doc.occurred_at, "expires_at": doc.expires_at}
     return VectorRow(id=doc.id, kind=doc.kind, text=embedding_text(doc, previous), source=doc.source,
-                     occurred_at=doc.occurred_at, memory=json.dumps(memory, ensure_ascii=False, sort_keys=True))
+                     occurred_at=doc.occurred_at,
+                     memory=json.dumps(memory, ensure_ascii=False, sort_keys=True))
 
 
 def embedded_chars(row: VectorRow, chunks: list[VectorRow]) -> int:
@@ -148,7 +149,8 @@ class BackgroundIndexer:
 
     def __init__(self, docs: DocIndex, store: Callable[[], ColdStore], index_docs: Callable[[], int],
                  name: str, *, embeds: bool = True,
-                 step: Callable[[threading.Event], ContextManager[object]] = lambda stop: nullcontext()) -> None:
+                 step: Callable[[threading.Event],
+                                ContextManager[object]] = lambda stop: nullcontext()) -> None:
         """``embeds=False``: only ``index_docs`` runs; the vectors are left to another process.
         ``step(stop)`` is the context of each step (see :mod:`core.durable.foreground`)."""
         self.docs = docs
@@ -160,7 +162,8 @@ class BackgroundIndexer:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._urgent = threading.Event()
-        """Set: vectors are computed without waiting ``START_DELAY_S`` (a recall waits for them, or a stop)."""
+        """Set: vectors are computed without waiting ``START_DELAY_S`` (a recall waits for them, or a
+        stop)."""
         self._idle = threading.Condition()
         self._busy = False
         self._thread: threading.Thread | None = None
@@ -244,7 +247,8 @@ class BackgroundIndexer:
         return len(pending)
 
     def _background_batch(self) -> int:
-        """:meth:`embed_batch` for the thread: nothing once it is asked to stop (also while it waited its turn)."""
+        """:meth:`embed_batch` for the thread: nothing once it is asked to stop (also while it waited its
+        turn)."""
         return 0 if self._stop.is_set() else self.embed_batch()
 
     def wait_idle(self, timeout: float) -> bool:

@@ -36,7 +36,8 @@ _DAY_OFFSETS = {"yesterday": -1, "last night": -1, "tomorrow": 1}  # "today", "t
 _RELATIVE = re.compile(
     r"\b(?:(?P<simple>yesterday|today|tonight|tomorrow|this morning|last night)"
     r"|(?P<dir>last|this|next|past) (?P<unit>weekend|week|month|year|" + "|".join(_WEEKDAYS) + r")"
-    r"|(?P<count>\d+|" + "|".join(sorted(_NUMBERS, key=len, reverse=True)) + r") (?P<unit2>day|week|month|year)s? ago)\b",
+    r"|(?P<count>\d+|" + "|".join(sorted(_NUMBERS, key=len,
+                                         reverse=True)) + r") (?P<unit2>day|week|month|year)s? ago)\b",
     re.IGNORECASE,
 )
 _BARE_WEEKDAY = re.compile(r"(?:on\s+)?(?P<unit>" + "|".join(_WEEKDAYS) + r")", re.IGNORECASE)
@@ -170,7 +171,8 @@ def time_window(value: Any, what: str, edge: str, now: datetime | None = None) -
         try:
             return parse_time(value, what)
         except ValidationError as exc:
-            raise ValidationError(f"{exc}, or a period such as 'last week', 'yesterday' or '3 days ago'") from exc
+            raise ValidationError(f"{exc}, or a period such as 'last week', 'yesterday' or '3 days "
+                                  f"ago'") from exc
     anchor = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
     try:
         start, end = _relative_period(match, anchor)
@@ -259,7 +261,8 @@ _COUNT = r"\d+|" + "|".join(sorted(_QUERY_NUMBERS, key=len, reverse=True))
 _PHRASE = re.compile(
     r"\b(?:(?P<simple>yesterday|today|tonight|this morning|last night)"
     r"|(?P<dir>last|this|past) (?P<unit>weekend|week|month|year|" + "|".join(_WEEKDAYS) + r")"
-    r"|(?:the )?(?P<weekday>" + "|".join(_WEEKDAYS) + r")s? (?P<count2>" + _COUNT + r") (?P<unit3>week|month)s? ago"
+    r"|(?:the )?(?P<weekday>" + "|".join(_WEEKDAYS) + r")s? (?P<count2>" + _COUNT
+    + r") (?P<unit3>week|month)s? ago"
     r"|(?P<count>" + _COUNT + r") (?P<unit2>day|week|month|year)s? ago"
     r"|(?P<month_in>in|during|since) (?P<month>" + "|".join(_MONTHS) + r")(?: (?P<year>\d{4}))?)\b",
     re.IGNORECASE,
@@ -267,7 +270,8 @@ _PHRASE = re.compile(
 
 
 def query_windows(text: str, now: datetime | None = None) -> list[Window]:
-    """The time windows ``text`` speaks of, read from ``now`` (default: the current time), oldest phrase first.
+    """The time windows ``text`` speaks of, read from ``now`` (default: the current time), oldest phrase
+    first.
 
     "two weeks ago" asked on 1 February 2023 is the week around 18 January (a count of units is
     approximate: half a unit either side), "last month" is January 2023, "in March" is the latest

@@ -1,4 +1,5 @@
-"""Checking a reply against the entries it was given: nothing learned from thin air, every date from the entry.
+"""Checking a reply against the entries it was given: nothing learned from thin air, every date from the
+entry.
 
 Whatever the model says, a learned memory is kept only if
 
@@ -38,7 +39,8 @@ USER = {"user", "i", "me", "my", "myself", "the user", "you", "the person", "per
 """Subjects that mean the person the assistant talks to."""
 GENERIC = STOP_WORDS | {"user", "users", "user's", "s"}
 """Words a value may hold that need not be in its entries."""
-SECRET_WORDS = ("password", "passwd", "passphrase", "token", "secret", "pin", "credential", "api_key", "apikey")
+SECRET_WORDS = ("password", "passwd", "passphrase", "token", "secret", "pin", "credential", "api_key",
+                "apikey")
 MAX_VALUE_CHARS = 500
 _DAY = re.compile(r"^\d{1,2} [A-Z][a-z]+ \d{4}$")
 
@@ -57,7 +59,8 @@ class LearnedEvent:
     occurred_at: str
     """The day it happened, UTC ISO-8601."""
     basis: str
-    """``stated`` (the entry says when), ``model`` (a date the model gave) or ``entry`` (the entry's own day)."""
+    """``stated`` (the entry says when), ``model`` (a date the model gave) or ``entry`` (the entry's own
+    day)."""
     sources: tuple[str, ...]
 
 
@@ -117,7 +120,8 @@ def check(reply: ReflectReply, items: Sequence[Item], today: date | None = None)
     return out
 
 
-def _cited(numbers: list[int], value: str, items: Sequence[Item], out: Checked, what: str) -> tuple[str, ...] | None:
+def _cited(numbers: list[int], value: str, items: Sequence[Item], out: Checked,
+           what: str) -> tuple[str, ...] | None:
     """The entries a value cites, if its words are in them (repaired to the entries that hold them when the
     numbers are wrong); None, with the rejection recorded, when no entry of the batch says it."""
     words = content_words(value)
@@ -200,14 +204,16 @@ def event_day(when: str, given: str, said: Sequence[Item], today: date) -> tuple
             return _iso(day), "model"
     days = {d for text in texts for d in relative_dates(text, at) if _DAY.match(d)}
     if len(days) == 1:
-        from dateutil import parser as date_parser  # here: dateutil's import is paid by a pass, not at start-up
+        # here: dateutil's import is paid by a pass, not at start-up
+        from dateutil import parser as date_parser
 
         return _iso(date_parser.parse(days.pop()).date()), "stated"
     return _iso(at.date()), "entry"
 
 
 def _read_when(when: str, at: datetime) -> date | None:
-    """The day ``when`` ("last Tuesday", "yesterday", "on 3 May") names, said at ``at``; None if it names none."""
+    """The day ``when`` ("last Tuesday", "yesterday", "on 3 May") names, said at ``at``; None if it names
+    none."""
     try:
         return time_window(when, "when", "start", now=at).date()
     except ValidationError:

@@ -49,7 +49,8 @@ class Kept:
         return self.facts + self.events + self.contradictions
 
 
-def commit(tiers: Tiers, dones: Sequence[Done], *, model: str, prompt: str, tally: Tally, retry_after_s: float,
+def commit(tiers: Tiers, dones: Sequence[Done], *, model: str, prompt: str, tally: Tally,
+           retry_after_s: float,
            log_upto: int | None = None, dequeued: Sequence[str] = (), released: Sequence[str] = ()) -> Kept:
     """Keep what ``dones`` learned, quarantine what they could not, and move the marks, in one transaction.
 
@@ -69,7 +70,8 @@ def commit(tiers: Tiers, dones: Sequence[Done], *, model: str, prompt: str, tall
         except ValidationError:
             tally.rejected += 1
             continue
-        changes.append(FactChange(key, value, category, _decide(key, value, category, provenance, beside, kept),
+        changes.append(FactChange(key, value, category,
+                                  _decide(key, value, category, provenance, beside, kept),
                                   learned=provenance))
     fault_points.reach("reflect.commit")
 

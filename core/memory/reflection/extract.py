@@ -133,11 +133,14 @@ class ModelReader:
             Stopped: the memory is closing.
             BackendError: the call failed or took longer than ``timeout_s``.
         """
-        if getattr(self.backend, "structured", False):  # a model server's backend: the shape and a length bound
+        # a model server's backend: the shape and a length bound
+        if getattr(self.backend, "structured", False):
             limit = reply_tokens(self.window)
-            from core.memory.reflection.reply import schema  # pydantic: imported by the first pass that asks a model
+            # pydantic: imported by the first pass that asks a model
+            from core.memory.reflection.reply import schema
 
-            call: Callable[[], Any] = lambda: self.backend.chat(messages, [], format=schema(), max_tokens=limit)
+            call: Callable[[], Any] = lambda: self.backend.chat(messages, [], format=schema(),
+                                                                max_tokens=limit)
         else:
             call = lambda: self.backend.chat(messages, [])
         return str(_bounded(call, self.timeout_s, self.cancel).text or "")
@@ -168,7 +171,8 @@ def _bounded(call: Callable[[], Any], timeout_s: float, cancel: threading.Event)
     return outcome["value"]
 
 
-def resolve(reader: ModelReader, items: list[Item], known: str, tally: Tally, today: Any = None) -> list[Done]:
+def resolve(reader: ModelReader, items: list[Item], known: str, tally: Tally,
+            today: Any = None) -> list[Done]:
     """What may be kept of ``items``, or why they are quarantined: asked, asked again, split, set aside.
 
     After :data:`FAILURES_IN_A_ROW` unusable replies in a row the model is not asked about the rest of the
@@ -178,7 +182,10 @@ def resolve(reader: ModelReader, items: list[Item], known: str, tally: Tally, to
     if tally.streak >= FAILURES_IN_A_ROW:
         ids = list(dict.fromkeys(item.id for item in items))
         tally.quarantined += len(ids)
-        reason = f"set aside unread: the model gave {tally.streak} unusable replies in a row (the last: {tally.last})"
+        reason = (
+            f"set aside unread: the model gave {tally.streak} unusable replies in a row (the last: "
+            f"{tally.last})"
+        )
         return [Done([i for i in items if i.id == item_id], error=reason) for item_id in ids]
     checked, error = _ask_twice(reader, items, known, tally, today)
     if checked is not None:
@@ -220,7 +227,8 @@ def _ask_twice(reader: ModelReader, items: list[Item], known: str, tally: Tally,
         log.info("reflection reply %d of 2 from %s unusable: %s", attempt, reader.model, error)
         messages = messages[:1] + [
             {"role": "assistant", "content": text[:SHOWN_REPLY_CHARS]},
-            {"role": "user", "content": f"That answer cannot be used: {error}. Answer again with only the JSON "
+            {"role": "user",
+             "content": f"That answer cannot be used: {error}. Answer again with only the JSON "
                                         "object asked for, copying every value from the entries it cites."}]
     return None, error
 

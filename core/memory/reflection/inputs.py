@@ -35,7 +35,8 @@ READ_TYPES = {"USER_FEEDBACK": "user", "THOUGHT": "assistant (thought)", "TOOL_U
 MAX_ITEMS = 400
 """Most entries one step of a pass reads from its sources (a pass goes on until none is left)."""
 REPLY_SHARE = 4
-"""A reply may take a quarter of the window (between :data:`MIN_REPLY_TOKENS` and :data:`MAX_REPLY_TOKENS`)."""
+"""A reply may take a quarter of the window (between :data:`MIN_REPLY_TOKENS` and
+:data:`MAX_REPLY_TOKENS`)."""
 MIN_REPLY_TOKENS, MAX_REPLY_TOKENS = 512, 4096
 MIN_ROOM_CHARS = 600
 
@@ -112,7 +113,8 @@ def pending(db: Database, log: LogFile, archive_dir: Path, limit: int = MAX_ITEM
         for entry in entries:
             shown = visible.get(entry.seq)
             if shown is not None and _read(shown):
-                found.items.append(Item(f"log:{entry.seq}", entry.ts, READ_TYPES[entry.type], shown.content.strip()))
+                found.items.append(Item(f"log:{entry.seq}", entry.ts, READ_TYPES[entry.type],
+                                        shown.content.strip()))
     if not found.more:
         _queued(db, found, limit - len(entries))
     return found
@@ -125,11 +127,13 @@ def _read(entry: LogEntry) -> bool:
     return not (entry.type == "THOUGHT" and entry.metadata.get("kind") == "response")
 
 
-def _log_entries(db: Database, log: LogFile, archive_dir: Path, mark: int, limit: int) -> tuple[list[LogEntry], bool]:
+def _log_entries(db: Database, log: LogFile, archive_dir: Path, mark: int,
+                 limit: int) -> tuple[list[LogEntry], bool]:
     """The entries after ``mark``, oldest first, at most ``limit`` (and whether more are left): from the
     archives that hold some (a damaged one's are skipped: they cannot be read), then from LOG.md."""
     entries: list[LogEntry] = []
-    rows = db.conn.execute("SELECT archive_id, last_seq, index_error FROM compaction_history WHERE last_seq > ? "
+    rows = db.conn.execute("SELECT archive_id, last_seq, index_error FROM compaction_history WHERE last_seq "
+                           "> ? "
                            "ORDER BY first_seq", (mark,)).fetchall()
     for row in rows:
         path = archive_dir / f"{row['archive_id']}.md"
@@ -184,7 +188,8 @@ def _source_row(conn: Any, item: str) -> tuple[str, str, str] | None:
     """``(text, speaker, ts)`` of a queued message or note; None once it is gone (or not one to read)."""
     kind, _, key = item.partition(":")
     if kind == "msg" and key.isdigit():
-        row = conn.execute("SELECT role, content, created_at FROM ctx_messages WHERE id = ?", (int(key),)).fetchone()
+        row = conn.execute("SELECT role, content, created_at FROM ctx_messages WHERE id = ?",
+                           (int(key),)).fetchone()
         if row is None or row["role"] not in ("user", "assistant"):
             return None
         return row["content"], row["role"], row["created_at"]
@@ -213,7 +218,8 @@ def _speaker(metadata: str) -> str:
 def _logged(conn: Any, text: str) -> bool:
     """Whether LOG.md (or an archive) holds an entry of exactly this text: the message is a copy of it."""
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return conn.execute("SELECT 1 FROM log_metadata WHERE content_hash = ? LIMIT 1", (digest,)).fetchone() is not None
+    return conn.execute("SELECT 1 FROM log_metadata WHERE content_hash = ? LIMIT 1",
+                        (digest,)).fetchone() is not None
 
 
 def entry_items(db: Database, log: LogFile, archive_dir: Path, item_id: str) -> list[Item]:
@@ -303,4 +309,5 @@ def _parts(item: Item, room: int) -> list[Item]:
         text = text[cut:].lstrip()
     if text:
         pieces.append(text)
-    return [Item(item.id, item.ts, item.speaker, piece, (n, len(pieces))) for n, piece in enumerate(pieces, 1)]
+    return [Item(item.id, item.ts, item.speaker, piece, (n, len(pieces))) for n,
+            piece in enumerate(pieces, 1)]

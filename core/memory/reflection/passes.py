@@ -79,13 +79,15 @@ class PassReport:
         return asdict(self)
 
 
-def run_pass(tiers: Tiers, reader: ModelReader | RuleReader, config: ReflectConfig, cancel: threading.Event, *,
+def run_pass(tiers: Tiers, reader: ModelReader | RuleReader, config: ReflectConfig, cancel: threading.Event,
+             *,
              on_secret: Callable[[], object] = lambda: None, retry_all: bool = False,
              step: Step = nullcontext, progress: Progress | None = None) -> PassReport:
     """Read what is due and new with ``reader`` and keep what it teaches (see the module docstring).
 
     Raises:
-        BackendUnavailableError, ModelNotFoundError: the model server cannot be used; what was committed stays.
+        BackendUnavailableError, ModelNotFoundError: the model server cannot be used; what was committed
+            stays.
     """
     report = PassReport(reader.model, reader.fallback)
     try:
@@ -109,7 +111,8 @@ def _run(tiers: Tiers, reader: ModelReader | RuleReader, config: ReflectConfig, 
         with step():
             items = inputs.entry_items(tiers.db, tiers.log, tiers.paths.archive_dir, item_id)
             known = _known(tiers, reader)
-        dones, tally = _read(reader, items, known, report) if items else ([], Tally(streak=report.streak, last=report.last))
+        dones, tally = _read(reader, items, known,
+                             report) if items else ([], Tally(streak=report.streak, last=report.last))
         report.released += sum(1 for d in dones if d.checked is not None)
         _keep(tiers, reader, version, dones, tally, config, report, on_secret, step, released=[item_id])
         if not items:  # gone, forgotten or no longer one to read: nothing to try again
@@ -124,13 +127,15 @@ def _run(tiers: Tiers, reader: ModelReader | RuleReader, config: ReflectConfig, 
         room = inputs.room_chars(_window(reader), len(prompt_text([], known)) + RETRY_CHARS)
         groups = inputs.batches(found, room, config.batch_entries)
         if not groups:  # only skipped entries: the marks move past them
-            _keep(tiers, reader, version, [], Tally(streak=report.streak, last=report.last), config, report, on_secret, step,
+            _keep(tiers, reader, version, [], Tally(streak=report.streak, last=report.last), config, report,
+                  on_secret, step,
                   log_upto=found.log_upto, dequeued=found.skipped_queue)
         for n, batch in enumerate(groups):
             if cancel.is_set():
                 break
             dones, tally = _read(reader, batch.items, known, report)
-            _keep(tiers, reader, version, dones, tally, config, report, on_secret, step, log_upto=batch.log_upto,
+            _keep(tiers, reader, version, dones, tally, config, report, on_secret, step,
+                  log_upto=batch.log_upto,
                   dequeued=batch.done_queue + (found.skipped_queue if n == 0 else []))
             report.batches += 1
             report.entries += len(batch.ids)
@@ -156,7 +161,8 @@ def _keep(tiers: Tiers, reader: Any, version: str, dones: list[Done], tally: Tal
           report: PassReport, on_secret: Callable[[], object], step: Step, **marks: Any) -> None:
     """Commit one batch's outcome with its marks; run the secret scrub after it if a secret was saved."""
     with step():
-        kept = commit(tiers, dones, model=reader.model, prompt=RULES if reader.fallback else version, tally=tally,
+        kept = commit(tiers, dones, model=reader.model, prompt=RULES if reader.fallback else version,
+                      tally=tally,
                       retry_after_s=config.retry_after_s, **marks)
     report.add(tally, kept)
     if kept.secrets:

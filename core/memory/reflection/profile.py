@@ -31,7 +31,8 @@ def about_user(fact: Fact) -> bool:
     """Whether ``fact`` says something about the user (a secret never goes in the profile)."""
     if fact.category == "secret":
         return False
-    return fact.key.startswith("user.") or ("." not in fact.key and fact.category in ("personal", "preference"))
+    return fact.key.startswith("user.") or ("." not in fact.key and fact.category in ("personal",
+                                                                                      "preference"))
 
 
 def profile(facts: Sequence[Fact], limit: int) -> list[ProfileLine]:

@@ -82,7 +82,8 @@ class EventItem(_Item):
 
     what: str = Field(validation_alias=AliasChoices("what", "event", "description"),
                       description="What happened, in the entry's own words.")
-    when: str = Field("", description='When, copied from the entry ("yesterday", "last Tuesday", "on 3 May"); '
+    when: str = Field("",
+                      description='When, copied from the entry ("yesterday", "last Tuesday", "on 3 May"); '
                                       'empty if it does not say.')
     date: str = Field("", description="The date as YYYY-MM-DD, if the entry gives one.")
 
@@ -142,7 +143,8 @@ def schema() -> dict[str, Any]:
                 "required": ["subject", "attribute", "value", "sources", "credential"]}},
             "events": {"type": "array", "items": {
                 "type": "object",
-                "properties": {"what": {"type": "string"}, "when": {"type": "string"}, "date": {"type": "string"},
+                "properties": {"what": {"type": "string"}, "when": {"type": "string"},
+                               "date": {"type": "string"},
                                "sources": {"type": "array", "items": {"type": "integer"}}},
                 "required": ["what", "when", "date", "sources"]}},
             "contradictions": {"type": "array", "items": {

@@ -57,6 +57,7 @@ class RuleReader:
                     facts.append(FactItem(subject="user", attribute="city", value=match["place"].rstrip("."),
                                           sources=[number]))
                 elif (match := _MY.search(clean)) and match["value"].strip():
-                    facts.append(FactItem(subject="user", attribute=match["attribute"], value=match["value"].strip(),
+                    facts.append(FactItem(subject="user", attribute=match["attribute"],
+                                          value=match["value"].strip(),
                                           sources=[number]))
         return ReflectReply(facts=facts, events=events, contradictions=list[ContradictionItem]())

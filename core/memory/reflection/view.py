@@ -47,7 +47,8 @@ class LearnedFact:
     """Statements kept beside it that contradict it: ``{id, statement, sources}`` each."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "value": self.value, "category": self.category, "updated_at": self.updated_at,
+        return {"key": self.key, "value": self.value, "category": self.category,
+                "updated_at": self.updated_at,
                 "sources": list(self.sources), "model": self.model, "prompt": self.prompt,
                 "extracted_at": self.extracted_at, "contradicted_by": list(self.contradicted_by)}
 
@@ -71,13 +72,15 @@ class ReflectionView:
 
 
 def read_view(reader: Reader, last_seq: int, limit: int = MAX_FACTS) -> ReflectionView:
-    """Reflection's state in ``reader``'s transaction (see the module docstring); ``last_seq``: LOG.md's newest."""
+    """Reflection's state in ``reader``'s transaction (see the module docstring); ``last_seq``: LOG.md's
+    newest."""
     if not set(_TABLES) <= reader.tables:  # no memory.db yet, or one older than reflection
         return ReflectionView(_empty_status(last_seq), (), {})
     conn = reader.conn
     status = state.status(conn, last_seq)
     marks = [dict(r) for r in conn.execute(_MARKS)]
-    stamps = [m["updated_at"] for m in marks] + [m["last_at"] for m in status["models"].values() if m["last_at"]]
+    stamps = [m["updated_at"] for m in marks] + [m["last_at"] for m in status["models"].values()
+                                                 if m["last_at"]]
     status["last_pass"] = max(stamps) if stamps else None
     rows = [dict(r) for r in conn.execute(_LEARNED_FACTS, (limit,))]
     provenance = extracted.of(conn, [f"fact:{r['key']}" for r in rows])
@@ -88,7 +91,8 @@ def read_view(reader: Reader, last_seq: int, limit: int = MAX_FACTS) -> Reflecti
         if how is None:
             continue
         value = REDACTED if row["category"] == "secret" else row["value"]
-        facts.append(LearnedFact(row["key"], value, row["category"], row["updated_at"], how.sources, how.model,
+        facts.append(LearnedFact(row["key"], value, row["category"], row["updated_at"], how.sources,
+                                 how.model,
                                  how.prompt, how.extracted_at, tuple(beside.get(row["key"], ()))))
     sources = {s for f in facts for s in f.sources}
     sources |= {s for f in facts for c in f.contradicted_by for s in c["sources"]}

@@ -38,7 +38,8 @@ from core.memory.upkeep.tiers import FactChange, Tiers
 log = logging.getLogger(__name__)
 
 UNAVAILABLE_RETRY_S = 60.0
-"""After the model server did not answer (or no model server was found), wait this long before asking again."""
+"""After the model server did not answer (or no model server was found), wait this long before asking
+again."""
 JOIN_S = 60.0
 """How long ``close`` waits for a commit in progress (a model call is abandoned at once)."""
 
@@ -106,7 +107,8 @@ class Reflection:
                 log.warning("reflection waits for the model server (%s); it tries again in %gs", exc,
                             UNAVAILABLE_RETRY_S)
                 wait = min(wait, UNAVAILABLE_RETRY_S)
-            except AgentOSError as exc:  # memory.db or a file failed: nothing is marked, the next pass redoes it
+            # memory.db or a file failed: nothing is marked, the next pass redoes it
+            except AgentOSError as exc:
                 self.last_error = str(exc)
                 log.error("reflection failed (nothing was skipped; it tries again in %gs): %s",
                           UNAVAILABLE_RETRY_S, exc)
@@ -152,22 +154,24 @@ class Reflection:
         return ModelReader(backend, self.config.timeout_s, self._stop)
 
     def _configured_backend(self) -> Any:
-        """The backend ``llm`` configures (a ping for ``auto``); while it is the offline one (no server answered),
-        asked again every ``UNAVAILABLE_RETRY_S``."""
+        """The backend ``llm`` configures (a ping for ``auto``); while it is the offline one (no server
+        answered), asked again every ``UNAVAILABLE_RETRY_S``."""
         found = self._configured
         if (found is None or found.name == "offline") and \
                 time.monotonic() - self._unavailable_at >= UNAVAILABLE_RETRY_S:
             from core.llm import choose_backend  # the backends' clients only when one is needed
 
             llm = self.tiers.config.llm
-            found = self._configured = choose_backend(replace(llm, model=self.config.model or llm.model)).backend
+            found = self._configured = choose_backend(replace(llm,
+                                                              model=self.config.model or llm.model)).backend
             if found.name == "offline":
                 self._unavailable_at = time.monotonic()
         return found
 
     # -- explicit runs ---------------------------------------------------------------------------------
 
-    def run(self, backend: Any = None, *, retry_all: bool = False, progress: Progress | None = None) -> PassReport:
+    def run(self, backend: Any = None, *, retry_all: bool = False,
+            progress: Progress | None = None) -> PassReport:
         """Reflect now, in this thread, on everything new (``retry_all``: every quarantined entry too).
 
         Raises:
@@ -201,7 +205,8 @@ class Reflection:
             for memory_id in learned:
                 if not memory_id.startswith("fact:"):
                     extracted.delete_memory(conn, memory_id)
-            learned_versions = [r[0] for r in conn.execute("SELECT id FROM fact_versions WHERE sources IS NOT NULL")]
+            learned_versions = [r[0] for r in conn.execute("SELECT id FROM fact_versions WHERE sources IS "
+                                                           "NOT NULL")]
             conn.execute("DELETE FROM fact_versions WHERE sources IS NOT NULL")
             DocIndex.delete(conn, [f"fact_version:{n}" for n in learned_versions])
             DocIndex.refresh_keys(conn, sources)
@@ -213,7 +218,8 @@ class Reflection:
         return len(learned)
 
     def profile(self) -> list[ProfileLine]:
-        """The learned profile (:mod:`core.memory.reflection.profile`); [] until reflection has learned a fact."""
+        """The learned profile (:mod:`core.memory.reflection.profile`); [] until reflection has learned a
+        fact."""
         if not extracted.learned_ids(self.tiers.db.conn, "fact:", limit=1):
             return []
         return profile(self.tiers.facts.list(), self.config.profile_lines)
@@ -222,7 +228,8 @@ class Reflection:
         """The lag, what is quarantined, the counts per model and what was learned, with what reads."""
         found = state.status(self.tiers.db.conn, self.tiers.log.last_seq())
         llm = self.tiers.config.llm
-        return {"enabled": self.config.enabled, "backend": f"{llm.backend} ({llm.model})", "running": self.running(),
+        return {"enabled": self.config.enabled, "backend": f"{llm.backend} ({llm.model})",
+                "running": self.running(),
                 "last_error": self.last_error, **found}
 
     # -- closing ---------------------------------------------------------------------------------------
@@ -239,7 +246,8 @@ class Reflection:
         if thread is not None and thread is not threading.current_thread():
             thread.join(JOIN_S)
             if thread.is_alive():
-                log.error("the reflection thread of %s did not stop within %gs", self.tiers.agent_name, JOIN_S)
+                log.error("the reflection thread of %s did not stop within %gs", self.tiers.agent_name,
+                          JOIN_S)
 
     def close(self) -> None:
         """Stop and join the thread; the exit hook leaves this one alone from now on. Safe twice."""

@@ -52,7 +52,8 @@ def normalize(text: str) -> str:
 
 
 def _variants(words: list[str]) -> list[str]:
-    """Regex sources for one value's words: as written, and JSON-escaped (with and without ``ensure_ascii``)."""
+    """Regex sources for one value's words: as written, and JSON-escaped (with and without
+    ``ensure_ascii``)."""
     found = [r"\s+".join(re.escape(w) for w in words)]
     for ascii_only in (False, True):
         escaped = [json.dumps(w, ensure_ascii=ascii_only)[1:-1] for w in words]
@@ -133,7 +134,8 @@ def rewrite_lines(data: bytes, redactor: Redactor,
         try:
             entry = decode_line(raw)
         except CorruptionError:
-            lines[number] = redactor.text(raw.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+            lines[number] = redactor.text(raw.decode("utf-8", "surrogateescape")).encode("utf-8",
+                                                                                         "surrogateescape")
             continue
         meta = redactor(entry.metadata)
         archive = Path(str(meta.get("archive", ""))).stem

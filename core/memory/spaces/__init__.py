@@ -18,5 +18,6 @@ from core.memory.spaces.paths import SpacePaths, list_spaces, validate_space_nam
 from core.memory.spaces.space import Space, memory_id, parse_memory_id
 from core.memory.spaces.transfer import export_space, import_space
 
-__all__ = ["READ_ONLY", "READ_WRITE", "Space", "SpacePaths", "export_space", "import_space", "list_spaces", "memory_id",
+__all__ = ["READ_ONLY", "READ_WRITE", "Space", "SpacePaths", "export_space", "import_space", "list_spaces",
+           "memory_id",
            "parse_memory_id", "validate_space_name"]

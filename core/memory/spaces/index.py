@@ -42,8 +42,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS entries_terms USING fts5vocab (entries_fts, '
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _guard = threading.Lock()
-_SET_STATE = "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-_SET_ENTRY = ("INSERT INTO entries (seq, author, ts, content, metadata) VALUES (?, ?, ?, ?, ?) ON CONFLICT (seq) "
+_SET_STATE = (
+    "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+    "excluded.value"
+)
+_SET_ENTRY = ("INSERT INTO entries (seq, author, ts, content, metadata) VALUES (?, ?, ?, ?, ?) ON CONFLICT "
+              "(seq) "
               "DO UPDATE SET author = excluded.author, ts = excluded.ts, content = excluded.content, "
               "metadata = excluded.metadata, vector = NULL")
 
@@ -74,12 +78,14 @@ class SpaceIndex:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open {self.path}: {exc}") from exc
         try:
             conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")  # derived data: the journal is fsynced, this need not be
+            # derived data: the journal is fsynced, this need not be
+            conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError:
             conn.close()
             raise
@@ -98,7 +104,10 @@ class SpaceIndex:
             except OSError as exc:
                 raise StorageError(f"cannot move the damaged {self.path} aside ({exc}); delete it: it is "
                                    "rebuilt from the space's journal") from exc
-        message = f"{self.path} was damaged ({reason}); moved it to {aside.name} and rebuilt it from the journal"
+        message = (
+            f"{self.path} was damaged ({reason}); moved it to {aside.name} and rebuilt it from the "
+            f"journal"
+        )
         log.warning(message)
         self.repairs.append(message)
         conn = self._connect()
@@ -148,7 +157,8 @@ class SpaceIndex:
         with self._writing() as conn:
             self._serialize(conn)
             row = conn.execute("SELECT value FROM state WHERE key = 'indexed_seq'").fetchone()
-            done = int(row[0]) if row else 0  # again, inside the transaction: another process may have caught up
+            # again, inside the transaction: another process may have caught up
+            done = int(row[0]) if row else 0
             fresh = [e for e in entries if e.seq > done]
             for entry in fresh:
                 self._apply(conn, entry)
@@ -157,15 +167,17 @@ class SpaceIndex:
         return len(fresh)
 
     def refresh(self) -> int:
-        """Index again every indexed memory whose text or metadata differs from its journal line (a line a scrub
-        rewrote; its vector is computed anew); return how many. Call it after :meth:`sync`, under the space's lock."""
+        """Index again every indexed memory whose text or metadata differs from its journal line (a line a
+        scrub rewrote; its vector is computed anew); return how many. Call it after :meth:`sync`, under the
+        space's lock."""
         published = {e.seq: e for e in self.journal.scan().entries if e.type == "PUBLISH"}
         with self._writing() as conn:
             self._serialize(conn)
             stale = [published[seq] for seq, content, metadata in conn.execute(
                 "SELECT seq, content, metadata FROM entries").fetchall()
                 if seq in published and (content != published[seq].content
-                                         or json.loads(metadata) != (published[seq].metadata.get("metadata") or {}))]
+                                         or json.loads(metadata) != (published[seq].metadata.get("metadata")
+                                                                     or {}))]
             for entry in stale:
                 self._apply(conn, entry)
         return len(stale)
@@ -197,7 +209,8 @@ class SpaceIndex:
             vectors = embedder.embed([f"{author}: {text}" for _, author, text in rows])
             with self._writing() as conn:
                 conn.executemany("UPDATE entries SET vector = ? WHERE seq = ?",
-                                 [(vector.astype("float32").tobytes(), seq) for (seq, _, _), vector in zip(rows, vectors)])
+                                 [(vector.astype("float32").tobytes(), seq) for (seq, _, _),
+                                  vector in zip(rows, vectors)])
             done += len(rows)
         return done
 
@@ -214,8 +227,11 @@ class SpaceIndex:
         total = max(1, conn.execute("SELECT count(*) FROM entries").fetchone()[0])
         if not terms:
             return []
-        counts = dict(conn.execute(f"SELECT term, doc FROM entries_terms WHERE term IN ({', '.join('?' * len(terms))})",
-                                   terms).fetchall())
+        counts = dict(
+            conn.execute(
+                f"SELECT term, doc FROM entries_terms WHERE term IN ({', '.join('?' * len(terms))})", terms
+            ).fetchall()
+        )
         present = {t: counts[t] for t in terms if counts.get(t)}
         if not present:
             return []
@@ -227,7 +243,8 @@ class SpaceIndex:
         where, params = _window(since, until)
         rows = conn.execute(
             f"SELECT e.seq, -{bm25} FROM entries_fts JOIN entries e ON e.seq = entries_fts.rowid "
-            f"WHERE entries_fts MATCH ? AND {where} ORDER BY {bm25} LIMIT ?", [match, *params, depth]).fetchall()
+            f"WHERE entries_fts MATCH ? AND {where} ORDER BY {bm25} LIMIT ?",
+            [match, *params, depth]).fetchall()
         return [(seq, min(1.0, score / ceiling)) for seq, score in rows]
 
     def nearest(self, query: str, embedder: Any, depth: int, since: str | None,
@@ -236,7 +253,8 @@ class SpaceIndex:
         import numpy as np
 
         where, params = _window(since, until)
-        rows = self.conn.execute(f"SELECT e.seq, e.vector FROM entries e WHERE e.vector IS NOT NULL AND {where}",
+        rows = self.conn.execute(f"SELECT e.seq, e.vector FROM entries e WHERE e.vector IS NOT NULL AND "
+                                 f"{where}",
                                  params).fetchall()
         if not rows:
             return None
@@ -261,12 +279,15 @@ class SpaceIndex:
 
     def doc(self, seq: int, author: str, ts: str, content: str, metadata: str) -> Doc:
         return Doc(id=f"space:{self.space}:{seq}", kind="note", tier="space",
-                   source=f"spaces/{self.space}/LOG.md#seq={seq}", text=content, occurred_at=ts, created_at=ts,
-                   context=author, metadata=json.loads(metadata), speaker=author, thread=f"space:{self.space}")
+                   source=f"spaces/{self.space}/LOG.md#seq={seq}", text=content, occurred_at=ts,
+                   created_at=ts,
+                   context=author, metadata=json.loads(metadata), speaker=author,
+                   thread=f"space:{self.space}")
 
     def latest(self, n: int) -> list[dict[str, Any]]:
         """The newest ``n`` live entries, newest first: ``{id, seq, author, ts, content, metadata}``."""
-        rows = self.conn.execute("SELECT seq, author, ts, content, metadata FROM entries ORDER BY seq DESC LIMIT ?",
+        rows = self.conn.execute("SELECT seq, author, ts, content, metadata FROM entries ORDER BY seq DESC "
+                                 "LIMIT ?",
                                  (n,)).fetchall()
         return [{"id": f"space:{self.space}:{r[0]}", "seq": r[0], "author": r[1], "ts": r[2], "content": r[3],
                  "metadata": json.loads(r[4])} for r in rows]
@@ -312,7 +333,8 @@ def _apply(conn: Any, entry: LogEntry, fts: bool = True) -> None:
     meta = entry.metadata
     if entry.type == "PUBLISH":
         author = str(meta.get("author", ""))
-        conn.execute(_SET_ENTRY, (entry.seq, author, entry.ts, entry.content, json.dumps(meta.get("metadata") or {})))
+        conn.execute(_SET_ENTRY,
+                     (entry.seq, author, entry.ts, entry.content, json.dumps(meta.get("metadata") or {})))
         if fts:
             conn.execute("DELETE FROM entries_fts WHERE rowid = ?", (entry.seq,))
             conn.execute("INSERT INTO entries_fts (rowid, text, context) VALUES (?, ?, ?)",

@@ -27,7 +27,8 @@ _open_guard = threading.Lock()
 def _identity(paths: SpacePaths) -> tuple:
     """What tells this space's files apart from a replaced copy of them."""
     marks = []
-    for path in (paths.members_file, paths.index_file, paths.home / "config.yaml", paths.root / "storage.backend"):
+    for path in (paths.members_file, paths.index_file, paths.home / "config.yaml",
+                 paths.root / "storage.backend"):
         try:
             stat = os.stat(path)
         except FileNotFoundError:

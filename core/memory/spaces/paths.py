@@ -79,6 +79,7 @@ class SpacePaths:
         if not self.exists():
             found = list_spaces(self.home)
             known = f"spaces: {', '.join(found)}" if found else "there are no spaces yet"
-            raise UnknownSpaceError(f"no memory space named {self.name!r} in {self.home} ({known}); create it "
+            raise UnknownSpaceError(f"no memory space named {self.name!r} in {self.home} ({known}); create "
+                                    f"it "
                                     f"with: agentos space create {self.name} --member AGENT")
         return self

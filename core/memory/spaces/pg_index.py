@@ -1,5 +1,5 @@
-"""A space's index in its PostgreSQL schema (:mod:`core.memory.storage.postgres.space_schema`), for homes whose
-agents keep their memory on a server.
+"""A space's index in its PostgreSQL schema (:mod:`core.memory.storage.postgres.space_schema`), for homes
+whose agents keep their memory on a server.
 
 The same index as ``index.db`` (:class:`core.memory.spaces.index.SpaceIndex`: the same statements, the same
 catching up with the journal, the same scores), with what differs: writers on every host serialise on an
@@ -56,7 +56,8 @@ class PostgresSpaceIndex(SpaceIndex):
     def words(self, query: str, depth: int, since: str | None, until: str | None) -> list[tuple[int, float]]:
         """The best word matches as ``(seq, strength)``, strength in [0, 1] as with SQLite."""
         conn = self.db.conn
-        terms = [row[0] for row in conn.execute("SELECT lexeme FROM unnest(to_tsvector('english', left(?, 200000)))",
+        terms = [row[0]
+                 for row in conn.execute("SELECT lexeme FROM unnest(to_tsvector('english', left(?, 200000)))",
                                                 (query,)) if row[0] not in STOP_WORDS]
         if not terms:
             return []
@@ -68,7 +69,8 @@ class PostgresSpaceIndex(SpaceIndex):
         ceiling = sum(weights.values()) or 1.0
         where, params = _window(since, until)
         rows = conn.execute(_RANKED.format(where=where), [list(weights), list(weights.values()),
-                                                         " | ".join(_lexeme(t) for t in weights), *params, depth])
+                                                         " | ".join(_lexeme(t) for t in weights), *params,
+                                                         depth])
         return [(int(seq), min(1.0, float(score) / ceiling)) for seq, score in rows.fetchall()]
 
     def scrub(self) -> bool:
@@ -99,8 +101,10 @@ def claim(db: Any, folder: Path, space: str) -> None:
         owner = conn.execute("SELECT * FROM _space_folder").fetchone()
     if owner["folder_id"] != mine:
         raise StorageError(
-            f"schema {db.schema} indexes the space {space} of the folder {owner['path']} on host {owner['host']} "
-            f"(since {owner['claimed_at']}), not {folder}: publish from an agents home that mounts that folder, "
+            f"schema {db.schema} indexes the space {space} of the folder {owner['path']} on host "
+            f"{owner['host']} "
+            f"(since {owner['claimed_at']}), not {folder}: publish from an agents home that mounts that "
+            f"folder, "
             "or give this deployment its own storage.schema_prefix")
 
 

@@ -41,7 +41,8 @@ class PurgeReport:
     purged: list[int] = field(default_factory=list)
     """The seqs of the journal lines rewritten now."""
     index_scrubbed: bool = False
-    """Whether the index was rewritten to the last byte (False: a reader kept its log; the next open retries)."""
+    """Whether the index was rewritten to the last byte (False: a reader kept its log; the next open
+    retries)."""
     removed: list[str] = field(default_factory=list)
     """Damaged copies of the index that were deleted."""
 
@@ -72,7 +73,8 @@ def purge(space: Any) -> PurgeReport:
             marker.unlink()
         fsync_dir(space.paths.root)
     if not report.index_scrubbed:
-        log.warning("space %s: the purge could not truncate the index's log (a reader holds it); the next open "
+        log.warning("space %s: the purge could not truncate the index's log (a reader holds it); the next "
+                    "open "
                     "of the space finishes it", space.name)
     return report
 

@@ -80,7 +80,8 @@ def _merged(asker: Asker, own: list[dict[str, Any]], spaces: list[str], query: s
             recency_days: float | None, now: Any = None, explain: bool = False) -> list[dict[str, Any]]:
     for hit in own:
         hit["space"], hit["author"] = None, asker.agent
-    request = check_recall(query, n_results, kind, since, until, min_score=min_score, recency_days=recency_days,
+    request = check_recall(query, n_results, kind, since, until, min_score=min_score,
+                           recency_days=recency_days,
                            default_min_score=asker.default_min_score, now=now)
     if not spaces or (request.filters.kinds and "note" not in request.filters.kinds):
         return own
@@ -91,7 +92,8 @@ def _merged(asker: Asker, own: list[dict[str, Any]], spaces: list[str], query: s
         with opened(name, asker.home) as space:  # kept open between recalls
             ranked = space.candidates(asker.agent, request.text, tuning, request.filters.since,
                                       request.filters.until)
-            mask = space.redactor(asker.hidden)  # and every member's secrets (one saved after it was published)
+            # and every member's secrets (one saved after it was published)
+            mask = space.redactor(asker.hidden)
         ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
         for cand in recall_search.select(ranked, n_results, request.min_score, widened(request, tuning),
                                          request.recency_days, request.now, request.relative):

@@ -59,13 +59,18 @@ def check(paths: SpacePaths, backend: str) -> None:
     name = paths.name
     if state in (TO_SQLITE, TO_POSTGRES):
         target = "sqlite" if state == TO_SQLITE else "postgres"
-        raise StorageError(f"the index of the space {name} is being moved ({state}; a move that was stopped leaves "
-                           f"this): run `agentos space move-index {name} --to {target}` again, with the server set")
+        raise StorageError(f"the index of the space {name} is being moved ({state}; a move that was stopped "
+                           f"leaves "
+                           f"this): run `agentos space move-index {name} --to {target}` again, with the "
+                           f"server set")
     if backend == "sqlite" and state == POSTGRES:
         raise StorageError(
-            f"the index of the space {name} lives in PostgreSQL (storage.backend or storage.id in {paths.root}), and "
-            "no server is configured: set $AGENTOS_DSN (or storage.backend postgres and storage.dsn in the home's "
-            f"config.yaml), or bring it back with `agentos space move-index {name} --to sqlite` run with the server set")
+            f"the index of the space {name} lives in PostgreSQL (storage.backend or storage.id in "
+            f"{paths.root}), and "
+            "no server is configured: set $AGENTOS_DSN (or storage.backend postgres and storage.dsn in the "
+            "home's "
+            f"config.yaml), or bring it back with `agentos space move-index {name} --to sqlite` run with the "
+            f"server set")
     if backend == "postgres" and state == SQLITE:
         if recorded(paths) == SQLITE:
             what = "it was moved back to SQLite"
@@ -75,8 +80,10 @@ def check(paths: SpacePaths, backend: str) -> None:
                 return  # nothing indexed in SQLite yet: the schema is the index from now on
             what = f"{paths.index_file} holds its memories"
         raise StorageError(
-            f"the index of the space {name} lives in SQLite: {what}, and storage is set to PostgreSQL: move it with "
-            f"`agentos space move-index {name} --to postgres`, or unset $AGENTOS_DSN (and storage.backend) to keep "
+            f"the index of the space {name} lives in SQLite: {what}, and storage is set to PostgreSQL: move "
+            f"it with "
+            f"`agentos space move-index {name} --to postgres`, or unset $AGENTOS_DSN (and storage.backend) "
+            f"to keep "
             "it in SQLite")
 
 
@@ -94,15 +101,16 @@ def _postgres_index(space: Any, dsn: str) -> Any:
         from core.memory.spaces.pg_index import PostgresSpaceIndex
         from core.memory.storage.postgres.space_schema import SpaceDatabase, space_schema
     except ImportError as exc:
-        raise ConfigError(f"storage.backend postgres needs psycopg ({exc}): pip install 'agentos[postgres]'") from exc
+        raise ConfigError(f"storage.backend postgres needs psycopg ({exc}): pip install "
+                          f"'agentos[postgres]'") from exc
     storage = space.config.storage
     db = SpaceDatabase(dsn, space_schema(space.name, storage), storage, space.paths.index_file)
     return PostgresSpaceIndex(db, space.journal, space.name, space.paths.root)
 
 
 def move_index(space: Any, target: str) -> int:
-    """Rebuild ``space``'s index on ``target`` (``sqlite`` or ``postgres``) from its journal and remove it from
-    the other side; return the journal entries indexed. Both directions need the server configured.
+    """Rebuild ``space``'s index on ``target`` (``sqlite`` or ``postgres``) from its journal and remove it
+    from the other side; return the journal entries indexed. Both directions need the server configured.
 
     Raises:
         ValidationError: an unknown target. ConfigError: no server configured.
@@ -111,12 +119,14 @@ def move_index(space: Any, target: str) -> int:
         raise ValidationError(f"move the index --to sqlite or --to postgres, not {target!r}")
     backend, dsn = space.config.storage.resolved()
     if backend != "postgres":
-        raise ConfigError("moving a space's index between SQLite and PostgreSQL needs the server: set $AGENTOS_DSN "
+        raise ConfigError("moving a space's index between SQLite and PostgreSQL needs the server: set "
+                          "$AGENTOS_DSN "
                           "(or storage.backend postgres and storage.dsn in the home's config.yaml)")
     paths = space.paths
     with space.lock.hold():
         space.close()
-        atomic_write(marker(paths), ((TO_POSTGRES if target == POSTGRES else TO_SQLITE) + "\n").encode("ascii"))
+        atomic_write(marker(paths),
+                     ((TO_POSTGRES if target == POSTGRES else TO_SQLITE) + "\n").encode("ascii"))
         if target == POSTGRES:
             index = _postgres_index(space, dsn)
             count = _rebuilt(index)

@@ -1,4 +1,5 @@
-"""Scrubbing a member's secret out of a space: the journal and the index, as an agent's own tiers are scrubbed.
+"""Scrubbing a member's secret out of a space: the journal and the index, as an agent's own tiers are
+scrubbed.
 
 A publish that holds a member's secret is refused (:mod:`core.memory.spaces.secrets`), but a value published
 before its owner saved it as a secret is in the space already. The owner's scrub
@@ -9,9 +10,9 @@ every space the agent is a member of or has published to, with the steps of a pu
 1. ``.scrubbing`` is written in the space's folder, naming the agent whose secret it is (never a value): from
    here on, whoever opens the space finishes the scrub, with the secrets of every member and of that agent;
 2. under the space's lock, each journal line that holds a value is rewritten with the same seq, time and type,
-   the value replaced by ``[REDACTED]`` (matched as the agent's own redactor matches it) and a new checksum, and
-   the journal is replaced atomically (a temp file, fsync, rename); a SYSTEM entry records which entries were
-   rewritten (their seqs and the agent, never a value); quarantined tails are rewritten the same way;
+   the value replaced by ``[REDACTED]`` (matched as the agent's own redactor matches it) and a new checksum,
+   and the journal is replaced atomically (a temp file, fsync, rename); a SYSTEM entry records which entries
+   were rewritten (their seqs and the agent, never a value); quarantined tails are rewritten the same way;
 3. the index: every indexed memory whose text no longer matches its journal line is indexed again (its vector
    computed anew), then the index is rewritten as a purge leaves it (``index.db``: ``secure_delete``, its
    full-text index merged, ``VACUUM``, its write-ahead log truncated; on PostgreSQL the table vacuumed and its
@@ -50,8 +51,8 @@ def pending(space: Any) -> bool:
 
 
 def scrub(space: Any, redactor: Redactor, by: str | None = None) -> list[int]:
-    """Take every value ``redactor`` hides out of ``space``'s journal and index (see the module); ``by`` is the
-    agent whose secret it is. Return the seqs of the journal entries rewritten now."""
+    """Take every value ``redactor`` hides out of ``space``'s journal and index (see the module); ``by`` is
+    the agent whose secret it is. Return the seqs of the journal entries rewritten now."""
     marker = space.paths.root / PENDING
     with space.lock.hold():
         data = space.paths.journal.read_bytes()
@@ -78,13 +79,15 @@ def scrub(space: Any, redactor: Redactor, by: str | None = None) -> list[int]:
             marker.unlink()
         fsync_dir(space.paths.root)
     if not done:
-        log.warning("space %s: the scrub could not truncate the index's log (a reader holds it); the next open "
+        log.warning("space %s: the scrub could not truncate the index's log (a reader holds it); the next "
+                    "open "
                     "of the space finishes it", space.name)
     return scrubbed
 
 
 def finish(space: Any) -> list[int]:
-    """Finish a scrub that was killed: with the secrets of every member and of the agent ``.scrubbing`` names."""
+    """Finish a scrub that was killed: with the secrets of every member and of the agent ``.scrubbing``
+    names."""
     owner = _owner(space)
     agents = [*space.members().access, *([owner] if owner else [])]
     return scrub(space, members_redactor(space.paths.home, agents), owner)

@@ -27,7 +27,8 @@ BUSY_TIMEOUT_S = 30.0
 
 
 def member_secrets(home: Path, agents: Iterable[str], config: Config | None = None) -> list[str]:
-    """Every secret value of ``agents``' facts, longest first (``config``: the home's, if it is read already)."""
+    """Every secret value of ``agents``' facts, longest first (``config``: the home's, if it is read
+    already)."""
     home_config = config or load_home_config(home)
     found: set[str] = set()
     for agent in agents:
@@ -66,7 +67,8 @@ def _secrets_of(paths: AgentPaths, home_config: Config) -> list[str]:
     if not paths.db_file.is_file():
         return []
     try:
-        conn = sqlite3.connect(paths.db_file.absolute().as_uri() + "?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        conn = sqlite3.connect(paths.db_file.absolute().as_uri() + "?mode=ro", uri=True,
+                               timeout=BUSY_TIMEOUT_S)
     except sqlite3.Error as exc:
         raise StorageError(f"cannot open {paths.db_file} to read its secrets: {exc}") from exc
     try:
@@ -74,7 +76,9 @@ def _secrets_of(paths: AgentPaths, home_config: Config) -> list[str]:
             return []
         return [row[0] for row in conn.execute(_SECRETS, (MIN_REDACTED_CHARS,))]
     except sqlite3.Error as exc:
-        raise StorageError(f"cannot read the secrets of {paths.db_file}: {exc}; the spaces of {paths.name} refuse "
-                           "to publish or answer until they can be checked: repair or restore that memory.db") from exc
+        raise StorageError(f"cannot read the secrets of {paths.db_file}: {exc}; the spaces of {paths.name} "
+                           f"refuse "
+                           "to publish or answer until they can be checked: repair or restore that "
+                           "memory.db") from exc
     finally:
         conn.close()

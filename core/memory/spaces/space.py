@@ -38,7 +38,8 @@ def parse_memory_id(value: object) -> tuple[str, int]:
     """``(space, seq)`` of a space memory's id, else ValidationError."""
     match = _ID.fullmatch(value) if isinstance(value, str) else None
     if match is None:
-        raise ValidationError(f"{value!r} is not the id of a space's memory (they look like space:research:12)")
+        raise ValidationError(f"{value!r} is not the id of a space's memory (they look like "
+                              f"space:research:12)")
     return match.group(1), int(match.group(2))
 
 
@@ -61,7 +62,8 @@ class Space:
         self.name = self.paths.name
         self.config = config or load_home_config(self.paths.home)
         # Held while open: agentos import --space --force refuses to replace the space meanwhile.
-        self.in_use = InUse(self.paths.root / IN_USE, self.config.memory.lock_timeout_s, f"space {self.name!r}")
+        self.in_use = InUse(self.paths.root / IN_USE, self.config.memory.lock_timeout_s,
+                            f"space {self.name!r}")
         self.lock = AgentLock(self.paths.lock_file, self.config.memory.lock_timeout_s)
         self._index: SpaceIndex | None = None
         try:
@@ -106,8 +108,8 @@ class Space:
         return members_file.read(self.paths)
 
     def add_member(self, agent: str, access: str = READ_WRITE) -> Members:
-        """Add ``agent`` (or change its access); return the members. The agent's secrets, which the space may hold
-        from before it joined, are scrubbed out of it (see :mod:`core.memory.spaces.scrub`)."""
+        """Add ``agent`` (or change its access); return the members. The agent's secrets, which the space may
+        hold from before it joined, are scrubbed out of it (see :mod:`core.memory.spaces.scrub`)."""
         existing_agent(agent, self.paths.home)
         with self.lock.hold():
             changed = self.members().with_member(agent, access)
@@ -174,10 +176,13 @@ class Space:
             others = sorted(s for s, author in authors.items() if agent is not None and author != agent)
             if others:
                 raise PermissionDeniedError(
-                    f"{agent!r} may forget only what it published; {', '.join(memory_id(self.name, s) for s in others)} "
-                    "was published by another agent: ask it, or an administrator (agentos forget --admin)")
+                    f"{agent!r} may forget only what it published; "
+                    f"{', '.join(memory_id(self.name, s) for s in others)} "
+                    "was published by another agent: ask it, or an administrator (agentos forget --admin)"
+                )
             if not authors:
-                raise NotFoundError(f"no memory {', '.join(ids)} in the space {self.name!r}: agentos space show "
+                raise NotFoundError(f"no memory {', '.join(ids)} in the space {self.name!r}: agentos space "
+                                    f"show "
                                     f"{self.name} lists them")
             self.journal.append("FORGET", f"forgot {len(authors)} memories",
                                 {"forget": sorted(authors), "by": agent or "admin"})
@@ -191,7 +196,8 @@ class Space:
 
     def scrub_secrets(self, redactor: Redactor, by: str | None = None) -> list[int]:
         """Take every value ``redactor`` hides (the secrets of ``by``, a member or former author) out of the
-        journal and the index (see :mod:`core.memory.spaces.scrub`); return the seqs of the entries rewritten."""
+        journal and the index (see :mod:`core.memory.spaces.scrub`); return the seqs of the entries
+        rewritten."""
         return scrubbing.scrub(self, redactor, by)
 
     # -- reading ----------------------------------------------------------------------
@@ -207,8 +213,8 @@ class Space:
         return self._index
 
     def move_index(self, target: str) -> int:
-        """Rebuild the index on ``target`` (``sqlite``, ``postgres``) and remove it from the other side; return
-        the journal entries indexed (see :mod:`core.memory.spaces.residence`)."""
+        """Rebuild the index on ``target`` (``sqlite``, ``postgres``) and remove it from the other side;
+        return the journal entries indexed (see :mod:`core.memory.spaces.residence`)."""
         return residence.move_index(self, target)
 
     def candidates(self, agent: str, query: str, tuning: recall_search.Tuning, since: str | None = None,
@@ -239,8 +245,8 @@ class Space:
             return None
 
     def latest(self, agent: str | None, n: int = 10) -> list[dict[str, Any]]:
-        """The newest ``n`` memories, newest first (``agent`` None: as an administrator), every member's secrets
-        masked."""
+        """The newest ``n`` memories, newest first (``agent`` None: as an administrator), every member's
+        secrets masked."""
         if agent is not None:
             self.members().require_reader(agent)
         index = self.index()
@@ -248,7 +254,8 @@ class Space:
         return self.redactor()(index.latest(n))
 
     def show(self) -> dict[str, Any]:
-        """Members, size and the latest entries (for ``agentos space show``), every member's secrets masked."""
+        """Members, size and the latest entries (for ``agentos space show``), every member's secrets
+        masked."""
         index = self.index()
         index.sync()
         size = self.paths.journal.stat().st_size if self.paths.journal.exists() else 0
@@ -261,7 +268,8 @@ class Space:
         return self.index().rebuild()
 
     def close(self) -> None:
-        """Close the index and the lock's file, and let go of the space (an import may replace it). Safe twice."""
+        """Close the index and the lock's file, and let go of the space (an import may replace it). Safe
+        twice."""
         if self._index is not None:
             self._index.close()
             self._index = None

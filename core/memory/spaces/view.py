@@ -49,6 +49,7 @@ def _timeline(name: str, home: Path, limit: int) -> dict[str, Any]:
     forgotten = {s for e in entries if e.type == "FORGET" for s in e.metadata.get("forget", [])}
     live = [e for e in entries if e.type == "PUBLISH" and e.seq not in forgotten]
     return {"space": name, "members": members, "memories": len(live), "journal_bytes": len(data),
-            "entries": [{"id": memory_id(name, e.seq), "seq": e.seq, "ts": e.ts, "author": e.metadata.get("author"),
+            "entries": [{"id": memory_id(name, e.seq), "seq": e.seq, "ts": e.ts,
+                         "author": e.metadata.get("author"),
                          "content": e.content, "metadata": e.metadata.get("metadata") or {}}
                         for e in reversed(live[-limit:])]}

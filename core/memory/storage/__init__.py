@@ -14,7 +14,13 @@ import importlib
 import typing
 
 from core.memory.storage import archived_db, extracted, staged_copy
-from core.memory.storage.backend import Checkpoints, open_checkpointer, open_database, require_sqlite, schema_name
+from core.memory.storage.backend import (
+    Checkpoints,
+    open_checkpointer,
+    open_database,
+    require_sqlite,
+    schema_name,
+)
 from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
 from core.memory.storage.engine_lease import AgentLease, hold_lease
 from core.memory.storage.extracted import Provenance
@@ -38,7 +44,8 @@ if typing.TYPE_CHECKING:
     from core.memory.storage.postgres.database import snapshot
     from core.memory.storage.postgres.move import to_postgres, to_sqlite
 
-_ON_FIRST_USE = {"to_postgres": "core.memory.storage.postgres.move", "to_sqlite": "core.memory.storage.postgres.move",
+_ON_FIRST_USE = {"to_postgres": "core.memory.storage.postgres.move",
+                 "to_sqlite": "core.memory.storage.postgres.move",
                  "snapshot": "core.memory.storage.postgres.database"}
 """The copies between the databases and the inspector's snapshot import psycopg (and its pool), which a
 process on SQLite never needs: they load on first use (a type checker sees them as usual)."""

@@ -61,16 +61,20 @@ def rebuild_database(archived: Path, target: Path) -> list[str]:
 
 def _applied(conn: sqlite3.Connection, archived: Path) -> list[tuple[str, str]]:
     """The ``(name, applied_at)`` of the migrations the archive's database records: ours, the first ones."""
-    if not conn.execute("SELECT 1 FROM src.sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone():
-        raise CorruptionError(f"{archived.name} in the archive is not an AgentOS memory.db (no _migrations table)")
+    if not conn.execute("SELECT 1 FROM src.sqlite_master WHERE type = 'table' AND name = "
+                        "'_migrations'").fetchone():
+        raise CorruptionError(f"{archived.name} in the archive is not an AgentOS memory.db (no _migrations "
+                              f"table)")
     recorded = {row[0]: row[1] for row in conn.execute("SELECT name, applied_at FROM src._migrations")}
     known = [name for name, _ in migrations()]
     if set(recorded) - set(known):
         newest = sorted(set(recorded) - set(known))[-1]
-        raise CorruptionError(f"memory.db in the archive was written by a later version of AgentOS (migration "
+        raise CorruptionError(f"memory.db in the archive was written by a later version of AgentOS "
+                              f"(migration "
                               f"{newest!r}): upgrade AgentOS to import it")
     if [name for name in known if name in recorded] != known[:len(recorded)]:
-        raise CorruptionError("memory.db in the archive records migrations out of order: the archive is damaged")
+        raise CorruptionError("memory.db in the archive records migrations out of order: the archive is "
+                              "damaged")
     return [(name, str(recorded[name])) for name in known[:len(recorded)]]
 
 
@@ -98,13 +102,15 @@ def _copy_rows(conn: sqlite3.Connection, archived: Path) -> None:
         columns = _columns(conn, "main", table)
         found = conn.execute("SELECT type FROM src.sqlite_master WHERE name = ?", (table,)).fetchone()
         if found is None or found[0] != "table" or _columns(conn, "src", table) != columns:
-            raise CorruptionError(f"memory.db in the archive: {table} is not the table AgentOS's migrations make "
+            raise CorruptionError(f"memory.db in the archive: {table} is not the table AgentOS's migrations "
+                                  f"make "
                                   "(other columns, or not a table): the archive is damaged or was altered")
         names = [_quoted(c) for c in sorted(columns)]
         if _has_rowid(conn, table):
             names.insert(0, "rowid")
         listed = ", ".join(names)
-        conn.execute(f"INSERT INTO main.{_quoted(table)} ({listed}) SELECT {listed} FROM src.{_quoted(table)}")
+        conn.execute(f"INSERT INTO main.{_quoted(table)} ({listed}) SELECT {listed} FROM "
+                     f"src.{_quoted(table)}")
     _copy_sequences(conn, tables)
     for name in virtual:
         sql = conn.execute("SELECT sql FROM main.sqlite_master WHERE name = ?", (name,)).fetchone()[0]
@@ -144,7 +150,8 @@ def _copy_sequences(conn: sqlite3.Connection, tables: list[str]) -> None:
 
 
 def _left_behind(conn: sqlite3.Connection) -> list[str]:
-    """What the archive's schema holds that ours does not (triggers, views, tables, indexes), by type and name."""
+    """What the archive's schema holds that ours does not (triggers, views, tables, indexes), by type and
+    name."""
     ours = {(row[0], row[1]) for row in conn.execute("SELECT type, name FROM main.sqlite_master")}
     theirs = conn.execute("SELECT type, name FROM src.sqlite_master ORDER BY type, name").fetchall()
     return [f"{kind} {name}" for kind, name in theirs if (kind, name) not in ours

@@ -1,4 +1,5 @@
-"""Which database holds an agent's memory tables: its own SQLite memory.db, or a schema on a PostgreSQL server.
+"""Which database holds an agent's memory tables: its own SQLite memory.db, or a schema on a PostgreSQL
+server.
 
     db = open_database(paths, config.storage)
 
@@ -33,7 +34,8 @@ MAX_SCHEMA_CHARS = 63
 
 
 def schema_name(agent: str, config: StorageConfig) -> str:
-    """The PostgreSQL schema of ``agent``: the prefix and the name, shortened with a hash past 63 characters."""
+    """The PostgreSQL schema of ``agent``: the prefix and the name, shortened with a hash past 63
+    characters."""
     name = config.schema_prefix + agent
     if len(name.encode("utf-8")) <= MAX_SCHEMA_CHARS:
         return name
@@ -64,12 +66,15 @@ def open_database(paths: AgentPaths, config: StorageConfig | None = None) -> Dat
 def require_sqlite(config: StorageConfig, what: str) -> None:
     """Raise ConfigError unless the memory tables are in memory.db: ``what`` works on that file."""
     if config.resolved()[0] != "sqlite":
-        raise ConfigError(f"{what} works on memory.db files, and storage.backend is postgres: back the schemas up "
-                          "with pg_dump --schema, or unset $AGENTOS_DSN and storage.backend for agents kept in SQLite")
+        raise ConfigError(f"{what} works on memory.db files, and storage.backend is postgres: back the "
+                          f"schemas up "
+                          "with pg_dump --schema, or unset $AGENTOS_DSN and storage.backend for agents kept "
+                          "in SQLite")
 
 
 class Checkpoints:
-    """LangGraph's checkpointer of one agent (``saver``), in ``memory/checkpoints.db`` or the agent's schema."""
+    """LangGraph's checkpointer of one agent (``saver``), in ``memory/checkpoints.db`` or the agent's
+    schema."""
 
     def __init__(self, saver: Any, closable: Any, kind: Literal["sqlite", "postgres"]) -> None:
         self.saver = saver
@@ -116,7 +121,8 @@ def postgres_database(dsn: str, schema: str, config: StorageConfig, path: Path |
     try:
         from core.memory.storage.postgres.database import PostgresDatabase
     except ImportError as exc:
-        raise ConfigError(f"storage.backend postgres needs psycopg ({exc}): pip install 'agentos[postgres]'") from exc
+        raise ConfigError(f"storage.backend postgres needs psycopg ({exc}): pip install "
+                          f"'agentos[postgres]'") from exc
     return PostgresDatabase(dsn, schema, config, path)
 
 
@@ -125,17 +131,21 @@ def claim_schema(db, paths: AgentPaths) -> None:
     mine = folder_id(paths.memory_dir / "storage.id")
     with db.transaction() as conn:
         conn.execute("INSERT OR IGNORE INTO _agent_folder (singleton, folder_id, host, path, claimed_at)"
-                     " VALUES (1, ?, ?, ?, ?)", (mine, socket.gethostname(), str(paths.root), utc_timestamp()))
+                     " VALUES (1, ?, ?, ?, ?)",
+                     (mine, socket.gethostname(), str(paths.root), utc_timestamp()))
         owner = conn.execute("SELECT * FROM _agent_folder").fetchone()
     if owner["folder_id"] != mine:
         raise StorageError(
-            f"schema {db.schema} holds the memory of agent {paths.name} from the folder {owner['path']} on host "
-            f"{owner['host']} (since {owner['claimed_at']}), not from {paths.root}: run the agent from that folder "
+            f"schema {db.schema} holds the memory of agent {paths.name} from the folder {owner['path']} on "
+            f"host "
+            f"{owner['host']} (since {owner['claimed_at']}), not from {paths.root}: run the agent from that "
+            f"folder "
             f"(mount it here), or give this deployment its own storage.schema_prefix")
 
 
 def folder_id(path: Path) -> str:
-    """The agent folder's id (``memory/storage.id``), created once: of processes racing, the first link wins."""
+    """The agent folder's id (``memory/storage.id``), created once: of processes racing, the first link
+    wins."""
     if not path.exists():
         staged = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         try:

@@ -53,7 +53,8 @@ SQLITE = Dialect(
         " bm25(ctx_summaries_fts) AS rank FROM ctx_summaries_fts JOIN ctx_summaries s"
         " ON s.rowid = ctx_summaries_fts.rowid WHERE ctx_summaries_fts MATCH ? AND s.conversation_id = ?"
         " ORDER BY rank LIMIT ?"),
-    count_messages=("SELECT count(*) FROM ctx_messages_fts JOIN ctx_messages m ON m.id = ctx_messages_fts.rowid"
+    count_messages=("SELECT count(*) FROM ctx_messages_fts JOIN ctx_messages m ON m.id = "
+                    "ctx_messages_fts.rowid"
                     " WHERE ctx_messages_fts MATCH ? AND m.conversation_id = ?"),
     count_summaries=("SELECT count(*) FROM ctx_summaries_fts JOIN ctx_summaries s"
                      " ON s.rowid = ctx_summaries_fts.rowid"
@@ -73,7 +74,8 @@ SELECT t.id, t.created_at AS at, h.rank, ts_headline('simple', left(t.content, 2
     'StartSel=[, StopSel=], FragmentDelimiter=…, MaxFragments=1, MinWords=%s, MaxWords=%s',
     greatest(1, q.words / 2), greatest(2, q.words))) AS snip
 FROM (SELECT t.id, -ts_rank_cd(to_tsvector('simple', left(t.content, 200000)), q.query) AS rank
-      FROM {table} t, q WHERE to_tsvector('simple', left(t.content, 200000)) @@ q.query AND t.conversation_id = ?
+      FROM {table} t, q WHERE to_tsvector('simple', left(t.content, 200000)) @@ q.query AND t.conversation_id
+      = ?
       ORDER BY rank, t.id LIMIT ?) h
 JOIN {table} t ON t.id = h.id, q
 ORDER BY h.rank, t.id

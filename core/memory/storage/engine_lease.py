@@ -23,7 +23,8 @@ class AgentLease:
 
     def __init__(self, paths: AgentPaths) -> None:
         """Raises LockTimeoutError when another engine runs the agent."""
-        from filelock import FileLock, Timeout  # here: only an engine pays filelock's import, not every reader
+        # here: only an engine pays filelock's import, not every reader
+        from filelock import FileLock, Timeout
 
         self._lock = FileLock(str(paths.memory_dir / ".engine.lock"), thread_local=False)
         try:

@@ -4,7 +4,8 @@ Reflection (:mod:`core.memory.reflection`) learns facts, events and contradictio
 where each came from, in the tables of ``m012_reflection``: a learned memory (``fact:<key>``,
 ``event:<id>``, ``contradiction:<id>``) has one ``extracted`` row (model, prompt version, when) and a
 link to each entry it was read in (``log:<seq>``, ``msg:<id>``, ``note:<hex>``). A fact without one was
-saved explicitly, and an explicit save of a learned fact makes it explicit (:func:`core.memory.storage.facts.upsert`).
+saved explicitly, and an explicit save of a learned fact makes it explicit
+(:func:`core.memory.storage.facts.upsert`).
 
 Learned memories are derived data: forgetting an entry forgets what was learned only from it
 (:func:`forget_sources`), and :func:`learned_ids` lists what a rebuild replaces.
@@ -108,11 +109,13 @@ def learned_ids(conn: Any, prefix: str = "", limit: int = -1) -> list[str]:
 # -- events and contradictions ------------------------------------------------------------------------
 
 def add_event(conn: Any, what: str, occurred_at: str, basis: str, provenance: Provenance) -> str:
-    """Keep an event (the same event on the same day again gains the new sources); return its id ``event:<n>``."""
+    """Keep an event (the same event on the same day again gains the new sources); return its id
+    ``event:<n>``."""
     row = conn.execute("SELECT id FROM extracted_events WHERE what = ? AND occurred_at = ?",
                        (what, occurred_at)).fetchone()
     if row is None:
-        row = conn.execute("INSERT INTO extracted_events (what, occurred_at, basis) VALUES (?, ?, ?) RETURNING id",
+        row = conn.execute("INSERT INTO extracted_events (what, occurred_at, basis) VALUES (?, ?, ?) "
+                           "RETURNING id",
                            (what, occurred_at, basis)).fetchone()
     memory_id = f"event:{row[0]}"
     record(conn, memory_id, provenance, merge=True)
@@ -184,8 +187,8 @@ UNION ALL SELECT 'contradiction', c.key, c.statement FROM extracted_sources s
 
 
 def keys_of(conn: Any, source_id: str) -> list[str]:
-    """What was learned from entry ``source_id``, as words recall indexes beside it: ``deploy target: fly.io``,
-    ``moved to Porto (2026-11-17)`` (a secret fact never)."""
+    """What was learned from entry ``source_id``, as words recall indexes beside it:
+    ``deploy target: fly.io``, ``moved to Porto (2026-11-17)`` (a secret fact never)."""
     if not source_id.startswith(SOURCE_PREFIXES):
         return []
     keys = []
@@ -215,7 +218,8 @@ def forget_sources(conn: Any, source_ids: Sequence[str]) -> list[str]:
         return []
     touched: set[str] = set()
     for source in gone:
-        touched.update(r[0] for r in conn.execute("SELECT memory_id FROM extracted_sources WHERE source_id = ?",
+        touched.update(r[0]
+                       for r in conn.execute("SELECT memory_id FROM extracted_sources WHERE source_id = ?",
                                                   (source,)))
         conn.execute("DELETE FROM extracted_sources WHERE source_id = ?", (source,))
     orphans = [m for m in sorted(touched)

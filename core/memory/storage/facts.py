@@ -17,7 +17,8 @@ from core.memory.storage import extracted
 from core.memory.storage.extracted import Provenance
 from core.memory.storage.protocol import Connection, Database
 from core.memory.files.log_format import check_text, utc_timestamp
-from core.memory.secrets.redaction import (MIN_SECRET_CHARS, REDACTED, Redactor, forgotten_values, redactor_for,
+from core.memory.secrets.redaction import (MIN_SECRET_CHARS, REDACTED, Redactor, forgotten_values,
+                                           redactor_for,
                                  redactor_of)
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,8 @@ def check_category(category: object) -> str:
 def fact_record(key: str, value: str | None, category: str | None,
                 learned: Provenance | None = None) -> dict[str, Any]:
     """The metadata of the FACT entry recording a save (``value`` None: a delete), with the provenance of a
-    learned value (``extracted``: its sources, model, prompt version and time). A secret's value is left out."""
+    learned value (``extracted``: its sources, model, prompt version and time). A secret's value is left
+    out."""
     if value is None:
         return {"fact": {"key": key, "deleted": True}}
     record: dict[str, Any] = {"key": key, "category": category}
@@ -168,7 +170,8 @@ def apply_entry(conn: Connection, entry) -> None:
     if record.get("deleted"):
         delete(conn, key)
     elif isinstance(record.get("value"), str) and record.get("category") in CATEGORIES:
-        upsert(conn, key, record["value"], record["category"], entry.ts, Provenance.from_dict(record.get("extracted")))
+        upsert(conn, key, record["value"], record["category"], entry.ts,
+               Provenance.from_dict(record.get("extracted")))
     else:  # a secret: its value is only ever in memory.db
         row = conn.execute("SELECT category FROM user_facts WHERE key = ?", (key,)).fetchone()
         if row is not None and row["category"] == "secret":
@@ -204,7 +207,8 @@ class Version:
     replaced_at: str | None
 
     def as_dict(self, redact: bool = True) -> dict[str, Any]:
-        """The version as plain data; a secret's value is replaced unless ``redact`` is False (and it is kept)."""
+        """The version as plain data; a secret's value is replaced unless ``redact`` is False (and it is
+        kept)."""
         hidden = self.value is None or (redact and self.category == "secret")
         return {"id": f"fact_version:{self.id}" if self.id else f"fact:{self.key}", "key": self.key,
                 "value": REDACTED if hidden else self.value, "category": self.category,
@@ -245,7 +249,8 @@ class FactStore:
         fact = self.get(key)
         if fact is None:
             return []
-        rows = self.db.conn.execute("SELECT * FROM fact_versions WHERE key = ? ORDER BY id DESC", (key,)).fetchall()
+        rows = self.db.conn.execute("SELECT * FROM fact_versions WHERE key = ? ORDER BY id DESC",
+                                    (key,)).fetchall()
         versions = versions_of(fact, rows)
         return [v.as_dict(redact=False) for v in versions] if as_dicts else versions
 
@@ -278,9 +283,10 @@ class FactStore:
         return {memory_id[5:]: provenance for memory_id, provenance in found.items()}
 
     def listed(self, category: object = None) -> list[dict[str, Any]]:
-        """:meth:`list` as plain data (secret values not redacted yet), each fact with ``sources`` (the entries
-        reflection learned it from; [] for a fact saved explicitly), ``extracted`` (model, prompt version and
-        time; None for an explicit fact) and, when statements contradict it, ``contradicted_by``."""
+        """:meth:`list` as plain data (secret values not redacted yet), each fact with ``sources`` (the
+        entries reflection learned it from; [] for a fact saved explicitly), ``extracted`` (model, prompt
+        version and time; None for an explicit fact) and, when statements contradict it,
+        ``contradicted_by``."""
         found = self.list(category)
         learned = self.learned([f.key for f in found])
         beside = extracted.contradictions_of(self.db.conn, [f.key for f in found])
@@ -304,5 +310,6 @@ def _fact(row) -> Fact:
 
 
 def redact(value: Any, secrets: list[str]) -> Any:
-    """Replace every occurrence of a secret value in text, or in the strings (and keys) of a JSON-like value."""
+    """Replace every occurrence of a secret value in text, or in the strings (and keys) of a JSON-like
+    value."""
     return redactor_for(secrets)(value)

@@ -76,7 +76,8 @@ class Database(Protocol):
         """Bytes the tables take (memory.db's file, or the schema's relations on the server)."""
 
     def checkpoint(self) -> None:
-        """Fold the write-ahead log into the database, without waiting for readers (where it is ours to do)."""
+        """Fold the write-ahead log into the database, without waiting for readers (where it is ours to
+        do)."""
 
     def close(self) -> None:
         """Close this object's connections. Safe to call twice."""

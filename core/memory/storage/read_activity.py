@@ -22,7 +22,10 @@ by its SUMMARY under the same seq, with its own time."""
 _CHANGING = "entry_type IN ('SYSTEM', 'SUMMARY')"
 _LOG_STAMP = """SELECT (SELECT timestamp FROM log_metadata ORDER BY id LIMIT 1) AS first_ts,
                        (SELECT timestamp FROM log_metadata WHERE id = ?) AS ts"""
-_CREATED_BINS = "SELECT substr({column}, 1, {length}) AS bin, count(*) AS n FROM {table} GROUP BY 1 ORDER BY 1"
+_CREATED_BINS = (
+    "SELECT substr({column}, 1, {length}) AS bin, count(*) AS n FROM {table} GROUP BY 1 ORDER BY "
+    "1"
+)
 _GROWTH_TABLES = {"facts": ("user_facts", "created_at"), "notes": ("cold_notes", "created_at"),
                   "messages": ("ctx_messages", "created_at")}
 """What memory growth counts beside LOG.md's entries: each table and the column that says when a row came."""
@@ -57,7 +60,8 @@ class ActivityReads:
         return self._rows("log_metadata", sql, (after,))
 
     def changing_log_bins(self, length: int) -> list[dict[str, Any]]:
-        """As :meth:`log_bins`, for the entries of :data:`CHANGING_TYPES` only (a few: found by the type index)."""
+        """As :meth:`log_bins`, for the entries of :data:`CHANGING_TYPES` only (a few: found by the type
+        index)."""
         return self._rows("log_metadata", _LOG_BINS.format(length=_length(length), where=_CHANGING))
 
     def log_stamp(self, upto: int) -> tuple[str | None, str | None]:
@@ -70,7 +74,8 @@ class ActivityReads:
     def created_bins(self, length: int) -> dict[str, list[dict[str, Any]]]:
         """Facts, notes and conversation messages counted by when they were stored (as :meth:`log_bins`):
         ``{"facts": [{bin, n}, ...], "notes": [...], "messages": [...]}``."""
-        return {name: self._rows(table, _CREATED_BINS.format(column=column, table=table, length=_length(length)))
+        return {name: self._rows(table,
+                                 _CREATED_BINS.format(column=column, table=table, length=_length(length)))
                 for name, (table, column) in _GROWTH_TABLES.items()}
 
     def compaction_times(self) -> list[dict[str, Any]]:

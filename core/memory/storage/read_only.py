@@ -5,7 +5,8 @@ write, and each request reads inside one read transaction: a page sees one
 consistent state of the database while an engine goes on writing (in WAL mode
 readers and the writer never wait for each other). With PostgreSQL each request
 is one ``REPEATABLE READ READ ONLY`` transaction on the agent's schema, which
-gives the same. The inspector knows the schema through this module (and ``read_activity``) only; a table that is missing (an older database, or none yet) reads as empty.
+gives the same. The inspector knows the schema through this module (and ``read_activity``) only; a table that
+is missing (an older database, or none yet) reads as empty.
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ _SUMMARY_MESSAGES = f"""SELECT {_MESSAGE_COLUMNS} FROM ctx_summary_messages sm
 _SCHEMA_BYTES = """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
                    WHERE c.relkind IN ('r', 'm')
                      AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())"""
-_SCHEMA_WRITES = """SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables
-                    WHERE schemaname = current_schema()"""
+_SCHEMA_WRITES = """SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint
+                    FROM pg_stat_user_tables WHERE schemaname = current_schema()"""
 _NEWEST = 2**63 - 1
 """A cursor above every id: the first page."""
 
@@ -107,7 +108,8 @@ def reading(paths: AgentPaths, storage: StorageConfig) -> Iterator["Reader"]:
     (an empty one if it does not exist).
 
     Raises:
-        StorageError: the agent's memory lives in the other backend (shown nowhere rather than stale or empty).
+        StorageError: the agent's memory lives in the other backend (shown nowhere rather than stale or
+            empty).
     """
     backend, dsn = storage.resolved()
     if backend == "postgres":
@@ -139,7 +141,8 @@ def reading(paths: AgentPaths, storage: StorageConfig) -> Iterator["Reader"]:
 
 
 class Reader(ActivityReads):
-    """The queries of one request, inside its read transaction (those of activity over time: ``ActivityReads``)."""
+    """The queries of one request, inside its read transaction (those of activity over time:
+    ``ActivityReads``)."""
 
     def __init__(self, conn: Any, dialect: Dialect = SQLITE) -> None:
         self.conn = conn

@@ -90,7 +90,8 @@ def tables_with_rows(db_file: Path) -> list[str]:
     except sqlite3.Error as exc:
         raise StorageError(f"cannot read {db_file}: {exc}") from exc
     try:
-        return [name for name in data_tables(conn) if conn.execute(f'SELECT 1 FROM "{name}" LIMIT 1').fetchone()]
+        return [name for name in data_tables(conn)
+                if conn.execute(f'SELECT 1 FROM "{name}" LIMIT 1').fetchone()]
     except sqlite3.Error as exc:
         raise StorageError(f"cannot read {db_file}: {exc}") from exc
     finally:
@@ -98,10 +99,14 @@ def tables_with_rows(db_file: Path) -> list[str]:
 
 
 def data_tables(conn: sqlite3.Connection) -> list[str]:
-    """memory.db's tables that hold the agent's data: all but its bookkeeping and its FTS5 tables (and shadows)."""
-    fts = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'")]
-    return [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-            if not (name.startswith("sqlite_") or name == "_migrations" or any(name.startswith(f) for f in fts))]
+    """memory.db's tables that hold the agent's data: all but its bookkeeping and its FTS5 tables (and
+    shadows)."""
+    fts = [row[0]
+           for row in conn.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'")]
+    return [name for (name,
+                      ) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            if not (name.startswith("sqlite_") or name == "_migrations"
+                    or any(name.startswith(f) for f in fts))]
 
 
 def check_sqlite(paths: AgentPaths) -> None:
@@ -113,16 +118,20 @@ def check_sqlite(paths: AgentPaths) -> None:
     state = resident(paths)
     if state == POSTGRES:
         raise StorageError(
-            f"agent {paths.name}'s memory lives in PostgreSQL (its folder was opened there: {marker(paths).name} or "
-            f"storage.id in {paths.memory_dir}), and no server is configured: set $AGENTOS_DSN (or storage.backend "
-            f"postgres and storage.dsn), or bring the memory back with `agentos copy-to-sqlite --agent {paths.name}` "
+            f"agent {paths.name}'s memory lives in PostgreSQL (its folder was opened there: "
+            f"{marker(paths).name} or "
+            f"storage.id in {paths.memory_dir}), and no server is configured: set $AGENTOS_DSN (or "
+            f"storage.backend "
+            f"postgres and storage.dsn), or bring the memory back with `agentos copy-to-sqlite --agent "
+            f"{paths.name}` "
             "run with the server set")
     if state in (TO_SQLITE, TO_POSTGRES):
         raise unfinished(paths, state)
 
 
 def check_postgres(paths: AgentPaths) -> None:
-    """Refuse to open on PostgreSQL an agent whose memory lives in memory.db (or is being copied). Writes nothing.
+    """Refuse to open on PostgreSQL an agent whose memory lives in memory.db (or is being copied). Writes
+    nothing.
 
     Raises:
         StorageError: the message names ``agentos copy-to-postgres`` (or the copy to finish).
@@ -132,7 +141,8 @@ def check_postgres(paths: AgentPaths) -> None:
         raise unfinished(paths, state)
     if state == POSTGRES:
         return
-    # The memory lives in SQLite here: copied back, or a folder never opened on PostgreSQL (new, or not moved yet).
+    # The memory lives in SQLite here: copied back, or a folder never opened on PostgreSQL (new, or not moved
+    # yet).
     if recorded(paths) == SQLITE:
         what = f"it was copied back to {paths.db_file}"
     else:
@@ -141,7 +151,8 @@ def check_postgres(paths: AgentPaths) -> None:
             return
         what = f"{paths.db_file} holds its data ({', '.join(busy[:4])}{', ...' if len(busy) > 4 else ''})"
     raise StorageError(
-        f"agent {paths.name}'s memory lives in SQLite: {what}, and storage is set to PostgreSQL: move it with "
+        f"agent {paths.name}'s memory lives in SQLite: {what}, and storage is set to PostgreSQL: move it "
+        f"with "
         f"`agentos copy-to-postgres --agent {paths.name}`, or unset $AGENTOS_DSN (and storage.backend) to "
         "keep it in SQLite")
 
@@ -149,5 +160,7 @@ def check_postgres(paths: AgentPaths) -> None:
 def unfinished(paths: AgentPaths, state: str) -> StorageError:
     """The error for an agent whose copy between the backends did not finish."""
     command = "copy-to-sqlite" if state == TO_SQLITE else "copy-to-postgres"
-    return StorageError(f"agent {paths.name}'s memory is being copied ({state}; a copy that was stopped leaves "
-                        f"this): run `agentos {command} --agent {paths.name}` again, with the server set, to finish it")
+    return StorageError(f"agent {paths.name}'s memory is being copied ({state}; a copy that was stopped "
+                        f"leaves "
+                        f"this): run `agentos {command} --agent {paths.name}` again, with the server set, to "
+                        f"finish it")

@@ -87,7 +87,8 @@ def converted(exc: sqlite3.Error, path: object) -> StorageError:
 
 
 def _out_of_descriptors() -> bool:
-    """True when this process cannot open one more file: why SQLite says only "unable to open database file"."""
+    """True when this process cannot open one more file: why SQLite says only "unable to open database
+    file"."""
     try:
         os.close(os.open(os.devnull, os.O_RDONLY))
     except OSError as exc:
@@ -193,7 +194,8 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
     if unknown:
         raise StorageError(
             f"{getattr(conn, 'path', 'memory.db')} was upgraded by another version of AgentOS (migration "
-            f"{unknown[-1]} is unknown to AgentOS {__version__}): open the agent with that version, or upgrade AgentOS")
+            f"{unknown[-1]} is unknown to AgentOS {__version__}): open the agent with that version, or "
+            f"upgrade AgentOS")
     applied = []
     for name, apply in known:
         with transaction(conn):
@@ -201,7 +203,8 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
                 continue
             apply(conn)
             conn.execute(
-                "INSERT INTO _migrations (name, applied_at) VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                "INSERT INTO _migrations (name, applied_at) VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', "
+                "'now'))",
                 (name,),
             )
             applied.append(name)
@@ -281,7 +284,8 @@ def transaction(conn: sqlite3.Connection, wait: bool = True) -> Iterator[sqlite3
 
 
 def _writers_of(conn: sqlite3.Connection) -> threading.RLock | None:
-    """The lock this process's writers of ``conn``'s database queue on (None: a connection not opened here)."""
+    """The lock this process's writers of ``conn``'s database queue on (None: a connection not opened
+    here)."""
     global _fork_hook_registered
     key = getattr(conn, "writers_key", "")
     if not key:
@@ -309,7 +313,8 @@ locks the child's own connections hold on the same file)."""
 
 
 class SqliteDatabase:
-    """Per-thread connections to one memory.db; a forked child opens its own (a :class:`~core.memory.storage.Database`)."""
+    """Per-thread connections to one memory.db; a forked child opens its own (a
+    :class:`~core.memory.storage.Database`)."""
 
     dialect = SQLITE
     kind: Literal["sqlite"] = "sqlite"
@@ -355,7 +360,8 @@ class SqliteDatabase:
         return conn
 
     def _after_fork(self) -> None:
-        """In a forked child: set the parent's connections aside (SQLite connections must not cross a fork)."""
+        """In a forked child: set the parent's connections aside (SQLite connections must not cross a
+        fork)."""
         _inherited.extend(self._all)
         self._all = []
         self._local = threading.local()
@@ -389,7 +395,8 @@ class SqliteDatabase:
         """Inside a transaction: wait for other writers of ``key``; ``BEGIN IMMEDIATE`` already did."""
 
     def conversation_lock(self, conv: int, timeout: float):
-        """The lock that lets one compaction at a time work on conversation ``conv`` (a file beside memory.db)."""
+        """The lock that lets one compaction at a time work on conversation ``conv`` (a file beside
+        memory.db)."""
         lock_dir = Path(self.path).parent / "ctx-locks"
         lock_dir.mkdir(parents=True, exist_ok=True)
         return AgentLock(lock_dir / f"conversation-{conv}.lock", timeout=timeout, keep_open=False).hold()

@@ -33,7 +33,8 @@ def connect(db_file: Path, *, autocommit: bool = False) -> sqlite3.Connection:
 def secret_values(db_file: Path) -> list[str]:
     """The values of the copy's secret facts, longest first (those redaction replaces)."""
     with closing(connect(db_file)) as conn:
-        rows = conn.execute("SELECT value FROM user_facts WHERE category = 'secret' AND length(value) >= 3").fetchall()
+        rows = conn.execute("SELECT value FROM user_facts WHERE category = 'secret' AND length(value) >= "
+                            "3").fetchall()
     return sorted({row[0] for row in rows}, key=len, reverse=True)
 
 
@@ -46,9 +47,11 @@ def secret_fact_count(db_file: Path) -> int:
 def delete_secret_facts(conn: sqlite3.Connection) -> None:
     """Delete the secret facts, their earlier values (never shown while the fact is secret) and, for one
     reflection learned, its provenance."""
-    conn.execute("DELETE FROM fact_versions WHERE key IN (SELECT key FROM user_facts WHERE category = 'secret')")
+    conn.execute("DELETE FROM fact_versions WHERE key IN (SELECT key FROM user_facts WHERE category = "
+                 "'secret')")
     for table in ("extracted_sources", "extracted"):
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():  # an older copy has none
+        # an older copy has none
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():
             conn.execute(f"DELETE FROM {table} WHERE memory_id IN "
                          "(SELECT 'fact:' || key FROM user_facts WHERE category = 'secret')")
     conn.execute("DELETE FROM user_facts WHERE category = 'secret'")
@@ -71,15 +74,16 @@ def redact_identifiers(conn: sqlite3.Connection, redact: Callable[[str], str]) -
             continue
         for column in sorted(columns):
             held = f'typeof("{column}") = \'text\' AND agentos_redact_id("{column}") IS NOT "{column}"'
-            changed += conn.execute(f'UPDATE OR IGNORE "{table}" SET "{column}" = agentos_redact_id("{column}") '
+            changed += conn.execute(f'UPDATE OR IGNORE "{table}" SET "{column}" = '
+                                    f'agentos_redact_id("{column}") '
                                     f"WHERE {held}").rowcount
             changed += conn.execute(f'DELETE FROM "{table}" WHERE {held}').rowcount
     return changed
 
 
 def hide_forgotten_values(conn: sqlite3.Connection, values: list[str]) -> None:
-    """Replace what the forgotten facts held (``forgotten_values.value``) by the redaction mark: the rows stay,
-    so the copy still hides those facts' records, and the values do not leave."""
+    """Replace what the forgotten facts held (``forgotten_values.value``) by the redaction mark: the rows
+    stay, so the copy still hides those facts' records, and the values do not leave."""
     conn.executemany("UPDATE forgotten_values SET value = ? WHERE value = ?", [(REDACTED, v) for v in values])
 
 
@@ -105,7 +109,8 @@ def rename_agent(db_file: Path, old: str, new: str) -> None:
                 conn.execute(f'UPDATE "{table}" SET agent_id = ? WHERE agent_id = ?', (new, old))
             if "session_id" in columns:
                 conn.execute(f'UPDATE "{table}" SET session_id = ? || substr(session_id, ?) '
-                             "WHERE substr(session_id, 1, ?) = ?", (new, len(old) + 1, len(old) + 1, f"{old}:"))
+                             "WHERE substr(session_id, 1, ?) = ?",
+                             (new, len(old) + 1, len(old) + 1, f"{old}:"))
         # Recall's docs of messages and summaries name their conversation: rewrite them at the next sync.
         for source, table in (("msg", "ctx_messages"), ("sum", "ctx_summaries")):
             conn.execute(f"INSERT OR REPLACE INTO cold_pending (item, queued_at) SELECT '{source}:' || id, "

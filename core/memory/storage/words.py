@@ -46,8 +46,10 @@ class Fts5Words:
     def terms(conn: Any, text: str) -> list[str]:
         """``text``'s distinct words as the index stores them."""
         # A scratch FTS5 table of this connection stems the text exactly as the index does.
-        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.recall_stem USING fts5 (t, tokenize = 'porter unicode61')")
-        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.recall_stem_terms USING fts5vocab (temp, recall_stem, 'row')")
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.recall_stem USING fts5 (t, tokenize = 'porter "
+                     "unicode61')")
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.recall_stem_terms USING fts5vocab (temp, "
+                     "recall_stem, 'row')")
         conn.execute("INSERT INTO temp.recall_stem (rowid, t) VALUES (1, ?)", (text,))
         try:
             return [row[0] for row in conn.execute("SELECT term FROM temp.recall_stem_terms")]
@@ -76,7 +78,8 @@ class Fts5Words:
         first = depth + FILTER_MARGIN
         rows = conn.execute(
             f"""SELECT d.id, -f.score FROM (
-                    SELECT rowid, {bm25} AS score FROM recall_fts WHERE recall_fts MATCH ? ORDER BY score LIMIT ?
+                    SELECT rowid, {bm25} AS score FROM recall_fts WHERE recall_fts MATCH ? ORDER BY score
+                    LIMIT ?
                 ) f JOIN recall_docs d ON d.rowid = f.rowid WHERE {where} ORDER BY f.score LIMIT ?""",
             [match, first, *params, depth],
         ).fetchall()
@@ -102,18 +105,21 @@ class Fts5Words:
             [match, *params])]
 
 
-_PG_COUNTS = """SELECT q.term, (SELECT count(*) FROM (SELECT 1 FROM recall_docs WHERE search @@ q.query LIMIT ?) s)
+_PG_COUNTS = """SELECT q.term,
+  (SELECT count(*) FROM (SELECT 1 FROM recall_docs WHERE search @@ q.query LIMIT ?) s)
 FROM unnest(?::text[], ?::tsquery[]) AS q(term, query)"""
 
 
 def pg_ranked_sql(table: str, alias: str, key: str, order: str, avgdl: str) -> str:
     """BM25 in PostgreSQL over ``table``'s ``search`` tsvector (weight A: text, B: context) and ``tokens``, as
-    the SQLite side scores: parameters terms, IDFs, (those of ``avgdl``), the tsquery, (those of the ``{where}``
-    left to fill, on ``alias``) and the depth; rows ``(key, score)`` best first, ties by ``order``."""
+    the SQLite side scores: parameters terms, IDFs, (those of ``avgdl``), the tsquery, (those of the
+    ``{where}`` left to fill, on ``alias``) and the depth; rows ``(key, score)`` best first, ties by
+    ``order``."""
     return f"""
 WITH q AS (SELECT * FROM unnest(?::text[], ?::float8[]) AS q(term, idf)),
      l AS (SELECT {avgdl}::float8 AS avgdl)
-SELECT {alias}.{key}, sum(q.idf * f.freq * {K1 + 1} / (f.freq + {K1} * ({1 - B} + {B} * {alias}.tokens / l.avgdl)))
+SELECT {alias}.{key}, sum(q.idf * f.freq * {K1 + 1} / (f.freq + {K1} * ({1 - B} + {B} * {alias}.tokens /
+l.avgdl)))
        AS score
 FROM {table} {alias} CROSS JOIN l
 CROSS JOIN LATERAL (

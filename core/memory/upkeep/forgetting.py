@@ -67,12 +67,15 @@ def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | Non
         raise ValidationError(f"limit must be an integer from 1 to 10000, got {shown(limit)}")
     kinds = [kind] if isinstance(kind, str) else kind
     if kinds is not None and (not kinds or any(k not in KINDS for k in kinds)):
-        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got {shown(kind)}")
+        raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got "
+                              f"{shown(kind)}")
     threshold = matching.check_threshold(meaning_above)
     if threshold is not None and query is None:
-        raise ValidationError("meaning_above goes with a query: the memories closer in meaning to it are forgotten")
+        raise ValidationError("meaning_above goes with a query: the memories closer in meaning to it are "
+                              "forgotten")
     bound = utc_timestamp(parse_time(before, "before")) if before is not None else None
-    found = _by_ids(tiers, ids) if ids is not None else _by_query(tiers, query, bound, kinds, threshold, limit)
+    found = _by_ids(tiers, ids) if ids is not None else _by_query(tiers, query, bound, kinds, threshold,
+                                                                  limit)
     targets = list(dict.fromkeys(d.id for m in found.found for d in (m.doc, *m.records)))
     chosen = Forgotten(targets, _matched(tiers, found.found, bound), more=found.total - len(found.found),
                        dry_run=dry_run)
@@ -83,7 +86,8 @@ def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | Non
     for start in range(0, len(targets), MAX_IDS_PER_ENTRY):
         part = targets[start : start + MAX_IDS_PER_ENTRY]
         meta = {"ids": part, "by": how, **({"before": bound} if bound else {})}
-        entry = tiers.append("FORGET", f"forgot {len(part)} memor{'y' if len(part) == 1 else 'ies'} ({how})", meta)
+        entry = tiers.append("FORGET", f"forgot {len(part)} memor{'y' if len(part) == 1 else 'ies'} ({how})",
+                             meta)
         forget_records.apply(tiers.db, entry)
     tiers.cold.sync()  # a forgotten store item's other passages go too; vectors are purged
     _hide_in_now(tiers)
@@ -93,8 +97,8 @@ def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | Non
 
 def _by_query(tiers: Tiers, query: Any, bound: str | None, kinds: list[str] | None, threshold: float | None,
               limit: int) -> Matches:
-    """What ``query`` names (by words, or closer in meaning than ``threshold``) before ``bound``, with the other
-    records of each, or with no query, what happened before ``bound``."""
+    """What ``query`` names (by words, or closer in meaning than ``threshold``) before ``bound``, with the
+    other records of each, or with no query, what happened before ``bound``."""
     tiers.cold.read_own_writes()  # what was just written can be forgotten by its words at once
     if query is None:
         return _before(tiers, bound, kinds, limit)
@@ -107,7 +111,8 @@ def _by_query(tiers: Tiers, query: Any, bound: str | None, kinds: list[str] | No
     else:
         nearest = tiers.cold.similar(text, filters, limit + 1)
         found = matching.by_meaning(tiers.cold.docs, nearest, threshold, filters, bound, limit)
-    return matching.with_other_records(tiers.cold.docs, found, filters, bound, tiers.cold.tuning.fold_within_s)
+    return matching.with_other_records(tiers.cold.docs, found, filters, bound,
+                                       tiers.cold.tuning.fold_within_s)
 
 
 def _by_ids(tiers: Tiers, ids: Any) -> Matches:
@@ -117,7 +122,8 @@ def _by_ids(tiers: Tiers, ids: Any) -> Matches:
     tiers.cold.indexer.sync()  # an entry just written may have no doc yet: it is forgotten all the same
     known = tiers.cold.docs.get(ids)
     notes = _existing_notes(tiers.db, ids) | _existing_facts(tiers.db, ids)  # docs may lag behind
-    found = [Match(known.get(i) or _unindexed(i), {"id": i}) for i in dict.fromkeys(ids) if i in known or i in notes]
+    found = [Match(known.get(i) or _unindexed(i),
+                   {"id": i}) for i in dict.fromkeys(ids) if i in known or i in notes]
     return Matches(found, len(found))
 
 
@@ -129,7 +135,8 @@ def _before(tiers: Tiers, bound: str, kinds: list[str] | None, limit: int) -> Ma
         where.append(f"kind IN ({', '.join('?' * len(kinds))})")
         params.extend(kinds)
     conn = tiers.db.conn
-    total = conn.execute(f"SELECT count(*) FROM recall_docs WHERE {' AND '.join(where)}", params).fetchone()[0]
+    total = conn.execute(f"SELECT count(*) FROM recall_docs WHERE {' AND '.join(where)}",
+                         params).fetchone()[0]
     rows = conn.execute(f"SELECT id FROM recall_docs WHERE {' AND '.join(where)} ORDER BY rowid LIMIT ?",
                         [*params, limit]).fetchall()
     docs = tiers.cold.docs.get(r[0] for r in rows)
@@ -148,7 +155,8 @@ def _matched(tiers: Tiers, found: list[Match], bound: str | None) -> list[dict[s
     entries = []
     for head, *rest in fold([m.doc for m in found], tiers.cold.tuning.fold_within_s, None):
         match = found[head]
-        also = [d.id for i in (head, *rest) for d in ((found[i].doc,) if i != head else ()) + found[i].records]
+        also = [d.id for i in (head,
+                               *rest) for d in ((found[i].doc,) if i != head else ()) + found[i].records]
         entries.append({"id": match.doc.id, "kind": match.doc.kind, "content": redact(match.doc.text, hidden),
                         "occurred_at": match.doc.occurred_at,
                         "why": {**match.why, **({"before": bound} if bound else {})}, "also": also})

@@ -44,9 +44,11 @@ def update(tiers: Tiers, status: str | None = None, run_id: Any = ..., *, opens:
     with foreground.writing(), tiers.lock.hold():
         redactor = tiers.facts.redactor()  # under the lock: a secret saved meanwhile is known
         before = current_now(tiers)
-        if opens is not None and fields.get("objective") is None and (not before.objective or before.status in OPENABLE):
+        if opens is not None and fields.get("objective") is None and (not before.objective
+                                                                      or before.status in OPENABLE):
             fields["objective"] = opens
-        # Every field is redacted, those carried over from before too (a plan written before its secret was saved).
+        # Every field is redacted, those carried over from before too (a plan written before its secret was
+        # saved).
         after = redacted(now_file.advance(before, status=status, run_id=run_id, **fields), redactor)
         version = before.version + 1
         # Refuse an oversize NOW before anything is logged: sized with the longest values
@@ -94,7 +96,8 @@ def redacted(state: NowState, redactor: Redactor) -> NowState:
 
 def current_now(tiers: Tiers) -> NowState:
     """NOW.md as the next update starts from it (the agent's lock is held): rewritten from LOG.md if it is
-    unreadable or missing, brought forward if a writer was killed between its NOW_UPDATE line and the replace."""
+    unreadable or missing, brought forward if a writer was killed between its NOW_UPDATE line and the
+    replace."""
     try:
         state = now_file.read(tiers.paths.now_file, tiers.agent_name)
     except CorruptionError as exc:

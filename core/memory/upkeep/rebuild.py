@@ -38,8 +38,9 @@ class RebuildResult:
 
 def rebuild_all(tiers: Tiers, progress: Progress | None = None,
                 total: Callable[[int], None] | None = None) -> RebuildResult:
-    """Rebuild ``log_metadata``, ``compaction_history`` and the cold store of an agent (``MemoryManager.tiers``);
-    ``total`` is told how many memories are to be embedded, ``progress`` how many were, batch by batch."""
+    """Rebuild ``log_metadata``, ``compaction_history`` and the cold store of an agent
+    (``MemoryManager.tiers``); ``total`` is told how many memories are to be embedded, ``progress`` how many
+    were, batch by batch."""
     cold = tiers.cold
     tiers.compaction.wait()
     with tiers.compactor.exclusive(wait=True):

@@ -1,4 +1,5 @@
-"""Opening an agent whose files were damaged: the files are the truth, memory.db and NOW.md are rebuilt from them.
+"""Opening an agent whose files were damaged: the files are the truth, memory.db and NOW.md are rebuilt from
+them.
 
 - **memory.db** missing, empty, not an SQLite file, damaged, or fresh while LOG.md has a
   history: the bad file (and its ``-wal``/``-shm``) is moved to ``memory/quarantine/`` and a
@@ -39,9 +40,11 @@ log = logging.getLogger(__name__)
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 EMPTY = "empty (0 bytes)"
-NOT_REBUILT = ("conversations, profiles, souls, constraints and LangGraph store items (kept only in memory.db: "
+NOT_REBUILT = ("conversations, profiles, souls, constraints and LangGraph store items (kept only in "
+               "memory.db: "
                "a damaged file's can be salvaged with `sqlite3 <file> .recover`)")
-NOT_REBUILT_POSTGRES = ("conversations, profiles, souls, constraints and LangGraph store items (kept only in the "
+NOT_REBUILT_POSTGRES = ("conversations, profiles, souls, constraints and LangGraph store items (kept only in "
+                        "the "
                         "schema: restore them from a backup of it)")
 
 
@@ -105,7 +108,8 @@ def _open_database(tiers: Tiers) -> list[str]:
         if not (history and _recreated(tiers)):
             return []
         return rebuild_database(tiers, f"the PostgreSQL schema {tiers.db.schema} is new and empty although "
-                                "LOG.md has a history (it was dropped, or the agent's memory.db was never copied "
+                                "LOG.md has a history (it was dropped, or the agent's memory.db was never "
+                                "copied "
                                 "into it with `agentos copy-to-postgres`)", [])
     damage = database_damage(path)
     marker = damage_marker(path)
@@ -164,7 +168,8 @@ def rebuild_database(tiers: Tiers, reason: str, moved: list[Path]) -> list[str]:
     where = f"; the damaged file is at {', '.join(str(p) for p in moved)}" if moved else ""
     lines = [
         f"{reason}{where}",
-        f"rebuilt from LOG.md and {len(sources)} archive(s): {rows} log index rows, {compactions} compaction(s), "
+        f"rebuilt from LOG.md and {len(sources)} archive(s): {rows} log index rows, {compactions} "
+        f"compaction(s), "
         f"{facts} fact(s), {notes} note(s)",
         "not rebuilt: " + (NOT_REBUILT if tiers.db.kind == "sqlite" else NOT_REBUILT_POSTGRES)
         + (f"; the values of the secret fact(s) {', '.join(lost)}: save them again" if lost else ""),
@@ -194,11 +199,13 @@ def _restore_notes(tiers: Tiers) -> int:
                 continue
             meta = json.dumps(note.get("metadata") or {}, ensure_ascii=False, sort_keys=True)
             restored += conn.execute(
-                "INSERT OR IGNORE INTO cold_notes (id, kind, text, metadata, created_at, occurred_at, expires_at,"
+                "INSERT OR IGNORE INTO cold_notes (id, kind, text, metadata, created_at, occurred_at, "
+                "expires_at,"
                 " content_key, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (row["id"].partition(":")[2], row["kind"], note["text"], meta, note.get("created_at"),
                  note.get("occurred_at"), note.get("expires_at"),
-                 content_key(row["kind"], note["text"], meta, note.get("occurred_at")), note.get("created_at")),
+                 content_key(row["kind"], note["text"], meta, note.get("occurred_at")),
+                 note.get("created_at")),
             ).rowcount
     return restored
 

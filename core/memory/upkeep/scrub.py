@@ -141,7 +141,8 @@ class SecretScrubber:
             return None
 
     def run(self, everything: bool = False) -> ScrubReport | None:
-        """Scrub every secret from every file and index; None when nothing is queued and not ``everything``."""
+        """Scrub every secret from every file and index; None when nothing is queued and not
+        ``everything``."""
         queued = self.pending()
         if not queued and not everything:
             return None
@@ -177,15 +178,18 @@ class SecretScrubber:
 
     def _scrub(self, redactor: Redactor, report: ScrubReport, dequeue: str, queued: list[tuple],
                spaces: bool = False) -> None:
-        """Take ``redactor``'s values out of every file and index (and the agent's ``spaces``); dequeue ``queued``
-        unless deferred."""
+        """Take ``redactor``'s values out of every file and index (and the agent's ``spaces``); dequeue
+        ``queued`` unless deferred."""
         tiers = self.tiers
         with tiers.compactor.exclusive(wait=False) as acquired:
             if acquired:
                 self.finish_interrupted()
                 self._log_files(redactor, report)
             else:
-                report.deferred = "a LOG.md compaction is running: LOG.md and the archives are scrubbed when it ends"
+                report.deferred = (
+                    "a LOG.md compaction is running: LOG.md and the archives are scrubbed when it "
+                    "ends"
+                )
             self._now(redactor, report)
             self._other_files(redactor, report)
             report.rows, truncated = _scrub_tables(tiers.db, redactor)
@@ -217,7 +221,9 @@ class SecretScrubber:
         """Rewrite the archives holding a secret (and those after them, whose SUMMARY names a new sha256);
         return the sha256 of every archive that verified or was rewritten."""
         db = self.tiers.db
-        recorded = dict(db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history").fetchall())
+        recorded = dict(
+            db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history").fetchall()
+        )
         shas: dict[str, str] = {}
         staged: list[tuple[Path, Path, list[LogEntry]]] = []
         for path in sorted(self.paths.archive_dir.glob("LOG-*.md"), key=archive_first_seq):
@@ -227,7 +233,8 @@ class SecretScrubber:
                 continue
             new, entries = rewrite_lines(data, redactor, shas)
             if new != data or recorded.get(path.stem):
-                shas[path.stem] = _sha(new)  # the SUMMARY naming it follows (a killed run may have left it stale)
+                # the SUMMARY naming it follows (a killed run may have left it stale)
+                shas[path.stem] = _sha(new)
             if new == data:
                 continue
             report.archives[path.stem] = (_sha(data), shas[path.stem])
@@ -352,7 +359,8 @@ class SecretScrubber:
         parts += [f"{report.cold_rows} cold store rows"] if report.cold_rows else []
         parts += [f"space {name} ({len(seqs)} entries)" for name, seqs in report.spaces.items()]
         meta = {"kind": kind, "keys": report.keys, "log_lines": report.log_lines,
-                "archives": {a: {"sha256_before": b, "sha256_after": c} for a, (b, c) in report.archives.items()},
+                "archives": {a: {"sha256_before": b, "sha256_after": c} for a,
+                             (b, c) in report.archives.items()},
                 "rows": report.rows, "cold_rows": report.cold_rows, "files": report.files,
                 **({"spaces": report.spaces} if report.spaces else {})}
         self.tiers.append("SYSTEM", title + ", ".join(parts), meta)

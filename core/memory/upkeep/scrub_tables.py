@@ -52,11 +52,15 @@ def scrub_database(conn: sqlite3.Connection, redactor: Redactor) -> tuple[dict[s
     with transaction(conn):
         for table in tables:
             for column in _free_columns(conn, table):
-                where = f"typeof({_quoted(column)}) = 'text' AND agentos_redact({_quoted(column)}) IS NOT {_quoted(column)}"
+                where = (
+                    f"typeof({_quoted(column)}) = 'text' AND agentos_redact({_quoted(column)}) IS NOT "
+                    f"{_quoted(column)}"
+                )
                 if table == "user_facts":
                     where += " AND category != 'secret'"
                 count = conn.execute(
-                    f"UPDATE {_quoted(table)} SET {_quoted(column)} = agentos_redact({_quoted(column)}) WHERE {where}"
+                    f"UPDATE {_quoted(table)} SET {_quoted(column)} = agentos_redact({_quoted(column)}) "
+                    f"WHERE {where}"
                 ).rowcount
                 if count:
                     changed[f"{table}.{column}"] = count
@@ -67,7 +71,8 @@ def scrub_database(conn: sqlite3.Connection, redactor: Redactor) -> tuple[dict[s
             elif content is None:
                 # The index keeps its own copy of the text: update it there, then rebuild.
                 for column in [r[1] for r in conn.execute(f"PRAGMA table_info({_quoted(name)})")]:
-                    conn.execute(f"UPDATE {_quoted(name)} SET {_quoted(column)} = agentos_redact({_quoted(column)})"
+                    conn.execute(f"UPDATE {_quoted(name)} SET {_quoted(column)} = "
+                                 f"agentos_redact({_quoted(column)})"
                                  f" WHERE agentos_redact({_quoted(column)}) IS NOT {_quoted(column)}")
                 conn.execute(f"INSERT INTO {_quoted(name)} ({_quoted(name)}) VALUES ('rebuild')")
             elif content in touched:
@@ -75,7 +80,8 @@ def scrub_database(conn: sqlite3.Connection, redactor: Redactor) -> tuple[dict[s
                 conn.execute(f"INSERT INTO {_quoted(name)} ({_quoted(name)}) VALUES ('rebuild')")
     truncated = truncate_wal(conn)
     if not truncated:
-        log.warning("memory.db: the WAL could not be truncated (another connection is reading); retried later")
+        log.warning("memory.db: the WAL could not be truncated (another connection is reading); retried "
+                    "later")
     return changed, truncated
 
 
@@ -136,7 +142,8 @@ def scrub_cold_store(store, redactor: Redactor) -> int:
 
 
 def _drop_old_files(store) -> None:
-    """Delete every older version of the store's table and every file no version uses (we hold the write lock)."""
+    """Delete every older version of the store's table and every file no version uses (we hold the write
+    lock)."""
     compact(store.writable(), timedelta(0), delete_unverified=True)
 
 

@@ -91,7 +91,8 @@ class Tiers:
             log.debug("LOG.md entry %d is written; memory.db is busy with background work, which indexes it",
                       entry.seq)
         except StorageError as exc:
-            log.warning("LOG.md entry %d is written but memory.db cannot index it now (%s); the index catches "
+            log.warning("LOG.md entry %d is written but memory.db cannot index it now (%s); the index "
+                        "catches "
                         "up at the next write or open", entry.seq, exc)
         self.appended()
 
@@ -106,7 +107,8 @@ class Tiers:
         neither does (``change`` returning False changes nothing: no entry is logged); return its outcome."""
         return self.record_facts([FactChange(key, value, category, change)])[0]
 
-    def record_facts(self, changes: Sequence[FactChange], then: Callable[[Any], object] | None = None) -> list[Any]:
+    def record_facts(self, changes: Sequence[FactChange],
+                     then: Callable[[Any], object] | None = None) -> list[Any]:
         """Several fact changes, each with its FACT entry, and ``then(conn)`` after them, in one transaction
         under the agent's lock; return each change's outcome.
 
@@ -123,8 +125,10 @@ class Tiers:
                         outcome = fact.change(conn)
                         outcomes.append(outcome)
                         if outcome is not False:
-                            entry = self.log.append("FACT", fact_records.record_text(fact.key, fact.value, fact.category),
-                                                    fact_records.fact_record(fact.key, fact.value, fact.category,
+                            entry = self.log.append("FACT", fact_records.record_text(fact.key, fact.value,
+                                                                                     fact.category),
+                                                    fact_records.fact_record(fact.key, fact.value,
+                                                                             fact.category,
                                                                              fact.learned))
                             log_index.insert(conn, [entry], apply=False)  # applied just above
                             entries.append(entry)
@@ -136,7 +140,11 @@ class Tiers:
             # The lines are on disk but memory.db did not commit: the entries are applied when the index
             # catches up (a secret's value is not in them: that one must be saved again).
             seqs = ", ".join(str(e.seq) for e in entries)
-            which = f"entry {seqs} records the change" if len(entries) == 1 else f"entries {seqs} record the changes"
+            which = (
+                f"entry {seqs} records the change"
+                if len(entries) == 1
+                else f"entries {seqs} record the changes"
+            )
             raise type(exc)(f"{exc}; LOG.md {which} and memory.db applies it at its next write or open "
                             "(a secret's value must be saved again)") from exc
         if entries:
@@ -148,7 +156,8 @@ class Tiers:
         try:
             log_index.reconcile(self.db, self.log)
         except StorageError as exc:
-            log.warning("memory.db cannot index LOG.md now (%s); it catches up at the next write or open", exc)
+            log.warning("memory.db cannot index LOG.md now (%s); it catches up at the next write or open",
+                        exc)
 
     def close(self) -> None:
         """Stop the background work and wait for it, then release the cold store, memory.db and the locks'
@@ -171,7 +180,8 @@ class Tiers:
         return archives.has_history(self.paths.archive_dir, self.log)
 
 
-def open_tiers(agent_name: str, paths: AgentPaths, config: Config, after_compaction: Callable[[], object]) -> Tiers:
+def open_tiers(agent_name: str, paths: AgentPaths, config: Config,
+               after_compaction: Callable[[], object]) -> Tiers:
     """The parts of an agent's memory, opened (nothing is read or created yet but memory.db's handle).
 
     ``after_compaction`` runs when a compaction that swapped LOG.md ends (see ``LogCompactor``).

@@ -33,12 +33,15 @@ def provider_class(name: str) -> type:
         ConfigError: the name is not in :data:`PROVIDERS`.
     """
     if name not in PROVIDERS:
-        raise ConfigError(f"unknown memory provider {name!r}; set provider.name to one of: {', '.join(PROVIDERS)}")
+        raise ConfigError(
+            f"unknown memory provider {name!r}; set provider.name to one of: {', '.join(PROVIDERS)}"
+        )
     module, _, cls = PROVIDERS[name].partition(":")
     return getattr(importlib.import_module(module), cls)
 
 
-def open_provider(name: str | None, db_path: Path | str | Any, summarizer=None, config: ProviderConfig | None = None):
+def open_provider(name: str | None, db_path: Path | str | Any, summarizer=None,
+                  config: ProviderConfig | None = None):
     """Open the provider ``name`` (``config.name`` when None; LCM by default) over memory.db at ``db_path``
     (or over an open database: ``core.memory.storage.backend.open_database``).
 

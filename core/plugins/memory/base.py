@@ -22,7 +22,8 @@ class StoredConversations:
     """Provider basics + SessionManager + ProfileStore over one memory.db."""
 
     def __init__(self, db: Path | str | Database, config: ProviderConfig | None = None) -> None:
-        """``db``: the path of memory.db, or an open database (``core.memory.storage.backend.open_database``)."""
+        """``db``: the path of memory.db, or an open database
+        (``core.memory.storage.backend.open_database``)."""
         self.config = config or ProviderConfig()
         self.db = SqliteDatabase(Path(db)) if isinstance(db, (str, Path)) else db
         self.store = ConversationStore(self.db)
@@ -40,7 +41,8 @@ class StoredConversations:
 
     def assemble(self, session: Session, budget: int, fresh_tail: int | None = None) -> list[Message]:
         """The fresh tail always, then older context while it fits ``budget``; oldest first."""
-        budget, fresh_tail = window.check_window(budget, self.config.fresh_tail if fresh_tail is None else fresh_tail)
+        budget, fresh_tail = window.check_window(budget,
+                                                 self.config.fresh_tail if fresh_tail is None else fresh_tail)
         conv = self._conversation(session)
         if conv is None:
             return []

@@ -1,4 +1,5 @@
-"""Profile, soul and constraints per (user, agent) with one version counter, a changelog and session snapshots.
+"""Profile, soul and constraints per (user, agent) with one version counter, a changelog and session
+snapshots.
 
 Every write bumps ``ctx_agent_memory.version`` and records a changelog entry
 in the same transaction, so any past version can be read back (and rolled
@@ -162,12 +163,15 @@ class ProfileRepository:
         """The session's snapshot, frozen at the current version when first asked for."""
         with self.db.transaction() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO ctx_session_snapshots (session_id, user_id, agent_id, version, updated_at)"
+                "INSERT OR IGNORE INTO ctx_session_snapshots (session_id, user_id, agent_id, version, "
+                "updated_at)"
                 " VALUES (?, ?, ?, ?, ?)",
                 (session_id, user_id, agent_id, self._version_in(conn, user_id, agent_id), utc_timestamp()),
             )
-            row = conn.execute("SELECT * FROM ctx_session_snapshots WHERE session_id = ?", (session_id,)).fetchone()
-        return SessionSnapshot(row["session_id"], row["user_id"], row["agent_id"], row["version"], row["updated_at"])
+            row = conn.execute("SELECT * FROM ctx_session_snapshots WHERE session_id = ?",
+                               (session_id,)).fetchone()
+        return SessionSnapshot(row["session_id"], row["user_id"], row["agent_id"], row["version"],
+                               row["updated_at"])
 
     def advance_snapshot(self, session_id: str, user_id: str, agent_id: str) -> None:
         """Move the session's snapshot to the current version."""
@@ -184,7 +188,8 @@ class ProfileRepository:
         return 0 if row is None else row["version"]
 
 
-def _log(conn, user_id, agent_id, scope, action, before_v, after_v, before, after, source=None, session_id=None):
+def _log(conn, user_id, agent_id, scope, action, before_v, after_v, before, after, source=None,
+         session_id=None):
     redactor = redactor_of(conn)
     before, after = redactor.text(before), redactor.text(after)
     conn.execute(

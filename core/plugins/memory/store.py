@@ -65,7 +65,8 @@ def redacted(message: Message, redactor: Redactor) -> Message:
 
 
 def check_session(session: object) -> Session:
-    """Raise ValidationError unless ``session`` is a Session with a non-empty id, and ids within the limits."""
+    """Raise ValidationError unless ``session`` is a Session with a non-empty id, and ids within the
+    limits."""
     if not isinstance(session, Session) or not isinstance(session.id, str) or not session.id:
         raise ValidationError(f"expected a Session with a non-empty id, got {repr(session)[:200]}")
     check_ids(session.id, session.agent_id, session.user_id, session.channel)
@@ -137,7 +138,8 @@ class ConversationStore:
         if not batch:
             return []
         now = utc_timestamp()
-        with self.db.transaction() as conn:  # any SQLite error arrives as a StorageError (core.memory.storage.sqlite)
+        # any SQLite error arrives as a StorageError (core.memory.storage.sqlite)
+        with self.db.transaction() as conn:
             self._insert_conversation(conn, session)
             return self._insert_messages(conn, session, batch, now)
 
@@ -173,7 +175,8 @@ class ConversationStore:
             ).fetchone()[0]
             ids.append(message_id)
             conn.execute(
-                "INSERT INTO ctx_items (conversation_id, position, message_id, token_count) VALUES (?, ?, ?, ?)",
+                "INSERT INTO ctx_items (conversation_id, position, message_id, token_count) VALUES (?, ?, ?, "
+                "?)",
                 (conv["id"], position, message_id, tokens),
             )
         title = conv["title"] or _title(batch)
@@ -192,7 +195,8 @@ class ConversationStore:
             "SELECT COUNT(*), COALESCE(SUM(token_count), 0), MIN(created_at), MAX(created_at)"
             " FROM ctx_messages WHERE conversation_id = ?", (conv,)
         ).fetchone()
-        summaries = conn.execute("SELECT COUNT(*) FROM ctx_summaries WHERE conversation_id = ?", (conv,)).fetchone()
+        summaries = conn.execute("SELECT COUNT(*) FROM ctx_summaries WHERE conversation_id = ?",
+                                 (conv,)).fetchone()
         return SessionStats(
             message_count=messages[0],
             token_count=messages[1],
@@ -215,7 +219,8 @@ class ConversationStore:
         for column, ids in (("message_id", messages), ("summary_id", summaries)):
             for start in range(0, len(ids), _ID_BATCH):
                 part = ids[start:start + _ID_BATCH]
-                rows = conn.execute(f"SELECT token_count FROM ctx_items WHERE conversation_id = ? AND {column}"
+                rows = conn.execute(f"SELECT token_count FROM ctx_items WHERE conversation_id = ? AND "
+                                    f"{column}"
                                     f" IN ({', '.join('?' * len(part))})", (conv, *part))
                 total -= sum(max(0, r[0] - FORGOTTEN_TOKENS) for r in rows)
         return total
@@ -226,7 +231,8 @@ class ConversationStore:
         if conv is None:
             return []
         rows = self.db.conn.execute(
-            f"SELECT {MESSAGE_COLUMNS} FROM ctx_messages m WHERE m.conversation_id = ? ORDER BY m.seq", (conv,)
+            f"SELECT {MESSAGE_COLUMNS} FROM ctx_messages m WHERE m.conversation_id = ? ORDER BY m.seq",
+            (conv,)
         )
         redactor = redactor_of(self.db)  # a message stored before its secret was, and not yet scrubbed
         forgotten = forgotten_of(self.db, "msg:")
@@ -250,7 +256,8 @@ class ConversationStore:
         with self.db.transaction() as conn:
             self._insert_conversation(conn, Session(info.id, info.agent_id, info.user_id, info.channel))
             conn.execute(
-                "UPDATE ctx_conversations SET agent_id = ?, user_id = ?, channel = ?, title = ?, archived = ?,"
+                "UPDATE ctx_conversations SET agent_id = ?, user_id = ?, channel = ?, title = ?, archived = "
+                "?,"
                 " last_active = ? WHERE session_id = ?",
                 (info.agent_id, info.user_id, info.channel, info.title, int(info.archived),
                  info.last_active or now, info.id),
@@ -262,7 +269,8 @@ class ConversationStore:
         Raises:
             SessionNotFoundError: the session has no conversation.
         """
-        row = self.db.conn.execute("SELECT * FROM ctx_conversations WHERE session_id = ?", (session_id,)).fetchone()
+        row = self.db.conn.execute("SELECT * FROM ctx_conversations WHERE session_id = ?",
+                                   (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(f"no conversation is stored for session {session_id!r}")
         return self._shown([row])[0]
@@ -278,7 +286,10 @@ class ConversationStore:
             args.append(options.user_id)
         if not options.include_archived:
             where.append("archived = 0")
-        sql = f"SELECT * FROM ctx_conversations WHERE {' AND '.join(where)} ORDER BY last_active DESC, id DESC"
+        sql = (
+            f"SELECT * FROM ctx_conversations WHERE {' AND '.join(where)} ORDER BY last_active DESC, id "
+            f"DESC"
+        )
         sql += " LIMIT ? OFFSET ?"
         args += [options.limit if options.limit > 0 else -1, max(0, options.offset)]
         return self._shown(self.db.conn.execute(sql, args).fetchall())
@@ -286,7 +297,8 @@ class ConversationStore:
     def _shown(self, rows: list[Any]) -> list[SessionInfo]:
         """Each row's session metadata; a title taken from a request that was forgotten since is the next
         request's that was not (as the prompt shows the conversation)."""
-        forgotten = {r[0] for r in self.db.conn.execute("SELECT id FROM recall_forgotten WHERE id LIKE 'msg:%'")}
+        forgotten = {r[0]
+                     for r in self.db.conn.execute("SELECT id FROM recall_forgotten WHERE id LIKE 'msg:%'")}
         infos = [_info(row) for row in rows]
         if not forgotten:
             return infos

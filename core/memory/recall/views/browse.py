@@ -24,15 +24,17 @@ class WindowRequest:
     filters: Filters
 
 
-def check_window(n_results: Any, kind: Any, since: Any, until: Any, now: Any = None, **ranking: Any) -> WindowRequest:
-    """Validate a listing of what happened between ``since`` and ``until`` (relative phrases read from ``now``,
-    default the time of the call); raise ValidationError.
+def check_window(n_results: Any, kind: Any, since: Any, until: Any, now: Any = None,
+                 **ranking: Any) -> WindowRequest:
+    """Validate a listing of what happened between ``since`` and ``until`` (relative phrases read from
+    ``now``, default the time of the call); raise ValidationError.
 
     ``ranking`` holds the recall arguments that only a query uses (``min_score``, ``recency_days``,
     ``explain``): given here, they are refused rather than ignored.
     """
     if since is None and until is None:
-        raise ValidationError("give a query, or a time window to list (since and/or until, e.g. since='last week')")
+        raise ValidationError("give a query, or a time window to list (since and/or until, e.g. since='last "
+                              "week')")
     given = [name for name, value in ranking.items() if value not in (None, False)]
     if given:
         raise ValidationError(f"{', '.join(given)}: only a recall with a query takes this (a time window is "
@@ -41,10 +43,11 @@ def check_window(n_results: Any, kind: Any, since: Any, until: Any, now: Any = N
     return WindowRequest(n_results, Filters(check_scope(n_results, kind), *time_bounds(since, until, moment)))
 
 
-def browse(request: WindowRequest, docs: DocIndex, secrets: list[str], tuning: Tuning) -> list[dict[str, Any]]:
+def browse(request: WindowRequest, docs: DocIndex, secrets: list[str],
+           tuning: Tuning) -> list[dict[str, Any]]:
     """The newest memories of the window as ``recall_memory`` returns results, with ``score`` None (a listing
-    is not ranked), ``superseded_by`` on a superseded version and ``also`` on one that other records of the same
-    words were folded into."""
+    is not ranked), ``superseded_by`` on a superseded version and ``also`` on one that other records of the
+    same words were folded into."""
     groups = window_groups(docs, request.filters, request.n_results, tuning)
     later = supersession.successors(docs.db.conn, [group[0] for group in groups])
     return [{**hit(Candidate(head, superseded_by=later.get(head.id), also=[d.id for d in rest]), secrets),
@@ -64,7 +67,10 @@ def window_groups(docs: DocIndex, filters: Filters, n_results: int, tuning: Tuni
                   for group in fold(found, tuning.fold_within_s, tuning.collapse_jaccard, n_results)]
         if len(found) < limit:
             return groups[:n_results]
-        if len(groups) > n_results and _seconds(found[-1]) < _seconds(groups[n_results - 1][0]) - tuning.fold_within_s:
+        if (
+            len(groups) > n_results
+            and _seconds(found[-1]) < _seconds(groups[n_results - 1][0]) - tuning.fold_within_s
+        ):
             return groups[:n_results]
         limit *= 4
 

@@ -89,7 +89,8 @@ class LeftOut:
             marks = ", ".join("?" * len(part))
             for (doc_id,) in conn.execute(f"SELECT id FROM recall_forgotten WHERE id IN ({marks})", part):
                 self.add("forgotten", {"id": doc_id})  # the id only: a forgotten memory's text is never shown
-            for (doc_id,) in conn.execute(f"SELECT id FROM recall_docs WHERE id IN ({marks}) AND expires_at <= ?",
+            for (doc_id,
+                 ) in conn.execute(f"SELECT id FROM recall_docs WHERE id IN ({marks}) AND expires_at <= ?",
                                           [*part, utc_timestamp()]):
                 self.add("expired", {"id": doc_id})
 
@@ -104,7 +105,8 @@ class LeftOut:
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
         """``{reason: {count, examples}}`` for each reason that left something out."""
-        return {r: {"count": self.counts[r], "examples": self.examples[r]} for r in REASONS if r in self.counts}
+        return {r: {"count": self.counts[r],
+                    "examples": self.examples[r]} for r in REASONS if r in self.counts}
 
 
 def query_words(text: str, terms_of: Callable[[str], list[str]]) -> list[tuple[str, str]]:
@@ -125,12 +127,15 @@ def source_label(source_id: str) -> str:
 def learned_from(extracted: dict[str, Any], dates: dict[str, str]) -> str:
     """``extracted from #123 (2026-11-20) by qwen2.5:7b``: where reflection learned a memory (``dates``: each
     source's day, when it is still there)."""
-    named = [source_label(s) + (f" ({dates[s][:10]})" if s in dates else "") for s in extracted.get("sources", [])]
+    named = [source_label(s) + (f" ({dates[s][:10]})" if s in dates else "") for s in extracted.get("sources",
+                                                                                                    [])]
     return f"extracted from {', '.join(named) or 'entries since forgotten'} by {extracted.get('model', '?')}"
 
 
-def why(cand: Candidate, trace: Trace | None, words: Sequence[tuple[str, str]], terms_of: Callable[[str], list[str]],
-        tuning: Tuning, weighed: Collection[str] | None = None, dates: dict[str, str] | None = None) -> dict[str, Any]:
+def why(cand: Candidate, trace: Trace | None, words: Sequence[tuple[str, str]],
+        terms_of: Callable[[str], list[str]],
+        tuning: Tuning, weighed: Collection[str] | None = None,
+        dates: dict[str, str] | None = None) -> dict[str, Any]:
     """Why ``cand`` ranked where it did: the evidence its score was computed from, and what changed it after.
 
     ``vector`` is None for a memory the vector search did not return (or when none could run: see

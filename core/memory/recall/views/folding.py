@@ -9,7 +9,8 @@ the others' ids.
 
 Two memories are records of the same thing when
 
-- their words are the same (case, spacing and the punctuation around words aside), either whole or after a leading label
+- their words are the same (case, spacing and the punctuation around words aside), either whole or after a
+leading label
   of one word and a colon ("response: ...") is set aside; or one holds the start of the other, cut short
   (a preview, "…"), and that start is at least :data:`CUT_CHARS` characters long (a short sentence at the
   start of a longer one is something else said);
@@ -63,7 +64,8 @@ class _Shape:
 
     @cached_property
     def vocabulary(self) -> frozenset[str]:
-        """Its distinct words (for near-duplicates, computed when one of the same speaker and session is met)."""
+        """Its distinct words (for near-duplicates, computed when one of the same speaker and session is
+        met)."""
         return frozenset(self.words)
 
 
@@ -109,7 +111,8 @@ def _find(shape: _Shape, exact: dict, starts: dict, by_who: dict, within_s: floa
           near_jaccard: float | None) -> _Group | None:
     """The group ``shape`` is a record of, if any."""
     def fits(group: _Group) -> bool:
-        return abs(group.head.at - shape.at) <= within_s and (not shape.voice or group.voices <= {shape.voice})
+        return abs(group.head.at - shape.at) <= within_s and (not shape.voice
+                                                              or group.voices <= {shape.voice})
 
     for form in shape.forms:
         for group in exact.get(form, ()):
@@ -117,7 +120,8 @@ def _find(shape: _Shape, exact: dict, starts: dict, by_who: dict, within_s: floa
                 return group
     for form, start in zip(shape.forms, shape.starts):
         for group in starts.get(start, ()):
-            if fits(group) and any(_cut_from(form, other) or _cut_from(other, form) for other in group.head.forms):
+            if fits(group) and any(_cut_from(form, other) or _cut_from(other,
+                                                                       form) for other in group.head.forms):
                 return group
     for group in by_who.get(shape.who, ()):
         if fits(group) and _near(shape.vocabulary, group.head.vocabulary, near_jaccard or 0.0):
@@ -152,8 +156,8 @@ def _seconds(stamp: str) -> float:
 
 
 def _near(a: frozenset[str], b: frozenset[str], share: float) -> bool:
-    """Whether ``a`` and ``b`` have ``share`` of their words in common (Jaccard); sets of unlike sizes never do,
-    which spares most intersections."""
+    """Whether ``a`` and ``b`` have ``share`` of their words in common (Jaccard); sets of unlike sizes never
+    do, which spares most intersections."""
     small, large = sorted((len(a), len(b)))
     if small < share * large:
         return False

@@ -1,4 +1,5 @@
-"""What a forget by query takes: the memories that say every word of it, or, when asked, those close in meaning.
+"""What a forget by query takes: the memories that say every word of it, or, when asked, those close in
+meaning.
 
 A ranked recall is the wrong tool to choose what to delete: it returns what is *closest* to a query, and
 for a word an agent never met ("asyncio") the closest memories are about something else, while a query
@@ -7,7 +8,8 @@ named:
 
 - **by words** (the default): a memory is a candidate when its own text holds every word of the query that
   is not a stop word or a letter alone, stemmed as recall's word index stems them ("deploys" finds "deploy";
-  numbers count as words, so "topic number 3" does not take topic number 2). Its context (speaker, dates) does not count:
+  numbers count as words, so "topic number 3" does not take topic number 2). Its context (speaker, dates) does
+  not count:
   to forget by time, give a ``before`` bound. A query of stop words alone names nothing and is refused.
 - **by meaning** (``meaning_above``, asked explicitly): a memory is a candidate when its vector's cosine
   similarity to the query is above that number.
@@ -55,7 +57,8 @@ def check_threshold(meaning_above: Any) -> float | None:
     """``meaning_above`` checked: None, or a number from 0 to 1 (exclusive of 0); raise ValidationError."""
     if meaning_above is None:
         return None
-    if isinstance(meaning_above, bool) or not isinstance(meaning_above, (int, float)) or not 0 < meaning_above < 1:
+    if isinstance(meaning_above, bool) or not isinstance(meaning_above,
+                                                         (int, float)) or not 0 < meaning_above < 1:
         raise ValidationError(f"meaning_above must be a cosine similarity between 0 and 1 (e.g. 0.6), got "
                               f"{meaning_above!r}")
     return float(meaning_above)
@@ -68,9 +71,11 @@ def by_words(docs: DocIndex, query: str, filters: Filters, before: str | None, l
         ValidationError: the query has no word to match (stop words only).
     """
     # A letter alone ("Ada's" gives "s", "don't" gives "t") names nothing; a number does ("topic number 3").
-    words = [(word, term) for word, term in query_words(query, docs.terms) if not (len(term) == 1 and term.isalpha())]
+    words = [(word, term) for word,
+             term in query_words(query, docs.terms) if not (len(term) == 1 and term.isalpha())]
     if not words:
-        raise ValidationError(f"the query {query!r} has only common words (such as 'what' or 'the') and names "
+        raise ValidationError(f"the query {query!r} has only common words (such as 'what' or 'the') and "
+                              f"names "
                               "nothing to forget: give words the memories say, or forget by meaning "
                               "(meaning_above, --meaning-above) or by id")
     where, params = _where(filters, before)
@@ -96,7 +101,8 @@ def by_meaning(docs: DocIndex, nearest: Sequence[tuple[str, float]], threshold: 
 
 def with_other_records(docs: DocIndex, found: Matches, filters: Filters, before: str | None,
                        within_s: float) -> Matches:
-    """``found`` with each match's other records of the same words that the filters allow (not near-duplicates:
+    """``found`` with each match's other records of the same words that the filters allow (not
+    near-duplicates:
     one of those may lack the words); a record that matched itself stays its own match."""
     if not found.found:
         return found
@@ -109,7 +115,8 @@ def with_other_records(docs: DocIndex, found: Matches, filters: Filters, before:
     near: dict[str, Doc] = {}
     for start, end in spans:
         window = Filters(filters.kinds, _stamp(start), _stamp(end), filters.source_prefix)
-        near.update((d.id, d) for d in docs.window(window, 100_000) if before is None or d.occurred_at < before)
+        near.update((d.id, d) for d in docs.window(window,
+                                                   100_000) if before is None or d.occurred_at < before)
     matched = {m.doc.id for m in found.found}
     pool = [m.doc for m in found.found] + [d for i, d in near.items() if i not in matched]
     records: dict[str, tuple[Doc, ...]] = {}

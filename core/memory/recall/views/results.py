@@ -97,7 +97,8 @@ class Recalled(list):
         how = ("every memory was ranked by words only (cold.pending_vectors: words)" if self.mode == "words"
                else "those were ranked by words only, the others by meaning too")
         return (f"{count} had no vector yet after waiting {self.waited_s:.1f} s{why}: {how}; the results may "
-                "change once the vectors are done: recall again later, or raise cold.vector_wait_s to wait longer")
+                "change once the vectors are done: recall again later, or raise cold.vector_wait_s to wait "
+                "longer")
 
     def like(self, hits: Iterable[dict[str, Any]]) -> "Recalled":
         """Other ``hits`` with this recall's state (the results merged with memory spaces')."""

@@ -27,7 +27,8 @@ def open_saver(dsn: str, schema: str, config: StorageConfig) -> tuple[Connection
     """
     migrate.ensure(dsn, schema, config)  # done already when the agent's memory opened in this process
     pool = ConnectionPool(
-        dsn, min_size=1, max_size=2, open=False, timeout=config.pool_timeout_s, name=f"agentos-checkpoints-{schema}",
+        dsn, min_size=1, max_size=2, open=False, timeout=config.pool_timeout_s,
+        name=f"agentos-checkpoints-{schema}",
         # what PostgresSaver requires of its connections
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
                 "connect_timeout": max(1, round(config.connect_timeout_s)),

@@ -50,7 +50,8 @@ def copy_memory_db(db_file: Path, db: PostgresDatabase, progress: Callable[[str,
             tables = _source_tables(source, target)
             busy = [] if replace else busy_tables(raw, tables)
             if busy:
-                raise ValidationError(f"schema {db.schema} already holds rows ({', '.join(busy)}): a copy goes only "
+                raise ValidationError(f"schema {db.schema} already holds rows ({', '.join(busy)}): a copy "
+                                      f"goes only "
                                       "into an agent's empty schema, before its first run on PostgreSQL")
             counts = {}
             with raw.transaction():
@@ -85,13 +86,15 @@ def busy_tables(raw: psycopg.Connection, tables: list[str]) -> list[str]:
 def schema_rows(db: PostgresDatabase) -> list[str]:
     """The tables of ``db``'s schema that hold the agent's rows (its bookkeeping left out)."""
     with db.connection() as raw, db.converting():
-        return busy_tables(raw, [name for name in sorted(schema_tables(raw, db.schema)) if name not in BOOKKEEPING])
+        return busy_tables(raw, [name for name in sorted(schema_tables(raw, db.schema))
+                                 if name not in BOOKKEEPING])
 
 
 def _empty(raw: psycopg.Connection, target: dict[str, list[str]]) -> None:
     """Delete every row of the agent's memory from the schema, LangGraph's checkpoints included."""
     names = [name for name in sorted(target) if name not in BOOKKEEPING]
-    raw.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(sql.SQL(", ").join(map(sql.Identifier, names))))
+    raw.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(sql.SQL(", ").join(map(sql.Identifier,
+                                                                                      names))))
 
 
 def schema_tables(raw: psycopg.Connection, schema: str) -> dict[str, list[str]]:
@@ -108,7 +111,8 @@ def _source_tables(source: sqlite3.Connection, target: dict[str, list[str]]) -> 
     names = data_tables(source)
     missing = [name for name in names if name not in target]
     if missing:
-        raise StorageError(f"memory.db has a table {missing[0]} that the PostgreSQL schema lacks: update AgentOS")
+        raise StorageError(f"memory.db has a table {missing[0]} that the PostgreSQL schema lacks: update "
+                           f"AgentOS")
     return names
 
 
@@ -117,7 +121,8 @@ def _in_order(raw: psycopg.Connection, schema: str, tables: list[str]) -> list[s
     parents: dict[str, set[str]] = {name: set() for name in tables}
     for child, parent in raw.execute(
             "SELECT c.conrelid::regclass::text, c.confrelid::regclass::text FROM pg_constraint c"
-            " JOIN pg_namespace n ON n.oid = c.connamespace WHERE c.contype = 'f' AND n.nspname = %s", (schema,)):
+            " JOIN pg_namespace n ON n.oid = c.connamespace WHERE c.contype = 'f' AND n.nspname = %s",
+            (schema,)):
         child, parent = child.split(".")[-1].strip('"'), parent.split(".")[-1].strip('"')
         if child in parents and parent != child:
             parents[child].add(parent)
@@ -130,7 +135,8 @@ def _in_order(raw: psycopg.Connection, schema: str, tables: list[str]) -> list[s
 
 
 def _copy(source: sqlite3.Connection, raw: psycopg.Connection, name: str, columns: list[str]) -> int:
-    # SQLite's implicit rowid is copied where the schema keeps it as a column (the order notes were stored in).
+    # SQLite's implicit rowid is copied where the schema keeps it as a column (the order notes were stored
+    # in).
     have = [row[1] for row in source.execute(f'PRAGMA table_info("{name}")')] + ["rowid"]
     shared = [column for column in columns if column in have]
     listed = sql.SQL(", ").join(map(sql.Identifier, shared))
@@ -146,7 +152,9 @@ def _copy(source: sqlite3.Connection, raw: psycopg.Connection, name: str, column
 def _continue_identities(raw: psycopg.Connection, schema: str) -> None:
     """Each identity column's next value after the largest copied one."""
     for table, column in raw.execute("SELECT table_name, column_name FROM information_schema.columns"
-                                     " WHERE table_schema = %s AND is_identity = 'YES'", (schema,)).fetchall():
-        raw.execute(sql.SQL("SELECT setval(pg_get_serial_sequence(%s, %s), top) FROM (SELECT max({}) AS top FROM {}) t"
+                                     " WHERE table_schema = %s AND is_identity = 'YES'",
+                                     (schema,)).fetchall():
+        raw.execute(sql.SQL("SELECT setval(pg_get_serial_sequence(%s, %s), top) FROM (SELECT max({}) AS top "
+                            "FROM {}) t"
                             " WHERE top IS NOT NULL").format(sql.Identifier(column), sql.Identifier(table)),
                     (f'"{schema}"."{table}"', column))

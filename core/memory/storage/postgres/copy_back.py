@@ -43,15 +43,18 @@ def copy_schema_to_file(db: PostgresDatabase, target: Path,
     conn = open_connection(target)
     try:
         migrate(conn)
-        conn.execute("PRAGMA foreign_keys = OFF")  # rows come from a consistent database, parents in any order
+        # rows come from a consistent database, parents in any order
+        conn.execute("PRAGMA foreign_keys = OFF")
         tables = data_tables(conn)
         counts: dict[str, int] = {}
         with snapshot(db.dsn, db.schema, db.config) as pg:
             source = schema_tables(pg.raw, db.schema)
             missing = [name for name in tables if name not in source]
             if missing:
-                raise StorageError(f"schema {db.schema} lacks the tables {', '.join(missing)} of memory.db: open the "
-                                   "agent once on PostgreSQL with this version of AgentOS (it migrates the schema)")
+                raise StorageError(f"schema {db.schema} lacks the tables {', '.join(missing)} of memory.db: "
+                                   f"open the "
+                                   "agent once on PostgreSQL with this version of AgentOS (it migrates the "
+                                   "schema)")
             conn.execute("BEGIN IMMEDIATE")
             middle = [t for t in tables if t not in FIRST and t not in LAST]
             for name in [t for t in FIRST if t in tables] + middle + [t for t in LAST if t in tables]:

@@ -1,4 +1,5 @@
-"""PostgresDatabase: memory.db's tables in one PostgreSQL schema, used exactly like :class:`core.memory.storage.sqlite.SqliteDatabase`.
+"""PostgresDatabase: memory.db's tables in one PostgreSQL schema, used exactly like
+:class:`core.memory.storage.sqlite.SqliteDatabase`.
 
 ``db.conn.execute(sql, params)`` runs one statement on a pooled connection
 (autocommit) and returns its rows; ``with db.transaction() as conn`` holds one
@@ -273,7 +274,8 @@ class PostgresDatabase:
         except PoolTimeout as exc:
             probe(self.dsn, self.config)  # a server that is down is said so, not "all connections busy"
             raise self.error(exc) from exc
-        except PoolClosed as exc:  # closed under this database (close_pools): a library error, never a raw one
+        # closed under this database (close_pools): a library error, never a raw one
+        except PoolClosed as exc:
             raise StorageError(f"{self!r} was closed while in use: open the agent again") from exc
         try:
             yield raw
@@ -282,8 +284,9 @@ class PostgresDatabase:
 
     @contextmanager
     def transaction(self, wait: bool = True) -> Iterator[BoundConnection]:
-        """A ``BEGIN ... COMMIT`` on one connection: all of the block is written, or none (nested: a savepoint).
-        ``wait`` changes nothing: the server's writers of different rows do not wait for each other."""
+        """A ``BEGIN ... COMMIT`` on one connection: all of the block is written, or none (nested: a
+        savepoint). ``wait`` changes nothing: the server's writers of different rows do not wait for each
+        other."""
         bound = getattr(self._local, "bound", None)
         if bound is not None:
             with self.converting(), bound.raw.transaction():
@@ -352,7 +355,8 @@ class PostgresDatabase:
                 while not raw.execute("SELECT pg_try_advisory_lock(%s)", (lock,)).fetchone()[0]:
                     if time.monotonic() >= deadline:
                         raise LockTimeoutError(
-                            f"{'/'.join(map(str, key))} of schema {self.schema} stayed locked for {timeout:g}s: "
+                            f"{'/'.join(map(str, key))} of schema {self.schema} stayed locked for "
+                            f"{timeout:g}s: "
                             "another process is working on it; wait for it or stop it")
                     time.sleep(wait)
                     wait = min(wait * 2, _LONGEST_WAIT_S)
@@ -371,8 +375,8 @@ class PostgresDatabase:
         return self.exclusive(timeout, "compaction", conv)
 
     def close(self) -> None:
-        """Give back this object's claim on its pool (shared by the process: the last user's leaves it idle, and
-        idle pools beyond a few are closed). Safe to call twice."""
+        """Give back this object's claim on its pool (shared by the process: the last user's leaves it idle,
+        and idle pools beyond a few are closed). Safe to call twice."""
         with self._guard:
             pool, self._pool = self._pool, None
         if pool is not None:

@@ -69,7 +69,8 @@ class SessionLease:
             yield
         finally:
             try:
-                self._conn.execute("SELECT pg_advisory_unlock(%s)", (advisory_key(self.schema, "run", run_id),))
+                self._conn.execute("SELECT pg_advisory_unlock(%s)",
+                                   (advisory_key(self.schema, "run", run_id),))
             except psycopg.Error as exc:  # the connection is gone: so is the lock
                 log.warning("could not release the lock of run %s: %s", run_id, exc)
 
@@ -84,8 +85,8 @@ class SessionLease:
             raise converted(exc, self.dsn, self.config) from exc
 
     def release(self) -> None:
-        """Let the session go. Its locks are unlocked first: a closed connection's locks go only when its server
-        process has exited, which may be after the next engine asked for them."""
+        """Let the session go. Its locks are unlocked first: a closed connection's locks go only when its
+        server process has exited, which may be after the next engine asked for them."""
         try:
             self._conn.execute("SELECT pg_advisory_unlock_all()")
         except psycopg.Error as exc:  # the connection is gone: so are its locks

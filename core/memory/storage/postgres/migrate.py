@@ -41,7 +41,8 @@ _FOLDER_TABLE = """CREATE TABLE IF NOT EXISTS _agent_folder (
 """The one agent folder whose files this schema's log index and cold queue belong to."""
 
 _SPACE_FOLDER_TABLE = _FOLDER_TABLE.replace("_agent_folder", "_space_folder").replace(
-    "memory/storage.id of the agent folder whose LOG.md", "spaces/<name>/storage.id of the space folder whose journal")
+    "memory/storage.id of the agent folder whose LOG.md",
+    "spaces/<name>/storage.id of the space folder whose journal")
 """The one space folder (``spaces/<name>/``) whose journal a memory space's schema indexes."""
 
 _ready: set[tuple[int, str, str]] = set()
@@ -73,27 +74,32 @@ def schema_lock(dsn: str, schema: str, config: StorageConfig) -> Iterator[psycop
             for name, value in settings.items():
                 conn.execute("SELECT set_config(%s, %s, false)", (name, value))
             # The wait is bounded as a lock wait (lock_timeout), so that it is reported as one.
-            conn.execute("SELECT set_config('lock_timeout', %s, false), set_config('statement_timeout', '0', false)",
+            conn.execute("SELECT set_config('lock_timeout', %s, false), set_config('statement_timeout', '0', "
+                         "false)",
                          (settings["statement_timeout"],))
             try:
                 conn.execute("SELECT pg_advisory_lock(%s)", (key,))
             except errors.LockNotAvailable as exc:
                 raise LockTimeoutError(_lock_wait(dsn, schema, key, config)) from exc
-            conn.execute("SELECT set_config('statement_timeout', %s, false)", (settings["statement_timeout"],))
+            conn.execute("SELECT set_config('statement_timeout', %s, false)",
+                         (settings["statement_timeout"],))
             yield conn
     except psycopg.Error as exc:
         raise converted(exc, dsn, config) from exc
 
 
 def _lock_wait(dsn: str, schema: str, key: int, config: StorageConfig) -> str:
-    """What a process that waited too long for the setup lock of ``schema`` tells: who holds it, doing what."""
+    """What a process that waited too long for the setup lock of ``schema`` tells: who holds it, doing
+    what."""
     where = f"PostgreSQL at {describe(dsn)}"
-    head = (f"{where}: waited {config.statement_timeout_s:g}s (storage.statement_timeout_s) for the setup lock of "
+    head = (f"{where}: waited {config.statement_timeout_s:g}s (storage.statement_timeout_s) for the setup "
+            f"lock of "
             f"schema {schema}")
     fix = "; wait for that process to finish, or stop it (pg_terminate_backend), then retry"
     unsigned = key & 0xFFFFFFFFFFFFFFFF
     try:
-        with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(config.connect_timeout_s))) as conn:
+        with psycopg.connect(dsn, autocommit=True,
+                             connect_timeout=max(1, round(config.connect_timeout_s))) as conn:
             row = conn.execute(_HOLDER, (unsigned >> 32, unsigned & 0xFFFFFFFF)).fetchone()
     except psycopg.Error as exc:  # the reason for the first error matters more than this one's
         return f"{head} (its holder could not be looked up: {exc.sqlstate or exc}){fix}"
@@ -175,7 +181,8 @@ def _apply(conn: psycopg.Connection, schema: str, scripts: list[tuple[str, str]]
             continue
         with conn.transaction():
             conn.execute(script.encode("utf-8"))  # bytes: run as written, several statements at once
-            conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (%s, %s)", (migration, utc_timestamp()))
+            conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (%s, %s)",
+                         (migration, utc_timestamp()))
         applied.append(migration)
     return applied
 

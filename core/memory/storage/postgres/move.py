@@ -56,7 +56,8 @@ def to_postgres(paths: AgentPaths, config: StorageConfig,
     db = _database(paths, config)
     state = residence.resident(paths)
     if state == POSTGRES:
-        raise ValidationError(f"agent {paths.name}'s memory lives in PostgreSQL already (schema {db.schema}): "
+        raise ValidationError(f"agent {paths.name}'s memory lives in PostgreSQL already (schema "
+                              f"{db.schema}): "
                               "nothing to copy")
     if state == TO_SQLITE:
         raise residence.unfinished(paths, state)
@@ -68,14 +69,17 @@ def to_postgres(paths: AgentPaths, config: StorageConfig,
         _check_owner(db, paths)
         busy = [] if replace else schema_rows(db)
         if busy:
-            raise ValidationError(f"schema {db.schema} already holds rows ({', '.join(busy[:4])}): a copy goes only "
-                                  "into an agent's empty schema (docs/scaling.md says how to empty one filled by "
+            raise ValidationError(f"schema {db.schema} already holds rows ({', '.join(busy[:4])}): a copy "
+                                  f"goes only "
+                                  "into an agent's empty schema (docs/scaling.md says how to empty one "
+                                  "filled by "
                                   "mistake)")
         residence.record(paths, TO_POSTGRES)
         step("marked")
         try:
             claim_schema(db, paths)
-            counts = copy_memory_db(paths.db_file, db, lambda table, rows: step(f"table {table}"), replace=True)
+            counts = copy_memory_db(paths.db_file, db, lambda table, rows: step(f"table {table}"),
+                                    replace=True)
         except BaseException:  # not a crash: the transaction rolled back, so memory.db still holds the memory
             residence.record(paths, SQLITE)
             raise
@@ -95,12 +99,14 @@ def to_sqlite(paths: AgentPaths, config: StorageConfig,
         ConfigError: no PostgreSQL server is configured.
         ValidationError: the memory lives in memory.db already.
         LockTimeoutError: engines or commands are connected to the agent's schema.
-        StorageError: another folder owns the schema, a copy to PostgreSQL is unfinished, or a database failed.
+        StorageError: another folder owns the schema, a copy to PostgreSQL is unfinished, or a database
+            failed.
     """
     db = _database(paths, config)
     state = residence.resident(paths)
     if state == SQLITE:
-        raise ValidationError(f"agent {paths.name}'s memory lives in {paths.db_file} already: nothing to copy")
+        raise ValidationError(f"agent {paths.name}'s memory lives in {paths.db_file} already: nothing to "
+                              f"copy")
     if state == TO_POSTGRES:
         raise residence.unfinished(paths, state)
     _check_idle(db)  # before this process opens connections of its own to the schema
@@ -123,25 +129,31 @@ def to_sqlite(paths: AgentPaths, config: StorageConfig,
     fsync_dir(paths.memory_dir)
     step("swapped")
     residence.record(paths, SQLITE)
-    log.info("agent %s: schema %s copied into %s, where its memory lives now", paths.name, db.schema, paths.db_file)
+    log.info("agent %s: schema %s copied into %s, where its memory lives now", paths.name, db.schema,
+             paths.db_file)
     return counts, db
 
 
 def _database(paths: AgentPaths, config: StorageConfig) -> PostgresDatabase:
     backend, dsn = config.resolved()
     if backend != "postgres":
-        raise ConfigError("no PostgreSQL server is configured: set $AGENTOS_DSN (or storage.backend postgres and "
+        raise ConfigError("no PostgreSQL server is configured: set $AGENTOS_DSN (or storage.backend postgres "
+                          "and "
                           "storage.dsn) to the server that holds, or is to hold, the agent's memory")
     return postgres_database(dsn, schema_name(paths.name, config), config, paths.db_file)
 
 
 def _check_owner(db: PostgresDatabase, paths: AgentPaths) -> None:
-    """Refuse a schema that another folder of this agent owns (the check ``claim_schema`` makes), writing nothing."""
+    """Refuse a schema that another folder of this agent owns (the check ``claim_schema`` makes), writing
+    nothing."""
     owner = db.conn.execute("SELECT * FROM _agent_folder").fetchone()
     mine = paths.memory_dir / "storage.id"
-    if owner is not None and (not mine.exists() or mine.read_text(encoding="utf-8").strip() != owner["folder_id"]):
-        raise StorageError(f"schema {db.schema} holds the memory of agent {paths.name} from the folder {owner['path']} "
-                           f"on host {owner['host']}, not from {paths.root}: copy from that folder, or give this "
+    if owner is not None and (not mine.exists()
+                              or mine.read_text(encoding="utf-8").strip() != owner["folder_id"]):
+        raise StorageError(f"schema {db.schema} holds the memory of agent {paths.name} from the folder "
+                           f"{owner['path']} "
+                           f"on host {owner['host']}, not from {paths.root}: copy from that folder, or give "
+                           f"this "
                            "deployment its own storage.schema_prefix")
 
 
@@ -150,14 +162,16 @@ def _check_idle(db: PostgresDatabase) -> None:
     try:
         timeout = max(1, round(db.config.connect_timeout_s))
         with psycopg.connect(db.dsn, autocommit=True, connect_timeout=timeout) as conn:
-            rows = conn.execute("SELECT pid, coalesce(host(client_addr), 'a local socket') FROM pg_stat_activity"
+            rows = conn.execute("SELECT pid, coalesce(host(client_addr), 'a local socket') FROM "
+                                "pg_stat_activity"
                                 " WHERE application_name = %s AND pid <> pg_backend_pid()",
                                 (application_name(db.schema),)).fetchall()
     except psycopg.Error as exc:
         raise converted(exc, db.dsn, db.config) from exc
     if rows:
         raise LockTimeoutError(f"{len(rows)} connections of other processes use schema {db.schema} (pids "
-                               f"{', '.join(str(r[0]) for r in rows[:5])}, from {rows[0][1]}): stop the agent's "
+                               f"{', '.join(str(r[0]) for r in rows[:5])}, from {rows[0][1]}): stop the "
+                               f"agent's "
                                "engines and commands, then copy")
 
 

@@ -64,17 +64,21 @@ def converted(exc: BaseException, dsn: str, config: StorageConfig) -> AgentOSErr
     where = f"PostgreSQL at {describe(dsn)}"
     if isinstance(exc, PoolTimeout):  # an OperationalError too: the pool is full, the server may be fine
         return StorageError(f"{where}: no connection was free within storage.pool_timeout_s "
-                            f"({config.pool_timeout_s:g}s), all {config.pool_max} busy; raise storage.pool_max")
+                            f"({config.pool_timeout_s:g}s), all {config.pool_max} busy; raise "
+                            f"storage.pool_max")
     if isinstance(exc, (psycopg.DataError, errors.ProgramLimitExceeded)):
         return ValidationError(f"{where} refused a value: {_first_line(exc)}; nothing was written")
     if isinstance(exc, errors.LockNotAvailable):
-        return LockTimeoutError(f"{where}: a lock wait was cut short ({_first_line(exc)}): another session held the "
+        return LockTimeoutError(f"{where}: a lock wait was cut short ({_first_line(exc)}): another session "
+                                f"held the "
                                 "lock; retry, or find that session in pg_locks and pg_stat_activity")
     if isinstance(exc, errors.QueryCanceled):
         return StorageError(f"{where}: a statement ran longer than storage.statement_timeout_s "
-                            f"({config.statement_timeout_s:g}s) and was cancelled; raise it or check the server's load")
+                            f"({config.statement_timeout_s:g}s) and was cancelled; raise it or check the "
+                            f"server's load")
     if isinstance(exc, errors.InsufficientPrivilege):
-        return StorageError(f"{where}: {_first_line(exc)}; grant the user of storage.dsn the rights to create "
+        return StorageError(f"{where}: {_first_line(exc)}; grant the user of storage.dsn the rights to "
+                            f"create "
                             "schemas and tables in this database")
     if isinstance(exc, psycopg.OperationalError) and _connection_lost(exc):
         return DatabaseUnavailableError(f"cannot reach {where}: {_first_line(exc)}; start the server or fix "
@@ -130,7 +134,8 @@ def application_name(schema: str) -> str:
 
 
 def pool_key(dsn: str, schema: str, config: StorageConfig, **kwargs: Any) -> tuple:
-    """What tells this process's pools apart: the server, the schema, the size and the connection arguments."""
+    """What tells this process's pools apart: the server, the schema, the size and the connection
+    arguments."""
     return os.getpid(), dsn, schema, config.pool_max, tuple(sorted((k, repr(v)) for k, v in kwargs.items()))
 
 
@@ -193,7 +198,8 @@ def _open_pool(key: tuple, dsn: str, schema: str, config: StorageConfig, **kwarg
 
 
 def close_pools(schema: str | None = None) -> None:
-    """Close this process's pools (of one schema, or all), used or not: before dropping a schema, or exiting."""
+    """Close this process's pools (of one schema, or all), used or not: before dropping a schema, or
+    exiting."""
     with _pools_guard:
         keys = [key for key in _pools if key[0] == os.getpid() and schema in (None, key[2])]
         pools = [_pools.pop(key) for key in keys]

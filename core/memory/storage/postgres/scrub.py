@@ -47,7 +47,10 @@ _GIN = """
 SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid
 JOIN pg_am m ON m.oid = x.relam WHERE i.indrelid = %s::regclass AND m.amname = 'gin' AND i.indisvalid
 """
-_INVALID = "SELECT i.indexrelid::regclass::text FROM pg_index i WHERE i.indrelid = %s::regclass AND NOT i.indisvalid"
+_INVALID = (
+    "SELECT i.indexrelid::regclass::text FROM pg_index i WHERE i.indrelid = %s::regclass AND NOT "
+    "i.indisvalid"
+)
 
 
 def scrub_schema(db: PostgresDatabase, redactor: Redactor) -> tuple[dict[str, int], bool]:
@@ -74,7 +77,8 @@ def scrub_schema(db: PostgresDatabase, redactor: Redactor) -> tuple[dict[str, in
     return changed, True
 
 
-def _scrub_table(raw: psycopg.Connection, table: str, columns: list[str], redactor: Redactor) -> dict[str, int]:
+def _scrub_table(raw: psycopg.Connection, table: str, columns: list[str], redactor: Redactor) -> dict[str,
+                                                                                                      int]:
     """Rewrite the rows of ``table`` whose ``columns`` hold a secret; return the changes per column."""
     name = sql.Identifier(table)
     listed = sql.SQL(", ").join(map(sql.Identifier, columns))
@@ -94,24 +98,29 @@ def _scrub_table(raw: psycopg.Connection, table: str, columns: list[str], redact
     if updates:
         assignments = sql.SQL(", ").join(sql.SQL("{} = %s").format(sql.Identifier(c)) for c in columns)
         with raw.cursor() as cursor:
-            cursor.executemany(sql.SQL("UPDATE {} SET {} WHERE ctid = %s::tid").format(name, assignments), updates)
+            cursor.executemany(sql.SQL("UPDATE {} SET {} WHERE ctid = %s::tid").format(name, assignments),
+                               updates)
     return counts
 
 
 def clean(db: PostgresDatabase, tables: list[str]) -> None:
-    """VACUUM ``tables`` and rebuild their GIN indexes, on a connection of its own without a statement timeout."""
+    """VACUUM ``tables`` and rebuild their GIN indexes, on a connection of its own without a statement
+    timeout."""
     try:
-        raw = psycopg.connect(db.dsn, autocommit=True, connect_timeout=max(1, round(db.config.connect_timeout_s)))
+        raw = psycopg.connect(db.dsn, autocommit=True,
+                              connect_timeout=max(1, round(db.config.connect_timeout_s)))
     except psycopg.Error as exc:
         raise db.error(exc) from exc
     with raw, db.converting():
         configure(db.schema, db.config)(raw)
         raw.execute("SET statement_timeout = 0")
-        raw.execute("SELECT pg_advisory_lock(%s)", (advisory_key(db.schema, "scrub"),))  # one rebuild at a time
+        # one rebuild at a time
+        raw.execute("SELECT pg_advisory_lock(%s)", (advisory_key(db.schema, "scrub"),))
         for table in tables:
             qualified = sql.Identifier(db.schema, table).as_string(raw)
             raw.execute(sql.SQL("VACUUM {}").format(sql.Identifier(table)))
-            for (index,) in raw.execute(_INVALID, (qualified,)).fetchall():  # left by a rebuild the server cut short
+            # left by a rebuild the server cut short
+            for (index,) in raw.execute(_INVALID, (qualified,)).fetchall():
                 raw.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.SQL(index)))
             for (index,) in raw.execute(_GIN, (qualified,)).fetchall():
                 raw.execute(sql.SQL("REINDEX INDEX CONCURRENTLY {}").format(sql.SQL(index)))

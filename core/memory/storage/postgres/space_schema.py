@@ -1,5 +1,5 @@
-"""A memory space's index on PostgreSQL: the schema ``<storage.schema_prefix>space$<name>``, its migrations, and
-the database object that sets it up.
+"""A memory space's index on PostgreSQL: the schema ``<storage.schema_prefix>space$<name>``, its migrations,
+and the database object that sets it up.
 
 The schema holds what ``spaces/<name>/index.db`` holds with SQLite: one row an indexed journal entry, its
 words in a stored ``tsvector`` (the entry's text weighted A, its author B, stemmed by the 'english'
@@ -31,7 +31,8 @@ CREATE TABLE entries (
         setweight(to_tsvector('english', left(content, 200000)), 'A')
         || setweight(to_tsvector('english', left(author, 200000)), 'B')) STORED,
     tokens INTEGER GENERATED ALWAYS AS (cardinality(regexp_split_to_array(
-        btrim(regexp_replace(left(content, 200000) || ' ' || author, '[^[:alnum:]]+', ' ', 'g')), ' '))) STORED
+        btrim(regexp_replace(left(content, 200000) || ' ' || author, '[^[:alnum:]]+', ' ', 'g')), ' ')))
+            STORED
 );
 CREATE INDEX entries_search ON entries USING gin (search);
 CREATE INDEX entries_pending ON entries (seq) WHERE vector IS NULL;

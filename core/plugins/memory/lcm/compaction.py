@@ -181,7 +181,8 @@ class CompactionEngine:
         depth = group[0].depth + 1
         options = SummarizeOptions(is_condensed=True, depth=depth, target_tokens=target)
         summary = self._summarize(text, options, run)
-        node = _Node("condensed", depth, summary, estimate_tokens(text), sum(r["descendant_count"] for r in rows),
+        node = _Node("condensed", depth, summary, estimate_tokens(text),
+                     sum(r["descendant_count"] for r in rows),
                      min(r["earliest_at"] for r in rows), max(r["latest_at"] for r in rows))
         if not self._commit(conv, group, node, _CONDENSED_LINKS, ids):
             return False
@@ -227,7 +228,8 @@ class CompactionEngine:
 
     def _summary_rows(self, ids: list[str]) -> list:
         marks = ",".join("?" * len(ids))
-        rows = {r["id"]: r for r in self.db.conn.execute(f"SELECT * FROM ctx_summaries WHERE id IN ({marks})", ids)}
+        rows = {r["id"]: r for r in self.db.conn.execute(f"SELECT * FROM ctx_summaries WHERE id IN ({marks})",
+                                                         ids)}
         return [rows[i] for i in ids]
 
 
@@ -258,7 +260,8 @@ def _shrinks(node: _Node, items: list[plan.Item]) -> bool:
     replaced = sum(item.tokens for item in items)
     if _rendered_tokens("sum_" + "0" * 16, node) < replaced:
         return True
-    log.debug("summary of %d items would not shrink the context (%d tokens); kept as is", len(items), replaced)
+    log.debug("summary of %d items would not shrink the context (%d tokens); kept as is", len(items),
+              replaced)
     return False
 
 
@@ -278,9 +281,11 @@ def _unchanged(conn, conv: int, items: list[plan.Item]) -> bool:
 def _insert_summary(conn, conv: int, node: _Node) -> str:
     summary_id = "sum_" + uuid.uuid4().hex[:16]
     conn.execute(
-        "INSERT INTO ctx_summaries (id, conversation_id, kind, depth, content, token_count, source_token_count,"
+        "INSERT INTO ctx_summaries (id, conversation_id, kind, depth, content, token_count, "
+        "source_token_count,"
         " descendant_count, earliest_at, latest_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (summary_id, conv, node.kind, node.depth, node.content, _rendered_tokens(summary_id, node), node.source_tokens,
+        (summary_id, conv, node.kind, node.depth, node.content, _rendered_tokens(summary_id, node),
+         node.source_tokens,
          node.descendants, node.earliest_at, node.latest_at, utc_timestamp()),
     )
     return summary_id

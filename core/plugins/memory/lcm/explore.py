@@ -143,7 +143,8 @@ def expand(conn: Connection, summary_id: str, token_cap: int, conv: int | None) 
 
 
 def _within(rows, token_cap: int) -> tuple[list, bool]:
-    """The leading rows whose ``token_count`` fits ``token_cap`` (always the first); and whether any was cut."""
+    """The leading rows whose ``token_count`` fits ``token_cap`` (always the first); and whether any was
+    cut."""
     kept, used = [], 0
     for row in rows:
         if kept and used + row["token_count"] > token_cap:
@@ -160,7 +161,8 @@ def review_context(conn: Connection, conv: int, since: str) -> str:
         " WHERE i.conversation_id = ? ORDER BY i.position", (conv,)).fetchall()
     if since:
         messages = conn.execute(
-            "SELECT * FROM ctx_messages WHERE conversation_id = ? AND created_at >= ? ORDER BY seq", (conv, since))
+            "SELECT * FROM ctx_messages WHERE conversation_id = ? AND created_at >= ? ORDER BY seq",
+            (conv, since))
     else:
         messages = conn.execute(
             "SELECT m.* FROM ctx_items i JOIN ctx_messages m ON m.id = i.message_id"

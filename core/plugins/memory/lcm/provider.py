@@ -33,7 +33,8 @@ class LCMProvider(StoredConversations):
 
     name = "lcm"
 
-    def __init__(self, db_path: Path | str | Database, summarizer=None, config: ProviderConfig | None = None) -> None:
+    def __init__(self, db_path: Path | str | Database, summarizer=None,
+                 config: ProviderConfig | None = None) -> None:
         """Open the provider over memory.db at ``db_path``.
 
         Args:
@@ -128,7 +129,8 @@ class LCMProvider(StoredConversations):
     def remove_constraint(self, user_id: str, agent_id: str, constraint_id: str) -> list[ConstraintEntry]:
         return self.profiles.remove_constraint(user_id, agent_id, constraint_id)
 
-    def read_changelog(self, user_id: str, agent_id: str, scope: str = "", limit: int = 20) -> list[ChangeEntry]:
+    def read_changelog(self, user_id: str, agent_id: str, scope: str = "",
+                       limit: int = 20) -> list[ChangeEntry]:
         return self.profiles.changelog(user_id, agent_id, scope, limit)
 
     def write_changelog(self, entry: ChangeEntry) -> None:

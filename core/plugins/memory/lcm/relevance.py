@@ -49,7 +49,8 @@ def scores(conn: Any, dialect: Dialect, table: str, conv: int, words: Sequence[s
         matching = conn.execute(count, (dialect.match([word]), conv)).fetchone()[0]
         weights[fold(word)] = idf(matching, total)
     ceiling = sum(weights.values()) * (K1 + 1)
-    rows = conn.execute(f"SELECT id, content FROM {table} WHERE id IN ({', '.join('?' * len(ids))})", list(ids))
+    rows = conn.execute(f"SELECT id, content FROM {table} WHERE id IN ({', '.join('?' * len(ids))})",
+                        list(ids))
     return {row["id"]: min(1.0, _bm25(row["content"], weights, avg_len) / ceiling) for row in rows}
 
 

@@ -100,17 +100,20 @@ class LLMSummarizer:
 
         def piece(part: str, index: int) -> str:
             share = max(1, target * len(part) // max(1, len(text)))
-            return self._escalated(part, replace(options, target_tokens=max(share, estimate_tokens(part) // 6)))
+            return self._escalated(part,
+                                   replace(options, target_tokens=max(share, estimate_tokens(part) // 6)))
 
         def merge(summaries: str, round_: int) -> str:
-            return self._escalated(summaries, replace(options, is_condensed=True, previous="", target_tokens=target))
+            return self._escalated(summaries,
+                                   replace(options, is_condensed=True, previous="", target_tokens=target))
 
         summary, calls = map_reduce(text.splitlines(), room, piece, merge)
         log.info("summary of %d characters in pieces of %d: %d model calls", len(text), room, calls)
         return summary
 
     def _escalated(self, text: str, options: SummarizeOptions) -> str:
-        prompts = [build_prompt(text, replace(options, aggressive=aggressive)) for aggressive in (False, True)]
+        prompts = [build_prompt(text, replace(options, aggressive=aggressive)) for aggressive in (False,
+                                                                                                  True)]
         return summarize_escalating(self._ask, prompts, target_tokens(text, options),
                                     lambda: self.fallback.summarize(text, options)).text
 
@@ -158,7 +161,8 @@ def call_with_timeout(summarizer, text: str, options: SummarizeOptions, timeout_
 
 
 def check_summary(summary: object, source: str) -> str:
-    """Return ``summary`` stripped if it is non-empty text shorter than ``source``, else raise SummarizerError."""
+    """Return ``summary`` stripped if it is non-empty text shorter than ``source``, else raise
+    SummarizerError."""
     if not isinstance(summary, str):
         raise SummarizerError(f"the summarizer returned {type(summary).__name__}, not text")
     summary = summary.strip()

@@ -21,7 +21,8 @@ class SimpleProvider(StoredConversations):
 
     name = "simple"
 
-    def __init__(self, db: Path | str | Any, summarizer: Any = None, config: ProviderConfig | None = None) -> None:
+    def __init__(self, db: Path | str | Any, summarizer: Any = None,
+                 config: ProviderConfig | None = None) -> None:
         """Open the provider over memory.db (a path or an open database); ``summarizer`` is not used: the
         Simple provider writes no summaries (it is taken so that every provider opens alike)."""
         super().__init__(db, config)

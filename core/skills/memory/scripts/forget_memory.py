@@ -1,5 +1,5 @@
-"""Skill forget_memory: forget a memory by id, or the memories that say every word of a query (or are that close
-in meaning to it) and/or happened before a time; each is returned with why it was taken."""
+"""Skill forget_memory: forget a memory by id, or the memories that say every word of a query (or are that
+close in meaning to it) and/or happened before a time; each is returned with why it was taken."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def execute(
     meaning_above: Optional[float] = None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    """Forget what the user asks: one memory by id (from recall_memory), or what says every word of a query and/or happened before a date.
+    """Forget what the user asks: one memory by id (from recall_memory), or what says every word of a query
+    and/or happened before a date.
 
     Args:
         before: a date, e.g. 2023-05-01.
@@ -34,7 +35,8 @@ def execute(
     if memory_id is not None:
         forgotten = manager.forget_memories(ids=[memory_id], dry_run=dry_run)
     else:
-        forgotten = manager.forget_memories(query=query, before=before, meaning_above=meaning_above, dry_run=dry_run)
+        forgotten = manager.forget_memories(query=query, before=before, meaning_above=meaning_above,
+                                            dry_run=dry_run)
     return forgotten.as_dict()
 
 

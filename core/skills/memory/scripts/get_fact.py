@@ -1,4 +1,5 @@
-"""Skill get_fact: read back a saved fact, secrets included, and with ``history`` the values it held before."""
+"""Skill get_fact: read back a saved fact, secrets included, and with ``history`` the values it held
+before."""
 
 from __future__ import annotations
 
@@ -20,13 +21,13 @@ def execute(agent_name: str, key: str, history: bool = False) -> dict[str, Any]:
 
 
 def _with_history(manager: Any, key: str) -> dict[str, Any]:
-    """The fact and ``history``: its values newest first, as ``MemoryManager.get_fact(key, history=True)`` lists
-    them (the current one first, then each earlier one with when it was saved and replaced)."""
+    """The fact and ``history``: its values newest first, as ``MemoryManager.get_fact(key, history=True)``
+    lists them (the current one first, then each earlier one with when it was saved and replaced)."""
     versions = manager.get_fact(key, history=True)
     if not versions:
         return _missing(manager, key)
-    # The reply reaches the model unredacted (it asked for this fact); other facts' secrets must not ride along
-    # inside an earlier value.
+    # The reply reaches the model unredacted (it asked for this fact); other facts' secrets must not ride
+    # along inside an earlier value.
     earlier = manager.facts.redactor()(versions[1:])
     current = versions[0]
     return {"key": key, "found": True, "value": current["value"], "category": current["category"],

@@ -1,4 +1,5 @@
-"""Skill recall_memory: search everything the agent remembers (log, archives, notes, facts, conversations) and its memory spaces by meaning and words."""
+"""Skill recall_memory: search everything the agent remembers (log, archives, notes, facts, conversations) and
+its memory spaces by meaning and words."""
 
 from __future__ import annotations
 
@@ -32,13 +33,15 @@ def execute(
     if isinstance(n_results, bool) or not isinstance(n_results, int) or not 1 <= n_results <= MAX_RESULTS:
         raise ToolArgumentError(f"recall_memory: n_results must be an integer from 1 to {MAX_RESULTS}")
     if query is not None and (not isinstance(query, str) or not query.strip()):
-        raise ToolArgumentError("recall_memory: query must be a non-empty string (or left out, with since/until, "
+        raise ToolArgumentError("recall_memory: query must be a non-empty string (or left out, with "
+                                "since/until, "
                                 "to list a time window)")
     if not isinstance(explain, bool):
         raise ToolArgumentError("recall_memory: explain must be true or false")
     found = shared_reader(agent_name).recall_memory(query, n_results=n_results, kind=kind, since=since,
                                                      until=until, spaces=spaces, explain=explain)
-    if not explain and found.warning:  # the ranking did not see every memory's meaning: say so with the results
+    # the ranking did not see every memory's meaning: say so with the results
+    if not explain and found.warning:
         return {"results": list(found), "warning": found.warning}
     return found
 
