@@ -245,7 +245,10 @@ class LogCompactor:
             reservation = self.log.append(
                 "SYSTEM", f"LOG.md compaction started: entries {first}-{last} will be archived",
                 {"compaction": RESERVED, "covers": [first, last]})
-            log_index.index_appended(self.db, self.log, reservation)  # under the lock, like every append
+            try:  # as every append's: not while another thread writes memory.db (the agent's lock is held)
+                log_index.index_appended(self.db, self.log, reservation, wait=False)
+            except LockTimeoutError:
+                log.debug("the compaction's reservation (entry %d) is indexed with the next entry", reservation.seq)
             with open(self.log.path, "rb") as handle:  # the repaired file ended with a newline: the line is next
                 handle.seek(len(data))
                 line = handle.readline()
