@@ -137,8 +137,8 @@ def give_way() -> None:
     :data:`GIVE_WAY_MAX_S` in all). Returns at once in any other thread, in one that holds what writers
     take (:func:`holding`) or writes itself, and when the writers are quiet.
     """
-    if not _writing_lately() or not getattr(_thread, "background", False) or getattr(_thread, "holding", 0) \
-            or getattr(_thread, "writing", 0):
+    if not getattr(_thread, "background", False) or getattr(_thread, "holding", 0) or getattr(_thread, "writing", 0) \
+            or not _writing_lately():
         return
     deadline = time.monotonic() + GIVE_WAY_MAX_S
     while _writing_lately():
