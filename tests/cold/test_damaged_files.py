@@ -192,9 +192,10 @@ def test_a_damaged_archive_waiting_to_be_indexed_is_quarantined_and_recall_keeps
 
 def test_two_threads_syncing_index_a_pending_archive_once(home, monkeypatch) -> None:
     """A recall's sync and the recall indexer's meeting on a pending archive: it is indexed by one of them, the
-    other finds it done (two at once would both read a damaged archive, and the one that found it already
-    quarantined recorded it as missing over the other's sha256 report). The first is held inside the
-    archive until the second has had ``SETTLE_S`` to start on it too."""
+    other finds it done and counts its docs (a compaction reports them whichever thread wrote them); two at
+    once would both read a damaged archive, and the one that found it already quarantined recorded it as
+    missing over the other's sha256 report. The first is held inside the archive until the second has had
+    ``SETTLE_S`` to start on it too."""
     from core.memory.recall.index import ColdIndexer
 
     with MemoryManager("finn") as manager:
@@ -214,14 +215,16 @@ def test_two_threads_syncing_index_a_pending_archive_once(home, monkeypatch) -> 
             return index_archive(self, archive_id)
 
         monkeypatch.setattr(ColdIndexer, "index_archive", held)
-        first = threading.Thread(target=manager.cold.indexer.sync)
+        written: list[int] = []
+        first = threading.Thread(target=lambda: written.append(manager.cold.indexer.sync()))
         first.start()
         assert inside.wait(60)
-        other = threading.Thread(target=manager.cold.indexer.sync)
+        other = threading.Thread(target=lambda: written.append(manager.cold.indexer.sync()))
         other.start()
         first.join(60)
         other.join(60)
         assert calls == ["LOG-1-12"]
+        assert written == [13, 13], "both count the archive's docs (its 12 entries and summary) as indexed"
         assert manager.cold.indexer.pending() == 0
 
 

@@ -38,7 +38,7 @@ from core.memory.storage import Database, extracted
 from core.memory.storage.facts import redact
 from core.memory.files.log_file import LogFile, scan_bytes
 from core.memory.files.log_format import utc_timestamp
-from core.memory.recall.docs import Doc, DocIndex
+from core.memory.recall.docs import Doc, DocIndex, Filters
 from core.memory.recall.sources import (
     archive_summary_doc,
     conversation_summary_doc,
@@ -180,13 +180,18 @@ class ColdIndexer:
                      "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(seq),))
 
     def _index_pending_archive(self, archive_id: str) -> int:
-        """:meth:`index_archive`, unless another thread of this process indexed it meanwhile: two at once would
-        both read a damaged archive, and the one that found it already moved to quarantine would record it as
-        missing over the other's report of its sha256."""
+        """:meth:`index_archive`, unless another thread of this process indexed it meanwhile (then its docs count
+        as indexed: a compaction reports them whichever thread wrote them). Two at once would both read a
+        damaged archive, and the one that found it already moved to quarantine would record it as missing over
+        the other's report of its sha256."""
         with self._archives:
             row = self.db.conn.execute(
                 "SELECT indexed_at FROM compaction_history WHERE archive_id = ?", (archive_id,)).fetchone()
-            return 0 if row is None or row["indexed_at"] is not None else self.index_archive(archive_id)
+            if row is None:
+                return 0
+            if row["indexed_at"] is not None:
+                return self.docs.count(Filters(source_prefix=f"archive/{archive_id}.md#"))
+            return self.index_archive(archive_id)
 
     def index_archive(self, archive_id: str) -> int:
         """(Re)write the docs of one compacted archive's entries and of its summary; return how many.
