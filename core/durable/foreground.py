@@ -27,10 +27,13 @@ handover, one update met by a background step took tens of milliseconds instead 
 
 Within a step, the long stretches of Python (parsing LOG.md, summarising it, building recall's docs)
 call :func:`give_way` between items (:func:`paced` does it for a loop): while a foreground write runs,
-the background thread waits there for it to end instead of taking the GIL at each of the write's system
-calls, which under a busy background cost an update of NOW.md a handover for nearly every one. A thread
-that holds what writers take (the agent's lock, memory.db's write transaction: :func:`holding`) never
-waits there, and no wait lasts more than :data:`GIVE_WAY_MAX_S`.
+and until the writers have been quiet for :data:`RESUME_AFTER_S`, the background thread sleeps there
+instead of taking the GIL at each of the write's system calls, which under a busy background cost an
+update of NOW.md a handover for nearly every one. It looks again every :data:`RESUME_AFTER_S` rather
+than being woken at the end of each write: between writes that follow each other closely, each wake
+would cost the next write a handover. A thread that holds what writers take (the agent's lock,
+memory.db's write transaction: :func:`holding`) never waits there, and no wait lasts more than
+:data:`GIVE_WAY_MAX_S`, so that background work still advances under writes that never pause.
 
 The background's native work (a model computing vectors, two cores' worth on this machine) runs in
 threads of a lower CPU priority (:func:`lower_priority`, unless someone waits for it: :func:`behind`):
@@ -62,8 +65,11 @@ WRITE_SWITCH_INTERVAL_S = 0.0001
 how long a thread waiting for the GIL lets the holder keep it before asking for it back."""
 
 GIVE_WAY_MAX_S = 0.1
-"""The longest a background thread waits in :func:`give_way` for a foreground write to end (s): a write
-that meets a slow disk does not stop the background for long."""
+"""The longest a background thread waits in :func:`give_way` at one item (s): under writes that never
+pause, background work still advances an item at a time."""
+RESUME_AFTER_S = 0.005
+"""How long the writers must have been quiet for a background thread waiting in :func:`give_way` to go on (s);
+also how often it looks."""
 
 BACKGROUND_NICE = 10
 """How much lower the CPU priority (nice) of the background's native work is than its process's."""
@@ -75,9 +81,10 @@ _thread = threading.local()
 """Per thread: ``background`` (started by :func:`background_thread`), ``holding`` (locks that writers take,
 see :func:`holding`), ``writing`` (foreground writes in progress in this thread) and ``hurried`` (in a
 step that someone waits for)."""
-_quiet = threading.Event()
-"""Set while no foreground write of this process runs (what :func:`give_way` waits for)."""
-_quiet.set()
+_quiet_since = float("-inf")
+"""When the last foreground write of this process ended (``time.monotonic()``; what :func:`give_way` waits for)."""
+_nap = time.sleep
+"""How a thread waiting in :func:`give_way` sleeps."""
 
 _last_write = float("-inf")
 _turn = threading.Lock()
@@ -104,14 +111,13 @@ def writing() -> Iterator[None]:
     The interval is the interpreter's: for the write's millisecond, other threads also switch more often.
     An interval someone changed meanwhile is left as they set it.
     """
-    global _writers, _saved_interval
+    global _writers, _saved_interval, _quiet_since
     _register_fork_hook()
     with _writers_guard:
         if _writers == 0:
             _saved_interval = sys.getswitchinterval()
             if _saved_interval > WRITE_SWITCH_INTERVAL_S:
                 sys.setswitchinterval(WRITE_SWITCH_INTERVAL_S)
-            _quiet.clear()
         _writers += 1
     _thread.writing = getattr(_thread, "writing", 0) + 1
     try:
@@ -121,18 +127,30 @@ def writing() -> Iterator[None]:
         with _writers_guard:
             _writers -= 1
             if _writers == 0:
-                _quiet.set()
+                _quiet_since = time.monotonic()
                 _give_back_interval()
 
 
 def give_way() -> None:
     """In a background thread's long Python work, between two items: while a foreground write of this
-    process runs, wait until it ends (at most :data:`GIVE_WAY_MAX_S`). Returns at once in any other
-    thread, in one that holds what writers take (:func:`holding`) or writes itself, and when no write runs.
+    process runs, and until the writers have been quiet for :data:`RESUME_AFTER_S`, sleep (at most
+    :data:`GIVE_WAY_MAX_S` in all). Returns at once in any other thread, in one that holds what writers
+    take (:func:`holding`) or writes itself, and when the writers are quiet.
     """
-    if _writers and getattr(_thread, "background", False) and not getattr(_thread, "holding", 0) \
-            and not getattr(_thread, "writing", 0):
-        _quiet.wait(GIVE_WAY_MAX_S)
+    if not getattr(_thread, "background", False) or getattr(_thread, "holding", 0) or getattr(_thread, "writing", 0) \
+            or not _writing_lately():
+        return
+    deadline = time.monotonic() + GIVE_WAY_MAX_S
+    while _writing_lately():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        _nap(min(RESUME_AFTER_S, left))
+
+
+def _writing_lately() -> bool:
+    """True while a foreground write of this process runs, or ended less than RESUME_AFTER_S ago."""
+    return bool(_writers) or time.monotonic() - _quiet_since < RESUME_AFTER_S
 
 
 def paced(items: Iterable[T]) -> Iterator[T]:
@@ -235,7 +253,6 @@ def _forget_turn_after_fork() -> None:
     if _writers:
         _writers = 0
         _give_back_interval()
-    _quiet.set()
 
 
 def leave_ctrl_c_to_the_main_thread() -> None:

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 
 import pytest
 
 from core.memory_manager import MemoryManager
 from faults import flip_byte
 from tests.cold.conftest import write_config
+
+SETTLE_S = 0.5
+"""How long a test lets a thread that must not start on something show that it does not (only a passing test
+waits it out)."""
 
 
 def fill(manager: MemoryManager, n: int, start: int = 0) -> None:
@@ -192,6 +197,44 @@ def test_a_damaged_archive_waiting_to_be_indexed_is_quarantined_and_recall_keeps
         assert [d["archive_id"] for d in damaged] == ["LOG-1-12"] and "sha256" in damaged[0]["problem"]
         assert not archive.exists() and any(n.startswith("LOG-1-12-damaged") for n in quarantined(manager))
     assert any("cannot be indexed" in r.getMessage() for r in caplog.records)
+
+
+def test_two_threads_syncing_index_a_pending_archive_once(home, monkeypatch) -> None:
+    """A recall's sync and the recall indexer's meeting on a pending archive: it is indexed by one of them, the
+    other finds it done and counts its docs (a compaction reports them whichever thread wrote them); two at
+    once would both read a damaged archive, and the one that found it already quarantined recorded it as
+    missing over the other's sha256 report. The first is held inside the archive until the second has had
+    ``SETTLE_S`` to start on it too."""
+    from core.memory.recall.index import ColdIndexer
+
+    with MemoryManager("finn") as manager:
+        manager.cold.background.stop()
+        fill(manager, 12)
+        manager.compactor.run(manager.compaction.summarizer(), "notes on adjusted prices", force=True, index=False)
+        inside, second, calls = threading.Event(), threading.Event(), []
+        index_archive = ColdIndexer.index_archive
+
+        def held(self, archive_id):
+            calls.append(archive_id)
+            if len(calls) == 1:
+                inside.set()
+                second.wait(SETTLE_S)
+            else:
+                second.set()
+            return index_archive(self, archive_id)
+
+        monkeypatch.setattr(ColdIndexer, "index_archive", held)
+        written: list[int] = []
+        first = threading.Thread(target=lambda: written.append(manager.cold.indexer.sync()))
+        first.start()
+        assert inside.wait(60)
+        other = threading.Thread(target=lambda: written.append(manager.cold.indexer.sync()))
+        other.start()
+        first.join(60)
+        other.join(60)
+        assert calls == ["LOG-1-12"]
+        assert written == [13, 13], "both count the archive's docs (its 12 entries and summary) as indexed"
+        assert manager.cold.indexer.pending() == 0
 
 
 def test_store_memory_with_memory_db_read_only_is_refused_before_anything_is_saved(home) -> None:

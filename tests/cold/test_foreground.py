@@ -223,6 +223,35 @@ def test_a_write_does_not_wait_for_the_indexer_holding_memory_db(ollama_home, mo
     assert row == ("NOW_UPDATE" if write == "update_now" else "THOUGHT",)
 
 
+def test_a_compactions_reservation_does_not_wait_for_the_indexer_under_the_agents_lock(ollama_home, monkeypatch):
+    """While the recall indexer holds memory.db's write lock, a compaction's reservation (appended under the
+    agent's lock) leaves its index row to the indexer, as an append does, instead of waiting with the lock
+    held: an append made meanwhile returns. The hold ends only when the test releases it, after the append
+    (on a reservation that waited for it, the hold gives up first and the test fails)."""
+    from core.memory.recall import log_index
+
+    write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"},
+                               "memory": {"auto_compact": False}})
+    holding, release, ended = _hold_the_indexers_write(monkeypatch)
+    swapped = threading.Event()
+    mark_compacted = log_index.mark_compacted
+    monkeypatch.setattr(log_index, "mark_compacted",
+                        lambda *args, **kwargs: (swapped.set(), mark_compacted(*args, **kwargs))[1])
+    with MemoryManager("finn") as manager:
+        fill(manager, 10)
+        assert holding.wait(120)
+        reports = []
+        compaction = threading.Thread(target=lambda: reports.append(manager.compact_log()))
+        compaction.start()
+        assert swapped.wait(120), "the compaction reached its records (memory.db, which the indexer holds)"
+        seq = manager.append_log("THOUGHT", "written while the compaction waits for memory.db")
+        release.set()
+        compaction.join(120)
+        assert reports and reports[0].done
+        assert manager.read_log(1)[0]["seq"] == seq
+    assert ended == [True], "the reservation waited for the indexer's transaction with the agent's lock held"
+
+
 def test_a_write_runs_with_a_short_switch_interval_and_gives_it_back(ollama_home, monkeypatch):
     """While update_now (or an append) runs, the interpreter's switch interval is WRITE_SWITCH_INTERVAL_S, so
     a background thread running Python hands the GIL back soon after each of the write's system calls; the

@@ -22,46 +22,45 @@ SETTLE_S = 0.5
 """How long a test lets a thread that must not move show that it does not (only a passing test waits it)."""
 
 
-class WatchedQuiet(threading.Event):
-    """The event background threads wait on in ``give_way``, telling the test when one starts waiting."""
+class Naps:
+    """How threads waiting in ``give_way`` sleep, telling the test when one starts waiting."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.set()
+    def __init__(self, nap) -> None:
+        self.nap = nap
         self.waiting = threading.Event()
 
-    def wait(self, timeout: float | None = None) -> bool:
+    def __call__(self, seconds: float) -> None:
         self.waiting.set()
-        return super().wait(timeout)
+        self.nap(seconds)
 
 
 @pytest.fixture
-def quiet(monkeypatch) -> WatchedQuiet:
-    # it waits for the write, however slow the machine
-    monkeypatch.setattr(foreground, "GIVE_WAY_MAX_S", 3600.0)
-    watched = WatchedQuiet()
-    monkeypatch.setattr(foreground, "_quiet", watched)
+def naps(monkeypatch) -> Naps:
+    monkeypatch.setattr(foreground, "GIVE_WAY_MAX_S", 3600.0)  # it waits for the write, however slow the machine
+    watched = Naps(foreground._nap)
+    monkeypatch.setattr(foreground, "_nap", watched)
     return watched
 
 
-def test_a_background_loop_takes_no_item_while_a_foreground_write_runs(quiet):
-    """A paced loop in a background thread waits before its next item while a write runs, then goes on."""
+def test_a_background_loop_takes_no_item_while_a_foreground_write_runs(naps):
+    """A paced loop in a background thread waits before its next item while a write runs, and goes on once
+    the writers have been quiet for RESUME_AFTER_S."""
     seen: list[str] = []
     thread = foreground.background_thread(lambda: seen.extend(foreground.paced(["a", "b"])))
     with foreground.writing():
         thread.start()
-        assert quiet.waiting.wait(60)
+        assert naps.waiting.wait(60)
         assert seen == []
     thread.join(60)
     assert seen == ["a", "b"]
 
 
-def test_a_foreground_loop_and_a_writer_never_wait(quiet):
+def test_a_foreground_loop_and_a_writer_never_wait(naps):
     """In a thread that is not background work, or that writes itself, giving way is nothing."""
     with foreground.writing():
         assert list(foreground.paced(["a", "b"])) == ["a", "b"]
         foreground.give_way()
-    assert not quiet.waiting.is_set()
+    assert not naps.waiting.is_set()
     done = []
 
     def writer() -> None:
@@ -73,10 +72,10 @@ def test_a_foreground_loop_and_a_writer_never_wait(quiet):
     thread = foreground.background_thread(writer)
     thread.start()
     thread.join(60)
-    assert done == [True] and not quiet.waiting.is_set()
+    assert done == [True] and not naps.waiting.is_set()
 
 
-def test_a_background_thread_holding_what_writers_take_does_not_give_way(quiet, tmp_path):
+def test_a_background_thread_holding_what_writers_take_does_not_give_way(naps, tmp_path):
     """Holding the agent's lock or a memory.db write transaction, a background thread does not wait for the
     writers (they would wait for it); holding a lock no writer takes (a compaction's own), it does."""
     agent_lock = AgentLock(tmp_path / ".lock")
@@ -87,16 +86,16 @@ def test_a_background_thread_holding_what_writers_take_does_not_give_way(quiet, 
     def background() -> None:
         for name, held in (("agent lock", agent_lock.hold), ("transaction", db.transaction),
                            ("compaction lock", compaction_lock.hold)):
-            quiet.waiting.clear()
+            naps.waiting.clear()
             with held():
                 foreground.give_way()
-            waited[name] = quiet.waiting.is_set()
+            waited[name] = naps.waiting.is_set()
         db.close()
 
     thread = foreground.background_thread(background)
     with foreground.writing():
         thread.start()
-        assert quiet.waiting.wait(60)  # at the compaction lock, which is the last
+        assert naps.waiting.wait(60)  # at the compaction lock, which is the last
     thread.join(60)
     agent_lock.close()
     compaction_lock.close()

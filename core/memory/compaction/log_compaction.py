@@ -253,9 +253,11 @@ class LogCompactor:
             reservation = self.log.append(
                 "SYSTEM", f"LOG.md compaction started: entries {first}-{last} will be archived",
                 {"compaction": RESERVED, "covers": [first, last]})
-            log_index.index_appended(self.db, self.log, reservation)  # under the lock, like every append
-            # the repaired file ended with a newline: the line is next
-            with open(self.log.path, "rb") as handle:
+            try:  # as every append's: not while another thread writes memory.db (the agent's lock is held)
+                log_index.index_appended(self.db, self.log, reservation, wait=False)
+            except LockTimeoutError:
+                log.debug("the compaction's reservation (entry %d) is indexed with the next entry", reservation.seq)
+            with open(self.log.path, "rb") as handle:  # the repaired file ended with a newline: the line is next
                 handle.seek(len(data))
                 line = handle.readline()
         if parse_or_none(line.rstrip(b"\n")) != reservation:

@@ -38,7 +38,7 @@ from core.memory.storage import Database, extracted
 from core.memory.storage.facts import redact
 from core.memory.files.log_file import LogFile, scan_bytes
 from core.memory.files.log_format import utc_timestamp
-from core.memory.recall.docs import Doc, DocIndex
+from core.memory.recall.docs import Doc, DocIndex, Filters
 from core.memory.recall.sources import (
     archive_summary_doc,
     conversation_summary_doc,
@@ -76,8 +76,9 @@ class ColdIndexer:
         self._secrets = secrets
         self.quarantine_dir = quarantine_dir or archive_dir.parent / "quarantine"
         self.cancel = cancel or threading.Event()
-        """Set when the process is closing: :meth:`sync` stops before its next step (the rest stays
-        pending)."""
+        """Set when the process is closing: :meth:`sync` stops before its next step (the rest stays pending)."""
+        self._archives = threading.Lock()
+        """One archive indexed at a time in a process (a recall's sync, the recall indexer's, a compaction's)."""
 
     def pending(self) -> int:
         """How many archives, items and LOG.md entries wait for their docs (cheap: no file read)."""
@@ -110,7 +111,7 @@ class ColdIndexer:
         for row in archives:
             if self.cancel.is_set():
                 return written
-            written += self._report(self.index_archive(row["archive_id"]), progress)
+            written += self._report(self._index_pending_archive(row["archive_id"]), progress)
         written += self._report(self.sync_log(), progress)
         while not self.cancel.is_set():
             batch = self.db.conn.execute(
@@ -180,6 +181,20 @@ class ColdIndexer:
     def _set_log_seq(conn, seq: int) -> None:
         conn.execute("INSERT INTO recall_state (key, value) VALUES ('log_seq', ?) "
                      "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(seq),))
+
+    def _index_pending_archive(self, archive_id: str) -> int:
+        """:meth:`index_archive`, unless another thread of this process indexed it meanwhile (then its docs count
+        as indexed: a compaction reports them whichever thread wrote them). Two at once would both read a
+        damaged archive, and the one that found it already moved to quarantine would record it as missing over
+        the other's report of its sha256."""
+        with self._archives:
+            row = self.db.conn.execute(
+                "SELECT indexed_at FROM compaction_history WHERE archive_id = ?", (archive_id,)).fetchone()
+            if row is None:
+                return 0
+            if row["indexed_at"] is not None:
+                return self.docs.count(Filters(source_prefix=f"archive/{archive_id}.md#"))
+            return self.index_archive(archive_id)
 
     def index_archive(self, archive_id: str) -> int:
         """(Re)write the docs of one compacted archive's entries and of its summary; return how many.
