@@ -82,7 +82,8 @@ _thread = threading.local()
 see :func:`holding`), ``writing`` (foreground writes in progress in this thread) and ``hurried`` (in a
 step that someone waits for)."""
 _quiet_since = float("-inf")
-"""When the last foreground write of this process ended (``time.monotonic()``; what :func:`give_way` waits for)."""
+"""When the last foreground write of this process ended (``time.monotonic()``; what :func:`give_way` waits
+for)."""
 _nap = time.sleep
 """How a thread waiting in :func:`give_way` sleeps."""
 
@@ -137,7 +138,8 @@ def give_way() -> None:
     :data:`GIVE_WAY_MAX_S` in all). Returns at once in any other thread, in one that holds what writers
     take (:func:`holding`) or writes itself, and when the writers are quiet.
     """
-    if not getattr(_thread, "background", False) or getattr(_thread, "holding", 0) or getattr(_thread, "writing", 0) \
+    if not getattr(_thread, "background", False) or getattr(_thread, "holding", 0) or getattr(_thread,
+                                                                                              "writing", 0) \
             or not _writing_lately():
         return
     deadline = time.monotonic() + GIVE_WAY_MAX_S

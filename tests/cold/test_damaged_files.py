@@ -200,9 +200,9 @@ def test_a_damaged_archive_waiting_to_be_indexed_is_quarantined_and_recall_keeps
 
 
 def test_two_threads_syncing_index_a_pending_archive_once(home, monkeypatch) -> None:
-    """A recall's sync and the recall indexer's meeting on a pending archive: it is indexed by one of them, the
-    other finds it done and counts its docs (a compaction reports them whichever thread wrote them); two at
-    once would both read a damaged archive, and the one that found it already quarantined recorded it as
+    """A recall's sync and the recall indexer's meeting on a pending archive: it is indexed by one of them,
+    the other finds it done and counts its docs (a compaction reports them whichever thread wrote them); two
+    at once would both read a damaged archive, and the one that found it already quarantined recorded it as
     missing over the other's sha256 report. The first is held inside the archive until the second has had
     ``SETTLE_S`` to start on it too."""
     from core.memory.recall.index import ColdIndexer
@@ -210,7 +210,8 @@ def test_two_threads_syncing_index_a_pending_archive_once(home, monkeypatch) -> 
     with MemoryManager("finn") as manager:
         manager.cold.background.stop()
         fill(manager, 12)
-        manager.compactor.run(manager.compaction.summarizer(), "notes on adjusted prices", force=True, index=False)
+        manager.compactor.run(manager.compaction.summarizer(), "notes on adjusted prices", force=True,
+                              index=False)
         inside, second, calls = threading.Event(), threading.Event(), []
         index_archive = ColdIndexer.index_archive
 

@@ -223,7 +223,8 @@ def test_a_write_does_not_wait_for_the_indexer_holding_memory_db(ollama_home, mo
     assert row == ("NOW_UPDATE" if write == "update_now" else "THOUGHT",)
 
 
-def test_a_compactions_reservation_does_not_wait_for_the_indexer_under_the_agents_lock(ollama_home, monkeypatch):
+def test_a_compactions_reservation_does_not_wait_for_the_indexer_under_the_agents_lock(ollama_home,
+                                                                                       monkeypatch):
     """While the recall indexer holds memory.db's write lock, a compaction's reservation (appended under the
     agent's lock) leaves its index row to the indexer, as an append does, instead of waiting with the lock
     held: an append made meanwhile returns. The hold ends only when the test releases it, after the append

@@ -36,7 +36,8 @@ class Naps:
 
 @pytest.fixture
 def naps(monkeypatch) -> Naps:
-    monkeypatch.setattr(foreground, "GIVE_WAY_MAX_S", 3600.0)  # it waits for the write, however slow the machine
+    # it waits for the write, however slow the machine
+    monkeypatch.setattr(foreground, "GIVE_WAY_MAX_S", 3600.0)
     watched = Naps(foreground._nap)
     monkeypatch.setattr(foreground, "_nap", watched)
     return watched

@@ -256,8 +256,10 @@ class LogCompactor:
             try:  # as every append's: not while another thread writes memory.db (the agent's lock is held)
                 log_index.index_appended(self.db, self.log, reservation, wait=False)
             except LockTimeoutError:
-                log.debug("the compaction's reservation (entry %d) is indexed with the next entry", reservation.seq)
-            with open(self.log.path, "rb") as handle:  # the repaired file ended with a newline: the line is next
+                log.debug("the compaction's reservation (entry %d) is indexed with the next entry",
+                          reservation.seq)
+            # the repaired file ended with a newline: the line is next
+            with open(self.log.path, "rb") as handle:
                 handle.seek(len(data))
                 line = handle.readline()
         if parse_or_none(line.rstrip(b"\n")) != reservation:

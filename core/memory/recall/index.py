@@ -76,9 +76,11 @@ class ColdIndexer:
         self._secrets = secrets
         self.quarantine_dir = quarantine_dir or archive_dir.parent / "quarantine"
         self.cancel = cancel or threading.Event()
-        """Set when the process is closing: :meth:`sync` stops before its next step (the rest stays pending)."""
+        """Set when the process is closing: :meth:`sync` stops before its next step (the rest stays
+        pending)."""
         self._archives = threading.Lock()
-        """One archive indexed at a time in a process (a recall's sync, the recall indexer's, a compaction's)."""
+        """One archive indexed at a time in a process (a recall's sync, the recall indexer's, a
+        compaction's)."""
 
     def pending(self) -> int:
         """How many archives, items and LOG.md entries wait for their docs (cheap: no file read)."""
@@ -183,10 +185,10 @@ class ColdIndexer:
                      "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(seq),))
 
     def _index_pending_archive(self, archive_id: str) -> int:
-        """:meth:`index_archive`, unless another thread of this process indexed it meanwhile (then its docs count
-        as indexed: a compaction reports them whichever thread wrote them). Two at once would both read a
-        damaged archive, and the one that found it already moved to quarantine would record it as missing over
-        the other's report of its sha256."""
+        """:meth:`index_archive`, unless another thread of this process indexed it meanwhile (then its docs
+        count as indexed: a compaction reports them whichever thread wrote them). Two at once would both read
+        a damaged archive, and the one that found it already moved to quarantine would record it as missing
+        over the other's report of its sha256."""
         with self._archives:
             row = self.db.conn.execute(
                 "SELECT indexed_at FROM compaction_history WHERE archive_id = ?", (archive_id,)).fetchone()
