@@ -123,7 +123,7 @@ class ContextBuilder:
         start = anchor.start_in(history) if anchor is not None else None
         if anchor is None or start is None:
             renewed = renewed or "the conversation's start changed"
-            evict = anchor is not None and self._evicts()
+            evict = self._leaves_out(history)
             if evict or memory != parts.memory:  # a block of older turns leaves at once; or sized for another memory
                 current, units = self._fit(window, budgets, parts, parts.memory, state["messages"])
                 history = redactor(self._history(int(units * KEEP_SHARE) if evict else units, tail))
@@ -170,12 +170,9 @@ class ContextBuilder:
             history = self.rt.conversation.history(units, fresh_tail=0)
         return history
 
-    def _evicts(self) -> bool:
-        """True when older turns leave the prompt by the budget alone (no compaction makes room)."""
-        conversation = self.rt.conversation
-        provider = conversation.provider
-        return (not isinstance(provider, Compactor) or conversation.handoff() is not None
-                or getattr(getattr(provider, "engine", None), "summarizer", True) is None)
+    def _leaves_out(self, history: list[dict[str, Any]]) -> bool:
+        """True when ``history`` leaves out part of the stored conversation (no compaction made room for it)."""
+        return self.rt.conversation.tokens() > _estimate(history) * (1 + LOSS_TOLERANCE) + 10
 
     def _choose_tools(self, window: Any, parts: PromptParts) -> Budgets:
         """Keep every tool when the conversation keeps a quarter of the window beside them, else offer the
@@ -255,12 +252,9 @@ class ContextBuilder:
 
     def _report_loss(self, history: list[dict[str, Any]]) -> None:
         """Warn once per session when part of the conversation stays out of the prompt."""
-        if self.loss_reported:
+        if self.loss_reported or not self._leaves_out(history):
             return
-        stored = self.rt.conversation.tokens()
-        sent = _estimate(history)
-        if stored <= sent * (1 + LOSS_TOLERANCE) + 10:
-            return
+        stored, sent = self.rt.conversation.tokens(), _estimate(history)
         self.loss_reported = True
         message = (f"the conversation holds ~{stored} tokens but only ~{sent} fit the model's window: older turns "
                    f"are left out of the prompt (they stay stored; /compact summarises them, or use the lcm "
