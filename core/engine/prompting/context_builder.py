@@ -150,7 +150,7 @@ class ContextBuilder:
         anchor = self.anchor
         if anchor is None or anchor.session != self.rt.conversation.session.id:
             return None, "a new session"
-        why = anchor.outdated(view, self.rt.run_id) if first_step else ""
+        why = anchor.outdated(view, self.rt.run_id, first_step)
         return (None, why) if why else (anchor, "")
 
     def _fit(self, window: Any, budgets: Budgets, parts: PromptParts, memory: str,
