@@ -186,6 +186,12 @@ class LlamaServer:
         """The model's tokens of ``text`` (``POST /tokenize``)."""
         return self.post("/tokenize", {"content": text})["tokens"]
 
+    def cpu_seconds(self) -> float:
+        """CPU time the server has used so far (user and system, from ``/proc``): what its work costs whatever
+        else the machine runs meanwhile."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def erase_cache(self) -> None:
         """Empty the slot's prompt cache (``POST /slots/0?action=erase``): the next prompt is evaluated
         whole."""

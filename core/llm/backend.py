@@ -92,8 +92,10 @@ class ChatReply:
     """Token counts the server reported, those it gives: ``prompt_tokens`` (the whole prompt; Ollama does not
     say it), ``cached_tokens`` (taken from its prompt cache), ``evaluated_tokens``, ``completion_tokens``."""
     blocked: str = ""
-    """Why the backend cannot carry out the request (the offline backend's open-ended tasks); empty
-    otherwise."""
+    """Why the backend cannot carry out the request (the offline backend's open-ended tasks); empty otherwise."""
+    cut: bool = False
+    """The reply stopped at the token limit (``max_tokens``, ``num_predict``, the server's own, or the window),
+    not where the model ended it."""
 
 
 class Backend(Protocol):
@@ -126,8 +128,8 @@ class BackendGenerate:
     It keeps its backend, so a summarizer can size its pieces to the backend's window. A backend that
     takes a reply shape (``structured``: Ollama's ``format``, the OpenAI API's ``response_format``) is asked
     for a :class:`SummaryReply`, in the prompt too; a reply that does not fit is asked again once, then the
-    prompt is sent as plain text, as a backend without shapes is asked. ``<think>`` blocks never reach the
-    summary.
+    prompt is sent as plain text, as a backend without shapes is asked (at once when the reply stopped at the
+    token limit: asked again, it would stop there again). ``<think>`` blocks never reach the summary.
     """
 
     def __init__(self, backend: Backend) -> None:
@@ -153,6 +155,9 @@ class BackendGenerate:
                 return parse_reply(reply.text, SummaryReply).summary
             except StructuredReplyError as exc:
                 log.warning("summary reply %d of 2 unusable: %s", attempt, exc)
+            if reply.cut:  # asked again the same way, it would stop at the same limit
+                log.warning("the summary reply stopped at the token limit: asking for plain text")
+                return None
         log.warning("the model gave no summary of the asked shape twice: asking for plain text")
         return None
 

@@ -158,6 +158,7 @@ def add_chunk(reply: ReplyParts, chunk: ollama.ChatResponse) -> str:
     reply.calls.extend(ToolCall(name=call.function.name, arguments=dict(call.function.arguments or {}))
                        for call in (message.tool_calls or ()))
     if chunk.done:
+        reply.cut = chunk.done_reason == "length"
         if chunk.prompt_eval_count is not None:
             reply.usage["evaluated_tokens"] = chunk.prompt_eval_count
         if chunk.eval_count is not None:

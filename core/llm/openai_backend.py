@@ -198,6 +198,7 @@ def add_chunk(reply: ReplyParts, calls: "StreamedCalls", chunk: Any) -> str:
             calls.add(part)
         shown += reply.text(delta.content or "")
         if choice.finish_reason == "length":
+            reply.cut = True
             log.warning("the model's reply was cut: it reached the window or the server's token limit")
     return shown
 

@@ -200,6 +200,8 @@ class ReplyParts:
     those the server reported."""
     thinking: ThinkFilter = field(default_factory=ThinkFilter)
     """Keeps ``<think>`` blocks out of the text shown as it streams."""
+    cut: bool = False
+    """The server stopped the reply at the token limit."""
 
     def text(self, piece: str) -> str:
         """Take a piece of the reply's text; return what to show of it (thinking left out)."""
@@ -215,9 +217,8 @@ class ReplyParts:
         if not calls:
             text, calls = text_tool_calls.parse(text, offered)
             if calls:
-                log.info("the model wrote %d tool call(s) as text: %s", len(calls),
-                         ", ".join(c.name for c in calls))
-        return ChatReply(text=text, tool_calls=calls, usage=dict(self.usage))
+                log.info("the model wrote %d tool call(s) as text: %s", len(calls), ", ".join(c.name for c in calls))
+        return ChatReply(text=text, tool_calls=calls, usage=dict(self.usage), cut=self.cut)
 
 
 def tool_names(tools: list[dict[str, Any]]) -> list[str]:

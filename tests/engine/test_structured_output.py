@@ -18,7 +18,7 @@ from core.memory.compaction.summarizer import LogSummarizer
 from core.memory.files.log_format import LogEntry
 from core.memory.provider import SummarizeOptions
 from core.plugins.memory.lcm.summarizer import LLMSummarizer
-from tests.ollama_server import ScriptedOllama, echo_schema, verbatim
+from tests.ollama_server import ScriptedOllama, echo_schema, raw, verbatim
 
 SCHEMA = SummaryReply.model_json_schema()
 GOOD = "The user planned raised tomato beds."
@@ -102,6 +102,16 @@ def test_two_unfit_replies_fall_back_to_a_plain_request(backend):
     asked = _summary_requests(server)
     assert [p.format for p in asked] == [SCHEMA, SCHEMA, None]
     assert '{"summary":' not in asked[-1].messages[-1]["content"]
+
+
+def test_a_reply_cut_at_the_token_limit_is_not_asked_again_in_the_shape(backend):
+    """A reply that stopped at the token limit (a small model's JSON summary that does not close in time) would stop
+    there again: the prompt goes as plain text at once, one call saved."""
+    server, chat_backend = backend
+    server.enqueue(raw({"content": '{"summary": "Tomatoes want sun, deep watering and', "cut": True}),
+                   verbatim("Raised tomato beds."))
+    assert generate_with(chat_backend)("Summarise: tomatoes.") == "Raised tomato beds."
+    assert [p.format for p in _summary_requests(server)] == [SCHEMA, None]
 
 
 def test_a_constrained_server_reply_is_read(backend):

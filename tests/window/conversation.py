@@ -108,20 +108,27 @@ def record_requests(backend: Any) -> list[tuple[list[dict[str, Any]], list[dict[
     return recorded
 
 
+REPLAY_WINDOW_FACTOR = 2
+"""The scripted server's window in :func:`replay`, in windows of the real server: its tokenizer counts a prompt
+longer than a real one (it splits JSON finely), and it must not cut a prompt the real server took whole (its
+model of the prompt cache does not depend on the window)."""
+
+
 def replay(requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], num_ctx: int) -> list[Any]:
-    """Send the same requests, in the same order, to the scripted Ollama-like server (a model of ``num_ctx``
-    tokens) and return what it saw of each (:class:`tests.ollama_server.Prompt`: its cached and evaluated
-    tokens by its own reckoning)."""
+    """Send the same requests, in the same order, to the scripted Ollama-like server (a model of
+    ``REPLAY_WINDOW_FACTOR * num_ctx`` tokens: it cuts none of them) and return what it saw of each
+    (:class:`tests.ollama_server.Prompt`: its cached and evaluated tokens by its own reckoning)."""
     import ollama
 
     from tests.ollama_server import ScriptedOllama
 
-    with ScriptedOllama(default="ok", context_length=num_ctx) as server:
+    window = REPLAY_WINDOW_FACTOR * num_ctx
+    with ScriptedOllama(default="ok", context_length=window) as server:
         client = ollama.Client(host=server.host)
         for messages, tools in requests:
-            client.chat(model="llama3.1", messages=messages, tools=tools or None,
-                        options={"num_ctx": num_ctx})
+            client.chat(model="llama3.1", messages=messages, tools=tools or None, options={"num_ctx": window})
         client.close()
+        assert server.truncated == [], "the scripted server cut a prompt the real one took whole"
         return list(server.prompts)
 
 

@@ -71,6 +71,22 @@ def test_a_forgotten_fact_leaves_the_next_prompt(make_server, agents_home, make_
     assert "4417" not in str(last) and "locker (personal)" not in last[-2]["content"]
 
 
+def test_a_forgotten_log_entry_leaves_the_next_prompt(make_server, agents_home, make_engine, api):
+    """A LOG.md entry the memory message shows is forgotten, here by the model's own forget_memory call in a run:
+    the run's next prompt has the memory read again, and the entry's text is nowhere in it but in the result of
+    that call (which says what it forgot)."""
+    server, engine = _engine(make_server, agents_home, make_engine, api)
+    seq = engine.manager.append_log("THOUGHT", "The gate code of the orchard is 2468.")
+    for text in TURN_TEXTS[:2]:
+        assert engine.run(text).ok
+    server.enqueue(tool_call("forget_memory", memory_id=f"log:{seq}"), "Forgotten.")
+    assert engine.run("Forget the note about the gate code, please.").ok
+
+    before, after = (body["messages"] for body in server.chat_requests[-2:])
+    assert "2468" in _memory(before) and [m["role"] for m in after[-3:]] == ["user", "assistant", "tool"]
+    assert after[-4]["content"].startswith("# Memory") and "2468" not in str(after[:-1])
+
+
 def test_a_log_entry_of_another_writer_is_read_into_the_next_turn(make_server, agents_home, make_engine, api):
     """An entry another writer adds to LOG.md between turns lays the prompt's start again, the memory showing
     it; the engine's own entries of a turn (its run and step markers, NOW's updates) do not."""

@@ -124,9 +124,8 @@ class ContextBuilder:
         start = anchor.start_in(history) if anchor is not None else None
         if anchor is None or start is None:
             renewed = renewed or "the conversation's start changed"
-            evict = anchor is not None and self._evicts()
-            # a block of older turns leaves at once; or sized for another memory
-            if evict or memory != parts.memory:
+            evict = self._leaves_out(history)
+            if evict or memory != parts.memory:  # a block of older turns leaves at once; or sized for another memory
                 current, units = self._fit(window, budgets, parts, parts.memory, state["messages"])
                 history = redactor(self._history(int(units * KEEP_SHARE) if evict else units, tail))
             # The memory points to the requests the prompt shows (it only gets shorter), this turn's among
@@ -153,7 +152,7 @@ class ContextBuilder:
         anchor = self.anchor
         if anchor is None or anchor.session != self.rt.conversation.session.id:
             return None, "a new session"
-        why = anchor.outdated(view, self.rt.run_id) if first_step else ""
+        why = anchor.outdated(view, self.rt.run_id, first_step)
         return (None, why) if why else (anchor, "")
 
     def _fit(self, window: Any, budgets: Budgets, parts: PromptParts, memory: str,
@@ -175,12 +174,9 @@ class ContextBuilder:
             history = self.rt.conversation.history(units, fresh_tail=0)
         return history
 
-    def _evicts(self) -> bool:
-        """True when older turns leave the prompt by the budget alone (no compaction makes room)."""
-        conversation = self.rt.conversation
-        provider = conversation.provider
-        return (not isinstance(provider, Compactor) or conversation.handoff() is not None
-                or getattr(getattr(provider, "engine", None), "summarizer", True) is None)
+    def _leaves_out(self, history: list[dict[str, Any]]) -> bool:
+        """True when ``history`` leaves out part of the stored conversation (no compaction made room for it)."""
+        return self.rt.conversation.tokens() > _estimate(history) * (1 + LOSS_TOLERANCE) + 10
 
     def _choose_tools(self, window: Any, parts: PromptParts) -> Budgets:
         """Keep every tool when the conversation keeps a quarter of the window beside them, else offer the
@@ -266,12 +262,9 @@ class ContextBuilder:
 
     def _report_loss(self, history: list[dict[str, Any]]) -> None:
         """Warn once per session when part of the conversation stays out of the prompt."""
-        if self.loss_reported:
+        if self.loss_reported or not self._leaves_out(history):
             return
-        stored = self.rt.conversation.tokens()
-        sent = _estimate(history)
-        if stored <= sent * (1 + LOSS_TOLERANCE) + 10:
-            return
+        stored, sent = self.rt.conversation.tokens(), _estimate(history)
         self.loss_reported = True
         message = (f"the conversation holds ~{stored} tokens but only ~{sent} fit the model's window: older "
                    f"turns "
