@@ -92,10 +92,11 @@ class ChatReply:
     """Token counts the server reported, those it gives: ``prompt_tokens`` (the whole prompt; Ollama does not
     say it), ``cached_tokens`` (taken from its prompt cache), ``evaluated_tokens``, ``completion_tokens``."""
     blocked: str = ""
-    """Why the backend cannot carry out the request (the offline backend's open-ended tasks); empty otherwise."""
+    """Why the backend cannot carry out the request (the offline backend's open-ended tasks); empty
+    otherwise."""
     cut: bool = False
-    """The reply stopped at the token limit (``max_tokens``, ``num_predict``, the server's own, or the window),
-    not where the model ended it."""
+    """The reply stopped at the token limit (``max_tokens``, ``num_predict``, the server's own, or the
+    window), not where the model ended it."""
 
 
 class Backend(Protocol):

@@ -217,7 +217,8 @@ class ReplyParts:
         if not calls:
             text, calls = text_tool_calls.parse(text, offered)
             if calls:
-                log.info("the model wrote %d tool call(s) as text: %s", len(calls), ", ".join(c.name for c in calls))
+                log.info("the model wrote %d tool call(s) as text: %s", len(calls),
+                         ", ".join(c.name for c in calls))
         return ChatReply(text=text, tool_calls=calls, usage=dict(self.usage), cut=self.cut)
 
 

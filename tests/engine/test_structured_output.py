@@ -105,8 +105,8 @@ def test_two_unfit_replies_fall_back_to_a_plain_request(backend):
 
 
 def test_a_reply_cut_at_the_token_limit_is_not_asked_again_in_the_shape(backend):
-    """A reply that stopped at the token limit (a small model's JSON summary that does not close in time) would stop
-    there again: the prompt goes as plain text at once, one call saved."""
+    """A reply that stopped at the token limit (a small model's JSON summary that does not close in time)
+    would stop there again: the prompt goes as plain text at once, one call saved."""
     server, chat_backend = backend
     server.enqueue(raw({"content": '{"summary": "Tomatoes want sun, deep watering and', "cut": True}),
                    verbatim("Raised tomato beds."))

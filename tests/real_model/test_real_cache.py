@@ -35,13 +35,14 @@ templates differ."""
 
 
 @pytest.mark.parametrize("ctx_size", [8192, 4096])
-def test_the_servers_cache_counts_follow_the_prompts_structure(llama_server, agents_home, make_engine, ctx_size,
+def test_the_servers_cache_counts_follow_the_prompts_structure(llama_server, agents_home, make_engine,
+                                                               ctx_size,
                                                               caplog, capsys):
     """The 42 turns of ~1,200-character notes told to SmolLM2 on llama-server: every call reports the prompt's
     tokens and those from the cache (usage.prompt_tokens_details.cached_tokens), no prompt is cut or refused,
     the planner prompts that follow one another with no summary call between take a median of at least 85%
-    from the server's cache, and each of them the share the scripted server's model of a prompt cache gives the
-    same prompt, within 10 points. The figures are printed."""
+    from the server's cache, and each of them the share the scripted server's model of a prompt cache gives
+    the same prompt, within 10 points. The figures are printed."""
     server = llama_server(ctx_size, cache_ram=CACHE_RAM_MIB, max_reply=REPLY_TOKENS)
     server.erase_cache()
     configure(agents_home, server, memory={"compact_summarizer": "deterministic"})
@@ -72,14 +73,17 @@ def test_the_servers_cache_counts_follow_the_prompts_structure(llama_server, age
     pairs = [i for i in range(1, len(calls)) if calls[i].tools and calls[i - 1].tools]
     planner = [i for i in range(len(calls)) if calls[i].tools][1:]
     assert pairs, "some planner prompts follow one another"
-    real, model = statistics.median(share[i] for i in pairs), statistics.median(scripted[i].cached_share for i in pairs)
+    real, model = statistics.median(share[i] for i in pairs), statistics.median(scripted[i].cached_share
+                                                                                for i in pairs)
     off = {i: (round(share[i], 3), round(scripted[i].cached_share, 3)) for i in pairs
            if abs(share[i] - scripted[i].cached_share) > TRACKING}
     with capsys.disabled():
         print(f"\n{ctx_size} tokens: {sum(r.ok for r in results)} of {turns} runs done, {len(calls)} calls "
-              f"({sum(not c.tools for c in calls)} summaries) in {elapsed:.0f} s (CPU: the server {server_cpu:.0f} s, "
+              f"({sum(not c.tools for c in calls)} summaries) in {elapsed:.0f} s (CPU: the server "
+              f"{server_cpu:.0f} s, "
               f"the engine {own_cpu:.0f} s); planner pairs {len(pairs)}: cached "
-              f"share median {real:.1%}, min {min(share[i] for i in pairs):.1%} (scripted {model:.1%}); every "
+              f"share median {real:.1%}, min {min(share[i] for i in pairs):.1%} (scripted {model:.1%}); "
+              f"every "
               f"planner prompt after the first: median {statistics.median(share[i] for i in planner):.1%}; "
               f"evaluated per turn {sum(c.usage['evaluated_tokens'] for c in calls) / turns:.0f} of "
               f"{sum(c.usage['prompt_tokens'] for c in calls) / turns:.0f}, generated "

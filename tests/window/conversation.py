@@ -109,9 +109,9 @@ def record_requests(backend: Any) -> list[tuple[list[dict[str, Any]], list[dict[
 
 
 REPLAY_WINDOW_FACTOR = 2
-"""The scripted server's window in :func:`replay`, in windows of the real server: its tokenizer counts a prompt
-longer than a real one (it splits JSON finely), and it must not cut a prompt the real server took whole (its
-model of the prompt cache does not depend on the window)."""
+"""The scripted server's window in :func:`replay`, in windows of the real server: its tokenizer counts a
+prompt longer than a real one (it splits JSON finely), and it must not cut a prompt the real server took whole
+(its model of the prompt cache does not depend on the window)."""
 
 
 def replay(requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], num_ctx: int) -> list[Any]:

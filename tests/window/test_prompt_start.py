@@ -72,9 +72,10 @@ def test_a_forgotten_fact_leaves_the_next_prompt(make_server, agents_home, make_
 
 
 def test_a_forgotten_log_entry_leaves_the_next_prompt(make_server, agents_home, make_engine, api):
-    """A LOG.md entry the memory message shows is forgotten, here by the model's own forget_memory call in a run:
-    the run's next prompt has the memory read again, and the entry's text is nowhere in it but in the result of
-    that call (which says what it forgot)."""
+    """A LOG.md entry the memory message shows is forgotten, here by the model's own forget_memory call in a
+    run:
+    the run's next prompt has the memory read again, and the entry's text is nowhere in it but in the result
+    of that call (which says what it forgot)."""
     server, engine = _engine(make_server, agents_home, make_engine, api)
     seq = engine.manager.append_log("THOUGHT", "The gate code of the orchard is 2468.")
     for text in TURN_TEXTS[:2]:

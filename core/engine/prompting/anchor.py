@@ -13,8 +13,9 @@ for byte, followed by the turns stored since (the *recent* ones) and their own t
 the
   learned profile and the facts the memory shows are as they were, and since the previous call no fact was
   saved and no LOG.md entry written but by the engine's own runs, whose requests, tool calls and results the
-  recent turns show. Within a run the memory stays as it is (the run's steps are in the prompt) unless something
-  is forgotten, by anyone: what it names may stand in the memory message, which must not be sent again.
+  recent turns show. Within a run the memory stays as it is (the run's steps are in the prompt) unless
+  something is forgotten, by anyone: what it names may stand in the memory message, which must not be sent
+  again.
 
 Otherwise the anchor is laid again: the whole earlier conversation becomes the settled history and a memory
 message read fresh follows it, right before the turn.
@@ -28,9 +29,9 @@ from typing import Any
 from core.engine.prompting.memory_message import SINCE_ENTRIES, TAIL_ENTRIES, MemoryView
 
 QUIET_TYPES = frozenset({"FACT", "NOW_UPDATE", "SUMMARY"})
-"""Entries that bring no news of their own: the facts and NOW that the memory shows say what FACT and NOW_UPDATE
-recorded, and a LOG.md summary condenses entries that were shown. A FORGET always is news, whoever wrote it: what
-it names may stand in the memory message, which must not be sent again."""
+"""Entries that bring no news of their own: the facts and NOW that the memory shows say what FACT and
+NOW_UPDATE recorded, and a LOG.md summary condenses entries that were shown. A FORGET always is news, whoever
+wrote it: what it names may stand in the memory message, which must not be sent again."""
 
 
 @dataclass
@@ -62,8 +63,8 @@ class Anchor:
         return None
 
     def outdated(self, view: MemoryView, run_id: str, first_step: bool) -> str:
-        """Why the memory message must be read again ("" when it still says it all): at a turn's first call what
-        it says is compared, at every call whether something was forgotten."""
+        """Why the memory message must be read again ("" when it still says it all): at a turn's first call
+        what it says is compared, at every call whether something was forgotten."""
         self.runs.add(run_id)
         news = [e for e in view.entries if e.seq > self.seen_seq]
         if any(e.type == "FORGET" for e in news):

@@ -125,7 +125,8 @@ class ContextBuilder:
         if anchor is None or start is None:
             renewed = renewed or "the conversation's start changed"
             evict = self._leaves_out(history)
-            if evict or memory != parts.memory:  # a block of older turns leaves at once; or sized for another memory
+            # a block of older turns leaves at once; or sized for another memory
+            if evict or memory != parts.memory:
                 current, units = self._fit(window, budgets, parts, parts.memory, state["messages"])
                 history = redactor(self._history(int(units * KEEP_SHARE) if evict else units, tail))
             # The memory points to the requests the prompt shows (it only gets shorter), this turn's among
@@ -175,7 +176,8 @@ class ContextBuilder:
         return history
 
     def _leaves_out(self, history: list[dict[str, Any]]) -> bool:
-        """True when ``history`` leaves out part of the stored conversation (no compaction made room for it)."""
+        """True when ``history`` leaves out part of the stored conversation (no compaction made room for
+        it)."""
         return self.rt.conversation.tokens() > _estimate(history) * (1 + LOSS_TOLERANCE) + 10
 
     def _choose_tools(self, window: Any, parts: PromptParts) -> Budgets:
@@ -267,9 +269,8 @@ class ContextBuilder:
         stored, sent = self.rt.conversation.tokens(), _estimate(history)
         self.loss_reported = True
         message = (f"the conversation holds ~{stored} tokens but only ~{sent} fit the model's window: older "
-                   f"turns "
-                   f"are left out of the prompt (they stay stored; /compact summarises them, or use the lcm "
-                   f"provider, or a model with a longer context)")
+                   "turns are left out of the prompt (they stay stored; /compact summarises them, or use the "
+                   "lcm provider, or a model with a longer context)")
         log.warning("%s", message)
         self.rt.manager.append_log("SYSTEM", message, {"kind": "context_overflow", "stored_tokens": stored,
                                                        "sent_tokens": sent})
