@@ -21,7 +21,8 @@ Metrics, per question type and overall (abstention questions, ids ending ``_abs`
 
 The baselines rank the same user turns: plain Okapi BM25 (k1 1.2, b 0.75, lower-cased alphanumeric
 words) and plain cosine of all-MiniLM-L6-v2 embeddings of the bare turn texts. Every turn is stored whole
-(a long one gets its chunks' vectors too, see docs/recall.md).
+(a turn of several sentences gets a vector for each sentence too, a long one for each chunk: see
+docs/recall.md).
 
     python scripts/bench_longmemeval.py --limit 12            # a stratified subset, to check it runs
     python scripts/bench_longmemeval.py --json out.json       # the whole dev half: the decision set

@@ -57,7 +57,8 @@ def test_nearest_finds_by_meaning(store):
     """A paraphrase with no shared keyword finds the right memory first, with its distance."""
     found = store.nearest(store.embedder.embed(["Which shares was the person interested in?"])[0], 2)
     assert found[0]["text"] == CORPUS[0] and 0 <= found[0]["_distance"] < found[1]["_distance"]
-    assert set(found[0]) == {"id", "kind", "text", "source", "occurred_at", "_distance"}
+    assert set(found[0]) == {"id", "kind", "text", "source", "occurred_at", "_distance", "own_distance"}
+    assert found[0]["own_distance"] == found[0]["_distance"]  # a memory of one sentence has no other row
 
 
 def test_filters_by_kind_time_and_source(store):

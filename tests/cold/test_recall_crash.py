@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from core.memory.recall.lance_table import chunk_id, piece_texts
 from core.memory_manager import MemoryManager
 from tests.cold.conftest import write_config
 
@@ -26,7 +27,8 @@ manager.cold.store().table
 if {point!r}:
     assert manager.cold.background.wait_idle(120)
     fault_points.arm({point!r}, thread="agentos-recall")
-manager.store_memories([f"round {round} note {{i}} about ticker T{{i % 13}}" for i in range(300)])
+manager.store_memories([f"round {round} note {{i}} about ticker T{{i % 13}}" + (". The desk wants it by Friday."
+                         if i % 2 else "") for i in range(300)])
 print("stored", flush=True)
 if {point!r}:
     manager.cold.background.wait_idle(120)
@@ -46,7 +48,8 @@ def run_child(round_no: int, point: str = "") -> subprocess.Popen:
 
 @pytest.mark.slow
 def test_sigkill_during_background_indexing_then_the_index_catches_up(ollama_home):
-    """After SIGKILLs while vectors are computed, a restart indexes every memory exactly once."""
+    """After SIGKILLs while vectors are computed, a restart indexes every memory exactly once, and every
+    sentence of the notes of two sentences once."""
     write_config(ollama_home, {"cold": {"embedder": "ollama:fake-embed"}, "llm": {"backend": "offline"}})
     for round_no, point in enumerate(KILL_POINTS):
         child = run_child(round_no, point)
@@ -61,8 +64,11 @@ def test_sigkill_during_background_indexing_then_the_index_catches_up(ollama_hom
         ids = manager.cold.store().ids()
         assert len(ids) == len(set(ids)) == 900, "every memory has one vector, none doubled"
         assert set(ids) == set(manager.cold.docs.ids())
-        assert manager.recall_memory("round 2 note 7 about ticker T7",
-                                     1)[0]["content"] == "round 2 note 7 about ticker T7"
+        docs = manager.cold.docs.get(ids)
+        pieces = manager.cold.store().chunk_ids()
+        assert len(pieces) == len(set(pieces)) == 2 * 450
+        assert set(pieces) == {chunk_id(i, n) for i in ids for n in range(1, len(piece_texts(docs[i].text)) + 1)}
+        assert manager.recall_memory("round 2 note 8 about ticker T8", 1)[0]["content"] == "round 2 note 8 about ticker T8"
 
 
 @pytest.mark.slow

@@ -35,7 +35,7 @@ def test_recall_with_the_default_keeps_the_weaker_evidence_and_forgetting_takes_
     """One strong match and weaker ones: recall with the default min_score returns the weaker ones too, a
     forget by the same query only the memory that says every word of it."""
     manager.store_memories(["the blue bicycle from the Lyon market has a bell",
-                            "a bicycle", "market", "blue"])
+                            "a bicycle", "market", "blue", "the market opens at nine"])
     strong = manager.recall_memory("blue bicycle Lyon market bell", n_results=10, min_score=0)
     scores = [r["score"] for r in strong]
     floor = manager.cold.tuning.relative_floor * scores[0]

@@ -192,7 +192,7 @@ class ColdMemory:
                                  f"let them "
                                  "be computed (manager.cold.catch_up()) and try again, or choose by words")
         where = where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)
-        return recall_query.nearest(text, self.store(), depth, where) or []
+        return recall_query.nearest(text, self.store(), depth, where, self.tuning.piece_share) or []
 
     def _caught_up(self) -> Recalled:
         """Index what was just written and wait up to ``cold.vector_wait_s`` for its vectors; an empty

@@ -7,6 +7,7 @@ lance and pyarrow are imported on first use.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -134,34 +135,41 @@ def where_clause(kinds: Sequence[str] | None = None, since: str | None = None, u
     return " AND ".join(clauses) or None
 
 
-# -- chunk rows of long memories ----------------------------------------------------
+# -- piece rows: the sentences of a memory, the chunks of a long one ---------------------------
 #
-# Long memories in the cold store: one vector for the memory, and one for each chunk of its text.
+# A memory's own vector speaks for all of it, so a remark in passing inside a turn about something else
+# ("I'm looking for tools for social media analytics. By the way, I just attended a digital marketing
+# workshop") is diluted by the rest. A memory of several sentences therefore also gets a row for each
+# sentence (:func:`sentences`), and one longer than ``LONG_CHARS`` (its own vector sees about that much of
+# it, see :mod:`core.llm.embedding.token_batches`) a row for each chunk of about ``CHUNK_CHARS`` characters
+# instead (cut between words, overlapping by ``OVERLAP_CHARS`` so that a sentence on a cut is whole in one
+# of them). A piece row has the memory's kind, source and time, so that the vector search's filters hold
+# for it. It is no memory of its own: a hit on it is evidence for its memory (:func:`folded_hits`), which
+# recall returns once, and its text is the memory's own.
 #
-# A memory's own vector is computed from its first two model windows (about 2,000 characters,
-# see :mod:`core.llm.embedding.token_batches`): a fact said in the middle of a 76 KB chat turn
-# would be lost in it. A memory longer than ``LONG_CHARS`` therefore also gets a row for each
-# chunk of about ``CHUNK_CHARS`` characters (cut between words, overlapping by ``OVERLAP_CHARS``
-# so that a sentence on a cut is whole in one of them), with the memory's kind, source and time,
-# so that the vector search's filters hold for them. A chunk row is no memory of its own: a hit
-# on it is a hit on its memory (:func:`folded_hits`), which recall returns once, and its text is the
-# memory's own.
-#
-# A chunk row's id is ``chunk:<memory id>#<n>`` with ``#`` and ``%`` of the memory id escaped
-# (a fact key may hold them), so ``starts_with(id, 'chunk:<escaped id>#')`` selects the chunks of
-# one memory and no other's. They are written in the same Lance commit as the memory's row, and
-# that commit deletes the memory's chunk rows it does not rewrite (the text was redacted since, and
-# is shorter): no stale chunk keeps a secret.
+# A piece row's id is ``chunk:<memory id>#<n>`` (n from 1, without gaps) with ``#`` and ``%`` of the memory
+# id escaped (a fact key may hold them), so ``starts_with(id, 'chunk:<escaped id>#')`` selects the pieces
+# of one memory and no other's. They are written in the same Lance commit as the memory's row, and that
+# commit deletes the memory's piece rows it does not rewrite (its text changed, or was redacted, and has
+# fewer pieces now): no stale piece keeps a secret, or finds a memory by what it no longer says.
 
 CHUNK_PREFIX = "chunk:"
 LONG_CHARS = 2000
-"""A memory longer than this gets chunk rows (its own vector sees about this much of it)."""
+"""A memory longer than this gets chunk rows instead of sentence rows (its own vector sees about this much
+of it)."""
 CHUNK_CHARS = 400
 """About how long a chunk is: three or four sentences, some 100 tokens. A sentence's meaning is diluted by
 what shares its vector: a fact in 1,000 characters of unrelated talk was at cosine 0.16 from a question
 about it, in 400 at 0.36 (0.49 alone), which recall's default ``min_score`` lets through."""
 OVERLAP_CHARS = 80
 """How much of the end of a chunk the next one repeats (a sentence on a cut is whole in one of them)."""
+SENTENCE_CHARS = 25
+"""The shortest sentence that gets a row of its own: a shorter piece ("Thanks!", "It was great.", an
+abbreviation's "e.g.") joins the sentence before it."""
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+|\s*\n+\s*")
+"""Where a sentence ends: after ``.``, ``!`` or ``?`` (and a closing quote or bracket) before white space,
+and at a line break."""
 
 
 def _escaped(memory_id: str) -> str:
@@ -169,20 +177,34 @@ def _escaped(memory_id: str) -> str:
 
 
 def chunk_id(memory_id: str, number: int) -> str:
-    """The id of chunk ``number`` (from 1) of the memory ``memory_id``."""
+    """The id of piece ``number`` (from 1) of the memory ``memory_id``."""
     return f"{CHUNK_PREFIX}{_escaped(memory_id)}#{number}"
 
 
 def memory_of(row_id: str) -> str:
-    """The memory a row stands for: itself, or a chunk's memory."""
+    """The memory a row stands for: itself, or a piece's memory."""
     if not row_id.startswith(CHUNK_PREFIX):
         return row_id
     return row_id[len(CHUNK_PREFIX):].rpartition("#")[0].replace("%23", "#").replace("%25", "%")
 
 
 def is_chunk(row_id: str) -> bool:
-    """True for a chunk row's id."""
+    """True for a piece row's id."""
     return row_id.startswith(CHUNK_PREFIX)
+
+
+def sentences(text: str, shortest: int = SENTENCE_CHARS) -> list[str]:
+    """``text`` cut into sentences; a piece shorter than ``shortest`` characters joins the one before it
+    (the first one, the one after it)."""
+    found: list[str] = []
+    for piece in (p.strip() for p in _SENTENCE_END.split(text)):
+        if not piece:
+            continue
+        if found and (len(piece) < shortest or len(found[-1]) < shortest):
+            found[-1] = f"{found[-1]} {piece}"
+        else:
+            found.append(piece)
+    return found
 
 
 def chunk_texts(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS) -> list[str]:
@@ -203,18 +225,26 @@ def chunk_texts(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS
     return [piece for piece in found if piece]
 
 
+def piece_texts(text: str) -> list[str]:
+    """The texts of a memory's piece rows: the chunks of a long one, the sentences of one that has several,
+    none for one sentence."""
+    if len(text) > LONG_CHARS:
+        return chunk_texts(text)
+    found = sentences(text)
+    return found if len(found) > 1 else []
+
+
 def chunk_rows(row: VectorRow, text: str, speaker: str = "") -> list[VectorRow]:
-    """The chunk rows of the memory whose own row is ``row`` and whose text is ``text`` (none if short)."""
-    if len(text) <= LONG_CHARS:
-        return []
+    """The piece rows of the memory whose own row is ``row`` and whose text is ``text`` (see :func:`piece_texts`)."""
     said = f"{speaker}: " if speaker else ""
     return [VectorRow(id=chunk_id(row.id, n), kind=row.kind, text=said + piece, source=row.source,
                       occurred_at=row.occurred_at, memory="")
-            for n, piece in enumerate(chunk_texts(text), start=1)]
+            for n, piece in enumerate(piece_texts(text), start=1)]
 
 
 def chunks_filter(memory_ids: Iterable[str]) -> str | None:
-    """A Lance filter that selects every chunk row of ``memory_ids`` (None for no id)."""
+    """A Lance filter that selects every piece row of ``memory_ids`` (None for no id). It is evaluated on every
+    row of the table (about 10 ms a memory at 300,000 rows): :func:`pieces_filter` narrows the ids first."""
     ids = list(memory_ids)
     if not ids:
         return None
@@ -222,26 +252,40 @@ def chunks_filter(memory_ids: Iterable[str]) -> str | None:
     return f"starts_with(id, {sql_string(CHUNK_PREFIX)}) AND ({either})"
 
 
-def may_have_chunks(text: str) -> bool:
-    """Whether a memory of ``text`` may have had chunk rows: it is long, or nearly (its text may have
-    been longer before a secret in it was redacted)."""
-    return len(text) > LONG_CHARS // 2
+def pieces_filter(table, memory_ids: Sequence[str]) -> str | None:
+    """A Lance filter that selects every piece row of those of ``memory_ids`` that have some in the Lance
+    ``table`` (None: none has), for a write that holds the write lock.
+
+    A memory has piece rows if and only if it has its first (they are numbered from 1 without gaps), which an
+    ``IN`` list finds at once: usually none of a batch has (new memories), and :func:`chunks_filter` is slow.
+    """
+    if not memory_ids:
+        return None
+    firsts = ", ".join(sql_string(chunk_id(i, 1)) for i in memory_ids)
+    found = table.to_table(columns=["id"], filter=f"id IN ({firsts})").column("id").to_pylist()
+    return chunks_filter(memory_of(i) for i in found)
 
 
 def folded_hits(rows: Sequence[dict[str, Any]], depth: int) -> list[dict[str, Any]]:
-    """Vector hits (best first) with each chunk's hit given to its memory, and each memory once (its best
-    hit), at most ``depth`` of them."""
-    seen: set[str] = set()
-    found = []
+    """Vector hits (best first) folded into their memories: each memory once, at its best row's place and
+    distance (its own row's or a piece's), at most ``depth`` of them.
+
+    Each hit also has ``own_distance``: its own row's distance, or, when the search did not reach that row, the
+    distance of the farthest row it returned (the own row is at least that far).
+    """
+    found: dict[str, dict[str, Any]] = {}
     for row in rows:
         memory = memory_of(row["id"])
-        if memory in seen:
-            continue
-        seen.add(memory)
-        found.append({**row, "id": memory})
-        if len(found) == depth:
-            break
-    return found
+        hit = found.get(memory)
+        if hit is None and len(found) < depth:
+            hit = found[memory] = {**row, "id": memory, "own_distance": None}
+        if hit is not None and hit["own_distance"] is None and not is_chunk(row["id"]):
+            hit["own_distance"] = row["_distance"]
+    farthest = rows[-1]["_distance"] if rows else None
+    for hit in found.values():
+        if hit["own_distance"] is None:
+            hit["own_distance"] = farthest
+    return list(found.values())
 
 
 def cold_store_error(exc: Exception, what: str) -> ColdStoreError:

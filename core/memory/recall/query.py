@@ -169,13 +169,18 @@ def candidates(
     where = where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)
     with ThreadPoolExecutor(1, thread_name_prefix="recall-vectors",
                             initializer=leave_ctrl_c_to_the_main_thread) as pool:
-        vectors = pool.submit(nearest, text, store, tuning.depth, where)
+        vectors = pool.submit(nearest, text, store, tuning.depth, where, tuning.piece_share)
         return _ranked(text, filters, docs, tuning, vectors, trace)
 
 
-def nearest(text: str, store: ColdStore, depth: int, where: str | None) -> list[tuple[str, float]] | None:
-    """The ``depth`` memories nearest in meaning to ``text`` as ``(id, cosine similarity)``, best first;
-    None when no vector search can run (the embedder failed, or no memory has its vector yet)."""
+def nearest(text: str, store: ColdStore, depth: int, where: str | None,
+            piece_share: float = Tuning.piece_share) -> list[tuple[str, float]] | None:
+    """The ``depth`` memories nearest in meaning to ``text`` as ``(id, similarity)``, best first; None when no
+    vector search can run (the embedder failed, or no memory has its vector yet).
+
+    A memory's similarity is its own vector's cosine, raised by ``piece_share`` of what its best sentence (or
+    chunk) adds to it (see ``Tuning.piece_share``).
+    """
     try:
         if not store.may_have_rows():  # nothing to compare with: the model is not even loaded
             return None
@@ -183,10 +188,16 @@ def nearest(text: str, store: ColdStore, depth: int, where: str | None) -> list[
     except BackendError as exc:
         log.warning("recall by words only: the embedder failed: %s", exc)
         return None
-    hits = [(row["id"], 1.0 - row["_distance"]) for row in store.nearest(vector, depth, where,
-                                                                         columns=("id",))]
+    hits = [(row["id"], similarity(row, piece_share)) for row in store.nearest(vector, depth, where, columns=("id",))]
     # Empty (no vector yet, or none passes the filters): what the vector search would say is unknown.
-    return hits or None
+    return sorted(hits, key=lambda hit: hit[1], reverse=True) or None
+
+
+def similarity(hit: dict[str, Any], piece_share: float) -> float:
+    """A folded vector hit's similarity: its own row's cosine plus ``piece_share`` of what its best row
+    (a piece's, or its own) adds to it."""
+    own, best = 1.0 - hit["own_distance"], 1.0 - hit["_distance"]
+    return own + piece_share * max(0.0, best - own)
 
 
 def _ranked(

@@ -3,9 +3,10 @@
 For a query, two candidate lists are gathered: the memories whose words match
 (SQLite FTS5, BM25, Porter stems) and the memories nearest in meaning
 (LanceDB, cosine of all-MiniLM-L6-v2 vectors of the memory with its speaker
-and the turn before it). Each candidate gets five evidence features:
+and the turn before it, and of each of its sentences). Each candidate gets
+five evidence features:
 
-- ``vector``: the cosine similarity to the query;
+- ``vector``: the cosine similarity to the query, raised toward its best sentence's (``Tuning.piece_share``);
 - ``words``: the BM25 score as a share of what one match of every query word scores;
 - ``word_rank``: its rank among the word matches (BM25's scale moves with the query, its order does not);
 - ``speaker``: the query names the person who said it;
@@ -51,7 +52,14 @@ class Tuning:
     depth: int = 100
     """Candidates taken from each of the word and vector searches."""
     bias: float = -6.5
-    vector: float = 11.0
+    vector: float = 13.0
+    """The weight of the closeness in meaning (``piece_share`` of a sentence's evidence included: 11 before
+    sentences had vectors of their own; with them, 13 lost no type at any k on LongMemEval, 11 did)."""
+    piece_share: float = 0.7
+    """How much of what a memory's best sentence (or chunk) adds to its own vector's cosine counts: a turn is
+    found by a remark in passing ("By the way, I just attended a workshop at the library") without a long turn
+    that says many things winning by its best sentence alone (all of it, the best of the two: 1.0, cost
+    single-session questions a result at k = 5 on LongMemEval; docs/benchmarks.md)."""
     words: float = 2.2
     word_rank: float = 2.0
     """Added to the evidence of the best word matches, ``word_rank_k / (word_rank_k + r)`` of it for the

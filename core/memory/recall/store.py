@@ -204,7 +204,7 @@ class ColdStore:
             then: Callable[[], object] | None = None) -> int:
         """Embed ``rows`` and upsert them by id (one LanceDB write); return rows written.
 
-        No other row is touched, except the chunk rows of the memories ``replace_chunks_of`` that are
+        No other row is touched, except the piece rows of the memories ``replace_chunks_of`` that are
         not in ``rows`` (see :mod:`core.memory.recall.lance_table`), deleted in the same write.
         ``then()`` runs right after the write, under the same hold of the write lock: what records the
         rows as written then cannot be undone by a re-index (:meth:`drop`) of another process in between.
@@ -220,8 +220,7 @@ class ColdStore:
         rows = self._redacted(rows)
         vectors = self._embed(rows)
         table = self.table
-        stale = lance_table.chunks_filter(replace_chunks_of)
-        while not self._write_if_unchanged(rows, vectors, table.schema, stale, then):
+        while not self._write_if_unchanged(rows, vectors, table.schema, replace_chunks_of, then):
             # A secret was saved while the vectors were computed (its scrub may have run already): the rows
             # it is in are embedded again, outside the lock, which writers of other processes wait for.
             late = self._redacted(rows)
@@ -234,7 +233,7 @@ class ColdStore:
             self._optimize_soon()
         return len(rows)
 
-    def _write_if_unchanged(self, rows: list[VectorRow], vectors, schema, stale: str | None = None,
+    def _write_if_unchanged(self, rows: list[VectorRow], vectors, schema, replace_chunks_of: Sequence[str] = (),
                             then: Callable[[], object] | None = None) -> bool:
         """Upsert ``rows`` unless a secret saved since they were redacted is in them; True if written."""
         with self.writing():
@@ -243,8 +242,10 @@ class ColdStore:
                 return False
             records = lance_table.arrow(rows, vectors, schema)
             try:
+                table = self.writable()
+                stale = lance_table.pieces_filter(table, replace_chunks_of)
                 fault_points.reach("cold.write")
-                upsert(self.writable(), records, stale)
+                upsert(table, records, stale)
                 fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
                 raise cold_store_error(exc, f"cannot write to the cold store {self.path}") from exc
@@ -270,7 +271,7 @@ class ColdStore:
         return vectors
 
     def remove(self, ids: Sequence[str]) -> None:
-        """Delete the rows of ``ids`` and their chunk rows (ids that have none are ignored)."""
+        """Delete the rows of ``ids`` and their piece rows (ids that have none are ignored)."""
         if not ids:
             return
         self.table  # opened (its embedder checked) before the write lock
@@ -278,9 +279,10 @@ class ColdStore:
             try:
                 for start in range(0, len(ids), 100):
                     part = ids[start:start + 100]
+                    table = self.writable()
+                    pieces = lance_table.pieces_filter(table, part)
                     fault_points.reach("cold.write")
-                    self.writable().delete(f"id IN ({', '.join(sql_string(i) for i in part)}) OR "
-                                           f"({lance_table.chunks_filter(part)})")
+                    table.delete(f"id IN ({', '.join(map(sql_string, part))})" + (f" OR ({pieces})" if pieces else ""))
                     fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
                 raise cold_store_error(exc, f"cannot delete from the cold store {self.path}") from exc
@@ -364,13 +366,14 @@ class ColdStore:
         """The ``depth`` rows closest to ``vector`` (cosine), through the ANN index if any, best first.
 
         Each row has ``columns`` (by default ``id, kind, text, source, occurred_at``) and ``_distance``; a
-        long memory's hit is its best row, its own or a chunk's (with the memory's id);
-        ``exact=True`` bypasses the index (to measure what it loses). Every column read costs a random
-        read a row: recall asks for ``("id",)`` only.
+        memory with pieces (sentences, chunks) is one hit at its best row, its own or a piece's (with the
+        memory's id), and every hit has ``own_distance``, its own row's (see
+        :func:`~core.memory.recall.lance_table.folded_hits`); ``exact=True`` bypasses the index (to measure
+        what it loses). Every column read costs a random read a row: recall asks for ``("id",)`` only.
         """
         try:
             # Naming the distance column keeps Lance from warning that it adds it implicitly.
-            # Twice the depth: the chunks of one long memory may hold several of the nearest rows.
+            # Twice the depth: the pieces of a memory may hold several of the nearest rows.
             rows = self.table.to_table(columns=[*columns, "_distance"], filter=where, prefilter=bool(where),
                                        nearest=ann_index.nearest(vector, 2 * depth, exact=exact)).to_pylist()
         except (OSError, ValueError, RuntimeError) as exc:
