@@ -27,8 +27,8 @@ manager.cold.store().table
 if {point!r}:
     assert manager.cold.background.wait_idle(120)
     fault_points.arm({point!r}, thread="agentos-recall")
-manager.store_memories([f"round {round} note {{i}} about ticker T{{i % 13}}" + (". The desk wants it by Friday."
-                         if i % 2 else "") for i in range(300)])
+manager.store_memories([f"round {round} note {{i}} about ticker T{{i % 13}}"
+                         + (". The desk wants it by Friday." if i % 2 else "") for i in range(300)])
 print("stored", flush=True)
 if {point!r}:
     manager.cold.background.wait_idle(120)
@@ -67,8 +67,10 @@ def test_sigkill_during_background_indexing_then_the_index_catches_up(ollama_hom
         docs = manager.cold.docs.get(ids)
         pieces = manager.cold.store().chunk_ids()
         assert len(pieces) == len(set(pieces)) == 2 * 450
-        assert set(pieces) == {chunk_id(i, n) for i in ids for n in range(1, len(piece_texts(docs[i].text)) + 1)}
-        assert manager.recall_memory("round 2 note 8 about ticker T8", 1)[0]["content"] == "round 2 note 8 about ticker T8"
+        assert set(pieces) == {chunk_id(i, n) for i in ids for n in range(1,
+                                                                          len(piece_texts(docs[i].text)) + 1)}
+        assert manager.recall_memory("round 2 note 8 about ticker T8",
+                                     1)[0]["content"] == "round 2 note 8 about ticker T8"
 
 
 @pytest.mark.slow

@@ -1,11 +1,12 @@
-"""A memory of several sentences gets a vector for each: a remark in passing inside a turn about something else
-is found by meaning, and the sentence rows live and die with their memory."""
+"""A memory of several sentences gets a vector for each: a remark in passing inside a turn about something
+else is found by meaning, and the sentence rows live and die with their memory."""
 
 from __future__ import annotations
 
 from core.memory.recall import lance_table as pieces
 
-TURN = ("I'm trying to improve my bakery's online presence and I was wondering which tools track engagement on "
+TURN = ("I'm trying to improve my bakery's online presence and I was wondering which tools track engagement "
+        "on "
         "social media. I post on three platforms every morning and I'd like to see which posts people share. "
         "By the way, I went to a two-day pottery workshop at the community centre last weekend. "
         "Also, what time of day should a small bakery post on Instagram?")
@@ -39,7 +40,8 @@ def test_each_sentence_of_a_memory_has_a_row_and_one_sentence_none(finn):
     """Four sentences, four rows beside the memory's own; a memory of one sentence has only its own."""
     stored = finn.store_memories([TURN, OTHERS[0]])
     finn.cold.catch_up()
-    assert piece_ids(finn, stored[0]) == expected_ids(stored[0], TURN) and len(piece_ids(finn, stored[0])) == 4
+    assert piece_ids(finn, stored[0]) == expected_ids(stored[0],
+                                                      TURN) and len(piece_ids(finn, stored[0])) == 4
     assert piece_ids(finn, stored[1]) == []
     texts = {r["id"]: r["text"] for r in finn.cold.store().rows_of(pieces.CHUNK_PREFIX)}
     assert texts[pieces.chunk_id(stored[0], 3)] == \
@@ -97,8 +99,10 @@ def test_rebuilding_the_index_writes_the_sentence_rows_again(finn):
 def test_sentences_end_at_stops_and_line_breaks_and_short_ones_join_the_one_before():
     assert pieces.sentences("I moved to Porto in May 2021. My dog is called Biscuit, really!\n"
                             "What should I pack for the trip?") == [
-        "I moved to Porto in May 2021.", "My dog is called Biscuit, really!", "What should I pack for the trip?"]
-    assert pieces.sentences("Thanks! I went to the pottery workshop last weekend. It was great. See you.") == [
+        "I moved to Porto in May 2021.", "My dog is called Biscuit, really!",
+        "What should I pack for the trip?"]
+    assert pieces.sentences("Thanks! I went to the pottery workshop last weekend. It was great. See "
+                            "you.") == [
         "Thanks! I went to the pottery workshop last weekend. It was great. See you."]
     assert pieces.sentences('My manager said "it is finally done." Then the meeting ended at noon.') == [
         'My manager said "it is finally done."', "Then the meeting ended at noon."]

@@ -235,7 +235,8 @@ def piece_texts(text: str) -> list[str]:
 
 
 def chunk_rows(row: VectorRow, text: str, speaker: str = "") -> list[VectorRow]:
-    """The piece rows of the memory whose own row is ``row`` and whose text is ``text`` (see :func:`piece_texts`)."""
+    """The piece rows of the memory whose own row is ``row`` and whose text is ``text`` (see
+    :func:`piece_texts`)."""
     said = f"{speaker}: " if speaker else ""
     return [VectorRow(id=chunk_id(row.id, n), kind=row.kind, text=said + piece, source=row.source,
                       occurred_at=row.occurred_at, memory="")
@@ -243,8 +244,9 @@ def chunk_rows(row: VectorRow, text: str, speaker: str = "") -> list[VectorRow]:
 
 
 def chunks_filter(memory_ids: Iterable[str]) -> str | None:
-    """A Lance filter that selects every piece row of ``memory_ids`` (None for no id). It is evaluated on every
-    row of the table (about 10 ms a memory at 300,000 rows): :func:`pieces_filter` narrows the ids first."""
+    """A Lance filter that selects every piece row of ``memory_ids`` (None for no id). It is evaluated on
+    every row of the table (about 10 ms a memory at 300,000 rows): :func:`pieces_filter` narrows the ids
+    first."""
     ids = list(memory_ids)
     if not ids:
         return None
@@ -270,8 +272,8 @@ def folded_hits(rows: Sequence[dict[str, Any]], depth: int) -> list[dict[str, An
     """Vector hits (best first) folded into their memories: each memory once, at its best row's place and
     distance (its own row's or a piece's), at most ``depth`` of them.
 
-    Each hit also has ``own_distance``: its own row's distance, or, when the search did not reach that row, the
-    distance of the farthest row it returned (the own row is at least that far).
+    Each hit also has ``own_distance``: its own row's distance, or, when the search did not reach that row,
+    the distance of the farthest row it returned (the own row is at least that far).
     """
     found: dict[str, dict[str, Any]] = {}
     for row in rows:

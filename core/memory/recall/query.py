@@ -188,7 +188,8 @@ def nearest(text: str, store: ColdStore, depth: int, where: str | None,
     except BackendError as exc:
         log.warning("recall by words only: the embedder failed: %s", exc)
         return None
-    hits = [(row["id"], similarity(row, piece_share)) for row in store.nearest(vector, depth, where, columns=("id",))]
+    hits = [(row["id"], similarity(row, piece_share)) for row in store.nearest(vector, depth, where,
+                                                                               columns=("id",))]
     # Empty (no vector yet, or none passes the filters): what the vector search would say is unknown.
     return sorted(hits, key=lambda hit: hit[1], reverse=True) or None
 

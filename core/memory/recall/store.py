@@ -233,7 +233,8 @@ class ColdStore:
             self._optimize_soon()
         return len(rows)
 
-    def _write_if_unchanged(self, rows: list[VectorRow], vectors, schema, replace_chunks_of: Sequence[str] = (),
+    def _write_if_unchanged(self, rows: list[VectorRow], vectors, schema,
+                            replace_chunks_of: Sequence[str] = (),
                             then: Callable[[], object] | None = None) -> bool:
         """Upsert ``rows`` unless a secret saved since they were redacted is in them; True if written."""
         with self.writing():
@@ -282,7 +283,8 @@ class ColdStore:
                     table = self.writable()
                     pieces = lance_table.pieces_filter(table, part)
                     fault_points.reach("cold.write")
-                    table.delete(f"id IN ({', '.join(map(sql_string, part))})" + (f" OR ({pieces})" if pieces else ""))
+                    table.delete(f"id IN ({', '.join(map(sql_string, part))})"
+                                 + (f" OR ({pieces})" if pieces else ""))
                     fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
                 raise cold_store_error(exc, f"cannot delete from the cold store {self.path}") from exc

@@ -221,8 +221,8 @@ class BackgroundIndexer:
             self._idle.notify_all()
 
     def embed_batch(self) -> int:
-        """Compute and store the vectors of up to ``BATCH`` pending docs (``BATCH_CHARS`` of text), and of their
-        sentences or chunks (see :mod:`core.memory.recall.lance_table`); return how many docs.
+        """Compute and store the vectors of up to ``BATCH`` pending docs (``BATCH_CHARS`` of text), and of
+        their sentences or chunks (see :mod:`core.memory.recall.lance_table`); return how many docs.
 
         The thread runs it as a background step (:func:`core.durable.foreground.step`): one at a time in a
         process, whichever agent it is for, so a process exits once the batch in progress is written.
@@ -237,8 +237,10 @@ class BackgroundIndexer:
         store = self._store()
         # Marked under the write lock of the write: a re-index by another process (which drops the table
         # under that lock, then queues every doc again) comes before both or after both.
-        # Any of them may have had pieces of another text (changed or redacted since): the store deletes those.
-        store.put(rows + [c for pieces in chunks[:count] for c in pieces], replace_chunks_of=[d.id for d in pending],
+        # Any of them may have had pieces of another text (changed or redacted since): the store deletes
+        # those.
+        store.put(rows + [c for pieces in chunks[:count] for c in pieces],
+                  replace_chunks_of=[d.id for d in pending],
                   then=lambda: self.docs.mark_embedded({row.id: row for row in rows}, vector_row))
         present = self.docs.get([d.id for d in pending])
         gone = [d.id for d in pending if d.id not in present]
