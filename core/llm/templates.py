@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from importlib.resources import files
 
 
 @lru_cache(maxsize=None)
 def load_prompt(package: str, name: str) -> str:
     """The text of ``prompts/<name>.md`` in ``package`` (a dotted name, e.g. ``core.engine``), as written."""
+    from importlib.resources import files  # 16 ms of imports, paid by the processes that ask a model
+
     return files(package).joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
 
 
