@@ -44,8 +44,7 @@ def test_the_batch_sent_again_after_a_fix_stores_nothing_twice(manager):
 def test_a_batch_with_no_good_item_raises_and_stores_nothing(manager):
     with pytest.raises(ValidationError,
                        match=r"none of the 3 memories was stored, each was refused: item 0: memory "
-                                              r"content must not be empty; item 1: .*got NoneType; item 2: "
-                                              r"unknown"):
+                             r"content must not be empty; item 1: .*got NoneType; item 2: unknown"):
         manager.store_memories(["", None, {"content": "x", "colour": "red"}])
     assert manager.cold.docs.count() == 0
 

@@ -159,8 +159,8 @@ def postgres_schema_leaks(dsn: str, schema: str, value: str, *, checkpoints: boo
     found = []
     with psycopg.connect(dsn, autocommit=True) as conn:
         tables = [r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE "
-                                             "table_schema = %s"
-                                             " AND table_type = 'BASE TABLE' ORDER BY 1", (schema,))]
+                                             "table_schema = %s AND table_type = 'BASE TABLE' ORDER BY 1",
+                                             (schema,))]
         for table in tables:
             if (table.startswith("checkpoint") and not checkpoints) or table in kept:
                 continue

@@ -469,8 +469,8 @@ def test_streamable_http_serving_session_after_session_holds_no_more_than_after_
         sessions(5, 35)
         assert descriptors(server.pid) <= fds + 6
         assert named_threads(server.pid, "python") <= python + 4
-        # LanceDB's blocking pool starts threads on demand and ends them after 10 s idle: bounded, not per
-        # session.
+        # LanceDB's blocking pool starts threads on demand and ends them after 10 s idle: bounded, not
+        # per session.
         assert native_threads(server.pid) <= python + 64
     finally:
         server.terminate()

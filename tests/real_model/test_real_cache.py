@@ -80,10 +80,8 @@ def test_the_servers_cache_counts_follow_the_prompts_structure(llama_server, age
     with capsys.disabled():
         print(f"\n{ctx_size} tokens: {sum(r.ok for r in results)} of {turns} runs done, {len(calls)} calls "
               f"({sum(not c.tools for c in calls)} summaries) in {elapsed:.0f} s (CPU: the server "
-              f"{server_cpu:.0f} s, "
-              f"the engine {own_cpu:.0f} s); planner pairs {len(pairs)}: cached "
-              f"share median {real:.1%}, min {min(share[i] for i in pairs):.1%} (scripted {model:.1%}); "
-              f"every "
+              f"{server_cpu:.0f} s, the engine {own_cpu:.0f} s); planner pairs {len(pairs)}: cached share "
+              f"median {real:.1%}, min {min(share[i] for i in pairs):.1%} (scripted {model:.1%}); every "
               f"planner prompt after the first: median {statistics.median(share[i] for i in planner):.1%}; "
               f"evaluated per turn {sum(c.usage['evaluated_tokens'] for c in calls) / turns:.0f} of "
               f"{sum(c.usage['prompt_tokens'] for c in calls) / turns:.0f}, generated "

@@ -352,5 +352,4 @@ def test_a_space_scrub_killed_at_any_step_is_finished_by_the_next_open(agents_ho
     marked = sum(mark for _, mark in trials)
     assert 0 < marked < total  # some kills left the mark for the space's open, the others the owner's queue
     print(f"space scrub crash trials: {total} kill points, {marked} finished by the space's next open, the "
-          f"others by "
-          "the owner's; no byte of the key left")
+          "others by the owner's; no byte of the key left")

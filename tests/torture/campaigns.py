@@ -212,9 +212,8 @@ def _expand_context(provider, session) -> list:
 
 def background_indexing(work: Path, trials: int, seed: int = 6) -> Result:
     result = Result("background indexing",
-                    "SIGKILL while archives are indexed and embedded into LanceDB (every "
-                    "memory queued again before each trial; acknowledged: the rows in the store after the "
-                    "last sync)")
+                    "SIGKILL while archives are indexed and embedded into LanceDB (every memory queued again "
+                    "before each trial; acknowledged: the rows in the store after the last sync)")
     clock, rng = Clock(), random.Random(seed)
     home = prepare(work, {"auto_compact": False})
     with MemoryManager("finn", home=home) as manager:

@@ -105,9 +105,8 @@ def check_recall(
     if recency_days is not None and (isinstance(recency_days, bool) or not isinstance(recency_days,
                                                                                       (int, float))
                                      or not 0 < recency_days <= MAX_RECENCY_DAYS):
-        raise ValidationError(f"recency_days must be a number of days above 0 and at most "
-                              f"{MAX_RECENCY_DAYS:,}, "
-                              f"got {shown(recency_days)}")
+        raise ValidationError("recency_days must be a number of days above 0 and at most "
+                              f"{MAX_RECENCY_DAYS:,}, got {shown(recency_days)}")
     moment = parse_time(now, "now") if now is not None else None
     filters = Filters(kinds, *time_bounds(since, until, moment))
     return RecallRequest(text, n_results, filters, float(threshold), recency_days, moment,

@@ -102,10 +102,8 @@ def claim(db: Any, folder: Path, space: str) -> None:
     if owner["folder_id"] != mine:
         raise StorageError(
             f"schema {db.schema} indexes the space {space} of the folder {owner['path']} on host "
-            f"{owner['host']} "
-            f"(since {owner['claimed_at']}), not {folder}: publish from an agents home that mounts that "
-            f"folder, "
-            "or give this deployment its own storage.schema_prefix")
+            f"{owner['host']} (since {owner['claimed_at']}), not {folder}: publish from an agents home that "
+            "mounts that folder, or give this deployment its own storage.schema_prefix")
 
 
 def _lexeme(term: str) -> str:

@@ -92,8 +92,7 @@ class Tiers:
                       entry.seq)
         except StorageError as exc:
             log.warning("LOG.md entry %d is written but memory.db cannot index it now (%s); the index "
-                        "catches "
-                        "up at the next write or open", entry.seq, exc)
+                        "catches up at the next write or open", entry.seq, exc)
         self.appended()
 
     def appended(self) -> None:

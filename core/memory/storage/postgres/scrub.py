@@ -48,8 +48,7 @@ SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_class x ON x.oid = i
 JOIN pg_am m ON m.oid = x.relam WHERE i.indrelid = %s::regclass AND m.amname = 'gin' AND i.indisvalid
 """
 _INVALID = (
-    "SELECT i.indexrelid::regclass::text FROM pg_index i WHERE i.indrelid = %s::regclass AND NOT "
-    "i.indisvalid"
+    "SELECT i.indexrelid::regclass::text FROM pg_index i WHERE i.indrelid = %s::regclass AND NOT i.indisvalid"
 )
 
 
