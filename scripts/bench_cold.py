@@ -246,8 +246,8 @@ class PartTimer:
         yield self.parts
 
 
-def bench_recall(manager, queries: list[str], warmup: list[str]) -> tuple[list[float],
-                                                                          dict[str, list[float]]]:
+def bench_recall(manager, queries: list[str],
+                 warmup: list[str]) -> tuple[list[float], dict[str, list[float]]]:
     """Each query's ``recall_memory`` time (ms) and the time of its parts."""
     from core.memory.recall import search as recall_search
 

@@ -22,8 +22,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                         help="a read-write member (repeat)")
     create.add_argument("--read-only", action="append", default=[], metavar="AGENT",
                         help="a member that may only read (repeat)")
-    actions.add_parser("list", help="list the spaces and their members").add_argument(*JSON.flags,
-                                                                                      **JSON.options)
+    actions.add_parser("list", help="list the spaces and their members").add_argument(
+        *JSON.flags, **JSON.options)
     show = actions.add_parser("show", help="a space's members, size and latest entries")
     show.add_argument("name")
     show.add_argument("-n", "--last", type=int, default=5, metavar="N",

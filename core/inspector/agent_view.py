@@ -293,7 +293,7 @@ class AgentView:
                 return {"results": [],
                         "note": "an earlier version wrote this memory: open the agent once (any agentos "
                                 "command on it) to upgrade its recall index",
-                                               **waiting}
+                        **waiting}
             memory = self._memory()
             found = memory.recall_memory(text, n_results, kind, spaces=[], explain=explain)
             note = {} if memory.cold_store() else {"note": "there is no cold store yet: results are matched "

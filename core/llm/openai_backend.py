@@ -171,8 +171,8 @@ def told_tokens(message: str) -> int | None:
 def refused_format(exc: openai.APIStatusError, host: str, model: str) -> bool:
     """Whether an error reply to a request with ``response_format`` is the server refusing that field (a 400
     or 422 that is not about the prompt's length)."""
-    return exc.status_code in (400, 422) and not isinstance(status_error(exc, host, model),
-                                                            PromptTooLongError)
+    return (exc.status_code in (400, 422)
+            and not isinstance(status_error(exc, host, model), PromptTooLongError))
 
 
 def response_format(format: dict[str, Any] | str) -> dict[str, Any]:

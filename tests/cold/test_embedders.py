@@ -65,8 +65,8 @@ def test_make_embedder_follows_config_and_rejects_unknown_names():
         make_embedder(Config()),
         make_embedder(replace(Config(), cold=ColdConfig(embedder="minilm-float32"))),
     )
-    assert (default.name, default.int8) == (MINILM_NAME, True) and (exact.name, exact.int8) == (MINILM_NAME,
-                                                                                                False)
+    assert ((default.name, default.int8) == (MINILM_NAME, True)
+            and (exact.name, exact.int8) == (MINILM_NAME, False))
     assert make_embedder(replace(Config(), cold=ColdConfig(embedder="ollama:nomic-embed-text"))).name == (
         "ollama:nomic-embed-text"
     )

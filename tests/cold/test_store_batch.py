@@ -24,8 +24,8 @@ def test_bad_items_are_refused_by_position_and_the_rest_is_stored(manager):
     assert sorted(stored.by_index) == [0, 2, 5] and list(stored) == [stored.by_index[i] for i in (0, 2, 5)]
     assert stored.report().startswith("stored 3 of 7 memories; refused item 1: memory content must not be "
                                       "empty")
-    found = {r["id"]: r["content"] for r in manager.recall_memory("trip to Lisbon", n_results=20,
-                                                                  min_score=0)}
+    found = {r["id"]: r["content"]
+             for r in manager.recall_memory("trip to Lisbon", n_results=20, min_score=0)}
     assert found == {stored.by_index[0]: TURNS[0], stored.by_index[2]: TURNS[1], stored.by_index[5]: TURNS[3]}
 
 

@@ -73,8 +73,8 @@ def test_the_servers_cache_counts_follow_the_prompts_structure(llama_server, age
     pairs = [i for i in range(1, len(calls)) if calls[i].tools and calls[i - 1].tools]
     planner = [i for i in range(len(calls)) if calls[i].tools][1:]
     assert pairs, "some planner prompts follow one another"
-    real, model = statistics.median(share[i] for i in pairs), statistics.median(scripted[i].cached_share
-                                                                                for i in pairs)
+    real, model = (statistics.median(share[i] for i in pairs),
+                   statistics.median(scripted[i].cached_share for i in pairs))
     off = {i: (round(share[i], 3), round(scripted[i].cached_share, 3)) for i in pairs
            if abs(share[i] - scripted[i].cached_share) > TRACKING}
     with capsys.disabled():

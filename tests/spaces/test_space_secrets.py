@@ -189,8 +189,8 @@ def test_a_secret_saved_after_it_was_published_is_scrubbed_from_the_journal(team
                                                                       {"scrubbed": [1], "by": "researcher"})
     assert not (agents_home / "spaces" / "research" / PENDING).exists()
     record = next(e for e in team["researcher"].log.tail(5) if e.metadata.get("kind") == "secret_scrub")
-    assert record.metadata["spaces"] == {"research": [1]} and not holds(json.dumps(record.metadata).encode(),
-                                                                        WORD)
+    assert (record.metadata["spaces"] == {"research": [1]}
+            and not holds(json.dumps(record.metadata).encode(), WORD))
 
 
 def test_a_secret_saved_after_it_was_published_is_scrubbed_from_the_index(team, agents_home):

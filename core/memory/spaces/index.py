@@ -173,8 +173,8 @@ class SpaceIndex:
             stale = [published[seq] for seq, content, metadata in conn.execute(
                 "SELECT seq, content, metadata FROM entries").fetchall()
                 if seq in published and (content != published[seq].content
-                                         or json.loads(metadata) != (published[seq].metadata.get("metadata")
-                                                                     or {}))]
+                                         or json.loads(metadata)
+                                         != (published[seq].metadata.get("metadata") or {}))]
             for entry in stale:
                 self._apply(conn, entry)
         return len(stale)

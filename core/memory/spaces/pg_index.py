@@ -68,9 +68,9 @@ class PostgresSpaceIndex(SpaceIndex):
             return []
         ceiling = sum(weights.values()) or 1.0
         where, params = _window(since, until)
-        rows = conn.execute(_RANKED.format(where=where), [list(weights), list(weights.values()),
-                                                         " | ".join(_lexeme(t) for t in weights), *params,
-                                                         depth])
+        rows = conn.execute(_RANKED.format(where=where),
+                            [list(weights), list(weights.values()), " | ".join(_lexeme(t) for t in weights),
+                             *params, depth])
         return [(int(seq), min(1.0, float(score) / ceiling)) for seq, score in rows.fetchall()]
 
     def scrub(self) -> bool:

@@ -93,8 +93,8 @@ def schema_rows(db: PostgresDatabase) -> list[str]:
 def _empty(raw: psycopg.Connection, target: dict[str, list[str]]) -> None:
     """Delete every row of the agent's memory from the schema, LangGraph's checkpoints included."""
     names = [name for name in sorted(target) if name not in BOOKKEEPING]
-    raw.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(sql.SQL(", ").join(map(sql.Identifier,
-                                                                                      names))))
+    raw.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(
+        sql.SQL(", ").join(map(sql.Identifier, names))))
 
 
 def schema_tables(raw: psycopg.Connection, schema: str) -> dict[str, list[str]]:

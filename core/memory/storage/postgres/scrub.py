@@ -76,8 +76,8 @@ def scrub_schema(db: PostgresDatabase, redactor: Redactor) -> tuple[dict[str, in
     return changed, True
 
 
-def _scrub_table(raw: psycopg.Connection, table: str, columns: list[str], redactor: Redactor) -> dict[str,
-                                                                                                      int]:
+def _scrub_table(raw: psycopg.Connection, table: str, columns: list[str],
+                 redactor: Redactor) -> dict[str, int]:
     """Rewrite the rows of ``table`` whose ``columns`` hold a secret; return the changes per column."""
     name = sql.Identifier(table)
     listed = sql.SQL(", ").join(map(sql.Identifier, columns))

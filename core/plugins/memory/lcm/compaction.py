@@ -228,8 +228,8 @@ class CompactionEngine:
 
     def _summary_rows(self, ids: list[str]) -> list:
         marks = ",".join("?" * len(ids))
-        rows = {r["id"]: r for r in self.db.conn.execute(f"SELECT * FROM ctx_summaries WHERE id IN ({marks})",
-                                                         ids)}
+        rows = {r["id"]: r
+                for r in self.db.conn.execute(f"SELECT * FROM ctx_summaries WHERE id IN ({marks})", ids)}
         return [rows[i] for i in ids]
 
 
