@@ -197,7 +197,7 @@ class StorageConfig:
             return "sqlite", ""
         dsn = self.dsn.strip() or from_env
         if not dsn:
-            raise ConfigError(f"storage.backend is postgres but no DSN is set: set storage.dsn or "
+            raise ConfigError("storage.backend is postgres but no DSN is set: set storage.dsn or "
                               f"${DSN_VARIABLE}")
         return "postgres", dsn
 
@@ -407,8 +407,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
             raw = file.read(MAX_CONFIG_BYTES + 1)
         if len(raw) > MAX_CONFIG_BYTES:
             raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KiB: not a config file of "
-                              f"AgentOS's; "
-                              "fix it or remove it")
+                              "AgentOS's; fix it or remove it")
         data = load_yaml(raw.decode("utf-8"))
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(yaml_error_line(path, exc)) from exc

@@ -161,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"{args.appends} appends of {args.chars} chars, then {args.updates} update_now, back to back "
           f"(compact={not args.no_compact}, index={not args.no_index}, warm={args.warm}, "
-          f"interval={args.interval}, "
-          f"switchinterval={args.switch_interval or sys.getswitchinterval()}); {len(results)} run(s)"
+          f"interval={args.interval}, switchinterval={args.switch_interval or sys.getswitchinterval()}); "
+          f"{len(results)} run(s)"
           + (", each in a fresh process" if len(results) > 1 else ""))
     for number, result in enumerate(results, 1):
         print(

@@ -246,8 +246,8 @@ class PartTimer:
         yield self.parts
 
 
-def bench_recall(manager, queries: list[str], warmup: list[str]) -> tuple[list[float],
-                                                                          dict[str, list[float]]]:
+def bench_recall(manager, queries: list[str],
+                 warmup: list[str]) -> tuple[list[float], dict[str, list[float]]]:
     """Each query's ``recall_memory`` time (ms) and the time of its parts."""
     from core.memory.recall import search as recall_search
 
@@ -382,8 +382,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p50, p95 = percentiles(totals)
     print(f"\nrecall_memory at {args.size:,} memories ({len(queries)} distinct queries, top 10; "
-          f"all-MiniLM-L6-v2 in "
-          f"{load_minilm().runtime} on CPU, 1 thread; vector index: {describe(index)})")
+          f"all-MiniLM-L6-v2 in {load_minilm().runtime} on CPU, 1 thread; vector index: {describe(index)})")
     print(f"  total              p50 {p50:6.1f} ms   p95 {p95:6.1f} ms   (target p50 <= 25 ms at 100,000)")
     print("  its parts (embedding and vector search run beside the word search and the reading of its "
           "matches):")
@@ -392,12 +391,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {part:<18} p50 {q50:6.1f} ms   p95 {q95:6.1f} ms")
     s50, s95 = percentiles(single)
     print(f"store_memories: {rate:,.0f} memories/s in batches of 100 (target >= 500; vectors computed "
-          f"in the background meanwhile)")
+          "in the background meanwhile)")
     print(f"store_memory in the {args.size:,}-memory agent: p50 {s50:.2f} ms, p95 {s95:.2f} ms (target <= 10 "
-          f"ms)")
-    print(f"found by meaning after a store_memory (query sharing none of its words, since the measurement "
+          "ms)")
+    print("found by meaning after a store_memory (query sharing none of its words, since the measurement "
           f"began): median {statistics.median(found_after):.2f} s, worst {max(found_after):.2f} s "
-          f"(target: about a second; by words at once)")
+          "(target: about a second; by words at once)")
     print(f"compaction of a {log_size / 1024:.1f} KB LOG.md, deterministic summary: {compact_s:.3f} s "
           f"(target <= 2 s); writing its recall docs: {index_s:.2f} s")
     print(f"building the agent: stored in {build_figures['store_s']:.0f} s "

@@ -271,8 +271,7 @@ def served_reuse_rows(host: str, model: str, turns: int, timeout_s: float,
          f"(server's count; test server: {f['scripted_cached']:.0f})"),
         (f"tokens evaluated per turn, {label}", f"{f['evaluated']:.0f}",
          f"(of {f['whole']:.0f} sent; test server: {f['scripted_evaluated']:.0f}; {f['summaries']} summary "
-         f"calls, "
-         f"{f['done']} of {turns} runs done, replies <= {reply_tokens} tokens)"),
+         f"calls, {f['done']} of {turns} runs done, replies <= {reply_tokens} tokens)"),
     ]
     met = (f["step_count"] == 0 or f["steps"] >= REUSE_TARGET) and f["median"] >= REUSE_TARGET
     return rows, met
@@ -316,12 +315,11 @@ def main() -> int:
                         help="turns of the conversation told to a real OpenAI-compatible server (default 42)")
     parser.add_argument("--reply-tokens", type=int, default=64,
                         help="most tokens of a reply from a real server (max_tokens; default 64): the "
-                             "figures are "
-                             "about prompts, and a small model may write until its window is full")
+                             "figures are about prompts, and a small model may write until its window is "
+                             "full")
     parser.add_argument("--timeout-s", type=float, default=600.0,
                         help="llm.timeout_s for a real server: seconds a reply may take (default 600: a "
-                             "small "
-                             "machine evaluates a long prompt slowly)")
+                             "small machine evaluates a long prompt slowly)")
     args = parser.parse_args()
     rng = random.Random(7)
     print(f"{'measure':28} {'measured':>10} {'target':>10}  note")

@@ -306,8 +306,8 @@ def table(rows: list[tuple[str, dict]]) -> dict[str, dict[str, float]]:
 
 def print_table(name: str, figures: dict) -> None:
     for title, columns in ((name, COLUMNS),
-                           (f"{name}: recall_all (every evidence turn or answer session in the "
-                                             "top k) and questions with fewer than k results",
+                           (f"{name}: recall_all (every evidence turn or answer session in the top k) and "
+                            "questions with fewer than k results",
                                              ALL_COLUMNS + SHORT_COLUMNS)):
         print(f"\n{title}")
         print(f"{'type':<27} {'n':>3} {'n_t':>3} " + " ".join(f"{c:>14}" for c in columns))
@@ -368,8 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-only", action="store_true", help="fill --cache-dir and stop")
     parser.add_argument("--shard", help="I/N: run every Nth of the chosen questions from the Ith (0-based)")
     parser.add_argument("--backend",
-                        help="reflect on each haystack with this backend (e.g. ollama), so that what "
-                                          "the model learns is recalled too (needs a model server)")
+                        help="reflect on each haystack with this backend (e.g. ollama), so that what the "
+                             "model learns is recalled too (needs a model server)")
     parser.add_argument("--host", help="the model server's address (with --backend)")
     parser.add_argument("--model", help="the model to reflect with (with --backend)")
     args = parser.parse_args(argv)

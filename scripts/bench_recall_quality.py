@@ -165,8 +165,8 @@ def metrics(conversations, ranked):
         chosen = [(q, r) for q, r in zip(questions, ranked) if kind in ("overall", q.kind)]
         row = {}
         for k in KS:
-            row[f"R@{k}"] = 100 * statistics.mean(len(set(q.evidence) & set(r[:k])) / len(q.evidence) for q,
-                                                  r in chosen)
+            row[f"R@{k}"] = 100 * statistics.mean(len(set(q.evidence) & set(r[:k])) / len(q.evidence)
+                                                  for q, r in chosen)
         row["MRR"] = statistics.mean(next((1 / (i + 1) for i, d in enumerate(r) if d in q.evidence), 0.0)
                                      for q, r in chosen)
         row["n"] = len(chosen)

@@ -54,7 +54,7 @@ def home_with(config: str) -> str:
 
 def config(num_ctx: int, timeout_s: float = 2.0, batch: int = 40) -> str:
     return (
-        f"cold: {{embedder: fake}}\nmemory: {{auto_compact: false}}\n"
+        "cold: {embedder: fake}\nmemory: {auto_compact: false}\n"
         f"llm: {{backend: ollama, model: {MODEL}, num_ctx: {num_ctx}}}\n"
         f"reflect: {{enabled: 'true', timeout_s: {timeout_s}, interval_s: 3600, batch_entries: {batch}}}\n"
     )

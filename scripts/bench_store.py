@@ -105,15 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     if profiler:
         profiler.dump_stats(args.profile)
     print(f"{len(items)} turns ({sum(len(i['content']) for i in items) / len(items):.0f} characters on "
-          f"average), "
-          f"{os.cpu_count()} cores: store calls {figures['store_ms']:.1f} ms/turn, vectors "
+          f"average), {os.cpu_count()} cores: store calls {figures['store_ms']:.1f} ms/turn, vectors "
           f"{figures['vectors_ms']:.1f} ms/turn, in all {figures['total_ms']:.1f} ms/turn (target <= "
-          f"{TARGET_MS:g}); "
-          f"CPU {figures['cpu_ms']:.1f} ms/turn ({figures['cpu_ms'] / figures['total_ms']:.1f} cores busy); "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"{TARGET_MS:g}); CPU {figures['cpu_ms']:.1f} ms/turn "
+          f"({figures['cpu_ms'] / figures['total_ms']:.1f} cores busy); load average "
+          f"{os.getloadavg()[0]:.1f}")
     if not profiler:
         fresh = as_a_command(items)
-        print(f"as a command: a fresh process that imports AgentOS, loads the model, stores, waits for every "
+        print("as a command: a fresh process that imports AgentOS, loads the model, stores, waits for every "
               f"vector and exits: {fresh:.1f} ms/turn ({fresh * len(items) / 1000:.1f} s)")
     return 0
 

@@ -33,8 +33,7 @@ POSTGRES_FIXTURES = {"postgres_server", "postgres_db", "pg_home"}
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--full", action="store_true",
                      help="run every test, the slow ones too (crash and torture trials, processes, the "
-                          "browser, "
-                          "PostgreSQL, the real model's quality): what CI runs")
+                          "browser, PostgreSQL, the real model's quality): what CI runs")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -55,8 +55,8 @@ class ServerUnavailable(RuntimeError):
 
 def model_cache() -> Path:
     """Where scripts/setup_model_server.sh puts what it installs (the embedding model's cache too)."""
-    return Path(os.environ.get("AGENTOS_MODEL_CACHE") or platformdirs.user_cache_dir("agentos",
-                                                                                     appauthor=False))
+    return Path(os.environ.get("AGENTOS_MODEL_CACHE")
+                or platformdirs.user_cache_dir("agentos", appauthor=False))
 
 
 def installed() -> tuple[Path, Path, Path]:

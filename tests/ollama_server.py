@@ -534,9 +534,8 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                 with server._lock:
                     server.refused.append(prompt)
                 self._json(400, openai_api.error(400, f"request ({prompt.full_tokens} tokens) exceeds the "
-                                                      f"available "
-                                                      f"context size ({server.n_ctx} tokens), try increasing "
-                                                      f"it",
+                                                      f"available context size ({server.n_ctx} tokens), try "
+                                                      "increasing it",
                                                  "exceed_context_size_error"))
                 return
             server.reuse(model, prompt)

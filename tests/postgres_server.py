@@ -74,8 +74,7 @@ class PostgresServer:
         binaries = server_binaries()
         if binaries is None:
             raise ServerUnavailable("PostgreSQL is not installed (no initdb/pg_ctl): run scripts/setup.sh as "
-                                    "root "
-                                    "or apt-get install postgresql")
+                                    "root or apt-get install postgresql")
         owner = None
         if os.geteuid() == 0:
             try:

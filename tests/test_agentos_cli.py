@@ -66,8 +66,8 @@ def test_help_reads_as_plain_text_and_lists_whole_sentences():
     assert [name for name, text in texts.items() if "``" in text or ":func:" in text or ":mod:" in text] == []
     listing = " ".join(texts["agentos"].split())
     assert ("facts List the agent's facts, or with --history one fact's values, newest first (a secret's "
-            "value is "
-            "shown as [REDACTED], and so are the earlier values of a fact while it is secret).") in listing
+            "value is shown as [REDACTED], and so are the earlier values of a fact while it is "
+            "secret).") in listing
 
 
 

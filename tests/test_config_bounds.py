@@ -32,8 +32,8 @@ def alias_bomb(levels: int = 8) -> str:
     ("llm: {num_ctx: 0}\n", "llm.num_ctx must be a whole number from 512 to 16,777,216, got 0"),
     ("storage: {pool_max: 0}\n", "storage.pool_max must be a whole number from 1 to 1,000, got 0"),
     ("compaction: {max_tokens: -5}\n",
-     "compaction.max_tokens must be a whole number from 1 to 100,000,000 (or 0 for "
-                                        "the default, -1 to disable), got -5"),
+     "compaction.max_tokens must be a whole number from 1 to 100,000,000 (or 0 for the default, -1 to "
+     "disable), got -5"),
     ("provider: {context_threshold: 0}\n",
      "provider.context_threshold must be a number above 0 and at most 1, got 0.0"),
 ])

@@ -30,8 +30,7 @@ EXPECTED_OUTPUT = {
     "recall.md": ["True False ['report']\nFalse True ['report']\n[]\n[True, False]",
                   "[('What is my deploy target?', 1)]",
                   "stored 1 of 3 memories; refused item 1: memory content must not be empty; item 2: "
-                  "store_memory "
-                  "kind must be one of note, summary, got 'diary'", "{0: 'note:",
+                  "store_memory kind must be one of note, summary, got 'diary'", "{0: 'note:",
                   "Lyon ['Lyon', 'Paris']\n[('home_city: Lyon', None), ('home_city: Paris', "
                   "'fact:home_city')]"],
     "spaces.md": ["research by researcher: Sea otters hold hands",

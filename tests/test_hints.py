@@ -71,7 +71,7 @@ def test_the_scan_finds_a_checkout_command():
               'HINT = f"re-index it with: python scripts/rebuild_index.py --agent {name}"\n'
               'RESUME = "Run: python -m core.engine --agent finn --resume"\n'
               'PROG = "python -m core.engine"\n')
-    found = [t for _,
-             t in _message_texts(source) if CHECKOUT_ONLY.search(t) and not PROG.fullmatch(t.strip())]
+    found = [t for _, t in _message_texts(source)
+             if CHECKOUT_ONLY.search(t) and not PROG.fullmatch(t.strip())]
     assert found == ["re-index it with: python scripts/rebuild_index.py --agent {}",
                      "Run: python -m core.engine --agent finn --resume"]

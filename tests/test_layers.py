@@ -14,8 +14,8 @@ def _within(name: str, units: tuple[str, ...]) -> bool:
 def test_the_llm_package_imports_only_errors_paths_config_and_durable_writes():
     """core.llm (backends, embedders) stands below the memory and the engine: it imports none of them."""
     found = [f"{source} imports {target}" for source, targets in sorted(imports().items())
-             if _within(source, ("core.llm",)) for target in sorted(targets) if not _within(target,
-                                                                                            LLM_MAY_IMPORT)]
+             if _within(source, ("core.llm",))
+             for target in sorted(targets) if not _within(target, LLM_MAY_IMPORT)]
     assert found == []
 
 

@@ -105,11 +105,10 @@ def _details_text(data: dict[str, Any]) -> str:
         f"  facts: {facts}",
         f"  notes: {data['notes']}; conversations: {data['conversations']} ({data['messages']} messages)",
         f"  recall: {data['recall']['memories']} memories ({data['recall']['vectors_pending']} waiting for "
-        f"their "
-        f"vector, {data['cold_pending']} source(s) to index); embedder {data['embedder']}",
+        f"their vector, {data['cold_pending']} source(s) to index); embedder {data['embedder']}",
         f"  memory tables: {data['memory_db_bytes']} bytes in {data['database']}",
     ]
     if data["interrupted_runs"]:
         lines.append(f"  interrupted runs: {', '.join(data['interrupted_runs'])} (agentos run --resume "
-                     f"continues)")
+                     "continues)")
     return "\n".join(lines)

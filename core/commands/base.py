@@ -105,4 +105,4 @@ def json_text(data: Any) -> str:
         return json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False)
     except ValueError as exc:
         raise ValidationError(f"the answer holds a number that JSON cannot carry ({exc}); nothing was "
-                              f"printed") from exc
+                              "printed") from exc

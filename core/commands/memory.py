@@ -56,7 +56,7 @@ def _fact_history(args: argparse.Namespace) -> int:
         found = [hide(v.as_dict()) for v in memory.facts.history(args.history)]
     if not found:
         raise NotFoundError(f"no fact is stored under {args.history!r}: agentos facts --agent {args.agent} "
-                            f"lists them")
+                            "lists them")
     emit(args, found, lambda: "\n".join(
         f"{v['saved_at']}  {v['value']} ({v['category']})" + ("  current" if v["replaced_at"] is None else "")
         for v in found))
@@ -79,23 +79,21 @@ def _days(text: str) -> float:
 
 
 @command("recall", AGENT,
-         arg("query", nargs="?", help="what to look for, in plain words (none: list what happened "
-                                                         "between --since and --until, newest first)"),
+         arg("query", nargs="?", help="what to look for, in plain words (none: list what happened between "
+                                      "--since and --until, newest first)"),
          arg("-n", "--results", type=int, metavar="N",
-             help="how many results at most (default 5; when listing a "
-                                                            "time window, 20)"),
+             help="how many results at most (default 5; when listing a time window, 20)"),
          arg("--kind", choices=KINDS, action="append", help="only this kind of memory (repeat for several)"),
          arg("--min-score", type=_score, metavar="X", help="leave out results below this relevance, 0-1 "
                                                            "(default: cold.min_score)"),
          arg("--since", metavar="DATE",
-             help="only what happened from this date on, e.g. 2023-05-08, '8 May 2023' "
-                                             "or 'last week' (from its start)"),
+             help="only what happened from this date on, e.g. 2023-05-08, '8 May 2023' or 'last week' (from "
+                  "its start)"),
          arg("--until", metavar="DATE", help="only what happened up to this date ('last week': to its end)"),
          arg("--recency-days", type=_days, metavar="DAYS", help="favour recent memories: a score halves for "
-                                                                 "every DAYS of age"),
+                                                                "every DAYS of age"),
          arg("--space", action="append", metavar="NAME",
-             help="search this memory space too (repeat for several; "
-                                                              "default: every space of the agent)"),
+             help="search this memory space too (repeat for several; default: every space of the agent)"),
          arg("--no-spaces", action="store_true", help="search the agent's own memory only"),
          arg("--explain", action="store_true", help="say why each result ranked and what was left out"),
          JSON)
@@ -205,8 +203,7 @@ def forget(args: argparse.Namespace) -> int:
         if not answer:  # declining is an answer, not an error
             emit(args, {**listed, "confirmed": False}, "nothing forgotten" + (
                 "" if answer is False
-                else " (no answer: standard input is closed; add --yes to forget without "
-                                           "asking)"))
+                else " (no answer: standard input is closed; add --yes to forget without asking)"))
             return 0
         forgotten = manager.forget_memories(ids=list(chosen))
         forgotten.matched, forgotten.more = chosen.matched, chosen.more

@@ -16,9 +16,8 @@ from core.errors import ValidationError
          arg("--status", action="store_true",
              help="show the lag, the failure rate per model and what is quarantined"),
          arg("--rebuild", action="store_true",
-             help="forget everything learned (explicit facts stay) and learn it "
-                                                    "again from the files, e.g. after switching to a better "
-                                                    "model"),
+             help="forget everything learned (explicit facts stay) and learn it again from the files, e.g. "
+                  "after switching to a better model"),
          arg("--retry", action="store_true",
              help="try every quarantined entry again now, not only those due"),
          arg("--model", help="the model to read with (default: llm.model)"),
@@ -65,7 +64,7 @@ def report_text(report: dict[str, Any], rebuilt: bool) -> str:
     head = "learned again from the files" if rebuilt else "reflected"
     lines = [f"{head}: {report['entries']} entries in {report['batches']} batches, read by {reader}",
              f"learned: {report['facts']} facts, {report['events']} events, {report['contradictions']} "
-             f"contradictions"
+             "contradictions"
              + (f" ({report['agreed']} already saved explicitly)" if report["agreed"] else "")]
     if not report["fallback"]:
         lines.append(f"model calls: {report['calls']}, replies unusable: {report['failed']}, repaired: "
@@ -85,8 +84,7 @@ def status_text(agent: str, status: dict[str, Any]) -> str:
     lines = [f"reflection of {agent}: enabled {status['enabled']}, backend {status['backend']}"
              + (", running" if status["running"] else ""),
              f"to read: {lag['log']} LOG.md entries (read up to #{status['log_mark']} of "
-             f"#{status['last_seq']}), "
-             f"{lag['messages']} messages, {lag['notes']} notes",
+             f"#{status['last_seq']}), {lag['messages']} messages, {lag['notes']} notes",
              f"learned: {learned['facts']} facts, {learned['events']} events, "
              f"{learned['contradictions']} contradictions"]
     for model, counts in status["models"].items():

@@ -15,12 +15,11 @@ from core.inspector import cli as inspector
                            "(e.g. 127.0.0.1:8765) instead of stdio"),
          arg("--allow-host", action="append", default=[], metavar="NAME",
              help="with --http: also answer requests addressed to this host name (repeat for several); the "
-                  "bound "
-                  "address and localhost are always answered, any other Host header is refused"),
+                  "bound address and localhost are always answered, any other Host header is refused"),
          arg("--session", default="main", help="the conversation the memory tool works on (default: main)"),
          arg("--print-config", action="store_true",
-             help="print the mcpServers entry an MCP client needs to start "
-                                                         "this server (absolute paths), and exit"))
+             help="print the mcpServers entry an MCP client needs to start this server (absolute paths), and "
+                  "exit"))
 def mcp(args: argparse.Namespace) -> int:
     """Serve the agent's memory as an MCP server (stdio by default) for Claude Desktop, IDEs and other agents.
 

@@ -22,8 +22,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                         help="a read-write member (repeat)")
     create.add_argument("--read-only", action="append", default=[], metavar="AGENT",
                         help="a member that may only read (repeat)")
-    actions.add_parser("list", help="list the spaces and their members").add_argument(*JSON.flags,
-                                                                                      **JSON.options)
+    actions.add_parser("list", help="list the spaces and their members").add_argument(
+        *JSON.flags, **JSON.options)
     show = actions.add_parser("show", help="a space's members, size and latest entries")
     show.add_argument("name")
     show.add_argument("-n", "--last", type=int, default=5, metavar="N",
@@ -74,7 +74,7 @@ def _create(args: argparse.Namespace) -> int:
     both = set(args.member) & set(args.read_only)
     if both:
         raise ValidationError(f"{', '.join(sorted(both))}: give each member once, with --member or "
-                              f"--read-only")
+                              "--read-only")
     members = {**{a: READ_WRITE for a in args.member}, **{a: READ_ONLY for a in args.read_only}}
     with Space.create(args.name, members) as created:
         print(f"created the space {args.name} in {created.paths.root}: "
@@ -157,8 +157,7 @@ def forget_shared(args: argparse.Namespace) -> int:
         raise ValidationError("a space's memories are forgotten by id (space:NAME:SEQ, as recall shows them)")
     if any(not i.startswith("space:") for i in args.ids):
         raise ValidationError("give only space memory ids (space:NAME:SEQ) with --admin or --space; forget "
-                              "an "
-                              "agent's own memories separately")
+                              "an agent's own memories separately")
     if not args.ids:
         if not (args.space and args.purge):
             raise ValidationError("say what to forget: space memory ids (space:NAME:SEQ), or --space NAME "
@@ -196,8 +195,7 @@ def _purge_spaces(args: argparse.Namespace, names: list[str], forgotten: list[st
         purged[name] = [memory_id(name, seq) for seq in report.purged]
     text = [f"forgot {len(forgotten)} memor{'y' if len(forgotten) == 1 else 'ies'}"] if forgotten else []
     text += [f"purged the text of {len(ids)} forgotten memor{'y' if len(ids) == 1 else 'ies'} from the "
-             f"journal and "
-             f"index of the space {name}" for name, ids in purged.items()]
+             f"journal and index of the space {name}" for name, ids in purged.items()]
     emit(args, {"forgotten": forgotten, "count": len(forgotten), "purged": purged}, "\n".join(text))
     return 0
 

@@ -17,8 +17,7 @@ from core.terminal import seconds, tqdm
          arg("--with-vectors", action="store_true",
              help="include the cold store's vectors (else the importer embeds)"),
          arg("--include-secrets", action="store_true",
-             help="keep secret facts (left out, and redacted everywhere, "
-                                                            "by default)"))
+             help="keep secret facts (left out, and redacted everywhere, by default)"))
 def export(args: argparse.Namespace) -> int:
     """Write an agent to one portable archive: NOW.md, LOG.md and its archives, memory.db, config.
 
@@ -33,8 +32,8 @@ def export(args: argparse.Namespace) -> int:
         raise ValidationError("export one agent (--agent NAME) or one space (--space NAME)")
     if args.space and (args.with_vectors or args.include_secrets):
         raise ValidationError("--with-vectors and --include-secrets are for an agent: a space's archive "
-                              "holds its "
-                              "journal and members (no secrets can be published to it; the index is rebuilt)")
+                              "holds its journal and members (no secrets can be published to it; the index "
+                              "is rebuilt)")
     if args.space:
         from core.memory.spaces import export_space
 
@@ -46,12 +45,12 @@ def export(args: argparse.Namespace) -> int:
                               include_secrets=args.include_secrets, progress=bar.update)
     counts, left_out = result.manifest["counts"], result.secrets_left_out
     print(f"exported {args.agent} to {result.path}: {counts['log_entries']} LOG entries, {counts['facts']} "
-          f"facts, "
-          f"{counts['notes']} notes, {counts['messages']} messages, {counts['store_items']} store items"
+          f"facts, {counts['notes']} notes, {counts['messages']} messages, {counts['store_items']} store "
+          "items"
           + ("; with vectors" if result.manifest["with_vectors"] else "")
           + ("; secrets included" if args.include_secrets else "")
           + (f"; {left_out} secret fact{'' if left_out == 1 else 's'} left out and their values redacted "
-             f"everywhere (--include-secrets keeps them)" if left_out else ""))
+             "everywhere (--include-secrets keeps them)" if left_out else ""))
     if result.notice:
         print(f"note: {result.notice}", file=sys.stderr)
     return 0
@@ -61,20 +60,17 @@ def export(args: argparse.Namespace) -> int:
          arg("--as", dest="as_name", metavar="NAME",
              help="the agent's name here (default: its name in the archive)"),
          arg("--force", action="store_true",
-             help="replace an existing agent (or space) of that name (an agent: "
-                                                   "refused while a process has it open)"),
+             help="replace an existing agent (or space) of that name (an agent: refused while a process has "
+                  "it open)"),
          arg("--space", action="store_true", help="the archive is a memory space's (agentos export --space)"),
          arg("--trust-skills", action="store_true",
-             help="also install the archive's skills/ (Python code the "
-                                                          "engine runs)"),
+             help="also install the archive's skills/ (Python code the engine runs)"),
          arg("--trust-config", action="store_true",
-             help="also take its whole config.yaml (model, server, embedder, "
-                                                          "storage) and config/SYSTEM.md"),
+             help="also take its whole config.yaml (model, server, embedder, storage) and config/SYSTEM.md"),
          arg("--trust-vectors", action="store_true",
              help="keep its vectors instead of embedding every memory here"),
          arg("--trust-members", action="store_true",
-             help="with --space: let the agents it names here read (and "
-                                                           "publish to) the space"))
+             help="with --space: let the agents it names here read (and publish to) the space"))
 def import_(args: argparse.Namespace) -> int:
     """Restore an agent archive into the agents home (checked first; restored atomically).
 
@@ -93,8 +89,7 @@ def import_(args: argparse.Namespace) -> int:
 
         if args.trust_skills or args.trust_config or args.trust_vectors:
             raise ValidationError("--trust-skills, --trust-config and --trust-vectors are for an agent's "
-                                  "archive: a "
-                                  "space's holds its journal and members")
+                                  "archive: a space's holds its journal and members")
         manifest = import_space(args.file, as_name=args.as_name, force=args.force,
                                 trust_members=args.trust_members)
         print(f"imported the space {manifest['space']}: {manifest['entries']} journal entries")
@@ -110,8 +105,7 @@ def import_(args: argparse.Namespace) -> int:
         elapsed = time.monotonic() - started
     counts = result.counts
     print(f"imported {result.agent} into {result.root}: {counts['log_entries']} LOG entries, "
-          f"{counts['facts']} facts, "
-          f"{counts['messages']} messages"
+          f"{counts['facts']} facts, {counts['messages']} messages"
           + (f"; re-embedded {result.memories} memories in {seconds(elapsed)} ({result.reembedded})"
              if result.reembedded
              else "; vectors kept"))

@@ -20,9 +20,8 @@ _TOO_MANY_FILES = {errno.EMFILE, errno.ENFILE}
 _RUST_OS_ERROR = re.compile(r"\(os error (\d+)\)")
 """How LanceDB (Rust) words an OS error in the message of the OSError it raises, which has no ``errno``."""
 TOO_MANY_FILES_FIX = ("too many open files: raise the limit of open files (`ulimit -n 4096` in the shell "
-                      "that "
-                      "starts it, LimitNOFILE= in a systemd unit), or close() the agents this process no "
-                      "longer serves")
+                      "that starts it, LimitNOFILE= in a systemd unit), or close() the agents this process "
+                      "no longer serves")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,12 +47,12 @@ def storage_error(exc: OSError, what: str) -> StorageError:
         return StorageError(f"{what}: {TOO_MANY_FILES_FIX}")
     if number == errno.ENOMEM:
         return StorageError(f"{what}: out of memory ({reason}); free memory or give the process more, then "
-                            f"retry")
+                            "retry")
     if number == errno.ENOENT:
         return StorageError(f"{what}: {reason}; a file was removed while in use (another program deleting or "
                             "replacing the agent's files?): retry, or restore the agent from an export")
     return StorageError(f"{what}: {reason}; check the disk and the permissions of the agents home, then "
-                        f"retry")
+                        "retry")
 
 
 def converting_os_errors(what: str) -> Callable[[F], F]:

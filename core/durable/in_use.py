@@ -50,9 +50,8 @@ class InUse:
                 os.close(fd)
                 if time.monotonic() >= deadline:
                     raise LockTimeoutError(f"{what} is being replaced (agentos import --force) and stayed "
-                                           f"locked for "
-                                           f"{timeout:g}s: wait for the import to finish, then "
-                                           f"retry") from None
+                                           f"locked for {timeout:g}s: wait for the import to finish, then "
+                                           "retry") from None
                 time.sleep(wait)
                 wait = min(wait * 2, _LONGEST_WAIT_S)
                 continue
@@ -90,12 +89,10 @@ def replacing(lock_file: Path, what: str, *, create: bool = True) -> Iterator[No
             holders = _holders(fd)
             if os.getpid() in holders:
                 raise AgentInUseError(f"{what} is open in this process: close it (MemoryManager.close()) "
-                                      f"before "
-                                      "replacing it; nothing was changed") from None
+                                      "before replacing it; nothing was changed") from None
             who = f" (process {', '.join(map(str, holders))})" if holders else ""
             raise AgentInUseError(f"{what} is open in another process{who}: stop it (agentos run, agentos "
-                                  f"mcp or a "
-                                  "program using it), then retry; nothing was changed") from None
+                                  "mcp or a program using it), then retry; nothing was changed") from None
         yield
     finally:
         os.close(fd)

@@ -232,8 +232,8 @@ class AgentLock:
         timeout = self.timeout if timeout is None else timeout
         shared = self._use.shared
         if shared is not None and shared.pid != os.getpid():
-            # This process was forked from the one that made it: the parent's registry, and its claim, are
-            # gone.
+            # This process was forked from the one that made it: the parent's registry, and its claim,
+            # are gone.
             self._closer.detach()
             self._use = _Use(_shared_for(self.lock_file, self.keep_open))
             self._closer = self._finalizer(self._use)

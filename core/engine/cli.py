@@ -47,9 +47,8 @@ def add_arguments(cli: argparse.ArgumentParser) -> None:
     cli.add_argument("--create", action="store_true", help="create the agent if it does not exist yet")
     cli.add_argument("--backend", choices=("auto", "ollama", "openai", "offline"),
                      help="model server API (default: llm.backend): ollama, openai (llama.cpp's "
-                          "llama-server, "
-                          "LM Studio, vLLM, ...), offline, or auto (Ollama, else an OpenAI-compatible "
-                          "server, else offline)")
+                          "llama-server, LM Studio, vLLM, ...), offline, or auto (Ollama, else an "
+                          "OpenAI-compatible server, else offline)")
     cli.add_argument("--model", help="the model, as the server names it (default: llm.model in the config)")
     cli.add_argument("--host", help="the server's address (default: llm.host; for Ollama $OLLAMA_HOST or "
                                     "http://127.0.0.1:11434, for openai $OPENAI_BASE_URL or http://127.0.0.1:8080/v1)")
@@ -135,7 +134,7 @@ def _turn(engine, start: Callable, session=None) -> int:
         if session is not None and not session.offline_advice():
             return EXIT_BLOCKED
         print(f"blocked: {engine.paths.name} cannot do this with the {engine.backend.name} backend; "
-              f"run with a model and --resume to carry it out", file=sys.stderr)
+              "run with a model and --resume to carry it out", file=sys.stderr)
         return EXIT_BLOCKED
     if not result.ok:
         print(f"error: the run ended with outcome {result.outcome}; NOW.md says what to do next",

@@ -145,10 +145,8 @@ class Conversation:
             result = self.provider.compact(self.session, CompactionMode.FULL, fresh_tail=keep_tail)
             if not result.leaf_summaries_created and not result.condensed_summaries_created:
                 raise ValidationError(f"nothing to compact: beyond the newest {keep_tail} messages, kept as "
-                                      f"they are, "
-                                      f"too few are left unsummarised ({self.message_count()} messages, "
-                                      f"~{before} "
-                                      "tokens); the session was left untouched")
+                                      f"they are, too few are left unsummarised ({self.message_count()} "
+                                      f"messages, ~{before} tokens); the session was left untouched")
             top = self.provider.top_summary(self.session) if hasattr(self.provider, "top_summary") else ""
             done = (f"{result.messages_compacted} messages into {result.leaf_summaries_created} leaf and "
                     f"{result.condensed_summaries_created} condensed summaries, the newest {keep_tail} kept "
@@ -163,7 +161,7 @@ class Conversation:
         covered = _cut(messages, max(start, len(messages) - max(0, keep_tail)))
         if covered <= start:
             raise ValidationError(f"nothing to compact: the session has at most {keep_tail} messages since "
-                                  f"the last summary")
+                                  "the last summary")
         redactor = self.redactor()
         transcript = redactor.text(_transcript(previous, messages[start:covered]))
         summary = handoff_summary(summarize, transcript)
@@ -172,9 +170,8 @@ class Conversation:
         replaced = estimate_tokens(transcript)
         if estimate_tokens(summary.strip()) >= replaced:
             raise SummarizerError(f"the summary ({estimate_tokens(summary.strip())} tokens) is not smaller "
-                                  f"than "
-                                  f"what it would replace ({replaced} tokens): the session was left "
-                                  f"untouched")
+                                  f"than what it would replace ({replaced} tokens): the session was left "
+                                  "untouched")
         written = self.handoffs.write(redactor.text(summary.strip()), covered)
         return CompactionReport("handoff", before, self.tokens(), written.summary)
 

@@ -55,8 +55,8 @@ class History:
         count = self.readline.get_current_history_length()
         if count == 0 and not self.path.exists():
             return  # nothing typed (input that is not a terminal is not kept): no file to make
-        lines = [self.readline.get_history_item(i) for i in range(max(1, count - HISTORY_LINES + 1),
-                                                                  count + 1)]
+        lines = [self.readline.get_history_item(i)
+                 for i in range(max(1, count - HISTORY_LINES + 1), count + 1)]
         text = "".join(f"{line}\n" for line in lines if line)
         try:
             atomic_write(self.path, text.encode("utf-8"))

@@ -196,7 +196,7 @@ class Engine:
         window = window_of(self.backend, self.config)
         return (
             f"window {window.num_ctx} tokens, {window.chars_per_token:.2f} chars/token; no prompt measured "
-            f"yet"
+            "yet"
         )
 
     def _summarizer(self) -> Summarizer:
@@ -244,7 +244,7 @@ class Engine:
             return self.resume()
         if pending is not None:
             self.manager.append_system("SYSTEM", f"unfinished turn {pending.get('turn_id')} set aside for a "
-                                                 f"new request",
+                                                 "new request",
                                     {"turn_id": pending.get("turn_id"), "kind": "turn_abandoned"})
         self.runtime.notes.clear()
         report = auto_compact(self.conversation, self.backend, self.config.compaction, self.manager)
@@ -298,8 +298,8 @@ class Engine:
     def _run(self, state: AgentState | None, objective: str, run_id: str) -> TurnResult:
         self.manager.start_run(mask_credentials(objective)[:300], run_id=run_id)
         self.runtime.run_id = run_id
-        # What an earlier run was blocked by is checked again by this one: its blockers go once the model
-        # answers.
+        # What an earlier run was blocked by is checked again by this one: its blockers go once the
+        # model answers.
         self.runtime.stale_blockers = list(self.manager.now_state().blockers)
         counts = getattr(self.backend, "counts", None)
         before = counts.copy() if isinstance(counts, PromptCounts) else None

@@ -41,7 +41,7 @@ def compact_session(
         report = conversation.compact(generate_with(backend), config.keep_tail)
     except BackendError as exc:
         raise SummarizerError(f"the backend could not write the summary: {exc}; the session was left "
-                              f"untouched") from exc
+                              "untouched") from exc
     manager.append_log("SYSTEM", f"session {conversation.session.id} compacted ({report.method}): "
                                  f"{report.tokens_before} -> {report.tokens_after} tokens",
                        {"kind": "session_compaction", "method": report.method,

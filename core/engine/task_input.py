@@ -89,9 +89,8 @@ def read_task(task: str | None, task_file: str | None, max_bytes: int) -> str | 
         where = f"the task file {source}"
     if len(data) >= limit:
         raise ValidationError(f"{where} holds more than {limit - 1:,} bytes: a task must fit one LOG.md "
-                              f"entry "
-                              f"({max_bytes:,} bytes, memory.max_entry_bytes); put the material in a file of "
-                              "the agent's workspace and ask the agent to read it")
+                              f"entry ({max_bytes:,} bytes, memory.max_entry_bytes); put the material in a "
+                              "file of the agent's workspace and ask the agent to read it")
     try:
         return data.decode("utf-8").strip()
     except UnicodeDecodeError as exc:

@@ -291,14 +291,13 @@ class AgentView:
             if "_migrations" in reader.tables and not reader.conn.execute(
                     "SELECT 1 FROM _migrations WHERE name = 'm010_recall_subjects'").fetchone():
                 return {"results": [],
-                        "note": "an earlier version wrote this memory: open the agent once (any "
-                                               "agentos command on it) to upgrade its recall index",
-                                               **waiting}
+                        "note": "an earlier version wrote this memory: open the agent once (any agentos "
+                                "command on it) to upgrade its recall index",
+                        **waiting}
             memory = self._memory()
             found = memory.recall_memory(text, n_results, kind, spaces=[], explain=explain)
             note = {} if memory.cold_store() else {"note": "there is no cold store yet: results are matched "
-                                                           "by "
-                                                           "words only"}
+                                                           "by words only"}
             results = found if isinstance(found, dict) else {"results": list(found)}
             return {**results, **note, **waiting}
         return self._answer(build)

@@ -106,5 +106,5 @@ def namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> 
         part = namespace[len(namespace) - len(path):]
     else:
         raise ValidationError(f"unsupported namespace match type {condition.match_type!r}; use prefix or "
-                              f"suffix")
+                              "suffix")
     return all(p == "*" or p == n for p, n in zip(path, part))

@@ -194,13 +194,12 @@ def _fields(index: IndexConfig | None) -> tuple[str, ...]:
     unknown = set(index) - {"fields"}
     if unknown & {"embed", "dims"}:
         raise ValidationError("AgentOSStore embeds with the agent's own embedder (cold.embedder in "
-                              "config.yaml): "
-                              "pass only index={'fields': [...]}")
+                              "config.yaml): pass only index={'fields': [...]}")
     if unknown:
         raise ValidationError(f"unknown index option(s) {sorted(unknown)}; AgentOSStore takes "
-                              f"index={{'fields': [...]}}")
+                              "index={'fields': [...]}")
     fields = index.get("fields") or list(DEFAULT_FIELDS)
     if not all(isinstance(f, str) and f for f in fields):
-        raise ValidationError(f"index fields must be JSON paths such as 'text' or 'messages[*].content', got "
+        raise ValidationError("index fields must be JSON paths such as 'text' or 'messages[*].content', got "
                               f"{shown(fields)}")
     return tuple(fields)

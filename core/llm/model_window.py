@@ -114,7 +114,7 @@ class RatioStore:
             return {}
         except (OSError, ValueError) as exc:
             raise StorageError(f"cannot read {self.path}: {exc}; delete it to relearn the token "
-                               f"ratios") from exc
+                               "ratios") from exc
         return data if isinstance(data, dict) else {}
 
 
@@ -196,8 +196,8 @@ class WindowMeter:
         estimated = max(1, int(chars / self.window.chars_per_token))
         report = PromptReport(chars=chars, estimated=estimated, reported=tokens or 0, truncated=True)
         log.warning("the server refused a prompt of %s tokens estimated at %d (window %d) as too long: "
-                    "budgets are "
-                    "lowered for the next calls", tokens or "more than the window's", estimated, num_ctx)
+                    "budgets are lowered for the next calls", tokens or "more than the window's", estimated,
+                    num_ctx)
         self._set_ratio(min(self.window.chars_per_token, chars / max(num_ctx, tokens or 0) * 0.95,
                             UNLEARNED_CHARS_PER_TOKEN))
         self.last = report

@@ -99,7 +99,7 @@ class OllamaBackend(ServedBackend):
                     on_text(rest)
             except pydantic.ValidationError as exc:
                 raise ToolArgumentError(
-                    f"the model's reply could not be read (tool call arguments must be a JSON object): "
+                    "the model's reply could not be read (tool call arguments must be a JSON object): "
                     f"{_first_error(exc)}"
                 ) from exc
         self.meter.observe_prompt(messages, tools, reply.usage.get("evaluated_tokens"))
@@ -124,7 +124,7 @@ def ollama_errors(host: str, model: str, timeout_s: float,
     except httpx.TimeoutException as exc:
         raise BackendError(
             f"Ollama at {host} did not answer within {timeout_s:g}s: raise llm.timeout_s or use a smaller "
-            f"model"
+            "model"
         ) from exc
     except httpx.HTTPError as exc:
         raise BackendUnavailableError(f"cannot talk to Ollama at {host}: {exc}") from exc

@@ -71,8 +71,8 @@ class OpenAIBackend(ServedBackend):
         server = self.info()
         if server.window is None:
             return WindowSource(self.num_ctx,
-                                f"llm.num_ctx: {server.label} at {self.host} does not say its window; "
-                                              f"set llm.num_ctx to it")
+                                f"llm.num_ctx: {server.label} at {self.host} does not say its window; set "
+                                "llm.num_ctx to it")
         if server.window <= self.num_ctx:
             return WindowSource(server.window, server.source)
         return WindowSource(self.num_ctx, f"llm.num_ctx; the server runs {server.window} ({server.source})")
@@ -171,8 +171,8 @@ def told_tokens(message: str) -> int | None:
 def refused_format(exc: openai.APIStatusError, host: str, model: str) -> bool:
     """Whether an error reply to a request with ``response_format`` is the server refusing that field (a 400
     or 422 that is not about the prompt's length)."""
-    return exc.status_code in (400, 422) and not isinstance(status_error(exc, host, model),
-                                                            PromptTooLongError)
+    return (exc.status_code in (400, 422)
+            and not isinstance(status_error(exc, host, model), PromptTooLongError))
 
 
 def response_format(format: dict[str, Any] | str) -> dict[str, Any]:
@@ -253,12 +253,10 @@ class StreamedCalls:
                 arguments = json.loads(text) if text else {}
             except json.JSONDecodeError as exc:
                 raise ToolArgumentError(f"the model's call of {self.names[index]} has arguments that are not "
-                                        f"JSON "
-                                        f"({exc.msg}): {text[:200]!r}") from exc
+                                        f"JSON ({exc.msg}): {text[:200]!r}") from exc
             if not isinstance(arguments, dict):
                 raise ToolArgumentError(f"the model's call of {self.names[index]} has arguments that are not "
-                                        f"a JSON "
-                                        f"object: {text[:200]!r}")
+                                        f"a JSON object: {text[:200]!r}")
             calls.append(ToolCall(name=self.names[index], arguments=arguments))
         return calls
 

@@ -82,7 +82,7 @@ def describe(client: openai.OpenAI, host: str, model: str) -> ServerInfo:
     if ids and entry is None:
         served = ", ".join(repr(i) for i in ids[:8]) + (", ..." if len(ids) > 8 else "")
         raise ModelNotFoundError(f"the server at {host} does not serve {model!r}; it serves {served}: "
-                                 f"pass --model with one of them (or set llm.model)")
+                                 "pass --model with one of them (or set llm.model)")
     entry = entry or {}
     root = api_root(host)
     props = _get(client, f"{root}/props", host, model)
@@ -157,13 +157,12 @@ def openai_errors(host: str, model: str, timeout_s: Any) -> Iterator[None]:
         yield
     except openai.APITimeoutError as exc:
         raise BackendError(f"the model server at {host} did not answer within {_seconds(timeout_s)}: raise "
-                           f"llm.timeout_s or use a smaller model") from exc
+                           "llm.timeout_s or use a smaller model") from exc
     except openai.APIConnectionError as exc:
         raise BackendUnavailableError(
             f"no OpenAI-compatible server answers at {host}: start it (llama-server, LM Studio's server, "
-            f"vllm serve, "
-            f"...), give its address with --host or llm.host (such as http://127.0.0.1:8080/v1), "
-            f"or run with --offline") from exc
+            "vllm serve, ...), give its address with --host or llm.host (such as http://127.0.0.1:8080/v1), "
+            "or run with --offline") from exc
     except openai.APIStatusError as exc:
         raise status_error(exc, host, model) from exc
     except openai.APIError as exc:  # an error event in the stream, or a reply that is not the API's shape
@@ -180,17 +179,16 @@ def status_error(exc: openai.APIStatusError, host: str, model: str) -> BackendEr
                                   f"{model!r}: {message}")
     if status == 404 and "model" in lowered:
         return ModelNotFoundError(f"the server at {host} does not serve {model!r} ({message}): pass --model "
-                                  f"with a model it serves (or set llm.model)")
+                                  "with a model it serves (or set llm.model)")
     if status == 404:
         return BackendError(f"the server at {host} has no OpenAI chat API there (HTTP 404: {message}): "
-                            f"give the address of its /v1, such as http://127.0.0.1:8080/v1")
+                            "give the address of its /v1, such as http://127.0.0.1:8080/v1")
     if status in (401, 403):
         return BackendError(f"the server at {host} refused the request (HTTP {status}: {message}): set its "
-                            f"API "
-                            f"key in AGENTOS_LLM_API_KEY (or OPENAI_API_KEY)")
+                            "API key in AGENTOS_LLM_API_KEY (or OPENAI_API_KEY)")
     if status == 503:
         return BackendError(f"the server at {host} is not ready (HTTP 503: {message}): it may still be "
-                            f"loading the model; try again in a moment")
+                            "loading the model; try again in a moment")
     return BackendError(f"the model server at {host} failed (HTTP {status}): {message}")
 
 

@@ -72,8 +72,8 @@ def choose_backend(
         if served.ping():
             log.info("no Ollama at %s; an OpenAI-compatible server answers at %s", ollama_host, served.host)
             return Choice(served,
-                          f"backend: openai (no Ollama answers at {ollama_host}), model {served.model} "
-                                  f"at {served.host}")
+                          f"backend: openai (no Ollama answers at {ollama_host}), model {served.model} at "
+                          f"{served.host}")
     log.info("no Ollama at %s nor OpenAI-compatible server at %s; using the offline backend", ollama_host,
              served_host)
     return Choice(_offline(config), f"No Ollama answers at {ollama_host}, nor an OpenAI-compatible server at "

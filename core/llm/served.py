@@ -166,9 +166,8 @@ class ServedBackend:
         if estimate > window.num_ctx:
             raise PromptTooLongError(
                 f"a prompt of ~{estimate} tokens does not fit {self.model}'s window of {window.num_ctx} "
-                f"tokens "
-                f"({self.window_source}); it was not sent: shorten the request, or use a model with a longer "
-                f"window")
+                f"tokens ({self.window_source}); it was not sent: shorten the request, or use a model with a "
+                "longer window")
 
     def observe(self, reply: ChatReply, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
         """Count the reply's tokens and log them (one line a call)."""

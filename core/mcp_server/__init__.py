@@ -95,7 +95,7 @@ def build_server(agent: str, *, session: str = "main") -> MCPServer:
 
     @server.resource(f"agentos://{agent}/facts", name="facts", mime_type="application/json",
                      description=f"{agent}'s saved facts; a secret's value is [REDACTED] (get_fact returns "
-                                 f"it)")
+                                 "it)")
     def facts() -> str:
         return json.dumps(memory.reading().list_facts(), ensure_ascii=False, indent=1, allow_nan=False)
 

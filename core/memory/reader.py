@@ -113,7 +113,7 @@ class MemoryReader(Reads):
         waiting += max(0, last - (int(row[0]) if row else 0))
         if waiting and recall:
             found.append(f"{waiting} sources (LOG.md entries, archives, items) are not indexed for recall "
-                         f"yet")
+                         "yet")
         pending = DocIndex(reader).pending_count() if recall else 0
         if pending:
             found.append(f"{pending} memories have no vector yet")
@@ -159,14 +159,14 @@ class MemoryReader(Reads):
             applied = {row[0] for row in reader.conn.execute("SELECT name FROM _migrations")}
             missing = [name for name in _migration_names() if name not in applied]
             if missing:
-                raise self._writer_needed(f"memory.db was written by an earlier version (it lacks "
+                raise self._writer_needed("memory.db was written by an earlier version (it lacks "
                                           f"{missing[0]})")
             yield reader
 
     def _writer_needed(self, why: str) -> WriterNeededError:
         return WriterNeededError(f"agent {self.agent_name}: {why}, which only a writer repairs: run `agentos "
-                                 f"status "
-                                 f"--agent {self.agent_name}` (it opens the agent to write), then read again")
+                                 f"status --agent {self.agent_name}` (it opens the agent to write), then "
+                                 "read again")
 
     # -- hot and warm tiers -------------------------------------------------------------------
 

@@ -40,5 +40,5 @@ class Reads:
     def get_fact(self, key: str, history: bool = False) -> Any:
         """The value stored under ``key`` (secrets included), or None; with ``history``, the values it has
         held as :meth:`FactStore.history <core.memory.storage.facts.FactStore.history>` lists them."""
-        return self.facts.history(key, as_dicts=True) if history else getattr(self.facts.get(key), "value",
-                                                                              None)
+        return (self.facts.history(key, as_dicts=True) if history
+                else getattr(self.facts.get(key), "value", None))

@@ -83,12 +83,11 @@ class Arguments:
             json.dumps(arguments, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise ToolArgumentError(f"{self.tool}: arguments must be JSON data (objects, lists, text, "
-                                    f"numbers, "
-                                    f"true/false/null): {exc}") from exc
+                                    f"numbers, true/false/null): {exc}") from exc
         bound = [name for name in BOUND_PARAMETERS if name in arguments]
         if bound:
             raise ToolArgumentError(f"{self.tool}: {', '.join(bound)} is fixed by the engine or server that "
-                                    f"runs the tool, not an argument")
+                                    "runs the tool, not an argument")
         if self.model is None:
             return self._validate_schema(arguments)
         try:

@@ -156,8 +156,7 @@ def _check_room(home: Path, manifest: Manifest, trust: Trust) -> None:
     free = shutil.disk_usage(folder).free
     if needed > free:
         raise StorageError(f"importing needs about {needed // 2**20 + 1} MiB in {home}, and {free // 2**20} "
-                           f"MiB are "
-                           "free: make room, then retry; nothing was written")
+                           "MiB are free: make room, then retry; nothing was written")
 
 
 def _relative(member: str) -> str:
@@ -237,15 +236,14 @@ def _configure(staged: Path, home_config: Config, trust: Trust) -> tuple[Config,
     config = merge(home_config, kept, source="config/config.yaml in the archive")
     if config.storage.resolved()[0] != "sqlite":
         raise ValidationError("the archive's config.yaml keeps the agent's memory on PostgreSQL (storage): "
-                              "an import "
-                              "restores memory.db; import it without --trust-config")
+                              "an import restores memory.db; import it without --trust-config")
     if trust.config:
         archived.replace(staged / CONFIG_FILE)
     else:
         (staged / CONFIG_FILE).write_text(config_text(kept, left_out), encoding="utf-8")
         archived.unlink()
     lines = [f"config.yaml options {', '.join(left_out)} (this home's settings apply: --trust-config takes "
-             f"them)"]
+             "them)"]
     return config, lines if left_out else []
 
 
@@ -276,8 +274,7 @@ def _index(staged: Path, staging: Path, name: str, manifest: Manifest, config: C
         reason = "the archive has no vectors"
     elif manifest.embedder != here:
         reason = (
-            f"the archive's vectors come from {_printable(manifest.embedder)}, this home embeds with "
-            f"{here}"
+            f"the archive's vectors come from {_printable(manifest.embedder)}, this home embeds with {here}"
         )
     else:
         reason = copy_vectors(archived, staged / "memory" / "lancedb")

@@ -69,8 +69,7 @@ def parse_manifest(raw: bytes, where: Path) -> Manifest:
             raise CorruptionError(f"{where} is not an AgentOS agent archive (format {found!r})")
         if data.get("format_version") != FORMAT_VERSION:
             raise CorruptionError(f"{where} has archive format version {data.get('format_version')!r}; this "
-                                  f"AgentOS "
-                                  f"reads version {FORMAT_VERSION}: upgrade AgentOS to import it")
+                                  f"AgentOS reads version {FORMAT_VERSION}: upgrade AgentOS to import it")
         manifest = Manifest(data["agent"], data["embedder"], bool(data["with_vectors"]),
                             bool(data["include_secrets"]), dict(data["counts"]), _files(data["files"]), data)
         validate_agent_name(manifest.agent)
@@ -113,8 +112,8 @@ def verify(path: Path, limits: TransferConfig) -> Manifest:
         manifest = parse_manifest(archive.read(first, MAX_MANIFEST_BYTES), path)
         if len(manifest.files) > limits.max_members:
             raise ArchiveTooLargeError(f"{path} lists {len(manifest.files)} files, more than "
-                                       f"transfer.max_members "
-                                       f"({limits.max_members}) of this home; nothing was written")
+                                       f"transfer.max_members ({limits.max_members}) of this home; nothing "
+                                       "was written")
         archive.expect(sum(entry["size"] for entry in manifest.files.values()))
         seen: set[str] = set()
         for member in members:
@@ -126,13 +125,11 @@ def verify(path: Path, limits: TransferConfig) -> Manifest:
                 raise CorruptionError(f"{path}: {member.name[:200]!r} is not listed in the manifest")
             if member.name in seen or member.size != expected["size"]:
                 raise CorruptionError(f"{path}: {member.name[:200]!r} is not the file the manifest lists "
-                                      f"(the archive is "
-                                      "damaged)")
+                                      "(the archive is damaged)")
             digest, _ = sha256_of(archive.open(member))
             if digest != expected["sha256"]:
                 raise CorruptionError(f"{path}: {member.name[:200]!r} does not match its sha256 in the "
-                                      f"manifest "
-                                      "(the archive is damaged)")
+                                      "manifest (the archive is damaged)")
             seen.add(member.name)
     missing = sorted(set(manifest.files) - seen)
     if missing:

@@ -121,7 +121,7 @@ def split_config(raw: bytes, trust: Trust) -> tuple[dict[str, dict[str, Any]], l
             name = _SAFE.sub("?", f"{section}.{key}")[:100]
             if not isinstance(value, (bool, int, float, str)):
                 raise CorruptionError(f"{where}: {name[:200]} must be a plain value (a number, text or "
-                                      f"true/false)")
+                                      "true/false)")
             if trust.config or key in PORTABLE.get(str(section), ()):
                 kept.setdefault(section, {})[key] = value
             else:
@@ -137,7 +137,7 @@ def config_text(kept: dict[str, dict[str, Any]], left_out: list[str]) -> str:
     """The agent's new config.yaml: the kept options, and a note of those left out."""
     note = ["# Imported from an archive (agentos import)."]
     if left_out:
-        note.append(f"# Left out (this home's settings apply; agentos import --trust-config takes them): "
+        note.append("# Left out (this home's settings apply; agentos import --trust-config takes them): "
                     f"{', '.join(left_out)}")
     body = yaml.safe_dump(kept, sort_keys=False, allow_unicode=True) if kept else ""
     return "\n".join(note) + "\n" + body

@@ -31,17 +31,15 @@ def copy_vectors(archived: Path, lancedb_dir: Path) -> str:
         dataset = lance.dataset(archived)
         if dataset.base_paths():
             raise CorruptionError("the archive's vectors name storage outside the archive (a Lance base "
-                                  "path): "
-                                  "refused; import without --trust-vectors to embed every memory here")
+                                  "path): refused; import without --trust-vectors to embed every memory here")
         for fragment in dataset.get_fragments():
             overlays = [overlay.data_file for overlay in getattr(fragment.metadata, "overlays", None) or ()]
             for data_file in [*fragment.metadata.files, *overlays]:
                 path = str(data_file.path)
                 if "/" in path or "\\" in path or path.startswith(".") or data_file.base_id is not None:
-                    raise CorruptionError(f"the archive's vectors name a file outside their folder "
-                                          f"({path[:200]!r}):"
-                                          " refused; import without --trust-vectors to embed every memory "
-                                          "here")
+                    raise CorruptionError("the archive's vectors name a file outside their folder "
+                                          f"({path[:200]!r}): refused; import without --trust-vectors to "
+                                          "embed every memory here")
         schema = dataset.schema
         if schema.names != _COLUMNS:
             return "the archive's vectors are not in this version's table layout"

@@ -211,8 +211,8 @@ def test_the_recall_indexer_reads_only_the_end_of_log_md(mm, monkeypatch):
     monkeypatch.setattr(LogFile, "scan", no_full_scan)
     fill(mm, 3, start=10)
     assert mm.cold.indexer.sync_log() == 3
-    assert set(mm.cold.docs.get([f"log:{seq}" for seq in range(1, 14)])) == {f"log:{seq}"
-                                                                             for seq in range(1, 14)}
+    assert (set(mm.cold.docs.get([f"log:{seq}" for seq in range(1, 14)]))
+            == {f"log:{seq}" for seq in range(1, 14)})
 
 
 def test_automatic_compactions_that_found_no_model_do_not_look_again_for_a_while(mm, monkeypatch):

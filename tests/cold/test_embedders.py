@@ -34,8 +34,7 @@ def test_importing_core_and_opening_a_manager_does_not_import_torch():
     code = (
         "import sys, os, tempfile; os.environ['AGENTOS_HOME'] = tempfile.mkdtemp();"
         "from core.memory_manager import MemoryManager; m = MemoryManager('finn'); m.read_now(); "
-        "m.read_log(5);"
-        "m.get_fact('k'); m.list_facts(); m.format_context_for_prompt(); m.close();"
+        "m.read_log(5);m.get_fact('k'); m.list_facts(); m.format_context_for_prompt(); m.close();"
         "print(sorted(n for n in ('torch', 'sentence_transformers', 'lancedb', 'lance') if n in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -66,8 +65,8 @@ def test_make_embedder_follows_config_and_rejects_unknown_names():
         make_embedder(Config()),
         make_embedder(replace(Config(), cold=ColdConfig(embedder="minilm-float32"))),
     )
-    assert (default.name, default.int8) == (MINILM_NAME, True) and (exact.name, exact.int8) == (MINILM_NAME,
-                                                                                                False)
+    assert ((default.name, default.int8) == (MINILM_NAME, True)
+            and (exact.name, exact.int8) == (MINILM_NAME, False))
     assert make_embedder(replace(Config(), cold=ColdConfig(embedder="ollama:nomic-embed-text"))).name == (
         "ollama:nomic-embed-text"
     )

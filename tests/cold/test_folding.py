@@ -15,12 +15,10 @@ from core.memory.provider import Message, Session
 
 T0 = datetime(2026, 5, 4, 9, 0, tzinfo=timezone.utc)
 LONG = ("Please compare the three hosting offers we received last week, list their monthly prices, the "
-        "regions "
-        "they serve and their support hours, and tell me which one fits a small team that deploys twice a "
-        "day "
-        "from Lisbon and needs someone to answer at night, then draft a short note to the team that explains "
-        "the "
-        "choice, what it costs a year and what we would have to change in the deploy scripts to move to it")
+        "regions they serve and their support hours, and tell me which one fits a small team that deploys "
+        "twice a day from Lisbon and needs someone to answer at night, then draft a short note to the team "
+        "that explains the choice, what it costs a year and what we would have to change in the deploy "
+        "scripts to move to it")
 
 
 def doc(doc_id: str, text: str, kind: str = "log", speaker: str = "", minutes: float = 0,

@@ -132,9 +132,8 @@ def test_a_new_process_builds_then_loads_the_model_without_torch(built_int8, tmp
     imports torch, transformers, sentence-transformers, onnx, HF tokenizers or huggingface_hub, and both give
     the vectors of the runner built here."""
     code = ("import sys; from core.llm.embedding.embedders import MiniLMEmbedder, load_minilm;"
-            "v = MiniLMEmbedder().embed(['What did Ada say about Lisbon?'])[0];"
-            f"print(load_minilm().runtime); print(sorted(n for n in {NOT_AT_RUN_TIME!r} if n in "
-            f"sys.modules));"
+            "v = MiniLMEmbedder().embed(['What did Ada say about Lisbon?'])[0];print(load_minilm().runtime); "
+            f"print(sorted(n for n in {NOT_AT_RUN_TIME!r} if n in sys.modules));"
             "print(' '.join(map(repr, v.tolist())))")
     env = {**os.environ, "AGENTOS_MODEL_CACHE": str(tmp_path)}
     expected = built_int8[0].embed(["What did Ada say about Lisbon?"])[0]

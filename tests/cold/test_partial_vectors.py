@@ -73,8 +73,7 @@ def test_a_recall_before_the_vectors_are_done_says_how_many_it_could_not_see(age
         partial = manager.recall_memory("flight to Lisbon", n_results=5, min_score=0)
         assert held.held.is_set() and partial.partial and partial.vectors_pending == len(NEW)
         assert re.match(f"{len(NEW)} memories had no vector yet after waiting [0-9.]+ s: those were ranked "
-                        f"by "
-                        "words only", partial.warning)
+                        "by words only", partial.warning)
         assert "raise cold.vector_wait_s" in partial.warning
         held.released.set()
         assert manager.cold.background.wait_idle(120)
@@ -101,8 +100,7 @@ def test_the_command_line_and_the_skill_show_the_warning_with_the_embedders_fail
     ran = run_main(main, ["recall", "--agent", "finn", "flight to Lisbon", "--json", "--min-score", "0"])
     assert ran.returncode == 0 and len(json.loads(ran.stdout)) == 5
     assert re.search(f"warning: {len(NEW)} memories had no vector yet after waiting [0-9.]+ s \\(the "
-                     f"embedder "
-                     "failed: the embedder is held back by the test\\)", ran.stderr)
+                     "embedder failed: the embedder is held back by the test\\)", ran.stderr)
     answer = recall_skill.execute("finn", query="the user booked a flight to Lisbon", n_results=3)
     assert isinstance(answer["results"],
                       list) and answer["warning"].startswith(f"{len(NEW)} memories had no vector yet")

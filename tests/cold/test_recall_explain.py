@@ -108,8 +108,8 @@ def test_relative_periods_name_their_first_and_last_moment():
     too."""
     now = datetime(2023, 5, 10, 15, 30, tzinfo=timezone.utc)  # a Wednesday
     assert time_window("last week", "since", "start", now) == datetime(2023, 5, 1, tzinfo=timezone.utc)
-    assert time_window("last week", "until", "end", now) == datetime(2023, 5, 7, 23, 59, 59, 999999,
-                                                                     timezone.utc)
+    assert (time_window("last week", "until", "end", now)
+            == datetime(2023, 5, 7, 23, 59, 59, 999999, timezone.utc))
     assert time_window("yesterday", "since", "start", now) == datetime(2023, 5, 9, tzinfo=timezone.utc)
     assert time_window("3 days ago", "until", "end", now).date().isoformat() == "2023-05-07"
     assert time_window("this month", "until", "end", now).date().isoformat() == "2023-05-31"

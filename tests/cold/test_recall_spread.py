@@ -48,8 +48,8 @@ def test_a_spread_question_keeps_everything_its_best_result_brings_along():
     assert asked("how many bicycles did I buy", 0.9, 0.3, 0.02) == [0.9, 0.3, 0.02]
     assert asked("how many bicycles did I buy", 0.1, 0.02) == []  # nothing passes: nothing is kept
     given = check_recall("how many bicycles did I buy", 10, min_score=0.15, default_min_score=0.15)
-    assert [hit["score"] for hit in results(given, [cand(0, 0.9, "a"), cand(1, 0.02, "b")], Tuning(),
-                                            [])] == [0.9]
+    assert [hit["score"]
+            for hit in results(given, [cand(0, 0.9, "a"), cand(1, 0.02, "b")], Tuning(), [])] == [0.9]
     assert RecallRequest("x", 1, Filters(), 0.15, None).spread is None
 
 

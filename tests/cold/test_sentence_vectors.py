@@ -6,10 +6,9 @@ from __future__ import annotations
 from core.memory.recall import lance_table as pieces
 
 TURN = ("I'm trying to improve my bakery's online presence and I was wondering which tools track engagement "
-        "on "
-        "social media. I post on three platforms every morning and I'd like to see which posts people share. "
-        "By the way, I went to a two-day pottery workshop at the community centre last weekend. "
-        "Also, what time of day should a small bakery post on Instagram?")
+        "on social media. I post on three platforms every morning and I'd like to see which posts people "
+        "share. By the way, I went to a two-day pottery workshop at the community centre last weekend. Also, "
+        "what time of day should a small bakery post on Instagram?")
 OTHERS = ["Can you suggest a good recipe for sourdough with a longer cold proof?",
           "My sister is visiting in June and I need ideas for a day trip by train.",
           "I signed up for a Spanish course at the language school that starts in May.",

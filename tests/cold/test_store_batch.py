@@ -24,8 +24,8 @@ def test_bad_items_are_refused_by_position_and_the_rest_is_stored(manager):
     assert sorted(stored.by_index) == [0, 2, 5] and list(stored) == [stored.by_index[i] for i in (0, 2, 5)]
     assert stored.report().startswith("stored 3 of 7 memories; refused item 1: memory content must not be "
                                       "empty")
-    found = {r["id"]: r["content"] for r in manager.recall_memory("trip to Lisbon", n_results=20,
-                                                                  min_score=0)}
+    found = {r["id"]: r["content"]
+             for r in manager.recall_memory("trip to Lisbon", n_results=20, min_score=0)}
     assert found == {stored.by_index[0]: TURNS[0], stored.by_index[2]: TURNS[1], stored.by_index[5]: TURNS[3]}
 
 
@@ -44,8 +44,7 @@ def test_the_batch_sent_again_after_a_fix_stores_nothing_twice(manager):
 def test_a_batch_with_no_good_item_raises_and_stores_nothing(manager):
     with pytest.raises(ValidationError,
                        match=r"none of the 3 memories was stored, each was refused: item 0: memory "
-                                              r"content must not be empty; item 1: .*got NoneType; item 2: "
-                                              r"unknown"):
+                             r"content must not be empty; item 1: .*got NoneType; item 2: unknown"):
         manager.store_memories(["", None, {"content": "x", "colour": "red"}])
     assert manager.cold.docs.count() == 0
 

@@ -54,10 +54,9 @@ def test_a_batch_gives_each_text_the_vector_it_gets_alone(model, int8) -> None:
 def test_the_int8_graph_gives_the_float_graphs_vectors_within_a_cosine_of_0_97() -> None:
     """Chat-like texts, short and long: each int8 vector is within cosine 0.97 of the float one, 0.99 on
     average."""
-    texts = [f"user: I finally moved the {w} to the new shelf, and honestly it looks better than I expected "
-             f"" * r
-             for r in (1, 3, 9) for w in ("books", "plants", "camera bag", "vinyl records")] + ["hi",
-                                                                                                "Lisbon?"]
+    texts = [(f"user: I finally moved the {w} to the new shelf, and honestly it looks better than I "
+              "expected ") * r for r in (1, 3, 9)
+             for w in ("books", "plants", "camera bag", "vinyl records")] + ["hi", "Lisbon?"]
     cosines = (MiniLMEmbedder(int8=True).embed(texts) * MiniLMEmbedder(int8=False).embed(texts)).sum(axis=1)
     assert cosines.min() >= 0.97 and cosines.mean() >= 0.99
 

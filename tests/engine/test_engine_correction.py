@@ -26,8 +26,8 @@ def _memory_messages(server) -> list[str]:
 def test_secret_is_recalled_after_fifty_turns_and_never_leaks(server, agents_home, make_engine):
     """"My API key is 12345" → save_fact; 52 turns later get_fact answers 12345; the secret stays out of
     NOW.md, prompts' facts and the fact skills' LOG entries."""
-    # LOG.md is compacted during the run: its summaries are deterministic so the script only serves chat
-    # turns.
+    # LOG.md is compacted during the run: its summaries are deterministic so the script only serves
+    # chat turns.
     write_config(agents_home, "llm:\n  backend: ollama\nengine:\n  context_budget: 3000\n"
                               "memory:\n  compact_summarizer: deterministic\n")
     engine = make_engine()

@@ -31,7 +31,7 @@ def test_the_api_key_comes_from_agentos_llm_api_key_then_openai_api_key(monkeypa
         else:
             with pytest.raises(BackendError,
                                match=r"refused the request \(HTTP 401: Invalid API Key\): set its API "
-                                                   r"key in AGENTOS_LLM_API_KEY \(or OPENAI_API_KEY\)"):
+                                     r"key in AGENTOS_LLM_API_KEY \(or OPENAI_API_KEY\)"):
                 backend.chat(HELLO, [])
             assert server.prompts == []
 

@@ -29,8 +29,7 @@ OFFERED = ("save_fact", "get_fact", "recall_memory")
         '{"name": "save_fact", "parameters": {"key": "city", "value": "Lisbon", "category": "personal"}}',
         # qwen2.5: <tool_call> tags with "arguments"
         '<tool_call>\n{"name": "save_fact", "arguments": {"key": "city", "value": "Lisbon", "category": '
-        '"personal"}}\n'
-        "</tool_call>",
+        '"personal"}}\n</tool_call>',
         # a ```json fence
         '```json\n{"name": "save_fact", "arguments": {"key": "city", "value": "Lisbon", '
         '"category": "personal"}}\n```',
@@ -51,8 +50,7 @@ def test_each_text_form_is_read_as_a_tool_call(text):
 
 def test_a_remark_around_tags_stays_text_and_several_calls_are_read():
     text = ('I will save both.\n<tool_call>{"name": "save_fact", "arguments": {"key": "a", "value": '
-            '"1"}}</tool_call>'
-            '<tool_call>{"name": "get_fact", "arguments": {"key": "b"}}</tool_call>')
+            '"1"}}</tool_call><tool_call>{"name": "get_fact", "arguments": {"key": "b"}}</tool_call>')
     rest, calls = text_tool_calls.parse(text, OFFERED)
     assert rest == "I will save both."
     assert [c.name for c in calls] == ["save_fact", "get_fact"]
@@ -133,8 +131,7 @@ def test_a_hand_written_schema_is_checked_with_jsonschema():
 def test_a_tool_call_written_as_text_is_run_by_the_engine(server, api, make_engine):
     """The server's model writes the call as text in <tool_call> tags (qwen2.5): the fact is saved."""
     server.enqueue({"content": '<tool_call>{"name": "save_fact", "arguments": {"key": "city", "value": '
-                               '"Lisbon", '
-                               '"category": "personal"}}</tool_call>'},
+                               '"Lisbon", "category": "personal"}}</tool_call>'},
                    "Saved: your city is Lisbon.")
     engine = make_engine(backend_name=api)
     result = engine.run("Remember that I live in Lisbon")

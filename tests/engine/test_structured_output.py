@@ -124,8 +124,8 @@ def test_a_constrained_server_reply_is_read(backend):
 def test_log_md_summary_through_the_shape(backend):
     server, chat_backend = backend
     entries = [LogEntry(seq=i, ts="2026-01-31T12:00:00.000Z", type="observation",
-                        content=f"Step {i}: the garden needs sun, water, soil and compost to grow tomatoes. "
-                                f"" * 3)
+                        content=(f"Step {i}: the garden needs sun, water, soil and compost to grow "
+                                 "tomatoes. ") * 3)
                for i in range(1, 6)]
     server.enqueue(verbatim(SMALL_MODEL_REPLIES["think first"]))
     made = LogSummarizer(generate_with(chat_backend), target_tokens=60).summarize(entries)

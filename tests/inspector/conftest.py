@@ -24,8 +24,7 @@ from core.plugins.memory.lcm import DeterministicSummarizer
 
 SECRET = "sk-live-4242-abcd"
 SCRIPT_TEXT = (
-    "<script>window.__pwned = 1; alert('xss')</script><img src=x onerror=\"window.__pwned = 2\"> looks "
-    "fine"
+    "<script>window.__pwned = 1; alert('xss')</script><img src=x onerror=\"window.__pwned = 2\"> looks fine"
 )
 
 
@@ -158,7 +157,7 @@ def build_demo_agent(home: Path, name: str = "finn") -> Demo:
             provider.append(session,
                             [Message("user", f"Question {turn}: how do I handle task {turn} in asyncio?"),
                                       Message("assistant", f"Answer {turn}: wrap task {turn} in "
-                                                           f"asyncio.create_task and await it.")])
+                                                           "asyncio.create_task and await it.")])
             if turn == 3:
                 provider.append(session, [Message("user", f"The staging key is {SECRET} if you need it")])
             if turn % 10 == 9:  # compacted as the conversation grows, like the engine does

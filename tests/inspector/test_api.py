@@ -219,9 +219,8 @@ def schema_digest() -> dict[str, str]:
         return {}
     with psycopg.connect(dsn) as conn:
         tables = conn.execute("SELECT table_schema, table_name FROM information_schema.tables WHERE "
-                              "table_schema"
-                              " NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE "
-                              "TABLE'").fetchall()
+                              "table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = "
+                              "'BASE TABLE'").fetchall()
         return {f"{schema}.{table}": conn.execute(
             sql.SQL("SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM {} t").format(
                 sql.Identifier(schema, table))).fetchone()[0] for schema, table in tables}

@@ -92,8 +92,8 @@ def test_entries_are_read_from_the_archive_that_holds_them(agents_home):
         mm.append_log("THOUGHT", "after the compaction")
     files = LogFiles(AgentPaths.for_agent("finn", agents_home))
     found = files.read([1, 5, 6, 7])
-    assert [(s, x.archive) for s, x in sorted(found.items())] == [(1, "LOG-1-5"), (5, "LOG-1-5"), (6, None),
-                                                                  (7, None)]
+    assert ([(s, x.archive) for s, x in sorted(found.items())]
+            == [(1, "LOG-1-5"), (5, "LOG-1-5"), (6, None), (7, None)])
     assert found[6].entry.type == "SUMMARY" and found[7].entry.content == "after the compaction"
     assert files.archive("LOG-1-5").last == 5 and files.archive("../LOG-1-5") is None
 
@@ -107,6 +107,6 @@ def test_type_pages_runs_and_open_runs_are_read_from_indexes(manager):
     statements = [(queries._LOG_ROWS.format(where=where, order="DESC"), ["ERROR", "THOUGHT", 10, 51]),
                   (queries._RUNS, [100]), (queries._OPEN_RUNS, [])]
     for sql, params in statements:
-        plan = " | ".join(row["detail"] for row in manager.db.conn.execute("EXPLAIN QUERY PLAN " + sql,
-                                                                           params))
+        plan = " | ".join(row["detail"]
+                          for row in manager.db.conn.execute("EXPLAIN QUERY PLAN " + sql, params))
         assert "SCAN log_metadata" not in plan and "log_metadata_type" in plan, plan

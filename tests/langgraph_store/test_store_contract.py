@@ -211,8 +211,8 @@ def test_index_fields_and_recall(store, agents_home):
     assert {h["metadata"]["path"] for h in every} == {"messages[*].content.0", "messages[*].content.1",
                                                       "title"}
     assert every[0]["where"] == {"namespace": ["chats"], "key": "c1", "path": "title"}
-    assert not any("zebra" in h["content"] for h in indexed.manager.recall_memory("zebra crossing",
-                                                                                  kind="item"))
+    assert not any("zebra" in h["content"]
+                   for h in indexed.manager.recall_memory("zebra crossing", kind="item"))
     with pytest.raises(ValidationError, match="cold.embedder"):
         AgentOSStore("finn", index={"dims": 384, "embed": "openai:text-embedding-3-small"})
 

@@ -159,8 +159,8 @@ def postgres_schema_leaks(dsn: str, schema: str, value: str, *, checkpoints: boo
     found = []
     with psycopg.connect(dsn, autocommit=True) as conn:
         tables = [r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE "
-                                             "table_schema = %s"
-                                             " AND table_type = 'BASE TABLE' ORDER BY 1", (schema,))]
+                                             "table_schema = %s AND table_type = 'BASE TABLE' ORDER BY 1",
+                                             (schema,))]
         for table in tables:
             if (table.startswith("checkpoint") and not checkpoints) or table in kept:
                 continue
@@ -171,8 +171,8 @@ def postgres_schema_leaks(dsn: str, schema: str, value: str, *, checkpoints: boo
                 if table == "user_facts" and record.get("category") == "secret":
                     record.pop("value")
                 for column, cell in record.items():
-                    raw = cell if isinstance(cell, bytes) else json.dumps(cell, ensure_ascii=False,
-                                                                          default=str).encode()
+                    raw = (cell if isinstance(cell, bytes)
+                           else json.dumps(cell, ensure_ascii=False, default=str).encode())
                     if holds(raw, value) or holds(str(cell).encode("utf-8"), value):
                         found.append(f"postgres {table}.{column}")
         conn.execute("CHECKPOINT")  # the indexes' pages on disk, as the server keeps them

@@ -18,8 +18,7 @@ def test_text_without_a_secret_comes_back_unchanged():
 def test_a_value_saved_with_a_trailing_newline_is_found():
     """A value saved with surrounding whitespace (a trailing newline) matches it without."""
     assert Redactor(["cred-5566-7788\n"]).text("my credential is cred-5566-7788.") == (
-        f"my credential is "
-        f"{REDACTED}."
+        f"my credential is {REDACTED}."
     )
 
 

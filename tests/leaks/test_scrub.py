@@ -67,8 +67,8 @@ def assert_consistent(root: Path) -> None:
         last = manager.log.last_seq()
         history = dict(manager.db.conn.execute("SELECT archive_id, archive_sha256 FROM compaction_history"))
     counts = seq_counts(memory)
-    torn = {int(m) for f in (memory / "quarantine").glob("*.md") for m in re.findall(r"(?m)^- (\d+) ",
-                                                                                     f.read_text())}
+    torn = {int(m) for f in (memory / "quarantine").glob("*.md")
+            for m in re.findall(r"(?m)^- (\d+) ", f.read_text())}
     assert max(counts.values()) == 1 and set(range(1, last + 1)) - set(counts) <= torn
     archives = {p.stem: p for p in (memory / "archive").glob("LOG-*.md")}
     assert set(history) == set(archives)

@@ -232,8 +232,8 @@ def test_store_recall_and_forget_a_note(finn):
         and found[0]["occurred_at"].startswith("2026-03-06")
     )
     assert by_tool["memories"][0]["id"] == stored["id"]
-    assert (forgot["forgotten"], forgot["count"], forgot["matched"][0]["why"]) == ([stored["id"]], 1,
-                                                                                   {"id": stored["id"]})
+    assert ((forgot["forgotten"], forgot["count"], forgot["matched"][0]["why"])
+            == ([stored["id"]], 1, {"id": stored["id"]}))
     assert all(hit["id"] != stored["id"] for hit in gone)
     assert bad.is_error and "memory_id" in text(bad)
     assert by_action["forgotten"] == [other["id"]] and after["memories"] == []
@@ -362,8 +362,8 @@ def test_non_loopback_address_warns(finn):
     """Binding --http to a non-loopback address prints a warning that the memory is reachable from outside."""
     from core.mcp_server import is_loopback, parse_address
 
-    assert parse_address("127.0.0.1:8765") == ("127.0.0.1", 8765) and parse_address(":9000") == ("127.0.0.1",
-                                                                                                 9000)
+    assert (parse_address("127.0.0.1:8765") == ("127.0.0.1", 8765)
+            and parse_address(":9000") == ("127.0.0.1", 9000))
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
     result = run_main(agentos_main, ["mcp", "--agent", "finn", "--http", "nonsense"])
@@ -469,8 +469,8 @@ def test_streamable_http_serving_session_after_session_holds_no_more_than_after_
         sessions(5, 35)
         assert descriptors(server.pid) <= fds + 6
         assert named_threads(server.pid, "python") <= python + 4
-        # LanceDB's blocking pool starts threads on demand and ends them after 10 s idle: bounded, not per
-        # session.
+        # LanceDB's blocking pool starts threads on demand and ends them after 10 s idle: bounded, not
+        # per session.
         assert native_threads(server.pid) <= python + 64
     finally:
         server.terminate()

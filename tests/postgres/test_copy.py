@@ -58,8 +58,8 @@ def test_copy_moves_every_table_and_new_rows_follow(pg_home, monkeypatch):
         lcm = LCMProvider(open_database(manager.paths, manager.config.storage),
                           summarizer=DeterministicSummarizer(), config=SMALL_CONFIG)
         assert lcm.load_history(SESSION.id) == history and lcm.assemble(SESSION, 10**6, 4) == context
-        assert lcm.get_profile("ada", "finn") == "likes trains" and lcm.get_profile_at("ada", "finn",
-                                                                                       1) == "likes trains"
+        assert (lcm.get_profile("ada", "finn") == "likes trains"
+                and lcm.get_profile_at("ada", "finn", 1) == "likes trains")
         assert lcm.search(SESSION, SearchQuery("module m3"))
         assert sorted(row[0] for row in manager.db.conn.execute("SELECT item FROM reflect_pending")) == queued
         lcm.append(SESSION, [Message("user", "after the move")])

@@ -156,10 +156,8 @@ def test_the_way_to_postgres_and_back_and_there_again(sqlite_ada, pg_home, monke
 
 
 @pytest.mark.parametrize("where", ["marked", "table user_facts", "copied"])
-def test_a_copy_to_postgres_killed_midway_leaves_memory_db_whole_and_is_finished_by_a_rerun(sqlite_ada,
-                                                                                            pg_home,
-                                                                                           monkeypatch,
-                                                                                           where):
+def test_a_copy_to_postgres_killed_midway_leaves_memory_db_whole_and_is_finished_by_a_rerun(
+        sqlite_ada, pg_home, monkeypatch, where):
     """SIGKILL at each named point of copy-to-postgres: memory.db is untouched, the schema empty or complete,
     neither side opens the agent until the copy is run again, and the rerun finishes it."""
     db_file = pg_home / "ada" / "memory" / "memory.db"
@@ -183,9 +181,8 @@ def test_a_copy_to_postgres_killed_midway_leaves_memory_db_whole_and_is_finished
 
 
 @pytest.mark.parametrize("where", ["marked", "table user_facts", "copied", "swapped"])
-def test_a_copy_to_sqlite_killed_midway_leaves_the_schema_whole_and_is_finished_by_a_rerun(sqlite_ada,
-                                                                                           pg_home,
-                                                                                         monkeypatch, where):
+def test_a_copy_to_sqlite_killed_midway_leaves_the_schema_whole_and_is_finished_by_a_rerun(
+        sqlite_ada, pg_home, monkeypatch, where):
     """SIGKILL at each named point of copy-to-sqlite: the schema is untouched, memory.db the older copy or the
     complete new one, neither side opens the agent until the copy is run again, and the rerun finishes it."""
     assert agentos("copy-to-postgres", "--agent", "ada", dsn=sqlite_ada).returncode == 0

@@ -58,8 +58,8 @@ def test_publish_recall_forget_purge_and_rebuild_with_the_index_in_the_spaces_sc
                                        {"source": "notes"})
     second = team["researcher"].publish("research", "The vault opens with the zebrafinch sequence")
     hits = team["writer"].recall_memory("otters hold hands sleep", spaces=["research"])
-    assert [(h["id"], h["author"], h["metadata"]) for h in hits][:1] == [(first, "researcher",
-                                                                          {"source": "notes"})]
+    assert ([(h["id"], h["author"], h["metadata"]) for h in hits][:1]
+            == [(first, "researcher", {"source": "notes"})])
     schema = schema_of(pg_home)
     assert schema.endswith("space$research")
     assert rows(postgres_server.dsn, schema, "SELECT seq, author FROM entries ORDER BY seq") == [
@@ -135,7 +135,7 @@ def test_switching_storage_refuses_a_fork_until_the_index_is_moved(agents_home, 
     prefix = "tmove_"
     (agents_home / "config.yaml").write_text(yaml.safe_dump({"cold": {"embedder": "fake"},
                                                               "storage": {"schema_prefix": prefix}}),
-                                                              encoding="utf-8")
+                                             encoding="utf-8")
     # its own memory stays in memory.db: this test is the space's
     with MemoryManager("researcher") as researcher:
         Space.create("research", {"researcher": "read-write"})

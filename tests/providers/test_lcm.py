@@ -174,8 +174,8 @@ def test_changelog_is_ordered_by_time(lcm):
     """The changelog lists writes newest first, in the order they happened."""
     for n in range(12):
         lcm.set_profile("ada", "finn", f"v{n}")
-    assert [e.after_text for e in lcm.read_changelog("ada", "finn", limit=5)] == [f"v{n}" for n in (11, 10, 9,
-                                                                                                    8, 7)]
+    assert ([e.after_text for e in lcm.read_changelog("ada", "finn", limit=5)]
+            == [f"v{n}" for n in (11, 10, 9, 8, 7)])
 
 
 def test_round_limit_stops_full_compaction(db_path, session):

@@ -77,8 +77,8 @@ def test_every_message_reachable_exactly_once(conversation, fresh_tail, chunk, c
         assert [key(m) for m in everything] == [key(m) for m in original]
 
         # Within a budget, the context is a suffix of the history and still holds the fresh tail.
-        window = [m for item in provider.assemble(session, budget, fresh_tail) for m in expand_all(provider,
-                                                                                                   item)]
+        window = [m for item in provider.assemble(session, budget, fresh_tail)
+                  for m in expand_all(provider, item)]
         assert [key(m) for m in window] == [key(m) for m in original[len(original) - len(window):]]
         assert len(window) >= min(fresh_tail, len(original))
         provider.close()

@@ -73,17 +73,15 @@ def test_the_servers_cache_counts_follow_the_prompts_structure(llama_server, age
     pairs = [i for i in range(1, len(calls)) if calls[i].tools and calls[i - 1].tools]
     planner = [i for i in range(len(calls)) if calls[i].tools][1:]
     assert pairs, "some planner prompts follow one another"
-    real, model = statistics.median(share[i] for i in pairs), statistics.median(scripted[i].cached_share
-                                                                                for i in pairs)
+    real, model = (statistics.median(share[i] for i in pairs),
+                   statistics.median(scripted[i].cached_share for i in pairs))
     off = {i: (round(share[i], 3), round(scripted[i].cached_share, 3)) for i in pairs
            if abs(share[i] - scripted[i].cached_share) > TRACKING}
     with capsys.disabled():
         print(f"\n{ctx_size} tokens: {sum(r.ok for r in results)} of {turns} runs done, {len(calls)} calls "
               f"({sum(not c.tools for c in calls)} summaries) in {elapsed:.0f} s (CPU: the server "
-              f"{server_cpu:.0f} s, "
-              f"the engine {own_cpu:.0f} s); planner pairs {len(pairs)}: cached "
-              f"share median {real:.1%}, min {min(share[i] for i in pairs):.1%} (scripted {model:.1%}); "
-              f"every "
+              f"{server_cpu:.0f} s, the engine {own_cpu:.0f} s); planner pairs {len(pairs)}: cached share "
+              f"median {real:.1%}, min {min(share[i] for i in pairs):.1%} (scripted {model:.1%}); every "
               f"planner prompt after the first: median {statistics.median(share[i] for i in planner):.1%}; "
               f"evaluated per turn {sum(c.usage['evaluated_tokens'] for c in calls) / turns:.0f} of "
               f"{sum(c.usage['prompt_tokens'] for c in calls) / turns:.0f}, generated "

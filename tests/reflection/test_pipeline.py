@@ -247,7 +247,6 @@ def test_a_reply_that_runs_on_is_stopped_at_the_room_the_batch_left_and_the_entr
     seq = finn.append_log("USER_FEEDBACK", "my editor is Helix")
     item = (
         '{"subject": "user", "attribute": "editor", "value": "Helix", "sources": [1], "credential": false}, '
-        ''
     )
     runaway = verbatim('{"facts": [' + item * 400)  # about 14,000 tokens, never closed
     server.enqueue(runaway, runaway)

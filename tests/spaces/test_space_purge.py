@@ -20,8 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FORGOTTEN = "The vault opens with the zebrafinch sequence"
 WORD = b"zebrafinch"
 PURGE = (
-    "from core.memory.spaces import Space\nSpace('research').purge_forgotten()\nprint('purged', "
-    "flush=True)\n"
+    "from core.memory.spaces import Space\nSpace('research').purge_forgotten()\nprint('purged', flush=True)\n"
 )
 
 

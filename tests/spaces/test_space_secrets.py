@@ -189,8 +189,8 @@ def test_a_secret_saved_after_it_was_published_is_scrubbed_from_the_journal(team
                                                                       {"scrubbed": [1], "by": "researcher"})
     assert not (agents_home / "spaces" / "research" / PENDING).exists()
     record = next(e for e in team["researcher"].log.tail(5) if e.metadata.get("kind") == "secret_scrub")
-    assert record.metadata["spaces"] == {"research": [1]} and not holds(json.dumps(record.metadata).encode(),
-                                                                        WORD)
+    assert (record.metadata["spaces"] == {"research": [1]}
+            and not holds(json.dumps(record.metadata).encode(), WORD))
 
 
 def test_a_secret_saved_after_it_was_published_is_scrubbed_from_the_index(team, agents_home):
@@ -352,5 +352,4 @@ def test_a_space_scrub_killed_at_any_step_is_finished_by_the_next_open(agents_ho
     marked = sum(mark for _, mark in trials)
     assert 0 < marked < total  # some kills left the mark for the space's open, the others the owner's queue
     print(f"space scrub crash trials: {total} kill points, {marked} finished by the space's next open, the "
-          f"others by "
-          "the owner's; no byte of the key left")
+          "others by the owner's; no byte of the key left")

@@ -37,8 +37,8 @@ def test_a_published_memory_is_recalled_by_every_member_with_its_space_and_autho
     team["writer"].store_memory("My article on asyncio is due on Friday")
     hits = team["writer"].recall_memory("asyncio event loop coroutine", n_results=5, min_score=0.0)
     shared = [h for h in hits if h["space"] == "research"]
-    assert [(h["id"], h["author"], h["metadata"]) for h in shared] == [(memory_id, "researcher",
-                                                                        {"topic": "python"})]
+    assert ([(h["id"], h["author"], h["metadata"]) for h in shared]
+            == [(memory_id, "researcher", {"topic": "python"})])
     assert shared[0]["where"] == {"space": "research", "seq": 1}
     own = [h for h in hits if h["space"] is None]
     assert own and all(h["author"] == "writer" for h in own)

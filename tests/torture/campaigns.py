@@ -212,9 +212,8 @@ def _expand_context(provider, session) -> list:
 
 def background_indexing(work: Path, trials: int, seed: int = 6) -> Result:
     result = Result("background indexing",
-                    "SIGKILL while archives are indexed and embedded into LanceDB (every "
-                    "memory queued again before each trial; acknowledged: the rows in the store after the "
-                    "last sync)")
+                    "SIGKILL while archives are indexed and embedded into LanceDB (every memory queued again "
+                    "before each trial; acknowledged: the rows in the store after the last sync)")
     clock, rng = Clock(), random.Random(seed)
     home = prepare(work, {"auto_compact": False})
     with MemoryManager("finn", home=home) as manager:
@@ -302,8 +301,8 @@ def fork(work: Path, trials: int, seed: int = 8, children: int = 8, count: int =
             records = read_acks(ack_file)
             if hung:
                 result.fail(f"trial {trial}: {children} children still ran after {HANG_S:g}s (a lock hung)")
-            elif code != 0 or any(r[0] == "child" and r[1] != 0 for r in records) or any(r[0] == "error"
-                                                                                         for r in records):
+            elif (code != 0 or any(r[0] == "child" and r[1] != 0 for r in records)
+                  or any(r[0] == "error" for r in records)):
                 result.fail(
                     f"trial {trial}: a forked child failed: {[r for r in records if r[0] == 'error'][:2]}"
                 )

@@ -85,8 +85,8 @@ def check_agent(home: Path, acks: list[list], result: Result, manager: MemoryMan
         # Entries of an archive set aside as damaged are out of the history (kept in quarantine, readable
         # by hand); the damaged line itself is the damage, not a loss.
         present = {e["seq"] for e in entries}
-        set_aside = {seq for d in manager.cold.indexer.damaged() for seq in range(d["first_seq"],
-                                                                                  d["last_seq"] + 1)}
+        set_aside = {seq for d in manager.cold.indexer.damaged()
+                     for seq in range(d["first_seq"], d["last_seq"] + 1)}
         excused = set_aside - present
         acks = [r for r in acks if not (r[0] in ("append",
                                                  "now") and r[1 if r[0] == "append" else 2] in excused)]

@@ -39,8 +39,7 @@ def disk_full(work: Path, trials: int, seed: int = 9) -> Result:
     result = Result("disk full",
                     ("a 16 MB tmpfs filled to 4-400 KB free before each trial, then 40 mixed writes"
                                   if real else "ENOSPC imitated: os.write refuses once a byte budget is "
-                                               "spent "
-                                  "(this machine cannot mount a tmpfs)"))
+                                               "spent (this machine cannot mount a tmpfs)"))
     clock, rng = Clock(), random.Random(seed)
     home = prepare(disk, {"compact_log_entries": 40})
     MemoryManager("finn", home=home).close()
@@ -254,15 +253,13 @@ def faulty_summarizers(work: Path, trials: int, seed: int = 12) -> Result:
             summary = manager.scan_log().entries[0]
             if waited_for_the_hang:
                 result.fail(f"trial {trial} ({name}): the explicit compaction waited for a hanging model "
-                            f"call")
+                            "call")
             if not report.done or len(summary.content) > 4000 or "<think>" in summary.content:
                 result.fail(f"trial {trial} ({name}): the summary is unusable ({len(summary.content)} "
-                            f"characters, "
-                            f"{report.reason or 'done'})")
+                            f"characters, {report.reason or 'done'})")
             if max(automatic + [explicit]) > 2 or (name != "slow but fine" and automatic[1] > 0):
                 result.fail(f"trial {trial} ({name}): model calls {automatic} automatic, {explicit} "
-                            f"explicit: "
-                            "at most 2 a compaction, none while a failed model rests")
+                            "explicit: at most 2 a compaction, none while a failed model rests")
             result.trials += 1
             result.acknowledged += 51
         check_agent(home, acks, result, manager)

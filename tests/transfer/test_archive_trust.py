@@ -223,7 +223,7 @@ def test_an_archive_id_in_memory_db_reads_no_other_agents_files(agents_home, tmp
         files[DB], tmp_path / "scratch.db",
         "INSERT INTO compaction_history (compacted_at, entries_count, summary, archive_id, original_size_kb, "
         f"new_size_kb, first_seq, last_seq) VALUES ('2026-01-01T00:00:00.000Z', 12, 'x', '{escape}', 1, 1, "
-        f"1, 12)")}))
+        "1, 12)")}))
     shutil.copytree(agents_home / "victim", elsewhere / "victim")
     import_agent(bad)
     with MemoryManager("mallory") as mallory:

@@ -61,6 +61,5 @@ def test_consecutive_planner_prompts_share_most_of_their_tokens(long_conversatio
     with capsys.disabled():
         print(f"\n{context_length} tokens ({api}): consecutive planner prompts' cached share median "
               f"{statistics.median(shares):.1%} (min {min(shares):.1%}, {len(pairs)} pairs); every planner "
-              f"prompt "
-              f"after the first, summary calls between taking the one cache slot: median "
+              "prompt after the first, summary calls between taking the one cache slot: median "
               f"{statistics.median(every):.1%}; {compactions} compactions")

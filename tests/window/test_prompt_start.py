@@ -121,5 +121,4 @@ def test_the_simple_provider_lets_older_turns_go_in_blocks(long_conversation, ca
     assert len(overflow) == 1
     with capsys.disabled():
         print(f"\nsimple provider, 8192 tokens: start laid again {len(laid)} times in {TURNS} turns, cached "
-              f"share "
-              f"median {statistics.median(shares):.1%}")
+              f"share median {statistics.median(shares):.1%}")

@@ -75,8 +75,7 @@ def test_a_prompt_the_server_refuses_lowers_the_ratio_and_the_run_goes_on(make_s
     "request (9001 tokens) exceeds the available context size (8192 tokens), try increasing it",
     "This model's maximum context length is 8192 tokens. However, your request has 9001 input tokens.",
     "This model's maximum context length is 8192 tokens. However, you requested 9001 tokens (8001 in the "
-    "messages, "
-    "1000 in the completion).",
+    "messages, 1000 in the completion).",
 ])
 def test_the_prompts_size_is_read_from_each_servers_refusal(message):
     assert told_tokens(message) == 9001

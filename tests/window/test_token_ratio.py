@@ -35,10 +35,10 @@ def test_the_ratio_is_learned_from_prompt_eval_count_and_kept_per_model(make_ser
     learned = engine.backend.window.chars_per_token
     assert learned < 3.6, "learned from the server's counts, not chars/4"
     last = engine.backend.meter.last
-    # The server counted only what its cache did not hold (the new request: the prompt repeats the previous
-    # one and adds to it); the engine sizes that part from the prefix the prompt shares with the previous one,
-    # less
-    # exactly than a whole prompt (a few hundred characters of prose, at a ratio learned mostly on JSON).
+    # The server counted only what its cache did not hold (the new request: the prompt repeats the
+    # previous one and adds to it); the engine sizes that part from the prefix the prompt shares with the
+    # previous one, less exactly than a whole prompt (a few hundred characters of prose, at a ratio
+    # learned mostly on JSON).
     counted = server.prompts[-1].evaluated if api == "ollama" else server.prompts[-1].rendered_tokens
     assert last.reported == counted and abs(last.error) < 0.10
     from core.engine.cli import command

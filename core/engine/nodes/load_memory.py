@@ -23,9 +23,9 @@ def load_memory(state: AgentState, rt: Runtime) -> dict[str, Any]:
     if state.get("auto_log_enabled", True) and rt.find_logged("USER_FEEDBACK", "turn_id", turn_id) is None:
         rt.log("USER_FEEDBACK", masked, turn_id=turn_id, session=state["session_id"])
         if keeps_objective(task):
-            # "continue" and "status" are about the objective in NOW: they must not replace it; "status" only
-            # reads it, and a finished one is not reopened (there is nothing to continue): the run is
-            # recorded.
+            # "continue" and "status" are about the objective in NOW: they must not replace it; "status"
+            # only reads it, and a finished one is not reopened (there is nothing to continue): the run
+            # is recorded.
             if is_status(task) or rt.manager.now_state().status in FINISHED:
                 rt.manager.update_now(run_id=rt.run_id)
             else:

@@ -82,8 +82,7 @@ def _failed(state: AgentState, rt: Runtime, exc: Exception, steps: int,
     written = rt.manager.update_now(state="error", current_step="Recovering from a failed model call",
                                     blockers=[line[:300]],
                                     resume_hint="Retrying the model call; if it keeps failing, check the "
-                                                "backend "
-                                                "and run again with --resume")
+                                                "backend and run again with --resume")
     rt.stale_blockers.extend(written["blockers"])
     log.warning("LLM call failed (retry %d): %s", state.get("retries", 0) + 1, line)
     return {
@@ -114,5 +113,5 @@ def _clear_stale_blockers(rt: Runtime) -> None:
     # The resume hint said how to get past the block; it now says how to go on if this run stops.
     rt.manager.update_now(state="active" if recovered else None,
                           current_step="Working on the request" if recovered else None, blockers=[],
-                          resume_hint=f"If this run stops, run: agentos run --agent "
+                          resume_hint="If this run stops, run: agentos run --agent "
                                       f"{rt.manager.agent_name} --resume")

@@ -103,14 +103,13 @@ def plan(window: ContextWindow, config: Config, tools: int, system: int, model: 
     if left < MIN_HISTORY_TOKENS:
         needed = budgets.fixed + MIN_HISTORY_TOKENS
         raise ContextWindowTooSmallError(
-            f"{model}'s context window of {num_ctx} tokens is too small: the system prompt ({system}), "
-            f"the tool definitions ({tools}{', ' + tool_set if tool_set else ''}), the memory context "
+            f"{model}'s context window of {num_ctx} tokens is too small: the system prompt ({system}), the "
+            f"tool definitions ({tools}{', ' + tool_set if tool_set else ''}), the memory context "
             f"({budgets.memory}), the reply reserve ({budgets.reply}) and the template ({budgets.margin}) "
-            f"take "
-            f"{budgets.fixed} tokens, and at least {MIN_HISTORY_TOKENS} are needed for the conversation: "
-            f"{needed} tokens in all. Use a model with "
-            f"a longer context, or raise llm.num_ctx (and the model's num_ctx, e.g. PARAMETER num_ctx in its "
-            f"Modelfile) to at least {needed}, or lower engine.memory_tokens"
+            f"take {budgets.fixed} tokens, and at least {MIN_HISTORY_TOKENS} are needed for the "
+            f"conversation: {needed} tokens in all. Use a model with a longer context, or raise llm.num_ctx "
+            f"(and the model's num_ctx, e.g. PARAMETER num_ctx in its Modelfile) to at least {needed}, or "
+            "lower engine.memory_tokens"
         )
     history = min(config.engine.context_budget, left) if config.engine.context_budget else left
     return Budgets(**{**budgets.__dict__, "history": history})

@@ -130,8 +130,7 @@ class ContextBuilder:
                 current, units = self._fit(window, budgets, parts, parts.memory, state["messages"])
                 history = redactor(self._history(int(units * KEEP_SHARE) if evict else units, tail))
             # The memory points to the requests the prompt shows (it only gets shorter), this turn's among
-            # them:
-            # it stays in the prompts of later turns, before this one.
+            # them: it stays in the prompts of later turns, before this one.
             requests = tuple(str(m.get("content") or "") for m in history if m.get("role") == "user")
             parts = self._parts(replace(extras, earlier_requests=(*requests, extras.request)), window)
             anchor = Anchor(rt.conversation.session.id, history, parts.memory, parts.view)
@@ -200,10 +199,8 @@ class ContextBuilder:
             full = sizing.tools_tokens(window, toolbox.definitions())
             self.rt.toolbox = core
             self.tools_note = (f"tools: the core set ({', '.join(core.tools)}; {budgets.tools} tokens), "
-                               f"since "
-                               f"all {len(toolbox.tools)} tools ({full} tokens) would leave the conversation "
-                               f"less "
-                               f"than a quarter of the {window.num_ctx}-token window")
+                               f"since all {len(toolbox.tools)} tools ({full} tokens) would leave the "
+                               f"conversation less than a quarter of the {window.num_ctx}-token window")
             log.info("%s", self.tools_note)
         self.tools_chosen = True
         return budgets

@@ -84,8 +84,8 @@ def memory_view(manager: MemoryManager, max_tokens: int, request: str = "",
     shown = replace(now, updated_at=_stamp(now.updated_at, day)) if now.updated_at else now
     # The objective points to this turn's request however short it is: it then reads the same at every turn
     # that takes up a new request, and the memory message, sent again as it was, stays true.
-    now_lines = [f"objective: {THIS_REQUEST}" if line.startswith("objective: ") and repeats(now.objective,
-                                                                                            request, 1)
+    now_lines = [f"objective: {THIS_REQUEST}"
+                 if line.startswith("objective: ") and repeats(now.objective, request, 1)
                  else line for line in render_now(shown)]
     title = f"# Memory (times UTC, on {day} unless dated)" if day else "# Memory"
     head = [title, "", "## NOW (NOW.md: current objective and plan)", *now_lines]

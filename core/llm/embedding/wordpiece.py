@@ -222,7 +222,7 @@ def _tables() -> _Tables:
         return _Tables(json.loads(text))
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"core/llm/embedding/bert_unicode.json is damaged ({exc!r}); reinstall "
-                         f"agentos") from exc
+                         "agentos") from exc
 
 
 def _starts_ends(ranges: list[list[int]]) -> tuple[list[int], list[int]]:
@@ -278,7 +278,7 @@ def _cls_sep(processor: dict[str, Any]) -> tuple[str, str]:
         kinds = [next(iter(step)) for step in single]
         if kinds == ["SpecialToken", "Sequence", "SpecialToken"]:
             return single[0]["SpecialToken"]["id"], single[2]["SpecialToken"]["id"]
-    raise ValueError(f"tokenizer.json's post_processor does not put a text between two special tokens: "
+    raise ValueError("tokenizer.json's post_processor does not put a text between two special tokens: "
                      f"{processor.get('type')!r}")
 
 

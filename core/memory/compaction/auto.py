@@ -131,8 +131,7 @@ class Compaction:
         if summarizer.failures:
             self._llm_failed_at = time.monotonic()
             log.warning("the LOG.md summarizer model failed; automatic compactions summarise "
-                        "deterministically "
-                        "for the next %gs", AUTO_RETRY_S)
+                        "deterministically for the next %gs", AUTO_RETRY_S)
 
     def _recover(self) -> None:
         try:

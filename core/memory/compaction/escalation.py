@@ -66,8 +66,8 @@ class Summarizer(Protocol):
         """
 
 
-def escalate(generate: Callable[[str], str], prompts: Iterable[str], target_tokens: int) -> tuple[int,
-                                                                                                  str] | None:
+def escalate(generate: Callable[[str], str], prompts: Iterable[str],
+             target_tokens: int) -> tuple[int, str] | None:
     """Ask ``prompts`` in turn; return ``(index, answer)`` of the first usable answer, or None if none is."""
     limit = OVERSIZE_RATIO * target_tokens
     for index, prompt in enumerate(prompts):

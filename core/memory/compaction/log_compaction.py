@@ -205,7 +205,7 @@ class LogCompactor:
         if size > self.config.memory.max_entry_bytes:
             raise ValidationError(f"the summary is {size} bytes; a LOG entry holds at most "
                                   f"{self.config.memory.max_entry_bytes} (memory.max_entry_bytes): shorten "
-                                  f"it")
+                                  "it")
 
     def _summarize(self, summarizer: LogSummarizer, plan: Plan) -> Summary:
         """The summarizer's summary, or the deterministic one if it is too long to be an entry."""

@@ -57,8 +57,7 @@ class _Header(tarfile.TarInfo):
                                            f"{MAX_METADATA}): this is not an archive AgentOS wrote")
         elif info.type not in _PLAIN:
             raise CorruptionError(f"{info.name[:200]!r} is not a plain file or folder (links, devices and "
-                                  f"sparse files "
-                                  "are refused)")
+                                  "sparse files are refused)")
         return info
 
 
@@ -77,8 +76,7 @@ class _Counted:
         self.read_so_far += len(data)
         if self.read_so_far > self.limit:
             raise ArchiveTooLargeError(f"{self.where} unpacks to more than {self.limit} bytes: refused "
-                                       f"before "
-                                       f"anything was written (limits: {_LIMITS})")
+                                       f"before anything was written (limits: {_LIMITS})")
         return data
 
 
@@ -106,16 +104,14 @@ class ArchiveStream:
             self.members += 1
             if self.members > self.limits.max_members:
                 raise ArchiveTooLargeError(f"{self.path} holds more than {self.limits.max_members} members: "
-                                           f"refused "
-                                           f"before anything was written (limits: {_LIMITS})")
+                                           f"refused before anything was written (limits: {_LIMITS})")
             yield member
 
     def read(self, member: tarfile.TarInfo, most: int) -> bytes:
         """The whole of ``member``, which must hold at most ``most`` bytes."""
         if member.size > most:
             raise ArchiveTooLargeError(f"{self.path}: {member.name[:200]!r} holds {member.size} bytes, more "
-                                       f"than the "
-                                       f"{most} such a file may hold")
+                                       f"than the {most} such a file may hold")
         return self.open(member).read()
 
     def open(self, member: tarfile.TarInfo) -> "_Member":
@@ -134,17 +130,14 @@ class ArchiveStream:
         total = self.announced
         if total > limits.max_unpacked_bytes:
             raise ArchiveTooLargeError(f"{self.path} unpacks to {total} bytes or more, over "
-                                       f"transfer.max_unpacked_bytes"
-                                       f" ({limits.max_unpacked_bytes}) of this home: raise it in the home's "
-                                       "config.yaml if you trust the archive; nothing was written")
+                                       f"transfer.max_unpacked_bytes ({limits.max_unpacked_bytes}) of this "
+                                       "home: raise it in the home's config.yaml if you trust the archive; "
+                                       "nothing was written")
         if total > RATIO_FLOOR and total > limits.max_ratio * archive_size:
             raise ArchiveTooLargeError(f"{self.path} ({archive_size} bytes) unpacks to {total} bytes or "
-                                       f"more, over "
-                                       f"transfer.max_ratio ({limits.max_ratio}) times its size: a "
-                                       f"decompression bomb, "
-                                       "or raise the limit in the home's config.yaml if you trust it; "
-                                       "nothing was "
-                                       "written")
+                                       f"more, over transfer.max_ratio ({limits.max_ratio}) times its size: "
+                                       "a decompression bomb, or raise the limit in the home's config.yaml "
+                                       "if you trust it; nothing was written")
         if self._before is None:
             self._before = self._counted.read_so_far
         self._counted.limit = min(limits.max_unpacked_bytes, self._before + total) + HEADER_SLACK

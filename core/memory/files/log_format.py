@@ -154,8 +154,7 @@ def check_depth(value: object, what: str, limit: int = MAX_METADATA_DEPTH) -> No
             seen += 1
             if depth >= limit or seen > MAX_NODES:
                 raise ValidationError(f"{what} nests deeper than {limit} levels (or refers to itself, or "
-                                      f"holds more "
-                                      f"than {MAX_NODES:,} objects and lists): flatten it")
+                                      f"holds more than {MAX_NODES:,} objects and lists): flatten it")
             stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
 
 

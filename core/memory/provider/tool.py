@@ -131,7 +131,7 @@ class MemoryTool:
 
     def _check(self, arguments: Any) -> tuple[str, dict[str, Any]]:
         if not isinstance(arguments, dict):
-            raise ToolArgumentError(f"memory tool arguments must be an object, got "
+            raise ToolArgumentError("memory tool arguments must be an object, got "
                                     f"{type(arguments).__name__}")
         action = arguments.get("action")
         if action not in self.actions:

@@ -189,8 +189,8 @@ class ColdMemory:
             failed = f"; the embedder failed: {seen.error}" if seen.error else ""
             raise ColdStoreError(f"{seen.vectors_pending} memories have no vector yet (after waiting "
                                  f"{seen.waited_s:.1f} s{failed}), so a choice by meaning would miss them: "
-                                 f"let them "
-                                 "be computed (manager.cold.catch_up()) and try again, or choose by words")
+                                 "let them be computed (manager.cold.catch_up()) and try again, or choose by "
+                                 "words")
         where = where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)
         return recall_query.nearest(text, self.store(), depth, where, self.tuning.piece_share) or []
 

@@ -248,8 +248,8 @@ class ColdIndexer:
                                  (utc_timestamp(), problem, archive_id))
         if problem:
             log.error("archive %s (entries %s-%s) cannot be indexed: %s; its summary is searchable, its "
-                      "entries "
-                      "are not: put the original back (sha256 %s) and run agentos rebuild-index --agent %s",
+                      "entries are not: put the original back (sha256 %s) and run agentos rebuild-index "
+                      "--agent %s",
                       archive_id, row["first_seq"], row["last_seq"], problem, row["archive_sha256"],
                       self.archive_dir.parent.parent.name)
         else:
@@ -306,14 +306,12 @@ class ColdIndexer:
         if kind == "msg":
             row = conn.execute(
                 "SELECT m.*, c.session_id FROM ctx_messages m JOIN ctx_conversations c ON c.id = "
-                "m.conversation_id "
-                "WHERE m.id = ?", (key,)).fetchone()
+                "m.conversation_id WHERE m.id = ?", (key,)).fetchone()
             return _listed(message_doc(row, secrets) if row is not None else None)
         if kind == "sum":
             row = conn.execute(
                 "SELECT s.*, c.session_id FROM ctx_summaries s JOIN ctx_conversations c ON c.id = "
-                "s.conversation_id "
-                "WHERE s.id = ?", (key,)).fetchone()
+                "s.conversation_id WHERE s.id = ?", (key,)).fetchone()
             return _listed(conversation_summary_doc(row, secrets) if row is not None else None)
         if kind == "item":
             row = conn.execute("SELECT * FROM store_items WHERE id = ?", (key,)).fetchone()

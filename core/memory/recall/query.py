@@ -102,12 +102,11 @@ def check_recall(
     threshold = default_min_score if min_score is None else min_score
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
         raise ValidationError(f"min_score must be a number from 0 to 1, got {shown(min_score)}")  # NaN too
-    if recency_days is not None and (isinstance(recency_days, bool) or not isinstance(recency_days,
-                                                                                      (int, float))
+    if recency_days is not None and (isinstance(recency_days, bool)
+                                     or not isinstance(recency_days, (int, float))
                                      or not 0 < recency_days <= MAX_RECENCY_DAYS):
-        raise ValidationError(f"recency_days must be a number of days above 0 and at most "
-                              f"{MAX_RECENCY_DAYS:,}, "
-                              f"got {shown(recency_days)}")
+        raise ValidationError("recency_days must be a number of days above 0 and at most "
+                              f"{MAX_RECENCY_DAYS:,}, got {shown(recency_days)}")
     moment = parse_time(now, "now") if now is not None else None
     filters = Filters(kinds, *time_bounds(since, until, moment))
     return RecallRequest(text, n_results, filters, float(threshold), recency_days, moment,
@@ -188,8 +187,8 @@ def nearest(text: str, store: ColdStore, depth: int, where: str | None,
     except BackendError as exc:
         log.warning("recall by words only: the embedder failed: %s", exc)
         return None
-    hits = [(row["id"], similarity(row, piece_share)) for row in store.nearest(vector, depth, where,
-                                                                               columns=("id",))]
+    hits = [(row["id"], similarity(row, piece_share))
+            for row in store.nearest(vector, depth, where, columns=("id",))]
     # Empty (no vector yet, or none passes the filters): what the vector search would say is unknown.
     return sorted(hits, key=lambda hit: hit[1], reverse=True) or None
 

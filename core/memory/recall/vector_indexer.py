@@ -237,8 +237,8 @@ class BackgroundIndexer:
         store = self._store()
         # Marked under the write lock of the write: a re-index by another process (which drops the table
         # under that lock, then queues every doc again) comes before both or after both.
-        # Any of them may have had pieces of another text (changed or redacted since): the store deletes
-        # those.
+        # Any of them may have had pieces of another text (changed or redacted since): the store
+        # deletes those.
         store.put(rows + [c for pieces in chunks[:count] for c in pieces],
                   replace_chunks_of=[d.id for d in pending],
                   then=lambda: self.docs.mark_embedded({row.id: row for row in rows}, vector_row))

@@ -172,7 +172,7 @@ def time_window(value: Any, what: str, edge: str, now: datetime | None = None) -
             return parse_time(value, what)
         except ValidationError as exc:
             raise ValidationError(f"{exc}, or a period such as 'last week', 'yesterday' or '3 days "
-                                  f"ago'") from exc
+                                  "ago'") from exc
     anchor = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
     try:
         start, end = _relative_period(match, anchor)

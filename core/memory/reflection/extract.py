@@ -228,8 +228,8 @@ def _ask_twice(reader: ModelReader, items: list[Item], known: str, tally: Tally,
         messages = messages[:1] + [
             {"role": "assistant", "content": text[:SHOWN_REPLY_CHARS]},
             {"role": "user",
-             "content": f"That answer cannot be used: {error}. Answer again with only the JSON "
-                                        "object asked for, copying every value from the entries it cites."}]
+             "content": f"That answer cannot be used: {error}. Answer again with only the JSON object asked "
+                        "for, copying every value from the entries it cites."}]
     return None, error
 
 

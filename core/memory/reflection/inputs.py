@@ -132,9 +132,8 @@ def _log_entries(db: Database, log: LogFile, archive_dir: Path, mark: int,
     """The entries after ``mark``, oldest first, at most ``limit`` (and whether more are left): from the
     archives that hold some (a damaged one's are skipped: they cannot be read), then from LOG.md."""
     entries: list[LogEntry] = []
-    rows = db.conn.execute("SELECT archive_id, last_seq, index_error FROM compaction_history WHERE last_seq "
-                           "> ? "
-                           "ORDER BY first_seq", (mark,)).fetchall()
+    rows = db.conn.execute("SELECT archive_id, last_seq, index_error FROM compaction_history WHERE "
+                           "last_seq > ? ORDER BY first_seq", (mark,)).fetchall()
     for row in rows:
         path = archive_dir / f"{row['archive_id']}.md"
         try:

@@ -84,7 +84,7 @@ class EventItem(_Item):
                       description="What happened, in the entry's own words.")
     when: str = Field("",
                       description='When, copied from the entry ("yesterday", "last Tuesday", "on 3 May"); '
-                                      'empty if it does not say.')
+                                  'empty if it does not say.')
     date: str = Field("", description="The date as YYYY-MM-DD, if the entry gives one.")
 
     @pydantic.field_validator("what", "when", "date", mode="before")

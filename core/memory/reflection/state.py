@@ -21,9 +21,9 @@ MAX_BACKOFF_S = 86_400.0
 def set_log_mark(conn: Any, seq: int) -> None:
     """LOG.md's mark moves to ``seq`` (never back)."""
     conn.execute("INSERT INTO reflect_marks (source, mark, updated_at) VALUES ('log', ?, ?) ON CONFLICT "
-                 "(source) "
-                 "DO UPDATE SET mark = CASE WHEN excluded.mark > reflect_marks.mark THEN excluded.mark "
-                 "ELSE reflect_marks.mark END, updated_at = excluded.updated_at", (seq, utc_timestamp()))
+                 "(source) DO UPDATE SET mark = CASE WHEN excluded.mark > reflect_marks.mark THEN "
+                 "excluded.mark ELSE reflect_marks.mark END, updated_at = excluded.updated_at",
+                 (seq, utc_timestamp()))
 
 
 def dequeue(conn: Any, items: Sequence[str]) -> None:
@@ -40,12 +40,9 @@ def quarantine(conn: Any, item: str, reason: str, model: str, retry_after_s: flo
     wait = min(MAX_BACKOFF_S, retry_after_s * 2 ** (attempts - 1))
     stamp, next_try = utc_timestamp(now), utc_timestamp(now + timedelta(seconds=wait))
     conn.execute("INSERT INTO reflect_quarantine (item, reason, attempts, model, first_failed_at, "
-                 "last_failed_at, "
-                 "next_try) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (item) DO UPDATE SET reason = "
-                 "excluded.reason, "
-                 "attempts = excluded.attempts, model = excluded.model, last_failed_at = "
-                 "excluded.last_failed_at, "
-                 "next_try = excluded.next_try",
+                 "last_failed_at, next_try) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (item) DO UPDATE SET "
+                 "reason = excluded.reason, attempts = excluded.attempts, model = excluded.model, "
+                 "last_failed_at = excluded.last_failed_at, next_try = excluded.next_try",
                  (item, reason[:1000], attempts, model, stamp, stamp, next_try))
 
 
@@ -68,19 +65,18 @@ def count(conn: Any, model: str, tally: Tally, entries: int, learned: int) -> No
     """Add one batch's counts to ``model``'s."""
     conn.execute(
         "INSERT INTO reflect_stats (model, calls, failed, repaired, split, quarantined, rejected, entries, "
-        "learned, "
-        "last_at, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (model) DO UPDATE SET "
-        "calls = reflect_stats.calls + excluded.calls, failed = reflect_stats.failed + excluded.failed, "
-        "repaired = reflect_stats.repaired + excluded.repaired, split = reflect_stats.split + "
-        "excluded.split, "
+        "learned, last_at, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (model) DO UPDATE SET calls = reflect_stats.calls + excluded.calls, "
+        "failed = reflect_stats.failed + excluded.failed, "
+        "repaired = reflect_stats.repaired + excluded.repaired, "
+        "split = reflect_stats.split + excluded.split, "
         "quarantined = reflect_stats.quarantined + excluded.quarantined, "
-        "rejected = reflect_stats.rejected + excluded.rejected, entries = reflect_stats.entries + "
-        "excluded.entries, "
-        "learned = reflect_stats.learned + excluded.learned, last_at = excluded.last_at, "
-        "last_error = coalesce(excluded.last_error, reflect_stats.last_error)",
+        "rejected = reflect_stats.rejected + excluded.rejected, "
+        "entries = reflect_stats.entries + excluded.entries, "
+        "learned = reflect_stats.learned + excluded.learned, "
+        "last_at = excluded.last_at, last_error = coalesce(excluded.last_error, reflect_stats.last_error)",
         (model, tally.calls, tally.failed, tally.repaired, tally.split, tally.quarantined, tally.rejected,
-         entries,
-         learned, utc_timestamp(), tally.errors[-1][:500] if tally.errors else None))
+         entries, learned, utc_timestamp(), tally.errors[-1][:500] if tally.errors else None))
 
 
 def reset(conn: Any) -> None:
@@ -104,8 +100,7 @@ def status(conn: Any, last_seq: int) -> dict[str, Any]:
     queued = {kind: _count(conn, "reflect_pending", "item", kind) for kind in ("msg", "note")}
     quarantined = [dict(r) for r in conn.execute(
         "SELECT item, reason, attempts, model, first_failed_at, last_failed_at, next_try FROM "
-        "reflect_quarantine "
-        "ORDER BY first_failed_at, item")]
+        "reflect_quarantine ORDER BY first_failed_at, item")]
     models = {}
     for r in conn.execute("SELECT * FROM reflect_stats ORDER BY model"):
         data = dict(r)
@@ -115,7 +110,7 @@ def status(conn: Any, last_seq: int) -> dict[str, Any]:
     learned = {kind: _count(conn, "extracted", "memory_id", kind) for kind in ("fact", "event",
                                                                                "contradiction")}
     types = list(READ_TYPES)
-    unread = conn.execute(f"SELECT count(*) FROM log_metadata WHERE id > ? AND entry_type IN "
+    unread = conn.execute("SELECT count(*) FROM log_metadata WHERE id > ? AND entry_type IN "
                           f"({', '.join('?' * len(types))})", (mark, *types)).fetchone()[0]
     lag = {"log": unread, "messages": queued.get("msg", 0), "notes": queued.get("note", 0)}
     return {"log_mark": mark, "last_seq": last_seq, "lag": {**lag, "total": sum(lag.values())},

@@ -43,12 +43,10 @@ CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _guard = threading.Lock()
 _SET_STATE = (
-    "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
-    "excluded.value"
+    "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
 _SET_ENTRY = ("INSERT INTO entries (seq, author, ts, content, metadata) VALUES (?, ?, ?, ?, ?) ON CONFLICT "
-              "(seq) "
-              "DO UPDATE SET author = excluded.author, ts = excluded.ts, content = excluded.content, "
+              "(seq) DO UPDATE SET author = excluded.author, ts = excluded.ts, content = excluded.content, "
               "metadata = excluded.metadata, vector = NULL")
 
 
@@ -105,8 +103,7 @@ class SpaceIndex:
                 raise StorageError(f"cannot move the damaged {self.path} aside ({exc}); delete it: it is "
                                    "rebuilt from the space's journal") from exc
         message = (
-            f"{self.path} was damaged ({reason}); moved it to {aside.name} and rebuilt it from the "
-            f"journal"
+            f"{self.path} was damaged ({reason}); moved it to {aside.name} and rebuilt it from the journal"
         )
         log.warning(message)
         self.repairs.append(message)
@@ -176,8 +173,8 @@ class SpaceIndex:
             stale = [published[seq] for seq, content, metadata in conn.execute(
                 "SELECT seq, content, metadata FROM entries").fetchall()
                 if seq in published and (content != published[seq].content
-                                         or json.loads(metadata) != (published[seq].metadata.get("metadata")
-                                                                     or {}))]
+                                         or json.loads(metadata)
+                                         != (published[seq].metadata.get("metadata") or {}))]
             for entry in stale:
                 self._apply(conn, entry)
         return len(stale)
@@ -253,7 +250,7 @@ class SpaceIndex:
         import numpy as np
 
         where, params = _window(since, until)
-        rows = self.conn.execute(f"SELECT e.seq, e.vector FROM entries e WHERE e.vector IS NOT NULL AND "
+        rows = self.conn.execute("SELECT e.seq, e.vector FROM entries e WHERE e.vector IS NOT NULL AND "
                                  f"{where}",
                                  params).fetchall()
         if not rows:
@@ -273,7 +270,7 @@ class SpaceIndex:
         """The indexed entries of ``seqs`` as recall's documents."""
         if not seqs:
             return {}
-        rows = self.conn.execute(f"SELECT seq, author, ts, content, metadata FROM entries WHERE seq IN "
+        rows = self.conn.execute("SELECT seq, author, ts, content, metadata FROM entries WHERE seq IN "
                                  f"({', '.join('?' * len(seqs))})", list(seqs)).fetchall()
         return {row[0]: self.doc(*row) for row in rows}
 

@@ -68,8 +68,7 @@ class Members:
                                   f"{', '.join(self.access) or 'none'}")
         if len(self.access) == 1:
             raise ValidationError(f"{agent!r} is the last member of the space {self.space!r}: a space keeps "
-                                  f"at "
-                                  "least one member")
+                                  "at least one member")
         return Members(self.space, {a: m for a, m in self.access.items() if a != agent})
 
 
@@ -106,7 +105,7 @@ def _parse(paths: SpacePaths) -> Members:
         raise StorageError(f"cannot read {paths.members_file}: {exc}") from exc
     except yaml.YAMLError as exc:
         raise CorruptionError(f"{paths.members_file} is not valid YAML ({exc}); restore it from a "
-                              f"backup") from exc
+                              "backup") from exc
     access = data.get("members") if isinstance(data, dict) else None
     if not isinstance(access, dict) or not all(isinstance(a, str) and m in ACCESS for a, m in access.items()):
         raise CorruptionError(f"{paths.members_file} must map each member agent to read-write or read-only; "

@@ -80,6 +80,5 @@ class SpacePaths:
             found = list_spaces(self.home)
             known = f"spaces: {', '.join(found)}" if found else "there are no spaces yet"
             raise UnknownSpaceError(f"no memory space named {self.name!r} in {self.home} ({known}); create "
-                                    f"it "
-                                    f"with: agentos space create {self.name} --member AGENT")
+                                    f"it with: agentos space create {self.name} --member AGENT")
         return self

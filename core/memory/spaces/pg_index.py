@@ -68,9 +68,9 @@ class PostgresSpaceIndex(SpaceIndex):
             return []
         ceiling = sum(weights.values()) or 1.0
         where, params = _window(since, until)
-        rows = conn.execute(_RANKED.format(where=where), [list(weights), list(weights.values()),
-                                                         " | ".join(_lexeme(t) for t in weights), *params,
-                                                         depth])
+        rows = conn.execute(_RANKED.format(where=where),
+                            [list(weights), list(weights.values()), " | ".join(_lexeme(t) for t in weights),
+                             *params, depth])
         return [(int(seq), min(1.0, float(score) / ceiling)) for seq, score in rows.fetchall()]
 
     def scrub(self) -> bool:
@@ -102,10 +102,8 @@ def claim(db: Any, folder: Path, space: str) -> None:
     if owner["folder_id"] != mine:
         raise StorageError(
             f"schema {db.schema} indexes the space {space} of the folder {owner['path']} on host "
-            f"{owner['host']} "
-            f"(since {owner['claimed_at']}), not {folder}: publish from an agents home that mounts that "
-            f"folder, "
-            "or give this deployment its own storage.schema_prefix")
+            f"{owner['host']} (since {owner['claimed_at']}), not {folder}: publish from an agents home that "
+            "mounts that folder, or give this deployment its own storage.schema_prefix")
 
 
 def _lexeme(term: str) -> str:

@@ -74,8 +74,7 @@ def purge(space: Any) -> PurgeReport:
         fsync_dir(space.paths.root)
     if not report.index_scrubbed:
         log.warning("space %s: the purge could not truncate the index's log (a reader holds it); the next "
-                    "open "
-                    "of the space finishes it", space.name)
+                    "open of the space finishes it", space.name)
     return report
 
 

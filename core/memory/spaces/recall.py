@@ -54,7 +54,7 @@ def spaces_to_search(agent: str, home: Path, spaces: Any) -> list[str]:
     if spaces is None:
         return spaces_of(agent, home)
     if isinstance(spaces, str) or not isinstance(spaces, (list, tuple)):
-        raise ValidationError(f"spaces must be a list of space names (or None: every space of the agent), "
+        raise ValidationError("spaces must be a list of space names (or None: every space of the agent), "
                               f"got {shown(spaces)}")
     for name in spaces:
         members_file.read(SpacePaths.for_space(name, home)).require_reader(agent)

@@ -60,17 +60,14 @@ def check(paths: SpacePaths, backend: str) -> None:
     if state in (TO_SQLITE, TO_POSTGRES):
         target = "sqlite" if state == TO_SQLITE else "postgres"
         raise StorageError(f"the index of the space {name} is being moved ({state}; a move that was stopped "
-                           f"leaves "
-                           f"this): run `agentos space move-index {name} --to {target}` again, with the "
-                           f"server set")
+                           f"leaves this): run `agentos space move-index {name} --to {target}` again, with "
+                           "the server set")
     if backend == "sqlite" and state == POSTGRES:
         raise StorageError(
             f"the index of the space {name} lives in PostgreSQL (storage.backend or storage.id in "
-            f"{paths.root}), and "
-            "no server is configured: set $AGENTOS_DSN (or storage.backend postgres and storage.dsn in the "
-            "home's "
-            f"config.yaml), or bring it back with `agentos space move-index {name} --to sqlite` run with the "
-            f"server set")
+            f"{paths.root}), and no server is configured: set $AGENTOS_DSN (or storage.backend postgres and "
+            f"storage.dsn in the home's config.yaml), or bring it back with `agentos space move-index {name} "
+            "--to sqlite` run with the server set")
     if backend == "postgres" and state == SQLITE:
         if recorded(paths) == SQLITE:
             what = "it was moved back to SQLite"
@@ -81,10 +78,8 @@ def check(paths: SpacePaths, backend: str) -> None:
             what = f"{paths.index_file} holds its memories"
         raise StorageError(
             f"the index of the space {name} lives in SQLite: {what}, and storage is set to PostgreSQL: move "
-            f"it with "
-            f"`agentos space move-index {name} --to postgres`, or unset $AGENTOS_DSN (and storage.backend) "
-            f"to keep "
-            "it in SQLite")
+            f"it with `agentos space move-index {name} --to postgres`, or unset $AGENTOS_DSN (and "
+            "storage.backend) to keep it in SQLite")
 
 
 def open_index(space: Any) -> Any:
@@ -102,7 +97,7 @@ def _postgres_index(space: Any, dsn: str) -> Any:
         from core.memory.storage.postgres.space_schema import SpaceDatabase, space_schema
     except ImportError as exc:
         raise ConfigError(f"storage.backend postgres needs psycopg ({exc}): pip install "
-                          f"'agentos[postgres]'") from exc
+                          "'agentos[postgres]'") from exc
     storage = space.config.storage
     db = SpaceDatabase(dsn, space_schema(space.name, storage), storage, space.paths.index_file)
     return PostgresSpaceIndex(db, space.journal, space.name, space.paths.root)
@@ -120,8 +115,8 @@ def move_index(space: Any, target: str) -> int:
     backend, dsn = space.config.storage.resolved()
     if backend != "postgres":
         raise ConfigError("moving a space's index between SQLite and PostgreSQL needs the server: set "
-                          "$AGENTOS_DSN "
-                          "(or storage.backend postgres and storage.dsn in the home's config.yaml)")
+                          "$AGENTOS_DSN (or storage.backend postgres and storage.dsn in the home's "
+                          "config.yaml)")
     paths = space.paths
     with space.lock.hold():
         space.close()

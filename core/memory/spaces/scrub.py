@@ -80,8 +80,7 @@ def scrub(space: Any, redactor: Redactor, by: str | None = None) -> list[int]:
         fsync_dir(space.paths.root)
     if not done:
         log.warning("space %s: the scrub could not truncate the index's log (a reader holds it); the next "
-                    "open "
-                    "of the space finishes it", space.name)
+                    "open of the space finishes it", space.name)
     return scrubbed
 
 

@@ -77,8 +77,7 @@ def _secrets_of(paths: AgentPaths, home_config: Config) -> list[str]:
         return [row[0] for row in conn.execute(_SECRETS, (MIN_REDACTED_CHARS,))]
     except sqlite3.Error as exc:
         raise StorageError(f"cannot read the secrets of {paths.db_file}: {exc}; the spaces of {paths.name} "
-                           f"refuse "
-                           "to publish or answer until they can be checked: repair or restore that "
+                           "refuse to publish or answer until they can be checked: repair or restore that "
                            "memory.db") from exc
     finally:
         conn.close()

@@ -39,7 +39,7 @@ def parse_memory_id(value: object) -> tuple[str, int]:
     match = _ID.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise ValidationError(f"{value!r} is not the id of a space's memory (they look like "
-                              f"space:research:12)")
+                              "space:research:12)")
     return match.group(1), int(match.group(2))
 
 
@@ -182,8 +182,7 @@ class Space:
                 )
             if not authors:
                 raise NotFoundError(f"no memory {', '.join(ids)} in the space {self.name!r}: agentos space "
-                                    f"show "
-                                    f"{self.name} lists them")
+                                    f"show {self.name} lists them")
             self.journal.append("FORGET", f"forgot {len(authors)} memories",
                                 {"forget": sorted(authors), "by": agent or "admin"})
             index.sync()

@@ -156,13 +156,11 @@ def _members(raw: bytes, name: str, home: Path, trust: bool, file: Path) -> byte
             isinstance(a, str) and AGENT_NAME_PATTERN.fullmatch(a) and m in ACCESS for a,
             m in access.items()):
         raise CorruptionError(f"members.yaml in {file} must map each member agent to read-write or "
-                              f"read-only: the "
-                              "archive is damaged")
+                              "read-only: the archive is damaged")
     local = [f"{agent} ({access[agent]})" for agent in list_agents(home) if agent in access]
     if local and not trust:
         raise ValidationError(f"the space's archive makes agents of this home members: {', '.join(local)}; "
-                              f"their "
-                              "recall would search it (and read-write ones publish to it): add "
-                              "--trust-members to "
-                              "accept, or import it into another home; nothing was written")
+                              "their recall would search it (and read-write ones publish to it): add "
+                              "--trust-members to accept, or import it into another home; nothing was "
+                              "written")
     return yaml.safe_dump({"space": name, "members": dict(access)}, sort_keys=False).encode("utf-8")

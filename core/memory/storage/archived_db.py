@@ -46,7 +46,7 @@ def rebuild_database(archived: Path, target: Path) -> list[str]:
             conn.execute("COMMIT")
             violations = conn.execute("PRAGMA main.foreign_key_check").fetchall()
             if violations:
-                raise CorruptionError(f"memory.db in the archive has rows that point to no row (table "
+                raise CorruptionError("memory.db in the archive has rows that point to no row (table "
                                       f"{violations[0][0]}): the archive is damaged")
             left = _left_behind(conn)
             conn.execute("DETACH DATABASE src")
@@ -64,13 +64,12 @@ def _applied(conn: sqlite3.Connection, archived: Path) -> list[tuple[str, str]]:
     if not conn.execute("SELECT 1 FROM src.sqlite_master WHERE type = 'table' AND name = "
                         "'_migrations'").fetchone():
         raise CorruptionError(f"{archived.name} in the archive is not an AgentOS memory.db (no _migrations "
-                              f"table)")
+                              "table)")
     recorded = {row[0]: row[1] for row in conn.execute("SELECT name, applied_at FROM src._migrations")}
     known = [name for name, _ in migrations()]
     if set(recorded) - set(known):
         newest = sorted(set(recorded) - set(known))[-1]
-        raise CorruptionError(f"memory.db in the archive was written by a later version of AgentOS "
-                              f"(migration "
+        raise CorruptionError("memory.db in the archive was written by a later version of AgentOS (migration "
                               f"{newest!r}): upgrade AgentOS to import it")
     if [name for name in known if name in recorded] != known[:len(recorded)]:
         raise CorruptionError("memory.db in the archive records migrations out of order: the archive is "
@@ -103,8 +102,8 @@ def _copy_rows(conn: sqlite3.Connection, archived: Path) -> None:
         found = conn.execute("SELECT type FROM src.sqlite_master WHERE name = ?", (table,)).fetchone()
         if found is None or found[0] != "table" or _columns(conn, "src", table) != columns:
             raise CorruptionError(f"memory.db in the archive: {table} is not the table AgentOS's migrations "
-                                  f"make "
-                                  "(other columns, or not a table): the archive is damaged or was altered")
+                                  "make (other columns, or not a table): the archive is damaged or was "
+                                  "altered")
         names = [_quoted(c) for c in sorted(columns)]
         if _has_rowid(conn, table):
             names.insert(0, "rowid")

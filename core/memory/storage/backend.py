@@ -67,9 +67,8 @@ def require_sqlite(config: StorageConfig, what: str) -> None:
     """Raise ConfigError unless the memory tables are in memory.db: ``what`` works on that file."""
     if config.resolved()[0] != "sqlite":
         raise ConfigError(f"{what} works on memory.db files, and storage.backend is postgres: back the "
-                          f"schemas up "
-                          "with pg_dump --schema, or unset $AGENTOS_DSN and storage.backend for agents kept "
-                          "in SQLite")
+                          "schemas up with pg_dump --schema, or unset $AGENTOS_DSN and storage.backend for "
+                          "agents kept in SQLite")
 
 
 class Checkpoints:
@@ -122,7 +121,7 @@ def postgres_database(dsn: str, schema: str, config: StorageConfig, path: Path |
         from core.memory.storage.postgres.database import PostgresDatabase
     except ImportError as exc:
         raise ConfigError(f"storage.backend postgres needs psycopg ({exc}): pip install "
-                          f"'agentos[postgres]'") from exc
+                          "'agentos[postgres]'") from exc
     return PostgresDatabase(dsn, schema, config, path)
 
 
@@ -137,10 +136,8 @@ def claim_schema(db, paths: AgentPaths) -> None:
     if owner["folder_id"] != mine:
         raise StorageError(
             f"schema {db.schema} holds the memory of agent {paths.name} from the folder {owner['path']} on "
-            f"host "
-            f"{owner['host']} (since {owner['claimed_at']}), not from {paths.root}: run the agent from that "
-            f"folder "
-            f"(mount it here), or give this deployment its own storage.schema_prefix")
+            f"host {owner['host']} (since {owner['claimed_at']}), not from {paths.root}: run the agent from "
+            "that folder (mount it here), or give this deployment its own storage.schema_prefix")
 
 
 def folder_id(path: Path) -> str:

@@ -54,8 +54,7 @@ SQLITE = Dialect(
         " ON s.rowid = ctx_summaries_fts.rowid WHERE ctx_summaries_fts MATCH ? AND s.conversation_id = ?"
         " ORDER BY rank LIMIT ?"),
     count_messages=("SELECT count(*) FROM ctx_messages_fts JOIN ctx_messages m ON m.id = "
-                    "ctx_messages_fts.rowid"
-                    " WHERE ctx_messages_fts MATCH ? AND m.conversation_id = ?"),
+                    "ctx_messages_fts.rowid WHERE ctx_messages_fts MATCH ? AND m.conversation_id = ?"),
     count_summaries=("SELECT count(*) FROM ctx_summaries_fts JOIN ctx_summaries s"
                      " ON s.rowid = ctx_summaries_fts.rowid"
                      " WHERE ctx_summaries_fts MATCH ? AND s.conversation_id = ?"),

@@ -147,7 +147,7 @@ def contradictions_of(conn: Any, keys: Sequence[str]) -> dict[str, list[dict[str
     found: dict[str, list[dict[str, Any]]] = {}
     for start in range(0, len(keys), 500):
         part = list(keys[start:start + 500])
-        rows = conn.execute(f"SELECT id, key, statement FROM fact_contradictions WHERE key IN "
+        rows = conn.execute("SELECT id, key, statement FROM fact_contradictions WHERE key IN "
                             f"({', '.join('?' * len(part))}) ORDER BY id", part).fetchall()
         sources = of(conn, [f"contradiction:{r[0]}" for r in rows])
         for row in rows:

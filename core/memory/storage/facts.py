@@ -18,8 +18,7 @@ from core.memory.storage.extracted import Provenance
 from core.memory.storage.protocol import Connection, Database
 from core.memory.files.log_format import check_text, utc_timestamp
 from core.memory.secrets.redaction import (MIN_SECRET_CHARS, REDACTED, Redactor, forgotten_values,
-                                           redactor_for,
-                                 redactor_of)
+                                           redactor_for, redactor_of)
 
 log = logging.getLogger(__name__)
 

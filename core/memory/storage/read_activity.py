@@ -23,8 +23,7 @@ _CHANGING = "entry_type IN ('SYSTEM', 'SUMMARY')"
 _LOG_STAMP = """SELECT (SELECT timestamp FROM log_metadata ORDER BY id LIMIT 1) AS first_ts,
                        (SELECT timestamp FROM log_metadata WHERE id = ?) AS ts"""
 _CREATED_BINS = (
-    "SELECT substr({column}, 1, {length}) AS bin, count(*) AS n FROM {table} GROUP BY 1 ORDER BY "
-    "1"
+    "SELECT substr({column}, 1, {length}) AS bin, count(*) AS n FROM {table} GROUP BY 1 ORDER BY 1"
 )
 _GROWTH_TABLES = {"facts": ("user_facts", "created_at"), "notes": ("cold_notes", "created_at"),
                   "messages": ("ctx_messages", "created_at")}

@@ -119,12 +119,9 @@ def check_sqlite(paths: AgentPaths) -> None:
     if state == POSTGRES:
         raise StorageError(
             f"agent {paths.name}'s memory lives in PostgreSQL (its folder was opened there: "
-            f"{marker(paths).name} or "
-            f"storage.id in {paths.memory_dir}), and no server is configured: set $AGENTOS_DSN (or "
-            f"storage.backend "
-            f"postgres and storage.dsn), or bring the memory back with `agentos copy-to-sqlite --agent "
-            f"{paths.name}` "
-            "run with the server set")
+            f"{marker(paths).name} or storage.id in {paths.memory_dir}), and no server is configured: set "
+            "$AGENTOS_DSN (or storage.backend postgres and storage.dsn), or bring the memory back with "
+            f"`agentos copy-to-sqlite --agent {paths.name}` run with the server set")
     if state in (TO_SQLITE, TO_POSTGRES):
         raise unfinished(paths, state)
 
@@ -141,8 +138,8 @@ def check_postgres(paths: AgentPaths) -> None:
         raise unfinished(paths, state)
     if state == POSTGRES:
         return
-    # The memory lives in SQLite here: copied back, or a folder never opened on PostgreSQL (new, or not moved
-    # yet).
+    # The memory lives in SQLite here: copied back, or a folder never opened on PostgreSQL (new, or not
+    # moved yet).
     if recorded(paths) == SQLITE:
         what = f"it was copied back to {paths.db_file}"
     else:
@@ -152,15 +149,13 @@ def check_postgres(paths: AgentPaths) -> None:
         what = f"{paths.db_file} holds its data ({', '.join(busy[:4])}{', ...' if len(busy) > 4 else ''})"
     raise StorageError(
         f"agent {paths.name}'s memory lives in SQLite: {what}, and storage is set to PostgreSQL: move it "
-        f"with "
-        f"`agentos copy-to-postgres --agent {paths.name}`, or unset $AGENTOS_DSN (and storage.backend) to "
-        "keep it in SQLite")
+        f"with `agentos copy-to-postgres --agent {paths.name}`, or unset $AGENTOS_DSN (and storage.backend) "
+        "to keep it in SQLite")
 
 
 def unfinished(paths: AgentPaths, state: str) -> StorageError:
     """The error for an agent whose copy between the backends did not finish."""
     command = "copy-to-sqlite" if state == TO_SQLITE else "copy-to-postgres"
     return StorageError(f"agent {paths.name}'s memory is being copied ({state}; a copy that was stopped "
-                        f"leaves "
-                        f"this): run `agentos {command} --agent {paths.name}` again, with the server set, to "
-                        f"finish it")
+                        f"leaves this): run `agentos {command} --agent {paths.name}` again, with the server "
+                        "set, to finish it")

@@ -195,7 +195,7 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
         raise StorageError(
             f"{getattr(conn, 'path', 'memory.db')} was upgraded by another version of AgentOS (migration "
             f"{unknown[-1]} is unknown to AgentOS {__version__}): open the agent with that version, or "
-            f"upgrade AgentOS")
+            "upgrade AgentOS")
     applied = []
     for name, apply in known:
         with transaction(conn):

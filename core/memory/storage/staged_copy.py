@@ -74,9 +74,8 @@ def redact_identifiers(conn: sqlite3.Connection, redact: Callable[[str], str]) -
             continue
         for column in sorted(columns):
             held = f'typeof("{column}") = \'text\' AND agentos_redact_id("{column}") IS NOT "{column}"'
-            changed += conn.execute(f'UPDATE OR IGNORE "{table}" SET "{column}" = '
-                                    f'agentos_redact_id("{column}") '
-                                    f"WHERE {held}").rowcount
+            changed += conn.execute(f'UPDATE OR IGNORE "{table}" '
+                                    f'SET "{column}" = agentos_redact_id("{column}") WHERE {held}').rowcount
             changed += conn.execute(f'DELETE FROM "{table}" WHERE {held}').rowcount
     return changed
 

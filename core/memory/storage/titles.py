@@ -7,8 +7,7 @@ from typing import Any
 TITLE_CHARS = 60
 """Longest conversation title."""
 _USER_MESSAGES = (
-    "SELECT id, content FROM ctx_messages WHERE conversation_id = ? AND role = 'user' ORDER BY "
-    "seq"
+    "SELECT id, content FROM ctx_messages WHERE conversation_id = ? AND role = 'user' ORDER BY seq"
 )
 
 

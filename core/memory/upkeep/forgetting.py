@@ -74,8 +74,8 @@ def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | Non
         raise ValidationError("meaning_above goes with a query: the memories closer in meaning to it are "
                               "forgotten")
     bound = utc_timestamp(parse_time(before, "before")) if before is not None else None
-    found = _by_ids(tiers, ids) if ids is not None else _by_query(tiers, query, bound, kinds, threshold,
-                                                                  limit)
+    found = (_by_ids(tiers, ids) if ids is not None
+             else _by_query(tiers, query, bound, kinds, threshold, limit))
     targets = list(dict.fromkeys(d.id for m in found.found for d in (m.doc, *m.records)))
     chosen = Forgotten(targets, _matched(tiers, found.found, bound), more=found.total - len(found.found),
                        dry_run=dry_run)

@@ -47,8 +47,8 @@ def update(tiers: Tiers, status: str | None = None, run_id: Any = ..., *, opens:
         if opens is not None and fields.get("objective") is None and (not before.objective
                                                                       or before.status in OPENABLE):
             fields["objective"] = opens
-        # Every field is redacted, those carried over from before too (a plan written before its secret was
-        # saved).
+        # Every field is redacted, those carried over from before too (a plan written before its secret
+        # was saved).
         after = redacted(now_file.advance(before, status=status, run_id=run_id, **fields), redactor)
         version = before.version + 1
         # Refuse an oversize NOW before anything is logged: sized with the longest values

@@ -41,11 +41,9 @@ log = logging.getLogger(__name__)
 SQLITE_HEADER = b"SQLite format 3\x00"
 EMPTY = "empty (0 bytes)"
 NOT_REBUILT = ("conversations, profiles, souls, constraints and LangGraph store items (kept only in "
-               "memory.db: "
-               "a damaged file's can be salvaged with `sqlite3 <file> .recover`)")
+               "memory.db: a damaged file's can be salvaged with `sqlite3 <file> .recover`)")
 NOT_REBUILT_POSTGRES = ("conversations, profiles, souls, constraints and LangGraph store items (kept only in "
-                        "the "
-                        "schema: restore them from a backup of it)")
+                        "the schema: restore them from a backup of it)")
 
 
 def database_damage(path: Path) -> str | None:
@@ -109,8 +107,7 @@ def _open_database(tiers: Tiers) -> list[str]:
             return []
         return rebuild_database(tiers, f"the PostgreSQL schema {tiers.db.schema} is new and empty although "
                                 "LOG.md has a history (it was dropped, or the agent's memory.db was never "
-                                "copied "
-                                "into it with `agentos copy-to-postgres`)", [])
+                                "copied into it with `agentos copy-to-postgres`)", [])
     damage = database_damage(path)
     marker = damage_marker(path)
     if marker.exists():  # SQLite reported a damaged page while the agent was in use
@@ -169,8 +166,7 @@ def rebuild_database(tiers: Tiers, reason: str, moved: list[Path]) -> list[str]:
     lines = [
         f"{reason}{where}",
         f"rebuilt from LOG.md and {len(sources)} archive(s): {rows} log index rows, {compactions} "
-        f"compaction(s), "
-        f"{facts} fact(s), {notes} note(s)",
+        f"compaction(s), {facts} fact(s), {notes} note(s)",
         "not rebuilt: " + (NOT_REBUILT if tiers.db.kind == "sqlite" else NOT_REBUILT_POSTGRES)
         + (f"; the values of the secret fact(s) {', '.join(lost)}: save them again" if lost else ""),
     ]
@@ -200,8 +196,7 @@ def _restore_notes(tiers: Tiers) -> int:
             meta = json.dumps(note.get("metadata") or {}, ensure_ascii=False, sort_keys=True)
             restored += conn.execute(
                 "INSERT OR IGNORE INTO cold_notes (id, kind, text, metadata, created_at, occurred_at, "
-                "expires_at,"
-                " content_key, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "expires_at, content_key, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (row["id"].partition(":")[2], row["kind"], note["text"], meta, note.get("created_at"),
                  note.get("occurred_at"), note.get("expires_at"),
                  content_key(row["kind"], note["text"], meta, note.get("occurred_at")),

@@ -187,8 +187,7 @@ class SecretScrubber:
                 self._log_files(redactor, report)
             else:
                 report.deferred = (
-                    "a LOG.md compaction is running: LOG.md and the archives are scrubbed when it "
-                    "ends"
+                    "a LOG.md compaction is running: LOG.md and the archives are scrubbed when it ends"
                 )
             self._now(redactor, report)
             self._other_files(redactor, report)

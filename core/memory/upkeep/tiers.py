@@ -92,8 +92,7 @@ class Tiers:
                       entry.seq)
         except StorageError as exc:
             log.warning("LOG.md entry %d is written but memory.db cannot index it now (%s); the index "
-                        "catches "
-                        "up at the next write or open", entry.seq, exc)
+                        "catches up at the next write or open", entry.seq, exc)
         self.appended()
 
     def appended(self) -> None:
@@ -125,11 +124,9 @@ class Tiers:
                         outcome = fact.change(conn)
                         outcomes.append(outcome)
                         if outcome is not False:
-                            entry = self.log.append("FACT", fact_records.record_text(fact.key, fact.value,
-                                                                                     fact.category),
-                                                    fact_records.fact_record(fact.key, fact.value,
-                                                                             fact.category,
-                                                                             fact.learned))
+                            entry = self.log.append(
+                                "FACT", fact_records.record_text(fact.key, fact.value, fact.category),
+                                fact_records.fact_record(fact.key, fact.value, fact.category, fact.learned))
                             log_index.insert(conn, [entry], apply=False)  # applied just above
                             entries.append(entry)
                     if then is not None:

@@ -164,8 +164,7 @@ class ProfileRepository:
         with self.db.transaction() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO ctx_session_snapshots (session_id, user_id, agent_id, version, "
-                "updated_at)"
-                " VALUES (?, ?, ?, ?, ?)",
+                "updated_at) VALUES (?, ?, ?, ?, ?)",
                 (session_id, user_id, agent_id, self._version_in(conn, user_id, agent_id), utc_timestamp()),
             )
             row = conn.execute("SELECT * FROM ctx_session_snapshots WHERE session_id = ?",

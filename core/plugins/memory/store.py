@@ -219,9 +219,8 @@ class ConversationStore:
         for column, ids in (("message_id", messages), ("summary_id", summaries)):
             for start in range(0, len(ids), _ID_BATCH):
                 part = ids[start:start + _ID_BATCH]
-                rows = conn.execute(f"SELECT token_count FROM ctx_items WHERE conversation_id = ? AND "
-                                    f"{column}"
-                                    f" IN ({', '.join('?' * len(part))})", (conv, *part))
+                rows = conn.execute("SELECT token_count FROM ctx_items WHERE conversation_id = ? AND "
+                                    f"{column} IN ({', '.join('?' * len(part))})", (conv, *part))
                 total -= sum(max(0, r[0] - FORGOTTEN_TOKENS) for r in rows)
         return total
 
@@ -257,8 +256,7 @@ class ConversationStore:
             self._insert_conversation(conn, Session(info.id, info.agent_id, info.user_id, info.channel))
             conn.execute(
                 "UPDATE ctx_conversations SET agent_id = ?, user_id = ?, channel = ?, title = ?, archived = "
-                "?,"
-                " last_active = ? WHERE session_id = ?",
+                "?, last_active = ? WHERE session_id = ?",
                 (info.agent_id, info.user_id, info.channel, info.title, int(info.archived),
                  info.last_active or now, info.id),
             )
@@ -287,8 +285,7 @@ class ConversationStore:
         if not options.include_archived:
             where.append("archived = 0")
         sql = (
-            f"SELECT * FROM ctx_conversations WHERE {' AND '.join(where)} ORDER BY last_active DESC, id "
-            f"DESC"
+            f"SELECT * FROM ctx_conversations WHERE {' AND '.join(where)} ORDER BY last_active DESC, id DESC"
         )
         sql += " LIMIT ? OFFSET ?"
         args += [options.limit if options.limit > 0 else -1, max(0, options.offset)]

@@ -127,8 +127,8 @@ def source_label(source_id: str) -> str:
 def learned_from(extracted: dict[str, Any], dates: dict[str, str]) -> str:
     """``extracted from #123 (2026-11-20) by qwen2.5:7b``: where reflection learned a memory (``dates``: each
     source's day, when it is still there)."""
-    named = [source_label(s) + (f" ({dates[s][:10]})" if s in dates else "") for s in extracted.get("sources",
-                                                                                                    [])]
+    named = [source_label(s) + (f" ({dates[s][:10]})" if s in dates else "")
+             for s in extracted.get("sources", [])]
     return f"extracted from {', '.join(named) or 'entries since forgotten'} by {extracted.get('model', '?')}"
 
 

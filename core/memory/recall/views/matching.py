@@ -59,7 +59,7 @@ def check_threshold(meaning_above: Any) -> float | None:
         return None
     if isinstance(meaning_above, bool) or not isinstance(meaning_above,
                                                          (int, float)) or not 0 < meaning_above < 1:
-        raise ValidationError(f"meaning_above must be a cosine similarity between 0 and 1 (e.g. 0.6), got "
+        raise ValidationError("meaning_above must be a cosine similarity between 0 and 1 (e.g. 0.6), got "
                               f"{meaning_above!r}")
     return float(meaning_above)
 
@@ -75,8 +75,7 @@ def by_words(docs: DocIndex, query: str, filters: Filters, before: str | None, l
              term in query_words(query, docs.terms) if not (len(term) == 1 and term.isalpha())]
     if not words:
         raise ValidationError(f"the query {query!r} has only common words (such as 'what' or 'the') and "
-                              f"names "
-                              "nothing to forget: give words the memories say, or forget by meaning "
+                              "names nothing to forget: give words the memories say, or forget by meaning "
                               "(meaning_above, --meaning-above) or by id")
     where, params = _where(filters, before)
     ids = docs.db.dialect.recall_words.holding_all(docs.db.conn, [t for _, t in words], where, params)

@@ -33,8 +33,7 @@ def successors(conn: Any, docs: Iterable[Doc]) -> dict[str, tuple[str, str]]:
     for subject in sorted({d.subject for d in docs if d.subject}):
         rows = conn.execute(
             "SELECT id, occurred_at FROM recall_docs WHERE subject = ? AND (expires_at IS NULL OR expires_at "
-            "> ?) "
-            "ORDER BY occurred_at, rowid", (subject, now)).fetchall()
+            "> ?) ORDER BY occurred_at, rowid", (subject, now)).fetchall()
         for (older, _), (newer, at) in zip(rows, rows[1:]):
             later[older] = (newer, at)
     return later

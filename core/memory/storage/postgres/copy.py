@@ -51,8 +51,8 @@ def copy_memory_db(db_file: Path, db: PostgresDatabase, progress: Callable[[str,
             busy = [] if replace else busy_tables(raw, tables)
             if busy:
                 raise ValidationError(f"schema {db.schema} already holds rows ({', '.join(busy)}): a copy "
-                                      f"goes only "
-                                      "into an agent's empty schema, before its first run on PostgreSQL")
+                                      "goes only into an agent's empty schema, before its first run on "
+                                      "PostgreSQL")
             counts = {}
             with raw.transaction():
                 if replace:
@@ -93,8 +93,8 @@ def schema_rows(db: PostgresDatabase) -> list[str]:
 def _empty(raw: psycopg.Connection, target: dict[str, list[str]]) -> None:
     """Delete every row of the agent's memory from the schema, LangGraph's checkpoints included."""
     names = [name for name in sorted(target) if name not in BOOKKEEPING]
-    raw.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(sql.SQL(", ").join(map(sql.Identifier,
-                                                                                      names))))
+    raw.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(
+        sql.SQL(", ").join(map(sql.Identifier, names))))
 
 
 def schema_tables(raw: psycopg.Connection, schema: str) -> dict[str, list[str]]:
@@ -112,7 +112,7 @@ def _source_tables(source: sqlite3.Connection, target: dict[str, list[str]]) -> 
     missing = [name for name in names if name not in target]
     if missing:
         raise StorageError(f"memory.db has a table {missing[0]} that the PostgreSQL schema lacks: update "
-                           f"AgentOS")
+                           "AgentOS")
     return names
 
 
@@ -135,8 +135,8 @@ def _in_order(raw: psycopg.Connection, schema: str, tables: list[str]) -> list[s
 
 
 def _copy(source: sqlite3.Connection, raw: psycopg.Connection, name: str, columns: list[str]) -> int:
-    # SQLite's implicit rowid is copied where the schema keeps it as a column (the order notes were stored
-    # in).
+    # SQLite's implicit rowid is copied where the schema keeps it as a column (the order notes were
+    # stored in).
     have = [row[1] for row in source.execute(f'PRAGMA table_info("{name}")')] + ["rowid"]
     shared = [column for column in columns if column in have]
     listed = sql.SQL(", ").join(map(sql.Identifier, shared))
@@ -155,6 +155,6 @@ def _continue_identities(raw: psycopg.Connection, schema: str) -> None:
                                      " WHERE table_schema = %s AND is_identity = 'YES'",
                                      (schema,)).fetchall():
         raw.execute(sql.SQL("SELECT setval(pg_get_serial_sequence(%s, %s), top) FROM (SELECT max({}) AS top "
-                            "FROM {}) t"
-                            " WHERE top IS NOT NULL").format(sql.Identifier(column), sql.Identifier(table)),
+                            "FROM {}) t WHERE top IS NOT NULL").format(sql.Identifier(column),
+                                                                       sql.Identifier(table)),
                     (f'"{schema}"."{table}"', column))

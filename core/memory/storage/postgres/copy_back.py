@@ -52,9 +52,8 @@ def copy_schema_to_file(db: PostgresDatabase, target: Path,
             missing = [name for name in tables if name not in source]
             if missing:
                 raise StorageError(f"schema {db.schema} lacks the tables {', '.join(missing)} of memory.db: "
-                                   f"open the "
-                                   "agent once on PostgreSQL with this version of AgentOS (it migrates the "
-                                   "schema)")
+                                   "open the agent once on PostgreSQL with this version of AgentOS (it "
+                                   "migrates the schema)")
             conn.execute("BEGIN IMMEDIATE")
             middle = [t for t in tables if t not in FIRST and t not in LAST]
             for name in [t for t in FIRST if t in tables] + middle + [t for t in LAST if t in tables]:

@@ -356,8 +356,7 @@ class PostgresDatabase:
                     if time.monotonic() >= deadline:
                         raise LockTimeoutError(
                             f"{'/'.join(map(str, key))} of schema {self.schema} stayed locked for "
-                            f"{timeout:g}s: "
-                            "another process is working on it; wait for it or stop it")
+                            f"{timeout:g}s: another process is working on it; wait for it or stop it")
                     time.sleep(wait)
                     wait = min(wait * 2, _LONGEST_WAIT_S)
             except psycopg.Error as exc:

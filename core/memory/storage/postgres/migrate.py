@@ -93,8 +93,7 @@ def _lock_wait(dsn: str, schema: str, key: int, config: StorageConfig) -> str:
     what."""
     where = f"PostgreSQL at {describe(dsn)}"
     head = (f"{where}: waited {config.statement_timeout_s:g}s (storage.statement_timeout_s) for the setup "
-            f"lock of "
-            f"schema {schema}")
+            f"lock of schema {schema}")
     fix = "; wait for that process to finish, or stop it (pg_terminate_backend), then retry"
     unsigned = key & 0xFFFFFFFFFFFFFFFF
     try:

@@ -57,8 +57,7 @@ def to_postgres(paths: AgentPaths, config: StorageConfig,
     state = residence.resident(paths)
     if state == POSTGRES:
         raise ValidationError(f"agent {paths.name}'s memory lives in PostgreSQL already (schema "
-                              f"{db.schema}): "
-                              "nothing to copy")
+                              f"{db.schema}): nothing to copy")
     if state == TO_SQLITE:
         raise residence.unfinished(paths, state)
     if not paths.db_file.is_file():
@@ -70,10 +69,8 @@ def to_postgres(paths: AgentPaths, config: StorageConfig,
         busy = [] if replace else schema_rows(db)
         if busy:
             raise ValidationError(f"schema {db.schema} already holds rows ({', '.join(busy[:4])}): a copy "
-                                  f"goes only "
-                                  "into an agent's empty schema (docs/scaling.md says how to empty one "
-                                  "filled by "
-                                  "mistake)")
+                                  "goes only into an agent's empty schema (docs/scaling.md says how to empty "
+                                  "one filled by mistake)")
         residence.record(paths, TO_POSTGRES)
         step("marked")
         try:
@@ -106,7 +103,7 @@ def to_sqlite(paths: AgentPaths, config: StorageConfig,
     state = residence.resident(paths)
     if state == SQLITE:
         raise ValidationError(f"agent {paths.name}'s memory lives in {paths.db_file} already: nothing to "
-                              f"copy")
+                              "copy")
     if state == TO_POSTGRES:
         raise residence.unfinished(paths, state)
     _check_idle(db)  # before this process opens connections of its own to the schema
@@ -138,8 +135,7 @@ def _database(paths: AgentPaths, config: StorageConfig) -> PostgresDatabase:
     backend, dsn = config.resolved()
     if backend != "postgres":
         raise ConfigError("no PostgreSQL server is configured: set $AGENTOS_DSN (or storage.backend postgres "
-                          "and "
-                          "storage.dsn) to the server that holds, or is to hold, the agent's memory")
+                          "and storage.dsn) to the server that holds, or is to hold, the agent's memory")
     return postgres_database(dsn, schema_name(paths.name, config), config, paths.db_file)
 
 
@@ -151,10 +147,8 @@ def _check_owner(db: PostgresDatabase, paths: AgentPaths) -> None:
     if owner is not None and (not mine.exists()
                               or mine.read_text(encoding="utf-8").strip() != owner["folder_id"]):
         raise StorageError(f"schema {db.schema} holds the memory of agent {paths.name} from the folder "
-                           f"{owner['path']} "
-                           f"on host {owner['host']}, not from {paths.root}: copy from that folder, or give "
-                           f"this "
-                           "deployment its own storage.schema_prefix")
+                           f"{owner['path']} on host {owner['host']}, not from {paths.root}: copy from that "
+                           "folder, or give this deployment its own storage.schema_prefix")
 
 
 def _check_idle(db: PostgresDatabase) -> None:
@@ -163,16 +157,14 @@ def _check_idle(db: PostgresDatabase) -> None:
         timeout = max(1, round(db.config.connect_timeout_s))
         with psycopg.connect(db.dsn, autocommit=True, connect_timeout=timeout) as conn:
             rows = conn.execute("SELECT pid, coalesce(host(client_addr), 'a local socket') FROM "
-                                "pg_stat_activity"
-                                " WHERE application_name = %s AND pid <> pg_backend_pid()",
+                                "pg_stat_activity WHERE application_name = %s AND pid <> pg_backend_pid()",
                                 (application_name(db.schema),)).fetchall()
     except psycopg.Error as exc:
         raise converted(exc, db.dsn, db.config) from exc
     if rows:
         raise LockTimeoutError(f"{len(rows)} connections of other processes use schema {db.schema} (pids "
                                f"{', '.join(str(r[0]) for r in rows[:5])}, from {rows[0][1]}): stop the "
-                               f"agent's "
-                               "engines and commands, then copy")
+                               "agent's engines and commands, then copy")
 
 
 def _companions(path: Path) -> list[Path]:

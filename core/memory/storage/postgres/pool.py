@@ -65,21 +65,19 @@ def converted(exc: BaseException, dsn: str, config: StorageConfig) -> AgentOSErr
     if isinstance(exc, PoolTimeout):  # an OperationalError too: the pool is full, the server may be fine
         return StorageError(f"{where}: no connection was free within storage.pool_timeout_s "
                             f"({config.pool_timeout_s:g}s), all {config.pool_max} busy; raise "
-                            f"storage.pool_max")
+                            "storage.pool_max")
     if isinstance(exc, (psycopg.DataError, errors.ProgramLimitExceeded)):
         return ValidationError(f"{where} refused a value: {_first_line(exc)}; nothing was written")
     if isinstance(exc, errors.LockNotAvailable):
         return LockTimeoutError(f"{where}: a lock wait was cut short ({_first_line(exc)}): another session "
-                                f"held the "
-                                "lock; retry, or find that session in pg_locks and pg_stat_activity")
+                                "held the lock; retry, or find that session in pg_locks and pg_stat_activity")
     if isinstance(exc, errors.QueryCanceled):
         return StorageError(f"{where}: a statement ran longer than storage.statement_timeout_s "
                             f"({config.statement_timeout_s:g}s) and was cancelled; raise it or check the "
-                            f"server's load")
+                            "server's load")
     if isinstance(exc, errors.InsufficientPrivilege):
         return StorageError(f"{where}: {_first_line(exc)}; grant the user of storage.dsn the rights to "
-                            f"create "
-                            "schemas and tables in this database")
+                            "create schemas and tables in this database")
     if isinstance(exc, psycopg.OperationalError) and _connection_lost(exc):
         return DatabaseUnavailableError(f"cannot reach {where}: {_first_line(exc)}; start the server or fix "
                                         "storage.dsn (or $AGENTOS_DSN)")

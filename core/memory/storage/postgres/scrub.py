@@ -48,8 +48,7 @@ SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_class x ON x.oid = i
 JOIN pg_am m ON m.oid = x.relam WHERE i.indrelid = %s::regclass AND m.amname = 'gin' AND i.indisvalid
 """
 _INVALID = (
-    "SELECT i.indexrelid::regclass::text FROM pg_index i WHERE i.indrelid = %s::regclass AND NOT "
-    "i.indisvalid"
+    "SELECT i.indexrelid::regclass::text FROM pg_index i WHERE i.indrelid = %s::regclass AND NOT i.indisvalid"
 )
 
 
@@ -77,8 +76,8 @@ def scrub_schema(db: PostgresDatabase, redactor: Redactor) -> tuple[dict[str, in
     return changed, True
 
 
-def _scrub_table(raw: psycopg.Connection, table: str, columns: list[str], redactor: Redactor) -> dict[str,
-                                                                                                      int]:
+def _scrub_table(raw: psycopg.Connection, table: str, columns: list[str],
+                 redactor: Redactor) -> dict[str, int]:
     """Rewrite the rows of ``table`` whose ``columns`` hold a secret; return the changes per column."""
     name = sql.Identifier(table)
     listed = sql.SQL(", ").join(map(sql.Identifier, columns))

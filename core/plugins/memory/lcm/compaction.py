@@ -228,8 +228,8 @@ class CompactionEngine:
 
     def _summary_rows(self, ids: list[str]) -> list:
         marks = ",".join("?" * len(ids))
-        rows = {r["id"]: r for r in self.db.conn.execute(f"SELECT * FROM ctx_summaries WHERE id IN ({marks})",
-                                                         ids)}
+        rows = {r["id"]: r
+                for r in self.db.conn.execute(f"SELECT * FROM ctx_summaries WHERE id IN ({marks})", ids)}
         return [rows[i] for i in ids]
 
 
@@ -282,11 +282,10 @@ def _insert_summary(conn, conv: int, node: _Node) -> str:
     summary_id = "sum_" + uuid.uuid4().hex[:16]
     conn.execute(
         "INSERT INTO ctx_summaries (id, conversation_id, kind, depth, content, token_count, "
-        "source_token_count,"
-        " descendant_count, earliest_at, latest_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "source_token_count, descendant_count, earliest_at, latest_at, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (summary_id, conv, node.kind, node.depth, node.content, _rendered_tokens(summary_id, node),
-         node.source_tokens,
-         node.descendants, node.earliest_at, node.latest_at, utc_timestamp()),
+         node.source_tokens, node.descendants, node.earliest_at, node.latest_at, utc_timestamp()),
     )
     return summary_id
 

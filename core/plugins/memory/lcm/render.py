@@ -14,8 +14,7 @@ def render_summary(summary_id: str, kind: str, depth: int, descendants: int,
     """A summary as the model sees it in context: it names its id so the model can expand it."""
     return (
         f"[summary {summary_id} · {kind}, depth {depth}, {descendants} messages, {earliest_at} to "
-        f"{latest_at};"
-        f" call the memory tool with action=expand id={summary_id} for the details]\n{content}"
+        f"{latest_at}; call the memory tool with action=expand id={summary_id} for the details]\n{content}"
     )
 
 
@@ -40,6 +39,5 @@ def render_message_line(row: Any) -> str:
 def render_summary_line(row: Any) -> str:
     """A ``ctx_summaries`` row as one block of condensed-summary input."""
     return (
-        f"[{row['earliest_at']} to {row['latest_at']}, {row['descendant_count']} messages] "
-        f"{row['content']}"
+        f"[{row['earliest_at']} to {row['latest_at']}, {row['descendant_count']} messages] {row['content']}"
     )

@@ -112,8 +112,8 @@ class LLMSummarizer:
         return summary
 
     def _escalated(self, text: str, options: SummarizeOptions) -> str:
-        prompts = [build_prompt(text, replace(options, aggressive=aggressive)) for aggressive in (False,
-                                                                                                  True)]
+        prompts = [build_prompt(text, replace(options, aggressive=aggressive))
+                   for aggressive in (False, True)]
         return summarize_escalating(self._ask, prompts, target_tokens(text, options),
                                     lambda: self.fallback.summarize(text, options)).text
 

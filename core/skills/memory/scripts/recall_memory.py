@@ -34,8 +34,7 @@ def execute(
         raise ToolArgumentError(f"recall_memory: n_results must be an integer from 1 to {MAX_RESULTS}")
     if query is not None and (not isinstance(query, str) or not query.strip()):
         raise ToolArgumentError("recall_memory: query must be a non-empty string (or left out, with "
-                                "since/until, "
-                                "to list a time window)")
+                                "since/until, to list a time window)")
     if not isinstance(explain, bool):
         raise ToolArgumentError("recall_memory: explain must be true or false")
     found = shared_reader(agent_name).recall_memory(query, n_results=n_results, kind=kind, since=since,
