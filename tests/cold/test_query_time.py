@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.errors import ValidationError
-from core.memory.recall.when import query_windows, time_fit, time_window
+from core.memory.recall.when import query_times, query_windows, time_fit, time_window, without_counts_back
 
 NOW = datetime(2023, 2, 1, 8, 41, tzinfo=timezone.utc)
 
@@ -43,9 +43,30 @@ def test_a_query_without_time_has_no_window_and_every_memory_fits_zero():
 
 
 def test_the_fit_is_one_inside_and_falls_off_outside():
-    [window] = query_windows("an art exhibit two weeks ago", NOW)
-    inside, near, far = (time_fit(day(d), [window]) for d in ("2023-01-18", "2023-01-08", "2022-06-01"))
+    asked = query_times("which shoes did I clean last month?", NOW)
+    inside, near, far = (time_fit(day(d), asked) for d in ("2023-01-18", "2022-12-20", "2022-06-01"))
     assert inside == 1.0 and 0.0 < far < near < 1.0
+
+
+def test_a_count_back_names_a_day_and_prefers_it_to_the_edges_of_its_window():
+    """"two weeks ago" asked on 1 February is 18 January: the days around it fit less the further they are,
+    even inside the week around it that the count's window holds."""
+    [asked] = query_times("an art exhibit two weeks ago", NOW)
+    assert asked.day == day("2023-01-18") and asked.start < day("2023-01-15") < asked.end
+    on, near, edge, out = (time_fit(day(d), [asked]) for d in ("2023-01-18T21:00", "2023-01-17", "2023-01-15",
+                                                                 "2023-01-08"))
+    assert on == 1.0 and 1.0 > near > edge > out > 0.0
+    periods = query_times("what did I do last month, in March, and yesterday", NOW)
+    assert [a.day for a in periods] == [None] * 3
+
+
+def test_the_words_of_a_count_back_are_left_out_of_the_query_by_meaning():
+    assert without_counts_back("What did I buy four weeks ago?") == "What did I buy ?"
+    assert without_counts_back("what did I do with Rachel on the Wednesday two months ago") == \
+        "what did I do with Rachel on"
+    assert without_counts_back("which shoes did I clean last month, in March?") == \
+        "which shoes did I clean last month, in March?"
+    assert without_counts_back("two weeks ago") == "two weeks ago"  # nothing else would be left
 
 
 @settings(max_examples=200, deadline=None)
@@ -75,6 +96,30 @@ def test_recall_ranks_the_memory_from_the_time_the_question_names_first(manager)
     [first, second] = manager.recall_memory("which exhibit did I visit?", n_results=2, min_score=0,
                                             now="2023/02/01 (Wed) 08:41")
     assert first["score"] == second["score"]
+
+
+def test_recall_prefers_the_day_a_count_back_names_to_another_day_of_its_week(manager):
+    on_the_day, three_days_later = manager.store_memories([
+        {"content": "I visited the pottery exhibit downtown", "metadata": {"date": "2023/01/18 (Wed) 10:00"}},
+        {"content": "I visited the pottery exhibit downtown", "metadata": {"date": "2023/01/21 (Sat) 10:00"}},
+    ])
+    first, second = manager.recall_memory("which exhibit did I visit two weeks ago?", n_results=2,
+                                           min_score=0, now="2023/02/01 (Wed) 08:41")
+    assert (first["id"], second["id"]) == (on_the_day, three_days_later)
+    assert first["score"] > second["score"]
+
+
+def test_a_memory_that_counts_back_itself_is_not_closer_in_meaning_for_it(manager):
+    """A memory that says "three weeks ago" speaks of another day than a question's "four weeks ago": the
+    vectors are searched without the count, so its words bring it no closer."""
+    repotted = manager.store_memory("I repotted my spider plant three weeks ago and it is doing much better")
+
+    def similarity(query: str) -> float:
+        found = manager.recall_memory(query, n_results=5, min_score=0, now="2023/03/28 (Tue) 20:35",
+                                      explain=True)["results"]
+        return next(r["why"]["vector"] for r in found if r["id"] == repotted)
+
+    assert similarity("what plant did I repot four weeks ago?") == similarity("what plant did I repot?")
 
 
 def test_an_unreadable_now_is_refused(manager):

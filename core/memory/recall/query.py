@@ -32,7 +32,7 @@ from core.memory.recall.docs import KINDS, DocIndex, Filters
 from core.memory.recall.views import supersession
 from core.memory.recall.views.explain import LeftOut, Trace, query_words, why
 from core.memory.recall.search import Candidate, Tuning
-from core.memory.recall.when import parse_time, time_window
+from core.memory.recall.when import parse_time, time_window, without_counts_back
 from core.durable import leave_ctrl_c_to_the_main_thread
 
 log = logging.getLogger(__name__)
@@ -168,7 +168,10 @@ def candidates(
     where = where_clause(filters.kinds, filters.since, filters.until, filters.source_prefix)
     with ThreadPoolExecutor(1, thread_name_prefix="recall-vectors",
                             initializer=leave_ctrl_c_to_the_main_thread) as pool:
-        vectors = pool.submit(nearest, text, store, tuning.depth, where, tuning.piece_share)
+        # The vectors are searched without "two weeks ago": when is the time evidence's to weigh, and a
+        # memory that says "three weeks ago" speaks of another day.
+        vectors = pool.submit(nearest, without_counts_back(text), store, tuning.depth, where,
+                              tuning.piece_share)
         return _ranked(text, filters, docs, tuning, vectors, trace)
 
 
@@ -217,7 +220,7 @@ def results(
     request: RecallRequest, ranked: list[Candidate], tuning: Tuning, secrets: list[str],
 ) -> list[dict[str, Any]]:
     """The best of ``ranked`` for ``request`` as ``recall_memory`` returns them, secrets redacted."""
-    ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
+    ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning)
     chosen = recall_search.select(ranked, request.n_results, request.min_score, widened(request, tuning),
                                   request.recency_days, request.now, request.relative)
     return [hit(c, secrets) for c in chosen]
@@ -245,7 +248,7 @@ def explained(
     searches met that is not among them (see :mod:`core.memory.recall.views.explain`); for a question whose
     answer is spread out also ``spread``: the words that marked it and how its search was widened."""
     left = LeftOut(secrets)
-    ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
+    ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning)
     chosen = recall_search.select(ranked, request.n_results, request.min_score, widened(request, tuning),
                                   request.recency_days, request.now, request.relative, dropped=left.dropped())
     left.superseded(ranked, chosen)

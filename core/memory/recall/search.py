@@ -40,7 +40,7 @@ from typing import Any, Callable, Sequence
 
 from core.memory.recall.docs import STOP_WORDS, Doc
 from core.memory.recall.views.folding import fold
-from core.memory.recall.when import query_windows, time_fit
+from core.memory.recall.when import query_times
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -83,8 +83,11 @@ class Tuning:
     chats score lower than short ones), and the rest of a query's evidence often scores far below its
     best. A query whose best result does not pass (a query about nothing) still gets nothing."""
     time_fit: float = 2.0
-    """Added to the evidence of a memory from the time the query names ("two weeks ago", "in March"),
+    """Added to the evidence of a memory from the period the query names ("last month", "in March"),
     less the further outside it (see :func:`rescore_time`)."""
+    time_day: float = 4.0
+    """The same for a day the query counts back to ("two weeks ago", "a couple of days ago"): a count back
+    names a day, more precisely than a period does."""
     collapse_jaccard: float = 0.9
     """Two results of the same speaker and session with this share of words in common are one."""
     spread_floor: float = 0.0
@@ -171,16 +174,19 @@ def rank(
     return sorted(cands.values(), key=lambda c: c.score, reverse=True)
 
 
-def rescore_time(cands: list[Candidate], query: str, now: datetime | None, weight: float) -> list[Candidate]:
-    """``cands`` with the fit of their time to the query's (feature ``time``) added to their evidence,
-    best first; unchanged when the query names no time."""
-    windows = query_windows(query, now)
-    if not windows:
+def rescore_time(cands: list[Candidate], query: str, now: datetime | None, tuning: Tuning) -> list[Candidate]:
+    """``cands`` with the fit of their time to the query's (feature ``time``, weighted by ``tuning.time_fit``
+    or, for a day counted back to, ``tuning.time_day``) added to their evidence, best first; unchanged when
+    the query names no time."""
+    asked = query_times(query, now)
+    if not asked:
         return cands
     for cand in cands:
-        fit = time_fit(_time(cand.doc.occurred_at), windows)
+        when = _time(cand.doc.occurred_at)
+        fits = [(a.fit(when), tuning.time_fit if a.day is None else tuning.time_day) for a in asked]
+        evidence, fit = max((weight * fit, fit) for fit, weight in fits)
         cand.features["time"] = round(fit, 4)
-        cand.score = sigmoid(logit(cand.score) + weight * fit)
+        cand.score = sigmoid(logit(cand.score) + evidence)
     return sorted(cands, key=lambda c: c.score, reverse=True)
 
 

@@ -9,17 +9,18 @@
   an item stored on 8 May that says "yesterday" is also found as 7 May.
 - :func:`day_words` writes a moment the ways people ask about it
   ("8 May 2023", "May 2023", "Monday").
-- :func:`query_windows` reads the time a query speaks of ("two weeks ago", "last
+- :func:`query_times` reads the time a query speaks of ("two weeks ago", "last
   month", "in March", "the Wednesday two months ago") from the moment it is asked,
-  and :func:`time_fit` says how well a memory's time matches it: 1 inside, falling
-  off outside. Recall uses it as one more piece of evidence, never as a filter:
-  people misremember dates, and a question that names a time may still be
-  answered by a memory from another.
+  and :func:`time_fit` says how well a memory's time matches it: 1 inside (or on the
+  day a count back names), falling off outside. Recall uses it as one more piece of
+  evidence, never as a filter: people misremember dates, and a question that names a
+  time may still be answered by a memory from another.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -269,57 +270,89 @@ _PHRASE = re.compile(
 )
 
 
-def query_windows(text: str, now: datetime | None = None) -> list[Window]:
-    """The time windows ``text`` speaks of, read from ``now`` (default: the current time), oldest phrase
-    first.
+@dataclass(frozen=True)
+class AskedTime:
+    """A time a query speaks of: its window ``[start, end)`` in UTC and, for a count back from the moment
+    of the question ("two weeks ago", "the Wednesday two months ago"), the day it counts back to."""
 
-    "two weeks ago" asked on 1 February 2023 is the week around 18 January (a count of units is
+    start: datetime
+    end: datetime
+    day: datetime | None = None
+    """The first moment of the day counted back to, None for a named period ("last month", "in March")."""
+
+    def fit(self, occurred_at: datetime) -> float:
+        """How well ``occurred_at`` matches: for a period, 1 inside and halving outside for every half of its
+        length (a day at least: "yesterday" may be the day before); for a day counted back to, 1 on that day
+        and halving for every quarter of the window's length (a day at least) from it, so that "two weeks
+        ago" prefers the day two weeks back to the edges of the week around it."""
+        length = (self.end - self.start).total_seconds() / 86400
+        if self.day is not None:
+            start, end, spread = self.day, self.day + timedelta(days=1), max(1.0, length / 4)
+        else:
+            start, end, spread = self.start, self.end, max(1.0, length / 2)
+        if start <= occurred_at < end:
+            return 1.0
+        gap = (start - occurred_at if occurred_at < start else occurred_at - end).total_seconds() / 86400
+        return 0.5 ** (gap / spread)
+
+
+def query_times(text: str, now: datetime | None = None) -> list[AskedTime]:
+    """The times ``text`` speaks of, read from ``now`` (default: the current time), oldest phrase first.
+
+    "two weeks ago" asked on 1 February 2023 is 18 January, within the week around it (a count of units is
     approximate: half a unit either side), "last month" is January 2023, "in March" is the latest
     March up to ``now``. A phrase whose date falls outside the calendar gives nothing.
     """
     moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    found: list[Window] = []
+    found: list[AskedTime] = []
     for match in _PHRASE.finditer(text):
         try:
-            window = _window(match, moment)
+            asked = _asked(match, moment)
         except (OverflowError, ValueError):  # before year 1 or after 9999
             continue
-        if window and window not in found:
-            found.append(window)
+        if asked and asked not in found:
+            found.append(asked)
     return found
 
 
-def time_fit(occurred_at: datetime, windows: list[Window]) -> float:
-    """How well ``occurred_at`` matches the best of ``windows``: 1 inside, halving outside for every half
-    of the window's length (a day at least: "yesterday" may be the day before); 0 with no window."""
-    best = 0.0
-    for start, end in windows:
-        if start <= occurred_at < end:
-            return 1.0
-        gap = (start - occurred_at if occurred_at < start else occurred_at - end).total_seconds() / 86400
-        spread = max(1.0, (end - start).total_seconds() / 86400 / 2)
-        best = max(best, 0.5 ** (gap / spread))
-    return best
+def query_windows(text: str, now: datetime | None = None) -> list[Window]:
+    """The windows of :func:`query_times`."""
+    return [(asked.start, asked.end) for asked in query_times(text, now)]
 
 
-def _window(match: re.Match, now: datetime) -> Window | None:
+def without_counts_back(text: str) -> str:
+    """``text`` without the phrases that count back from the moment it is asked ("two weeks ago", "the
+    Wednesday two months ago"): they say when, which :func:`query_times` reads, not what; a memory that
+    says "three weeks ago" speaks of another day. ``text`` as it is when nothing else would be left."""
+    kept = _PHRASE.sub(lambda m: " " if m.group("count") or m.group("weekday") else m.group(0), text)
+    kept = " ".join(kept.split())
+    return kept if any(ch.isalnum() for ch in kept) else text
+
+
+def time_fit(occurred_at: datetime, asked: list[AskedTime]) -> float:
+    """How well ``occurred_at`` matches the best of ``asked`` (:meth:`AskedTime.fit`); 0 with none."""
+    return max((a.fit(occurred_at) for a in asked), default=0.0)
+
+
+def _asked(match: re.Match, now: datetime) -> AskedTime | None:
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     if simple := (match.group("simple") or "").casefold():
-        return _period_of(today + timedelta(days=_DAY_OFFSETS.get(simple, 0)), "day")
+        return AskedTime(*_period_of(today + timedelta(days=_DAY_OFFSETS.get(simple, 0)), "day"))
     if match.group("count"):
         return _around(today, match.group("count"), match.group("unit2"))
     if match.group("weekday"):  # "the Wednesday two months ago": the weekday is too fine to trust
         return _around(today, match.group("count2"), match.group("unit3"))
     if match.group("month"):
-        return _month(match, now)
-    return _named_period(match.group("dir").casefold(), match.group("unit").casefold(), today)
+        return AskedTime(*_month(match, now))
+    return AskedTime(*_named_period(match.group("dir").casefold(), match.group("unit").casefold(), today))
 
 
-def _around(today: datetime, count: str, unit: str) -> Window:
+def _around(today: datetime, count: str, unit: str) -> AskedTime:
     """``count`` ``unit``s before ``today``, give or take half a unit and a day."""
     size = _UNIT_DAYS[unit.casefold()]
     days, half = _count(count) * size, size / 2 + 1
-    return today - timedelta(days=days + half), today - timedelta(days=days - half - 1)
+    return AskedTime(today - timedelta(days=days + half), today - timedelta(days=days - half - 1),
+                     today - timedelta(days=days))
 
 
 def _named_period(direction: str, unit: str, today: datetime) -> Window:

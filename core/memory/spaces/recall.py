@@ -94,7 +94,7 @@ def _merged(asker: Asker, own: list[dict[str, Any]], spaces: list[str], query: s
                                       request.filters.until)
             # and every member's secrets (one saved after it was published)
             mask = space.redactor(asker.hidden)
-        ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning.time_fit)
+        ranked = recall_search.rescore_time(ranked, request.text, request.now, tuning)
         for cand in recall_search.select(ranked, n_results, request.min_score, widened(request, tuning),
                                          request.recency_days, request.now, request.relative):
             found.append(_result(name, cand, mask))
