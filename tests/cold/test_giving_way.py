@@ -34,6 +34,38 @@ class Naps:
         self.nap(seconds)
 
 
+class HeldDuringWrite:
+    """A background thread held at its first item until a foreground write is inside its flush, then counted:
+    ``item`` wraps the background's per-item function (items made in threads named ``thread`` while the write
+    lasts are counted in ``during``), ``write`` wraps the flush (the first one after the hold lets the
+    background go on and lasts ``SETTLE_S``)."""
+
+    def __init__(self, thread: str) -> None:
+        self.thread = thread
+        self.started, self.writing, self.ended = threading.Event(), threading.Event(), threading.Event()
+        self.during: list[int] = []
+
+    def item(self, function):
+        def held(*args, **kwargs):
+            if threading.current_thread().name.startswith(self.thread):
+                if not self.started.is_set():
+                    self.started.set()
+                    self.writing.wait(60)
+                elif self.writing.is_set() and not self.ended.is_set():
+                    self.during.append(1)
+            return function(*args, **kwargs)
+        return held
+
+    def write(self, function):
+        def flushing(*args, **kwargs):
+            if self.started.is_set() and not self.writing.is_set():
+                self.writing.set()  # the write is inside its flush: the background may go on...
+                self.ended.wait(SETTLE_S)  # ...and makes no item while the write lasts
+                self.ended.set()  # (the count ends here, inside the write)
+            return function(*args, **kwargs)
+        return flushing
+
+
 @pytest.fixture
 def naps(monkeypatch) -> Naps:
     # it waits for the write, however slow the machine
@@ -116,38 +148,17 @@ def test_a_compaction_parsing_log_md_parses_nothing_while_update_now_writes(comp
     at its first line until update_now is inside its write, then left to run for ``SETTLE_S``: it parses
     no line until the update is over, and finishes afterwards."""
     monkeypatch.setattr(foreground, "GIVE_WAY_MAX_S", 3600.0, raising=False)
-    parsing, writing, ended = threading.Event(), threading.Event(), threading.Event()
-    parsed: list[int] = []
-    parse = plan.parse_or_none
-
-    def parse_held(raw: bytes):
-        if threading.current_thread().name.startswith("agentos-compaction"):
-            if not parsing.is_set():
-                parsing.set()
-                writing.wait(60)
-            elif writing.is_set() and not ended.is_set():
-                parsed.append(1)
-        return parse(raw)
-
-    stage = now_file.stage
-
-    def stage_while_compacting(*args, **kwargs):
-        if parsing.is_set() and not writing.is_set():
-            writing.set()  # update_now is inside its write: the compaction may go on...
-            ended.wait(SETTLE_S)  # ...and parses nothing while the write lasts
-            ended.set()  # (the count ends here, inside the write)
-        return stage(*args, **kwargs)
-
-    monkeypatch.setattr(plan, "parse_or_none", parse_held)
-    monkeypatch.setattr(now_file, "stage", stage_while_compacting)
+    held = HeldDuringWrite("agentos-compaction")
+    monkeypatch.setattr(plan, "parse_or_none", held.item(plan.parse_or_none))
+    monkeypatch.setattr(now_file, "stage", held.write(now_file.stage))
     with MemoryManager("finn") as manager:
         for i in range(30):
             manager.append_log("TOOL_USE", f"ran the portfolio tool, step {i}", {"tool": "portfolio"})
-        assert parsing.wait(60), "the compaction started"
+        assert held.started.wait(60), "the compaction started"
         manager.update_now("checking the portfolio", ["write the report"])
         assert manager.compaction.wait(60)
         assert list(manager.paths.archive_dir.glob("LOG-*.md")), "the compaction finished after the update"
-    assert parsed == [], f"the compaction parsed {len(parsed)} lines while update_now was writing"
+    assert held.during == [], f"the compaction parsed {len(held.during)} lines while update_now was writing"
 
 
 def test_the_recall_indexer_builds_no_doc_while_an_append_writes(ollama_home, monkeypatch):
@@ -158,38 +169,17 @@ def test_the_recall_indexer_builds_no_doc_while_an_append_writes(ollama_home, mo
                                "memory": {"auto_compact": False}})
     monkeypatch.setattr(foreground, "GIVE_WAY_MAX_S", 3600.0, raising=False)
     monkeypatch.setattr(foreground, "PAUSE_S", 0.0)
-    building, writing, ended = threading.Event(), threading.Event(), threading.Event()
-    built: list[int] = []
-    log_doc = index.log_doc
-
-    def log_doc_held(*args, **kwargs):
-        if threading.current_thread().name.startswith("agentos-recall"):
-            if not building.is_set():
-                building.set()
-                writing.wait(60)
-            elif writing.is_set() and not ended.is_set():
-                built.append(1)
-        return log_doc(*args, **kwargs)
-
-    datasync = log_file.datasync
-
-    def datasync_while_indexing(fd: int) -> None:
-        if building.is_set() and not writing.is_set():
-            writing.set()  # the append is inside its write: the indexer may go on...
-            ended.wait(SETTLE_S)  # ...and builds no doc while the write lasts
-            ended.set()  # (the count ends here, inside the write)
-        datasync(fd)
-
-    monkeypatch.setattr(index, "log_doc", log_doc_held)
-    monkeypatch.setattr(log_file, "datasync", datasync_while_indexing)
+    held = HeldDuringWrite("agentos-recall")
+    monkeypatch.setattr(index, "log_doc", held.item(index.log_doc))
+    monkeypatch.setattr(log_file, "datasync", held.write(log_file.datasync))
     with MemoryManager("finn") as manager:
         for i in range(10):
             manager.append_log("TOOL_USE", f"ran the portfolio tool, step {i}", {"tool": "portfolio"})
-        assert building.wait(60), "the indexer started"
+        assert held.started.wait(60), "the indexer started"
         manager.append_log("THOUGHT", "written while the indexer builds its docs")
         assert manager.cold.background.wait_idle(60)
         assert manager.cold.docs.count() >= 11
-    assert built == [], f"the indexer built {len(built)} docs while the append was writing"
+    assert held.during == [], f"the indexer built {len(held.during)} docs while the append was writing"
 
 
 class CountingModel:
