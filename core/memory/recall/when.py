@@ -37,8 +37,8 @@ _DAY_OFFSETS = {"yesterday": -1, "last night": -1, "tomorrow": 1}  # "today", "t
 _RELATIVE = re.compile(
     r"\b(?:(?P<simple>yesterday|today|tonight|tomorrow|this morning|last night)"
     r"|(?P<dir>last|this|next|past) (?P<unit>weekend|week|month|year|" + "|".join(_WEEKDAYS) + r")"
-    r"|(?P<count>\d+|" + "|".join(sorted(_NUMBERS, key=len,
-                                         reverse=True)) + r") (?P<unit2>day|week|month|year)s? ago)\b",
+    r"|(?P<count>\d+|" + "|".join(sorted(_NUMBERS, key=len, reverse=True))
+    + r") (?P<unit2>day|week|month|year)s? ago)\b",
     re.IGNORECASE,
 )
 _BARE_WEEKDAY = re.compile(r"(?:on\s+)?(?P<unit>" + "|".join(_WEEKDAYS) + r")", re.IGNORECASE)
@@ -172,8 +172,8 @@ def time_window(value: Any, what: str, edge: str, now: datetime | None = None) -
         try:
             return parse_time(value, what)
         except ValidationError as exc:
-            raise ValidationError(f"{exc}, or a period such as 'last week', 'yesterday' or '3 days "
-                                  "ago'") from exc
+            raise ValidationError(f"{exc}, or a period such as 'last week', 'yesterday' or "
+                                  "'3 days ago'") from exc
     anchor = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
     try:
         start, end = _relative_period(match, anchor)
