@@ -139,9 +139,13 @@ def verify(path: Path, limits: TransferConfig) -> Manifest:
 
 
 def check_member_name(member: tarfile.TarInfo, where: Path) -> None:
-    """Refuse links, devices and any path outside ``agent/``."""
-    parts = PurePosixPath(member.name).parts
+    """Refuse links, devices, any path outside ``agent/`` and a path not written plainly (``agent/./x``,
+    ``agent//x``: a second name for a file, which would be unpacked twice)."""
+    path = PurePosixPath(member.name)
     if not (member.isfile() or member.isdir()) or member.issparse():
         raise CorruptionError(f"{where}: {member.name[:200]!r} is not a plain file or folder")
-    if not parts or parts[0] != ROOT or ".." in parts or member.name.startswith("/"):
+    if not path.parts or path.parts[0] != ROOT or ".." in path.parts or member.name.startswith("/"):
         raise CorruptionError(f"{where}: member {member.name[:200]!r} lies outside {ROOT}/")
+    if path.as_posix() != (member.name.rstrip("/") if member.isdir() else member.name):
+        raise CorruptionError(f"{where}: member {member.name[:200]!r} is not a plain path (write it "
+                              f"{path.as_posix()[:200]!r}): the archive is damaged or was altered")

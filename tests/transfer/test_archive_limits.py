@@ -159,6 +159,18 @@ def test_links_and_devices_are_refused(agents_home, tmp_path, elsewhere, kind):
     assert not (elsewhere / "finn").exists()
 
 
+@pytest.mark.parametrize("second", ["agent/memory/./NOW.md", "agent//memory/NOW.md"])
+def test_a_second_name_for_a_file_is_refused(agents_home, tmp_path, elsewhere, second):
+    """``agent/memory/./NOW.md`` beside ``agent/memory/NOW.md``: two members, one file. Refused by name as
+    the archive is checked (it once failed midway with a raw "File exists"), nothing written."""
+    manifest, files = members(exported(agents_home, tmp_path))
+    files[second] = b"---\nschema: agentos.now/1\n---\n# the other NOW.md\n"
+    write(tmp_path / "twice.tar.gz", manifest, files)
+    with pytest.raises(CorruptionError, match="not a plain path"):
+        import_agent(tmp_path / "twice.tar.gz")
+    assert not (elsewhere / "finn").exists() and not list(elsewhere.glob(".import-*"))
+
+
 def _space_archive(agents_home: Path, tmp_path: Path) -> Path:
     with in_home(agents_home):
         MemoryManager("researcher").close()

@@ -173,6 +173,30 @@ def test_a_memory_db_that_is_not_ours_is_refused(agents_home, tmp_path, elsewher
     assert tree(elsewhere) == before
 
 
+@pytest.mark.parametrize("change, named", [
+    ("UPDATE user_facts SET value = X'1b5b324a' WHERE key = 'city'", "user_facts.value"),
+    ("UPDATE log_metadata SET token_count = 'many'", "log_metadata.token_count"),
+    ("UPDATE user_facts SET updated_at = 'yesterday'", "user_facts.updated_at"),
+    ("UPDATE cold_notes SET metadata = '{not json'", "cold_notes.metadata"),
+    ("UPDATE cold_notes SET metadata = '[1, 2]'", "cold_notes.metadata"),
+    ("INSERT INTO ctx_conversations (id, session_id, agent_id, created_at, last_active) VALUES (7, 's', "
+     "'finn', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'); INSERT INTO ctx_messages "
+     "(conversation_id, seq, role, content, tool_calls, token_count, created_at) VALUES (7, 1, 'assistant', "
+     "'x', '[1]', 1, '2026-01-01T00:00:00.000Z')", "ctx_messages.tool_calls"),
+])
+def test_a_row_the_readers_would_trip_on_is_refused(agents_home, tmp_path, elsewhere, change, named):
+    """SQLite keeps what it is given: a blob in a text column, a word where a number or a time belongs, JSON
+    of another shape. Copied as is, such a row crashed the import with a traceback (or came back as bytes):
+    it is refused, naming the column, and nothing is written."""
+    good = exported(agents_home, tmp_path)
+    bad = recrafted(good, tmp_path / "bad.tar.gz", lambda files: files.update({DB: altered_db(
+        files[DB], tmp_path / "scratch.db", *change.split("; "))}))
+    before = tree(elsewhere)
+    with pytest.raises(CorruptionError, match=f"memory.db in the archive: {named} "):
+        import_agent(bad)
+    assert tree(elsewhere) == before
+
+
 def test_a_memory_db_that_is_not_sqlite_is_a_clear_error(agents_home, tmp_path, elsewhere):
     """import --as X of an archive whose memory.db is not SQLite: one line, exit 5, nothing written."""
     good = exported(agents_home, tmp_path)

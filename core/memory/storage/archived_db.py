@@ -5,22 +5,62 @@ write (one that turns each new secret into a general fact), a view or a generate
 what a query reads. So an imported memory.db is never opened as an agent's database. A new one is
 built with this version's migrations, those the archive's database records (which must be the
 first of ours, in order); then the rows of each of its tables are copied in, column by column,
-from the archive's table of the same name, which must be a plain table with the same columns.
-Triggers, views, other tables and indexes of the archive's file are left behind (and named), the
-full-text indexes are rebuilt from the rows, and the foreign keys are checked. The archive's file
-is read only, with ``trusted_schema`` off, so nothing in its schema runs.
+from the archive's table of the same name, which must be a plain table with the same columns,
+and each value is checked as the readers will take it (:func:`_check_values`: of its column's type, a
+time that parses, JSON of the shape the code reads). Triggers, views, other tables and indexes of the
+archive's file are left behind (and named), the full-text indexes are rebuilt from the rows, and the
+foreign keys are checked. The archive's file is read only, with ``trusted_schema`` off, so nothing in its
+schema runs.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import closing
+from datetime import datetime
 from pathlib import Path
+from typing import Any, Callable
 
 from core.errors import CorruptionError
 from core.memory.storage.sqlite import migrations
 
 _SQLITE_INTERNAL = ("sqlite_sequence", "sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4")
+_STORAGE_CLASSES = {"TEXT": ("text",), "INTEGER": ("integer",), "BIGINT": ("integer",),
+                    "BOOLEAN": ("integer",), "REAL": ("real", "integer")}
+"""What SQLite may hold in a column of each declared type once the row is copied (SQLite itself keeps a
+blob, or text in a number's column, as it is)."""
+
+
+def _is_object(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _pairs_of_text(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, list) and len(v) == 2
+                                           and all(isinstance(p, str) for p in v) for v in value)
+
+
+def _tool_calls(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) and isinstance(v.get("name"), str)
+                                           and isinstance(v.get("arguments"), dict) for v in value)
+
+
+def _constraints(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) and {"id", "text", "created_at"} <= set(v)
+                                           for v in value)
+
+
+_JSON: dict[tuple[str, str], tuple[str, Callable[[Any], bool]]] = {
+    ("cold_notes", "metadata"): ("an object", _is_object),
+    ("recall_docs", "metadata"): ("an object", _is_object),
+    ("store_items", "value"): ("an object", _is_object),
+    ("store_items", "texts"): ("a list of [path, text] pairs", _pairs_of_text),
+    ("ctx_messages", "tool_calls"): ("a list of calls with a name and arguments", _tool_calls),
+    ("ctx_agent_memory", "constraints"): ("a list of constraints", _constraints),
+}
+"""The columns that hold JSON, and the shape the code that reads them expects (an empty text or NULL
+is none)."""
 
 
 def rebuild_database(archived: Path, target: Path) -> list[str]:
@@ -110,6 +150,7 @@ def _copy_rows(conn: sqlite3.Connection, archived: Path) -> None:
         listed = ", ".join(names)
         conn.execute(f"INSERT INTO main.{_quoted(table)} ({listed}) SELECT {listed} FROM "
                      f"src.{_quoted(table)}")
+        _check_values(conn, table, columns)
     _copy_sequences(conn, tables)
     for name in virtual:
         sql = conn.execute("SELECT sql FROM main.sqlite_master WHERE name = ?", (name,)).fetchone()[0]
@@ -117,6 +158,46 @@ def _copy_rows(conn: sqlite3.Connection, archived: Path) -> None:
             conn.execute(f"INSERT INTO main.{_quoted(name)} ({_quoted(name)}) VALUES ('rebuild')")
     for _, sql in triggers:
         conn.execute(sql)
+
+
+def _check_values(conn: sqlite3.Connection, table: str, columns: dict[str, tuple]) -> None:
+    """Refuse a copied value that the code reading it would trip on: one not of its column's type (a blob
+    where text is kept), a time (``*_at``, ``timestamp``) that does not parse, JSON of another shape."""
+    for column, (declared, _, _) in columns.items():
+        where, name = f"memory.db in the archive: {table}.{column}", _quoted(column)
+        classes = _STORAGE_CLASSES.get(declared)
+        if classes is not None:
+            found = conn.execute(f"SELECT typeof({name}) FROM main.{_quoted(table)} WHERE {name} IS NOT NULL "
+                                 f"AND typeof({name}) NOT IN ({', '.join('?' * len(classes))}) LIMIT 1",
+                                 classes).fetchone()
+            if found:
+                raise CorruptionError(f"{where} holds a value of type {found[0]}, not {declared.lower()}: "
+                                      "the archive is damaged or was altered")
+        shape = _JSON.get((table, column))
+        if not (shape or column.endswith("_at") or column == "timestamp"):
+            continue
+        for (value,) in conn.execute(f"SELECT {name} FROM main.{_quoted(table)} WHERE {name} IS NOT NULL "
+                                     f"AND {name} <> ''"):
+            if shape is None:
+                _check_time(value, where)
+            elif not shape[1](_json(value, where)):
+                raise CorruptionError(f"{where} holds JSON that is not {shape[0]}: the archive is damaged or "
+                                      "was altered")
+
+
+def _check_time(value: Any, where: str) -> None:
+    try:
+        datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise CorruptionError(f"{where} holds {str(value)[:40]!r}, not a time: the archive is damaged or was "
+                              "altered") from exc
+
+
+def _json(value: Any, where: str) -> Any:
+    try:
+        return json.loads(value)
+    except (ValueError, TypeError) as exc:
+        raise CorruptionError(f"{where} does not hold JSON: the archive is damaged or was altered") from exc
 
 
 def _columns(conn: sqlite3.Connection, schema: str, table: str) -> dict[str, tuple]:
