@@ -411,3 +411,33 @@ def test_a_reader_that_went_away_ends_the_command_quietly(agents_home, command):
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr.count("Traceback")) == (141, 0), done.stderr
+
+
+ESCAPES = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\r\x1b]0;owned\x07\x9b31m"
+"""What a memory may hold to drive a terminal: write the clipboard (OSC 52), clear the screen, a carriage
+return that writes over the line, set the title, an 8-bit CSI."""
+
+
+def test_memories_are_printed_with_their_control_characters_shown_not_obeyed(agents_home, capsys,
+                                                                              monkeypatch):
+    """A fact, a LOG entry or a note may come from an imported archive, a space member or a model: printed as
+    text, its escape sequences are written as ``\\x1b...`` (as --json writes ``\\u001b``), also in the list
+    that forget asks about, so none drives the terminal or hides what is about to be forgotten."""
+    assert agentos("init", "--agent", "finn").returncode == 0
+    with MemoryManager("finn") as manager:
+        manager.save_fact(f"colour{ESCAPES}", f"teal{ESCAPES}")
+        manager.append_log("THOUGHT", f"the report{ESCAPES} is done\n\tnext: the slides")
+        note = manager.store_memory(f"Maria gets the report{ESCAPES}")
+    outputs = [agentos(*command).stdout for command in (
+        ("facts", "--agent", "finn"), ("log", "--agent", "finn"),
+        ("recall", "--agent", "finn", "Maria report", "--kind", "note"), ("now", "--agent", "finn"))]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
+    assert main(["forget", "--agent", "finn", note]) == 0
+    outputs.append(capsys.readouterr().err)
+    for out in outputs[:3] + outputs[4:]:
+        assert "\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J" in out and "\\x1b]0;owned\\x07\\x9b31m" in out, out
+    for out in outputs:
+        assert not any(c in out for c in "\x1b\x07\x9b\r"), out
+    assert "\\x0d" in outputs[0]
+    assert "\n\tnext: the slides" in outputs[1]  # a newline and a tab stay what they are
+    assert "\\u001b]52" in agentos("facts", "--agent", "finn", "--json").stdout

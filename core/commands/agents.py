@@ -11,6 +11,7 @@ from core.memory.files import now_file
 from core.memory.agent_folder import initialize_agent_memory, report
 from core.memory import MemoryManager
 from core.paths import AgentPaths, home_and_source, list_agents
+from core.terminal import visible
 
 
 @command("run", configure=engine_cli.add_arguments)
@@ -32,7 +33,7 @@ def init(args: argparse.Namespace) -> int:
     if args.show:
         with MemoryManager(args.agent) as manager:
             print()
-            print(manager.format_context_for_prompt())
+            print(visible(manager.format_context_for_prompt()))
     return 0
 
 

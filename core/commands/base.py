@@ -12,6 +12,7 @@ from typing import Any, Callable
 from core.errors import ValidationError
 from core.memory import MemoryManager, MemoryReader, open_for_reading
 from core.paths import existing_agent
+from core.terminal import visible
 
 Run = Callable[[argparse.Namespace], "int | None"]
 
@@ -88,11 +89,12 @@ def read_memory(name: str, recall: bool = False) -> MemoryReader | MemoryManager
 
 
 def emit(args: argparse.Namespace, data: Any, text: str | Callable[[], str]) -> None:
-    """Print ``data`` as JSON with ``--json``, else ``text``."""
+    """Print ``data`` as JSON with ``--json``, else ``text`` (its control characters shown as escapes: it
+    holds memories, which may come from anyone)."""
     if getattr(args, "json", False):
         print(json_text(data))
     else:
-        print(text() if callable(text) else text)
+        print(visible(text() if callable(text) else text))
 
 
 def json_text(data: Any) -> str:

@@ -10,7 +10,7 @@ from core.commands.base import AGENT, JSON, arg, command, emit, open_memory, rea
 from core.errors import NotFoundError, ValidationError
 from core.memory.storage import CATEGORIES
 from core.memory.recall import KINDS, MAX_RECENCY_DAYS
-from core.terminal import progress, prompt_shown
+from core.terminal import progress, prompt_shown, visible
 
 
 @command("now", AGENT, JSON)
@@ -236,7 +236,7 @@ def _purged_text(report) -> str:
 def _confirmed(chosen) -> bool | None:
     """Show the memories about to be forgotten, and why, and ask: True for a yes, False for another answer,
     None when no answer can come (standard input is closed)."""
-    print(recall_text.forgotten_text(chosen, "asking"), file=sys.stderr)
+    print(visible(recall_text.forgotten_text(chosen, "asking")), file=sys.stderr)
     with prompt_shown():
         print("Forget them? [y/N] ", end="", file=sys.stderr, flush=True)
         line = sys.stdin.readline()

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from core.errors import AgentOSError, StorageError
 from core.durable import atomic_write
-from core.terminal import closed_output, ctrl_c, one_line, prompt_shown
+from core.terminal import closed_output, ctrl_c, one_line, prompt_shown, visible
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ class Session:
             if line.startswith("/"):
                 with self.spinner(line.split()[0][1:]):
                     text = self.command(self.engine, line)
-                print(text)
+                print(visible(text))  # /log, /facts, /recall: memories, shown not obeyed
             else:
                 self.turn(self.engine, lambda: self.engine.run(line), session=self)
         except KeyboardInterrupt:

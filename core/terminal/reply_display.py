@@ -1,6 +1,7 @@
 """The model's reply on the terminal as it streams.
 
-The spinner shows until the first piece of text arrives. A reply that starts like a tool call
+The spinner shows until the first piece of text arrives; control characters are shown as escapes
+(:func:`core.terminal.visible`). A reply that starts like a tool call
 written as text (``{``, ``[``, ``<tool_call>``, a fence) is held back: the engine reads it as a
 call, and only if it turns out to be the answer is it printed when the turn ends.
 """
@@ -11,6 +12,7 @@ import sys
 from typing import TextIO
 
 from core.terminal import closed_output
+from core.terminal.runner import visible
 from core.terminal.spinner import stop_all
 
 _CALL_LIKE = ("{", "[", "<tool_call", "```")
@@ -60,7 +62,7 @@ class ReplyDisplay:
     def _write(self, text: str) -> None:
         self.written += text
         try:
-            self.stream.write(text)
+            self.stream.write(visible(text))  # a reply's escape sequences are shown, never obeyed
             self.stream.flush()
         except BrokenPipeError:
             if self.stream is not sys.stdout or not closed_output.stdout_closed():

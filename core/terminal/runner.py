@@ -11,6 +11,7 @@ Ctrl-C or a closed pipe looks the same in each (the codes are :mod:`core.termina
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from typing import Callable
 
@@ -67,3 +68,17 @@ def run_cli(command: Callable[[], "int | None"], *, verbose: bool = False) -> in
 def one_line(exc: BaseException) -> str:
     """The error's message on one line (a wrapped message from below keeps its words)."""
     return " ".join(str(exc).split())
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 controls but tab and newline, DEL, and C1 controls (``\\x9b`` starts a sequence as ``ESC [`` does)."""
+
+
+def visible(text: str) -> str:
+    """``text`` with each control character but newline and tab written as its ``\\xNN`` escape.
+
+    What a command prints comes from outside as often as not (a fact from an imported archive, a memory a
+    space member published, a model's reply): an escape sequence in it would drive the terminal, set its
+    title, clear the screen to hide what came before, or write the clipboard (OSC 52).
+    """
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)

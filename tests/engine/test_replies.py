@@ -217,3 +217,18 @@ def test_recall_memory_skill_requires_the_agent():
 
     with pytest.raises(TypeError):
         recall_memory.execute(query="anything")
+
+
+def test_a_reply_s_escape_sequences_are_shown_not_obeyed():
+    """A model (perhaps led by a memory it read) replying with escape sequences: the terminal is shown them as
+    ``\\x1b...``, whether streamed or printed at the end; the reply itself is kept whole."""
+    out = io.StringIO()
+    display = ReplyDisplay(out)
+    reply = "Done.\x1b]52;c;ZXZpbA==\x07\x1b[2J Bye\tnow\n"
+    for piece in (reply[:7], reply[7:20], reply[20:]):
+        display(piece)
+    display.finish(reply)
+    assert out.getvalue() == "Done.\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J Bye\tnow\n"
+    late = io.StringIO()
+    ReplyDisplay(late).finish("\x1b]0;title\x07ok")
+    assert late.getvalue() == "\\x1b]0;title\\x07ok\n"
