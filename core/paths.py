@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import InvalidAgentNameError, StorageError, UnknownAgentError
+from core.errors import InvalidAgentNameError, StorageError, UnknownAgentError, shown
 from core.durable import storage_error
 
 __all__ = [
@@ -81,7 +81,7 @@ def validate_agent_name(name: object) -> str:
     """Return ``name`` if it is a valid agent name, else raise InvalidAgentNameError."""
     if not isinstance(name, str) or not AGENT_NAME_PATTERN.fullmatch(name):
         raise InvalidAgentNameError(
-            f"invalid agent name {name!r}: use 1-64 characters of a-z, 0-9, '_' and '-', "
+            f"invalid agent name {shown(name)}: use 1-64 characters of a-z, 0-9, '_' and '-', "
             "starting with a letter or digit (e.g. 'finn')"
         )
     if name in RESERVED_NAMES:

@@ -107,3 +107,23 @@ def test_read_file_reads_at_most_its_cap_of_a_huge_file(agents_home: Path) -> No
     assert result["truncated"] is True and result["bytes"] == 400 * 1024 * 1024
     assert result["content"].startswith("line one\n") and len(result["content"]) == 256 * 1024
     assert peak < 32 * 1024 * 1024, f"read_file took {peak // 1024 // 1024} MB"
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("recall_memory", {"query": "x", "spaces": ["s" * 100_000]}),
+    ("publish_memory", {"space": "s" * 100_000, "content": "x"}),
+])
+def test_a_huge_name_is_echoed_shortened(agents_home: Path, tool: str, arguments: dict) -> None:
+    """A model or an MCP client naming a space with 100,000 characters: the error says which name in a short
+    line (it repeated 10,000 characters of it), as for an agent's name."""
+    from core.memory_initializer import initialize_agent_memory
+    from core.paths import validate_agent_name
+    from core.skills.registry import builtin_skills
+
+    initialize_agent_memory("finn")
+    with pytest.raises(ValidationError, match="invalid space name") as refused:
+        builtin_skills()[tool].call("finn", arguments)
+    assert len(str(refused.value)) < 400
+    with pytest.raises(ValidationError, match="invalid agent name") as refused:
+        validate_agent_name("a" * 100_000)
+    assert len(str(refused.value)) < 400

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import UnknownSpaceError, ValidationError
+from core.errors import UnknownSpaceError, ValidationError, shown
 from core.paths import AGENT_NAME_PATTERN, agents_home
 
 SPACES_DIR = "spaces"
@@ -15,7 +15,7 @@ def validate_space_name(name: object) -> str:
     """Return ``name`` if it is a valid space name (the agent-name rules), else raise ValidationError."""
     if not isinstance(name, str) or not AGENT_NAME_PATTERN.fullmatch(name):
         raise ValidationError(
-            f"invalid space name {name!r}: use 1-64 characters of a-z, 0-9, '_' and '-', "
+            f"invalid space name {shown(name)}: use 1-64 characters of a-z, 0-9, '_' and '-', "
             "starting with a letter or digit (e.g. 'research')"
         )
     return name
