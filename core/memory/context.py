@@ -38,10 +38,12 @@ def render_entry(entry: LogEntry) -> str:
 
 
 def render_fact(fact: Fact) -> str:
-    """One fact as a prompt line; a secret shows only that it exists."""
+    """One fact as a prompt line (one line whatever its key and value hold: a newline in them would write
+    headings and lines of its own into the memory); a secret shows only that it exists."""
+    key = " ".join(fact.key.split())
     if fact.category == "secret":
-        return f"- {fact.key} (secret): {REDACTED} (call get_fact to read it)"
-    return f"- {fact.key} ({fact.category}): {fact.value}"
+        return f"- {key} (secret): {REDACTED} (call get_fact to read it)"
+    return f"- {key} ({fact.category}): {' '.join(fact.value.split())}"
 
 
 LOG_TITLE = "## Recent activity (LOG.md, oldest first)"

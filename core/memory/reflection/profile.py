@@ -44,5 +44,5 @@ def profile(facts: Sequence[Fact], limit: int) -> list[ProfileLine]:
         what = key_words(fact.key.removeprefix("user."))
         value = " ".join(fact.value.split())
         value = value if len(value) <= MAX_VALUE_CHARS else value[:MAX_VALUE_CHARS - 1] + "…"
-        lines.append(ProfileLine(f"- {what}: {value} [{fact.key}]", fact.key))
+        lines.append(ProfileLine(f"- {what}: {value} [{' '.join(fact.key.split())}]", fact.key))
     return lines
