@@ -411,3 +411,19 @@ def test_a_reader_that_went_away_ends_the_command_quietly(agents_home, command):
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr.count("Traceback")) == (141, 0), done.stderr
+
+
+@pytest.mark.parametrize(("argv", "usage"), (
+    (("recall", "--agent", "finn", "--limit", "3", "deploy"), "usage: agentos recall "),
+    (("reflect", "--agent", "finn", "--backnd", "openai"), "usage: agentos reflect "),
+    (("space", "add-member", "research", "--member", "writer"), "usage: agentos space add-member "),
+))
+def test_a_mistyped_option_is_refused_with_the_usage_of_its_own_command(agents_home, argv, usage):
+    """An option the subcommand does not have is named with that subcommand's usage (its real options), not
+    with the top-level usage, which lists none of them; exit code 2 and nothing runs."""
+    ran = agentos(*argv)
+    assert ran.returncode == 2
+    assert usage in ran.stderr, ran.stderr
+    error = ran.stderr.strip().splitlines()[-1]
+    assert error.startswith(f"{usage[len('usage: '):]}".rstrip() + ": error: unrecognized arguments: "), error
+    assert argv[-2] in error or argv[-1] in error
