@@ -427,3 +427,13 @@ def test_a_mistyped_option_is_refused_with_the_usage_of_its_own_command(agents_h
     error = ran.stderr.strip().splitlines()[-1]
     assert error.startswith(f"{usage[len('usage: '):]}".rstrip() + ": error: unrecognized arguments: "), error
     assert argv[-2] in error or argv[-1] in error
+
+
+def test_the_offline_notice_names_the_flags_that_reach_a_model_server(agents_home):
+    """The offline warning says how to reach a model server with the options a user has (``--host``,
+    ``llm.host``, ``--backend openai`` for llama-server and the like), not ``--model``, which reaches none."""
+    agentos("init", "--agent", "finn")
+    ran = agentos("run", "--agent", "finn", "--offline", "status")
+    assert ran.returncode == 0, ran.stderr
+    assert "--host URL or llm.host" in ran.stderr and "--backend openai" in ran.stderr
+    assert "pass --model" not in ran.stderr
