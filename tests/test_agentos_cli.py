@@ -437,3 +437,18 @@ def test_the_offline_notice_names_the_flags_that_reach_a_model_server(agents_hom
     assert ran.returncode == 0, ran.stderr
     assert "--host URL or llm.host" in ran.stderr and "--backend openai" in ran.stderr
     assert "pass --model" not in ran.stderr
+
+
+@pytest.mark.parametrize(("argv", "option", "bounds"), (
+    (("recall", "--agent", "finn", "-n", "0", "deploy"), "-n/--results", "from 1 to 100, got '0'"),
+    (("log", "--agent", "finn", "-n", "-1"), "-n/--last", "of 0 or more, got '-1'"),
+    (("forget", "--agent", "finn", "--query", "x", "--limit", "0"), "--limit", "from 1 to 10000, got '0'"),
+    (("space", "show", "research", "-n", "-1"), "-n/--last", "of 0 or more, got '-1'"),
+))
+def test_a_count_out_of_range_is_refused_under_its_own_option(agents_home, argv, option, bounds):
+    """A count option out of range is refused by the command line under the option's name (not the library
+    parameter's: ``n_results``, ``last_n``), before anything runs; ``space show -n -1`` listed every entry."""
+    ran = agentos(*argv)
+    assert ran.returncode == 2
+    error = ran.stderr.strip().splitlines()[-1]
+    assert error.endswith(f"error: argument {option}: must be a whole number {bounds}"), error
