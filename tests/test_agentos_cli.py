@@ -452,3 +452,17 @@ def test_a_count_out_of_range_is_refused_under_its_own_option(agents_home, argv,
     assert ran.returncode == 2
     error = ran.stderr.strip().splitlines()[-1]
     assert error.endswith(f"error: argument {option}: must be a whole number {bounds}"), error
+
+
+def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(agents_home):
+    """``agentos inspect --port 99999`` is refused under --port with exit code 2 (the socket's OverflowError
+    went up as a traceback); ``agentos mcp --http HOST:99999`` is refused before the server announces an
+    address it cannot serve."""
+    ran = agentos("inspect", "--port", "99999")
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr
+    assert ran.stderr.strip().splitlines()[-1] == ("agentos inspect: error: argument --port: must be a port "
+                                                   "from 0 to 65535 (0: any free one), got '99999'")
+    agentos("init", "--agent", "finn")
+    served = agentos_process("mcp", "--agent", "finn", "--http", "127.0.0.1:99999")
+    assert (served.returncode, served.stderr) == (
+        2, "error: --http takes HOST:PORT, e.g. 127.0.0.1:8765; got '127.0.0.1:99999'\n")
