@@ -466,3 +466,24 @@ def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(agents_home):
     served = agentos_process("mcp", "--agent", "finn", "--http", "127.0.0.1:99999")
     assert (served.returncode, served.stderr) == (
         2, "error: --http takes HOST:PORT, e.g. 127.0.0.1:8765; got '127.0.0.1:99999'\n")
+
+
+@pytest.mark.parametrize(("how", "source"),
+                         ((("--host", "localhost:18091"), "--host"), ((), "$OPENAI_BASE_URL")))
+def test_an_address_that_is_not_a_url_is_named_where_it_was_given(agents_home, monkeypatch, how, source):
+    """``--host localhost:18091`` (Ollama's habit: no scheme) is refused under the name it was given by (the
+    flag, llm.host or $OPENAI_BASE_URL), not always as ``llm.host``, which the user may never have set."""
+    agentos("init", "--agent", "finn")
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:18091")
+    ran = agentos("run", "--agent", "finn", "--backend", "openai", *how, "--model", "m", "status")
+    assert (ran.returncode, ran.stderr) == (
+        2, f"error: {source} 'localhost:18091' is not a URL: give one such as http://127.0.0.1:8080/v1\n")
+
+
+def test_compact_session_takes_the_backend_flags_of_agentos_run(agents_home):
+    """``agentos compact-session`` is pointed at a model server with the flags ``agentos run`` takes
+    (``--backend openai --host URL --model M``), as the offline warning it may print advises."""
+    agentos("init", "--agent", "finn")
+    ran = agentos("compact-session", "--agent", "finn", "--backend", "openai", "--host", "http://127.0.0.1:9/v1",
+                  "--model", "m")
+    assert ran.stderr.startswith("backend: openai, model m at http://127.0.0.1:9/v1\n"), ran.stderr
