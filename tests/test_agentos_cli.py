@@ -441,3 +441,79 @@ def test_memories_are_printed_with_their_control_characters_shown_not_obeyed(age
     assert "\\x0d" in outputs[0]
     assert "\n\tnext: the slides" in outputs[1]  # a newline and a tab stay what they are
     assert "\\u001b]52" in agentos("facts", "--agent", "finn", "--json").stdout
+
+
+@pytest.mark.parametrize(("argv", "usage"), (
+    (("recall", "--agent", "finn", "--limit", "3", "deploy"), "usage: agentos recall "),
+    (("reflect", "--agent", "finn", "--backnd", "openai"), "usage: agentos reflect "),
+    (("space", "add-member", "research", "--member", "writer"), "usage: agentos space add-member "),
+))
+def test_a_mistyped_option_is_refused_with_the_usage_of_its_own_command(agents_home, argv, usage):
+    """An option the subcommand does not have is named with that subcommand's usage (its real options), not
+    with the top-level usage, which lists none of them; exit code 2 and nothing runs."""
+    ran = agentos(*argv)
+    assert ran.returncode == 2
+    assert usage in ran.stderr, ran.stderr
+    error = ran.stderr.strip().splitlines()[-1]
+    assert error.startswith(f"{usage[len('usage: '):]}".rstrip() + ": error: unrecognized arguments: "), error
+    assert argv[-2] in error or argv[-1] in error
+
+
+def test_the_offline_notice_names_the_flags_that_reach_a_model_server(agents_home):
+    """The offline warning says how to reach a model server with the options a user has (``--host``,
+    ``llm.host``, ``--backend openai`` for llama-server and the like), not ``--model``, which reaches none."""
+    agentos("init", "--agent", "finn")
+    ran = agentos("run", "--agent", "finn", "--offline", "status")
+    assert ran.returncode == 0, ran.stderr
+    assert "--host URL or llm.host" in ran.stderr and "--backend openai" in ran.stderr
+    assert "pass --model" not in ran.stderr
+
+
+@pytest.mark.parametrize(("argv", "option", "bounds"), (
+    (("recall", "--agent", "finn", "-n", "0", "deploy"), "-n/--results", "from 1 to 100, got '0'"),
+    (("log", "--agent", "finn", "-n", "-1"), "-n/--last", "of 0 or more, got '-1'"),
+    (("forget", "--agent", "finn", "--query", "x", "--limit", "0"), "--limit", "from 1 to 10000, got '0'"),
+    (("space", "show", "research", "-n", "-1"), "-n/--last", "of 0 or more, got '-1'"),
+))
+def test_a_count_out_of_range_is_refused_under_its_own_option(agents_home, argv, option, bounds):
+    """A count option out of range is refused by the command line under the option's name (not the library
+    parameter's: ``n_results``, ``last_n``), before anything runs; ``space show -n -1`` listed every entry."""
+    ran = agentos(*argv)
+    assert ran.returncode == 2
+    error = ran.stderr.strip().splitlines()[-1]
+    assert error.endswith(f"error: argument {option}: must be a whole number {bounds}"), error
+
+
+def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(agents_home):
+    """``agentos inspect --port 99999`` is refused under --port with exit code 2 (the socket's OverflowError
+    went up as a traceback); ``agentos mcp --http HOST:99999`` is refused before the server announces an
+    address it cannot serve."""
+    ran = agentos("inspect", "--port", "99999")
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr
+    assert ran.stderr.strip().splitlines()[-1] == ("agentos inspect: error: argument --port: must be a port "
+                                                   "from 0 to 65535 (0: any free one), got '99999'")
+    agentos("init", "--agent", "finn")
+    served = agentos_process("mcp", "--agent", "finn", "--http", "127.0.0.1:99999")
+    assert (served.returncode, served.stderr) == (
+        2, "error: --http takes HOST:PORT, e.g. 127.0.0.1:8765; got '127.0.0.1:99999'\n")
+
+
+@pytest.mark.parametrize(("how", "source"),
+                         ((("--host", "localhost:18091"), "--host"), ((), "$OPENAI_BASE_URL")))
+def test_an_address_that_is_not_a_url_is_named_where_it_was_given(agents_home, monkeypatch, how, source):
+    """``--host localhost:18091`` (Ollama's habit: no scheme) is refused under the name it was given by (the
+    flag, llm.host or $OPENAI_BASE_URL), not always as ``llm.host``, which the user may never have set."""
+    agentos("init", "--agent", "finn")
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:18091")
+    ran = agentos("run", "--agent", "finn", "--backend", "openai", *how, "--model", "m", "status")
+    assert (ran.returncode, ran.stderr) == (
+        2, f"error: {source} 'localhost:18091' is not a URL: give one such as http://127.0.0.1:8080/v1\n")
+
+
+def test_compact_session_takes_the_backend_flags_of_agentos_run(agents_home):
+    """``agentos compact-session`` is pointed at a model server with the flags ``agentos run`` takes
+    (``--backend openai --host URL --model M``), as the offline warning it may print advises."""
+    agentos("init", "--agent", "finn")
+    ran = agentos("compact-session", "--agent", "finn", "--backend", "openai", "--host", "http://127.0.0.1:9/v1",
+                  "--model", "m")
+    assert ran.stderr.startswith("backend: openai, model m at http://127.0.0.1:9/v1\n"), ran.stderr

@@ -36,13 +36,25 @@ MODULES = (
 """The modules whose subcommands ``agentos`` offers, in the order ``--help`` lists them."""
 
 
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser whose subcommands (made of the same class) refuse an argument they do not know
+    themselves, so the error shows that subcommand's usage, its real options, instead of the top-level
+    usage, which names none of them (``agentos recall --limit 3`` is answered with recall's ``-n N``)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        found, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return found, extras
+
+
 def parser() -> argparse.ArgumentParser:
     """The ``agentos`` argument parser with every registered subcommand."""
     for module in MODULES:
         importlib.import_module(module)
-    cli = argparse.ArgumentParser(prog="agentos", description=DESCRIPTION,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                  epilog="Run 'agentos COMMAND --help' for a command's options.")
+    cli = CommandParser(prog="agentos", description=DESCRIPTION,
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="Run 'agentos COMMAND --help' for a command's options.")
     cli.add_argument("--version", action="version", version=f"agentos {__version__}")
     cli.add_argument("-v", "--verbose", action="store_true", help="log to stderr what the library does")
     subcommands = cli.add_subparsers(title="commands", dest="command", metavar="COMMAND")

@@ -30,6 +30,22 @@ def arg(*flags: str, **options: Any) -> Arg:
     return Arg(flags, options)
 
 
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type`` for a count from ``low`` to ``high`` (None: no bound), so that a bad one is
+    refused under the option's own name (``argument -n/--results: ...``), not the library's parameter."""
+    bounds = f"from {low} to {high}" if high is not None else f"of {low} or more"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be a whole number {bounds}, got {text!r}")
+        return value
+    return parse
+
+
 AGENT = arg("--agent", required=True, metavar="NAME", help="the agent, e.g. finn")
 JSON = arg("--json", action="store_true", help="print JSON for scripts instead of text")
 

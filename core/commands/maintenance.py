@@ -66,7 +66,10 @@ def compaction_text(report: CompactionReport, dry_run: bool) -> str:
 
 
 @command("compact-session", AGENT, arg("--session", default="main", help="session name (default: main)"),
-         arg("--model", help="Ollama model for the summary"),
+         arg("--backend", choices=("auto", "ollama", "openai", "offline"),
+             help="model server API, as for agentos run (default: llm.backend)"),
+         arg("--model", help="the model for the summary (default: llm.model)"),
+         arg("--host", help="the model server's address (default: llm.host)"),
          arg("--offline", action="store_true", help="summarise with the offline backend"))
 def compact_session(args: argparse.Namespace) -> int:
     """Compact a conversation session now (what /compact does in the interactive mode).
@@ -79,7 +82,8 @@ def compact_session(args: argparse.Namespace) -> int:
     existing_agent(args.agent)
     from core.engine import Engine  # the engine's imports are only paid by the commands that need it
 
-    with Engine(args.agent, session=args.session, offline=args.offline, model=args.model) as engine:
+    with Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host,
+                backend_name=args.backend) as engine:
         print(engine.notice, file=sys.stderr)
         try:
             with Spinner("compacting"):

@@ -6,10 +6,11 @@ import argparse
 import sys
 
 from core.commands import recall_text
-from core.commands.base import AGENT, JSON, arg, command, emit, open_memory, read_memory
+from core.commands.base import AGENT, JSON, arg, command, emit, open_memory, read_memory, whole_number
 from core.errors import NotFoundError, ValidationError
 from core.memory.storage import CATEGORIES
-from core.memory.recall import KINDS, MAX_RECENCY_DAYS
+from core.memory.recall import KINDS, MAX_RECENCY_DAYS, MAX_RESULTS
+from core.memory.upkeep import forgetting
 from core.terminal import progress, prompt_shown, visible
 
 
@@ -22,7 +23,8 @@ def now(args: argparse.Namespace) -> int:
 
 
 @command("log", AGENT,
-         arg("-n", "--last", type=int, default=20, metavar="N", help="how many entries (default 20)"),
+         arg("-n", "--last", type=whole_number(0), default=20, metavar="N",
+             help="how many entries (default 20)"),
          JSON)
 def log(args: argparse.Namespace) -> int:
     """Print the last LOG.md entries, oldest first."""
@@ -81,7 +83,7 @@ def _days(text: str) -> float:
 @command("recall", AGENT,
          arg("query", nargs="?", help="what to look for, in plain words (none: list what happened between "
                                       "--since and --until, newest first)"),
-         arg("-n", "--results", type=int, metavar="N",
+         arg("-n", "--results", type=whole_number(1, MAX_RESULTS), metavar="N",
              help="how many results at most (default 5; when listing a time window, 20)"),
          arg("--kind", choices=KINDS, action="append", help="only this kind of memory (repeat for several)"),
          arg("--min-score", type=_score, metavar="X", help="leave out results below this relevance, 0-1 "
@@ -141,7 +143,8 @@ def recall(args: argparse.Namespace) -> int:
                   "0.6)"),
          arg("--before", metavar="DATE", help="forget what happened before this date, e.g. 2023-05-08"),
          arg("--kind", choices=KINDS, action="append", help="only this kind of memory (repeat for several)"),
-         arg("--limit", type=int, default=100, metavar="N", help="forget at most N memories (default 100)"),
+         arg("--limit", type=whole_number(1, forgetting.MAX_LIMIT), default=100, metavar="N",
+             help="forget at most N memories (default 100)"),
          arg("--purge", action="store_true",
              help="also take forgotten facts' values out of LOG.md, the archives and the indexes (a space's: "
                   "its forgotten memories' text out of its journal and index)"),

@@ -20,7 +20,10 @@ from core.errors import ValidationError
                   "after switching to a better model"),
          arg("--retry", action="store_true",
              help="try every quarantined entry again now, not only those due"),
-         arg("--model", help="the model to read with (default: llm.model)"),
+         arg("--backend", choices=("auto", "ollama", "openai", "offline"),
+             help="model server API, as for agentos run (default: llm.backend): ollama, openai (llama.cpp's "
+                  "llama-server, LM Studio, vLLM, ...), offline, or auto"),
+         arg("--model", help="the model to read with (default: reflect.model, else llm.model)"),
          arg("--host", help="the model server's address (default: llm.host)"),
          arg("--offline", action="store_true",
              help="read with the offline backend's rules (explicit statements only)"),
@@ -44,7 +47,9 @@ def reflect(args: argparse.Namespace) -> int:
             return 0
         from core.llm import choose_backend  # a model client only when one is needed
 
-        choice = choose_backend(manager.config.llm, offline=args.offline, model=args.model, host=args.host)
+        choice = choose_backend(manager.config.llm, offline=args.offline, host=args.host,
+                                model=args.model or manager.config.reflect.model or None,
+                                kind=args.backend)
         print(choice.notice, file=sys.stderr)
         with tqdm(desc="reflecting", unit="entry", leave=False, disable=None) as bar:
             if args.rebuild:

@@ -40,9 +40,10 @@ def mcp(args: argparse.Namespace) -> int:
         return _print_config(args)
     # the model loads while the MCP SDK is imported (the server reads first)
     shared_reader(args.agent).warm_up()
-    from core.mcp_server import serve  # the SDK is loaded only by this command
+    from core.mcp_server import parse_address, serve  # the SDK is loaded only by this command
 
     if args.http:
+        parse_address(args.http)  # a bad address is refused before the server announces it
         print(f"agentos mcp: agent {args.agent} at http://{args.http}/mcp", file=sys.stderr)
     elif sys.stdin.isatty():  # a person, not a client: stdout is the protocol, so this goes to stderr
         print(STDIO_GREETING.format(agent=args.agent), file=sys.stderr)

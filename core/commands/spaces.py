@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.commands.base import JSON, command, emit
+from core.commands.base import JSON, command, emit, whole_number
 from core.errors import ValidationError
 from core.memory.spaces import Space, list_spaces, memory_id, parse_memory_id
 from core.memory.spaces import READ_ONLY, READ_WRITE
@@ -26,7 +26,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         *JSON.flags, **JSON.options)
     show = actions.add_parser("show", help="a space's members, size and latest entries")
     show.add_argument("name")
-    show.add_argument("-n", "--last", type=int, default=5, metavar="N",
+    show.add_argument("-n", "--last", type=whole_number(0), default=5, metavar="N",
                       help="how many latest entries (default 5)")
     show.add_argument(*JSON.flags, **JSON.options)
     publish = actions.add_parser("publish",

@@ -127,6 +127,9 @@ def _turn(engine, start: Callable, session=None) -> int:
     try:
         with Spinner(f"{engine.paths.name} is working"):
             result = start()
+    except KeyboardInterrupt:
+        display.end_reply()  # a reply cut mid-line ends its line: what is said next starts on its own
+        raise
     finally:
         engine.runtime.on_text = None
     display.finish(result.response)

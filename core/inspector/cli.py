@@ -24,11 +24,18 @@ DEFAULT_PORT = 8765
 def add_arguments(cli: argparse.ArgumentParser) -> None:
     """The inspector's options, on ``cli``."""
     cli.add_argument("--agent", metavar="NAME", help="the agent shown first (default: the first in the home)")
-    cli.add_argument("--port", type=int, default=DEFAULT_PORT,
+    cli.add_argument("--port", type=_port, default=DEFAULT_PORT,
                      help=f"port to listen on (default {DEFAULT_PORT}; 0: any free one)")
     cli.add_argument("--host", default="127.0.0.1",
                      help="interface to listen on (default 127.0.0.1; another one exposes the memory)")
     cli.add_argument("-v", "--verbose", action="store_true", help="log every request to stderr")
+
+
+def _port(text: str) -> int:
+    """``--port``'s value: a TCP port, 0 to 65535 (a larger one raised an OverflowError from the socket)."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535 (0: any free one), got {text!r}")
+    return int(text)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,20 +8,23 @@ Routes (every answer is JSON, except the page and its assets):
     /api/agents/<agent>                   the first view of one agent (NOW, sizes, timeline, facts, ...)
     /api/agents/<agent>/state             NOW, sizes and facts (what a live page refetches)
     /api/agents/<agent>/log               a timeline page: type, run, q, before, after, archive, limit
-    /api/agents/<agent>/facts/<key>       a fact's values, newest first (the current one, then its earlier
-    ones) /api/agents/<agent>/notes             notes, older than ``before``
+    /api/agents/<agent>/facts/<key>       a fact's values, newest first (the current one, then the
+                                          earlier ones)
+    /api/agents/<agent>/notes             notes, older than ``before``
     /api/agents/<agent>/compactions       compaction history, older than ``before``
     /api/agents/<agent>/conversations/<n> a conversation: DAG tops and messages older than ``before``
     /api/agents/<agent>/summaries/<id>    a summary and what it was built from
     /api/agents/<agent>/recall            the cold tier's best matches for ``q`` (``n``, ``kind``;
-    ``explain=1``:
-                                          why each ranked, and what was left out)
+                                          ``explain=1``: why each ranked, and what was left out)
     /api/agents/<agent>/activity          entries by type per hour or day, compactions, memory growth
     /api/agents/<agent>/now/versions      NOW.md's versions (from its NOW_UPDATE entries), older than
-    ``before`` /api/agents/<agent>/now/diff          NOW.md's lines as the versions of entries ``from`` and
-    ``to`` hold them /api/agents/<agent>/reflection        how far reflection is, and the facts it learned
-    with their sources /api/agents/<agent>/events            server-sent events: ``change`` when the agent's
-    files change /api/spaces                           every memory space in the home, with its members
+                                          ``before``
+    /api/agents/<agent>/now/diff          NOW.md's lines as the versions of entries ``from`` and ``to``
+                                          hold them
+    /api/agents/<agent>/reflection        how far reflection is, and the facts it learned with their
+                                          sources
+    /api/agents/<agent>/events            server-sent events: ``change`` when the agent's files change
+    /api/spaces                           every memory space in the home, with its members
     /api/spaces/<space>                   a space's members and timeline (its live memories, newest first)
 
 Nothing here writes. An agent, archive, conversation or summary that does not exist,

@@ -29,6 +29,7 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     IndexConfig,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     Op,
@@ -84,6 +85,7 @@ class AgentOSStore(BaseStore):
         results: list[Result] = []
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         for op in ops:
+            _refuse_a_string_namespace(op)
             validate_op_namespace(op)
             if isinstance(op, PutOp):
                 if op.value is not None:
@@ -203,3 +205,11 @@ def _fields(index: IndexConfig | None) -> tuple[str, ...]:
         raise ValidationError("index fields must be JSON paths such as 'text' or 'messages[*].content', got "
                               f"{shown(fields)}")
     return tuple(fields)
+
+
+def _refuse_a_string_namespace(op: Op) -> None:
+    """A namespace is a tuple of labels: ``"memories"`` would be taken as the labels of its letters."""
+    namespace = getattr(op, "namespace", None) or getattr(op, "namespace_prefix", None)
+    if isinstance(namespace, str):
+        raise InvalidNamespaceError(f"a namespace is a tuple of labels, such as {(namespace,)!r}, not the "
+                                    f"string {namespace!r}")

@@ -38,14 +38,17 @@ def resolve_openai_host(flag: str | None = None, configured: str = "") -> str:
     Raises:
         ValueError: the address is not a URL.
     """
-    return base_url(flag or configured or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_HOST)
+    given = ((flag, "--host"), (configured, "llm.host"),
+             (os.environ.get("OPENAI_BASE_URL"), "$OPENAI_BASE_URL"))
+    return base_url(*next(((value, name) for value, name in given if value), (DEFAULT_OPENAI_HOST, "")))
 
 
-def base_url(host: str) -> str:
-    """The OpenAI base URL of ``host``: as given, with ``/v1`` added to a bare ``http://host:port``."""
+def base_url(host: str, source: str = "llm.host") -> str:
+    """The OpenAI base URL of ``host``: as given, with ``/v1`` added to a bare ``http://host:port``
+    (``source`` names where ``host`` came from, for the error)."""
     parts = urlsplit(host)
     if not parts.scheme or not parts.netloc:
-        raise ValueError(f"llm.host {host!r} is not a URL: give one such as http://127.0.0.1:8080/v1")
+        raise ValueError(f"{source} {host!r} is not a URL: give one such as http://127.0.0.1:8080/v1")
     return host.rstrip("/") + ("/v1" if parts.path.strip("/") == "" else "")
 
 

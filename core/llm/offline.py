@@ -24,8 +24,9 @@ from core.llm.backend import HANDOFF_OPENING, THIS_REQUEST, ChatReply, TextSink,
 
 NOTICE = (
     "WARNING: running with the OFFLINE backend (no model server). It only handles simple explicit "
-    "requests (remember/what is my/publish to space/continue/status). Start Ollama or pass --model with a "
-    "reachable host for real answers."
+    "requests (remember/what is my/publish to space/continue/status). For real answers start Ollama, or "
+    "name a running server with --host URL or llm.host (llama.cpp's llama-server, LM Studio, vLLM: "
+    "--backend openai --model NAME)."
 )
 
 BLOCKED_REASON = "the offline backend cannot carry out open-ended tasks: run with a model"

@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import os
+import shlex
 import shutil
 import tarfile
 import tempfile
@@ -73,6 +74,9 @@ def export_agent(agent: str, file: str | Path, *, with_vectors: bool = False, in
     target = Path(file).absolute()
     if target.is_dir():
         raise StorageError(f"{target} is a folder: give the archive's file name, e.g. {agent}.agentos.tar.gz")
+    if not target.parent.is_dir():
+        raise StorageError(f"there is no folder {target.parent} to write the archive in: create it (mkdir -p "
+                           f"{shlex.quote(str(target.parent))}) or give a path in a folder that exists")
     try:
         staging = Path(tempfile.mkdtemp(prefix=".agentos-export-", dir=target.parent))
     except OSError as exc:

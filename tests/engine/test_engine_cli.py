@@ -121,3 +121,21 @@ def test_workspace_confines_paths(tmp_path):
     assert not (outside / "new.txt").exists()
     assert workspace.read_file("notes/a.md")["content"] == "hello"
     assert workspace.list_files()["files"] == ["notes/a.md"]
+
+
+def test_ctrl_c_in_the_middle_of_a_streamed_line_ends_that_line(agents_home, capsys):
+    """A reply cut by Ctrl-C mid-line gets its newline before the turn goes up as interrupted, so the
+    advice that follows (``the run stopped: ...``) starts a line of its own instead of running on from the
+    model's last word."""
+    from core.engine import Engine
+    from core.engine.cli import _turn
+
+    def streamed_then_interrupted():
+        engine.runtime.on_text("It is a nice little trick to make")  # the model streams, then Ctrl-C
+        raise KeyboardInterrupt
+
+    with Engine("finn", offline=True) as engine:
+        with pytest.raises(KeyboardInterrupt):
+            _turn(engine, streamed_then_interrupted)
+        engine.manager.close()
+    assert capsys.readouterr().out == "It is a nice little trick to make\n"

@@ -90,6 +90,17 @@ def test_batch_reads_see_the_state_before_its_writes(store):
     assert store.get(("docs",), "k").value == {"text": "newest"}
 
 
+def test_a_namespace_given_as_a_string_is_refused(store):
+    """``put("memories", ...)`` for ``("memories",)`` is an InvalidNamespaceError that shows the tuple to
+    write; the string was taken as a tuple of its letters (``("m", "e", "m", ...)``), an item no search
+    found."""
+    for call in (lambda: store.put("memories", "k", {"text": "tea"}), lambda: store.get("memories", "k"),
+                 lambda: store.search("memories"), lambda: store.delete("memories", "k")):
+        with pytest.raises(InvalidNamespaceError, match=r"\('memories',\)"):
+            call()
+    assert store.list_namespaces() == []
+
+
 def test_list_namespaces_prefix_suffix_depth_pagination(store):
     """list_namespaces filters by prefix and suffix (with * wildcards), truncates to max_depth and pages."""
     put_namespaces(store, [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f"),

@@ -11,7 +11,8 @@ from core.commands import main
 from core.config import Config, merge
 from core.errors import ConfigError
 from tests.inprocess import run_main
-from tests.ollama_server import verbatim
+from tests.ollama_server import ScriptedOllama, verbatim
+from tests.reflection.conftest import MODEL
 
 
 def agentos(*args: str):
@@ -82,3 +83,39 @@ def test_reflect_enabled_takes_auto_and_yaml_booleans_and_refuses_the_rest():
     assert merge(Config(), {"reflect": {"enabled": False}}).reflect.enabled == "false"
     with pytest.raises(ConfigError, match="auto, true, false"):
         merge(Config(), {"reflect": {"enabled": "sometimes"}})
+
+
+def test_agentos_reflect_takes_the_backend_flags_of_agentos_run(agents_home, model):
+    """``agentos reflect --backend openai --host URL --model M`` reads with the server that ``agentos run``
+    was pointed at by the same flags (a llama-server on its own port), with no config file to write
+    first."""
+    agentos("init", "--agent", "finn")
+    from core.memory_manager import MemoryManager
+
+    with MemoryManager("finn") as manager:
+        manager.append_log("USER_FEEDBACK", "my editor is Helix")
+    with ScriptedOllama(models=(MODEL,), default=model, apis=("openai",)) as llama_server:
+        ran = agentos("reflect", "--agent", "finn", "--backend", "openai",
+                      "--host", f"{llama_server.host}/v1", "--model", MODEL)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr.startswith(f"backend: openai, model {MODEL} at {llama_server.host}/v1")
+    assert f"read by {MODEL}" in ran.stdout and "learned: 1 facts" in ran.stdout
+
+
+def test_agentos_reflect_reads_with_reflect_model(agents_home, server):
+    """``agentos reflect`` asks ``reflect.model`` when it is set, as the background does, not ``llm.model``
+    (which this server does not serve); ``--model`` still wins over both."""
+    from tests.conftest import write_home_config
+    from tests.reflection.conftest import reflect_config
+
+    write_home_config(agents_home, {**reflect_config(model=MODEL),
+                                    "llm": {"backend": "ollama", "model": "llama3.1", "timeout_s": 10.0}})
+    agentos("init", "--agent", "finn")
+    from core.memory_manager import MemoryManager
+
+    with MemoryManager("finn") as manager:
+        manager.append_log("USER_FEEDBACK", "my editor is Helix")
+    ran = agentos("reflect", "--agent", "finn")
+    assert ran.returncode == 0, ran.stderr
+    assert f"read by {MODEL}" in ran.stdout and "learned: 1 facts" in ran.stdout
+    assert "model llama3.1 at" in agentos("reflect", "--agent", "finn", "--model", "llama3.1").stderr

@@ -325,3 +325,15 @@ def test_forgotten_memories_do_not_travel_with_the_vectors(agents_home, tmp_path
     with MemoryManager("finn") as copy:
         assert copy.cold.store().ids() == [kept] and copy.cold.docs.pending_count() == 0
         assert copy.recall_memory("who receives the report?", 1)[0]["id"] == kept
+
+
+def test_an_export_into_a_folder_that_does_not_exist_names_it_and_the_fix(agents_home, tmp_path):
+    """``agentos export --agent finn no/such/folder/finn.tar.gz``: one line that names the missing folder and
+    how to make it (not the name of a temporary file), exit code 5, and no folder is created."""
+    initialize_agent_memory("finn")
+    target = tmp_path / "backups" / "finn.agentos.tar.gz"
+    ran = run_main(main, ("export", "--agent", "finn", str(target)))
+    assert ran.returncode == 5
+    assert ran.stderr == (f"error: there is no folder {target.parent} to write the archive in: create it "
+                          f"(mkdir -p {target.parent}) or give a path in a folder that exists\n")
+    assert not target.parent.exists()

@@ -12,10 +12,10 @@ from core.memory.recall.lance_table import COLUMNS, TABLE
 from core.memory.recall.store import ColdStore
 from core.memory.recall.views.results import Forgotten, Recalled, Refused, StoredMemories
 
-from core.memory.recall.query import MAX_RECENCY_DAYS
+from core.memory.recall.query import MAX_RECENCY_DAYS, MAX_RESULTS
 
 __all__ = [
-    "COLUMNS", "KINDS", "MAX_RECENCY_DAYS", "TABLE", "Candidate", "ColdMemory", "ColdStore", "Doc",
-    "DocIndex", "Filters", "Forgotten", "RecallRequest", "Recalled", "Refused", "StoredMemories", "Tuning",
-    "check_recall", "open_store",
+    "COLUMNS", "KINDS", "MAX_RECENCY_DAYS", "MAX_RESULTS", "TABLE", "Candidate", "ColdMemory", "ColdStore",
+    "Doc", "DocIndex", "Filters", "Forgotten", "RecallRequest", "Recalled", "Refused", "StoredMemories",
+    "Tuning", "check_recall", "open_store",
 ]

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MAX_LIMIT = 10_000
+"""The most memories one call of forget_memories takes (its ``limit``)."""
 MAX_IDS_PER_ENTRY = 500
 """A FORGET entry names at most this many ids; a larger forget writes several entries."""
 
@@ -63,8 +65,8 @@ def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | Non
     """
     if ids is None and query is None and before is None:
         raise ValidationError("forget_memories needs a query, a before time or ids")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-        raise ValidationError(f"limit must be an integer from 1 to 10000, got {shown(limit)}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ValidationError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {shown(limit)}")
     kinds = [kind] if isinstance(kind, str) else kind
     if kinds is not None and (not kinds or any(k not in KINDS for k in kinds)):
         raise ValidationError(f"kind must be one of {', '.join(KINDS)} (or a list of them), got "
