@@ -79,17 +79,21 @@ def test_near_duplicates_of_one_speaker_and_session_still_fold():
 @pytest.fixture
 def kept_twice(manager):
     """A request and its reply recorded as the engine records them: LOG.md entries and conversation
-    messages."""
+    messages; then a note, newest by its recorded time: one millisecond after the reply's (times are kept to
+    the millisecond, and a note stored just after the reply can fall in its millisecond, where the records
+    indexed later, the reply's, are listed first)."""
     manager.append_system("RUN_START", "what is my deploy target", {"run_id": "r1"})
     manager.append_log("USER_FEEDBACK", "what is my deploy target")
     manager.append_log("THOUGHT", "response: Your deploy target is fly.io.")
+    replied = manager.read_log(1)[0]["ts"]
     provider = open_provider(None, manager.paths.db_file)
     session = Session("finn:cli:main", agent_id="finn", user_id="ada")
     provider.bootstrap(session)
-    provider.append(session, [Message("user", "what is my deploy target"),
-                              Message("assistant", "Your deploy target is fly.io.")])
+    provider.append(session, [Message("user", "what is my deploy target", created_at=replied),
+                              Message("assistant", "Your deploy target is fly.io.", created_at=replied)])
     provider.close()
-    manager.store_memory("The cat sleeps on the sofa")
+    later = datetime.fromisoformat(replied.replace("Z", "+00:00")) + timedelta(milliseconds=1)
+    manager.store_memory("The cat sleeps on the sofa", occurred_at=later.isoformat())
     return manager
 
 
