@@ -63,7 +63,8 @@ def choose_backend(
         from core.llm.ollama_backend import OllamaBackend  # the ollama client only when Ollama may be used
 
         ollama = OllamaBackend(model, ollama_host, config.timeout_s,
-                               num_ctx=config.num_ctx, keep_alive=config.keep_alive, ratios=RatioStore())
+                               num_ctx=config.num_ctx, keep_alive=config.keep_alive, ratios=RatioStore(),
+                               max_reply_tokens=config.max_reply_tokens)
         if kind == "ollama" or ollama.ping():
             return Choice(ollama, f"backend: ollama, model {ollama.model} at {ollama.host}")
     served_host = _openai_host(config, host)
@@ -115,7 +116,7 @@ def _openai(config: LLMConfig, model: str, host: str | None):
     from core.llm.openai_backend import OpenAIBackend  # the openai client only when used
 
     return OpenAIBackend(model, _openai_host(config, host), config.timeout_s, num_ctx=config.num_ctx,
-                         ratios=RatioStore())
+                         ratios=RatioStore(), max_reply_tokens=config.max_reply_tokens)
 
 
 def _offline(config: LLMConfig) -> OfflineBackend:
