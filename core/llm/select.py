@@ -57,7 +57,8 @@ def choose_backend(
         backend = _openai(config, model, host)
         return Choice(backend, f"backend: openai, model {backend.model} at {backend.host}")
     ollama_host = resolve_host(host, config.host)
-    # An address with a path (http://host:8080/v1) is an OpenAI-compatible server's base URL: Ollama's has none.
+    # An address with a path (http://host:8080/v1) is an OpenAI-compatible server's base URL: Ollama's has
+    # none.
     served_only = kind == "auto" and _has_path(ollama_host)
     # A client library is imported only for a server that may answer: the two take about a second of CPU,
     # which an agent's first automatic compaction would otherwise spend holding the GIL its writers need.

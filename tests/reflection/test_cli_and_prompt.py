@@ -129,8 +129,8 @@ def test_agentos_reflect_says_what_is_quarantined_and_how_to_retry_it(finn, serv
     server.enqueue(*[verbatim("{")] * 2)  # both replies cut off: the lone entry is quarantined
     ran = agentos("reflect", "--agent", "finn")
     assert ran.returncode == 0, ran.stderr
-    assert ("left to read: 0; quarantined: 1 entry (tried again at their next try; `agentos reflect --agent finn "
-            "--retry` tries them now; --status lists them)") in ran.stdout
+    assert ("left to read: 0; quarantined: 1 entry (tried again at their next try; `agentos reflect --agent "
+            "finn --retry` tries them now; --status lists them)") in ran.stdout
     assert json.loads(agentos("reflect", "--agent", "finn", "--json").stdout)["waiting"] == 1
     text = agentos("reflect", "--agent", "finn", "--status").stdout
     assert "quarantined: 1 entry whose replies could not be used, tried again at their next try; " in text
