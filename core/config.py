@@ -134,6 +134,9 @@ class LLMConfig:
     """Most tokens of one request; the window is the smaller of this and the model's own length."""
     keep_alive: str = "5m"
     """How long Ollama keeps the model loaded after a call (sent with every call)."""
+    max_reply_tokens: int = 2048
+    """Most tokens of one reply (sent with every call: Ollama's ``num_predict``, the OpenAI API's
+    ``max_tokens``); the servers' own default lets a model write until the window is full."""
 
 
 @dataclass(frozen=True)
@@ -276,7 +279,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "provider.max_rounds": (1, 10_000), "provider.deadline_s": (0, 7 * _DAY_S),
     "provider.summarizer_timeout_s": (0, _DAY_S), "provider.leaf_target_tokens": (16, 1_000_000),
     "provider.condensed_target_tokens": (16, 1_000_000), "llm.timeout_s": (0, _DAY_S),
-    "llm.num_ctx": (512, 2**24),
+    "llm.num_ctx": (512, 2**24), "llm.max_reply_tokens": (16, 2**24),
     "engine.max_steps": (1, 10_000), "engine.max_retries": (0, 1000), "engine.context_budget": (0, 10**8),
     "engine.memory_tokens": (0, 10**8), "compaction.max_tokens": (1, 10**8),
     "compaction.keep_tail": (0, 100_000),

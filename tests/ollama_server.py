@@ -502,7 +502,9 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
                 if body.get("stream", True):
                     self._stream(model, message, counts)
                 else:
-                    self._json(200, _response(model, message, done=True, counts=counts))
+                    self._json(200, _response(model, {k: v for k, v in message.items() if k != "cut"},
+                                              done=True, counts=counts,
+                                              reason="length" if message.get("cut") else "stop"))
 
         def _resolve(self, reply: Any, body: dict[str, Any]) -> Any:
             """The queued ``reply`` as it is sent: a Block waited for, a callable called, a text shaped."""
@@ -568,7 +570,7 @@ def _handler_for(server: ScriptedOllama) -> type[BaseHTTPRequestHandler]:
             parts = [_response(model, {"role": "assistant", "content": text[i:i + STREAM_CHUNK_CHARS]},
                                done=False)
                      for i in range(0, len(text), STREAM_CHUNK_CHARS)]
-            rest = {k: v for k, v in message.items() if k != "content"}
+            rest = {k: v for k, v in message.items() if k not in ("content", "cut")}
             if rest.get("tool_calls"):  # Ollama sends the calls in a chunk of their own, before the final one
                 parts.append(_response(model, dict(rest, content=""), done=False))
             parts.append(_response(model, {"role": "assistant", "content": ""}, done=True, counts=counts,

@@ -56,13 +56,28 @@ def reflect(args: argparse.Namespace) -> int:
                 report = manager.reflection.rebuild(choice.backend, progress=bar.update)
             else:
                 report = manager.reflection.run(choice.backend, retry_all=args.retry, progress=bar.update)
-        lag = manager.reflection.status()["lag"]["total"]
-    found = {**report.as_dict(), "lag": lag}
-    emit(args, found, lambda: report_text(found, args.rebuild))
+        status = manager.reflection.status()
+    found = {**report.as_dict(), "lag": status["lag"]["total"], "waiting": len(status["quarantined"])}
+    emit(args, found, lambda: report_text(found, args.rebuild, args.agent))
     return 0
 
 
-def report_text(report: dict[str, Any], rebuilt: bool) -> str:
+def plural(count: int, word: str, words: str = "") -> str:
+    """``1 attempt``, ``3 attempts`` (``words``: the plural when it is not ``word`` + s)."""
+    return f"{count} {word if count == 1 else words or word + 's'}"
+
+
+def entries(count: int) -> str:
+    """``1 entry``, ``3 entries``."""
+    return plural(count, "entry", "entries")
+
+
+def retry_hint(agent: str) -> str:
+    """How the user reads quarantined entries now rather than at their next try."""
+    return f"tried again at their next try; `agentos reflect --agent {agent} --retry` tries them now"
+
+
+def report_text(report: dict[str, Any], rebuilt: bool, agent: str) -> str:
     """What a pass did, in two or three lines."""
     reader = ("the offline backend's rules (the fallback: no model server; explicit statements only)"
               if report["fallback"] else report["reader"])
@@ -79,7 +94,9 @@ def report_text(report: dict[str, Any], rebuilt: bool) -> str:
         lines.append(f"quarantined entries read after all: {report['released']}")
     if report["stopped"]:
         lines.append(f"stopped early: {report['stopped']}")
-    lines.append(f"left to read: {report['lag']}")
+    waiting = report.get("waiting", 0)
+    lines.append(f"left to read: {report['lag']}" + (
+        f"; quarantined: {entries(waiting)} ({retry_hint(agent)}; --status lists them)" if waiting else ""))
     return "\n".join(lines)
 
 
@@ -100,9 +117,11 @@ def status_text(agent: str, status: dict[str, Any]) -> str:
     if status["last_error"]:
         lines.append(f"last error: {status['last_error']}")
     if status["quarantined"]:
-        lines.append(f"quarantined ({len(status['quarantined'])}):")
+        lines.append(f"quarantined: {entries(len(status['quarantined']))} whose replies could not be used, "
+                     f"{retry_hint(agent)}:")
         lines += [
-            f"  {q['item']}  {q['attempts']} attempts, next try {q['next_try'][:16].replace('T', ' ')}: "
+            f"  {q['item']}  {plural(q['attempts'], 'attempt')}, next try "
+            f"{q['next_try'][:16].replace('T', ' ')}: "
             f"{q['reason'][:160]}"
             for q in status["quarantined"]
         ]

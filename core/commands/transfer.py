@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from core.commands.base import arg, command
 from core.errors import ValidationError
@@ -17,19 +18,22 @@ from core.terminal import seconds, tqdm
          arg("--with-vectors", action="store_true",
              help="include the cold store's vectors (else the importer embeds)"),
          arg("--include-secrets", action="store_true",
-             help="keep secret facts (left out, and redacted everywhere, by default)"))
+             help="keep secret facts (left out, and redacted everywhere, by default)"),
+         arg("--force", action="store_true", help="replace FILE if it exists"))
 def export(args: argparse.Namespace) -> int:
     """Write an agent to one portable archive: NOW.md, LOG.md and its archives, memory.db, config.
 
     memory.db (facts, notes, conversations and summaries, store items) is a consistent
     snapshot; the manifest holds the format version, the embedder, counts and the sha256
     of every file. Secret facts stay out unless --include-secrets is given.
-    With --space NAME: the space's journal and members (its index is rebuilt on import).
+    With --space NAME: the space's journal and members (its index is rebuilt on import). The archive is a
+    gzip-compressed tar (FILE ends in .tar.gz or .tgz); an existing FILE is replaced only with --force.
     """
     from core.transfer import export_agent
 
     if bool(args.agent) == bool(args.space):
         raise ValidationError("export one agent (--agent NAME) or one space (--space NAME)")
+    check_target(args.file, args.force, f"{args.agent or args.space}.agentos.tar.gz")
     if args.space and (args.with_vectors or args.include_secrets):
         raise ValidationError("--with-vectors and --include-secrets are for an agent: a space's archive "
                               "holds its journal and members (no secrets can be published to it; the index "
@@ -54,6 +58,24 @@ def export(args: argparse.Namespace) -> int:
     if result.notice:
         print(f"note: {result.notice}", file=sys.stderr)
     return 0
+
+
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
+"""The names an archive may have: the one format export writes, a gzip-compressed tar."""
+
+
+def check_target(file: str, force: bool, example: str) -> None:
+    """Refuse a name that is not the archive's format, and an existing file unless ``force``.
+
+    Raises:
+        ValidationError: nothing is written.
+    """
+    path = Path(file)
+    if not path.name.lower().endswith(ARCHIVE_SUFFIXES):
+        raise ValidationError(f"{file} does not end in .tar.gz or .tgz: agentos export writes one format, a "
+                              f"gzip-compressed tar; name the archive e.g. {example}")
+    if path.exists() and not path.is_dir() and not force:
+        raise ValidationError(f"{file} exists: give another name, or --force to replace it")
 
 
 @command("import", arg("file", help="an archive written by agentos export"),

@@ -133,6 +133,8 @@ def _turn(engine, start: Callable, session=None) -> int:
     finally:
         engine.runtime.on_text = None
     display.finish(result.response)
+    for warning in result.warnings:
+        print(f"note: {warning}", file=sys.stderr)
     if result.outcome == "blocked":
         if session is not None and not session.offline_advice():
             return EXIT_BLOCKED

@@ -30,7 +30,7 @@ from core.engine.toolbox.memory_tool import memory_tools
 from core.engine.nodes.finalize import finalize
 from core.engine.nodes.load_memory import load_memory
 from core.engine.nodes.planner import planner
-from core.engine.nodes.runtime import Runtime, is_continue
+from core.engine.nodes.runtime import Runtime, cut_warning, is_continue
 from core.engine.task_input import mask_credentials
 from core.engine.nodes.tools import tools
 from core.paths import AgentPaths
@@ -61,6 +61,9 @@ class TurnResult:
     usage: PromptCounts | None = None
     """The prompt tokens of the run's model calls as the server counted them (from its cache, evaluated),
     for a backend of a model server."""
+    warnings: tuple[str, ...] = ()
+    """What the user should know about the run beside its answer (a reply cut at the token limit, and which
+    setting to raise)."""
 
     @property
     def ok(self) -> bool:
@@ -298,6 +301,7 @@ class Engine:
     def _run(self, state: AgentState | None, objective: str, run_id: str) -> TurnResult:
         self.manager.start_run(mask_credentials(objective)[:300], run_id=run_id)
         self.runtime.run_id = run_id
+        self.runtime.cut_replies = []
         # What an earlier run was blocked by is checked again by this one: its blockers go once the
         # model answers.
         self.runtime.stale_blockers = list(self.manager.now_state().blockers)
@@ -318,8 +322,9 @@ class Engine:
         # The finished turn is in the provider (secrets redacted): its checkpoints, which hold the
         # raw messages, are no longer needed to resume anything.
         self._checkpoints.forget(self.session.id)
+        warning = cut_warning(self.runtime)
         return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0),
-                          usage)
+                          usage, (warning,) if warning else ())
 
     def _fail(self, run_id: str, exc: BaseException) -> None:
         """Self-annealing for an error that stops the run: log it, NOW says what to do, RUN_END error."""

@@ -18,7 +18,7 @@ import pydantic
 from core.errors import BackendError, BackendUnavailableError, ModelNotFoundError, ToolArgumentError
 from core.llm.backend import DEFAULT_HOST, ChatReply, TextSink, ToolCall
 from core.llm.model_window import RatioStore, choose_num_ctx, model_limits
-from core.llm.served import ReplyParts, ServedBackend, WindowSource, tool_names
+from core.llm.served import DEFAULT_REPLY_TOKENS, ReplyParts, ServedBackend, WindowSource, tool_names
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,10 @@ class OllamaBackend(ServedBackend):
     """Takes a reply shape: ``chat(..., format=schema)`` (Ollama's ``format``)."""
 
     def __init__(self, model: str, host: str = DEFAULT_HOST, timeout_s: float = 120.0, *,
-                 num_ctx: int = 16384, keep_alive: str = "5m", ratios: RatioStore | None = None) -> None:
-        super().__init__(model, host, timeout_s, num_ctx=num_ctx, ratios=ratios)
+                 num_ctx: int = 16384, keep_alive: str = "5m", ratios: RatioStore | None = None,
+                 max_reply_tokens: int | None = DEFAULT_REPLY_TOKENS) -> None:
+        super().__init__(model, host, timeout_s, num_ctx=num_ctx, ratios=ratios,
+                         max_reply_tokens=max_reply_tokens)
         self.keep_alive = keep_alive
         self.client = ollama.Client(host=host, timeout=timeout_s)
 
@@ -73,8 +75,8 @@ class OllamaBackend(ServedBackend):
         """One streamed chat call; see :meth:`core.llm.backend.Backend.chat`.
 
         ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON. ``max_tokens``
-        stops the reply there (``num_predict``; by default Ollama lets a model write until the window is
-        full).
+        stops the reply there (``num_predict``; without it :attr:`max_reply_tokens`, as Ollama by default lets
+        a model write until the window is full).
 
         Raises:
             PromptTooLongError: the prompt's estimate is over the window (nothing is sent).
@@ -85,8 +87,8 @@ class OllamaBackend(ServedBackend):
         extra = self.options()
         if format is not None:
             extra["format"] = format
-        if max_tokens is not None:
-            extra["options"] = {**extra["options"], "num_predict": max_tokens}
+        if (limit := self.reply_limit(max_tokens)) is not None:
+            extra["options"] = {**extra["options"], "num_predict": limit}
         reply = ReplyParts()
         with ollama_errors(self.host, self.model, self.timeout_s):
             try:

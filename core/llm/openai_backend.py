@@ -36,7 +36,7 @@ from core.llm.backend import ChatReply, TextSink, ToolCall
 from core.llm.model_window import RatioStore, prompt_chars
 from core.llm.backend import DEFAULT_OPENAI_HOST, base_url
 from core.llm.openai_server import ServerInfo, describe, openai_errors, status_error
-from core.llm.served import ReplyParts, ServedBackend, WindowSource, tool_names
+from core.llm.served import DEFAULT_REPLY_TOKENS, ReplyParts, ServedBackend, WindowSource, tool_names
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,10 @@ class OpenAIBackend(ServedBackend):
     name = "openai"
 
     def __init__(self, model: str, host: str = DEFAULT_OPENAI_HOST, timeout_s: float = 120.0, *,
-                 num_ctx: int = 16384, ratios: RatioStore | None = None) -> None:
-        super().__init__(model, base_url(host), timeout_s, num_ctx=num_ctx, ratios=ratios)
+                 num_ctx: int = 16384, ratios: RatioStore | None = None,
+                 max_reply_tokens: int | None = DEFAULT_REPLY_TOKENS) -> None:
+        super().__init__(model, base_url(host), timeout_s, num_ctx=num_ctx, ratios=ratios,
+                         max_reply_tokens=max_reply_tokens)
         self.client = openai.OpenAI(base_url=self.host, api_key=api_key(), timeout=timeout_s, max_retries=0)
         self.server: ServerInfo | None = None
         self.constrained = True
@@ -101,8 +103,8 @@ class OpenAIBackend(ServedBackend):
         """One streamed chat call; see :meth:`core.llm.backend.Backend.chat`.
 
         ``format`` asks for a reply of a shape: a JSON schema, or ``"json"`` for any JSON object.
-        ``max_tokens`` stops the reply there (llama-server by default lets a model write until the window is
-        full).
+        ``max_tokens`` stops the reply there (without it :attr:`max_reply_tokens`, as llama-server by default
+        lets a model write until the window is full).
 
         Raises:
             PromptTooLongError: the prompt's estimate is over the window (nothing is sent), or the server said
@@ -119,8 +121,8 @@ class OpenAIBackend(ServedBackend):
             request["extra_body"] = {"cache_prompt": True}
         if format is not None and self.constrained:
             request["response_format"] = response_format(format)
-        if max_tokens is not None:
-            request["max_tokens"] = max_tokens
+        if (limit := self.reply_limit(max_tokens)) is not None:
+            request["max_tokens"] = limit
         try:
             reply = self._send(request, on_text)
         except PromptTooLongError as exc:  # the estimate was low: the next prompts are sized smaller

@@ -57,13 +57,17 @@ def choose_backend(
         backend = _openai(config, model, host)
         return Choice(backend, f"backend: openai, model {backend.model} at {backend.host}")
     ollama_host = resolve_host(host, config.host)
+    # An address with a path (http://host:8080/v1) is an OpenAI-compatible server's base URL: Ollama's has
+    # none.
+    served_only = kind == "auto" and _has_path(ollama_host)
     # A client library is imported only for a server that may answer: the two take about a second of CPU,
     # which an agent's first automatic compaction would otherwise spend holding the GIL its writers need.
-    if kind == "ollama" or _listening(ollama_host, OLLAMA_PORT):
+    if kind == "ollama" or (not served_only and _listening(ollama_host, OLLAMA_PORT)):
         from core.llm.ollama_backend import OllamaBackend  # the ollama client only when Ollama may be used
 
         ollama = OllamaBackend(model, ollama_host, config.timeout_s,
-                               num_ctx=config.num_ctx, keep_alive=config.keep_alive, ratios=RatioStore())
+                               num_ctx=config.num_ctx, keep_alive=config.keep_alive, ratios=RatioStore(),
+                               max_reply_tokens=config.max_reply_tokens)
         if kind == "ollama" or ollama.ping():
             return Choice(ollama, f"backend: ollama, model {ollama.model} at {ollama.host}")
     served_host = _openai_host(config, host)
@@ -71,13 +75,19 @@ def choose_backend(
         served = _openai(config, model, host)
         if served.ping():
             log.info("no Ollama at %s; an OpenAI-compatible server answers at %s", ollama_host, served.host)
-            return Choice(served,
-                          f"backend: openai (no Ollama answers at {ollama_host}), model {served.model} at "
-                          f"{served.host}")
+            skipped = "" if served_only else f" (no Ollama answers at {ollama_host})"
+            return Choice(served, f"backend: openai{skipped}, model {served.model} at {served.host}")
     log.info("no Ollama at %s nor OpenAI-compatible server at %s; using the offline backend", ollama_host,
              served_host)
+    if served_only:
+        return Choice(_offline(config), f"No OpenAI-compatible server answers at {served_host}. {NOTICE}")
     return Choice(_offline(config), f"No Ollama answers at {ollama_host}, nor an OpenAI-compatible server at "
                                     f"{served_host}. {NOTICE}")
+
+
+def _has_path(address: str) -> bool:
+    """True for an address with a path beyond ``/`` (``http://127.0.0.1:8080/v1``)."""
+    return urlsplit(address if "://" in address else f"//{address}").path.strip("/") != ""
 
 
 def _listening(address: str, default_port: int) -> bool:
@@ -115,7 +125,7 @@ def _openai(config: LLMConfig, model: str, host: str | None):
     from core.llm.openai_backend import OpenAIBackend  # the openai client only when used
 
     return OpenAIBackend(model, _openai_host(config, host), config.timeout_s, num_ctx=config.num_ctx,
-                         ratios=RatioStore())
+                         ratios=RatioStore(), max_reply_tokens=config.max_reply_tokens)
 
 
 def _offline(config: LLMConfig) -> OfflineBackend:

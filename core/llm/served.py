@@ -18,6 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.config import LLMConfig
 from core.errors import PromptTooLongError
 from core.llm import text_tool_calls
 from core.llm.backend import ChatReply, ToolCall
@@ -38,6 +39,8 @@ class WindowSource:
     """Where the number came from, for the user (``llama.cpp /props n_ctx``, ``llm.num_ctx``, ...)."""
 
 
+DEFAULT_REPLY_TOKENS = LLMConfig.max_reply_tokens
+"""A reply's token limit when none is configured (``llm.max_reply_tokens``'s default)."""
 KEPT_CALLS = 1000
 
 
@@ -110,12 +113,15 @@ class ServedBackend:
     """Takes a reply shape: ``chat(..., format=schema)``."""
 
     def __init__(self, model: str, host: str, timeout_s: float, *, num_ctx: int,
-                 ratios: RatioStore | None) -> None:
+                 ratios: RatioStore | None, max_reply_tokens: int | None = DEFAULT_REPLY_TOKENS) -> None:
         self.model = model
         self.host = host
         self.timeout_s = timeout_s
         self.num_ctx = num_ctx
         """The configured window (``llm.num_ctx``); the model's or server's own limit may lower it."""
+        self.max_reply_tokens = max_reply_tokens
+        """Most tokens of a reply (``llm.max_reply_tokens``), sent with every call that sets no limit of its
+        own; None sends none (the server's default: until the window is full)."""
         self.ratios = ratios
         self.counts = PromptCounts()
         """Every call's prompt tokens, summed (a run takes the difference, see :meth:`PromptCounts.since`)."""
@@ -123,6 +129,10 @@ class ServedBackend:
         """The latest calls' counts, oldest first (for benchmarks)."""
         self.window_source = ""
         self._meter: WindowMeter | None = None
+
+    def reply_limit(self, max_tokens: int | None) -> int | None:
+        """The reply's token limit to send: the call's own, else :attr:`max_reply_tokens`."""
+        return max_tokens if max_tokens is not None else self.max_reply_tokens
 
     def ask_window(self) -> WindowSource:
         """The window, asked from the server (raises the backend's errors)."""

@@ -123,8 +123,15 @@ class MemoryManager(Reads):
             run_id: the run writing NOW.md (``None`` clears it).
 
         Raises:
-            ValidationError: bad input; NOW.md and LOG.md are unchanged.
+            ValidationError: bad input, or nothing to change (every argument None or left out); NOW.md and
+                LOG.md are unchanged.
         """
+        given = (status, next_steps, new_status, state, objective, current_step, done_steps, blockers,
+                 resume_hint)
+        if all(value is None for value in given) and run_id is ...:
+            raise ValidationError("update_now was given nothing to change (None means 'leave as it is'): "
+                                  "pass status, next_steps, state, objective, current_step, done_steps, "
+                                  "blockers, resume_hint or run_id")
         lifecycle, current_step, free = now.lifecycle(status if status is not None else new_status, state,
                                                       current_step, next_steps)
         after, text = now.update(self.tiers, lifecycle, run_id, opens=free, objective=objective,

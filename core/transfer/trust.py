@@ -43,7 +43,7 @@ PORTABLE: dict[str, tuple[str, ...]] = {
 }
 """The options an archive's config.yaml brings along: they tune the agent, and point nowhere."""
 HOME_ONLY: dict[str, tuple[str, ...]] = {
-    "llm": ("backend", "model", "host", "timeout_s", "num_ctx", "keep_alive"),
+    "llm": ("backend", "model", "host", "timeout_s", "num_ctx", "keep_alive", "max_reply_tokens"),
     "cold": ("embedder",),
     "storage": ("backend", "dsn", "schema_prefix", "pool_max", "pool_timeout_s", "connect_timeout_s",
                 "statement_timeout_s"),

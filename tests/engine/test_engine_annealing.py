@@ -207,3 +207,20 @@ def test_missing_model_and_server_errors(server, api, agents_home, make_engine):
     server.enqueue(Error(500, "out of memory"), "Hello again.")
     result = make_engine().run("hello")
     assert result.ok and result.response == "Hello again."
+
+
+def test_auto_backend_at_an_openai_address_names_the_openai_server_only(agents_home, monkeypatch):
+    """llm.host with a path (``/v1``) is an OpenAI-compatible server's address: auto does not call it an
+    Ollama that does not answer, whether the server answers or not."""
+    from tests.ollama_server import ScriptedOllama
+
+    with ScriptedOllama(apis=("openai",), context_length=8192) as server:
+        server.enqueue("Hello from llama.cpp.")
+        write_config(agents_home, f"llm:\n  host: {server.host}/v1\n")
+        result = run_cli("--agent", "finn", "hello")
+    assert result.returncode == 0, result.stderr
+    assert f"backend: openai, model llama3.1 at {server.host}/v1\n" in result.stderr
+    assert "Ollama" not in result.stderr
+    result = run_cli("--agent", "finn", "hello")  # the server is gone
+    assert f"No OpenAI-compatible server answers at {server.host}/v1. " in result.stderr
+    assert "Ollama answers" not in result.stderr

@@ -119,3 +119,19 @@ def test_agentos_reflect_reads_with_reflect_model(agents_home, server):
     assert ran.returncode == 0, ran.stderr
     assert f"read by {MODEL}" in ran.stdout and "learned: 1 facts" in ran.stdout
     assert "model llama3.1 at" in agentos("reflect", "--agent", "finn", "--model", "llama3.1").stderr
+
+
+def test_agentos_reflect_says_what_is_quarantined_and_how_to_retry_it(finn, server):
+    """An entry whose replies cannot be used: the pass's report does not stop at "left to read: 0" but names
+    the quarantined entry and --retry; --status says "1 attempt", not "1 attempts"."""
+    finn.append_log("USER_FEEDBACK", "my editor is Helix")
+    finn.close()
+    server.enqueue(*[verbatim("{")] * 2)  # both replies cut off: the lone entry is quarantined
+    ran = agentos("reflect", "--agent", "finn")
+    assert ran.returncode == 0, ran.stderr
+    assert ("left to read: 0; quarantined: 1 entry (tried again at their next try; `agentos reflect --agent "
+            "finn --retry` tries them now; --status lists them)") in ran.stdout
+    assert json.loads(agentos("reflect", "--agent", "finn", "--json").stdout)["waiting"] == 1
+    text = agentos("reflect", "--agent", "finn", "--status").stdout
+    assert "quarantined: 1 entry whose replies could not be used, tried again at their next try; " in text
+    assert " 1 attempt, next try " in text and "1 attempts" not in text

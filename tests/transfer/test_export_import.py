@@ -337,3 +337,27 @@ def test_an_export_into_a_folder_that_does_not_exist_names_it_and_the_fix(agents
     assert ran.stderr == (f"error: there is no folder {target.parent} to write the archive in: create it "
                           f"(mkdir -p {target.parent}) or give a path in a folder that exists\n")
     assert not target.parent.exists()
+
+
+def test_export_refuses_an_existing_archive_without_force_and_a_name_of_another_format(agents_home,
+                                                                                       tmp_path):
+    """``agentos export`` over an existing file: a usage error naming --force, the file unchanged; with
+    --force it is replaced. A name that is not .tar.gz/.tgz (out.zip) is refused with the one format it
+    writes."""
+    initialize_agent_memory("finn")
+    target = tmp_path / "finn.agentos.tar.gz"
+    target.write_bytes(b"an older archive")
+    ran = run_main(main, ("export", "--agent", "finn", str(target)))
+    assert (ran.returncode, ran.stderr) == (2, f"error: {target} exists: give another name, or --force to "
+                                               "replace it\n")
+    assert target.read_bytes() == b"an older archive"
+    forced = run_main(main, ("export", "--agent", "finn", str(target), "--force"))
+    assert forced.returncode == 0, forced.stderr
+    assert tarfile.is_tarfile(target)
+    for name in ("out.zip", "out.tar", "finn"):
+        wrong = run_main(main, ("export", "--agent", "finn", str(tmp_path / name)))
+        assert wrong.returncode == 2 and "does not end in .tar.gz or .tgz" in wrong.stderr
+        assert "e.g. finn.agentos.tar.gz" in wrong.stderr and not (tmp_path / name).exists()
+    assert run_main(main, ("export", "--agent", "finn", str(tmp_path / "finn.TGZ"))).returncode == 0
+    space = run_main(main, ("export", "--space", "research", str(target)))
+    assert space.returncode == 2 and "--force" in space.stderr

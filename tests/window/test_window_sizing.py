@@ -28,7 +28,7 @@ def test_config_num_ctx_caps_a_long_model(make_server, agents_home, make_engine)
     write_config(agents_home, "llm:\n  backend: ollama\n  num_ctx: 12000\n")
     engine = make_engine()
     assert engine.run("Say hello").ok
-    assert server.chat_requests[0]["options"] == {"num_ctx": 12000}
+    assert server.chat_requests[0]["options"] == {"num_ctx": 12000, "num_predict": 2048}
     assert server.prompts[0].num_ctx == 12000 and not server.prompts[0].truncated
 
 
@@ -45,8 +45,8 @@ def test_summarizer_calls_send_num_ctx_and_keep_alive(make_server, agents_home, 
     text = command(engine, "/compact")
     assert "Compacted (lcm)" in text and "kept as they are" in text and "The user sent twelve notes" in text
     summarizer_calls = [b for b in server.chat_requests if not b.get("tools")]
-    assert summarizer_calls and all(b["options"] == {"num_ctx": 8192} and b["keep_alive"] == "5m"
-                                    for b in server.chat_requests)
+    assert summarizer_calls and all(b["options"] == {"num_ctx": 8192, "num_predict": 2048}
+                                    and b["keep_alive"] == "5m" for b in server.chat_requests)
     stored = engine.conversation.history(10**9, fresh_tail=0)
     assert [m["content"][:5] for m in stored[-2:]] == ["Note ",
                                                        "Noted"], "keep_tail: the newest 2 stay verbatim"

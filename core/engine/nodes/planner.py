@@ -46,6 +46,10 @@ def planner(state: AgentState, rt: Runtime) -> dict[str, Any]:
         return _failed(state, rt, exc, steps, extra_messages=[note])
     except BackendError as exc:
         return _failed(state, rt, exc, steps)
+    if reply.cut:
+        rt.cut_replies.append(reply.usage.get("completion_tokens"))
+        log.warning("the model's reply stopped at the token limit (%s tokens generated)",
+                    reply.usage.get("completion_tokens", "?"))
     # a question about NOW leaves it as it was
     if not reply.blocked and not is_status(state.get("task") or ""):
         _clear_stale_blockers(rt)

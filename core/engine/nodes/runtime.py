@@ -40,6 +40,9 @@ class Runtime:
     stale_blockers: list[str] = field(default_factory=list)
     """NOW.md blockers that the next model reply shows are gone: those an earlier run left, and this
     run's failed model calls (see :func:`core.engine.nodes.planner.planner`)."""
+    cut_replies: list[int | None] = field(default_factory=list)
+    """The generated tokens (None: not reported) of each reply of this run that stopped at the token limit,
+    for :func:`cut_warning`."""
     context: Any = None
     """The session's :class:`core.engine.prompting.context_builder.ContextBuilder` (set by the engine)."""
     on_text: Any = None
@@ -90,3 +93,16 @@ def to_json(value: Any) -> str:
 def preview(text: str, limit: int = RESULT_PREVIEW_CHARS) -> str:
     """``text`` shortened for the log."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cut_warning(rt: Runtime) -> str:
+    """One line telling the user that replies of this run were cut, and what to raise; empty when none was."""
+    if not rt.cut_replies:
+        return ""
+    limit = getattr(rt.backend, "max_reply_tokens", None)
+    replies = "reply" if len(rt.cut_replies) == 1 else f"{len(rt.cut_replies)} replies"
+    if isinstance(limit, int) and any(tokens is None or tokens >= limit for tokens in rt.cut_replies):
+        return (f"the model's {replies} stopped at llm.max_reply_tokens ({limit:,} tokens): raise "
+                "llm.max_reply_tokens in config.yaml for longer replies")
+    return (f"the model's {replies} stopped at the token limit of the window or the server: raise "
+            "llm.num_ctx (and the server's window), or the server's own limit (llama-server --n-predict)")

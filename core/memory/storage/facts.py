@@ -62,11 +62,11 @@ def check_key(key: object) -> str:
 
 
 def check_value(value: object) -> str:
-    """Return a fact value as text; numbers and booleans are converted, anything else refused."""
-    if isinstance(value, bool):
-        value = "true" if value else "false"
-    elif isinstance(value, (int, float)):
-        value = str(value)
+    """Return a fact value as text (a string, or UTF-8 bytes as every text of the memory); anything else is
+    refused, a number too: ``str(5)`` is the caller's choice of how to write it."""
+    if isinstance(value, (bool, int, float)):
+        raise ValidationError(f"fact value must be a string, got {type(value).__name__}: pass str({value!r}) "
+                              "to save it as text")
     text = check_text(value, "fact value")
     if len(text.encode("utf-8")) > MAX_VALUE_BYTES:
         raise ValidationError(f"fact value exceeds {MAX_VALUE_BYTES} bytes")
