@@ -12,6 +12,7 @@ import gc
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -46,6 +47,24 @@ def serve(first: int, last: int) -> None:
         close_shared("bob")
 
 
+def settled_native_threads() -> int:
+    """The process's native threads once LanceDB's I/O pool has let its idle threads go: it starts one for
+    each read of a burst that finds none free and ends it after 10 s without work, so the count after a burst
+    depends on how the reads overlapped (on the load), the settled one does not."""
+    last, since = native_threads(), time.monotonic()
+    deadline = since + IDLE_WAIT_S
+    while time.monotonic() < deadline and time.monotonic() - since < POOL_KEEP_ALIVE_S + 5:
+        time.sleep(0.5)
+        if (now := native_threads()) != last:
+            last, since = now, time.monotonic()
+    return last
+
+
+POOL_KEEP_ALIVE_S = 10
+"""How long tokio's blocking pool (LanceDB's) keeps an idle thread."""
+IDLE_WAIT_S = 120
+
+
 def held() -> dict:
     import lance
 
@@ -53,7 +72,8 @@ def held() -> dict:
     table = agents_home() / "ann" / "memory" / "lancedb" / "memories.lance"
     return {"fds": descriptors(), "native_threads": native_threads(), "threads": threading.active_count(),
             "rss_kib": rss_kib(), "thread_names": sorted(t.name for t in threading.enumerate()),
-            "fragments": len(lance.dataset(table).get_fragments())}
+            "fragments": len(lance.dataset(table).get_fragments()),
+            "settled_native_threads": settled_native_threads()}
 
 
 count, warm = int(sys.argv[1]), int(sys.argv[2])
