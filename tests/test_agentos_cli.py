@@ -425,7 +425,9 @@ def test_memories_are_printed_with_their_control_characters_shown_not_obeyed(age
     that forget asks about, so none drives the terminal or hides what is about to be forgotten."""
     assert agentos("init", "--agent", "finn").returncode == 0
     with MemoryManager("finn") as manager:
-        manager.save_fact(f"colour{ESCAPES}", f"teal{ESCAPES}")
+        manager.save_fact("colour", f"teal{ESCAPES}")
+        with manager.db.transaction() as conn:  # a key save_fact refuses now, kept by an earlier version
+            conn.execute("UPDATE user_facts SET key = ? WHERE key = 'colour'", (f"colour{ESCAPES}",))
         manager.append_log("THOUGHT", f"the report{ESCAPES} is done\n\tnext: the slides")
         note = manager.store_memory(f"Maria gets the report{ESCAPES}")
     outputs = [agentos(*command).stdout for command in (

@@ -84,6 +84,12 @@ BAD_FACTS = [
     (("   ", "v"), "fact key must be 1-200 characters"),
     (("k" * 201, "v"), "fact key must be 1-200 characters"),
     (("k\x00", "v"), "fact key contains a NUL byte"),
+    (("editor\n## NOW\nstatus: done", "v"), r"control character '\\n' at position 6: a key is one line"),
+    (("a\rb", "v"), r"control character '\\r' at position 1"),
+    (("a\tb", "v"), r"control character '\\t' at position 1"),
+    (("title\x1b]0;pwned\x07", "v"), r"control character '\\x1b' at position 5"),
+    (("a\u2028b", "v"), r"control character '\\u2028'"),
+    (("a\x85b", "v"), r"control character '\\x85'"),
     (("k", "v", "secrets"),
      "unknown fact category 'secrets'; valid: general, preference, personal, config, secret"),
     (("k", "v", None), "unknown fact category None"),
@@ -105,6 +111,25 @@ def test_bad_fact_is_refused_and_writes_nothing(used_manager: MemoryManager, arg
     with pytest.raises(ValidationError, match=message):
         used_manager.save_fact(*args)
     assert snapshot(used_manager) == before
+
+
+@pytest.mark.parametrize("key", ["user.editor", "favourite_drink", "deploy target", "issue #12 (50%)",
+                                 "Café/straße", "名前", " padded "])
+def test_every_key_of_one_line_is_saved_and_read_back(used_manager: MemoryManager, key: str) -> None:
+    used_manager.save_fact(key, "helix")
+    assert used_manager.get_fact(key.strip()) == "helix"
+
+
+def test_a_key_with_a_newline_saved_before_it_was_refused_is_still_read_and_deleted(
+        used_manager: MemoryManager) -> None:
+    """A memory.db of an earlier version may hold such a key: it is listed, read and deleted as it is."""
+    with used_manager.db.transaction() as conn:
+        conn.execute("INSERT INTO user_facts (key, value, category, created_at, updated_at) "
+                     "VALUES (?, ?, ?, ?, ?)",
+                     ("old\nkey", "v", "general", "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z"))
+    assert used_manager.get_fact("old\nkey") == "v"
+    assert used_manager.delete_fact("old\nkey") is True
+    assert used_manager.get_fact("old\nkey") is None
 
 
 @pytest.mark.parametrize("call", ["get_fact", "delete_fact"])

@@ -28,6 +28,10 @@ def add_arguments(cli: argparse.ArgumentParser) -> None:
                      help=f"port to listen on (default {DEFAULT_PORT}; 0: any free one)")
     cli.add_argument("--host", default="127.0.0.1",
                      help="interface to listen on (default 127.0.0.1; another one exposes the memory)")
+    cli.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                     help="also answer requests addressed to this host name (repeat for several), e.g. the "
+                          "machine's name with --host 0.0.0.0; the bound address and localhost are always "
+                          "answered, any other Host header is refused")
     cli.add_argument("-v", "--verbose", action="store_true", help="log every request to stderr")
 
 
@@ -53,15 +57,16 @@ def run(args: argparse.Namespace) -> int:
     if args.agent is not None:
         existing_agent(args.agent, home)
     try:
-        server = InspectorServer(args.host, args.port, home)
+        server = InspectorServer(args.host, args.port, home, args.allow_host)
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; "
               "choose another port with --port (0 picks a free one)", file=sys.stderr)
         return exit_codes.USAGE
     if not is_loopback(args.host):
         print(f"warning: listening on {args.host}: anyone who can reach this machine on port "
-              f"{server.server_address[1]} can read every agent's memory (secrets stay masked)",
-              file=sys.stderr)
+              f"{server.server_address[1]} can read every agent's memory (secrets stay masked); it answers "
+              f"requests addressed to {', '.join(sorted(server.allowed_hosts))} only: name the others you "
+              "open it by with --allow-host NAME", file=sys.stderr)
     address = server.url + (f"#agent={args.agent}" if args.agent else "")
     print(f"AgentOS inspector: {address}  (agents home {home}; Ctrl-C stops it)", flush=True)
     signal.signal(signal.SIGTERM, _interrupt)

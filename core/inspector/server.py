@@ -29,9 +29,11 @@ Routes (every answer is JSON, except the page and its assets):
 
 Nothing here writes. An agent, archive, conversation or summary that does not exist,
 or a name that is not one, is a 404 (a name is never joined to a path before it was
-found in a listing). Requests whose ``Host`` is not this server's loopback address
-are refused, so a web page elsewhere cannot read the memory through DNS rebinding,
-and every page is served with a content security policy that runs no inline script.
+found in a listing). Requests whose ``Host`` is not the bound address, a loopback
+name or a name the server was given (``--allow-host``), with its port, are refused
+whatever the bound address, so a web page elsewhere cannot read the memory through
+DNS rebinding, and every page is served with a content security policy that runs
+no inline script.
 """
 
 from __future__ import annotations
@@ -45,10 +47,10 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from core.terminal import is_loopback
+from core.terminal import allowed_hosts
 from core.errors import AgentOSError, NotFoundError, ValidationError, shown
 from core.inspector import timeline
 from core.inspector.agent_view import AgentView
@@ -72,7 +74,8 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
-HOST_REFUSED = "unexpected Host header: open the address the inspector printed"
+HOST_REFUSED = ("unexpected Host header: open the address the inspector printed, or start it with "
+                "--allow-host NAME for the name you open it by")
 MAX_INT = 2**63 - 1
 MAX_RECALL_TEXT = 2000
 _CONVERSATION_ID = re.compile(r"[0-9]{1,18}")
@@ -84,7 +87,9 @@ class InspectorServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, host: str, port: int, home=None) -> None:
+    def __init__(self, host: str, port: int, home=None, allow_hosts: Sequence[str] = ()) -> None:
+        """Serve the agents of ``home`` at ``host:port`` (0: a free port) to requests addressed to the bound
+        address, a loopback name or one of ``allow_hosts`` (see :func:`core.terminal.allowed_hosts`)."""
         self.home = home or agents_home()
         self.stopping = threading.Event()
         self.assets = _load_assets()
@@ -93,10 +98,7 @@ class InspectorServer(ThreadingHTTPServer):
         if ":" in host:
             self.address_family = socket.AF_INET6
         super().__init__((host, port), InspectorHandler)
-        self.check_host = is_loopback(host)
-        port = self.server_address[1]
-        names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
-        self.allowed_hosts = {f"{name}:{port}" for name in names}
+        self.allowed_hosts = frozenset(allowed_hosts(host, self.server_address[1], allow_hosts))
 
     @property
     def url(self) -> str:
@@ -170,7 +172,7 @@ class InspectorHandler(BaseHTTPRequestHandler):
         self._body = body
         url = urlsplit(self.path)
         try:
-            if self.server.check_host and self.headers.get("Host", "") not in self.server.allowed_hosts:
+            if self.headers.get("Host", "") not in self.server.allowed_hosts:
                 raise HTTPError(HTTPStatus.FORBIDDEN, HOST_REFUSED)
             segments = [unquote(s) for s in url.path.split("/")[1:]]
             try:

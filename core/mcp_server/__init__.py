@@ -28,7 +28,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
 from core import __version__
-from core.terminal import is_loopback
+from core.terminal import allowed_hosts, is_loopback
 from core.errors import ValidationError, shown
 from core.mcp_server.stdio import interruptible_stdin
 from core.mcp_server.tools import AgentMemory, memory_tools
@@ -112,16 +112,6 @@ def parse_address(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValidationError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765; got {shown(text)}")
     return host.strip("[]") or "127.0.0.1", int(port)
-
-
-def allowed_hosts(host: str, port: int, extra: Sequence[str] = ()) -> list[str]:
-    """The ``Host`` headers the HTTP server answers: the address it is bound to and the loopback names, each
-    with its port, and the names in ``extra`` (with the port, unless given with one). Any other is refused."""
-    names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
-    hosts = {f"{name}:{port}" for name in names}
-    for name in extra:
-        hosts.add(name if name.rpartition(":")[2].isdigit() and not name.endswith("]") else f"{name}:{port}")
-    return sorted(hosts)
 
 
 def transport_security(host: str, port: int, extra: Sequence[str] = ()) -> TransportSecuritySettings:

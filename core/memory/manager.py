@@ -236,7 +236,7 @@ class MemoryManager(Reads):
 
     def delete_fact(self, key: str) -> bool:
         """Delete a fact (recorded in LOG.md); return True if it existed."""
-        key = facts.check_key(key)
+        key = facts.lookup_key(key)
         return self.tiers.record_fact(key, None, None, lambda conn: facts.delete(conn, key))
 
     # -- cold tier ------------------------------------------------------------

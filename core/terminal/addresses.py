@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import Sequence
 
 
 def is_loopback(host: str) -> bool:
@@ -13,3 +14,15 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def allowed_hosts(host: str, port: int, extra: Sequence[str] = ()) -> list[str]:
+    """The ``Host`` headers a server bound to ``host:port`` answers: the bound address and the loopback names,
+    each with its port, and the names in ``extra`` (with the port, unless given with one). Any other is
+    refused, whatever the bound address: a web page elsewhere whose name is made to resolve to this machine
+    (DNS rebinding) sends its own name."""
+    names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
+    hosts = {f"{name}:{port}" for name in names}
+    for name in extra:
+        hosts.add(name if name.rpartition(":")[2].isdigit() and not name.endswith("]") else f"{name}:{port}")
+    return sorted(hosts)

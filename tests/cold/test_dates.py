@@ -117,3 +117,40 @@ def test_until_a_day_takes_in_the_whole_day():
     assert time_bound("31 May 2023", "until") == time_bound("2023-05-31T23:59:59.999999", "until")
     assert time_bound("2023-05-31 12:00", "until") == time_bound("2023-05-31T12:00:00", "until")
     assert time_bound("2023-05-31", "since") == time_bound("2023-05-31T00:00:00", "since")
+
+
+NOT_A_TIME = ["-1", "+1", "-5", "1", "31", "32", "99", "1-", "--1", "-1.5", "1.5", "May -1", "2023 -1",
+              "10 -1", "5pm", "12:00", "1st"]
+"""What a caller may pass by mistake (an offset, a count, a day or a clock time alone): dateutil read most as
+a day of January of this year, or as a year ("32" as 2032), so ``expires_at="-1"`` expired a note at
+once."""
+
+
+@pytest.mark.parametrize("text", NOT_A_TIME)
+def test_a_value_that_is_not_a_time_is_refused_naming_the_accepted_forms(text):
+    with pytest.raises(ValidationError, match=r"is not a date( \(.*\))?; use ISO-8601 .* '8 May 2023'"):
+        parse_time(text, "expires_at")
+
+
+@pytest.mark.parametrize("written, expected", [
+    ("2023", "2023-01-01T00:00:00+00:00"), ("May 2023", "2023-05-01T00:00:00+00:00"),
+    ("8 May 2023", "2023-05-08T00:00:00+00:00"), ("1:56 pm on 8 May, 2023", "2023-05-08T13:56:00+00:00"),
+    ("20-May-2023", "2023-05-20T00:00:00+00:00"), ("2023/05/20", "2023-05-20T00:00:00+00:00"),
+    ("Mon, 08 May 2023 13:56:00 -0500", "2023-05-08T18:56:00+00:00"),
+    ("May 8, 2023 1:56 PM -05:00", "2023-05-08T18:56:00+00:00"),
+    ("2023-05-08T13:56:00-05:00", "2023-05-08T18:56:00+00:00"),
+])
+def test_written_dates_with_a_year_or_a_month_and_zone_offsets_are_read(written, expected):
+    assert parse_time(written, "since").isoformat() == expected
+
+
+def test_a_note_expiring_at_minus_one_or_a_recall_since_minus_one_is_refused_and_nothing_stored(manager):
+    """``expires_at="-1"`` was read as 1 January of this year (a note that expired at once) and
+    ``since="-1"`` as the same day: both are refused now, and nothing is stored."""
+    with pytest.raises(ValidationError, match="expires_at '-1' is not a date"):
+        manager.store_memory("the deploy target is fly.io", expires_at="-1")
+    with pytest.raises(ValidationError, match="since '-1' is not a date"):
+        manager.recall_memory("deploy target", since="-1")
+    with pytest.raises(ValidationError, match="since '-1' is not a date"):
+        manager.recall_memory(since="-1")
+    assert manager.recall_memory("deploy target", min_score=0) == []

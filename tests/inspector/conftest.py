@@ -178,11 +178,12 @@ def demo(agents_home: Path, storage_backend: str) -> Demo:
 
 @pytest.fixture
 def serve(agents_home: Path):
-    """Start an inspector on a free loopback port; yields a function returning its base URL."""
+    """Start an inspector on a free port (of the loopback address unless ``host`` names another); yields a
+    function returning its base URL."""
     servers: list[InspectorServer] = []
 
-    def start(home: Path = agents_home) -> str:
-        server = InspectorServer("127.0.0.1", 0, home)
+    def start(home: Path = agents_home, host: str = "127.0.0.1", allow_hosts: tuple[str, ...] = ()) -> str:
+        server = InspectorServer(host, 0, home, allow_hosts)
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         servers.append(server)
         return server.url

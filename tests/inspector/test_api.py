@@ -256,13 +256,32 @@ def test_no_request_writes(demo, serve):
     assert schema_digest() == rows_before
 
 
+HOST_REFUSED = {"error": "unexpected Host header: open the address the inspector printed, or start it with "
+                         "--allow-host NAME for the name you open it by", "status": 403}
+
+
 def test_a_foreign_host_header_is_refused(demo, serve):
     """A request whose Host is not the loopback address (DNS rebinding) gets 403 and no data."""
     url = serve()
     for path in ("/api/agents/finn", "/api/agents/finn/activity", "/api/agents/finn/now/versions"):
         status, body = get(url, path, headers={"Host": "attacker.example:80"})
-        assert status == 403 and json.loads(body) == {
-            "error": "unexpected Host header: open the address the inspector printed", "status": 403}
+        assert status == 403 and json.loads(body) == HOST_REFUSED
+
+
+def test_bound_to_every_interface_it_answers_only_the_names_it_was_given(demo, serve):
+    """``--host 0.0.0.0`` skipped the Host check, so a page of attacker.example whose name was made to
+    resolve to this machine read every agent's memory: the Host must be the bound address, a loopback name or
+    one given with ``--allow-host``, whatever the bound address."""
+    url = serve(host="0.0.0.0", allow_hosts=("inspector.lan",))
+    port = urllib.parse.urlsplit(url).port
+    local = f"http://127.0.0.1:{port}/"
+    for host in ("attacker.example", f"attacker.example:{port}", f"inspector.lan.attacker.example:{port}",
+                 f"inspector.lan:{port + 1}"):
+        status, body = get(local, "/api/agents/finn", headers={"Host": host})
+        assert status == 403 and json.loads(body) == HOST_REFUSED, host
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"0.0.0.0:{port}", f"inspector.lan:{port}"):
+        status, body = get(local, "/api/agents/finn", headers={"Host": host})
+        assert status == 200 and json.loads(body)["now"]["blockers"] == ["numbers.csv is missing March"], host
 
 
 def test_entries_not_yet_indexed_are_shown(demo, serve):

@@ -177,6 +177,10 @@ def test_a_memory_db_that_is_not_ours_is_refused(agents_home, tmp_path, elsewher
     ("UPDATE user_facts SET value = X'1b5b324a' WHERE key = 'city'", "user_facts.value"),
     ("UPDATE log_metadata SET token_count = 'many'", "log_metadata.token_count"),
     ("UPDATE user_facts SET updated_at = 'yesterday'", "user_facts.updated_at"),
+    ("UPDATE user_facts SET key = 'city' || char(10) || '## NOW' WHERE key = 'city'", "user_facts.key"),
+    ("UPDATE user_facts SET key = 'city' || char(27) || '[2J' WHERE key = 'city'", "user_facts.key"),
+    ("INSERT INTO fact_versions (key, value, category, saved_at, replaced_at) VALUES ('a' || char(13) || "
+     "'b', 'x', 'general', '2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z')", "fact_versions.key"),
     ("UPDATE cold_notes SET metadata = '{not json'", "cold_notes.metadata"),
     ("UPDATE cold_notes SET metadata = '[1, 2]'", "cold_notes.metadata"),
     ("INSERT INTO ctx_conversations (id, session_id, agent_id, created_at, last_active) VALUES (7, 's', "

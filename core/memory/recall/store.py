@@ -11,7 +11,12 @@ redacted (the ``redactor`` given).
 
 Tables of at least ``ann_min_rows`` rows get an ANN vector index (see
 :mod:`core.memory.recall.ann_index`), built by :meth:`ColdStore.optimize`, which
-writers run in a background thread every ``optimize_every`` writes.
+writers run in a background thread every ``optimize_every`` commits to the table.
+The commits are counted by the table's version, so the writes of every handle
+count, those of earlier opens and other processes too: an agent opened for a few
+writes at a time, as a server does, has its small fragments merged and its old
+versions deleted like one kept open (a count of its own handle's writes never got
+there, and each search read one more fragment each time).
 
 The table's schema metadata records the embedder and dimension that built it;
 opening it with another embedder raises :class:`EmbedderMismatchError`.
@@ -73,7 +78,6 @@ class ColdStore:
         self._write_lock = AgentLock(lock_file, lock_timeout_s)
         self._guard = threading.RLock()
         self._table = None
-        self._writes = 0
         self._had_rows = False
         self._maintenance: ThreadPoolExecutor | None = None
         self._optimizing: Future | None = None
@@ -229,8 +233,6 @@ class ColdStore:
             rows, fresh = late, self._embed([late[n] for n in changed])
             for n, vector in zip(changed, fresh):
                 vectors[n] = vector
-        if self._writes % self.optimize_every == 0:
-            self._optimize_soon()
         return len(rows)
 
     def _write_if_unchanged(self, rows: list[VectorRow], vectors, schema,
@@ -244,15 +246,16 @@ class ColdStore:
             records = lance_table.arrow(rows, vectors, schema)
             try:
                 table = self.writable()
+                before = table.version
                 stale = lance_table.pieces_filter(table, replace_chunks_of)
                 fault_points.reach("cold.write")
                 upsert(table, records, stale)
                 fault_points.reach("cold.written")
             except (OSError, ValueError, RuntimeError) as exc:
                 raise cold_store_error(exc, f"cannot write to the cold store {self.path}") from exc
-            self._writes += 1
             if then is not None:
                 then()
+        self._committed(before, table.version)
         return True
 
     def _redacted(self, rows: Sequence[VectorRow]) -> list[VectorRow]:
@@ -281,11 +284,13 @@ class ColdStore:
                 for start in range(0, len(ids), 100):
                     part = ids[start:start + 100]
                     table = self.writable()
+                    before = table.version
                     pieces = lance_table.pieces_filter(table, part)
                     fault_points.reach("cold.write")
                     table.delete(f"id IN ({', '.join(map(sql_string, part))})"
                                  + (f" OR ({pieces})" if pieces else ""))
                     fault_points.reach("cold.written")
+                    self._committed(before, table.version)
             except (OSError, ValueError, RuntimeError) as exc:
                 raise cold_store_error(exc, f"cannot delete from the cold store {self.path}") from exc
 
@@ -311,6 +316,12 @@ class ColdStore:
     def vector_index(self) -> dict[str, Any] | None:
         """The ANN index's type, indexed/unindexed rows and segments, or None while search is exact."""
         return ann_index.describe(self.table)
+
+    def _committed(self, before: int, after: int) -> None:
+        """A write took the table from version ``before`` to ``after``: optimize it in the background if that
+        passed a multiple of ``optimize_every`` (each writer passes its own, whichever handle or process)."""
+        if after // self.optimize_every > before // self.optimize_every:
+            self._optimize_soon()
 
     def _optimize_soon(self) -> None:
         """Run :meth:`optimize` in the background (once at a time) so that writers do not wait for it."""

@@ -82,12 +82,34 @@ def _parse_human(text: str, what: str) -> datetime:
     cleaned = re.sub(r"\s+on\s+", " ", _WEEKDAY_IN_PARENS.sub(" ", text))  # "1:56 pm on 8 May, 2023"
     try:
         # Missing fields default to the start of the period ("May 2023" is 1 May), never to today.
-        return parser.parse(cleaned, default=_EPOCH.replace(year=datetime.now().year))
+        moment = parser.parse(cleaned, default=_EPOCH.replace(year=datetime.now().year))
+        # Read again with other defaults: a field that changes with them is one the text does not give.
+        other = parser.parse(cleaned, default=_OTHER_DEFAULT)
     except (ValueError, OverflowError) as exc:
-        raise ValidationError(
-            f"{what} {text!r} is not a date; use ISO-8601 ('2023-05-08T13:56:00Z') or a written date "
-            "such as '8 May 2023' or '1:56 pm on 8 May, 2023'"
-        ) from exc
+        raise ValidationError(_not_a_date(what, text)) from exc
+    if _STRAY_SIGN.search(_ZONE_OFFSET.sub(r"\1", cleaned)):
+        raise ValidationError(_not_a_date(what, text, "a number with a sign is no part of a date"))
+    if cleaned.strip().isdecimal() and len(cleaned.strip()) != 4:
+        raise ValidationError(_not_a_date(what, text, "a number alone must be a year of four digits"))
+    if moment.year != other.year and moment.month != other.month:
+        raise ValidationError(_not_a_date(what, text, "it names neither a year nor a month"))
+    return moment
+
+
+_OTHER_DEFAULT = datetime(4, 12, 1)
+"""Defaults unlike ``_EPOCH``'s in year and month (both months of 31 days, so a day the text gives fits)."""
+_ZONE_OFFSET = re.compile(r"(\d:\d\d(?::\d\d(?:\.\d+)?)?(?:\s*[ap]\.?m\.?)?)\s*[-+]\d\d:?\d\d\b",
+                          re.IGNORECASE)
+"""A zone offset after a clock time (``13:56:00 -0500``): the one place a signed number belongs in a date."""
+_STRAY_SIGN = re.compile(r"(?:^|[\s,(])[-+]+\d|\d[-+]+(?:[\s,)]|$)")
+"""A signed number (``-1``, ``+3``, ``May -1``) or a number with a trailing sign (``1-``): dateutil skips the
+sign and reads the number as a day or a year, so ``-1`` was 1 January of this year."""
+
+
+def _not_a_date(what: str, text: str, why: str = "") -> str:
+    because = f" ({why})" if why else ""
+    return (f"{what} {shown(text)} is not a date{because}; use ISO-8601 ('2023-05-08T13:56:00Z') or a "
+            "written date such as '8 May 2023' or '1:56 pm on 8 May, 2023'")
 
 
 def day_words(moment: datetime) -> str:

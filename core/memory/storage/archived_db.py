@@ -22,7 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from core.errors import CorruptionError
+from core.errors import CorruptionError, ValidationError
+from core.memory.storage.facts import check_key
 from core.memory.storage.sqlite import migrations
 
 _SQLITE_INTERNAL = ("sqlite_sequence", "sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4")
@@ -61,6 +62,9 @@ _JSON: dict[tuple[str, str], tuple[str, Callable[[Any], bool]]] = {
 }
 """The columns that hold JSON, and the shape the code that reads them expects (an empty text or NULL
 is none)."""
+_FACT_KEYS = (("user_facts", "key"), ("fact_versions", "key"))
+"""The columns that hold a fact's key: each must be a key ``save_fact`` takes (one line, no control
+character)."""
 
 
 def rebuild_database(archived: Path, target: Path) -> list[str]:
@@ -173,6 +177,8 @@ def _check_values(conn: sqlite3.Connection, table: str, columns: dict[str, tuple
             if found:
                 raise CorruptionError(f"{where} holds a value of type {found[0]}, not {declared.lower()}: "
                                       "the archive is damaged or was altered")
+        if (table, column) in _FACT_KEYS:
+            _check_keys(conn, table, name, where)
         shape = _JSON.get((table, column))
         if not (shape or column.endswith("_at") or column == "timestamp"):
             continue
@@ -183,6 +189,18 @@ def _check_values(conn: sqlite3.Connection, table: str, columns: dict[str, tuple
             elif not shape[1](_json(value, where)):
                 raise CorruptionError(f"{where} holds JSON that is not {shape[0]}: the archive is damaged or "
                                       "was altered")
+
+
+def _check_keys(conn: sqlite3.Connection, table: str, column: str, where: str) -> None:
+    for (key,) in conn.execute(f"SELECT {column} FROM main.{_quoted(table)}"):
+        try:
+            if check_key(key) == key:
+                continue
+            problem = "surrounding white space"
+        except ValidationError as exc:
+            problem = str(exc)
+        raise CorruptionError(f"{where} holds a fact key that save_fact refuses ({problem}): the archive is "
+                              "damaged or was altered")
 
 
 def _check_time(value: Any, where: str) -> None:

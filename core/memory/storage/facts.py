@@ -8,11 +8,12 @@ memory.db is lost (:func:`apply_entry` replays one record).
 from __future__ import annotations
 
 import logging
+import unicodedata
 from datetime import datetime, timedelta
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import ValidationError
+from core.errors import ValidationError, shown
 from core.memory.storage import extracted
 from core.memory.storage.extracted import Provenance
 from core.memory.storage.protocol import Connection, Database
@@ -52,13 +53,31 @@ class Fact:
 
 
 def check_key(key: object) -> str:
-    """Return a valid fact key or raise ValidationError."""
+    """Return a valid key for a fact to be saved, or raise ValidationError: one line of text without control
+    characters (a newline in a key wrote lines of its own into LOG.md's readers and the prompt's facts)."""
+    key = lookup_key(key)
+    bad = next((c for c in key if unicodedata.category(c) in _NOT_IN_A_KEY), None)
+    if bad is not None:
+        raise ValidationError(f"fact key {shown(key)} holds the control character {bad!r} at position "
+                              f"{key.index(bad)}: a key is one line of text without control characters, such "
+                              "as 'user.editor' or 'deploy target'")
+    return key
+
+
+def lookup_key(key: object) -> str:
+    """Return ``key`` as a fact may be stored under it, or raise ValidationError: keys saved before
+    :func:`check_key` refused control characters included, so that they can still be read and deleted."""
     if not isinstance(key, str):
         raise ValidationError(f"fact key must be a string, got {type(key).__name__}")
     key = check_text(key, "fact key").strip()
     if not key or len(key) > MAX_KEY_CHARS:
         raise ValidationError(f"fact key must be 1-{MAX_KEY_CHARS} characters")
     return key
+
+
+_NOT_IN_A_KEY = frozenset({"Cc", "Zl", "Zp"})
+"""Unicode categories a fact key may not hold: control characters (newline, tab, escape) and the line and
+paragraph separators."""
 
 
 def check_value(value: object) -> str:
@@ -234,7 +253,7 @@ class FactStore:
 
     def get(self, key: object) -> Fact | None:
         """Return the fact stored under ``key``, or None."""
-        row = self.db.conn.execute("SELECT * FROM user_facts WHERE key = ?", (check_key(key),)).fetchone()
+        row = self.db.conn.execute("SELECT * FROM user_facts WHERE key = ?", (lookup_key(key),)).fetchone()
         return _fact(row) if row else None
 
     def history(self, key: object, as_dicts: bool = False) -> list[Any]:
@@ -244,7 +263,7 @@ class FactStore:
         ``get_fact`` returns it (a secret's too), a secret's earlier values as ``[REDACTED]`` (never kept).
         While the fact is secret its earlier values are not shown either.
         """
-        key = check_key(key)
+        key = lookup_key(key)
         fact = self.get(key)
         if fact is None:
             return []

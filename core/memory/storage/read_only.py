@@ -22,7 +22,7 @@ from core.memory.storage import residence
 from core.memory.storage.backend import schema_name
 from core.memory.storage.dialect import POSTGRES, SQLITE, Dialect
 from core.memory.storage.titles import shown_title
-from core.memory.storage.facts import MIN_REDACTED_CHARS, REDACTED, Fact, check_key, versions_of
+from core.memory.storage.facts import MIN_REDACTED_CHARS, REDACTED, Fact, lookup_key, versions_of
 from core.memory.storage.read_activity import ActivityReads
 from core.paths import AgentPaths
 
@@ -188,7 +188,7 @@ class Reader(ActivityReads):
         ``MAX_FACT_VERSIONS`` earlier ones, as ``agentos facts --history`` lists them (a secret's values, and
         the earlier values of a fact while it is secret, as ``[REDACTED]``)."""
         try:
-            if check_key(key) != key:
+            if lookup_key(key) != key:
                 return None
         except ValidationError:  # not a key any fact can have (PostgreSQL would refuse a NUL in it)
             return None
