@@ -101,10 +101,15 @@ def free_port() -> int:
 class LlamaServer:
     """One running llama-server."""
 
-    def __init__(self, process: subprocess.Popen, port: int, ctx_size: int, folder: Path) -> None:
+    def __init__(self, process: subprocess.Popen, port: int, ctx_size: int, folder: Path,
+                 max_reply: int = MAX_REPLY_TOKENS) -> None:
         self.process = process
         self.port = port
         self.ctx_size = ctx_size
+        self.max_reply = max_reply
+        """The server's ``--n-predict``: its cap when a request names none. A request's own ``max_tokens``
+        overrides it (llama-server honours 2,004 tokens asked of a server started with 48), so the agents
+        configured for this server ask the same (:func:`tests.real_model.conftest.configure`)."""
         self.folder = folder
         """Its log (``server.log``) and the slot files ``/slots`` would save."""
         self.log = folder / "server.log"
@@ -138,7 +143,7 @@ class LlamaServer:
         with log.open("wb") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL)
-        server = cls(process, port, ctx_size, folder)
+        server = cls(process, port, ctx_size, folder, max_reply)
         server._wait_ready()
         return server
 

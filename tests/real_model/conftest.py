@@ -16,13 +16,13 @@ so a cold prompt of a few thousand tokens took minutes, past the configured defa
 
 
 def configure(home: Path, server, **sections) -> None:
-    """``llm`` of the agents home for ``server`` (backend openai, its URL, its model,
+    """``llm`` of the agents home for ``server`` (backend openai, its URL, its model, its reply cap,
     :data:`MODEL_TIMEOUT_S`), the summaries' timeouts as long, plus ``sections``."""
     memory = {"compact_timeout_s": MODEL_TIMEOUT_S, "compact_deadline_s": 2 * MODEL_TIMEOUT_S,
               **sections.pop("memory", {})}
     provider = {"summarizer_timeout_s": MODEL_TIMEOUT_S, "deadline_s": 2 * MODEL_TIMEOUT_S,
                 **sections.pop("provider", {})}
     write_home_config(home, {"llm": {"backend": "openai", "host": server.url, "model": server.model,
-                                     "timeout_s": MODEL_TIMEOUT_S},
+                                     "timeout_s": MODEL_TIMEOUT_S, "max_reply_tokens": server.max_reply},
                              "memory": memory, "provider": provider, **sections})
 

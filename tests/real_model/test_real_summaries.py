@@ -29,7 +29,8 @@ def test_a_log_md_compaction_is_summarised_by_the_model(llama_server, agents_hom
     from core.memory_manager import MemoryManager
 
     memory = MemoryManager("finn")
-    backend = OpenAIBackend(server.model, server.url, timeout_s=MODEL_TIMEOUT_S)
+    backend = OpenAIBackend(server.model, server.url, timeout_s=MODEL_TIMEOUT_S,
+                            max_reply_tokens=server.max_reply)
     memory.compaction.summary_llm = generate_with(backend)
     for step in STEPS * 4:
         memory.append_log("THOUGHT", step)
@@ -54,7 +55,8 @@ def test_an_lcm_compaction_is_summarised_by_the_model(llama_server, agents_home)
 
     server = llama_server(8192)
     configure(agents_home, server)
-    backend = OpenAIBackend(server.model, server.url, timeout_s=MODEL_TIMEOUT_S)
+    backend = OpenAIBackend(server.model, server.url, timeout_s=MODEL_TIMEOUT_S,
+                            max_reply_tokens=server.max_reply)
     paths = AgentPaths.for_agent("finn")
     paths.memory_dir.mkdir(parents=True, exist_ok=True)
     provider = open_provider("lcm", open_database(paths), summarizer=LLMSummarizer(generate_with(backend)),
