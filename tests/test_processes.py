@@ -99,7 +99,7 @@ print("pending", sum(m.cold.docs.pending_count() for m in managers), flush=True)
 
 
 @pytest.mark.slow
-@pytest.mark.slow
+@pytest.mark.timeout(1800)  # five children of up to 300 s each
 def test_a_process_with_four_agents_indexing_exits_cleanly_every_time(agents_home: Path, monkeypatch) -> None:
     """A script that opens four agents, writes to each, kills a child writer and returns while their vectors
     are being computed exits 0 every time (no inference is in flight when the interpreter finalizes); the work

@@ -26,9 +26,15 @@ if not CHROMIUM.exists() and os.environ.get("CI") == "true":
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason=MISSING)]
 
 
+EXPECT_TIMEOUT_MS = 30_000
+"""How long an expectation waits for the page: a bound for a page that never gets there, not a speed target
+(Chromium and the inspector share two cores with the other test worker)."""
+
+
 def expect(locator):
     from playwright.sync_api import expect as playwright_expect
 
+    playwright_expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     return playwright_expect(locator)
 
 
@@ -181,11 +187,12 @@ def test_a_script_entry_is_shown_as_text_and_stays_inert(page, demo):
 
 
 def test_live_update_shows_a_newly_appended_entry(page, demo):
-    """An entry appended by another process appears at the top of the timeline within two seconds."""
+    """An entry appended by another process appears at the top of the timeline, marked fresh: brought by the
+    event stream (the server checks every POLL_S), not by a reload."""
     page.wait_for_selector("#live.on")
     with MemoryManager("finn", demo.home) as mm:
         seq = mm.append_log("THOUGHT", "a thought that arrives while the page is open")
-    page.wait_for_selector(f"#log li.entry.fresh[data-seq='{seq}']", timeout=2500)
+    page.wait_for_selector(f"#log li.entry.fresh[data-seq='{seq}']", timeout=EXPECT_TIMEOUT_MS)
     assert entries(page)[0] == str(seq)
 
 

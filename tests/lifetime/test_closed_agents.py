@@ -67,6 +67,7 @@ def test_a_closed_shared_manager_is_let_go_and_opened_anew(agents_home: Path) ->
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3300)  # the child's own bound (3,000 s) comes first
 def test_a_process_opens_and_closes_a_thousand_agents_and_holds_no_more_than_after_the_first(
         agents_home: Path) -> None:
     """Descriptors, threads (Python's and native) and resident memory after 1,000 agents are those after the

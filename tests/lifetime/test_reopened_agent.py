@@ -65,6 +65,7 @@ def test_nothing_of_a_closed_agent_outlives_it(agents_home: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3300)  # the child's own bound (3,000 s) comes first
 def test_a_process_reopening_one_agent_holds_no_more_after_hundreds_of_opens(agents_home: Path) -> None:
     """The cycle of a server (log, fact, note, a space's post, recall, a compaction every 25 opens, another
     agent read and written through the shared manager) run 240 times in a process of its own: after the last

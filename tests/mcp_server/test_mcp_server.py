@@ -325,21 +325,24 @@ def test_streamable_http_serves_two_sessions(finn):
     try:
         _wait_for_port(port, server)
 
-        async def one(session_name: str, results: dict):
+        async def one(session_name: str, results: dict, saved: dict):
             async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
                     data(await session.call_tool("save_fact",
                                                  {"key": session_name, "value": session_name.upper()}))
-                    await anyio.sleep(0.5)
+                    saved[session_name].set()
                     other = "b" if session_name == "a" else "a"
+                    with anyio.fail_after(120):  # both sessions stay open: the other saves in its own time
+                        await saved[other].wait()
                     results[session_name] = data(await session.call_tool("get_fact", {"key": other}))
 
         async def main():
             results: dict = {}
+            saved = {"a": anyio.Event(), "b": anyio.Event()}
             async with anyio.create_task_group() as group:
-                group.start_soon(one, "a", results)
-                group.start_soon(one, "b", results)
+                group.start_soon(one, "a", results, saved)
+                group.start_soon(one, "b", results, saved)
             return results
 
         results = anyio.run(main)

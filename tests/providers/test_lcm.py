@@ -190,7 +190,8 @@ def test_round_limit_stops_full_compaction(db_path, session):
 
 
 def test_deadline_stops_compaction(db_path, session):
-    """A compaction starts no new summary after its deadline."""
+    """A compaction starts no new summary after its deadline: each takes at least 0.15 s, so no more than
+    four start before a deadline of 0.3 s, however slow the machine (no bound on the time itself)."""
     class Slow(DeterministicSummarizer):
         def summarize(self, text, options):
             time.sleep(0.15)
@@ -201,7 +202,7 @@ def test_deadline_stops_compaction(db_path, session):
     provider = LCMProvider(db_path, summarizer=Slow(), config=config)
     fill(provider, session, 40)
     result = provider.compact(session, CompactionMode.FULL)
-    assert result.stopped == "deadline" and result.summarizer_calls <= 4 and result.duration_s < 1.5
+    assert result.stopped == "deadline" and result.summarizer_calls <= 4
     provider.close()
 
 

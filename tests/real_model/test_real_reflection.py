@@ -52,9 +52,12 @@ def write_entries(manager) -> dict[str, str]:
 
 
 def said_in(value: str, cited: list[str]) -> bool:
-    """Whether each word of ``value`` (of four letters or more, its first four) is in the cited texts."""
+    """Whether each word of ``value`` (of four letters or more, its first four) is in the cited texts, but for
+    the words a value may hold that its entries need not (``reflection.check.GENERIC``: "user", "that"...)."""
+    from core.memory.reflection.check import GENERIC
+
     words = " ".join(cited).lower()
-    return all(word[:4] in words for word in re.findall(r"[^\W_]{4,}", value.lower()))
+    return all(word[:4] in words for word in re.findall(r"[^\W_]{4,}", value.lower()) if word not in GENERIC)
 
 
 def learned(manager) -> dict[str, tuple[str, list[str]]]:

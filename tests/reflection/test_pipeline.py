@@ -57,7 +57,7 @@ def test_under_the_failure_mix_of_local_models_no_stated_fact_is_lost(agents_hom
     lacks a source that says it; the quarantined entries are learned once the model answers well."""
     from core.memory_manager import MemoryManager
 
-    write_home_config(agents_home, reflect_config(batch_entries=3, timeout_s=0.5))
+    write_home_config(agents_home, reflect_config(batch_entries=3))
     model.use(HARSH, seed=15)  # a seed whose replies take every mode, and quarantine an entry
     with MemoryManager("finn") as finn:
         _failure_mix(finn, backend, model)
