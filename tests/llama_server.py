@@ -92,6 +92,13 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+PORT_ATTEMPTS = 3
+"""Ports tried: the port :func:`free_port` found is bound by the server a moment later, and the other test
+worker may take it in between."""
+BIND_FAILED = "couldn't bind HTTP server socket"
+"""What llama-server logs when its port is taken."""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -130,22 +137,27 @@ class LlamaServer:
             ServerUnavailable: not installed, or it did not start (the end of its log says why).
         """
         binary, model, template = installed()
-        port = free_port()
-        folder = Path(tempfile.mkdtemp(prefix=f"llama-server-{ctx_size}-"))
-        log = folder / "server.log"
-        command = [str(binary), "--model", str(model), "--alias", MODEL_ALIAS, "--host", "127.0.0.1",
-                   "--port", str(port), "--ctx-size", str(ctx_size), "--parallel", "1", "--threads",
-                   str(THREADS),
-                   "--seed", "1", "--n-predict", str(max_reply), "--jinja", "--chat-template-file",
-                   str(template),
-                   "--no-webui",
-                   "--cache-ram", str(cache_ram), "--slot-save-path", str(folder) + os.sep]
-        with log.open("wb") as out:
-            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL)
-        server = cls(process, port, ctx_size, folder, max_reply)
-        server._wait_ready()
-        return server
+        attempt = 1
+        while True:
+            port = free_port()
+            folder = Path(tempfile.mkdtemp(prefix=f"llama-server-{ctx_size}-"))
+            command = [str(binary), "--model", str(model), "--alias", MODEL_ALIAS, "--host", "127.0.0.1",
+                       "--port", str(port), "--ctx-size", str(ctx_size), "--parallel", "1", "--threads",
+                       str(THREADS), "--seed", "1", "--n-predict", str(max_reply), "--jinja",
+                       "--chat-template-file", str(template), "--no-webui", "--cache-ram", str(cache_ram),
+                       "--slot-save-path", str(folder) + os.sep]
+            with (folder / "server.log").open("wb") as out:
+                process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL)
+            server = cls(process, port, ctx_size, folder, max_reply)
+            try:
+                server._wait_ready()
+                return server
+            except ServerUnavailable as exc:
+                if attempt == PORT_ATTEMPTS or BIND_FAILED not in str(exc):
+                    raise
+            server.stop()  # another process took the port between free_port() and the server's bind
+            attempt += 1
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_DEADLINE_S

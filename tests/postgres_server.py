@@ -47,6 +47,13 @@ def server_binaries() -> Path | None:
     return Path(versions[-1]).parent if versions else None
 
 
+PORT_ATTEMPTS = 3
+"""Ports tried: the port :func:`free_port` found is bound by the server a moment later, and the other test
+worker may take it in between."""
+BIND_FAILED = "could not bind"
+"""What PostgreSQL logs when its port is taken ("could not bind IPv4 address ...: Address already in use")."""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -58,10 +65,13 @@ class PostgresServer:
 
     def __init__(self, folder: Path, port: int, binaries: Path, owner: str | None, settings: dict) -> None:
         self.folder = folder
-        self.port = port
         self.binaries = binaries
         self.owner = owner
         self.settings = settings
+        self._use_port(port)
+
+    def _use_port(self, port: int) -> None:
+        self.port = port
         self.dsn = f"host=127.0.0.1 port={port} user=agentos dbname=postgres connect_timeout=5"
 
     @classmethod
@@ -86,10 +96,20 @@ class PostgresServer:
         folder = Path(tempfile.mkdtemp(prefix="agentos-pg-"))
         server = cls(folder, free_port(), binaries, owner, {**SETTINGS, **(settings or {})})
         try:
-            server._init_and_start()
+            server._init()
+            for attempt in range(1, PORT_ATTEMPTS + 1):
+                try:
+                    server._start()
+                    break
+                except subprocess.CalledProcessError:
+                    if attempt == PORT_ATTEMPTS or BIND_FAILED not in server.log_tail(20):
+                        raise
+                    server._use_port(free_port())  # another process took the port before the server bound it
+            psycopg.connect(server.dsn).close()
         except (OSError, subprocess.SubprocessError, psycopg.Error) as exc:
+            log = server.log_tail()
             server.stop()
-            raise ServerUnavailable(f"PostgreSQL did not start: {exc}; log: {server.log_tail()}") from exc
+            raise ServerUnavailable(f"PostgreSQL did not start: {exc}; log: {log}") from exc
         return server
 
     def _run(self, *args: str, timeout: float = 120) -> None:
@@ -98,16 +118,16 @@ class PostgresServer:
             command = ["runuser", "-u", self.owner, "--", *command]
         subprocess.run(command, check=True, capture_output=True, timeout=timeout, cwd=self.folder)
 
-    def _init_and_start(self) -> None:
+    def _init(self) -> None:
         if self.owner:
             shutil.chown(self.folder, self.owner)
-        data = self.folder / "data"
-        self._run("initdb", "-D", str(data), "-A", "trust", "-U", "agentos", "-E", "UTF8", "--no-sync",
-                  "--no-instructions")
+        self._run("initdb", "-D", str(self.folder / "data"), "-A", "trust", "-U", "agentos", "-E", "UTF8",
+                  "--no-sync", "--no-instructions")
+
+    def _start(self) -> None:
         options = " ".join(f"-c {key}={value}" for key, value in self.settings.items())
-        self._run("pg_ctl", "-D", str(data), "-l", str(self.folder / "server.log"), "-w", "-t", "60",
-                  "-o", f"-p {self.port} -k {self.folder} {options}", "start")
-        psycopg.connect(self.dsn).close()
+        self._run("pg_ctl", "-D", str(self.folder / "data"), "-l", str(self.folder / "server.log"), "-w",
+                  "-t", "60", "-o", f"-p {self.port} -k {self.folder} {options}", "start")
 
     def log_tail(self, lines: int = 5) -> str:
         path = self.folder / "server.log"
