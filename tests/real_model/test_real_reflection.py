@@ -6,10 +6,12 @@ whose reply cannot be used stays queued with the reason, to be read again later.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 import pytest
 
 from core.llm.openai_backend import OpenAIBackend
+from core.memory.files import log_format
 from core.memory.provider import Message, Session
 from tests.real_model.conftest import MODEL_TIMEOUT_S, configure
 
@@ -37,15 +39,29 @@ class ShortReplies(OpenAIBackend):
         return super().chat(messages, tools, on_text, format=format, max_tokens=TOO_SHORT)
 
 
+WRITTEN_AT = datetime(2026, 11, 24, 9, 30, tzinfo=timezone.utc)
+"""The moment every entry and message is written at: the reflection's input shows their times, and a 135M
+model's reply moves with any change of its input, so the input is the same at every run."""
+
+
+class _Clock(datetime):
+    @classmethod
+    def now(cls, tz=None):
+        return WRITTEN_AT if tz is None else WRITTEN_AT.astimezone(tz)
+
+
 def write_entries(manager) -> dict[str, str]:
-    """SAID as the user's LOG.md entries and TOLD as conversation messages; their texts by source id."""
+    """SAID as the user's LOG.md entries and TOLD as conversation messages, all written at
+    :data:`WRITTEN_AT`; their texts by source id."""
     from core.plugins.memory import open_provider
 
-    texts = {f"log:{manager.append_log('USER_FEEDBACK', text)}": text for text in SAID}
-    provider = open_provider(None, manager.db)
-    session = Session(id="finn:main", agent_id="finn", user_id="local", channel="cli")
-    provider.bootstrap(session)
-    provider.append(session, [Message("user", text) for text in TOLD])
+    with pytest.MonkeyPatch.context() as clock:
+        clock.setattr(log_format, "datetime", _Clock)
+        texts = {f"log:{manager.append_log('USER_FEEDBACK', text)}": text for text in SAID}
+        provider = open_provider(None, manager.db)
+        session = Session(id="finn:main", agent_id="finn", user_id="local", channel="cli")
+        provider.bootstrap(session)
+        provider.append(session, [Message("user", text) for text in TOLD])
     ids = [row[0] for row in manager.db.conn.execute("SELECT id FROM ctx_messages ORDER BY id")]
     texts.update({f"msg:{i}": text for i, text in zip(ids, TOLD)})
     return texts

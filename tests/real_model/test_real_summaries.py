@@ -12,6 +12,11 @@ from tests.real_model.conftest import MODEL_TIMEOUT_S, configure
 
 pytestmark = pytest.mark.timeout(3600)  # a real model on 2 cores: minutes, not seconds
 
+SAID_ON = "2026-11-29"
+"""The day of the conversation's messages, each at a fixed minute: the summarizer's input shows each message's
+time, and a 135M model's summary moves with any change of its input (at some moments it wrote timestamps
+until its reply was cut, and nothing was summarised), so the input is the same at every run."""
+
 STEPS = ["Read the asyncio documentation: the event loop runs coroutines and callbacks.",
          "Wrote notes on async and await: a coroutine pauses at await until the awaited task is done.",
          "Compared asyncio.gather and asyncio.wait for running tasks at the same time.",
@@ -64,8 +69,10 @@ def test_an_lcm_compaction_is_summarised_by_the_model(llama_server, agents_home)
     session = Session(id="finn:main", agent_id="finn", user_id="local", channel="cli")
     try:
         provider.bootstrap(session)
-        for n, step in enumerate(STEPS * 3):
-            provider.append(session, [Message("user", f"Turn {n}: {step}"), Message("assistant", "Noted.")])
+        for n, step in enumerate(STEPS * 3):  # at fixed times: the summarizer reads them
+            said, noted = f"{SAID_ON}T09:{n:02d}:00.000Z", f"{SAID_ON}T09:{n:02d}:30.000Z"
+            provider.append(session, [Message("user", f"Turn {n}: {step}", created_at=said),
+                                      Message("assistant", "Noted.", created_at=noted)])
         result = provider.compact(session, CompactionMode.FULL)
         summaries = [m for m in provider.assemble(session, 100_000, 2) if m.summary_id]
     finally:
