@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -31,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
+
+from tests.ports import PORT_ATTEMPTS, free_port
 
 MODEL_ALIAS = "smollm2"
 """The model's name on the server (``llm.model``)."""
@@ -92,17 +93,8 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-PORT_ATTEMPTS = 3
-"""Ports tried: the port :func:`free_port` found is bound by the server a moment later, and the other test
-worker may take it in between."""
 BIND_FAILED = "couldn't bind HTTP server socket"
 """What llama-server logs when its port is taken."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class LlamaServer:

@@ -16,12 +16,13 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
 import psycopg
+
+from tests.ports import PORT_ATTEMPTS, free_port
 
 SETTINGS = {
     "listen_addresses": "127.0.0.1",
@@ -47,17 +48,8 @@ def server_binaries() -> Path | None:
     return Path(versions[-1]).parent if versions else None
 
 
-PORT_ATTEMPTS = 3
-"""Ports tried: the port :func:`free_port` found is bound by the server a moment later, and the other test
-worker may take it in between."""
 BIND_FAILED = "could not bind"
 """What PostgreSQL logs when its port is taken ("could not bind IPv4 address ...: Address already in use")."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class PostgresServer:

@@ -22,6 +22,7 @@ from core.memory_initializer import initialize_agent_memory
 from core.memory_manager import MemoryManager
 from core.skills.registry import builtin_skills
 from tests.inprocess import run_main
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-live-9f8e7d6c5b4a"
@@ -308,16 +309,10 @@ def test_unknown_agent_is_refused_and_nothing_is_created(agents_home):
     assert not (agents_home / "ghost").exists()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_streamable_http_serves_two_sessions(finn):
     """--http serves streamable HTTP on 127.0.0.1: two client sessions at once see each other's writes."""
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http",
                                f"127.0.0.1:{port}"],
                               cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL,
@@ -405,7 +400,7 @@ def test_streamable_http_answers_only_requests_addressed_to_it(finn):
     """Bound to 127.0.0.2 (which the SDK's own DNS-rebinding check does not know), the server answers a
     request whose Host is its address, a loopback name or an --allow-host name, and refuses any other (421)
     and a web page of another origin (403): a page elsewhere cannot reach the memory through DNS rebinding."""
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http",
                                f"127.0.0.2:{port}",
                                "--allow-host", "finn.internal"],
@@ -447,7 +442,7 @@ def test_streamable_http_serving_session_after_session_holds_no_more_than_after_
     descriptors and threads are those after the first few, give or take a little."""
     from tests.lifetime.held import descriptors, named_threads, native_threads
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "core", "mcp", "--agent", "finn", "--http",
                                f"127.0.0.1:{port}"],
                               cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL,

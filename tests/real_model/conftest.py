@@ -4,7 +4,10 @@ engines)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import write_home_config
 
@@ -26,3 +29,17 @@ def configure(home: Path, server, **sections) -> None:
                                      "timeout_s": MODEL_TIMEOUT_S, "max_reply_tokens": server.max_reply},
                              "memory": memory, "provider": provider, **sections})
 
+
+
+def stop_clock(patch: pytest.MonkeyPatch, moment: datetime) -> None:
+    """Every LOG.md entry, NOW.md and conversation message written from now on (``patch`` undoes it) is
+    written at ``moment``: the model's input shows their times, and a 135M model's reply moves with any
+    change of its input, so the input is the same at every run."""
+    from core.memory.files import log_format
+
+    class Stopped(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return moment if tz is None else moment.astimezone(tz)
+
+    patch.setattr(log_format, "datetime", Stopped)

@@ -11,9 +11,8 @@ from datetime import datetime, timezone
 import pytest
 
 from core.llm.openai_backend import OpenAIBackend
-from core.memory.files import log_format
 from core.memory.provider import Message, Session
-from tests.real_model.conftest import MODEL_TIMEOUT_S, configure
+from tests.real_model.conftest import MODEL_TIMEOUT_S, configure, stop_clock
 
 pytestmark = pytest.mark.timeout(3600)  # a real model on 2 cores: minutes, not seconds
 
@@ -44,19 +43,13 @@ WRITTEN_AT = datetime(2026, 11, 24, 9, 30, tzinfo=timezone.utc)
 model's reply moves with any change of its input, so the input is the same at every run."""
 
 
-class _Clock(datetime):
-    @classmethod
-    def now(cls, tz=None):
-        return WRITTEN_AT if tz is None else WRITTEN_AT.astimezone(tz)
-
-
 def write_entries(manager) -> dict[str, str]:
     """SAID as the user's LOG.md entries and TOLD as conversation messages, all written at
     :data:`WRITTEN_AT`; their texts by source id."""
     from core.plugins.memory import open_provider
 
     with pytest.MonkeyPatch.context() as clock:
-        clock.setattr(log_format, "datetime", _Clock)
+        stop_clock(clock, WRITTEN_AT)
         texts = {f"log:{manager.append_log('USER_FEEDBACK', text)}": text for text in SAID}
         provider = open_provider(None, manager.db)
         session = Session(id="finn:main", agent_id="finn", user_id="local", channel="cli")

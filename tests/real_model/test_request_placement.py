@@ -10,9 +10,8 @@ from datetime import datetime, timezone
 import pytest
 
 from core.engine.prompting.system_prompt import PromptExtras
-from core.memory.files import log_format
 from core.llm.openai_backend import openai_messages
-from tests.real_model.conftest import configure
+from tests.real_model.conftest import configure, stop_clock
 
 pytestmark = pytest.mark.timeout(1800)  # a real model on 2 cores: minutes, not seconds
 
@@ -23,19 +22,13 @@ model's answer moves with any change of its prompt (at another minute it once wr
 answer), so the prompt is the same at every run."""
 
 
-class _Clock(datetime):
-    @classmethod
-    def now(cls, tz=None):
-        return WRITTEN_AT if tz is None else WRITTEN_AT.astimezone(tz)
-
-
 def test_the_request_is_the_last_text_the_model_reads_and_it_answers_it(llama_server, agents_home,
                                                                         make_engine, monkeypatch):
     """The engine's planner prompt, as llama-server renders it (/apply-template): the system prompt and the
     tool definitions, the memory block as a user-side message, then the request as the last user turn before
     the assistant's: the text the model answers. SmolLM2 asked with the memory block after the request
     answered the block (Markdown headings, '#\\n\\n##...'); asked this way it answers the question."""
-    monkeypatch.setattr(log_format, "datetime", _Clock)
+    stop_clock(monkeypatch, WRITTEN_AT)
     server = llama_server(8192)
     configure(agents_home, server)
     engine = make_engine()
