@@ -7,6 +7,7 @@ import random
 import signal
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,23 @@ def test_corrupt_middle_line_is_reported_and_skipped(manager: MemoryManager) -> 
         assert [e.seq for e in scan.entries] == [1, 2, 4, 5]
         assert [e["content"] for e in again.read_log()] == ["entry 0", "entry 1", "entry 3", "entry 4"]
         assert not any(again.paths.quarantine_dir.iterdir())
+        assert again.append_log("THOUGHT", "entry 5") == 6
+
+
+def test_a_line_edited_into_json_nested_too_deep_to_parse_is_skipped(manager: MemoryManager) -> None:
+    """A line edited by hand (its CRC made to match) into JSON nested deeper than the parser follows is a
+    damaged line, reported and skipped: reading LOG.md ended in a RecursionError."""
+    for i in range(5):
+        manager.append_log("THOUGHT", f"entry {i}")
+    lines = manager.paths.log_file.read_bytes().split(b"\n")
+    deep = b"[" * 5000 + b"]" * 5000
+    head = b'- 3 2026-01-31T12:00:00.000Z THOUGHT {"text":"deep","meta":{"a":' + deep + b"}}"
+    lines[3] = head + b" crc32=%08x" % zlib.crc32(head)  # header is line 1, so seq 3 is line 4
+    manager.paths.log_file.write_bytes(b"\n".join(lines))
+    with MemoryManager("finn") as again:
+        scan = again.scan_log()
+        assert [(b.line_no, "nests too deeply" in b.reason) for b in scan.bad_lines] == [(4, True)]
+        assert [e["content"] for e in again.read_log()] == ["entry 0", "entry 1", "entry 3", "entry 4"]
         assert again.append_log("THOUGHT", "entry 5") == 6
 
 

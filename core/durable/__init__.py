@@ -26,14 +26,16 @@ from core.durable.fsutil import (
 )
 from core.durable.in_use import IN_USE, InUse, replacing
 from core.durable.locking import AgentLock
+from core.durable.plain_json import decode_json_at, load_json
 from core.durable.plain_yaml import load_yaml, yaml_error_line
 
 from core.durable.fsutil import TOO_MANY_FILES_FIX
 
 __all__ = [
     "IN_USE", "TOO_MANY_FILES_FIX", "AgentLock", "InUse", "StagedFile", "atomic_write", "background_thread",
-    "converting_os_errors", "datasync", "fault_points", "foreground", "fsync_dir",
-    "leave_ctrl_c_to_the_main_thread", "load_yaml", "os_error_number", "public_methods_converting_os_errors",
+    "converting_os_errors", "datasync", "decode_json_at", "fault_points", "foreground", "fsync_dir",
+    "leave_ctrl_c_to_the_main_thread", "load_json", "load_yaml", "os_error_number",
+    "public_methods_converting_os_errors",
     "remove_orphan_temp_files", "remove_stale_temp_files", "replacing", "storage_error", "write_all",
     "yaml_error_line",
 ]

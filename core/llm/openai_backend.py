@@ -31,6 +31,7 @@ from typing import Any
 
 import openai
 
+from core.durable import load_json
 from core.errors import PromptTooLongError, ToolArgumentError
 from core.llm.backend import ChatReply, TextSink, ToolCall
 from core.llm.model_window import RatioStore, prompt_chars
@@ -252,7 +253,7 @@ class StreamedCalls:
         for index in sorted(self.names):
             text = "".join(self.arguments.get(index, [])).strip()
             try:
-                arguments = json.loads(text) if text else {}
+                arguments = load_json(text) if text else {}
             except json.JSONDecodeError as exc:
                 raise ToolArgumentError(f"the model's call of {self.names[index]} has arguments that are not "
                                         f"JSON ({exc.msg}): {text[:200]!r}") from exc

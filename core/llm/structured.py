@@ -13,6 +13,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from core.durable import decode_json_at
 from core.errors import BackendError
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def _objects(text: str) -> list[dict[str, Any]]:
     position = text.find("{")
     while position != -1:
         try:
-            value, end = decoder.raw_decode(text, position)
+            value, end = decode_json_at(decoder, text, position)
         except json.JSONDecodeError:
             position = text.find("{", position + 1)
             continue

@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any, Iterable
 
+from core.durable import load_json
 from core.llm.backend import ToolCall
 
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
@@ -52,7 +53,7 @@ def _calls(blocks: list[str], names: set[str]) -> tuple[ToolCall, ...]:
     calls: list[ToolCall] = []
     for block in blocks:
         try:
-            value = json.loads(block.strip())
+            value = load_json(block.strip())
         except json.JSONDecodeError:
             return ()
         items = value if isinstance(value, list) else [value]
@@ -77,7 +78,7 @@ def _call(item: Any, names: set[str]) -> ToolCall | None:
     arguments: Any = next((item[key] for key in _ARGUMENT_KEYS if key in item), {})
     if isinstance(arguments, str):  # some models encode the arguments object as a JSON string
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
+            arguments = load_json(arguments) if arguments.strip() else {}
         except json.JSONDecodeError:
             return None
     if not isinstance(arguments, dict):

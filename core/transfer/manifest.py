@@ -9,7 +9,6 @@ size of every member.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import tarfile
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from core.config import TransferConfig
+from core.durable import load_json
 from core.memory.files import reading
 from core.errors import ArchiveTooLargeError, CorruptionError, ValidationError
 from core.paths import validate_agent_name
@@ -63,7 +63,7 @@ def parse_manifest(raw: bytes, where: Path) -> Manifest:
         CorruptionError: not an AgentOS archive, an unknown version, or an unreadable manifest.
     """
     try:
-        data = json.loads(raw)
+        data = load_json(raw)
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             found = data.get("format") if isinstance(data, dict) else None
             raise CorruptionError(f"{where} is not an AgentOS agent archive (format {found!r})")

@@ -63,9 +63,26 @@ def test_a_remark_around_tags_stays_text_and_several_calls_are_read():
     '```json\n{"city": "Lisbon"}\n```',                             # JSON that is an answer
     '{"name": "save_fact", "arguments": "not json"}',
     'plain words',
+    '```json\n{"name": ' + "[" * 5000 + "]" * 5000 + '}\n```',        # deeper than the parser follows
+    '{"name": "save_fact", "arguments": "' + "[" * 5000 + '"}',
 ])
 def test_text_that_only_shows_json_stays_text(text):
     assert text_tool_calls.parse(text, OFFERED) == (text, ())
+
+
+def test_streamed_call_arguments_nested_too_deep_are_a_tool_argument_error():
+    """An OpenAI-compatible server's call whose arguments nest deeper than the parser follows is refused as
+    arguments that are not JSON (the engine shows the model the error); it was a RecursionError."""
+    from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
+
+    from core.llm.openai_backend import StreamedCalls
+
+    calls = StreamedCalls()
+    for piece in ('{"key": ', "[" * 5000, "]" * 5000 + "}"):
+        calls.add(ChoiceDeltaToolCall(index=0, function=ChoiceDeltaToolCallFunction(
+            name="save_fact" if piece.startswith("{") else None, arguments=piece)))
+    with pytest.raises(ToolArgumentError, match="save_fact has arguments that are not JSON"):
+        calls.finish()
 
 
 class Colour(enum.Enum):

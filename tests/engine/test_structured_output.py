@@ -31,6 +31,7 @@ SMALL_MODEL_REPLIES = {
     "think, fence": '<think>\nhmm {"summary": "not this"}\n</think>\n'
     f'```json\n{{"summary": "{GOOD}"}}\n```',
     "schema then answer": json.dumps(SCHEMA) + f'\n{{"summary": "{GOOD}"}}',
+    "too deep, then answer": '{"summary": ' + "[" * 5000 + f'\n{{"summary": "{GOOD}"}}',
 }
 
 
@@ -45,6 +46,7 @@ def test_the_shape_is_read_from_what_small_models_write(kind):
     ('{"summary": "<think>only thinking</think>  "}', "blank"),
     ('{"text": "wrong key"}', "summary: Field required"),
     ("<think>I will answer {\"summary\": \"x\"}</think>", "no JSON object"),
+    ('{"summary": ' + "[" * 5000 + "]" * 5000 + "}", "no JSON object"),  # deeper than the parser follows
 ])
 def test_a_reply_that_does_not_fit_the_shape_is_refused_with_the_reason(reply, reason):
     with pytest.raises(StructuredReplyError, match=reason):

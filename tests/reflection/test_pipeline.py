@@ -105,6 +105,17 @@ def test_an_unusable_reply_is_asked_again_with_its_error_shown(finn, backend, se
     assert server.chat_requests[0]["format"]["required"] == ["facts", "events", "contradictions"]
 
 
+def test_a_reply_nested_deeper_than_the_parser_follows_is_asked_again(finn, backend, server):
+    """A reply of JSON nested thousands deep is an unusable reply like any other (asked again, the fact
+    learned from the second): it ended the pass in a RecursionError."""
+    finn.append_log("USER_FEEDBACK", "my editor is Helix")
+    good = json.dumps(answer("Entries, each with its number\n[1] 2026-11-20 10:00 user: my editor is Helix"))
+    server.enqueue(verbatim('{"facts": ' + "[" * 5000 + "]" * 5000 + "}"), verbatim(good))
+    report = finn.reflection.run(backend)
+    assert learned(finn)["user.editor"]["value"] == "Helix"
+    assert (report.calls, report.failed, report.quarantined) == (2, 1, 0)
+
+
 def test_a_batch_that_fails_twice_is_split_and_an_entry_that_fails_alone_is_quarantined(finn, backend,
                                                                                         server):
     """Two failed replies split the batch; each half is asked alone; the entry whose replies still fail is set

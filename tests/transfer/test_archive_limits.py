@@ -207,16 +207,20 @@ def test_a_space_archive_bomb_is_refused_without_reading_it_into_memory(agents_h
 
 
 def test_a_space_archive_is_checked_before_its_files_are_read(agents_home, tmp_path, elsewhere):
-    """space.json must come first, and a space archive holds nothing but its journal and members file."""
+    """space.json must come first, and a space archive holds nothing but its journal and members file; a
+    space.json nested deeper than the JSON parser follows is not one (it ended in a RecursionError)."""
     good = _space_archive(agents_home, tmp_path)
     with tarfile.open(good, "r:gz") as tar:
         files = {m.name: tar.extractfile(m).read() for m in tar}
     for name, order in (("late", ["LOG.md", "space.json", "members.yaml"]),
-                        ("extra", ["space.json", "LOG.md", "members.yaml", "evil.py"])):
+                        ("extra", ["space.json", "LOG.md", "members.yaml", "evil.py"]),
+                        ("nested", ["space.json", "LOG.md", "members.yaml"])):
         bad = tmp_path / f"{name}.tar.gz"
         with tarfile.open(bad, "w:gz") as tar:
             for member in order:
                 data = files.get(member, b"print('hi')")
+                if name == "nested" and member == "space.json":
+                    data = b"[" * 100_000 + b"]" * 100_000
                 info = tarfile.TarInfo(member)
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))

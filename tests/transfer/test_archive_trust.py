@@ -183,6 +183,8 @@ def test_a_memory_db_that_is_not_ours_is_refused(agents_home, tmp_path, elsewher
      "'b', 'x', 'general', '2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z')", "fact_versions.key"),
     ("UPDATE cold_notes SET metadata = '{not json'", "cold_notes.metadata"),
     ("UPDATE cold_notes SET metadata = '[1, 2]'", "cold_notes.metadata"),
+    ("UPDATE cold_notes SET metadata = '{\"a\": ' || replace(printf('%.*c', 5000, 'x'), 'x', '[') || "
+     "replace(printf('%.*c', 5000, 'x'), 'x', ']') || '}'", "cold_notes.metadata"),
     ("INSERT INTO ctx_conversations (id, session_id, agent_id, created_at, last_active) VALUES (7, 's', "
      "'finn', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'); INSERT INTO ctx_messages "
      "(conversation_id, seq, role, content, tool_calls, token_count, created_at) VALUES (7, 1, 'assistant', "

@@ -186,10 +186,11 @@ def _rewrite(source: Path, target: Path, change) -> None:
             dst.addfile(member, io.BytesIO(data) if data is not None else None)
 
 
-@pytest.mark.parametrize("damage", ["tampered", "missing", "traversal", "not_gzip", "truncated", "version"])
+@pytest.mark.parametrize("damage", ["tampered", "missing", "traversal", "not_gzip", "truncated", "version",
+                                    "nested"])
 def test_bad_archive_writes_nothing(agents_home, tmp_path, monkeypatch, damage):
     """A damaged, tampered, incomplete, escaping or future-version archive is refused before anything is
-    written."""
+    written; so is a manifest nested deeper than the JSON parser follows (it ended in a RecursionError)."""
     initialize_agent_memory("finn")
     MemoryManager("finn").close()
     good = tmp_path / "good.tar.gz"
@@ -212,6 +213,8 @@ def test_bad_archive_writes_nothing(agents_home, tmp_path, monkeypatch, damage):
         bad.write_bytes(b"this is not an archive")
     elif damage == "truncated":
         bad.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])
+    elif damage == "nested":
+        _rewrite(good, bad, lambda n, d: b"[" * 100_000 + b"]" * 100_000 if n == "manifest.json" else d)
     else:
         def newer(n, d):
             if n != "manifest.json":

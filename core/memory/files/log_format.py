@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from core.durable import load_json
 from core.errors import CorruptionError, ValidationError
 
 ENTRY_TYPES = (
@@ -211,7 +212,7 @@ def decode_line(line: bytes) -> LogEntry:
         raise CorruptionError("entry fails its crc32 check")
     try:
         dash, seq, ts, entry_type, body = head.decode("utf-8").split(" ", 4)
-        payload = json.loads(body)
+        payload = load_json(body)
         number = int(seq)
     except (UnicodeDecodeError, ValueError) as exc:
         raise CorruptionError(f"entry cannot be parsed: {exc}") from exc

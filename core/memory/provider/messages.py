@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from core.durable import load_json
 from core.errors import ValidationError, shown
 from core.llm import estimate_tokens
 
@@ -147,7 +148,7 @@ def _tool_call(raw: Any) -> ToolCall:
     arguments = function.get("arguments") or {}
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = load_json(arguments)
         except json.JSONDecodeError as exc:
             raise ValidationError(f"tool call arguments are not JSON: {exc}") from exc
     if not isinstance(arguments, Mapping):

@@ -20,7 +20,6 @@ when the memory closes during a call (the call is abandoned, the batch read agai
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -29,7 +28,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from core.errors import AgentOSError, BackendError, BackendUnavailableError, ModelNotFoundError
 from core.llm import ContextWindow, StructuredReplyError, fill, load_prompt, parse_reply
-from core.durable import background_thread
+from core.durable import background_thread, load_json
 from core.memory.reflection.check import Checked, check
 from core.memory.reflection.inputs import Item, reply_tokens
 
@@ -254,6 +253,6 @@ def _read(text: str, items: list[Item], tally: Tally, today: Any) -> Checked:
 def _bare(text: str) -> bool:
     """Whether ``text`` is the JSON object alone (nothing had to be repaired to read it)."""
     try:
-        return isinstance(json.loads(text), dict)
+        return isinstance(load_json(text), dict)
     except ValueError:
         return False

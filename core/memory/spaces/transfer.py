@@ -26,7 +26,7 @@ from pathlib import Path
 from core.config import TransferConfig, load_home_config
 from core.errors import CorruptionError, NotFoundError, StorageError, ValidationError
 from core.memory.files.archive_reading import reading
-from core.durable import IN_USE, atomic_write, fsync_dir, replacing
+from core.durable import IN_USE, atomic_write, fsync_dir, load_json, replacing
 from core.memory.files.log_file import scan_bytes
 from core.memory.secrets.redaction import rewrite_lines
 from core.memory.spaces.members import ACCESS
@@ -120,7 +120,7 @@ def _read(file: Path, limits: TransferConfig) -> tuple[dict, dict[str, bytes]]:
         if first is None or first.name != "space.json" or not first.isfile():
             raise CorruptionError(f"{file} is not a space archive (agentos export --space writes them)")
         try:
-            manifest = json.loads(archive.read(first, _MAX_MANIFEST_BYTES))
+            manifest = load_json(archive.read(first, _MAX_MANIFEST_BYTES))
         except ValueError:
             manifest = None
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT \

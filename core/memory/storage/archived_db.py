@@ -15,13 +15,13 @@ schema runs.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
+from core.durable import load_json
 from core.errors import CorruptionError, ValidationError
 from core.memory.storage.facts import check_key
 from core.memory.storage.sqlite import migrations
@@ -213,7 +213,7 @@ def _check_time(value: Any, where: str) -> None:
 
 def _json(value: Any, where: str) -> Any:
     try:
-        return json.loads(value)
+        return load_json(value)
     except (ValueError, TypeError) as exc:
         raise CorruptionError(f"{where} does not hold JSON: the archive is damaged or was altered") from exc
 
