@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from core.memory.secrets.redaction import REDACTED, Redactor, redactor_for
 from core.engine.task_input import mask_credentials
 
@@ -28,6 +30,17 @@ def test_normalised_forms_are_found():
     for text in ("CORRECT HORSE BATTERY", "correct  horse\nbattery", "correct\u00a0horse\tbattery",
                  "ｃｏｒｒｅｃｔ horse battery", "cor\u200brect hor\u00adse battery"):
         assert redactor.text(f"a {text} z") == f"a {REDACTED} z", text
+
+
+@pytest.mark.parametrize("invisible", ["\u034f", "\u061c", "\u115f", "\u180b", "\u2066", "\u2069", "\u206f",
+                                       "\u3164", "\ufe0f", "\uffa0", "\U0001d173", "\U000e0001",
+                                       "\U000e0041"])
+def test_a_value_with_characters_that_show_nothing_between_its_letters_is_found(invisible):
+    """Every default-ignorable code point of Unicode is taken out before matching: bidirectional isolates, tag
+    characters, variation selectors and fillers between a secret's letters hid it from the redactor (the
+    zero-width spaces and soft hyphens alone were taken out)."""
+    redactor = Redactor(["correct horse battery"])
+    assert redactor.text(f"a cor{invisible}rect horse batt{invisible}ery z") == f"a {REDACTED} z"
 
 
 def test_json_escaped_forms_are_found():

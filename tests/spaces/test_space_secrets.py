@@ -85,6 +85,10 @@ FULL_WIDTH = "".join(chr(ord(c) + 0xFEE0) for c in SECRET)
 WAYS = {
     "upper case": ("the vault opens with " + SECRET.upper(), None),
     "zero-width space": ("the vault opens with " + SECRET[:4] + "\u200b" + SECRET[4:], None),
+    # characters that show nothing but were not taken out before matching: the secret was published
+    "bidirectional isolates": ("the vault opens with \u2066" + SECRET[:4] + "\u2069" + SECRET[4:], None),
+    "tag characters": ("the vault opens with " + SECRET[:4] + "\U000e0041\U000e007f" + SECRET[4:], None),
+    "variation selector": ("the vault opens with " + SECRET[:4] + "\ufe0f" + SECRET[4:], None),
     "full-width": ("the vault opens with " + FULL_WIDTH, None),
     "metadata value": ("the vault code is in the notes", {"note": SECRET}),
     "metadata key": ("the vault code is in the notes", {"codes": {SECRET: "vault"}}),
@@ -107,7 +111,8 @@ def test_a_members_secret_in_any_form_is_refused_and_never_recalled(team, agents
 
 
 SECRETS = (SECRET, "correct horse battery staple", "zx-Token-4401")
-INVISIBLE = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad")
+INVISIBLE = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u2066", "\u2069", "\u061c",
+             "\u034f", "\ufe0f", "\U000e0041", "\U0001d173")
 WHITESPACE = (" ", "  ", "\n", "\t", " \n ", "\u00a0", "\u3000")
 
 

@@ -12,7 +12,8 @@ removes a value that was written before its fact was saved.
 Matching is normalised, so a value is found however it was typed or re-encoded:
 
 - Unicode NFKC on both sides (full-width letters, ligatures, non-breaking spaces);
-- invisible format characters (zero-width spaces and joiners, soft hyphens) ignored;
+- characters that show nothing ignored (Unicode's default-ignorable code points: zero-width spaces and
+  joiners, soft hyphens, bidirectional isolates, variation selectors, tag characters);
 - any run of whitespace matches any other (a NOW.md field flattened to one line);
 - the value's own leading and trailing whitespace dropped (a value saved with a newline);
 - case ignored;
@@ -39,7 +40,12 @@ from core.memory.files.log_format import LogEntry, decode_line, encode_entry, is
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 3
-_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+                        "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+                        "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+"""Unicode's default-ignorable code points (DerivedCoreProperties.txt): characters that show nothing, so a
+value written with them between its letters looks the same (zero-width spaces and joiners, soft hyphens,
+bidirectional marks and isolates, variation selectors, tag characters)."""
 # Between the words of a value inside JSON text: real whitespace or its escapes.
 _JSON_SPACE = r"(?:\s|\\[nrtfb]|\\u00[aA]0|\\u20(?:2[89]|0[0-9aA])|\\u3000)+"
 
