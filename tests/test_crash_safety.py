@@ -188,6 +188,40 @@ def test_a_line_edited_into_json_nested_too_deep_to_parse_is_skipped(manager: Me
         assert again.append_log("THOUGHT", "entry 5") == 6
 
 
+class _Counted(bytes):
+    """A block read from LOG.md that counts the bytes each operation on it goes through."""
+
+    touched = 0
+
+    def __add__(self, other):
+        _Counted.touched += len(self) + len(other)
+        return bytes.__add__(self, other)
+
+    def __contains__(self, part):
+        _Counted.touched += len(self)
+        return bytes.__contains__(self, part)
+
+    def split(self, *args):
+        _Counted.touched += len(self)
+        return bytes.split(self, *args)
+
+
+def test_a_gigantic_line_is_read_in_one_pass(manager: MemoryManager, monkeypatch) -> None:
+    """A line of many megabytes pasted into LOG.md by hand is gone through once when the last entries are
+    read: each block was joined again to the whole rest of the line, so `agentos log` took 8 s over an 8 MB
+    line and 134 s over a 32 MB one (four times the line, sixteen times the time)."""
+    from core.memory.files import log_file
+
+    manager.append_log("THOUGHT", "before")
+    _append_raw(manager.paths.log_file, b"- 2 pasted " + b"x" * 4_000_000 + b"\n")
+    manager.append_log("THOUGHT", "after")
+    size = manager.paths.log_file.stat().st_size
+    read_at = log_file._read_at
+    monkeypatch.setattr(log_file, "_read_at", lambda fd, offset, length: _Counted(read_at(fd, offset, length)))
+    assert [e["content"] for e in manager.read_log(10)] == ["before", "after"]
+    assert _Counted.touched <= 2 * size, f"{_Counted.touched:,} bytes gone through for a file of {size:,}"
+
+
 def test_index_lagging_log_is_reconciled_on_open(manager: MemoryManager) -> None:
     """If a process died between the LOG append and the index insert, the next open indexes the entry."""
     for i in range(4):

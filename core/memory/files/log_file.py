@@ -273,12 +273,16 @@ class LogFile:
             return
         try:
             end = os.fstat(fd).st_size
-            carry = b""
+            carry: list[bytes] = []  # the pieces of the line cut by the block read next, last piece first
             while end > 0:
                 start = max(0, end - _TAIL_BLOCK)
-                block = _read_at(fd, start, end - start) + carry
-                lines = block.split(b"\n")
-                carry = lines[0] if start > 0 else b""
+                block = _read_at(fd, start, end - start)
+                if start > 0 and b"\n" not in block:
+                    carry.append(block)  # inside a long line: joined once, when its start is met
+                    end = start
+                    continue
+                lines = b"".join([block, *reversed(carry)]).split(b"\n")
+                carry = [lines[0]] if start > 0 else []
                 for raw in reversed(lines[1:] if start > 0 else lines):
                     foreground.give_way()  # a background reader's long parse leaves the GIL to the writers
                     entry = parse_or_none(raw)
