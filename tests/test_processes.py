@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from core.engine.conversation import Conversation
+from core.errors import CorruptionError
 from core.memory.handoffs import handoff_file
 from core.memory.provider import Session
 from core.memory_manager import MemoryManager
@@ -229,6 +230,25 @@ def test_per_session_handoff_files_are_distinct_for_ids_that_differ_in_punctuati
     assert handoff_file(paths, "finn:a:b") != handoff_file(paths, "finn:a_b")
     for sid, conversation in summaries.items():
         assert conversation.handoff().summary == f"summary of {sid}"
+    provider.close()
+
+
+@pytest.mark.parametrize("content", ['[]', '"a summary"', '{"summary": "s"}',
+                                     '{"summary": "s", "covered": "x"}', '{"summary": ["s"], "covered": 2}',
+                                     '{"summary": "s", "covered": -1}'])
+def test_a_handoff_file_of_another_shape_is_a_clear_error_naming_the_fix(agents_home: Path, content) -> None:
+    """A handoff file comes back as it was written, or from an archive (restored as is): one that is not an
+    object with a text summary and a count is a CorruptionError saying to delete it, never an AttributeError,
+    KeyError or ValueError traceback."""
+    paths = AgentPaths.for_agent("finn")
+    MemoryManager("finn").close()
+    handoff_file(paths, "finn:a").parent.mkdir(parents=True, exist_ok=True)
+    handoff_file(paths, "finn:a").write_text(content)
+    provider = open_provider("simple", paths.db_file)
+    conversation = Conversation(provider, Session("finn:a", agent_id="finn"), paths, fresh_tail=2,
+                                redactor=no_secrets)
+    with pytest.raises(CorruptionError, match="is not a handoff summary.*delete it"):
+        conversation.handoff()
     provider.close()
 
 

@@ -52,10 +52,15 @@ class SessionHandoff:
             return None
         except (OSError, ValueError) as exc:
             raise CorruptionError(f"cannot read {self.file}: {exc}; delete it to drop the summary") from exc
+        covered = data.get("covered") if isinstance(data, dict) else None
+        if not isinstance(data.get("summary") if isinstance(data, dict) else None, str) \
+                or not isinstance(covered, int) or isinstance(covered, bool) or covered < 0:
+            raise CorruptionError(f"{self.file} is not a handoff summary (an object with a text 'summary' "
+                                  "and a count 'covered'); delete it to drop the summary")
         if data.get("session", self.session_id) != self.session_id:
             raise CorruptionError(f"{self.file} belongs to session {data.get('session')!r}, not "
                                   f"{self.session_id!r}; delete it to drop the summary")
-        return Handoff(str(data["summary"]), int(data["covered"]), str(data.get("created_at", "")))
+        return Handoff(data["summary"], covered, str(data.get("created_at", "")))
 
     def write(self, summary: str, covered: int) -> Handoff:
         """Replace the session's summary (atomically: the old one or the new one, never a torn file)."""
