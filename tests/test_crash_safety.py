@@ -217,9 +217,28 @@ def test_a_gigantic_line_is_read_in_one_pass(manager: MemoryManager, monkeypatch
     manager.append_log("THOUGHT", "after")
     size = manager.paths.log_file.stat().st_size
     read_at = log_file._read_at
-    monkeypatch.setattr(log_file, "_read_at", lambda fd, offset, length: _Counted(read_at(fd, offset, length)))
+    monkeypatch.setattr(log_file, "_read_at", lambda fd, at, length: _Counted(read_at(fd, at, length)))
     assert [e["content"] for e in manager.read_log(10)] == ["before", "after"]
     assert _Counted.touched <= 2 * size, f"{_Counted.touched:,} bytes gone through for a file of {size:,}"
+
+
+@pytest.mark.parametrize("where", ["objective", "plan"])
+def test_a_nul_edited_into_now_md_is_a_damaged_now_md(manager: MemoryManager, where: str) -> None:
+    """NOW.md edited by hand with a NUL (YAML's "\\0" in a field, or the character in a plan line) stopped
+    every run and update ("LOG entry metadata contains a NUL byte", naming neither NOW.md nor the fix): it is
+    unreadable, as a damaged NOW.md is, so the next update restores it from LOG.md and keeps the edited file
+    in quarantine."""
+    manager.update_now("Reading the docs", ["read", "write"], objective="a summary")
+    now = manager.paths.now_file
+    text = now.read_text(encoding="utf-8")
+    edited = (text.replace('objective: a summary', 'objective: "a\\0summary"') if where == "objective"
+              else text.replace("- [ ] read", "- [ ] re\x00ad"))
+    assert edited != text
+    now.write_text(edited, encoding="utf-8")
+    with MemoryManager("finn") as again:
+        again.update_now("Writing", objective="a summary")
+        assert again.read_now()["objective"] == "a summary"
+        assert [q.read_text(encoding="utf-8") for q in again.paths.quarantine_dir.iterdir()] == [edited]
 
 
 def test_index_lagging_log_is_reconciled_on_open(manager: MemoryManager) -> None:

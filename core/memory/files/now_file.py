@@ -169,6 +169,9 @@ def parse(text: str, agent: str) -> NowState:
         raise CorruptionError(f"NOW.md front matter is unreadable: {exc}") from exc
     if not isinstance(front, dict):
         raise CorruptionError("NOW.md front matter is not a mapping")
+    if "\x00" in text or any("\x00" in value for value in front.values() if isinstance(value, str)):
+        # never written by AgentOS (every field is checked text): one edited in would stop every update
+        raise CorruptionError("NOW.md holds a NUL character, which no field of it may hold")
     sections = _sections(body)
     plan = []
     for line in sections.get("Plan", []):
