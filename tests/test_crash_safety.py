@@ -188,6 +188,32 @@ def test_a_line_edited_into_json_nested_too_deep_to_parse_is_skipped(manager: Me
         assert again.append_log("THOUGHT", "entry 5") == 6
 
 
+@pytest.mark.parametrize("seq, ts, body", [
+    ("3", "2026-01-31T12:00:00.000Z", '{"text":"x","meta":[1,2]}'),            # AttributeError in the index
+    ("3", "2026-01-31T12:00:00.000Z", '{"text":"lone \\ud800 surrogate"}'),  # UnicodeEncodeError
+    ("3", "2026-01-31T12:00:00.000Z", '{"text":"a \\u0000 NUL"}'),           # what no entry is written with
+    (str(2**70), "2026-01-31T12:00:00.000Z", '{"text":"x"}'),                   # OverflowError in SQLite
+    ("-3", "2026-01-31T12:00:00.000Z", '{"text":"x"}'),
+    ("3", "yesterday", '{"text":"x"}'),                      # ValueError in the recall indexer's thread
+])
+def test_a_line_edited_into_another_shape_with_its_crc_is_skipped(manager: MemoryManager, seq: str, ts: str,
+                                                                  body: str) -> None:
+    """A line edited by hand, its CRC made to match, into what AgentOS never writes (metadata that is not an
+    object, a NUL or a lone surrogate escaped in JSON, a seq SQLite cannot hold or below 1, a time that is not
+    one) is a damaged line, reported and skipped: opening the agent ended in a traceback from the index."""
+    for i in range(5):
+        manager.append_log("THOUGHT", f"entry {i}")
+    lines = manager.paths.log_file.read_bytes().split(b"\n")
+    head = f"- {seq} {ts} THOUGHT {body}".encode()
+    lines[3] = head + b" crc32=%08x" % zlib.crc32(head)  # header is line 1, so seq 3 is line 4
+    manager.paths.log_file.write_bytes(b"\n".join(lines))
+    with MemoryManager("finn") as again:
+        assert [b.line_no for b in again.scan_log().bad_lines] == [4]
+        assert [e["content"] for e in again.read_log()] == ["entry 0", "entry 1", "entry 3", "entry 4"]
+        assert again.recall_memory("entry", min_score=0.0)
+        assert again.append_log("THOUGHT", "entry 5") == 6
+
+
 class _Counted(bytes):
     """A block read from LOG.md that counts the bytes each operation on it goes through."""
 

@@ -60,6 +60,8 @@ _ARCHIVE_PATH = re.compile(r"archive/LOG-(\d+)-(\d+)\.md")
 HEADER = "<!-- AgentOS LOG.md v1: one entry a line: - <seq> <utc-ts> <TYPE> <json> crc32=<hex> -->\n"
 CRC_MARK = b" crc32="
 MAX_METADATA_DEPTH = 32
+MAX_SEQ = 2**63 - 1
+"""The highest seq an entry may have: the largest integer SQLite stores."""
 
 
 @dataclass(frozen=True)
@@ -214,10 +216,19 @@ def decode_line(line: bytes) -> LogEntry:
         dash, seq, ts, entry_type, body = head.decode("utf-8").split(" ", 4)
         payload = load_json(body)
         number = int(seq)
+        datetime.fromisoformat(ts.replace("Z", "+00:00"))  # as every reader of the time takes it
     except (UnicodeDecodeError, ValueError) as exc:
         raise CorruptionError(f"entry cannot be parsed: {exc}") from exc
-    if dash != "-" or not isinstance(payload, dict) or not isinstance(payload.get("text"), str):
+    if dash != "-" or not isinstance(payload, dict) or not isinstance(payload.get("text"), str) \
+            or not isinstance(payload.get("meta") or {}, dict) or not (seq.isascii() and seq.isdigit()) \
+            or not 0 < number <= MAX_SEQ:
         raise CorruptionError("entry does not have the LOG.md shape")
+    if "\\u" in body:  # only a JSON escape puts in what no entry is written with: a NUL, a lone surrogate
+        try:
+            check_text(payload["text"], "its text")
+            check_metadata(payload.get("meta"), "its metadata")
+        except ValidationError as exc:
+            raise CorruptionError(f"entry cannot be read: {exc}") from exc
     return LogEntry(number, ts, entry_type, payload["text"], payload.get("meta") or {})
 
 
