@@ -498,6 +498,10 @@ def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(agents_home):
     served = agentos_process("mcp", "--agent", "finn", "--http", "127.0.0.1:99999")
     assert (served.returncode, served.stderr) == (
         2, "error: --http takes HOST:PORT, e.g. 127.0.0.1:8765; got '127.0.0.1:99999'\n")
+    # a digit to str.isdigit() that int() does not read: a ValueError traceback
+    served = agentos_process("mcp", "--agent", "finn", "--http", "127.0.0.1:\u00b2")
+    assert (served.returncode, served.stderr) == (
+        2, "error: --http takes HOST:PORT, e.g. 127.0.0.1:8765; got '127.0.0.1:\u00b2'\n")
 
 
 @pytest.mark.parametrize(("how", "source"),

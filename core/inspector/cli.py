@@ -37,7 +37,7 @@ def add_arguments(cli: argparse.ArgumentParser) -> None:
 
 def _port(text: str) -> int:
     """``--port``'s value: a TCP port, 0 to 65535 (a larger one raised an OverflowError from the socket)."""
-    if not text.isdigit() or int(text) > 65535:
+    if not (text.isascii() and text.isdigit()) or len(text) > 5 or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535 (0: any free one), got {text!r}")
     return int(text)
 

@@ -291,7 +291,9 @@ class Params:
         value = self.raw.get(name, [None])[-1]
         if value in (None, ""):
             return default
-        if not value.isdigit() or not low <= int(value) <= high:
+        # ASCII digits only, no more than the highest has: "²" is a digit to isdigit(), not to int()
+        if not (value.isascii() and value.isdigit()) or len(value) > len(str(high)) \
+                or not low <= int(value) <= high:
             raise ValidationError(f"parameter {name} must be a whole number from {low} to {high}, "
                                   f"got {shown(value)}")
         return int(value)

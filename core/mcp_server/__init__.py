@@ -109,7 +109,7 @@ def parse_address(text: str) -> tuple[str, int]:
         ValidationError: not of that form.
     """
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not (port.isascii() and port.isdigit()) or len(port) > 5 or not 0 < int(port) < 65536:
         raise ValidationError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765; got {shown(text)}")
     return host.strip("[]") or "127.0.0.1", int(port)
 
