@@ -110,7 +110,7 @@ def test_a_seq_that_is_not_a_now_version_is_refused(demo, serve):
     assert get(url, f"/api/agents/finn/now/diff?from=999999&to={newest}")[0] == 404
     assert get(url, f"/api/agents/finn/now/diff?to={newest}")[0] == 400
     assert get(url, f"/api/agents/finn/now/diff?from=x&to={newest}")[0] == 400
-    # digits Python's isdigit() takes but int() does not, and more digits than int() reads: a 500 and a traceback
+    # digits that isdigit() takes but int() does not, and more digits than int() reads: a 500 and a traceback
     for number in ("%C2%B2", "%E2%91%A0", "9" * 5000):
         assert get(url, f"/api/agents/finn/log?limit={number}")[0] == 400, number
         assert get(url, f"/api/agents/finn/now/diff?from={number}&to={newest}")[0] == 400, number
