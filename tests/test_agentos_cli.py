@@ -448,7 +448,7 @@ def test_memories_are_printed_with_their_control_characters_shown_not_obeyed(age
 @pytest.mark.parametrize(("argv", "usage"), (
     (("recall", "--agent", "finn", "--limit", "3", "deploy"), "usage: agentos recall "),
     (("reflect", "--agent", "finn", "--backnd", "openai"), "usage: agentos reflect "),
-    (("space", "add-member", "research", "--member", "writer"), "usage: agentos space add-member "),
+    (("space", "add-member", "research", "writer", "--readonly"), "usage: agentos space add-member "),
 ))
 def test_a_mistyped_option_is_refused_with_the_usage_of_its_own_command(agents_home, argv, usage):
     """An option the subcommand does not have is named with that subcommand's usage (its real options), not
