@@ -97,9 +97,9 @@ def execute(args: argparse.Namespace) -> int:
             _finish_reflection(engine)
             return code
         except KeyboardInterrupt:
-            # The run's own advice; run_cli then reports the interruption like any command's.
+            # The run's own advice is the one line said: run_cli's generic "interrupted" would repeat it.
             print("the run stopped: NOW.md says where; --resume continues it", file=sys.stderr)
-            raise
+            return exit_codes.INTERRUPTED
         finally:
             engine.manager.close()  # lets a background LOG.md compaction finish before exit
 

@@ -105,6 +105,27 @@ def test_system_prompt_order_and_freshness(server, agents_home, make_engine):
                                                                "umbrella?<|im_end|>\n<|im_start|>assistant\n")
 
 
+def test_ctrl_c_during_a_run_is_said_in_one_line_with_exit_code_130(agents_home, monkeypatch):
+    """Ctrl-C while a task runs prints the run's advice once (``the run stopped: ...``), not that and then a
+    second line ``interrupted``; the exit code is 130 and NOW.md keeps the objective for ``--resume``."""
+    from core.commands import main
+    from core.engine import Engine
+    from tests.inprocess import run_main
+
+    def interrupted(self, task):
+        self.manager.update_now(objective=task, state="active")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Engine, "run", interrupted)
+    MemoryManager("finn").close()
+    ran = run_main(main, ["run", "--agent", "finn", "--offline", "Write the report"])
+    assert ran.returncode == 130
+    notice, *said = ran.stderr.splitlines()
+    assert "OFFLINE backend" in notice and said == ["the run stopped: NOW.md says where; --resume continues it"], ran.stderr
+    with MemoryManager("finn") as manager:
+        assert manager.now_state().objective == "Write the report"
+
+
 def test_workspace_confines_paths(tmp_path):
     """read/write/list stay in the workspace: '..', absolute paths and escaping symlinks are refused."""
     outside = tmp_path / "outside"
