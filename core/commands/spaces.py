@@ -124,9 +124,9 @@ def _publish(args: argparse.Namespace) -> int:
 
 def _add(args: argparse.Namespace) -> int:
     agent = _member_argument(args)
+    access = READ_ONLY if args.read_only else READ_WRITE
     with Space(args.name) as one:
-        print(f"{args.name}: " + _members_text(one.add_member(agent, READ_ONLY if args.read_only else READ_WRITE)
-                                               .access))
+        print(f"{args.name}: " + _members_text(one.add_member(agent, access).access))
     return 0
 
 

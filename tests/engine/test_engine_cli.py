@@ -121,7 +121,8 @@ def test_ctrl_c_during_a_run_is_said_in_one_line_with_exit_code_130(agents_home,
     ran = run_main(main, ["run", "--agent", "finn", "--offline", "Write the report"])
     assert ran.returncode == 130
     notice, *said = ran.stderr.splitlines()
-    assert "OFFLINE backend" in notice and said == ["the run stopped: NOW.md says where; --resume continues it"], ran.stderr
+    assert "OFFLINE backend" in notice, ran.stderr
+    assert said == ["the run stopped: NOW.md says where; --resume continues it"], ran.stderr
     with MemoryManager("finn") as manager:
         assert manager.now_state().objective == "Write the report"
 

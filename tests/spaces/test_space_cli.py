@@ -51,7 +51,8 @@ def test_a_member_is_added_and_removed_also_with_member_as_create_takes_it(agent
                   ("remove-member", "research")):
         refused = agentos("space", *wrong)
         assert refused.returncode == exit_codes.USAGE
-        assert f"agentos space {wrong[0]} research AGENT (or --member AGENT)" in refused.stderr, refused.stderr
+        assert f"agentos space {wrong[0]} research AGENT (or --member AGENT)" in refused.stderr, \
+            refused.stderr
     assert Space("research").members().access == {"editor": "read-only", "researcher": "read-write"}
     assert agentos("space", "remove-member", "research", "--member", "editor").returncode == 0
     assert Space("research").members().access == {"researcher": "read-write"}
