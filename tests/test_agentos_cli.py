@@ -516,6 +516,24 @@ def test_compact_session_takes_the_backend_flags_of_agentos_run(agents_home):
     """``agentos compact-session`` is pointed at a model server with the flags ``agentos run`` takes
     (``--backend openai --host URL --model M``), as the offline warning it may print advises."""
     agentos("init", "--agent", "finn")
+    assert agentos("run", "--agent", "finn", "--offline", "status").returncode == 0  # the session "main"
     ran = agentos("compact-session", "--agent", "finn", "--backend", "openai", "--host", "http://127.0.0.1:9/v1",
                   "--model", "m")
     assert ran.stderr.startswith("backend: openai, model m at http://127.0.0.1:9/v1\n"), ran.stderr
+
+
+def test_compact_session_of_a_session_that_does_not_exist_names_those_there_are(agents_home):
+    """A mistyped ``--session`` is not found (exit 4) with the agent's sessions named, and creates no empty
+    conversation (which ``agentos status`` and the inspector would show); an agent with none is told how one
+    starts."""
+    agentos("init", "--agent", "finn")
+    ran = agentos("compact-session", "--agent", "finn", "--offline")
+    assert ran.returncode == 4
+    assert ran.stderr == ("error: agent finn has no session 'main'; it has none yet: agentos run --agent "
+                          "finn starts one\n")
+    assert agentos("run", "--agent", "finn", "--offline", "status").returncode == 0
+    ran = agentos("compact-session", "--agent", "finn", "--session", "mian", "--offline")
+    assert ran.returncode == 4
+    assert ran.stderr == "error: agent finn has no session 'mian'; its sessions: main (--session NAME)\n"
+    status = json.loads(agentos("status", "--agent", "finn", "--json").stdout)
+    assert status["conversations"] == 1

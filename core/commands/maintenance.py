@@ -83,7 +83,7 @@ def compact_session(args: argparse.Namespace) -> int:
     from core.engine import Engine  # the engine's imports are only paid by the commands that need it
 
     with Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host,
-                backend_name=args.backend) as engine:
+                backend_name=args.backend, new_session=False) as engine:
         print(engine.notice, file=sys.stderr)
         try:
             with Spinner("compacting"):

@@ -23,9 +23,10 @@ from core.config import Config, load_config
 from core.engine.conversation import CompactionReport, Conversation
 from core.engine.prompting.budgets import window_of
 from core.engine.prompting.context_builder import ContextBuilder
-from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError
+from core.errors import (AgentOSError, BackendError, ContextWindowTooSmallError, EngineError,
+                         SessionNotFoundError)
 from core.llm import Backend, PromptCounts, choose_backend, generate_with
-from core.memory.provider import Session, Summarizer
+from core.memory.provider import ListOptions, Session, Summarizer
 from core.engine.toolbox.memory_tool import memory_tools
 from core.engine.nodes.finalize import finalize
 from core.engine.nodes.load_memory import load_memory
@@ -116,14 +117,17 @@ class Engine:
         backend: Backend | None = None,
         config: Config | None = None,
         backend_name: str | None = None,
+        new_session: bool = True,
     ) -> None:
         """Open the agent (creating its memory on first use) and recover interrupted runs.
 
         ``backend_name`` (``--backend``: auto, ollama, openai, offline) overrides ``llm.backend``; ``backend``
-        is a backend object to use instead of choosing one.
+        is a backend object to use instead of choosing one. ``new_session=False`` opens only a session that
+        has a conversation already (``agentos compact-session``: a mistyped name creates none).
 
         Raises:
             InvalidAgentNameError, ConfigError: bad agent name or config; nothing is created.
+            SessionNotFoundError: ``new_session`` is False and the session has no conversation (exit code 4).
             LockTimeoutError: another engine is running this agent (with PostgreSQL: this session) (exit code
                 5).
         """
@@ -132,14 +136,14 @@ class Engine:
         self.manager = shared_manager(agent_name)
         self._lease = hold_lease(self.paths, self.config.storage, f"{self.paths.name}:{session}")
         try:
-            self._open(session, offline, model, host, backend, backend_name)
+            self._open(session, offline, model, host, backend, backend_name, new_session)
         except BaseException:
             self._lease.release()
             raise
         self.recovered = self.recover()
 
     def _open(self, session: str, offline: bool, model: str | None, host: str | None,
-              backend: Backend | None, backend_name: str | None) -> None:
+              backend: Backend | None, backend_name: str | None, new_session: bool) -> None:
         """Choose the backend, open the provider, the tools and the checkpointed graph."""
         if backend is None:
             choice = choose_backend(self.config.llm, offline=offline, model=model, host=host,
@@ -155,6 +159,8 @@ class Engine:
                                       summarizer=self._summarizer(), config=self.config.provider)
         name = self.paths.name
         self.session = Session(id=f"{name}:{session}", agent_id=name, user_id=LOCAL_USER, channel="cli")
+        if not new_session:
+            _existing_session(self.provider, self.session)
         self.conversation = Conversation(self.provider, self.session, self.paths,
                                          self.config.provider.fresh_tail,
                                          redactor=self.manager.facts.redactor)
@@ -363,3 +369,16 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+
+
+def _existing_session(provider: Any, session: Session) -> None:
+    """Refuse a session that has no conversation, naming those there are (nothing is created)."""
+    stored = provider.list_info(ListOptions(agent_id=session.agent_id, include_archived=True))
+    if any(info.id == session.id for info in stored):
+        return
+    prefix = f"{session.agent_id}:"
+    names = sorted(info.id.removeprefix(prefix) for info in stored)
+    fix = (f"its sessions: {', '.join(names)} (--session NAME)" if names else
+           f"it has none yet: agentos run --agent {session.agent_id} starts one")
+    missing = session.id.removeprefix(prefix)
+    raise SessionNotFoundError(f"agent {session.agent_id} has no session {missing!r}; {fix}")
