@@ -347,6 +347,34 @@ def test_a_dry_run_compaction_draws_no_bar_and_asks_no_model(agents_home):
     )
 
 
+def test_a_deterministic_summary_chosen_or_offline_is_not_warned_about(agents_home, monkeypatch, caplog):
+    """``memory.compact_summarizer: deterministic`` compacts with no warning that no LLM answers, and the
+    output does not say one was missing; an engine on the offline backend (the user was told there is no
+    model) has its LOG.md compactions look for none either (no server is probed, nothing is warned)."""
+    import core.llm
+    from core.engine import Engine
+    from tests.engine.conftest import write_config
+
+    def no_probe(*args, **kwargs):
+        raise AssertionError("a model server was looked for")
+
+    assert agentos("init", "--agent", "finn").returncode == 0
+    with MemoryManager("finn") as manager:
+        for step in range(3):
+            manager.append_log("THOUGHT", f"Step {step}: read the asyncio documentation")
+    monkeypatch.setattr(core.llm, "choose_backend", no_probe)
+    with Engine("finn", offline=True) as engine:
+        assert engine.manager.compaction.summarizer(automatic=True).generate is None
+        engine.manager.close()
+    write_config(agents_home, "memory:\n  compact_summarizer: deterministic\n")
+    with caplog.at_level("WARNING"):
+        compacted = agentos("compact-log", "--agent", "finn", "--force")
+    assert compacted.returncode == 0, compacted.stderr
+    assert ("summary: deterministic (extractive summary of the source: no model, or "
+            "memory.compact_summarizer: deterministic)") in compacted.stdout
+    assert not [r for r in caplog.records if r.name.startswith("core.")], caplog.records
+
+
 def test_progress_bars_are_drawn_only_on_a_terminal(agents_home):
     """compact-log and rebuild-index print their results, and no bar, when stderr is not a terminal."""
     assert agentos("init", "--agent", "finn").returncode == 0

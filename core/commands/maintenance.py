@@ -54,7 +54,7 @@ def compaction_text(report: CompactionReport, dry_run: bool) -> str:
         lines.append(f"LOG.md size: {report.bytes_before} -> {report.bytes_after} bytes")
         lines.append(f"archive: {report.archive_path}")
         note = (
-            " (no LLM reachable: extractive summary of the source)"
+            " (extractive summary of the source: no model, or memory.compact_summarizer: deterministic)"
             if report.summary_method == "deterministic"
             else ""
         )

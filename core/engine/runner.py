@@ -152,8 +152,9 @@ class Engine:
         else:
             self.notice = f"backend: {backend.name}, model {backend.model}"
         self.backend = backend
-        if backend.name != "offline" and self.config.memory.compact_summarizer == "llm":
-            # LOG.md summaries by the run's model
+        if backend.name == "offline":  # the user was told there is no model: compaction looks for none
+            self.manager.compaction.without_model = True
+        elif self.config.memory.compact_summarizer == "llm":  # LOG.md summaries by the run's model
             self.manager.compaction.summary_llm = generate_with(backend)
         self.provider = open_provider(None, open_database(self.paths, self.config.storage),
                                       summarizer=self._summarizer(), config=self.config.provider)
