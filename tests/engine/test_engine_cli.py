@@ -127,6 +127,24 @@ def test_ctrl_c_during_a_run_is_said_in_one_line_with_exit_code_130(agents_home,
         assert manager.now_state().objective == "Write the report"
 
 
+def test_a_task_given_with_resume_is_refused_not_dropped(agents_home):
+    """``--resume`` with a task (or --task-file) is a usage error that says why, before anything is written:
+    the task was dropped without a word while the interrupted run resumed (or nothing was there to resume)."""
+    from core.commands import main
+    from tests.inprocess import run_main
+
+    with MemoryManager("finn") as manager:
+        manager.update_now(objective="Write the report", state="interrupted")
+    log_file = agents_home / "finn" / "memory" / "LOG.md"
+    before = log_file.read_bytes()
+    for task in (["also send it to Maria"], ["--task-file", "task.md"]):
+        ran = run_main(main, ["run", "--agent", "finn", "--offline", "--resume", *task])
+        assert ran.returncode == 2
+        assert ran.stderr == ("error: --resume continues the interrupted run as it stood: give it no task (a "
+                              "task is a new request; the task \"Continue\" resumes too)\n")
+    assert log_file.read_bytes() == before
+
+
 def test_workspace_confines_paths(tmp_path):
     """read/write/list stay in the workspace: '..', absolute paths and escaping symlinks are refused."""
     outside = tmp_path / "outside"
