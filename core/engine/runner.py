@@ -29,9 +29,9 @@ from core.llm import Backend, PromptCounts, choose_backend, generate_with
 from core.memory.provider import ListOptions, Session, Summarizer
 from core.engine.toolbox.memory_tool import memory_tools
 from core.engine.nodes.finalize import finalize
-from core.engine.nodes.load_memory import load_memory
+from core.engine.nodes.load_memory import FINISHED, load_memory
 from core.engine.nodes.planner import planner
-from core.engine.nodes.runtime import Runtime, cut_warning, is_continue
+from core.engine.nodes.runtime import Runtime, cut_warning, is_continue, is_status
 from core.engine.task_input import mask_credentials
 from core.engine.nodes.tools import tools
 from core.paths import AgentPaths
@@ -277,7 +277,8 @@ class Engine:
             raise EngineError("nothing to resume: the last turn finished and NOW.md has no open objective")
         self.runtime.resumed = True
         try:
-            return self._invoke(None, f"resume: {pending.get('task', '')}")
+            task = pending.get("task", "")
+            return self._invoke(None, f"resume: {task}", request=task)
         finally:
             self.runtime.resumed = False
 
@@ -296,16 +297,18 @@ class Engine:
             tool_calls_done=0, retries=0, errors=[], final_response="", outcome="",
         )
 
-    def _invoke(self, state: AgentState | None, objective: str) -> TurnResult:
+    def _invoke(self, state: AgentState | None, objective: str, request: str | None = None) -> TurnResult:
+        """Run the graph from ``state`` (None: the checkpoint) as the run ``objective``; ``request`` is the
+        user's request of a resumed turn (else ``objective``)."""
         run_id = uuid.uuid4().hex[:12]
         try:
             # before RUN_START: another engine never takes it for a dead run
             with self._lease.running(run_id):
-                return self._run(state, objective, run_id)
+                return self._run(state, objective, run_id, objective if request is None else request)
         finally:
             self.manager.reflect_soon(self.backend)  # learns from the run in the background; never waits
 
-    def _run(self, state: AgentState | None, objective: str, run_id: str) -> TurnResult:
+    def _run(self, state: AgentState | None, objective: str, run_id: str, request: str) -> TurnResult:
         self.manager.start_run(mask_credentials(objective)[:300], run_id=run_id)
         self.runtime.run_id = run_id
         self.runtime.cut_replies = []
@@ -317,7 +320,7 @@ class Engine:
         try:
             final = self.graph.invoke(state, self.thread, durability="sync")
         except BaseException as exc:
-            self._fail(run_id, exc)
+            self._fail(run_id, exc, request)
             raise
         usage = counts.since(before) if before is not None else None
         if usage is not None:
@@ -333,7 +336,7 @@ class Engine:
         return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0),
                           usage, (warning,) if warning else ())
 
-    def _fail(self, run_id: str, exc: BaseException) -> None:
+    def _fail(self, run_id: str, exc: BaseException, task: str) -> None:
         """Self-annealing for an error that stops the run: log it, NOW says what to do, RUN_END error."""
         # Ctrl-C, or `| head` stopped reading the reply
         if isinstance(exc, (KeyboardInterrupt, BrokenPipeError)):
@@ -348,6 +351,11 @@ class Engine:
             return
         line = f"{type(exc).__name__}: {exc}"
         self.manager.append_system("ERROR", line, {"run_id": run_id, "traceback": traceback.format_exc()})
+        if is_status(task) or (is_continue(task) and self.manager.now_state().status in FINISHED):
+            # The request only read NOW (or found nothing to continue): its failure reopens no objective, or
+            # --resume would run a finished request again.
+            self.manager.end_run(run_id, "error", line[:500])
+            return
         self.manager.update_now(
             state="error", current_step="Error encountered - recovery needed", blockers=[line[:300]],
             next_steps=["Review LOG.md", "Fix the cause (see the error)", "Run again with --resume"],
