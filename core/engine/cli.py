@@ -20,8 +20,8 @@ import sys
 from typing import Callable
 
 from core.config import load_config
-from core.errors import ValidationError
 from core.engine.task_input import check_task, read_task
+from core.errors import ValidationError
 from core.paths import AgentPaths, existing_agent
 from core.terminal import ReplyDisplay, Spinner, exit_codes, progress, run_cli
 

@@ -379,7 +379,6 @@ class Engine:
         self.close()
 
 
-
 def _existing_session(provider: Any, session: Session) -> None:
     """Refuse a session that has no conversation, naming those there are (nothing is created)."""
     stored = provider.list_info(ListOptions(agent_id=session.agent_id, include_archived=True))
