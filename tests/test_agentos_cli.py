@@ -347,6 +347,34 @@ def test_a_dry_run_compaction_draws_no_bar_and_asks_no_model(agents_home):
     )
 
 
+def test_a_deterministic_summary_chosen_or_offline_is_not_warned_about(agents_home, monkeypatch, caplog):
+    """``memory.compact_summarizer: deterministic`` compacts with no warning that no LLM answers, and the
+    output does not say one was missing; an engine on the offline backend (the user was told there is no
+    model) has its LOG.md compactions look for none either (no server is probed, nothing is warned)."""
+    import core.llm
+    from core.engine import Engine
+    from tests.engine.conftest import write_config
+
+    def no_probe(*args, **kwargs):
+        raise AssertionError("a model server was looked for")
+
+    assert agentos("init", "--agent", "finn").returncode == 0
+    with MemoryManager("finn") as manager:
+        for step in range(3):
+            manager.append_log("THOUGHT", f"Step {step}: read the asyncio documentation")
+    monkeypatch.setattr(core.llm, "choose_backend", no_probe)
+    with Engine("finn", offline=True) as engine:
+        assert engine.manager.compaction.summarizer(automatic=True).generate is None
+        engine.manager.close()
+    write_config(agents_home, "memory:\n  compact_summarizer: deterministic\n")
+    with caplog.at_level("WARNING"):
+        compacted = agentos("compact-log", "--agent", "finn", "--force")
+    assert compacted.returncode == 0, compacted.stderr
+    assert ("summary: deterministic (extractive summary of the source: no model, or "
+            "memory.compact_summarizer: deterministic)") in compacted.stdout
+    assert not [r for r in caplog.records if r.name.startswith("core.")], caplog.records
+
+
 def test_progress_bars_are_drawn_only_on_a_terminal(agents_home):
     """compact-log and rebuild-index print their results, and no bar, when stderr is not a terminal."""
     assert agentos("init", "--agent", "finn").returncode == 0
@@ -448,7 +476,7 @@ def test_memories_are_printed_with_their_control_characters_shown_not_obeyed(age
 @pytest.mark.parametrize(("argv", "usage"), (
     (("recall", "--agent", "finn", "--limit", "3", "deploy"), "usage: agentos recall "),
     (("reflect", "--agent", "finn", "--backnd", "openai"), "usage: agentos reflect "),
-    (("space", "add-member", "research", "--member", "writer"), "usage: agentos space add-member "),
+    (("space", "add-member", "research", "writer", "--readonly"), "usage: agentos space add-member "),
 ))
 def test_a_mistyped_option_is_refused_with_the_usage_of_its_own_command(agents_home, argv, usage):
     """An option the subcommand does not have is named with that subcommand's usage (its real options), not
@@ -520,6 +548,24 @@ def test_compact_session_takes_the_backend_flags_of_agentos_run(agents_home):
     """``agentos compact-session`` is pointed at a model server with the flags ``agentos run`` takes
     (``--backend openai --host URL --model M``), as the offline warning it may print advises."""
     agentos("init", "--agent", "finn")
+    assert agentos("run", "--agent", "finn", "--offline", "status").returncode == 0  # the session "main"
     ran = agentos("compact-session", "--agent", "finn", "--backend", "openai", "--host", "http://127.0.0.1:9/v1",
                   "--model", "m")
     assert ran.stderr.startswith("backend: openai, model m at http://127.0.0.1:9/v1\n"), ran.stderr
+
+
+def test_compact_session_of_a_session_that_does_not_exist_names_those_there_are(agents_home):
+    """A mistyped ``--session`` is not found (exit 4) with the agent's sessions named, and creates no empty
+    conversation (which ``agentos status`` and the inspector would show); an agent with none is told how one
+    starts."""
+    agentos("init", "--agent", "finn")
+    ran = agentos("compact-session", "--agent", "finn", "--offline")
+    assert ran.returncode == 4
+    assert ran.stderr == ("error: agent finn has no session 'main'; it has none yet: agentos run --agent "
+                          "finn starts one\n")
+    assert agentos("run", "--agent", "finn", "--offline", "status").returncode == 0
+    ran = agentos("compact-session", "--agent", "finn", "--session", "mian", "--offline")
+    assert ran.returncode == 4
+    assert ran.stderr == "error: agent finn has no session 'mian'; its sessions: main (--session NAME)\n"
+    status = json.loads(agentos("status", "--agent", "finn", "--json").stdout)
+    assert status["conversations"] == 1

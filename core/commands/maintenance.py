@@ -54,7 +54,7 @@ def compaction_text(report: CompactionReport, dry_run: bool) -> str:
         lines.append(f"LOG.md size: {report.bytes_before} -> {report.bytes_after} bytes")
         lines.append(f"archive: {report.archive_path}")
         note = (
-            " (no LLM reachable: extractive summary of the source)"
+            " (extractive summary of the source: no model, or memory.compact_summarizer: deterministic)"
             if report.summary_method == "deterministic"
             else ""
         )
@@ -83,7 +83,7 @@ def compact_session(args: argparse.Namespace) -> int:
     from core.engine import Engine  # the engine's imports are only paid by the commands that need it
 
     with Engine(args.agent, session=args.session, offline=args.offline, model=args.model, host=args.host,
-                backend_name=args.backend) as engine:
+                backend_name=args.backend, new_session=False) as engine:
         print(engine.notice, file=sys.stderr)
         try:
             with Spinner("compacting"):

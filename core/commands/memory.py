@@ -141,7 +141,8 @@ def recall(args: argparse.Namespace) -> int:
          arg("--meaning-above", type=_score, metavar="X",
              help="with --query: forget instead the memories closer in meaning to TEXT than X (cosine, e.g. "
                   "0.6)"),
-         arg("--before", metavar="DATE", help="forget what happened before this date, e.g. 2023-05-08"),
+         arg("--before", metavar="DATE",
+             help="forget what happened before this date, e.g. 2023-05-08 or '30 days ago'"),
          arg("--kind", choices=KINDS, action="append", help="only this kind of memory (repeat for several)"),
          arg("--limit", type=whole_number(1, forgetting.MAX_LIMIT), default=100, metavar="N",
              help="forget at most N memories (default 100)"),

@@ -43,11 +43,11 @@ def mcp(args: argparse.Namespace) -> int:
     from core.mcp_server import parse_address, serve  # the SDK is loaded only by this command
 
     if args.http:
-        parse_address(args.http)  # a bad address is refused before the server announces it
-        print(f"agentos mcp: agent {args.agent} at http://{args.http}/mcp", file=sys.stderr)
+        parse_address(args.http)  # a bad address is refused before the memory is opened
     elif sys.stdin.isatty():  # a person, not a client: stdout is the protocol, so this goes to stderr
         print(STDIO_GREETING.format(agent=args.agent), file=sys.stderr)
-    serve(args.agent, http=args.http, session=args.session, allow_hosts=args.allow_host)
+    serve(args.agent, http=args.http, session=args.session, allow_hosts=args.allow_host,
+          listening=lambda url: print(f"agentos mcp: agent {args.agent} at {url}", file=sys.stderr))
     return 0
 
 

@@ -39,12 +39,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                          help="metadata kept with the memory, e.g. source=\"field notes\" (repeat)")
     publish.add_argument(*JSON.flags, **JSON.options)
     add = actions.add_parser("add-member", help="add a member (or change its access)")
-    add.add_argument("name")
-    add.add_argument("agent")
-    add.add_argument("--read-only", action="store_true", help="it may read but not publish")
     remove = actions.add_parser("remove-member", help="remove a member: it can no longer read or publish")
-    remove.add_argument("name")
-    remove.add_argument("agent")
+    for change in (add, remove):
+        change.add_argument("name")
+        change.add_argument("agent", nargs="?", help="the agent (or --member AGENT, as create takes it)")
+        change.add_argument("--member", metavar="AGENT", help=argparse.SUPPRESS)
+    add.add_argument("--read-only", action="store_true", help="it may read but not publish")
     rebuild = actions.add_parser("rebuild-index", help="rebuild index.db from the space's journal")
     rebuild.add_argument("name")
     move = actions.add_parser("move-index",
@@ -123,17 +123,26 @@ def _publish(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
+    agent = _member_argument(args)
+    access = READ_ONLY if args.read_only else READ_WRITE
     with Space(args.name) as one:
-        print(f"{args.name}: " + _members_text(one.add_member(args.agent,
-                                                              READ_ONLY if args.read_only else READ_WRITE)
-                                               .access))
+        print(f"{args.name}: " + _members_text(one.add_member(agent, access).access))
     return 0
 
 
 def _remove(args: argparse.Namespace) -> int:
+    agent = _member_argument(args)
     with Space(args.name) as one:
-        print(f"{args.name}: " + _members_text(one.remove_member(args.agent).access))
+        print(f"{args.name}: " + _members_text(one.remove_member(agent).access))
     return 0
+
+
+def _member_argument(args: argparse.Namespace) -> str:
+    """The agent of add-member/remove-member, given after the space or with --member as create takes it."""
+    if (args.agent is None) == (args.member is None):
+        raise ValidationError(f"name one agent: agentos space {args.action} {args.name} AGENT "
+                              f"(or --member AGENT)")
+    return args.agent if args.agent is not None else args.member
 
 
 def _rebuild(args: argparse.Namespace) -> int:

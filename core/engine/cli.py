@@ -21,6 +21,7 @@ from typing import Callable
 
 from core.config import load_config
 from core.engine.task_input import check_task, read_task
+from core.errors import ValidationError
 from core.paths import AgentPaths, existing_agent
 from core.terminal import ReplyDisplay, Spinner, exit_codes, progress, run_cli
 
@@ -70,9 +71,12 @@ def execute(args: argparse.Namespace) -> int:
         existing_agent(args.agent)  # an unknown agent is an error that lists the agents, not a new one
     # The task is read and checked before the backend is chosen (which may wait for a server) and before
     # anything is written: an empty or oversize task is a usage error that changes nothing.
+    if args.resume and (args.task is not None or args.task_file is not None):
+        raise ValidationError("--resume continues the interrupted run as it stood: give it no task (a task "
+                              "is a new request; the task \"Continue\" resumes too)")
     limit = load_config(AgentPaths.for_agent(args.agent)).memory.max_entry_bytes
     task = read_task(args.task, args.task_file, limit)
-    if task is not None and not args.resume:
+    if task is not None:
         check_task(task, limit)
     # Importing the engine and opening the agent take seconds: the spinner says so, and is gone before the
     # notice and the first prompt are printed.
@@ -97,9 +101,9 @@ def execute(args: argparse.Namespace) -> int:
             _finish_reflection(engine)
             return code
         except KeyboardInterrupt:
-            # The run's own advice; run_cli then reports the interruption like any command's.
+            # The run's own advice is the one line said: run_cli's generic "interrupted" would repeat it.
             print("the run stopped: NOW.md says where; --resume continues it", file=sys.stderr)
-            raise
+            return exit_codes.INTERRUPTED
         finally:
             engine.manager.close()  # lets a background LOG.md compaction finish before exit
 

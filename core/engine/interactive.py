@@ -105,7 +105,7 @@ class Session:
                 print(f"\n{LEAVE_HINT}", file=sys.stderr)
                 continue
             interrupted = False
-            if line in ("/exit", "/quit"):
+            if line.partition(" ")[0] in ("/exit", "/quit"):  # "/exit now" too, as "/status now" is /status
                 return
             if line:
                 self._one(line)

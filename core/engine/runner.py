@@ -23,14 +23,15 @@ from core.config import Config, load_config
 from core.engine.conversation import CompactionReport, Conversation
 from core.engine.prompting.budgets import window_of
 from core.engine.prompting.context_builder import ContextBuilder
-from core.errors import AgentOSError, BackendError, ContextWindowTooSmallError, EngineError
+from core.errors import (AgentOSError, BackendError, ContextWindowTooSmallError, EngineError,
+                         SessionNotFoundError)
 from core.llm import Backend, PromptCounts, choose_backend, generate_with
-from core.memory.provider import Session, Summarizer
+from core.memory.provider import ListOptions, Session, Summarizer
 from core.engine.toolbox.memory_tool import memory_tools
 from core.engine.nodes.finalize import finalize
-from core.engine.nodes.load_memory import load_memory
+from core.engine.nodes.load_memory import FINISHED, load_memory
 from core.engine.nodes.planner import planner
-from core.engine.nodes.runtime import Runtime, cut_warning, is_continue
+from core.engine.nodes.runtime import Runtime, cut_warning, is_continue, is_status
 from core.engine.task_input import mask_credentials
 from core.engine.nodes.tools import tools
 from core.paths import AgentPaths
@@ -116,14 +117,17 @@ class Engine:
         backend: Backend | None = None,
         config: Config | None = None,
         backend_name: str | None = None,
+        new_session: bool = True,
     ) -> None:
         """Open the agent (creating its memory on first use) and recover interrupted runs.
 
         ``backend_name`` (``--backend``: auto, ollama, openai, offline) overrides ``llm.backend``; ``backend``
-        is a backend object to use instead of choosing one.
+        is a backend object to use instead of choosing one. ``new_session=False`` opens only a session that
+        has a conversation already (``agentos compact-session``: a mistyped name creates none).
 
         Raises:
             InvalidAgentNameError, ConfigError: bad agent name or config; nothing is created.
+            SessionNotFoundError: ``new_session`` is False and the session has no conversation (exit code 4).
             LockTimeoutError: another engine is running this agent (with PostgreSQL: this session) (exit code
                 5).
         """
@@ -132,14 +136,14 @@ class Engine:
         self.manager = shared_manager(agent_name)
         self._lease = hold_lease(self.paths, self.config.storage, f"{self.paths.name}:{session}")
         try:
-            self._open(session, offline, model, host, backend, backend_name)
+            self._open(session, offline, model, host, backend, backend_name, new_session)
         except BaseException:
             self._lease.release()
             raise
         self.recovered = self.recover()
 
     def _open(self, session: str, offline: bool, model: str | None, host: str | None,
-              backend: Backend | None, backend_name: str | None) -> None:
+              backend: Backend | None, backend_name: str | None, new_session: bool) -> None:
         """Choose the backend, open the provider, the tools and the checkpointed graph."""
         if backend is None:
             choice = choose_backend(self.config.llm, offline=offline, model=model, host=host,
@@ -148,13 +152,16 @@ class Engine:
         else:
             self.notice = f"backend: {backend.name}, model {backend.model}"
         self.backend = backend
-        if backend.name != "offline" and self.config.memory.compact_summarizer == "llm":
-            # LOG.md summaries by the run's model
+        if backend.name == "offline":  # the user was told there is no model: compaction looks for none
+            self.manager.compaction.without_model = True
+        elif self.config.memory.compact_summarizer == "llm":  # LOG.md summaries by the run's model
             self.manager.compaction.summary_llm = generate_with(backend)
         self.provider = open_provider(None, open_database(self.paths, self.config.storage),
                                       summarizer=self._summarizer(), config=self.config.provider)
         name = self.paths.name
         self.session = Session(id=f"{name}:{session}", agent_id=name, user_id=LOCAL_USER, channel="cli")
+        if not new_session:
+            _existing_session(self.provider, self.session)
         self.conversation = Conversation(self.provider, self.session, self.paths,
                                          self.config.provider.fresh_tail,
                                          redactor=self.manager.facts.redactor)
@@ -270,7 +277,8 @@ class Engine:
             raise EngineError("nothing to resume: the last turn finished and NOW.md has no open objective")
         self.runtime.resumed = True
         try:
-            return self._invoke(None, f"resume: {pending.get('task', '')}")
+            task = pending.get("task", "")
+            return self._invoke(None, f"resume: {task}", request=task)
         finally:
             self.runtime.resumed = False
 
@@ -289,16 +297,18 @@ class Engine:
             tool_calls_done=0, retries=0, errors=[], final_response="", outcome="",
         )
 
-    def _invoke(self, state: AgentState | None, objective: str) -> TurnResult:
+    def _invoke(self, state: AgentState | None, objective: str, request: str | None = None) -> TurnResult:
+        """Run the graph from ``state`` (None: the checkpoint) as the run ``objective``; ``request`` is the
+        user's request of a resumed turn (else ``objective``)."""
         run_id = uuid.uuid4().hex[:12]
         try:
             # before RUN_START: another engine never takes it for a dead run
             with self._lease.running(run_id):
-                return self._run(state, objective, run_id)
+                return self._run(state, objective, run_id, objective if request is None else request)
         finally:
             self.manager.reflect_soon(self.backend)  # learns from the run in the background; never waits
 
-    def _run(self, state: AgentState | None, objective: str, run_id: str) -> TurnResult:
+    def _run(self, state: AgentState | None, objective: str, run_id: str, request: str) -> TurnResult:
         self.manager.start_run(mask_credentials(objective)[:300], run_id=run_id)
         self.runtime.run_id = run_id
         self.runtime.cut_replies = []
@@ -310,7 +320,7 @@ class Engine:
         try:
             final = self.graph.invoke(state, self.thread, durability="sync")
         except BaseException as exc:
-            self._fail(run_id, exc)
+            self._fail(run_id, exc, request)
             raise
         usage = counts.since(before) if before is not None else None
         if usage is not None:
@@ -326,7 +336,7 @@ class Engine:
         return TurnResult(response, outcome, run_id, final.get("steps", 0), final.get("tool_calls_done", 0),
                           usage, (warning,) if warning else ())
 
-    def _fail(self, run_id: str, exc: BaseException) -> None:
+    def _fail(self, run_id: str, exc: BaseException, task: str) -> None:
         """Self-annealing for an error that stops the run: log it, NOW says what to do, RUN_END error."""
         # Ctrl-C, or `| head` stopped reading the reply
         if isinstance(exc, (KeyboardInterrupt, BrokenPipeError)):
@@ -341,6 +351,11 @@ class Engine:
             return
         line = f"{type(exc).__name__}: {exc}"
         self.manager.append_system("ERROR", line, {"run_id": run_id, "traceback": traceback.format_exc()})
+        if is_status(task) or (is_continue(task) and self.manager.now_state().status in FINISHED):
+            # The request only read NOW (or found nothing to continue): its failure reopens no objective, or
+            # --resume would run a finished request again.
+            self.manager.end_run(run_id, "error", line[:500])
+            return
         self.manager.update_now(
             state="error", current_step="Error encountered - recovery needed", blockers=[line[:300]],
             next_steps=["Review LOG.md", "Fix the cause (see the error)", "Run again with --resume"],
@@ -363,3 +378,15 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+
+def _existing_session(provider: Any, session: Session) -> None:
+    """Refuse a session that has no conversation, naming those there are (nothing is created)."""
+    stored = provider.list_info(ListOptions(agent_id=session.agent_id, include_archived=True))
+    if any(info.id == session.id for info in stored):
+        return
+    prefix = f"{session.agent_id}:"
+    names = sorted(info.id.removeprefix(prefix) for info in stored)
+    fix = (f"its sessions: {', '.join(names)} (--session NAME)" if names else
+           f"it has none yet: agentos run --agent {session.agent_id} starts one")
+    missing = session.id.removeprefix(prefix)
+    raise SessionNotFoundError(f"agent {session.agent_id} has no session {missing!r}; {fix}")

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Sequence
+from typing import AsyncIterator, Callable, Sequence
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
@@ -124,14 +126,15 @@ def transport_security(host: str, port: int, extra: Sequence[str] = ()) -> Trans
 
 
 def serve(agent: str, *, http: str | None = None, session: str = "main",
-          allow_hosts: Sequence[str] = ()) -> None:
+          allow_hosts: Sequence[str] = (), listening: Callable[[str], None] | None = None) -> None:
     """Serve ``agent``'s memory over stdio, or over streamable HTTP at ``http`` (``HOST:PORT``) until stopped.
 
     Over HTTP, only requests addressed to the bound address, a loopback name or one of ``allow_hosts``
-    (their ``Host`` header) are answered.
+    (their ``Host`` header) are answered; ``listening(url)`` is called once the address is bound.
 
     Raises:
         KeyboardInterrupt: Ctrl-C stopped the stdio server (after it closed the agent's memory).
+        ValidationError: the HTTP address cannot be bound (taken, or not this machine's).
     """
     address = parse_address(http) if http is not None else None
     server = build_server(agent, session=session)
@@ -142,8 +145,28 @@ def serve(agent: str, *, http: str | None = None, session: str = "main",
             raise KeyboardInterrupt  # stopped cleanly; the command line reports it as any Ctrl-C
         return
     host, port = address
+    listener = _bind(host, port)
     if not is_loopback(host):
         log.warning("the MCP server listens on %s: anyone who can reach it can read and write %s's memory, "
                     "secrets included through get_fact", host, agent)
-    server.run("streamable-http", host=host, port=port,
-               transport_security=transport_security(host, port, allow_hosts))
+    if listening is not None:
+        listening(f"http://{http}/mcp")
+    import uvicorn  # the SDK's own server for streamable HTTP, given the socket bound here
+
+    security = transport_security(host, port, allow_hosts)
+    app = server.streamable_http_app(transport_security=security, host=host)
+    with listener:
+        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run(sockets=[listener])
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A socket listening at ``host:port``, bound before the server is announced, so that a taken port is
+    one line that names the fix (the SDK's server logged its error after the address was announced and
+    exited 3, the code of a blocked run)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)  # create_server adds the address to strerror
+        raise ValidationError(f"cannot listen on {host}:{port}: {why}; choose another port with --http "
+                              "HOST:PORT") from exc

@@ -351,7 +351,8 @@ class MemoryManager(Reads):
         Args:
             query: forget what says every word of it (stop words aside, stemmed), ``limit`` at most; a list:
                 ids.
-            before: forget what happened before this time (datetime, ISO-8601 or a written date).
+            before: forget what happened before this time (datetime, ISO-8601 or a written date), or before
+                the start of a period ("30 days ago", "last week").
             ids: forget exactly these ids. kind: only memories of this kind (or kinds).
             meaning_above: with ``query``, forget instead what is closer in meaning to it (cosine, 0-1) than
                 this.

@@ -4,6 +4,8 @@ databases."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 
 from core.errors import ToolArgumentError, ValidationError
@@ -100,3 +102,19 @@ def test_the_forget_skill_takes_the_same_rule_and_lists_why(ada):
     assert done["count"] == 1 and done["forgotten"] == [listed["matched"][0]["id"]]
     with pytest.raises(ToolArgumentError, match="not both"):
         forget_memory(agent_name="ada", memory_id=done["forgotten"][0], query="topic")
+
+
+def test_before_takes_a_period_as_recall_since_does(agents_home):
+    """``before="30 days ago"`` (or "yesterday", "last week") is before that period's first moment, as
+    recall's ``since`` reads it; a phrase that is neither a date nor a period is refused, naming both
+    forms."""
+    now = datetime.now(timezone.utc)
+    with MemoryManager("ada") as manager:
+        manager.store_memories([{"content": f"Standup notes from {days} days back",
+                                 "occurred_at": (now - timedelta(days=days)).isoformat()}
+                                for days in (40, 10)])
+        assert contents(manager, manager.forget_memories(before="30 days ago", dry_run=True)) == [
+            "Standup notes from 40 days back"]
+        assert len(manager.forget_memories(before="yesterday", dry_run=True)) == 2
+        with pytest.raises(ValidationError, match="or a period such as 'last week'"):
+            manager.forget_memories(before="30 dais ago", dry_run=True)

@@ -224,3 +224,22 @@ def test_auto_backend_at_an_openai_address_names_the_openai_server_only(agents_h
     result = run_cli("--agent", "finn", "hello")  # the server is gone
     assert f"No OpenAI-compatible server answers at {server.host}/v1. " in result.stderr
     assert "Ollama answers" not in result.stderr
+
+
+def test_a_status_request_that_fails_reopens_no_finished_objective(agents_home):
+    """"status" (or "continue" with nothing open) only reads NOW: when the model server is down its run ends
+    in error (ERROR and RUN_END logged, exit code 6), and NOW still says the last objective is done. It said
+    that objective hit the error and advised --resume, which would have run the finished request again."""
+    with MemoryManager("finn") as memory:
+        memory.update_now(objective="Publish the notes", state="done",
+                          current_step="Finished the last request")
+    for task in ("status", "continue"):
+        result = run_cli("--agent", "finn", "--backend", "openai", "--host", "http://127.0.0.1:9/v1",
+                         "--model", "m", task)
+        assert result.returncode == 6, result.stderr
+    with MemoryManager("finn") as memory:
+        now = memory.now_state()
+        assert (now.status, now.objective, now.blockers) == ("done", "Publish the notes", ())
+        entries = memory.scan_log().entries
+    assert [e.type for e in entries].count("ERROR") == 2
+    assert [e.metadata["outcome"] for e in entries if e.type == "RUN_END"] == ["error", "error"]

@@ -105,6 +105,46 @@ def test_system_prompt_order_and_freshness(server, agents_home, make_engine):
                                                                "umbrella?<|im_end|>\n<|im_start|>assistant\n")
 
 
+def test_ctrl_c_during_a_run_is_said_in_one_line_with_exit_code_130(agents_home, monkeypatch):
+    """Ctrl-C while a task runs prints the run's advice once (``the run stopped: ...``), not that and then a
+    second line ``interrupted``; the exit code is 130 and NOW.md keeps the objective for ``--resume``."""
+    from core.commands import main
+    from core.engine import Engine
+    from tests.inprocess import run_main
+
+    def interrupted(self, task):
+        self.manager.update_now(objective=task, state="active")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Engine, "run", interrupted)
+    MemoryManager("finn").close()
+    ran = run_main(main, ["run", "--agent", "finn", "--offline", "Write the report"])
+    assert ran.returncode == 130
+    notice, *said = ran.stderr.splitlines()
+    assert "OFFLINE backend" in notice, ran.stderr
+    assert said == ["the run stopped: NOW.md says where; --resume continues it"], ran.stderr
+    with MemoryManager("finn") as manager:
+        assert manager.now_state().objective == "Write the report"
+
+
+def test_a_task_given_with_resume_is_refused_not_dropped(agents_home):
+    """``--resume`` with a task (or --task-file) is a usage error that says why, before anything is written:
+    the task was dropped without a word while the interrupted run resumed (or nothing was there to resume)."""
+    from core.commands import main
+    from tests.inprocess import run_main
+
+    with MemoryManager("finn") as manager:
+        manager.update_now(objective="Write the report", state="interrupted")
+    log_file = agents_home / "finn" / "memory" / "LOG.md"
+    before = log_file.read_bytes()
+    for task in (["also send it to Maria"], ["--task-file", "task.md"]):
+        ran = run_main(main, ["run", "--agent", "finn", "--offline", "--resume", *task])
+        assert ran.returncode == 2
+        assert ran.stderr == ("error: --resume continues the interrupted run as it stood: give it no task (a "
+                              "task is a new request; the task \"Continue\" resumes too)\n")
+    assert log_file.read_bytes() == before
+
+
 def test_workspace_confines_paths(tmp_path):
     """read/write/list stay in the workspace: '..', absolute paths and escaping symlinks are refused."""
     outside = tmp_path / "outside"

@@ -57,6 +57,16 @@ def test_a_status_question_leaves_now_as_it_was(agents_home):
                                                                ["Draft the intro"])
 
 
+def test_exit_with_words_after_it_leaves(agents_home):
+    """``/exit now`` leaves as ``/exit`` does (as ``/status now`` is ``/status``): it was answered ``unknown
+    command /exit`` with a list that names /exit, and the session went on."""
+    result = run_cli("--agent", "finn", "--offline", stdin="/exit now\nremember that my city is Porto\n")
+    assert result.returncode == 0, result.stderr
+    assert "unknown command" not in result.stdout
+    with MemoryManager("finn") as memory:
+        assert memory.get_fact("city") is None
+
+
 def test_interactive_commands_say_what_they_did(agents_home):
     """/compact with nothing to compact says so (and logs no compaction), /status gives the backend in one
     line (the offline warning is printed once, at start), and an unknown command is called unknown."""

@@ -372,6 +372,18 @@ def test_non_loopback_address_warns(finn):
     assert result.returncode == 2 and "HOST:PORT" in result.stderr
 
 
+def test_an_http_address_already_taken_is_one_line_with_exit_code_2(finn):
+    """--http on a port another server holds says so in one line that names the fix, exit code 2 as for any
+    address it cannot use, before it announces an address it does not serve (the SDK's server announced it,
+    logged its own error and exited 3, the code of a blocked run)."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = run_main(agentos_main, ["mcp", "--agent", "finn", "--http", f"127.0.0.1:{port}"])
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (f"error: cannot listen on 127.0.0.1:{port}: Address already in use; choose "
+                             "another port with --http HOST:PORT\n")
+
+
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": {"name": "a-test", "version": "1"}}}

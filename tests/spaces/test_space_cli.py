@@ -39,6 +39,25 @@ def test_create_list_show_and_change_members(agents_home):
     assert agentos("space", "create", "Bad/Name", "--member", "editor").returncode == exit_codes.USAGE
 
 
+def test_a_member_is_added_and_removed_also_with_member_as_create_takes_it(agents_home):
+    """``add-member``/``remove-member`` take the agent after the space, or with ``--member AGENT`` as
+    ``create`` does; none or both is a usage error that names the form and changes nothing."""
+    make_agents("researcher", "editor")
+    Space.create("research", {"researcher": "read-write"})
+    added = agentos("space", "add-member", "research", "--member", "editor", "--read-only")
+    assert added.returncode == 0, added.stderr
+    assert Space("research").members().access == {"editor": "read-only", "researcher": "read-write"}
+    for wrong in (("add-member", "research"), ("add-member", "research", "editor", "--member", "researcher"),
+                  ("remove-member", "research")):
+        refused = agentos("space", *wrong)
+        assert refused.returncode == exit_codes.USAGE
+        assert f"agentos space {wrong[0]} research AGENT (or --member AGENT)" in refused.stderr, \
+            refused.stderr
+    assert Space("research").members().access == {"editor": "read-only", "researcher": "read-write"}
+    assert agentos("space", "remove-member", "research", "--member", "editor").returncode == 0
+    assert Space("research").members().access == {"researcher": "read-write"}
+
+
 def test_recall_with_space_attributes_and_a_non_member_is_denied(agents_home):
     make_agents("researcher", "writer", "outsider")
     Space.create("research", {"researcher": "read-write", "writer": "read-only"})

@@ -41,6 +41,9 @@ class Compaction:
         self.name = name
         self.summary_llm: Generate | None = None
         """The LLM that summarises LOG.md (``generate(prompt) -> str``); None: chosen from the config."""
+        self.without_model = False
+        """True: the application runs on no model (the offline backend), so none is looked for: LOG.md
+        summaries are deterministic, as with ``memory.compact_summarizer: deterministic``."""
         self.summary_window: ContextWindow | None = None
         """That LLM's window (None: asked from its backend, else Ollama's default is assumed)."""
         self._closing = threading.Event()
@@ -79,13 +82,16 @@ class Compaction:
         choice = self.config.memory.compact_summarizer
         if choice not in ("llm", "deterministic"):
             raise ConfigError(f"memory.compact_summarizer must be llm or deterministic, got {shown(choice)}")
-        if choice == "deterministic" or self.config.llm.backend == "offline":
+        if choice == "deterministic" or self.config.llm.backend == "offline" or self.without_model:
             return None
         from core.llm import generate_with
         from core.llm import choose_backend
 
         backend = choose_backend(self.config.llm).backend
-        return None if backend.name == "offline" else generate_with(backend)
+        if backend.name == "offline":
+            log.warning("no model server answers for LOG.md compaction: the deterministic summary is used")
+            return None
+        return generate_with(backend)
 
     def after_append(self) -> None:
         """Start a compaction in the background if LOG.md crossed a threshold."""

@@ -84,7 +84,7 @@ class LogSummarizer:
     def summarize(self, entries: Sequence[LogEntry]) -> Summary:
         self.calls = self.failures = 0
         if self.generate is None:
-            log.warning("no LLM backend for LOG.md compaction: using the deterministic summary")
+            log.info("no LLM for LOG.md compaction: the deterministic summary")
             return self.deterministic(entries)
         model = BoundedModel(self.generate, self.timeout_s, self.deadline_s, self.cancel)
         room = room_chars(self.window, max(len(load_prompt(name)) for name in (*PROMPTS, MERGE_PROMPT)) + 64)

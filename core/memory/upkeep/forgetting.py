@@ -34,7 +34,7 @@ from core.memory.recall.views.folding import fold
 from core.memory.recall.views.matching import Match, Matches
 from core.memory.recall.views.results import Forgotten
 from core.memory.storage.facts import redact
-from core.memory.recall.when import parse_time
+from core.memory.recall.when import time_window
 from core.memory.secrets.redaction import forgotten_values, redactor_for
 from core.memory.upkeep import now
 from core.memory.upkeep.tiers import Tiers
@@ -75,7 +75,8 @@ def forget(tiers: Tiers, *, query: str | None, before: Any, ids: list[str] | Non
     if threshold is not None and query is None:
         raise ValidationError("meaning_above goes with a query: the memories closer in meaning to it are "
                               "forgotten")
-    bound = utc_timestamp(parse_time(before, "before")) if before is not None else None
+    # "before 30 days ago", "before last week": before the period's first moment, as recall's since reads it
+    bound = utc_timestamp(time_window(before, "before", "start")) if before is not None else None
     found = (_by_ids(tiers, ids) if ids is not None
              else _by_query(tiers, query, bound, kinds, threshold, limit))
     targets = list(dict.fromkeys(d.id for m in found.found for d in (m.doc, *m.records)))

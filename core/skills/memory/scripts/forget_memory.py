@@ -23,7 +23,7 @@ def execute(
     and/or happened before a date.
 
     Args:
-        before: a date, e.g. 2023-05-01.
+        before: a date, e.g. 2023-05-01 or '30 days ago'.
         meaning_above: instead, what is closer in meaning to query (0-1).
         dry_run: only list them, with why.
     """
