@@ -34,7 +34,7 @@ from core.memory.files import (
     now_file,
     utc_timestamp,
 )
-from core.memory.reads import Reads
+from core.memory.reads import Reads, refused_once_closed
 from core.memory.recall import Forgotten, Recalled, StoredMemories, log_index
 from core.memory.reflection import Reflection
 from core.memory.secrets import visible_entries
@@ -46,7 +46,8 @@ from core.paths import AgentPaths
 log = logging.getLogger(__name__)
 
 
-# a raw OSError never leaves: a StorageError naming the fix
+# a raw OSError never leaves: a StorageError naming the fix; a closed manager opens nothing again
+@refused_once_closed
 @public_methods_converting_os_errors("the agent's memory")
 class MemoryManager(Reads):
     """The memory of one agent: NOW.md, LOG.md, facts and (with the cold tier) recall (``read_log``,
@@ -60,6 +61,8 @@ class MemoryManager(Reads):
         """
         self.paths = AgentPaths.for_agent(agent_name, home)
         self.agent_name = agent_name
+        self.closed = False
+        """True once :meth:`close` ran: every method then refuses (open the agent again)."""
         self.config = config or load_config(self.paths)
         self.created: list[Path] = self.paths.ensure_memory_dirs()
         self.tiers = tiers = open_tiers(agent_name, self.paths, self.config,
@@ -415,7 +418,9 @@ class MemoryManager(Reads):
 
     def close(self) -> None:
         """Stop reflection and the background work and wait for them, release the cold store, databases, lock
-        files and the in-use lock: nothing of the agent is held afterwards. Safe to call twice."""
+        files and the in-use lock: nothing of the agent is held afterwards, and every method refuses. Safe
+        to call twice."""
+        self.closed = True
         self.reflection.close()
         self.tiers.close()
         while self.on_close:

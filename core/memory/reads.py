@@ -4,11 +4,40 @@ class keeps one definition of them."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import functools
+import inspect
+from typing import Any, Callable, Protocol, TypeVar
 
 from core.errors import ValidationError, shown
 from core.memory.files import ScanResult
 from core.memory.files.log_file import LogFile
+
+
+C = TypeVar("C", bound=type)
+
+
+def refused_once_closed(cls: C) -> C:
+    """A class decorator: once ``close()`` ran, every public method of ``cls`` (its own and its bases')
+    raises a ValidationError that says how to open the memory again.
+
+    A closed memory object that carried on would open memory.db and the lock files again, holding them
+    after ``close()``, and write to a folder it no longer holds in use (an import may be replacing it).
+    """
+    names = {name for klass in cls.__mro__[:-1] for name, member in vars(klass).items()
+             if inspect.isfunction(member) and not name.startswith("_") and name != "close"}
+    for name in names:
+        setattr(cls, name, _refusing_once_closed(getattr(cls, name), cls.__name__))
+    return cls
+
+
+def _refusing_once_closed(method: Callable[..., Any], kind: str) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def refusing(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.closed:
+            raise ValidationError(f"the memory of {self.agent_name} was closed ({method.__name__} after "
+                                  f"close()): open it again with {kind}({self.agent_name!r})")
+        return method(self, *args, **kwargs)
+    return refusing
 
 
 class _FactReads(Protocol):

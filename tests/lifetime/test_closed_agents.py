@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ValidationError
 from core.memory.shared import shared_manager
 from core.memory_manager import MemoryManager
 from tests.lifetime.held import agent_threads, open_under
@@ -49,6 +50,31 @@ def test_a_lock_file_closed_with_its_agent_is_opened_again_by_a_later_write(agen
         again.append_log("THOUGHT", "after")
         assert [e["content"] for e in again.read_log(2)] == ["before", "after"]
         assert str(agents_home / "finn" / "memory" / ".lock") in open_under(agents_home / "finn")
+
+
+def test_a_closed_manager_refuses_every_call_and_opens_nothing_again(agents_home: Path) -> None:
+    """A call after ``close()`` (its own methods and the reads it shares with MemoryReader) is a clear error:
+    it opened memory.db and the lock files again, held them after close, and wrote to the folder without
+    holding it in use (an import may be replacing it)."""
+    manager = MemoryManager("finn")
+    use(manager)
+    manager.close()
+    calls = {"append_log": lambda: manager.append_log("THOUGHT", "after close"),
+             "update_now": lambda: manager.update_now("after close"),
+             "save_fact": lambda: manager.save_fact("editor", "vim"),
+             "get_fact": lambda: manager.get_fact("editor"),
+             "read_log": lambda: manager.read_log(3),
+             "recall_memory": lambda: manager.recall_memory("deploy target"),
+             "now_state": manager.now_state}
+    for name, call in calls.items():
+        with pytest.raises(ValidationError, match=rf"finn was closed \({name} after close\(\)\): open it "
+                                                  r"again with MemoryManager\('finn'\)"):
+            call()
+    assert manager.closed and open_under(agents_home / "finn") == []
+    manager.close()  # still safe twice
+    with MemoryManager("finn") as again:
+        assert again.get_fact("editor") == "helix"
+        assert "after close" not in [e["content"] for e in again.read_log(5)]
 
 
 def test_a_closed_shared_manager_is_let_go_and_opened_anew(agents_home: Path) -> None:
