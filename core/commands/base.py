@@ -71,6 +71,11 @@ class Command:
             sub.add_argument(*argument.flags, **argument.options)
 
 
+def plural(count: int, word: str, words: str = "") -> str:
+    """``1 attempt``, ``3 attempts`` (``words``: the plural when it is not ``word`` + s)."""
+    return f"{count} {word if count == 1 else words or word + 's'}"
+
+
 def plain(doc: str) -> str:
     """A docstring as a terminal shows it: ``code`` and :role:`target` marks of reStructuredText dropped."""
     return _ROLE.sub(r"\1", doc).replace("``", "")

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from core.commands.base import AGENT, JSON, arg, command, emit, open_memory
+from core.commands.base import AGENT, JSON, arg, command, emit, open_memory, plural
 from core.terminal import tqdm
 from core.errors import ValidationError
 
@@ -60,11 +60,6 @@ def reflect(args: argparse.Namespace) -> int:
     found = {**report.as_dict(), "lag": status["lag"]["total"], "waiting": len(status["quarantined"])}
     emit(args, found, lambda: report_text(found, args.rebuild, args.agent))
     return 0
-
-
-def plural(count: int, word: str, words: str = "") -> str:
-    """``1 attempt``, ``3 attempts`` (``words``: the plural when it is not ``word`` + s)."""
-    return f"{count} {word if count == 1 else words or word + 's'}"
 
 
 def entries(count: int) -> str:

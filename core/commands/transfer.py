@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from core.commands.base import arg, command
+from core.commands.base import arg, command, plural
 from core.errors import ValidationError
 from core.terminal import seconds, tqdm
 
@@ -48,12 +48,13 @@ def export(args: argparse.Namespace) -> int:
         result = export_agent(args.agent, args.file, with_vectors=args.with_vectors,
                               include_secrets=args.include_secrets, progress=bar.update)
     counts, left_out = result.manifest["counts"], result.secrets_left_out
-    print(f"exported {args.agent} to {result.path}: {counts['log_entries']} LOG entries, {counts['facts']} "
-          f"facts, {counts['notes']} notes, {counts['messages']} messages, {counts['store_items']} store "
-          "items"
+    print(f"exported {args.agent} to {result.path}: "
+          f"{plural(counts['log_entries'], 'LOG entry', 'LOG entries')}, {plural(counts['facts'], 'fact')}, "
+          f"{plural(counts['notes'], 'note')}, {plural(counts['messages'], 'message')}, "
+          f"{plural(counts['store_items'], 'store item')}"
           + ("; with vectors" if result.manifest["with_vectors"] else "")
           + ("; secrets included" if args.include_secrets else "")
-          + (f"; {left_out} secret fact{'' if left_out == 1 else 's'} left out and their values redacted "
+          + (f"; {plural(left_out, 'secret fact')} left out and their values redacted "
              "everywhere (--include-secrets keeps them)" if left_out else ""))
     if result.notice:
         print(f"note: {result.notice}", file=sys.stderr)
@@ -126,8 +127,9 @@ def import_(args: argparse.Namespace) -> int:
                               progress=bar.update)
         elapsed = time.monotonic() - started
     counts = result.counts
-    print(f"imported {result.agent} into {result.root}: {counts['log_entries']} LOG entries, "
-          f"{counts['facts']} facts, {counts['messages']} messages"
+    print(f"imported {result.agent} into {result.root}: "
+          f"{plural(counts['log_entries'], 'LOG entry', 'LOG entries')}, {plural(counts['facts'], 'fact')}, "
+          f"{plural(counts['messages'], 'message')}"
           + (f"; re-embedded {result.memories} memories in {seconds(elapsed)} ({result.reembedded})"
              if result.reembedded
              else "; vectors kept"))

@@ -268,6 +268,8 @@ def test_command_line_round_trip(agents_home, tmp_path):
     assert exported.returncode == 0 and "exported finn" in exported.stdout, exported.stderr
     imported = agentos("import", str(archive), "--as", "porto", home=tmp_path / "h2")
     assert imported.returncode == 0 and "imported porto" in imported.stdout, imported.stderr
+    assert ": 1 LOG entry, 1 fact, 0 notes," in exported.stdout  # one of each is said as one
+    assert ": 1 LOG entry, 1 fact, 0 messages" in imported.stdout
     # No terminal, so no bar: the time is still measured (the bar's own clock stops when it is not drawn).
     seconds = re.search(r"re-embedded \d+ memories in ([\d.]+) s", imported.stdout)
     assert seconds and float(seconds.group(1)) > 0 and "embedding:" not in imported.stderr, imported.stdout
@@ -294,7 +296,7 @@ def test_export_says_how_many_secret_facts_it_left_out(agents_home, tmp_path):
 
     without = export(str(tmp_path / "a.tar.gz"))
     assert without.returncode == 0, without.stderr
-    assert " 1 facts, " in without.stdout
+    assert " 1 fact, " in without.stdout  # one of each is said as one: "1 fact", "1 LOG entry"
     assert "2 secret facts left out" in without.stdout and "--include-secrets keeps them" in without.stdout
     with tarfile.open(tmp_path / "a.tar.gz", "r:gz") as archive:  # LOG.md keeps the public save as the record
         db = next(m for m in archive if m.name.endswith("/memory.db"))
