@@ -16,7 +16,7 @@ import signal
 import sys
 
 from core.paths import agents_home, existing_agent
-from core.terminal import exit_codes, is_loopback, run_cli
+from core.terminal import exit_codes, is_loopback, number_in, run_cli
 
 DEFAULT_PORT = 8765
 
@@ -37,9 +37,10 @@ def add_arguments(cli: argparse.ArgumentParser) -> None:
 
 def _port(text: str) -> int:
     """``--port``'s value: a TCP port, 0 to 65535 (a larger one raised an OverflowError from the socket)."""
-    if not (text.isascii() and text.isdigit()) or len(text) > 5 or int(text) > 65535:
+    port = number_in(text, 0, 65535)
+    if port is None:
         raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535 (0: any free one), got {text!r}")
-    return int(text)
+    return port
 
 
 def run(args: argparse.Namespace) -> int:

@@ -50,7 +50,7 @@ from importlib import resources
 from typing import Any, Callable, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from core.terminal import allowed_hosts
+from core.terminal import allowed_hosts, number_in
 from core.errors import AgentOSError, NotFoundError, ValidationError, shown
 from core.inspector import timeline
 from core.inspector.agent_view import AgentView
@@ -291,12 +291,11 @@ class Params:
         value = self.raw.get(name, [None])[-1]
         if value in (None, ""):
             return default
-        # ASCII digits only, no more than the highest has: "²" is a digit to isdigit(), not to int()
-        if not (value.isascii() and value.isdigit()) or len(value) > len(str(high)) \
-                or not low <= int(value) <= high:
+        number = number_in(value, low, high)
+        if number is None:
             raise ValidationError(f"parameter {name} must be a whole number from {low} to {high}, "
                                   f"got {shown(value)}")
-        return int(value)
+        return number
 
     def many(self, name: str) -> list[str]:
         return [v for item in self.raw.get(name, []) for v in item.split(",") if v]

@@ -30,7 +30,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
 from core import __version__
-from core.terminal import allowed_hosts, is_loopback
+from core.terminal import allowed_hosts, is_loopback, number_in
 from core.errors import ValidationError, shown
 from core.mcp_server.stdio import interruptible_stdin
 from core.mcp_server.tools import AgentMemory, memory_tools
@@ -110,10 +110,11 @@ def parse_address(text: str) -> tuple[str, int]:
     Raises:
         ValidationError: not of that form.
     """
-    host, sep, port = text.rpartition(":")
-    if not sep or not (port.isascii() and port.isdigit()) or len(port) > 5 or not 0 < int(port) < 65536:
+    host, sep, digits = text.rpartition(":")
+    port = number_in(digits, 1, 65535) if sep else None
+    if port is None:
         raise ValidationError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765; got {shown(text)}")
-    return host.strip("[]") or "127.0.0.1", int(port)
+    return host.strip("[]") or "127.0.0.1", port
 
 
 def transport_security(host: str, port: int, extra: Sequence[str] = ()) -> TransportSecuritySettings:

@@ -6,6 +6,17 @@ import ipaddress
 from typing import Sequence
 
 
+def number_in(text: str, low: int, high: int) -> int | None:
+    """``text`` as a whole number from ``low`` to ``high`` (a port, a query parameter), else None.
+
+    ASCII digits only, no more of them than ``high`` has: ``str.isdigit()`` takes ``²`` and ``①``, which
+    ``int()`` refuses, and ``int()`` refuses a string of too many digits.
+    """
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(high)) or not low <= int(text) <= high:
+        return None
+    return int(text)
+
+
 def is_loopback(host: str) -> bool:
     """True when ``host`` is reachable only from this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
     if host == "localhost":
